@@ -1,0 +1,28 @@
+"""How numbers are written for people: fixed decimals, −∞ for masked cells, no "-0.000"."""
+
+from __future__ import annotations
+
+import math
+
+MINUS_INFINITY = "−∞"
+
+
+def fixed(x: float, precision: int) -> str:
+    """x with exactly `precision` decimals; −∞ stays −∞ and a rounded-away sign is dropped."""
+    if math.isinf(x):
+        return MINUS_INFINITY if x < 0 else "∞"
+    text = f"{x:.{precision}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
+
+
+def smart(x: float, precision: int) -> str:
+    """Whole numbers as whole numbers ("1", like the articles write e^1), others with decimals."""
+    if math.isfinite(x) and x == round(x) and abs(x) < 1e15:
+        return str(int(round(x)))
+    return fixed(x, precision)
+
+
+def vector(values, precision: int, *, whole: bool = True) -> str:
+    """[1, -1] or [0.244, 0.244]."""
+    write = smart if whole else fixed
+    return "[" + ", ".join(write(float(v), precision) for v in values) + "]"

@@ -1,0 +1,90 @@
+"""Where output goes: stdout or a file written atomically, and the one place errors are printed.
+
+Everything is rendered to a string first and written at the end, so an error never leaves
+half a result on stdout or in a file.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from attncli.errors import AttnError
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
+
+def console(*, to_file: bool = False, record: bool = False) -> Console:
+    """A Console that renders into memory with the terminal's width and colour settings.
+
+    Writing to a file (`to_file`) gives plain text; NO_COLOR and a non-terminal stdout do too.
+    """
+    from rich.console import Console
+
+    probe = Console(file=sys.stdout)
+    color = not to_file and probe.is_terminal and not probe.no_color
+    return Console(
+        file=io.StringIO(),
+        force_terminal=color,
+        color_system=probe.color_system if color else None,
+        no_color=not color,
+        width=probe.width,
+        height=probe.height,
+        highlight=False,
+        emoji=False,
+        record=record,
+        legacy_windows=False,
+    )
+
+
+def render(console: Console, renderables: list[RenderableType]) -> str:
+    """The text of `renderables` as printed by `console` (made by `console()`)."""
+    for renderable in renderables:
+        console.print(renderable)
+    buffer = console.file
+    assert isinstance(buffer, io.StringIO)
+    return buffer.getvalue()
+
+
+def emit(text: str, output: Path | None = None) -> None:
+    """Write the finished result to stdout, or atomically to `output`."""
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        write_atomic(output, text)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a temporary file beside `path`, then rename it over: never a half-written file."""
+    folder = path.parent
+    if not folder.is_dir():
+        raise AttnError(
+            f"cannot write {path}: the folder {str(folder) or '.'!r} does not exist",
+            key="--output",
+            expected="an existing folder; create it first",
+        )
+    if path.is_dir():
+        raise AttnError(f"cannot write {path}: it is a folder", key="--output", expected="a file name")
+    try:
+        fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:
+        raise AttnError(f"cannot write into {folder}: {error.strerror}", key="--output") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def print_error(error: AttnError | str) -> None:
+    """One line on stderr: `attncli: error: FILE:LINE: key: what is wrong (what was expected)`."""
+    sys.stderr.write(f"attncli: error: {error}\n")
+    sys.stderr.flush()

@@ -1,0 +1,166 @@
+"""`attncli run` in the terminal: one Rich table per stage, fitted to the screen."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from attncli.engine import RunResult
+from attncli.numbers import MINUS_INFINITY, fixed
+from attncli.views import MatrixView
+
+ELLIPSIS_COLUMN = "…"
+ELLIPSIS_ROW = "⋮"
+
+
+def summary(result: RunResult) -> Text:
+    """The scenario in two lines: its name and sentence, then its sizes and settings."""
+    s = result.scenario
+    scale = {"sqrt_dk": f"÷ √d_k = {s.scale.divisor:.4g}", "none": "none", "value": f"÷ {s.scale.divisor:g}"}[s.scale.mode]
+    text = Text()
+    text.append(s.name, style="bold")
+    text.append(" — " + " ".join(s.tokens) + "\n")
+    heads = f"{s.heads} head" + ("s" if s.heads > 1 else "")
+    text.append(
+        f"L = {s.L} tokens · d_model = {s.d_model} · {heads} · d_k = {s.d_k} · d_v = {s.d_v} · d_out = {s.d_out}"
+        f" · scale: {scale} · mask: {s.mask}",
+        style="dim",
+    )
+    if result.round_steps is not None:
+        text.append(f"\nEvery intermediate is rounded to {result.round_steps} decimals before the next step, as by hand.", style="yellow")
+    return text
+
+
+def run_tables(
+    result: RunResult, views: list[MatrixView], *, precision: int, console: Console, full: bool, heatmap: bool = False
+) -> list[RenderableType]:
+    """The renderables for `attncli run`: summary, then a table per view, then notes."""
+    parts: list[RenderableType] = [summary(result)]
+    multihead = result.scenario.heads > 1
+    for view in views:
+        prefix = f"Head {view.head} · " if multihead and view.head is not None else ""
+        title = f"{prefix}{view.title}  {view.formula}  ({view.shape})"
+        parts.append(Text(""))
+        parts.append(Text(title, style="bold"))
+        parts.append(matrix_table(view, precision=precision, console=console, full=full))
+    if result.exact is not None and any(v.key in ("output", "final") for v in views):
+        parts.append(Text(""))
+        parts.append(rounding_table(result, precision=precision))
+    return parts
+
+
+def matrix_table(view: MatrixView, *, precision: int, console: Console, full: bool) -> RenderableType:
+    """A labelled table of one matrix, shortened with ellipses when it would not fit the screen."""
+    n_rows, n_cols = view.data.shape
+    col_widths = _column_widths(view, precision)
+    row_label_width = max(len(r) for r in view.rows) + 3
+    extra_width = sum(max(len(name), _number_width(vec, precision)) + 3 for name, vec in view.extra)
+    cols = list(range(n_cols))
+    if not full:
+        cols = _fit(col_widths, console.width - row_label_width - extra_width - 1)
+    rows = list(range(n_rows))
+    max_rows = max(10, console.height - 8)
+    if not full and n_rows > max_rows:
+        half = max_rows // 2
+        rows = list(range(half)) + [-1] + list(range(n_rows - (max_rows - half - 1), n_rows))
+
+    table = Table()
+    table.add_column("", style="bold", no_wrap=True)
+    for c in cols:
+        table.add_column(ELLIPSIS_COLUMN if c < 0 else view.cols[c], justify="right", no_wrap=True)
+    for name, _ in view.extra:
+        table.add_column(name, justify="right", style="cyan", no_wrap=True)
+    for r in rows:
+        if r < 0:
+            table.add_row(ELLIPSIS_ROW, *[ELLIPSIS_ROW] * (len(cols) + len(view.extra)))
+            continue
+        cells = [_cell(view, r, c, precision) for c in cols]
+        extras = [fixed(float(vec[r]), precision) for _, vec in view.extra]
+        table.add_row(view.rows[r], *cells, *extras)
+
+    notes = []
+    shown_cols = sum(1 for c in cols if c >= 0)
+    if shown_cols < n_cols:
+        notes.append(f"{shown_cols} of {n_cols} columns")
+    shown_rows = sum(1 for r in rows if r >= 0)
+    if shown_rows < n_rows:
+        notes.append(f"{shown_rows} of {n_rows} rows")
+    if notes:
+        hint = Text(
+            f"Showing {' and '.join(notes)}: see all with --full, a wider terminal, or --format csv / json.", style="dim"
+        )
+        return Group(table, hint)
+    return table
+
+
+def rounding_table(result: RunResult, *, precision: int) -> Table:
+    """Hand-rounded output beside the exact one, with the difference."""
+    assert result.exact is not None
+    rounded, exact = result.output, result.exact.output
+    table = Table(title=f"Hand-rounded ({result.round_steps} decimals) vs exact output", title_justify="left", title_style="bold")
+    table.add_column("", style="bold")
+    for name in ("hand-rounded", "exact", "difference"):
+        table.add_column(name, justify="right")
+    shown = max(precision, result.round_steps or 0)
+    for label, r_row, e_row in zip(result.scenario.labels(), rounded, exact):
+        table.add_row(
+            label,
+            _vec(r_row, result.round_steps or precision),
+            _vec(e_row, shown + 1),
+            _vec(r_row - e_row, shown + 1),
+        )
+    return table
+
+
+def _vec(values: np.ndarray, precision: int) -> str:
+    return "[" + ", ".join(fixed(float(v), precision) for v in values) + "]"
+
+
+def _cell(view: MatrixView, r: int, c: int, precision: int) -> str | Text:
+    if c < 0:
+        return ELLIPSIS_COLUMN
+    value = float(view.data[r, c])
+    if view.hidden is not None and view.hidden[r, c]:
+        return Text(MINUS_INFINITY if value == -math.inf else fixed(value, precision), style="dim")
+    return fixed(value, precision)
+
+
+def _number_width(values: np.ndarray, precision: int) -> int:
+    finite = values[np.isfinite(values)]
+    biggest = float(np.abs(finite).max()) if finite.size else 0.0
+    int_digits = len(str(int(biggest))) if biggest < 1e15 else 16
+    return int_digits + 1 + precision + 1  # digits, point, decimals, sign
+
+
+def _column_widths(view: MatrixView, precision: int) -> list[int]:
+    widths = []
+    for c, label in enumerate(view.cols):
+        widths.append(max(len(label), _number_width(view.data[:, c], precision)) + 3)  # padding and border
+    return widths
+
+
+def _fit(widths: list[int], room: int) -> list[int]:
+    """Column indexes that fit in `room`: all, or the first and last around -1 (an ellipsis column)."""
+    if sum(widths) <= room:
+        return list(range(len(widths)))
+    room -= 4  # the ellipsis column
+    left, right = [], []
+    i, j = 0, len(widths) - 1
+    while i <= j:
+        if room - widths[i] < 0:
+            break
+        room -= widths[i]
+        left.append(i)
+        i += 1
+        if i > j or room - widths[j] < 0:
+            break
+        room -= widths[j]
+        right.append(j)
+        j -= 1
+    if not left:
+        left = [0]
+    return left + [-1] + right[::-1]
