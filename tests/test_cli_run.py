@@ -1,0 +1,133 @@
+"""`attncli run` and `attncli scenarios` through Typer's CliRunner."""
+
+import json
+
+import pytest
+
+from attncli import builtin
+
+
+def test_run_cat_shows_every_stage_with_the_seed_numbers(cli):
+    """The terminal tables carry the article's scores, weights and the exact output."""
+    result = cli("run", "cat")
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    for title in ("Embeddings", "Queries", "Keys", "Values", "Scores  S = Q·Kᵀ  (6 × 6)", "Exponentials", "Attention weights", "Output"):
+        assert title in out
+    cat_row = next(line for line in out.splitlines() if line.startswith("│ cat ") and "0.244" in line)
+    assert [cell.strip() for cell in cat_row.split("│")[2:8]] == ["0.244", "0.090", "0.244", "0.090", "0.244", "0.090"]
+    assert "│ cat     │ 1.064 │  0.398 │" in out
+    assert result.stderr == ""
+
+
+def test_run_json_is_the_documented_contract(cli):
+    """attncli.run/1: schema key, scenario object, per-head stages, concat and output, full precision."""
+    doc = json.loads(cli("run", "journey", "--format", "json").stdout)
+    assert doc["schema"] == "attncli.run/1"
+    assert doc["scenario"] == {
+        "name": "journey", "tokens": ["Your", "journey", "starts", "with", "one", "step"],
+        "d_model": 3, "heads": 1, "d_k": 2, "d_v": 2, "d_out": 2,
+        "scale": {"mode": "sqrt_dk", "divisor": 2**0.5}, "mask": "none",
+    }  # fmt: skip
+    head = doc["heads"][0]
+    assert head["head"] == 1
+    for key in ("W_Q", "W_K", "W_V", "Q", "K", "V", "scores", "scaled", "masked", "shift", "exp", "exp_sum", "weights", "output"):
+        assert key in head
+    assert doc["output"] == doc["concat"] == head["output"]
+    assert round(doc["output"][0][0], 4) == 0.2996
+    assert doc["rounding"] is None
+
+
+def test_run_json_masked_cells_are_null_and_nothing_is_nan(cli):
+    """Standard JSON only: -inf becomes null in `masked`, exp and weights are 0 there."""
+    text = cli("run", "journey-causal", "--format", "json").stdout
+    assert "Infinity" not in text and "NaN" not in text
+    head = json.loads(text)["heads"][0]
+    assert head["masked"][0][1:] == [None] * 5
+    assert head["weights"][0] == [1.0, 0, 0, 0, 0, 0]
+
+
+def test_stages_limit_every_format(cli):
+    """--stages: a stage left out is absent from JSON and from the tables."""
+    doc = json.loads(cli("run", "cat", "--format", "json", "--stages", "weights").stdout)
+    assert set(doc["heads"][0]) == {"head", "weights"}
+    assert "embeddings" not in doc and "output" not in doc
+    tables = cli("run", "cat", "--stages", "scores").stdout
+    assert "Scores" in tables and "Attention weights" not in tables and "Embeddings" not in tables
+
+
+def test_head_option_selects_one_head(cli):
+    """--head 2 shows head 2 only, numbered from 1."""
+    doc = json.loads(cli("run", "multihead", "--format", "json", "--head", "2").stdout)
+    assert [h["head"] for h in doc["heads"]] == [2]
+    tables = cli("run", "multihead", "--head", "2", "--stages", "weights").stdout
+    assert "Head 2 · Attention weights" in tables and "Head 1" not in tables
+
+
+def test_head_beyond_the_scenario_is_a_clear_error(cli):
+    """--head 3 on a 2-head scenario: one line on stderr, nothing on stdout, exit 1."""
+    result = cli("run", "multihead", "--head", "3")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert "head 3 does not exist: the scenario has 2 heads" in result.stderr
+
+
+def test_precision_option_changes_decimals(cli):
+    """--precision 2 shows two decimals."""
+    out = cli("run", "cat", "--stages", "weights", "--precision", "2").stdout
+    assert "0.24 " in out and "0.244" not in out
+
+
+def test_causal_tables_show_minus_infinity(cli):
+    """The masked stage shows −∞ above the diagonal."""
+    out = cli("run", "journey-causal", "--stages", "masked").stdout
+    assert "−∞" in out
+
+
+def test_wide_matrix_is_shortened_with_an_ellipsis_column(cli, tmp_path):
+    """A 40 × 40 score matrix in 120 columns: an ellipsis column and a note on how to see all."""
+    tokens = [f"t{i}" for i in range(40)]
+    path = tmp_path / "wide.yaml"
+    path.write_text(f"tokens: {tokens}\nembeddings: {[[i / 40] for i in range(40)]}\n".replace("'", ""))
+    out = cli("run", str(path), "--stages", "scores").stdout
+    assert " … " in out and "Showing" in out and "--full" in out
+    assert max(len(line) for line in out.splitlines()) <= 120
+    full = cli("run", str(path), "--stages", "scores", "--full").stdout
+    assert " … " not in full and "t39" in full
+
+
+@pytest.mark.parametrize("name", builtin.names())
+def test_every_builtin_scenario_runs(cli, name):
+    """Each built-in scenario runs in both formats."""
+    assert cli("run", name).exit_code == 0
+    assert json.loads(cli("run", name, "--format", "json").stdout)["scenario"]["name"] == name
+
+
+def test_scenarios_lists_the_builtins_with_descriptions(cli):
+    """`attncli scenarios` names each built-in with its description."""
+    out = cli("scenarios").stdout
+    for name in ("cat", "journey", "journey-causal", "journey-simple", "multihead", "train-station"):
+        assert any(line.startswith(name + " ") for line in out.splitlines())
+    assert "The cat sat on the mat" in out
+
+
+def test_scenarios_show_prints_a_copyable_file(cli, tmp_path):
+    """The printed YAML, saved and run, gives the same result as the built-in."""
+    text = cli("scenarios", "show", "cat").stdout
+    copy = tmp_path / "mine.yaml"
+    copy.write_text(text)
+    assert cli("run", str(copy), "--format", "json").stdout == cli("run", "cat", "--format", "json").stdout
+
+
+def test_unknown_scenario_suggests_a_builtin(cli):
+    """A misspelt built-in name gets a suggestion and the list of names."""
+    result = cli("run", "journy")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "did you mean the built-in 'journey'?" in result.stderr
+
+
+def test_version(cli):
+    """--version prints the version."""
+    from attncli import __version__
+
+    assert cli("--version").stdout.strip() == f"attncli {__version__}"

@@ -1,0 +1,133 @@
+"""The engine against a naive loop-based reference, on many random scenarios, and its invariants."""
+
+import json
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attncli import engine
+from attncli.scenario import from_text
+from tests.reference import attention
+
+finite = st.floats(min_value=-4, max_value=4, allow_nan=False, allow_infinity=False)
+
+
+def matrix(rows: int, cols: int):
+    return st.lists(st.lists(finite, min_size=cols, max_size=cols), min_size=rows, max_size=rows)
+
+
+@st.composite
+def scenarios(draw, max_tokens: int = 7):
+    """A random scenario document (as a dict) and the parameters the reference needs."""
+    L = draw(st.integers(1, max_tokens))
+    d_model = draw(st.integers(1, 5))
+    heads = draw(st.integers(1, 3))
+    d_k = draw(st.integers(1, 3))
+    d_v = draw(st.integers(1, 3))
+    doc = {
+        "tokens": [f"w{i}" for i in range(L)],
+        "embeddings": draw(matrix(L, d_model)),
+        "heads": heads,
+        "W_Q": draw(matrix(d_model, heads * d_k)),
+        "W_K": draw(matrix(d_model, heads * d_k)),
+        "W_V": draw(matrix(d_model, heads * d_v)),
+        "mask": draw(st.sampled_from(["none", "causal"])),
+        "scale": draw(st.sampled_from(["sqrt_dk", "none", 0.5, 3.0])),
+    }
+    if draw(st.booleans()):
+        doc["b_Q"] = draw(matrix(1, heads * d_k))[0]
+        doc["b_K"] = draw(matrix(1, heads * d_k))[0]
+        doc["b_V"] = draw(matrix(1, heads * d_v))[0]
+    if draw(st.booleans()):
+        d_out = draw(st.integers(1, 4))
+        doc["W_O"] = draw(matrix(heads * d_v, d_out))
+        if draw(st.booleans()):
+            doc["b_O"] = draw(matrix(1, d_out))[0]
+    return doc
+
+
+def divisor_of(doc) -> float:
+    d_k = len(doc["W_Q"][0]) // doc["heads"]
+    return {"sqrt_dk": math.sqrt(d_k), "none": 1.0}.get(doc["scale"], doc["scale"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(scenarios())
+def test_engine_agrees_with_naive_reference(doc):
+    """Weights, head outputs and the final output match the loop implementation to 1e-9."""
+    result = engine.run(from_text(json.dumps(doc)))
+    expected = attention(
+        doc["embeddings"], doc["W_Q"], doc["W_K"], doc["W_V"],
+        heads=doc["heads"], divisor=divisor_of(doc), causal=doc["mask"] == "causal",
+        b_Q=doc.get("b_Q"), b_K=doc.get("b_K"), b_V=doc.get("b_V"), W_O=doc.get("W_O"), b_O=doc.get("b_O"),
+    )  # fmt: skip
+    for h, head in enumerate(result.heads):
+        np.testing.assert_allclose(head.weights, expected["weights"][h], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(head.output, expected["head_outputs"][h], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(result.output, expected["output"], rtol=1e-9, atol=1e-9)
+
+
+@settings(max_examples=100, deadline=None)
+@given(scenarios())
+def test_weights_rows_sum_to_one_and_causal_hides_the_future(doc):
+    """Every row of weights sums to 1; with a causal mask everything above the diagonal is 0."""
+    result = engine.run(from_text(json.dumps(doc)))
+    for head in result.heads:
+        np.testing.assert_allclose(head.weights.sum(axis=1), 1.0, rtol=1e-12)
+        assert (head.weights >= 0).all()
+        if doc["mask"] == "causal":
+            assert (np.triu(head.weights, k=1) == 0).all()
+            assert (head.masked[np.triu_indices(len(doc["tokens"]), k=1)] == -np.inf).all()
+
+
+@settings(max_examples=100, deadline=None)
+@given(scenarios(), st.randoms(use_true_random=False))
+def test_without_mask_permuting_tokens_permutes_the_output(doc, random):
+    """Self-attention without a mask is permutation-equivariant."""
+    doc["mask"] = "none"
+    order = list(range(len(doc["tokens"])))
+    random.shuffle(order)
+    shuffled = dict(doc, embeddings=[doc["embeddings"][i] for i in order])
+    original = engine.run(from_text(json.dumps(doc))).output
+    permuted = engine.run(from_text(json.dumps(shuffled))).output
+    np.testing.assert_allclose(permuted, original[order], rtol=1e-9, atol=1e-12)
+
+
+@given(st.floats(min_value=1e3, max_value=1e6), st.integers(2, 6))
+def test_huge_scores_stay_finite_and_agree_with_the_shifted_formula(magnitude, L):
+    """Scores of ±1e4 and beyond give finite weights, with the row maximum as the shift."""
+    doc = {
+        "tokens": [f"w{i}" for i in range(L)],
+        "embeddings": [[magnitude * (i + 1) / L] for i in range(L)] ,
+        "W_Q": [[1.0]], "W_K": [[1.0]], "W_V": [[1.0]],
+        "scale": "none",
+    }  # fmt: skip
+    head = engine.run(from_text(json.dumps(doc))).head(1)
+    assert np.isfinite(head.weights).all() and np.isfinite(head.exp).all()
+    np.testing.assert_array_equal(head.shift, head.scores.max(axis=1))
+    expected = np.exp(head.scores - head.scores.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(head.weights, expected / expected.sum(axis=1, keepdims=True), rtol=1e-12)
+
+
+def test_ordinary_scores_need_no_shift_and_extreme_ones_do():
+    """A row's shift is 0 while its scores lie within ±700, else its maximum."""
+    doc = {
+        "tokens": ["a", "b", "c"],
+        "embeddings": [[1.0], [20.0], [30.0]],
+        "W_Q": [[1.0]], "W_K": [[1.0]], "W_V": [[1.0]],
+        "scale": "none",
+    }  # fmt: skip
+    head = engine.run(from_text(json.dumps(doc))).head(1)
+    # rows "a" (1, 20, 30) and "b" (20, 400, 600) need no shift; row "c" (30, 600, 900) does
+    assert head.shift.tolist() == [0.0, 0.0, 900.0]
+    assert head.exp[0].tolist() == [math.exp(1), math.exp(20), math.exp(30)]
+
+
+def test_scores_of_plus_minus_1e4_give_correct_weights():
+    """The issue's own example: ±1e4 scores, a one-hot row, finite and exact."""
+    doc = {"tokens": ["a", "b"], "embeddings": [[100.0], [-100.0]], "W_Q": [[1]], "W_K": [[1]], "W_V": [[1]], "scale": "none"}
+    head = engine.run(from_text(json.dumps(doc))).head(1)
+    assert head.scores.tolist() == [[1e4, -1e4], [-1e4, 1e4]]
+    assert head.weights.tolist() == [[1.0, 0.0], [0.0, 1.0]]
