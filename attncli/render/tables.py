@@ -26,8 +26,8 @@ def summary(result: RunResult) -> Text:
     text.append(" — " + " ".join(s.tokens) + "\n")
     heads = f"{s.heads} head" + ("s" if s.heads > 1 else "")
     text.append(
-        f"L = {s.L} tokens · d_model = {s.d_model} · {heads} · d_k = {s.d_k} · d_v = {s.d_v} · d_out = {s.d_out}"
-        f" · scale: {scale} · mask: {s.mask}",
+        f"L = {s.L} tokens · d_model = {s.d_model} · {heads} · d_k = {s.d_k} · d_v = {s.d_v} · d_out = {s.d_out}\n"
+        f"scale: {scale} · mask: {s.mask}",
         style="dim",
     )
     if result.round_steps is not None:
