@@ -175,6 +175,53 @@ def run(
     emit(render(con, run_tables(result, shown, precision=_precision(precision, loaded), console=con, full=full)), output)
 
 
+@app.command()
+@guard
+def explain(
+    word: Annotated[Optional[str], typer.Option("--word", "-w", help="The query word to follow (case is ignored unless the scenario is case-sensitive).")] = None,
+    scenario: Annotated[
+        str,
+        typer.Option("--scenario", "-s", help="A scenario file or built-in name.", autocompletion=_complete_scenario),
+    ] = "cat",
+    position: Annotated[Optional[int], typer.Option(min=1, help="Which occurrence: the word's position, counted from 1.")] = None,
+    head: Annotated[int, typer.Option(min=1, help="The head to explain, counted from 1.")] = 1,
+    precision: PrecisionOption = None,
+    round_steps: RoundOption = None,
+    format: FormatOption = Format.table,
+    output: OutputOption = None,
+    max_cells: MaxCellsOption = None,
+) -> None:
+    """Follow one word through the arithmetic, step by step, like a hand calculation.
+
+    \b
+    Examples:
+      attncli explain --word cat                   # seed 001's walk-through, exact
+      attncli explain --word cat --round-steps 3   # ... with the article's hand rounding: [1.066, 0.398]
+      attncli explain -s journey-causal --word starts
+      attncli explain -s multihead --word sat --head 2
+      attncli explain -s my.yaml --word the --position 5 --format json
+    """
+    from attncli import engine
+    from attncli.explain import explain as explain_word
+    from attncli.explain import find_word
+    from attncli.scenario import load
+
+    loaded = load(scenario, limits=_limits(max_cells))
+    _heads(loaded.heads, head)
+    where, others = find_word(loaded, word, position)
+    expl = explain_word(engine.run(loaded, round_steps=round_steps), position=where, head=head, others=others)
+    if format is Format.json:
+        from attncli.render import jsonout
+
+        emit(jsonout.dumps(jsonout.explain_json(expl)), output)
+        return
+    from attncli.output import console, render
+    from attncli.render.narration import explain_renderables
+
+    con = console(to_file=output is not None)
+    emit(render(con, explain_renderables(expl, precision=_precision(precision, loaded))), output)
+
+
 @scenarios_app.callback(invoke_without_command=True)
 def scenarios(ctx: typer.Context) -> None:
     """List the built-in scenarios. Any of them can be used by name: `attncli run cat`."""

@@ -48,7 +48,10 @@ def render(console: Console, renderables: list[RenderableType]) -> str:
         console.print(renderable)
     buffer = console.file
     assert isinstance(buffer, io.StringIO)
-    return buffer.getvalue()
+    text = buffer.getvalue()
+    if console.color_system is None:  # plain text: drop the padding Rich leaves at line ends
+        text = "\n".join(line.rstrip() for line in text.split("\n"))
+    return text
 
 
 def emit(text: str, output: Path | None = None) -> None:

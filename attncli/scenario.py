@@ -7,6 +7,7 @@ may assume the shapes fit.
 
 from __future__ import annotations
 
+import collections
 import difflib
 import math
 import string
@@ -85,9 +86,9 @@ class Scenario:
         return word if self.case_sensitive else word.casefold()
 
     def labels(self) -> list[str]:
-        """Token labels for rows and columns; a word that repeats gets its position: "the (5)"."""
-        folded = [self.fold(t) for t in self.tokens]
-        return [f"{t} ({i})" if folded.count(f) > 1 else t for i, (t, f) in enumerate(zip(self.tokens, folded), 1)]
+        """Token labels for rows and columns; a token that repeats gets its position: "the (4)"."""
+        counts = collections.Counter(self.tokens)
+        return [f"{t} ({i})" if counts[t] > 1 else t for i, t in enumerate(self.tokens, 1)]
 
 
 # -- loading ---------------------------------------------------------------------------------

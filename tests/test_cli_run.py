@@ -16,7 +16,7 @@ def test_run_cat_shows_every_stage_with_the_seed_numbers(cli):
         assert title in out
     cat_row = next(line for line in out.splitlines() if line.startswith("│ cat ") and "0.244" in line)
     assert [cell.strip() for cell in cat_row.split("│")[2:8]] == ["0.244", "0.090", "0.244", "0.090", "0.244", "0.090"]
-    assert "│ cat     │ 1.064 │  0.398 │" in out
+    assert "│ cat │ 1.064 │  0.398 │" in out
     assert result.stderr == ""
 
 

@@ -82,6 +82,7 @@ def test_matrices_are_read_only():
         scenario.X[0, 0] = 5
 
 
-def test_labels_number_repeated_words():
-    """A word that repeats (ignoring case) gets its 1-based position in labels."""
-    assert load("cat").labels() == ["The (1)", "cat", "sat", "on", "the (5)", "mat"]
+def test_labels_number_repeated_tokens():
+    """A token that repeats gets its 1-based position in labels; "The" and "the" are told apart by case."""
+    assert load("cat").labels() == ["The", "cat", "sat", "on", "the", "mat"]
+    assert load("train-station").labels()[:4] == ["the (1)", "train", "left", "the (4)"]

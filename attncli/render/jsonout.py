@@ -11,9 +11,11 @@ from typing import Any
 import numpy as np
 
 from attncli.engine import HeadResult, RunResult
+from attncli.explain import Explanation
 from attncli.scenario import Scenario
 
 RUN_SCHEMA = "attncli.run/1"
+EXPLAIN_SCHEMA = "attncli.explain/1"
 
 
 def scenario_json(s: Scenario) -> dict[str, Any]:
@@ -73,6 +75,37 @@ def _head_json(head: HeadResult, stages: tuple[str, ...]) -> dict[str, Any]:
     if "output" in stages:
         out["output"] = matrix(head.output)
     return out
+
+
+def explain_json(expl: Explanation) -> dict[str, Any]:
+    """The attncli.explain/1 document. A masked key keeps its score and scaled score; exp and weight are 0."""
+    return {
+        "schema": EXPLAIN_SCHEMA,
+        "scenario": scenario_json(expl.scenario),
+        "head": expl.head.head,
+        "query": {"position": expl.position, "token": expl.token, "q": expl.q.tolist()},
+        "keys": [
+            {
+                "position": key.position,
+                "token": key.token,
+                "k": key.k.tolist(),
+                "v": key.v.tolist(),
+                "score": key.score,
+                "scaled": key.scaled,
+                "masked": key.masked,
+                "exp": key.exp,
+                "weight": key.weight,
+                "weighted_v": key.weighted_v.tolist(),
+            }
+            for key in expl.keys
+        ],
+        "shift": expl.shift,
+        "exp_sum": expl.exp_sum,
+        "output": expl.output.tolist(),
+        "rounding": None
+        if expl.exact_output is None
+        else {"decimals": expl.result.round_steps, "exact_output": expl.exact_output.tolist()},
+    }
 
 
 def matrix(array: np.ndarray) -> list[list[float | None]]:
