@@ -66,6 +66,10 @@ MaxCellsOption = Annotated[
     Optional[int],
     typer.Option("--max-cells", min=1, help="Refuse scenarios with more attention cells (heads × tokens²) than this [default: 16,777,216]."),
 ]
+MaxValuesOption = Annotated[
+    Optional[int],
+    typer.Option("--max-values", min=1, help="Refuse YAML files with more values than this, aliases expanded [default: 2,000,000]."),
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -145,6 +149,7 @@ def run(
     full: Annotated[bool, typer.Option("--full", help="Show every row and column, however large.")] = False,
     output: OutputOption = None,
     max_cells: MaxCellsOption = None,
+    max_values: MaxValuesOption = None,
 ) -> None:
     """Compute every stage of attention for a scenario and print it as tables or JSON.
 
@@ -158,7 +163,7 @@ def run(
     from attncli import engine, views
     from attncli.scenario import load
 
-    loaded = load(scenario, limits=_limits(max_cells))
+    loaded = load(scenario, limits=_limits(max_cells, max_values))
     heads = _heads(loaded.heads, head)
     result = engine.run(loaded, round_steps=round_steps)
     chosen = views.parse_stages(stages)
@@ -190,6 +195,7 @@ def explain(
     format: FormatOption = Format.table,
     output: OutputOption = None,
     max_cells: MaxCellsOption = None,
+    max_values: MaxValuesOption = None,
 ) -> None:
     """Follow one word through the arithmetic, step by step, like a hand calculation.
 
@@ -206,7 +212,7 @@ def explain(
     from attncli.explain import find_word
     from attncli.scenario import load
 
-    loaded = load(scenario, limits=_limits(max_cells))
+    loaded = load(scenario, limits=_limits(max_cells, max_values))
     _heads(loaded.heads, head)
     where, others = find_word(loaded, word, position)
     expl = explain_word(engine.run(loaded, round_steps=round_steps), position=where, head=head, others=others)
@@ -268,10 +274,11 @@ def _precision(option: int | None, scenario: Any) -> int:
     return scenario.precision if option is None else option
 
 
-def _limits(max_cells: int | None) -> Any:
+def _limits(max_cells: int | None, max_values: int | None) -> Any:
     from attncli.limits import Limits
 
-    return Limits() if max_cells is None else Limits(max_cells=max_cells)
+    given = {"max_cells": max_cells, "max_values": max_values}
+    return Limits(**{name: value for name, value in given.items() if value is not None})
 
 
 def main() -> None:

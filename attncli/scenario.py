@@ -253,7 +253,7 @@ class _Validator:
         value = self._get(key)
         if value is None:
             return default
-        if isinstance(value, Scalar) and value.plain and value.tag.endswith(":bool"):
+        if isinstance(value, Scalar) and value.plain and value.kind == "bool":
             return value.text.lower() in ("true", "yes", "on", "y")
         raise self._error(f"found {describe(value)}", key, "true or false", value)
 

@@ -2,14 +2,17 @@
 
 Words stay words: a plain `on`, `yes`, `null` or `2024` is kept as the text that was
 written, and only a place that wants a number turns text into one. Nothing is ever
-constructed from a tag: the text is composed (PyYAML's safe C parser where available),
-never loaded, so `!!python/object` and friends cannot run.
+constructed from a tag. The tree is built from libyaml's event stream (PyYAML's safe C
+parser) with an explicit stack, so nesting depth, alias expansion ("billion laughs") and
+extra documents are refused as they arrive, before anything large is built, and deep
+nesting cannot exhaust the C stack.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import yaml
 
@@ -22,14 +25,21 @@ _ALLOWED_TAGS = {
     for name in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp")
 }
 _NON_FINITE = {".inf", "+.inf", "-.inf", ".nan"}
+_RESOLVER = yaml.resolver.Resolver()
 
 
-@dataclass(slots=True)
+@dataclass
 class Scalar:
     text: str
-    tag: str  # what YAML 1.1 would resolve it to; used only to explain mistakes
-    plain: bool  # written without quotes
+    plain: bool  # written without quotes (and without an explicit tag)
     line: int  # 1-based
+    explicit_tag: str | None = None
+
+    @cached_property
+    def kind(self) -> str:
+        """What YAML 1.1 would make of it: "str", "int", "float", "bool", "null"...; used to explain mistakes."""
+        tag = self.explicit_tag or _RESOLVER.resolve(yaml.ScalarNode, self.text, (self.plain, False))
+        return tag.removeprefix(_STANDARD_TAG)
 
 
 @dataclass(slots=True)
@@ -53,81 +63,140 @@ def parse(text: str, *, limits: Limits = Limits()) -> Value:
     loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     loader = loader_class(text)
     try:
-        node = loader.get_single_node()
+        return _Builder(limits).build(loader)
     except yaml.MarkedYAMLError as error:
         raise _syntax_error(error) from None
     except yaml.YAMLError as error:  # e.g. a reader error with no mark
         raise AttnError(f"not valid YAML: {error}") from None
     finally:
         loader.dispose()
-    if node is None:
-        raise AttnError("the file is empty", expected="a YAML mapping of scenario keys such as `tokens:` and `embeddings:`")
-    return _Builder(limits).build(node, "", 0)
 
 
 def _syntax_error(error: yaml.MarkedYAMLError) -> AttnError:
     mark = error.problem_mark or error.context_mark
     problem = error.problem or "invalid YAML"
-    if "expected a single document" in (error.context or ""):
-        return AttnError(
-            "the file holds several YAML documents",
-            line=mark.line + 1 if mark else None,
-            expected="one scenario per file: remove the `---` line or split the file",
-        )
     column = f", column {mark.column + 1}" if mark else ""
     context = f" {error.context}" if error.context else ""
-    return AttnError(
-        f"YAML syntax error{column}: {problem}{context}",
-        line=mark.line + 1 if mark else None,
-    )
+    return AttnError(f"YAML syntax error{column}: {problem}{context}", line=mark.line + 1 if mark else None)
+
+
+@dataclass
+class _Frame:
+    """A collection being built, and where its next item goes."""
+
+    value: Seq | Map
+    start_count: int  # values counted before this collection began (for its anchor's size)
+    anchor: str | None
+    key: str | None = None  # a mapping's key waiting for its value
 
 
 class _Builder:
     def __init__(self, limits: Limits) -> None:
-        self._limits = limits
-        self._count = 0  # aliases are counted each time they are expanded ("billion laughs")
+        self.limits = limits
+        self.stack: list[_Frame] = []
+        self.anchors: dict[str, tuple[Value, int]] = {}  # anchor -> (value, expanded size)
+        self.count = 0  # values so far, counting each alias as the size of what it repeats
+        self.aliased = False
+        self.root: Value | None = None
 
-    def build(self, node: yaml.Node, path: str, depth: int) -> Value:
-        line = node.start_mark.line + 1
-        self._count += 1
-        if self._count > self._limits.max_values:
+    def build(self, loader: yaml.SafeLoader) -> Value:
+        documents = 0
+        while (event := loader.get_event()) is not None:
+            line = event.start_mark.line + 1
+            if isinstance(event, yaml.DocumentStartEvent):
+                documents += 1
+                if documents > 1:
+                    raise AttnError(
+                        "the file holds several YAML documents",
+                        line=line,
+                        expected="one scenario per file: remove the `---` line or split the file",
+                    )
+            elif isinstance(event, yaml.ScalarEvent):
+                self._check_tag(event.tag, line)
+                self._count(1, line)
+                value = Scalar(event.value, bool(event.implicit[0]) and not event.style, line, event.tag)
+                self._anchor(event.anchor, value, 1)
+                self._add(value, line)
+            elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                self._check_tag(event.tag, line)
+                if len(self.stack) >= self.limits.max_depth:
+                    raise AttnError(
+                        "nested too deep", line=line, key=(self._path() or "").partition("[")[0] or None, expected=f"at most {self.limits.max_depth} levels of lists and mappings"
+                    )
+                self._count(1, line)
+                value = Seq([], line) if isinstance(event, yaml.SequenceStartEvent) else Map({}, line)
+                self.stack.append(_Frame(value, self.count - 1, event.anchor))
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                frame = self.stack.pop()
+                self._anchor(frame.anchor, frame.value, self.count - frame.start_count)
+                self._add(frame.value, line)
+            elif isinstance(event, yaml.AliasEvent):
+                if event.anchor not in self.anchors:
+                    raise AttnError(f"the alias *{event.anchor} refers to no anchor before it", line=line, key=self._path())
+                value, size = self.anchors[event.anchor]
+                self.aliased = True
+                self._count(size, line)
+                self._add(value, line)
+        if self.root is None:
+            raise AttnError("the file is empty", expected="a YAML mapping of scenario keys such as `tokens:` and `embeddings:`")
+        return self.root
+
+    def _count(self, n: int, line: int) -> None:
+        self.count += n
+        if self.count > self.limits.max_values:
             raise AttnError(
-                f"the document expands to more than {self._limits.max_values:,} values "
-                "(anchors and aliases repeated many times?)",
+                "the document expands" + (" through anchors and aliases" if self.aliased else "")
+                + f" to more than {self.limits.max_values:,} values",
                 line=line,
-                key=path or None,
-                expected="a scenario of teaching size; raise the limit with --max-values if it is meant",
+                key=self._path(),
+                expected="a teaching-sized scenario; raise the limit with --max-values if it is meant",
             )
-        if depth > self._limits.max_depth:
-            raise AttnError("nested too deep", line=line, key=path or None, expected=f"at most {self._limits.max_depth} levels")
-        if node.tag not in _ALLOWED_TAGS:
+
+    def _check_tag(self, tag: str | None, line: int) -> None:
+        if tag is not None and tag not in _ALLOWED_TAGS and tag != "!":
             raise AttnError(
-                f"the YAML tag {node.tag.replace(_STANDARD_TAG, '!!')!r} is not allowed",
+                f"the YAML tag {tag.replace(_STANDARD_TAG, '!!')!r} is not allowed",
                 line=line,
-                key=path or None,
+                key=self._path(),
                 expected="plain numbers, words, lists and mappings; attncli never builds objects from tags",
             )
-        if isinstance(node, yaml.ScalarNode):
-            return Scalar(node.value, node.tag, not node.style, line)  # C parser: "", Python: None
-        if isinstance(node, yaml.SequenceNode):
-            return Seq([self.build(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(node.value, 1)], line)
-        assert isinstance(node, yaml.MappingNode)
-        result = Map({}, line)
-        for key_node, value_node in node.value:
-            key_line = key_node.start_mark.line + 1
-            if not isinstance(key_node, yaml.ScalarNode):
-                raise AttnError("a key must be a word, not a list or mapping", line=key_line, key=path or None)
-            key = key_node.value
-            if key in result.items:
+
+    def _anchor(self, anchor: str | None, value: Value, size: int) -> None:
+        if anchor is not None:
+            self.anchors[anchor] = (value, size)
+
+    def _add(self, value: Value, line: int) -> None:
+        if not self.stack:
+            self.root = value
+            return
+        frame = self.stack[-1]
+        if isinstance(frame.value, Seq):
+            frame.value.items.append(value)
+        elif frame.key is None:
+            if not isinstance(value, Scalar):
+                raise AttnError("a key must be a word, not a list or mapping", line=line, key=self._path())
+            if value.text in frame.value.items or value.text in frame.value.key_lines:
                 raise AttnError(
-                    f"the key {key!r} appears twice (lines {result.key_lines[key]} and {key_line})",
-                    line=key_line,
-                    key=path or None,
+                    f"the key {value.text!r} appears twice (lines {frame.value.key_lines[value.text]} and {line})",
+                    line=line,
+                    key=self._path(),
                     expected="each key once",
                 )
-            result.key_lines[key] = key_line
-            result.items[key] = self.build(value_node, f"{path}.{key}" if path else key, depth + 1)
-        return result
+            frame.key = value.text
+            frame.value.key_lines[value.text] = line
+        else:
+            frame.value.items[frame.key] = value
+            frame.key = None
+
+    def _path(self) -> str | None:
+        """The key path of what is being read, e.g. `W_Q[2][1]` (positions from 1)."""
+        path = ""
+        for frame in self.stack:
+            if isinstance(frame.value, Seq):
+                path += f"[{len(frame.value.items) + 1}]"
+            elif frame.key is not None:
+                path += f".{frame.key}" if path else frame.key
+        return path or None
 
 
 # -- reading values out of the tree ---------------------------------------------------------
@@ -141,7 +210,7 @@ def describe(value: Value) -> str:
         return "a list" if value.items else "an empty list"
     if not value.plain:
         return f"the text {value.text!r}"
-    kind = value.tag.removeprefix(_STANDARD_TAG)
+    kind = value.kind
     if kind == "null":
         return "nothing (null)" if value.text in ("", "~", "null", "Null", "NULL") else f"{value.text!r}"
     if kind == "bool":
@@ -151,18 +220,17 @@ def describe(value: Value) -> str:
 
 def to_number(value: Value, path: str) -> float:
     """A finite float from a plain scalar, or an AttnError that says what was found instead."""
-    if isinstance(value, Scalar) and value.plain and value.tag.endswith((":int", ":float", ":str")):
-        text = value.text
-        if text.lower() in _NON_FINITE or text.lower().lstrip("+-") in ("inf", "nan", "infinity"):
-            raise AttnError(f"{text} is not a finite number", line=value.line, key=path, expected="a finite number")
+    if isinstance(value, Scalar) and value.plain:
         try:
-            number = float(text)
+            number = float(value.text)  # the common case first: big matrices are all numbers
         except ValueError:
-            pass
-        else:
-            if not math.isfinite(number):
-                raise AttnError(f"{text} is too large for float64", line=value.line, key=path, expected="a finite number")
+            number = None
+        if number is not None and math.isfinite(number):
             return number
+        if number is not None or value.text.lower() in _NON_FINITE:
+            too_large = number is not None and value.text.lower().lstrip("+-") not in ("inf", "infinity", "nan")
+            what = "is too large for float64" if too_large else "is not a finite number"
+            raise AttnError(f"{value.text} {what}", line=value.line, key=path, expected="a finite number")
     hint = ""
     if isinstance(value, Scalar) and not value.plain:
         try:
@@ -170,12 +238,7 @@ def to_number(value: Value, path: str) -> float:
             hint = " (remove the quotes)"
         except ValueError:
             pass
-    raise AttnError(
-        f"found {describe(value)}{hint}",
-        line=value.line,
-        key=path,
-        expected="a number",
-    )
+    raise AttnError(f"found {describe(value)}{hint}", line=value.line, key=path, expected="a number")
 
 
 def to_word(value: Value, path: str) -> str:
