@@ -136,7 +136,8 @@ def read_text(path: Path, shown: str, *, max_bytes: int = Limits.max_bytes) -> s
     except OSError as error:
         raise AttnError(f"cannot be read: {error.strerror}", file=shown) from None
     if b"\x00" in data:
-        raise AttnError("this is a binary file, not YAML text", file=shown, expected="a UTF-8 text file")
+        line = data[: data.index(b"\x00")].count(b"\n") + 1
+        raise AttnError("this is a binary file, not YAML text", file=shown, line=line, expected="a UTF-8 text file")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -229,10 +230,9 @@ class _Validator:
     def _check_keys(self) -> None:
         for key in self.tree.items:
             if key not in KEYS:
-                close = difflib.get_close_matches(key, KEYS, n=1, cutoff=0.5) or difflib.get_close_matches(
-                    key.lower(), [k.lower() for k in KEYS], n=1, cutoff=0.5
-                )
-                hint = f"; did you mean {_original_key(close[0])!r}?" if close else ""
+                same_but_case = [k for k in KEYS if k.lower() == key.lower()]
+                close = same_but_case or difflib.get_close_matches(key, KEYS, n=1, cutoff=0.5)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
                 raise self._error(f"unknown key {key!r}{hint}", key, "one of: " + ", ".join(KEYS))
 
     def _check_size(self, L: int, heads: int) -> None:
@@ -241,7 +241,7 @@ class _Validator:
             raise self._error(
                 f"{L:,} tokens × {L:,} × {heads} head(s) = {cells:,} attention cells, "
                 f"more than the limit of {self.limits.max_cells:,}",
-                "tokens" if "tokens" in self.tree.items else "embeddings",
+                "tokens" if "tokens" in self.tree.items else "sentence",
                 "a smaller scenario, or raise the limit with --max-cells",
             )
 
@@ -261,11 +261,15 @@ class _Validator:
         value = self._get(key)
         if value is None:
             return default
-        number = to_number(value, key)
+        bounds = f"from {minimum} to {maximum}" if maximum is not None else f"{minimum} or more"
+        try:
+            number = to_number(value, key)
+        except AttnError as error:
+            error.expected = f"a whole number {bounds}"
+            raise
         if number != int(number):
             raise self._error(f"{number:g} is not a whole number", key, "a whole number", value)
         if number < minimum or (maximum is not None and number > maximum):
-            bounds = f"from {minimum} to {maximum}" if maximum is not None else f"{minimum} or more"
             why = " (float64 carries no more)" if key == "precision" else ""
             raise self._error(f"{int(number)} is out of range", key, f"a whole number {bounds}{why}", value)
         return int(number)
@@ -460,10 +464,6 @@ class _Validator:
         if divisor <= 0:
             raise self._error(f"{value.text} is not positive", "scale", expected, value)
         return Scale("value", divisor)
-
-
-def _original_key(lowered: str) -> str:
-    return next(k for k in KEYS if k.lower() == lowered.lower())
 
 
 def _frozen(array: np.ndarray | None) -> np.ndarray | None:

@@ -77,6 +77,9 @@ def _syntax_error(error: yaml.MarkedYAMLError) -> AttnError:
     problem = error.problem or "invalid YAML"
     column = f", column {mark.column + 1}" if mark else ""
     context = f" {error.context}" if error.context else ""
+    began = error.context_mark
+    if began is not None and mark is not None and (began.line, began.column) != (mark.line, mark.column):
+        context += f" that begins at line {began.line + 1}, column {began.column + 1}"
     return AttnError(f"YAML syntax error{column}: {problem}{context}", line=mark.line + 1 if mark else None)
 
 

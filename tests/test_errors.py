@@ -1,0 +1,206 @@
+"""Every bad input gets one clear line on stderr: FILE:LINE: key: what is wrong (expected ...)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BAD = Path(__file__).parent / "bad"
+
+# file in tests/bad, line the message must name (None: no line applies), fragment it must contain
+CASES = [
+    ("empty.yaml", None, "the file is empty"),
+    ("comments-only.yaml", None, "the file is empty"),
+    ("latin1.yaml", 1, "not UTF-8 text: byte 0xe9"),
+    ("binary.yaml", 2, "this is a binary file"),
+    ("syntax-error.yaml", 4, "YAML syntax error, column 4: did not find expected ',' or ']' while parsing a flow sequence that begins at line 3"),
+    ("not-a-mapping.yaml", 1, "the document is a list (expected a mapping"),
+    ("two-documents.yaml", 3, "the file holds several YAML documents"),
+    ("unknown-key.yaml", 3, "W_q: unknown key 'W_q'; did you mean 'W_Q'?"),
+    ("missing-embeddings.yaml", 1, "the required key `embeddings` is missing"),
+    ("tokens-and-sentence.yaml", 2, "sentence: both `tokens` and `sentence` are given"),
+    ("no-tokens.yaml", 1, "neither `tokens` nor `sentence` is given"),
+    ("string-for-number.yaml", 4, "embeddings.b[2]: found 'one' (expected a number)"),
+    ("quoted-number.yaml", 3, "embeddings.a[1]: found the text '0.5' (remove the quotes) (expected a number)"),
+    ("boolean-for-number.yaml", 5, "W_Q[2][1]: found the word 'yes' (read as a boolean) (expected a number)"),
+    ("nested-list-for-number.yaml", 3, "embeddings.a[1]: found a list (expected a number)"),
+    ("nested-too-deep.yaml", 3, "extra: nested too deep"),
+    ("ragged-rows.yaml", 5, "embeddings[3]: row 3 has 2 numbers but row 1 has 3 (ragged rows)"),
+    ("empty-vector.yaml", 4, "embeddings.b: the vector is empty"),
+    ("nan.yaml", 4, "W_V[1][2]: .nan is not a finite number"),
+    ("infinity.yaml", 2, "embeddings[1][2]: -.inf is not a finite number"),
+    ("huge-number.yaml", 2, "1e400 is too large for float64"),
+    ("embedding-vs-wq.yaml", 3, "W_Q has 2 rows but the embeddings have d_model = 3 numbers"),
+    ("wq-vs-wk.yaml", 4, "W_K has 3 columns but W_Q has 2"),
+    ("heads-not-dividing.yaml", 4, "W_Q has 3 columns, which do not split evenly into heads = 2"),
+    ("wo-rows.yaml", 3, "W_O has 3 rows but the heads' concatenated output has H·d_v = 2 columns"),
+    ("bias-length.yaml", 3, "b_Q: b_Q has 3 numbers (expected 2 = H·d_k, the columns of W_Q)"),
+    ("rows-vs-tokens.yaml", 3, "embeddings: 2 embedding rows for 3 tokens"),
+    ("missing-embedding.yaml", 3, "no embedding for 'cat' (did you mean 'cats'?), 'on', 'mat' (did you mean 'sat'?)"),
+    ("empty-tokens.yaml", 1, "tokens: the token list is empty"),
+    ("heads-zero.yaml", 3, "heads: 0 is out of range (expected a whole number 1 or more)"),
+    ("heads-text.yaml", 3, "heads: found 'two' (expected a whole number 1 or more)"),
+    ("precision-too-big.yaml", 3, "precision: 20 is out of range (expected a whole number from 0 to 15 (float64 carries no more))"),
+    ("scale-zero.yaml", 3, "scale: 0 is not positive"),
+    ("scale-word.yaml", 3, "scale: found 'sqrt' (expected `sqrt_dk`, `none` or a positive number"),
+    ("mask-unknown.yaml", 3, "mask: found 'triangular' (expected none or causal)"),
+    ("python-tag.yaml", 2, "the YAML tag '!!python/object/apply:os.system' is not allowed"),
+    ("duplicate-key.yaml", 4, "the key 'mask' appears twice (lines 3 and 4)"),
+    ("vector-lengths.yaml", 4, "the vector of 'b' has 3 numbers but that of 'a' has 2"),
+    ("case-conflict.yaml", 4, "'The' and 'the' are the same word when case is ignored, but their vectors differ"),
+    ("per-head-count.yaml", 5, "W_Q: 3 per-head matrices for heads = 2"),
+    ("undefined-alias.yaml", 2, "the alias *row refers to no anchor before it"),
+    ("billion-laughs.yaml", 9, "the document expands through anchors and aliases to more than 2,000,000 values"),
+    ("too-many-tokens.yaml", 1, "sentence: 5,000 tokens × 5,000 × 1 head(s) = 25,000,000 attention cells, more than the limit"),
+]
+
+
+def test_the_corpus_and_the_table_agree():
+    """Every file in tests/bad has a case, and every case a file."""
+    assert sorted(p.name for p in BAD.glob("*.yaml")) == sorted(name for name, _, _ in CASES)
+
+
+@pytest.mark.parametrize(("name", "line", "fragment"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("command", ["run", "explain"])
+def test_bad_scenario_gets_one_clear_line(cli, name, line, fragment, command):
+    """Exit 1, empty stdout, one stderr line `attncli: error: FILE:LINE: ...` with the fragment."""
+    path = str(BAD / name)
+    args = ["run", path] if command == "run" else ["explain", "--scenario", path, "--position", "1"]
+    result = cli(*args)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    where = f"{path}:{line}: " if line is not None else f"{path}: "
+    assert lines[0].startswith(f"attncli: error: {where}"), lines[0]
+    assert fragment in lines[0]
+
+
+def test_missing_file(cli):
+    """A path that does not exist names it and lists the built-in scenarios."""
+    result = cli("run", "no/such/file.yaml")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("attncli: error: no/such/file.yaml: no such file or built-in scenario")
+    assert "cat, journey" in result.stderr
+
+
+def test_folder(cli, tmp_path):
+    """A folder is not a scenario file."""
+    result = cli("run", str(tmp_path))
+    assert result.exit_code == 1 and "this is a folder" in result.stderr
+
+
+def test_unreadable_file(cli, tmp_path, monkeypatch):
+    """A file that cannot be read says so (simulated: tests may run as root, who reads anything)."""
+    path = tmp_path / "locked.yaml"
+    path.write_text("tokens: [a]\nembeddings: [[1]]\n")
+
+    def refuse(self):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    result = cli("run", str(path))
+    assert result.exit_code == 1 and result.stdout == ""
+    assert f"{path}: cannot be read: permission denied" in result.stderr
+
+
+def test_limits_can_be_raised_explicitly(cli):
+    """--max-cells lets a scenario past the default size limit through."""
+    result = cli("run", str(BAD / "too-many-tokens.yaml"), "--max-cells", "30000000", "--stages", "output", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+
+
+def test_limits_can_be_lowered(cli):
+    """--max-cells 10 refuses even the 6-token cat scenario, before computing it."""
+    result = cli("run", "cat", "--max-cells", "10")
+    assert result.exit_code == 1 and "36 attention cells, more than the limit of 10" in result.stderr
+
+
+def test_usage_errors_keep_clicks_status_2(cli):
+    """A malformed command line is a usage error: status 2."""
+    assert cli("run").exit_code == 2
+    assert cli("run", "cat", "--precision", "99").exit_code == 2
+    assert cli("run", "cat", "--format", "yaml").exit_code == 2
+
+
+def test_unknown_stage(cli):
+    """--stages with a misspelt stage lists the valid ones."""
+    result = cli("run", "cat", "--stages", "weigths")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "--stages: unknown stage 'weigths' (expected a comma list of: embeddings, q, k" in result.stderr
+
+
+def test_output_into_a_missing_folder_is_refused(cli, tmp_path):
+    """--output in a folder that does not exist: a clear error, nothing written."""
+    target = tmp_path / "nope" / "out.json"
+    result = cli("run", "cat", "--format", "json", "--output", str(target))
+    assert result.exit_code == 1 and "does not exist" in result.stderr
+    assert not target.parent.exists()
+
+
+def test_failed_run_leaves_an_existing_output_untouched(cli, tmp_path):
+    """An error before writing keeps the old file as it was."""
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    result = cli("run", str(BAD / "nan.yaml"), "--format", "json", "--output", str(target))
+    assert result.exit_code == 1 and target.read_text() == "old"
+
+
+def test_ctrl_c_exits_130_with_one_line(cli, monkeypatch):
+    """KeyboardInterrupt mid-run: status 130, one line, no traceback."""
+    from attncli import engine
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(engine, "run", interrupted)
+    result = cli("run", "cat")
+    assert result.exit_code == 130
+    assert result.stderr == "attncli: interrupted\n" and result.stdout == ""
+
+
+def test_traceback_on_request(cli, monkeypatch):
+    """ATTNCLI_TRACEBACK=1 lets the exception through for debugging."""
+    from attncli.errors import AttnError
+
+    monkeypatch.setenv("ATTNCLI_TRACEBACK", "1")
+    with pytest.raises(AttnError):
+        cli("run", str(BAD / "nan.yaml"))
+
+
+def _attncli(*args: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "TERM")}
+    environment.update(env or {})
+    return subprocess.run([sys.executable, "-m", "attncli", *args], capture_output=True, env=environment, **kwargs)
+
+
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_output_piped_into_a_closed_reader_ends_quietly(fmt):
+    """`attncli run X | head -c 100` when the reader is gone: no BrokenPipeError traceback, status 141."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone before attncli writes: its first write fails with EPIPE
+    try:
+        process = subprocess.run(
+            [sys.executable, "-m", "attncli", "run", "cat", "--format", fmt],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert process.stderr.decode() == ""
+    assert process.returncode == 141
+
+
+def test_no_color_and_json_never_carry_escape_codes():
+    """NO_COLOR gives plain tables even on a forced terminal; JSON never has escape codes."""
+    tables = _attncli("run", "cat", env={"NO_COLOR": "1", "FORCE_COLOR": "1"})
+    assert tables.returncode == 0 and b"\x1b[" not in tables.stdout
+    coloured = _attncli("run", "cat", env={"FORCE_COLOR": "1"})
+    assert b"\x1b[" in coloured.stdout  # the check above can fail
+    json_out = _attncli("run", "cat", "--format", "json", env={"FORCE_COLOR": "1"})
+    assert b"\x1b[" not in json_out.stdout
+    piped = _attncli("run", "cat")
+    assert b"\x1b[" not in piped.stdout
