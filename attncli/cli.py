@@ -6,7 +6,6 @@ so `attncli --help`, `--version` and `attncli scenarios` start instantly.
 
 from __future__ import annotations
 
-import enum
 import functools
 import os
 import sys
@@ -19,6 +18,7 @@ import typer
 from attncli import __version__, builtin
 from attncli.errors import AttnError, ExitStatus
 from attncli.output import emit, print_error
+from attncli.render import Format, Options
 
 app = typer.Typer(
     name="attncli",
@@ -30,11 +30,6 @@ app = typer.Typer(
 )
 scenarios_app = typer.Typer(help="List the built-in scenarios, or print one to copy and edit.")
 app.add_typer(scenarios_app, name="scenarios")
-
-
-class Format(str, enum.Enum):
-    table = "table"
-    json = "json"
 
 
 def _complete_scenario(incomplete: str) -> list[str]:
@@ -161,23 +156,12 @@ def run(
       attncli run cat --round-steps 3
     """
     from attncli import engine, views
+    from attncli.render import run_text
     from attncli.scenario import load
 
     loaded = load(scenario, limits=_limits(max_cells, max_values))
-    heads = _heads(loaded.heads, head)
-    result = engine.run(loaded, round_steps=round_steps)
-    chosen = views.parse_stages(stages)
-    if format is Format.json:
-        from attncli.render import jsonout
-
-        emit(jsonout.dumps(jsonout.run_json(result, chosen or views.STAGES, heads)), output)
-        return
-    from attncli.output import console, render
-    from attncli.render.tables import run_tables
-
-    con = console(to_file=output is not None)
-    shown = views.views(result, chosen or views.default_table_stages(result), heads)
-    emit(render(con, run_tables(result, shown, precision=_precision(precision, loaded), console=con, full=full)), output)
+    options = Options(format, views.parse_stages(stages), loaded.head_numbers(head), precision, full, output is not None)
+    emit(run_text(engine.run(loaded, round_steps=round_steps), options), output)
 
 
 @app.command()
@@ -210,22 +194,86 @@ def explain(
     from attncli import engine
     from attncli.explain import explain as explain_word
     from attncli.explain import find_word
+    from attncli.render import explain_text
     from attncli.scenario import load
 
     loaded = load(scenario, limits=_limits(max_cells, max_values))
-    _heads(loaded.heads, head)
+    loaded.head_numbers(head)
     where, others = find_word(loaded, word, position)
     expl = explain_word(engine.run(loaded, round_steps=round_steps), position=where, head=head, others=others)
-    if format is Format.json:
-        from attncli.render import jsonout
+    emit(explain_text(expl, Options(format, precision=precision, to_file=output is not None)), output)
 
-        emit(jsonout.dumps(jsonout.explain_json(expl)), output)
-        return
-    from attncli.output import console, render
-    from attncli.render.narration import explain_renderables
 
-    con = console(to_file=output is not None)
-    emit(render(con, explain_renderables(expl, precision=_precision(precision, loaded))), output)
+@app.command()
+@guard
+def export(
+    inputs: Annotated[
+        list[str],
+        typer.Argument(help="Scenario files, built-in names or folders (each *.yaml in them).", metavar="SCENARIO_OR_FOLDER..."),
+    ],
+    format: Annotated[Format, typer.Option("--format", "-f", help="Output format of every file.")],
+    out_dir: Annotated[Path, typer.Option("--out-dir", "-d", help="The existing folder to write <scenario-stem>.<ext> into.", file_okay=False)],
+    explain_word: Annotated[
+        Optional[str], typer.Option("--explain", metavar="WORD", help="Render the `explain` walk-through of WORD instead of `run`; scenarios without it are skipped.")
+    ] = None,
+    stages: Annotated[Optional[str], typer.Option(help="As for `run`: the stages to include (CSV: exactly one).")] = None,
+    head: HeadOption = None,
+    precision: PrecisionOption = None,
+    round_steps: RoundOption = None,
+    max_cells: MaxCellsOption = None,
+    max_values: MaxValuesOption = None,
+) -> None:
+    """Render many scenarios to files at once, e.g. to regenerate a blog post's tables after changing a number.
+
+    Writes OUT_DIR/<scenario-file-stem>.<ext> (.md, .tex, .csv, .html, .svg, .json, .txt) for
+    each scenario, atomically. The same inputs give byte-identical files. A scenario that fails
+    is reported and the others are still written; the exit status is then 3 (1 if none was written).
+
+    \b
+    Examples:
+      attncli export posts/attention/*.yaml --format markdown --out-dir posts/attention/tables
+      attncli export scenarios/ --format latex --out-dir build/tex
+      attncli export cat journey --explain the --format markdown --out-dir out
+    """
+    from attncli import views
+    from attncli.export import export as export_all
+
+    options = Options(format, views.parse_stages(stages), None, precision, False, True)
+    progress = _progress_bar if sys.stderr.isatty() else None
+    report = export_all(
+        inputs,
+        out_dir=out_dir,
+        options=options,
+        head=head,
+        round_steps=round_steps,
+        explain_word=explain_word,
+        limits=_limits(max_cells, max_values),
+        report_error=print_error,
+        note=lambda line: sys.stderr.write(line + "\n"),
+        progress=progress,
+    )
+    sys.stderr.write(report.summary(out_dir, format.value) + "\n")
+    if report.failed:
+        raise typer.Exit(ExitStatus.PARTIAL if report.written or report.skipped else ExitStatus.ERROR)
+
+
+def _progress_bar(total: int) -> Callable[[], None]:
+    """A progress bar on stderr for more than a few scenarios; returns the function that advances it."""
+    if total <= 5:
+        return lambda: None
+    from rich.console import Console
+    from rich.progress import Progress
+
+    progress = Progress(console=Console(stderr=True), transient=True)
+    task = progress.add_task("Exporting", total=total)
+    progress.start()
+
+    def advance() -> None:
+        progress.advance(task)
+        if progress.finished:
+            progress.stop()
+
+    return advance
 
 
 @scenarios_app.callback(invoke_without_command=True)
@@ -256,22 +304,6 @@ def _description(name: str) -> str:
         if line.startswith("description:"):
             return line.partition(":")[2].strip().strip("\"'")
     return ""
-
-
-def _heads(count: int, head: int | None) -> list[int]:
-    if head is None:
-        return list(range(1, count + 1))
-    if head > count:
-        raise AttnError(
-            f"head {head} does not exist: the scenario has {count} head{'s' if count > 1 else ''}",
-            key="--head",
-            expected=f"a head from 1 to {count}",
-        )
-    return [head]
-
-
-def _precision(option: int | None, scenario: Any) -> int:
-    return scenario.precision if option is None else option
 
 
 def _limits(max_cells: int | None, max_values: int | None) -> Any:

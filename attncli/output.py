@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
 
-def console(*, to_file: bool = False, record: bool = False) -> Console:
+def console(*, to_file: bool = False) -> Console:
     """A Console that renders into memory with the terminal's width and colour settings.
 
     Writing to a file (`to_file`) gives plain text; NO_COLOR and a non-terminal stdout do too.
@@ -37,7 +37,26 @@ def console(*, to_file: bool = False, record: bool = False) -> Console:
         height=probe.height,
         highlight=False,
         emoji=False,
-        record=record,
+        legacy_windows=False,
+    )
+
+
+EXPORT_WIDTH = 100  # HTML and SVG: a fixed width, so the same inputs give the same bytes anywhere
+
+
+def recording_console() -> Console:
+    """A colour Console of fixed width that records what it prints, for HTML and SVG export."""
+    from rich.console import Console
+
+    return Console(
+        file=io.StringIO(),
+        record=True,
+        force_terminal=True,
+        color_system="truecolor",
+        width=EXPORT_WIDTH,
+        height=50,
+        highlight=False,
+        emoji=False,
         legacy_windows=False,
     )
 

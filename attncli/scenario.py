@@ -81,6 +81,18 @@ class Scenario:
     def d_out(self) -> int:
         return self.W_O.shape[1] if self.W_O is not None else self.heads * self.d_v
 
+    def head_numbers(self, head: int | None = None) -> list[int]:
+        """The heads to show, counted from 1: all of them, or `head` after checking that it exists."""
+        if head is None:
+            return list(range(1, self.heads + 1))
+        if not 1 <= head <= self.heads:
+            raise AttnError(
+                f"head {head} does not exist: the scenario has {self.heads} head{'s' if self.heads > 1 else ''}",
+                key="--head",
+                expected=f"a head from 1 to {self.heads}",
+            )
+        return [head]
+
     def fold(self, word: str) -> str:
         """The form under which words are compared ("The" == "the" unless case-sensitive)."""
         return word if self.case_sensitive else word.casefold()

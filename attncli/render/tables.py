@@ -40,12 +40,9 @@ def run_tables(
 ) -> list[RenderableType]:
     """The renderables for `attncli run`: summary, then a table per view, then notes."""
     parts: list[RenderableType] = [summary(result)]
-    multihead = result.scenario.heads > 1
     for view in views:
-        prefix = f"Head {view.head} · " if multihead and view.head is not None else ""
-        title = f"{prefix}{view.title}  {view.formula}  ({view.shape})"
         parts.append(Text(""))
-        parts.append(Text(title, style="bold"))
+        parts.append(Text(view.heading(result.scenario.heads), style="bold"))
         parts.append(matrix_table(view, precision=precision, console=console, full=full))
     if result.exact is not None and any(v.key in ("output", "final") for v in views):
         parts.append(Text(""))

@@ -1,0 +1,123 @@
+"""Output formats. `run_text` and `explain_text` turn a result into the finished text of one format.
+
+Each format's module is imported only when that format is asked for.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from attncli.errors import AttnError
+
+if TYPE_CHECKING:
+    from attncli.engine import RunResult
+    from attncli.explain import Explanation
+
+
+class Format(str, enum.Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    latex = "latex"
+    csv = "csv"
+    html = "html"
+    svg = "svg"
+
+    @property
+    def extension(self) -> str:
+        """The file extension `export` gives this format."""
+        return {"table": "txt", "markdown": "md", "latex": "tex"}.get(self.value, self.value)
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to render: which format, stages and heads, how many decimals."""
+
+    format: Format = Format.table
+    stages: tuple[str, ...] | None = None  # None: the format's default
+    heads: list[int] | None = None  # 1-based; None: every head
+    precision: int | None = None  # None: the scenario's precision (full precision in JSON and CSV)
+    full: bool = False  # tables: no shortening
+    to_file: bool = False  # plain text, no terminal colours
+
+
+def run_text(result: RunResult, options: Options) -> str:
+    """The whole `attncli run` output in `options.format`."""
+    from attncli import views
+
+    fmt = options.format
+    heads = options.heads or list(range(1, result.scenario.heads + 1))
+    if fmt is Format.json:
+        from attncli.render import jsonout
+
+        return jsonout.dumps(jsonout.run_json(result, options.stages or views.STAGES, heads))
+    if fmt is Format.csv:
+        from attncli.render import csvout
+
+        return csvout.run_csv(result, stage=_one_stage(options.stages), head=heads[0], precision=options.precision)
+    precision = result.scenario.precision if options.precision is None else options.precision
+    shown = views.views(result, options.stages or views.default_table_stages(result), heads)
+    if fmt is Format.markdown:
+        from attncli.render import markdown
+
+        return markdown.run_markdown(result, shown, precision=precision)
+    if fmt is Format.latex:
+        from attncli.render import latex
+
+        return latex.run_latex(result, shown, precision=precision)
+    from attncli.render.tables import run_tables
+
+    return _rich(lambda console: run_tables(result, shown, precision=precision, console=console, full=options.full), options)
+
+
+def explain_text(expl: Explanation, options: Options) -> str:
+    """The whole `attncli explain` output in `options.format`."""
+    fmt = options.format
+    if fmt is Format.json:
+        from attncli.render import jsonout
+
+        return jsonout.dumps(jsonout.explain_json(expl))
+    if fmt is Format.csv:
+        from attncli.render import csvout
+
+        return csvout.explain_csv(expl, precision=options.precision)
+    precision = expl.scenario.precision if options.precision is None else options.precision
+    if fmt is Format.markdown:
+        from attncli.render import markdown
+
+        return markdown.explain_markdown(expl, precision=precision)
+    if fmt is Format.latex:
+        from attncli.render import latex
+
+        return latex.explain_latex(expl, precision=precision)
+    from attncli.render.narration import explain_renderables
+
+    return _rich(lambda console: explain_renderables(expl, precision=precision), options)
+
+
+def _one_stage(stages: tuple[str, ...] | None) -> str:
+    if stages is None:
+        return "weights"
+    if len(stages) > 1:
+        raise AttnError(
+            f"CSV holds one matrix, but {len(stages)} stages were asked for ({', '.join(stages)})",
+            key="--stages",
+            expected="a single stage, e.g. --stages scores",
+        )
+    return stages[0]
+
+
+def _rich(build, options: Options) -> str:
+    """Render Rich renderables for the terminal, or export them as one HTML or SVG file."""
+    from attncli import output
+
+    if options.format in (Format.html, Format.svg):
+        console = output.recording_console()
+        output.render(console, build(console))
+        if options.format is Format.html:
+            return console.export_html()
+        return console.export_svg(title="attncli")
+    console = output.console(to_file=options.to_file)
+    return output.render(console, build(console))

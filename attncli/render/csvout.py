@@ -1,0 +1,50 @@
+"""CSV: one stage of one head as a plain matrix, or the keys of an explanation, for spreadsheets and scripts.
+
+Numbers carry full float64 precision (the shortest text that reads back to the same
+float) unless --precision asks for fewer decimals; a masked cell is -inf.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from attncli.engine import RunResult
+from attncli.explain import Explanation
+from attncli.views import views
+
+# which matrix a stage means when only one can be written
+_MATRIX_OF_STAGE = {"q": "Q", "k": "K", "v": "V"}
+
+
+def number(x: float, precision: int | None) -> str:
+    return repr(float(x)) if precision is None else f"{x:.{precision}f}"
+
+
+def _write(rows: list[list[str]]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
+
+
+def run_csv(result: RunResult, *, stage: str, head: int, precision: int | None) -> str:
+    key = _MATRIX_OF_STAGE.get(stage, stage)
+    view = next(v for v in views(result, (stage,), [head]) if v.key == key)
+    rows = [["token", *view.cols]]
+    rows += [[label, *(number(x, precision) for x in row)] for label, row in zip(view.rows, view.data)]
+    return _write(rows)
+
+
+def explain_csv(expl: Explanation, *, precision: int | None) -> str:
+    d_v = len(expl.output)
+    header = ["position", "token", "score", "scaled", "masked", "exp", "weight"]
+    header += [f"v{i}" for i in range(1, d_v + 1)] + [f"weighted_v{i}" for i in range(1, d_v + 1)]
+    rows = [header]
+    for key in expl.keys:
+        rows.append(
+            [str(key.position), key.token, number(key.score, precision), number(key.scaled, precision),
+             "true" if key.masked else "false", number(key.exp, precision), number(key.weight, precision)]
+            + [number(x, precision) for x in key.v]
+            + [number(x, precision) for x in key.weighted_v]
+        )  # fmt: skip
+    return _write(rows)
