@@ -4,8 +4,8 @@ Heavy modules (numpy, yaml, the renderers) are imported inside the commands that
 so `attncli --help`, `--version` and `attncli scenarios` start instantly.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: Typer would then eval() every option's
+# annotation string on each run; evaluated once at import they cost nothing more.
 import functools
 import os
 import sys
