@@ -156,12 +156,12 @@ def run(
       attncli run cat --round-steps 3
     """
     from attncli import engine, views
-    from attncli.render import run_text
+    from attncli.render import render_run
     from attncli.scenario import load
 
     loaded = load(scenario, limits=_limits(max_cells, max_values))
     options = Options(format, views.parse_stages(stages), loaded.head_numbers(head), precision, full, output is not None)
-    emit(run_text(engine.run(loaded, round_steps=round_steps), options), output)
+    emit(render_run(engine.run(loaded, round_steps=round_steps), options), output)
 
 
 @app.command()
@@ -194,14 +194,14 @@ def explain(
     from attncli import engine
     from attncli.explain import explain as explain_word
     from attncli.explain import find_word
-    from attncli.render import explain_text
+    from attncli.render import render_explain
     from attncli.scenario import load
 
     loaded = load(scenario, limits=_limits(max_cells, max_values))
     loaded.head_numbers(head)
     where, others = find_word(loaded, word, position)
     expl = explain_word(engine.run(loaded, round_steps=round_steps), position=where, head=head, others=others)
-    emit(explain_text(expl, Options(format, precision=precision, to_file=output is not None)), output)
+    emit(render_explain(expl, Options(format, precision=precision, to_file=output is not None)), output)
 
 
 @app.command()

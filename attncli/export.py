@@ -97,7 +97,7 @@ def _render(source: str, *, options: Options, head: int | None, round_steps: int
     """The text of one scenario; None when it lacks the word to explain."""
     from attncli import engine
     from attncli.explain import explain, find_word
-    from attncli.render import explain_text, run_text
+    from attncli.render import render_explain, render_run
     from attncli.scenario import load
 
     scenario = load(source, limits=limits)
@@ -108,5 +108,5 @@ def _render(source: str, *, options: Options, head: int | None, round_steps: int
         except AttnError:
             return None
         result = engine.run(scenario, round_steps=round_steps)
-        return explain_text(explain(result, position=position, head=head or 1, others=others), options)
-    return run_text(engine.run(scenario, round_steps=round_steps), replace(options, heads=heads, to_file=True))
+        return render_explain(explain(result, position=position, head=head or 1, others=others), options)
+    return render_run(engine.run(scenario, round_steps=round_steps), replace(options, heads=heads, to_file=True))

@@ -10,6 +10,7 @@ import io
 import os
 import sys
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -73,16 +74,28 @@ def render(console: Console, renderables: list[RenderableType]) -> str:
     return text
 
 
-def emit(text: str, output: Path | None = None) -> None:
-    """Write the finished result to stdout, or atomically to `output`."""
-    if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+def emit(document: str | Iterable[bytes], output: Path | None = None) -> None:
+    """Write a finished document (text, or UTF-8 chunks) to stdout, or atomically to `output`."""
+    if output is not None:
+        write_atomic(output, document)
+        return
+    stream = getattr(sys.stdout, "buffer", None)
+    for chunk in _chunks(document):
+        if stream is not None:
+            stream.write(chunk)
+        else:  # a text-only stdout, e.g. one swapped in by a test
+            sys.stdout.write(chunk.decode("utf-8"))
+    sys.stdout.flush()
+
+
+def _chunks(document: str | Iterable[bytes]) -> Iterator[bytes]:
+    if isinstance(document, str):
+        yield document.encode("utf-8")
     else:
-        write_atomic(output, text)
+        yield from document
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, document: str | Iterable[bytes]) -> None:
     """Write a temporary file beside `path`, then rename it over: never a half-written file."""
     folder = path.parent
     if not folder.is_dir():
@@ -98,8 +111,9 @@ def write_atomic(path: Path, text: str) -> None:
     except OSError as error:
         raise AttnError(f"cannot write into {folder}: {error.strerror}", key="--output") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            for chunk in _chunks(document):
+                handle.write(chunk)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import yaml
 
@@ -28,14 +27,18 @@ _NON_FINITE = {".inf", "+.inf", "-.inf", ".nan"}
 _RESOLVER = yaml.resolver.Resolver()
 
 
-@dataclass
 class Scalar:
-    text: str
-    plain: bool  # written without quotes (and without an explicit tag)
-    line: int  # 1-based
-    explicit_tag: str | None = None
+    """A word or number as written. A plain class with slots: big matrices hold tens of thousands."""
 
-    @cached_property
+    __slots__ = ("text", "plain", "line", "explicit_tag")
+
+    def __init__(self, text: str, plain: bool, line: int, explicit_tag: str | None = None) -> None:
+        self.text = text
+        self.plain = plain  # written without quotes (and without an explicit tag)
+        self.line = line  # 1-based
+        self.explicit_tag = explicit_tag
+
+    @property
     def kind(self) -> str:
         """What YAML 1.1 would make of it: "str", "int", "float", "bool", "null"...; used to explain mistakes."""
         tag = self.explicit_tag or _RESOLVER.resolve(yaml.ScalarNode, self.text, (self.plain, False))
@@ -104,8 +107,18 @@ class _Builder:
 
     def build(self, loader: yaml.SafeLoader) -> Value:
         documents = 0
-        while (event := loader.get_event()) is not None:
+        get_event = loader.get_event
+        while (event := get_event()) is not None:
             line = event.start_mark.line + 1
+            # numbers in a list are by far the most common event: handle them first, inline
+            if type(event) is yaml.ScalarEvent and event.tag is None and event.anchor is None and self.stack:
+                items = self.stack[-1].value.items
+                if type(items) is list:
+                    self.count += 1
+                    if self.count > self.limits.max_values:
+                        self._count(0, line)
+                    items.append(Scalar(event.value, event.implicit[0] and not event.style, line))
+                    continue
             if isinstance(event, yaml.DocumentStartEvent):
                 documents += 1
                 if documents > 1:
@@ -114,11 +127,13 @@ class _Builder:
                         line=line,
                         expected="one scenario per file: remove the `---` line or split the file",
                     )
-            elif isinstance(event, yaml.ScalarEvent):
-                self._check_tag(event.tag, line)
+            elif type(event) is yaml.ScalarEvent:
+                if event.tag is not None:
+                    self._check_tag(event.tag, line)
                 self._count(1, line)
-                value = Scalar(event.value, bool(event.implicit[0]) and not event.style, line, event.tag)
-                self._anchor(event.anchor, value, 1)
+                value = Scalar(event.value, event.implicit[0] and not event.style, line, event.tag)
+                if event.anchor is not None:
+                    self._anchor(event.anchor, value, 1)
                 self._add(value, line)
             elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
                 self._check_tag(event.tag, line)

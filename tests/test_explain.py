@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from attncli import builtin, engine
 from attncli.explain import explain, find_word
-from attncli.render.jsonout import explain_json
+from attncli.render.jsonout import dumps, explain_json
 from attncli.scenario import from_text, load
 from tests.test_engine import scenarios
 
@@ -54,7 +54,7 @@ def test_explain_json_round_steps_holds_the_rounded_chain():
     """JSON under --round-steps 3: the article's numbers, and the exact output beside them."""
     scenario = load("cat")
     position, others = find_word(scenario, "cat", None)
-    doc = explain_json(explain(engine.run(scenario, round_steps=3), position=position, others=others))
+    doc = json.loads(dumps(explain_json(explain(engine.run(scenario, round_steps=3), position=position, others=others))))
     assert doc["schema"] == "attncli.explain/1" and doc["head"] == 1
     assert doc["query"] == {"position": 2, "token": "cat", "q": [0.0, 1.0]}
     assert [k["exp"] for k in doc["keys"]] == [2.718, 1.0, 2.718, 1.0, 2.718, 1.0]

@@ -1,19 +1,24 @@
-"""Output formats. `run_text` and `explain_text` turn a result into the finished text of one format.
+"""Output formats. `render_run` and `render_explain` turn a result into the finished document of one format.
 
-Each format's module is imported only when that format is asked for.
+A document is text, or (JSON, which can run to hundreds of megabytes) an iterator of
+UTF-8 byte chunks. Each format's module is imported only when that format is asked for.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Union
 
 from attncli.errors import AttnError
 
 if TYPE_CHECKING:
     from attncli.engine import RunResult
     from attncli.explain import Explanation
+
+
+Document = Union[str, Iterator[bytes]]
 
 
 class Format(str, enum.Enum):
@@ -43,7 +48,7 @@ class Options:
     to_file: bool = False  # plain text, no terminal colours
 
 
-def run_text(result: RunResult, options: Options) -> str:
+def render_run(result: RunResult, options: Options) -> Document:
     """The whole `attncli run` output in `options.format`."""
     from attncli import views
 
@@ -52,7 +57,7 @@ def run_text(result: RunResult, options: Options) -> str:
     if fmt is Format.json:
         from attncli.render import jsonout
 
-        return jsonout.dumps(jsonout.run_json(result, options.stages or views.STAGES, heads))
+        return jsonout.document(jsonout.run_json(result, options.stages or views.STAGES, heads))
     if fmt is Format.csv:
         from attncli.render import csvout
 
@@ -72,13 +77,13 @@ def run_text(result: RunResult, options: Options) -> str:
     return _rich(lambda console: run_tables(result, shown, precision=precision, console=console, full=options.full), options)
 
 
-def explain_text(expl: Explanation, options: Options) -> str:
+def render_explain(expl: Explanation, options: Options) -> Document:
     """The whole `attncli explain` output in `options.format`."""
     fmt = options.format
     if fmt is Format.json:
         from attncli.render import jsonout
 
-        return jsonout.dumps(jsonout.explain_json(expl))
+        return jsonout.document(jsonout.explain_json(expl))
     if fmt is Format.csv:
         from attncli.render import csvout
 

@@ -127,17 +127,20 @@ def _cell(view: MatrixView, r: int, c: int, precision: int) -> str | Text:
 
 
 def _number_width(values: np.ndarray, precision: int) -> int:
+    """Characters the widest of `values` needs at `precision` decimals, sign included."""
     finite = values[np.isfinite(values)]
-    biggest = float(np.abs(finite).max()) if finite.size else 0.0
+    return _width_of(float(np.abs(finite).max()) if finite.size else 0.0, precision)
+
+
+def _width_of(biggest: float, precision: int) -> int:
     int_digits = len(str(int(biggest))) if biggest < 1e15 else 16
     return int_digits + 1 + precision + 1  # digits, point, decimals, sign
 
 
 def _column_widths(view: MatrixView, precision: int) -> list[int]:
-    widths = []
-    for c, label in enumerate(view.cols):
-        widths.append(max(len(label), _number_width(view.data[:, c], precision)) + 3)  # padding and border
-    return widths
+    """Estimated width of every column, from each column's largest magnitude (one NumPy pass)."""
+    magnitudes = np.abs(np.where(np.isfinite(view.data), view.data, 0.0)).max(axis=0)  # (cols,)
+    return [max(len(label), _width_of(float(m), precision)) + 3 for label, m in zip(view.cols, magnitudes)]  # + padding, border
 
 
 def _fit(widths: list[int], room: int) -> list[int]:
