@@ -39,9 +39,9 @@ def _complete_scenario(incomplete: str) -> list[str]:
 # Options shared by the commands that print data, declared once.
 PrecisionOption = Annotated[
     Optional[int],
-    typer.Option(min=0, max=15, help="Decimals shown in tables and narration [default: the scenario's `precision`, else 4]. JSON always carries full precision."),
+    typer.Option(min=0, max=15, metavar="N", help="Decimals shown in tables and narration [default: the scenario's `precision`, else 4]. JSON always carries full precision."),
 ]
-HeadOption = Annotated[Optional[int], typer.Option(min=1, help="Show only this head, counted from 1.")]
+HeadOption = Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Show only this head, counted from 1.")]
 RoundOption = Annotated[
     Optional[int],
     typer.Option(
@@ -52,18 +52,18 @@ RoundOption = Annotated[
         help="Round every intermediate value to N decimals before the next step uses it, as a hand calculation does; the exact result is shown beside it.",
     ),
 ]
-FormatOption = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+FormatOption = Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table, json, markdown, latex, csv, html or svg.")]
 OutputOption = Annotated[
     Optional[Path],
-    typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.", dir_okay=False),
+    typer.Option("--output", "-o", metavar="FILE", help="Write to this file (atomically) instead of stdout.", dir_okay=False),
 ]
 MaxCellsOption = Annotated[
     Optional[int],
-    typer.Option("--max-cells", min=1, help="Refuse scenarios with more attention cells (heads × tokens²) than this [default: 16,777,216]."),
+    typer.Option("--max-cells", min=1, metavar="N", help="Refuse scenarios with more attention cells (heads × tokens²) than this [default: 16,777,216]."),
 ]
 MaxValuesOption = Annotated[
     Optional[int],
-    typer.Option("--max-values", min=1, help="Refuse YAML files with more values than this, aliases expanded [default: 2,000,000]."),
+    typer.Option("--max-values", min=1, metavar="N", help="Refuse YAML files with more values than this, aliases expanded [default: 2,000,000]."),
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -129,19 +129,23 @@ def run(
     scenario: Annotated[
         str,
         typer.Argument(
+            metavar="SCENARIO",
             help="A scenario file, or the name of a built-in scenario (see `attncli scenarios`).",
             autocompletion=_complete_scenario,
         ),
     ],
     stages: Annotated[
         Optional[str],
-        typer.Option(help="Comma list of stages to show: embeddings, q, k, v, scores, scaled, masked, exp, weights, output [default: all]."),
+        typer.Option(metavar="LIST", help="Comma list of stages to show: embeddings, q, k, v, scores, scaled, masked, exp, weights, output [default: all]."),
     ] = None,
     head: HeadOption = None,
     precision: PrecisionOption = None,
     format: FormatOption = Format.table,
     round_steps: RoundOption = None,
     full: Annotated[bool, typer.Option("--full", help="Show every row and column, however large.")] = False,
+    heatmap: Annotated[
+        bool, typer.Option("--heatmap", help="Shade every tokens × tokens table by value (the weights are shaded anyway in a terminal).")
+    ] = False,
     output: OutputOption = None,
     max_cells: MaxCellsOption = None,
     max_values: MaxValuesOption = None,
@@ -160,20 +164,20 @@ def run(
     from attncli.scenario import load
 
     loaded = load(scenario, limits=_limits(max_cells, max_values))
-    options = Options(format, views.parse_stages(stages), loaded.head_numbers(head), precision, full, output is not None)
+    options = Options(format, views.parse_stages(stages), loaded.head_numbers(head), precision, full, output is not None, heatmap)
     emit(render_run(engine.run(loaded, round_steps=round_steps), options), output)
 
 
 @app.command()
 @guard
 def explain(
-    word: Annotated[Optional[str], typer.Option("--word", "-w", help="The query word to follow (case is ignored unless the scenario is case-sensitive).")] = None,
+    word: Annotated[Optional[str], typer.Option("--word", "-w", metavar="WORD", help="The query word to follow (case is ignored unless the scenario is case-sensitive).")] = None,
     scenario: Annotated[
         str,
-        typer.Option("--scenario", "-s", help="A scenario file or built-in name.", autocompletion=_complete_scenario),
+        typer.Option("--scenario", "-s", metavar="SCENARIO", help="A scenario file or built-in name.", autocompletion=_complete_scenario),
     ] = "cat",
-    position: Annotated[Optional[int], typer.Option(min=1, help="Which occurrence: the word's position, counted from 1.")] = None,
-    head: Annotated[int, typer.Option(min=1, help="The head to explain, counted from 1.")] = 1,
+    position: Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Which occurrence: the word's position, counted from 1.")] = None,
+    head: Annotated[int, typer.Option(min=1, metavar="N", help="The head to explain, counted from 1.")] = 1,
     precision: PrecisionOption = None,
     round_steps: RoundOption = None,
     format: FormatOption = Format.table,
@@ -211,19 +215,19 @@ def export(
         list[str],
         typer.Argument(help="Scenario files, built-in names or folders (each *.yaml in them).", metavar="SCENARIO_OR_FOLDER..."),
     ],
-    format: Annotated[Format, typer.Option("--format", "-f", help="Output format of every file.")],
-    out_dir: Annotated[Path, typer.Option("--out-dir", "-d", help="The existing folder to write <scenario-stem>.<ext> into.", file_okay=False)],
+    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format of every file: table, json, markdown, latex, csv, html or svg.")],
+    out_dir: Annotated[Path, typer.Option("--out-dir", "-d", metavar="DIR", help="The existing folder to write <scenario-stem>.<ext> into.", file_okay=False)],
     explain_word: Annotated[
         Optional[str], typer.Option("--explain", metavar="WORD", help="Render the `explain` walk-through of WORD instead of `run`; scenarios without it are skipped.")
     ] = None,
-    stages: Annotated[Optional[str], typer.Option(help="As for `run`: the stages to include (CSV: exactly one).")] = None,
+    stages: Annotated[Optional[str], typer.Option(metavar="LIST", help="As for `run`: the stages to include (CSV: exactly one).")] = None,
     head: HeadOption = None,
     precision: PrecisionOption = None,
     round_steps: RoundOption = None,
     max_cells: MaxCellsOption = None,
     max_values: MaxValuesOption = None,
 ) -> None:
-    """Render many scenarios to files at once, e.g. to regenerate a blog post's tables after changing a number.
+    """Render many scenarios to files at once: regenerate a blog post's tables after changing a number.
 
     Writes OUT_DIR/<scenario-file-stem>.<ext> (.md, .tex, .csv, .html, .svg, .json, .txt) for
     each scenario, atomically. The same inputs give byte-identical files. A scenario that fails
@@ -290,7 +294,7 @@ def scenarios(ctx: typer.Context) -> None:
 @scenarios_app.command("show")
 @guard
 def scenarios_show(
-    name: Annotated[str, typer.Argument(help="A built-in scenario's name.", autocompletion=_complete_scenario)],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="A built-in scenario's name.", autocompletion=_complete_scenario)],
 ) -> None:
     """Print a built-in scenario's YAML, e.g. `attncli scenarios show cat > my.yaml` to start your own."""
     if not builtin.exists(name):

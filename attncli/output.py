@@ -28,10 +28,11 @@ def console(*, to_file: bool = False) -> Console:
     from rich.console import Console
 
     probe = Console(file=sys.stdout)
-    color = not to_file and probe.is_terminal and not probe.no_color
+    terminal = not to_file and probe.is_terminal
+    color = terminal and not probe.no_color
     return Console(
         file=io.StringIO(),
-        force_terminal=color,
+        force_terminal=terminal,  # without colour, Rich writes no escape codes at all
         color_system=probe.color_system if color else None,
         no_color=not color,
         width=probe.width,

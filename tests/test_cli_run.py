@@ -131,3 +131,37 @@ def test_version(cli):
     from attncli import __version__
 
     assert cli("--version").stdout.strip() == f"attncli {__version__}"
+
+
+def _subprocess_run(*args: str, env: dict) -> str:
+    import os
+    import subprocess
+    import sys
+
+    environment = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "TERM")}
+    environment.update(env)
+    return subprocess.run([sys.executable, "-m", "attncli", *args], capture_output=True, text=True, env=environment, check=True).stdout
+
+
+def test_weights_are_shaded_in_a_colour_terminal():
+    """In a colour terminal the weights cells get a background colour, and a legend follows."""
+    out = _subprocess_run("run", "cat", "--stages", "weights", env={"FORCE_COLOR": "1", "COLUMNS": "120", "TERM": "xterm-256color"})
+    assert ";48;5;" in out  # a background colour from the 256-colour palette
+    assert "shade:" in out and "▁▂▃" not in out
+    basic = _subprocess_run("run", "cat", "--stages", "weights", env={"FORCE_COLOR": "1", "COLUMNS": "120", "TERM": "xterm"})
+    assert "0.244 ▂" in basic  # 16 colours cannot show the shades: the block ramp instead
+
+
+def test_no_color_terminal_shows_the_block_ramp():
+    """NO_COLOR on a terminal: the same shading as a Unicode block ramp, no escape codes."""
+    out = _subprocess_run("run", "journey-causal", "--stages", "weights", env={"FORCE_COLOR": "1", "NO_COLOR": "1", "COLUMNS": "120"})
+    assert "\x1b[" not in out
+    assert "1.0000 █" in out and "shade: 0.0000 ▁▂▃▄▅▆▇█ 1.0000" in out
+
+
+def test_piped_tables_are_plain_unless_heatmap_is_asked(cli):
+    """Output that is not a terminal stays plain; --heatmap shades every tokens × tokens stage."""
+    assert "shade:" not in cli("run", "cat", "--stages", "weights").stdout
+    out = cli("run", "cat", "--stages", "scores,exp,weights", "--heatmap").stdout
+    assert out.count("shade:") == 3
+    assert "shade: -1.000 ▁▂▃▄▅▆▇█ 2.000" in out  # scores are shaded from their minimum to their maximum

@@ -46,6 +46,7 @@ class Options:
     precision: int | None = None  # None: the scenario's precision (full precision in JSON and CSV)
     full: bool = False  # tables: no shortening
     to_file: bool = False  # plain text, no terminal colours
+    heatmap: bool = False  # tables: shade every L × L stage (the weights are shaded anyway in a terminal)
 
 
 def render_run(result: RunResult, options: Options) -> Document:
@@ -72,9 +73,14 @@ def render_run(result: RunResult, options: Options) -> Document:
         from attncli.render import latex
 
         return latex.run_latex(result, shown, precision=precision)
-    from attncli.render.tables import run_tables
+    from attncli.render.tables import SQUARE_STAGES, run_tables
 
-    return _rich(lambda console: run_tables(result, shown, precision=precision, console=console, full=options.full), options)
+    def tables(console):
+        on_screen = console.is_terminal or fmt in (Format.html, Format.svg)
+        shade = SQUARE_STAGES if options.heatmap else ("weights",) if on_screen else ()
+        return run_tables(result, shown, precision=precision, console=console, full=options.full, shade=shade)
+
+    return _rich(tables, options)
 
 
 def render_explain(expl: Explanation, options: Options) -> Document:

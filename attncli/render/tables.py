@@ -11,6 +11,7 @@ from rich.text import Text
 
 from attncli.engine import RunResult
 from attncli.numbers import MINUS_INFINITY, fixed
+from attncli.render.heatmap import Heat
 from attncli.views import MatrixView
 
 ELLIPSIS_COLUMN = "…"
@@ -35,25 +36,32 @@ def summary(result: RunResult) -> Text:
     return text
 
 
+SQUARE_STAGES = ("scores", "scaled", "masked", "exp", "weights")
+
+
 def run_tables(
-    result: RunResult, views: list[MatrixView], *, precision: int, console: Console, full: bool, heatmap: bool = False
+    result: RunResult, views: list[MatrixView], *, precision: int, console: Console, full: bool, shade: tuple[str, ...] = ()
 ) -> list[RenderableType]:
-    """The renderables for `attncli run`: summary, then a table per view, then notes."""
+    """The renderables for `attncli run`: summary, then a table per view (shading the stages in `shade`), then notes."""
     parts: list[RenderableType] = [summary(result)]
     for view in views:
         parts.append(Text(""))
         parts.append(Text(view.heading(result.scenario.heads), style="bold"))
-        parts.append(matrix_table(view, precision=precision, console=console, full=full))
+        heat = None
+        if view.key in shade:
+            colour = console.color_system in ("256", "truecolor")  # 16 colours cannot tell the blues apart: use the ramp
+            heat = Heat(view.data, view.hidden, probabilities=view.key == "weights", colour=colour)
+        parts.append(matrix_table(view, precision=precision, console=console, full=full, heat=heat))
     if result.exact is not None and any(v.key in ("output", "final") for v in views):
         parts.append(Text(""))
         parts.append(rounding_table(result, precision=precision))
     return parts
 
 
-def matrix_table(view: MatrixView, *, precision: int, console: Console, full: bool) -> RenderableType:
+def matrix_table(view: MatrixView, *, precision: int, console: Console, full: bool, heat: Heat | None = None) -> RenderableType:
     """A labelled table of one matrix, shortened with ellipses when it would not fit the screen."""
     n_rows, n_cols = view.data.shape
-    col_widths = _column_widths(view, precision)
+    col_widths = _column_widths(view, precision, ramp=heat is not None and not heat.colour)
     row_label_width = max(len(r) for r in view.rows) + 3
     extra_width = sum(max(len(name), _number_width(vec, precision)) + 3 for name, vec in view.extra)
     cols = list(range(n_cols))
@@ -75,10 +83,11 @@ def matrix_table(view: MatrixView, *, precision: int, console: Console, full: bo
         if r < 0:
             table.add_row(ELLIPSIS_ROW, *[ELLIPSIS_ROW] * (len(cols) + len(view.extra)))
             continue
-        cells = [_cell(view, r, c, precision) for c in cols]
+        cells = [_cell(view, r, c, precision, heat) for c in cols]
         extras = [fixed(float(vec[r]), precision) for _, vec in view.extra]
         table.add_row(view.rows[r], *cells, *extras)
 
+    below: list[RenderableType] = [heat.legend(precision)] if heat is not None else []
     notes = []
     shown_cols = sum(1 for c in cols if c >= 0)
     if shown_cols < n_cols:
@@ -87,11 +96,8 @@ def matrix_table(view: MatrixView, *, precision: int, console: Console, full: bo
     if shown_rows < n_rows:
         notes.append(f"{shown_rows} of {n_rows} rows")
     if notes:
-        hint = Text(
-            f"Showing {' and '.join(notes)}: see all with --full, a wider terminal, or --format csv / json.", style="dim"
-        )
-        return Group(table, hint)
-    return table
+        below.append(Text(f"Showing {' and '.join(notes)}: see all with --full, a wider terminal, or --format csv / json.", style="dim"))
+    return Group(table, *below) if below else table
 
 
 def rounding_table(result: RunResult, *, precision: int) -> Table:
@@ -117,13 +123,13 @@ def _vec(values: np.ndarray, precision: int) -> str:
     return "[" + ", ".join(fixed(float(v), precision) for v in values) + "]"
 
 
-def _cell(view: MatrixView, r: int, c: int, precision: int) -> str | Text:
+def _cell(view: MatrixView, r: int, c: int, precision: int, heat: Heat | None) -> str | Text:
     if c < 0:
         return ELLIPSIS_COLUMN
     value = float(view.data[r, c])
     if view.hidden is not None and view.hidden[r, c]:
         return Text(MINUS_INFINITY if value == -math.inf else fixed(value, precision), style="dim")
-    return fixed(value, precision)
+    return fixed(value, precision) if heat is None else heat.cell(fixed(value, precision), value)
 
 
 def _number_width(values: np.ndarray, precision: int) -> int:
@@ -137,10 +143,11 @@ def _width_of(biggest: float, precision: int) -> int:
     return int_digits + 1 + precision + 1  # digits, point, decimals, sign
 
 
-def _column_widths(view: MatrixView, precision: int) -> list[int]:
+def _column_widths(view: MatrixView, precision: int, *, ramp: bool = False) -> list[int]:
     """Estimated width of every column, from each column's largest magnitude (one NumPy pass)."""
     magnitudes = np.abs(np.where(np.isfinite(view.data), view.data, 0.0)).max(axis=0)  # (cols,)
-    return [max(len(label), _width_of(float(m), precision)) + 3 for label, m in zip(view.cols, magnitudes)]  # + padding, border
+    extra = 2 if ramp else 0  # " ▅"
+    return [max(len(label), _width_of(float(m), precision) + extra) + 3 for label, m in zip(view.cols, magnitudes)]  # + padding, border
 
 
 def _fit(widths: list[int], room: int) -> list[int]:
