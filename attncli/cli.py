@@ -6,10 +6,11 @@ so `attncli --help`, `--version` and `attncli scenarios` start instantly.
 
 # No `from __future__ import annotations` here: Typer would then eval() every option's
 # annotation string on each run; evaluated once at import they cost nothing more.
+import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Optional, TypeVar
 
@@ -278,6 +279,76 @@ def _progress_bar(total: int) -> Callable[[], None]:
             progress.stop()
 
     return advance
+
+
+@app.command()
+@guard
+def variance(
+    dims: Annotated[str, typer.Option(metavar="LIST", help="Comma list of widths d to try.")] = "1,2,8,64,512",
+    samples: Annotated[int, typer.Option(min=2, max=10_000_000, metavar="N", help="Random draws per width.")] = 10_000,
+    keys: Annotated[int, typer.Option(min=2, max=4096, metavar="L", help="Keys each query is compared with for the largest softmax weight.")] = 16,
+    seed: Annotated[int, typer.Option(metavar="S", help="Random seed: the same seed gives the same numbers.")] = 0,
+    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = Format.table,
+    output: OutputOption = None,
+) -> None:
+    """Why scores are divided by √d_k: the variance of q·k grows with d, and the softmax saturates without scaling.
+
+    For each d, draws q, k ~ N(0, I_d) and reports the mean and variance of q·k and of q·k/√d
+    beside the theory (0, d, 1), and the mean largest softmax weight of a query over L random
+    keys with and without the scaling.
+
+    \b
+    Examples:
+      attncli variance
+      attncli variance --dims 4,16,256,4096 --samples 50000 --seed 7 --format json
+    """
+    from attncli.render import jsonout
+    from attncli.variance import experiment
+
+    if format not in (Format.table, Format.json):
+        raise AttnError(f"variance prints a table or JSON, not {format.value}", key="--format", expected="table or json")
+    widths = _whole_numbers(dims, "--dims", low=1, high=65_536)
+    if samples * keys * sum(widths) > 2_000_000_000:
+        raise AttnError(
+            f"{samples:,} samples × {keys} keys × Σd = {sum(widths):,} is more than 2·10⁹ random numbers",
+            key="--samples",
+            expected="fewer samples, keys or dimensions",
+        )
+    total = samples * len(widths)
+    with _progress(total, show=sys.stderr.isatty() and samples * keys * sum(widths) > 50_000_000) as advance:
+        rows = experiment(widths, samples=samples, keys=keys, seed=seed, advance=advance)
+    if format is Format.json:
+        emit(jsonout.document(jsonout.variance_json(rows, keys=keys, seed=seed)), output)
+        return
+    from attncli.output import console, render
+    from attncli.render.tables import variance_table
+
+    con = console(to_file=output is not None)
+    emit(render(con, variance_table(rows, keys=keys)), output)
+
+
+def _whole_numbers(text: str, key: str, *, low: int, high: int) -> list[int]:
+    try:
+        numbers = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        numbers = []
+    if not numbers or any(not low <= n <= high for n in numbers):
+        raise AttnError(f"found {text!r}", key=key, expected=f"a comma list of whole numbers from {low} to {high}, e.g. 1,2,8,64")
+    return numbers
+
+
+@contextlib.contextmanager
+def _progress(total: int, *, show: bool) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr when `show`; yields the function that advances it by n."""
+    if not show:
+        yield lambda n: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("Sampling", total=total)
+        yield lambda n: progress.advance(task, n)
 
 
 @scenarios_app.callback(invoke_without_command=True)

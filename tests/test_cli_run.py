@@ -165,3 +165,34 @@ def test_piped_tables_are_plain_unless_heatmap_is_asked(cli):
     out = cli("run", "cat", "--stages", "scores,exp,weights", "--heatmap").stdout
     assert out.count("shade:") == 3
     assert "shade: -1.000 ▁▂▃▄▅▆▇█ 2.000" in out  # scores are shaded from their minimum to their maximum
+
+
+def test_variance_matches_the_theory(cli):
+    """The √d appendix as an experiment: var q·k ≈ d, var q·k/√d ≈ 1, and scaling keeps softmax from saturating."""
+    import json as json_module
+
+    doc = json_module.loads(cli("variance", "--dims", "1,16,256", "--samples", "20000", "--format", "json").stdout)
+    assert doc["schema"] == "attncli.variance/1"
+    assert [row["d"] for row in doc["rows"]] == [1, 16, 256]
+    for row in doc["rows"]:
+        assert set(row) == {"d", "samples", "mean_raw", "var_raw", "var_scaled", "max_weight_raw", "max_weight_scaled"}
+        assert abs(row["var_raw"] / row["d"] - 1) < 0.1  # 20,000 samples: well within 10 %
+        assert abs(row["var_scaled"] - 1) < 0.1
+        assert abs(row["mean_raw"]) < 0.1 * row["d"] ** 0.5
+    raw = [row["max_weight_raw"] for row in doc["rows"]]
+    assert raw == sorted(raw) and raw[-1] > 0.8  # unscaled: towards one-hot as d grows
+    assert all(0.15 < row["max_weight_scaled"] < 0.3 for row in doc["rows"])  # scaled: stays spread
+
+
+def test_variance_same_seed_same_numbers(cli):
+    """Reproducible: the same seed gives the same numbers, another seed others."""
+    args = ("variance", "--dims", "4,32", "--samples", "500", "--format", "json")
+    assert cli(*args, "--seed", "3").stdout == cli(*args, "--seed", "3").stdout
+    assert cli(*args, "--seed", "3").stdout != cli(*args, "--seed", "4").stdout
+
+
+def test_variance_table_and_bad_dims(cli):
+    """The table names the theory; a bad --dims is a clear error."""
+    assert "theory in brackets" in cli("variance", "--dims", "2", "--samples", "100").stdout
+    result = cli("variance", "--dims", "2,zero")
+    assert result.exit_code == 1 and "--dims: found '2,zero'" in result.stderr

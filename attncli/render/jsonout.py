@@ -21,6 +21,7 @@ from attncli.scenario import Scenario
 
 RUN_SCHEMA = "attncli.run/1"
 EXPLAIN_SCHEMA = "attncli.explain/1"
+VARIANCE_SCHEMA = "attncli.variance/1"
 
 
 def scenario_json(s: Scenario) -> dict[str, Any]:
@@ -104,6 +105,20 @@ def explain_json(expl: Explanation) -> dict[str, Any]:
         "output": expl.output,
         "rounding": None if expl.exact_output is None else {"decimals": expl.result.round_steps, "exact_output": expl.exact_output},
     }
+
+
+def variance_json(rows: list, *, keys: int, seed: int) -> dict[str, Any]:
+    """The attncli.variance/1 document: one row per width d."""
+    return {
+        "schema": VARIANCE_SCHEMA,
+        "keys": keys,
+        "seed": seed,
+        "rows": [
+            {"d": r.d, "samples": r.samples, "mean_raw": r.mean_raw, "var_raw": r.var_raw, "var_scaled": r.var_scaled,
+             "max_weight_raw": r.max_weight_raw, "max_weight_scaled": r.max_weight_scaled}
+            for r in rows
+        ],
+    }  # fmt: skip
 
 
 def encode(value: Any, depth: int = 0) -> Iterator[bytes]:
