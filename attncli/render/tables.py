@@ -175,12 +175,13 @@ def _fit(widths: list[int], room: int) -> list[int]:
 
 def variance_table(rows: list, *, keys: int) -> list[RenderableType]:
     """The √d experiment: each measurement beside its theory, and how the softmax saturates without scaling."""
-    table = Table(title="q·k for q, k ~ N(0, I_d); scaled = q·k/√d; theory in brackets", title_justify="left", title_style="bold")
-    for name in ("d", "samples", "mean q·k", "var q·k", "var scaled", "max α", "max α scaled"):
+    samples = f"{rows[0].samples:,} samples per d; " if rows else ""
+    table = Table(title=f"q·k for q, k ~ N(0, I_d): {samples}scaled = q·k/√d; theory in brackets", title_justify="left", title_style="bold")
+    for name in ("d", "mean q·k", "var q·k", "var scaled", "max α", "max α scaled"):
         table.add_column(name, justify="right", no_wrap=True)
     for r in rows:
         table.add_row(
-            str(r.d), f"{r.samples:,}", f"{r.mean_raw:.3f} (0)", f"{r.var_raw:.2f} ({r.d})", f"{r.var_scaled:.3f} (1)",
+            str(r.d), f"{r.mean_raw:.3f} (0)", f"{r.var_raw:.2f} ({r.d})", f"{r.var_scaled:.3f} (1)",
             f"{r.max_weight_raw:.3f}", f"{r.max_weight_scaled:.3f}",
         )  # fmt: skip
     note = Text(
