@@ -351,6 +351,20 @@ def _progress(total: int, *, show: bool) -> Iterator[Callable[[int], None]]:
         yield lambda n: progress.advance(task, n)
 
 
+@app.command()
+@guard
+def schema() -> None:
+    """Print the JSON Schema (draft 2020-12) of scenario files, for editors' completion and checking.
+
+    \b
+    Save it beside your scenarios and point the YAML language server at it:
+      attncli schema > attncli.schema.json
+      # first line of a scenario file:
+      # yaml-language-server: $schema=./attncli.schema.json
+    """
+    emit((Path(__file__).parent / "scenario.schema.json").read_text(encoding="utf-8"))
+
+
 @scenarios_app.callback(invoke_without_command=True)
 def scenarios(ctx: typer.Context) -> None:
     """List the built-in scenarios. Any of them can be used by name: `attncli run cat`."""
@@ -367,7 +381,7 @@ def scenarios(ctx: typer.Context) -> None:
 def scenarios_show(
     name: Annotated[str, typer.Argument(metavar="NAME", help="A built-in scenario's name.", autocompletion=_complete_scenario)],
 ) -> None:
-    """Print a built-in scenario's YAML, e.g. `attncli scenarios show cat > my.yaml` to start your own."""
+    """Print a built-in scenario's YAML to start your own from: attncli scenarios show cat > my.yaml"""
     if not builtin.exists(name):
         raise AttnError(f"no built-in scenario {name!r}", expected="one of: " + ", ".join(builtin.names()))
     emit(builtin.path(name).read_text(encoding="utf-8"))

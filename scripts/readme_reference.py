@@ -1,0 +1,61 @@
+"""Regenerate the README's command reference from the real `--help` of every command.
+
+    python scripts/readme_reference.py          # rewrite README.md between the markers
+    python scripts/readme_reference.py --check  # exit 1 if README.md has drifted
+
+tests/test_docs.py runs the check, so the README cannot fall behind the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+START, END = "<!-- reference:start -->", "<!-- reference:end -->"
+COMMANDS = [[], ["run"], ["explain"], ["export"], ["scenarios"], ["scenarios", "show"], ["variance"], ["schema"]]
+
+
+def help_text(args: list[str]) -> str:
+    from typer.testing import CliRunner
+
+    from attncli.cli import app
+
+    result = CliRunner().invoke(app, [*args, "--help"], env={"COLUMNS": "80", "NO_COLOR": "1", "TERM": "dumb"}, prog_name="attncli")
+    assert result.exit_code == 0, result.output
+    return result.stdout.rstrip() + "\n"
+
+
+def render() -> str:
+    parts = [START, ""]
+    for args in COMMANDS:
+        parts += [f"### `attncli {' '.join(args + ['--help'])}`", "", "```", help_text(args).rstrip(), "```", ""]
+    parts.append(END)
+    return "\n".join(parts)
+
+
+def updated(readme: str) -> str:
+    before, _, rest = readme.partition(START)
+    _, _, after = rest.partition(END)
+    return before + render() + after
+
+
+def main() -> int:
+    os.environ.setdefault("COLUMNS", "80")
+    readme = README.read_text(encoding="utf-8")
+    if START not in readme or END not in readme:
+        print(f"README.md has no {START} ... {END} markers", file=sys.stderr)
+        return 1
+    new = updated(readme)
+    if "--check" in sys.argv:
+        if new != readme:
+            print("README.md's command reference is out of date: run python scripts/readme_reference.py", file=sys.stderr)
+            return 1
+        return 0
+    README.write_text(new, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""The scenario JSON Schema: every built-in passes it; the corpus's key and type errors fail it."""
+
+import json
+import math
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from attncli import builtin
+from attncli.yamltree import Map, Scalar, Seq, Value, parse
+
+SCHEMA = json.loads((Path(__file__).parent.parent / "attncli" / "scenario.schema.json").read_text())
+BAD = Path(__file__).parent / "bad"
+
+# YAML 1.2 core schema, as editors' YAML language server reads a file
+_INT = re.compile(r"[-+]?[0-9]+$")
+_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
+
+
+def as_editor_sees_it(value: Value):
+    if isinstance(value, Map):
+        return {key: as_editor_sees_it(item) for key, item in value.items.items()}
+    if isinstance(value, Seq):
+        return [as_editor_sees_it(item) for item in value.items]
+    assert isinstance(value, Scalar)
+    text = value.text
+    if not value.plain:
+        return text
+    if text in ("null", "Null", "NULL", "~", ""):
+        return None
+    if text in ("true", "True", "TRUE", "false", "False", "FALSE"):
+        return text.lower() == "true"
+    if _INT.match(text):
+        return int(text)
+    if _FLOAT.match(text):
+        return float(text)
+    if text.lower() in (".inf", "+.inf", "-.inf", ".nan"):
+        return math.nan
+    return text
+
+
+def test_the_schema_is_valid_draft_2020_12():
+    """The schema itself passes the draft 2020-12 meta-schema."""
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+
+
+def test_schema_command_prints_the_shipped_schema(cli):
+    """`attncli schema` prints the same schema."""
+    assert json.loads(cli("schema").stdout) == SCHEMA
+
+
+@pytest.mark.parametrize("name", builtin.names())
+def test_every_builtin_scenario_passes_the_schema(name):
+    """Built-in scenarios validate as an editor would read them."""
+    data = as_editor_sees_it(parse(builtin.path(name).read_text()))
+    jsonschema.validate(data, SCHEMA, cls=jsonschema.Draft202012Validator)
+
+
+KEY_AND_TYPE_ERRORS = [
+    "unknown-key.yaml", "missing-embeddings.yaml", "tokens-and-sentence.yaml", "no-tokens.yaml",
+    "string-for-number.yaml", "quoted-number.yaml", "boolean-for-number.yaml", "nested-list-for-number.yaml",
+    "empty-vector.yaml", "empty-tokens.yaml", "heads-zero.yaml", "heads-text.yaml", "precision-too-big.yaml",
+    "scale-zero.yaml", "scale-word.yaml", "mask-unknown.yaml",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", KEY_AND_TYPE_ERRORS)
+def test_key_and_type_errors_of_the_corpus_fail_the_schema(name):
+    """What attncli refuses for a key or a type, the schema flags too, so editors show it while typing."""
+    data = as_editor_sees_it(parse((BAD / name).read_text()))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, SCHEMA, cls=jsonschema.Draft202012Validator)
