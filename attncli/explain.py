@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -16,8 +17,7 @@ from attncli.errors import AttnError
 from attncli.scenario import Scenario
 
 
-@dataclass(frozen=True)
-class KeyStep:
+class KeyStep(NamedTuple):
     """The query's dealings with one key: its score, exponential, weight and weighted value."""
 
     position: int  # 1-based

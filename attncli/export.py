@@ -7,7 +7,7 @@ and the others are still written; an older file of a failed scenario is left unt
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from attncli.errors import AttnError
@@ -109,4 +109,4 @@ def _render(source: str, *, options: Options, head: int | None, round_steps: int
             return None
         result = engine.run(scenario, round_steps=round_steps)
         return render_explain(explain(result, position=position, head=head or 1, others=others), options)
-    return render_run(engine.run(scenario, round_steps=round_steps), replace(options, heads=heads, to_file=True))
+    return render_run(engine.run(scenario, round_steps=round_steps), options._replace(heads=heads, to_file=True))

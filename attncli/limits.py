@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     """How big a scenario may be. Teaching sizes (hundreds of tokens, d_model in the hundreds) fit easily."""
 
     max_bytes: int = 32 * 1024 * 1024  # the YAML file itself

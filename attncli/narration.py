@@ -6,7 +6,7 @@ styling differs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -17,12 +17,11 @@ LONG_VECTOR = 6  # dot products of longer vectors are abbreviated
 LONG_SUM = 12  # sums of more terms are abbreviated
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):
     title: str  # "The query"
     formula: str  # "q = e·W_Q"
-    lines: list[str] = field(default_factory=list)  # the arithmetic, one line each
-    notes: list[str] = field(default_factory=list)  # sentences after the arithmetic
+    lines: tuple[str, ...] | list[str] = ()  # the arithmetic, one line each
+    notes: tuple[str, ...] | list[str] = ()  # sentences after the arithmetic
     matrix: tuple[str, np.ndarray] | None = None  # a matrix drawn after the first line, e.g. ("W_Q", W_Q)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import os
 import sys
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -107,6 +106,8 @@ def write_atomic(path: Path, document: str | Iterable[bytes]) -> None:
         )
     if path.is_dir():
         raise AttnError(f"cannot write {path}: it is a folder", key="--output", expected="a file name")
+    import tempfile
+
     try:
         fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as error:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import collections
 import difflib
 import math
-import string
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -28,11 +28,10 @@ KEYS = (
     "scale", "mask", "precision",
 )  # fmt: skip
 MAX_PRECISION = 15  # float64 carries 15-17 significant digits; more decimals would be noise
-_PUNCTUATION = string.punctuation + "“”‘’«»…—–"
+_PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~" + "“”‘’«»…—–"  # string.punctuation and typographic marks
 
 
-@dataclass(frozen=True)
-class Scale:
+class Scale(NamedTuple):
     mode: str  # "sqrt_dk", "none" or "value"
     divisor: float  # what the scores are divided by
 
@@ -121,7 +120,7 @@ def load(name_or_path: str, *, limits: Limits = Limits()) -> Scenario:
         raise error.located(file=shown) from None
 
 
-def read_text(path: Path, shown: str, *, max_bytes: int = Limits.max_bytes) -> str:
+def read_text(path: Path, shown: str, *, max_bytes: int = Limits().max_bytes) -> str:
     """The file's text, or an AttnError that says why it cannot be had."""
     if not path.exists():
         names = builtin.names()

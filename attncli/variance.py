@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 CHUNK = 1024  # trials drawn at once: bounds memory at CHUNK × L × d floats
 
 
-@dataclass(frozen=True)
-class VarianceRow:
+class VarianceRow(NamedTuple):
     d: int
     samples: int
     mean_raw: float  # mean of q·k, theory 0

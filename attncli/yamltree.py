@@ -11,7 +11,6 @@ nesting cannot exhaust the C stack.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import yaml
 
@@ -45,17 +44,21 @@ class Scalar:
         return tag.removeprefix(_STANDARD_TAG)
 
 
-@dataclass(slots=True)
 class Seq:
-    items: list[Value]
-    line: int
+    __slots__ = ("items", "line")
+
+    def __init__(self, items: list[Value], line: int) -> None:
+        self.items = items
+        self.line = line
 
 
-@dataclass(slots=True)
 class Map:
-    items: dict[str, Value]
-    line: int
-    key_lines: dict[str, int] = field(default_factory=dict)
+    __slots__ = ("items", "line", "key_lines")
+
+    def __init__(self, items: dict[str, Value], line: int) -> None:
+        self.items = items
+        self.line = line
+        self.key_lines: dict[str, int] = {}
 
 
 Value = Scalar | Seq | Map
@@ -86,14 +89,16 @@ def _syntax_error(error: yaml.MarkedYAMLError) -> AttnError:
     return AttnError(f"YAML syntax error{column}: {problem}{context}", line=mark.line + 1 if mark else None)
 
 
-@dataclass
 class _Frame:
     """A collection being built, and where its next item goes."""
 
-    value: Seq | Map
-    start_count: int  # values counted before this collection began (for its anchor's size)
-    anchor: str | None
-    key: str | None = None  # a mapping's key waiting for its value
+    __slots__ = ("value", "start_count", "anchor", "key")
+
+    def __init__(self, value: Seq | Map, start_count: int, anchor: str | None) -> None:
+        self.value = value
+        self.start_count = start_count  # values counted before this collection began (for its anchor's size)
+        self.anchor = anchor
+        self.key: str | None = None  # a mapping's key waiting for its value
 
 
 class _Builder:

@@ -204,3 +204,15 @@ def test_no_color_and_json_never_carry_escape_codes():
     assert b"\x1b[" not in json_out.stdout
     piped = _attncli("run", "cat")
     assert b"\x1b[" not in piped.stdout
+
+
+def test_a_file_larger_than_the_limit_is_refused_before_it_is_read(tmp_path):
+    """The byte limit is checked from the file's size, before reading it."""
+    from attncli.errors import AttnError
+    from attncli.scenario import read_text
+
+    path = tmp_path / "big.yaml"
+    path.write_text("tokens: [a]\nembeddings: [[1]]\n")
+    with pytest.raises(AttnError, match="the file is 30 bytes, larger than the 10 a scenario may be"):
+        read_text(path, str(path), max_bytes=10)
+    assert read_text(path, str(path)).startswith("tokens")

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, NamedTuple, Union
 
 from attncli.errors import AttnError
 
@@ -36,8 +35,7 @@ class Format(str, enum.Enum):
         return {"table": "txt", "markdown": "md", "latex": "tex"}.get(self.value, self.value)
 
 
-@dataclass(frozen=True)
-class Options:
+class Options(NamedTuple):
     """How to render: which format, stages and heads, how many decimals."""
 
     format: Format = Format.table
