@@ -19,6 +19,7 @@ import numpy as np
 from attncli.scenario import Scenario
 
 SHIFT_FREE = 700.0  # e^±700 is still an ordinary float64, so such scores need no shift
+WEIGHTED_BLOCK = 4_000_000  # hand-rounded outputs: weighted value vectors held at once (32 MB)
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,8 +124,12 @@ def _head(scenario: Scenario, X: np.ndarray, h: int, decimals: int | None) -> He
     if decimals is None:  # exact: one matrix product
         output = weights @ V  # (L, L) @ (L, d_v) -> (L, d_v)
     else:  # by hand: round each weighted value vector, then their sum
-        weighted = r(weights[:, :, None] * V[None, :, :])  # (L, L, d_v) weight_ij · v_j
-        output = r(weighted.sum(axis=1))  # (L, d_v)
+        output = np.empty((L, V.shape[1]))  # (L, d_v)
+        block = max(1, WEIGHTED_BLOCK // max(1, L * V.shape[1]))  # query rows at a time: bounds the memory
+        for start in range(0, L, block):
+            rows = weights[start : start + block]  # (b, L)
+            weighted = r(rows[:, :, None] * V[None, :, :])  # (b, L, d_v) weight_ij · v_j, each rounded
+            output[start : start + block] = r(weighted.sum(axis=1))  # (b, d_v)
     for array in (Q, K, V, scores, scaled, visible, masked, shift, exp, exp_sum, weights, output):
         array.setflags(write=False)
     return HeadResult(h, W_Q, W_K, W_V, b_Q, b_K, b_V, Q, K, V, scores, scaled, visible, masked, shift, exp, exp_sum, weights, output)

@@ -131,3 +131,15 @@ def test_scores_of_plus_minus_1e4_give_correct_weights():
     head = engine.run(from_text(json.dumps(doc))).head(1)
     assert head.scores.tolist() == [[1e4, -1e4], [-1e4, 1e4]]
     assert head.weights.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+
+
+def test_hand_rounded_output_does_not_depend_on_the_block_size(monkeypatch):
+    """Rounded outputs are computed a block of rows at a time (bounded memory); any block size gives the same numbers."""
+    rng = np.random.default_rng(0)
+    doc = {"tokens": [f"t{i}" for i in range(50)], "embeddings": rng.standard_normal((50, 3)).tolist(), "mask": "causal"}
+    scenario = from_text(json.dumps(doc))
+    monkeypatch.setattr(engine, "WEIGHTED_BLOCK", 10**9)
+    whole = engine.run(scenario, round_steps=4).output
+    monkeypatch.setattr(engine, "WEIGHTED_BLOCK", 1)
+    np.testing.assert_array_equal(engine.run(scenario, round_steps=4).output, whole)
+    assert np.array_equal(whole, np.round(whole, 4))
