@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Optional, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -39,12 +39,12 @@ def _complete_scenario(incomplete: str) -> list[str]:
 
 # Options shared by the commands that print data, declared once.
 PrecisionOption = Annotated[
-    Optional[int],
+    int | None,
     typer.Option(min=0, max=15, metavar="N", help="Decimals shown in tables and narration [default: the scenario's `precision`, else 4]. JSON always carries full precision."),
 ]
-HeadOption = Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Show only this head, counted from 1.")]
+HeadOption = Annotated[int | None, typer.Option(min=1, metavar="N", help="Show only this head, counted from 1.")]
 RoundOption = Annotated[
-    Optional[int],
+    int | None,
     typer.Option(
         "--round-steps",
         min=0,
@@ -55,15 +55,15 @@ RoundOption = Annotated[
 ]
 FormatOption = Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table, json, markdown, latex, csv, html or svg.")]
 OutputOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--output", "-o", metavar="FILE", help="Write to this file (atomically) instead of stdout.", dir_okay=False),
 ]
 MaxCellsOption = Annotated[
-    Optional[int],
+    int | None,
     typer.Option("--max-cells", min=1, metavar="N", help="Refuse scenarios with more attention cells (heads × tokens²) than this [default: 16,777,216]."),
 ]
 MaxValuesOption = Annotated[
-    Optional[int],
+    int | None,
     typer.Option("--max-values", min=1, metavar="N", help="Refuse YAML files with more values than this, aliases expanded [default: 2,000,000]."),
 ]
 
@@ -136,7 +136,7 @@ def run(
         ),
     ],
     stages: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(metavar="LIST", help="Comma list of stages to show: embeddings, q, k, v, scores, scaled, masked, exp, weights, output [default: all]."),
     ] = None,
     head: HeadOption = None,
@@ -172,12 +172,12 @@ def run(
 @app.command()
 @guard
 def explain(
-    word: Annotated[Optional[str], typer.Option("--word", "-w", metavar="WORD", help="The query word to follow (case is ignored unless the scenario is case-sensitive).")] = None,
+    word: Annotated[str | None, typer.Option("--word", "-w", metavar="WORD", help="The query word to follow (case is ignored unless the scenario is case-sensitive).")] = None,
     scenario: Annotated[
         str,
         typer.Option("--scenario", "-s", metavar="SCENARIO", help="A scenario file or built-in name.", autocompletion=_complete_scenario),
     ] = "cat",
-    position: Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Which occurrence: the word's position, counted from 1.")] = None,
+    position: Annotated[int | None, typer.Option(min=1, metavar="N", help="Which occurrence: the word's position, counted from 1.")] = None,
     head: Annotated[int, typer.Option(min=1, metavar="N", help="The head to explain, counted from 1.")] = 1,
     precision: PrecisionOption = None,
     round_steps: RoundOption = None,
@@ -219,9 +219,9 @@ def export(
     format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format of every file: table, json, markdown, latex, csv, html or svg.")],
     out_dir: Annotated[Path, typer.Option("--out-dir", "-d", metavar="DIR", help="The existing folder to write <scenario-stem>.<ext> into.", file_okay=False)],
     explain_word: Annotated[
-        Optional[str], typer.Option("--explain", metavar="WORD", help="Render the `explain` walk-through of WORD instead of `run`; scenarios without it are skipped.")
+        str | None, typer.Option("--explain", metavar="WORD", help="Render the `explain` walk-through of WORD instead of `run`; scenarios without it are skipped.")
     ] = None,
-    stages: Annotated[Optional[str], typer.Option(metavar="LIST", help="As for `run`: the stages to include (CSV: exactly one).")] = None,
+    stages: Annotated[str | None, typer.Option(metavar="LIST", help="As for `run`: the stages to include (CSV: exactly one).")] = None,
     head: HeadOption = None,
     precision: PrecisionOption = None,
     round_steps: RoundOption = None,

@@ -95,10 +95,7 @@ def _dot_products(expl: Explanation, p: int) -> Step:
 
 def _scaling(expl: Explanation, p: int) -> Step:
     scale = expl.scenario.scale
-    if scale.mode == "sqrt_dk":
-        divisor = f"√d_k = √{expl.scenario.d_k} = {smart(scale.divisor, p)}"
-    else:
-        divisor = smart(scale.divisor, p)
+    divisor = f"√d_k = √{expl.scenario.d_k} = {smart(scale.divisor, p)}" if scale.mode == "sqrt_dk" else smart(scale.divisor, p)
     lines = [f"{label(key, expl)}: {smart(key.score, p)} / {smart(scale.divisor, p)} = {smart(key.scaled, p)}" for key in expl.keys]
     return Step("Scaling", "scaled = score / " + ("√d_k" if scale.mode == "sqrt_dk" else smart(scale.divisor, p)),
                 lines, [f"Each score is divided by {divisor}, which keeps the softmax from saturating as d_k grows."])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, NamedTuple, Union
+from typing import TYPE_CHECKING, NamedTuple
 
 from attncli.errors import AttnError
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from attncli.explain import Explanation
 
 
-Document = Union[str, Iterator[bytes]]
+Document = str | Iterator[bytes]  # text, or UTF-8 chunks
 
 
 class Format(str, enum.Enum):
