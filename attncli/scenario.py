@@ -489,6 +489,12 @@ def to_vector(value: Value, path: str) -> np.ndarray:
         raise AttnError(f"found {describe(value)}", line=value.line, key=path, expected="a list of numbers, e.g. [1, 0]")
     if not value.items:
         raise AttnError("the vector is empty", line=value.line, key=path, expected="at least one number")
+    try:  # the common case at full speed: plain numbers; anything else takes the careful path below
+        vector = np.array([float(item.text) for item in value.items if item.plain], dtype=np.float64)  # type: ignore[union-attr]
+        if len(vector) == len(value.items) and np.isfinite(vector).all():
+            return vector
+    except (AttributeError, ValueError):
+        pass
     return np.array([to_number(item, f"{path}[{i}]") for i, item in enumerate(value.items, 1)], dtype=np.float64)
 
 

@@ -112,15 +112,16 @@ class _Builder:
 
     def build(self, loader: yaml.SafeLoader) -> Value:
         documents = 0
-        get_event = loader.get_event
+        get_event, stack, scalar_event = loader.get_event, self.stack, yaml.ScalarEvent
+        most = self.limits.max_values
         while (event := get_event()) is not None:
             line = event.start_mark.line + 1
             # numbers in a list are by far the most common event: handle them first, inline
-            if type(event) is yaml.ScalarEvent and event.tag is None and event.anchor is None and self.stack:
-                items = self.stack[-1].value.items
+            if type(event) is scalar_event and event.tag is None and event.anchor is None and stack:
+                items = stack[-1].value.items
                 if type(items) is list:
                     self.count += 1
-                    if self.count > self.limits.max_values:
+                    if self.count > most:
                         self._count(0, line)
                     items.append(Scalar(event.value, event.implicit[0] and not event.style, line))
                     continue

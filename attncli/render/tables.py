@@ -61,12 +61,11 @@ def run_tables(
 def matrix_table(view: MatrixView, *, precision: int, console: Console, full: bool, heat: Heat | None = None) -> RenderableType:
     """A labelled table of one matrix, shortened with ellipses when it would not fit the screen."""
     n_rows, n_cols = view.data.shape
-    col_widths = _column_widths(view, precision, ramp=heat is not None and not heat.colour)
     row_label_width = max(len(r) for r in view.rows) + 3
     extra_width = sum(max(len(name), _number_width(vec, precision)) + 3 for name, vec in view.extra)
     cols = list(range(n_cols))
     if not full:
-        cols = _fit(col_widths, console.width - row_label_width - extra_width - 1)
+        cols = _fit(view, console.width - row_label_width - extra_width - 1, precision, ramp=heat is not None and not heat.colour)
     rows = list(range(n_rows))
     max_rows = max(10, console.height - 8)
     if not full and n_rows > max_rows:
@@ -143,29 +142,38 @@ def _width_of(biggest: float, precision: int) -> int:
     return int_digits + 1 + precision + 1  # digits, point, decimals, sign
 
 
-def _column_widths(view: MatrixView, precision: int, *, ramp: bool = False) -> list[int]:
-    """Estimated width of every column, from each column's largest magnitude (one NumPy pass)."""
-    magnitudes = np.abs(np.where(np.isfinite(view.data), view.data, 0.0)).max(axis=0)  # (cols,)
+def _column_widths(view: MatrixView, columns: list[int], precision: int, *, ramp: bool) -> list[int]:
+    """Estimated width of each of `columns`, from its largest magnitude (one NumPy pass over those columns)."""
+    data = view.data[:, columns]  # (rows, len(columns))
+    magnitudes = np.abs(np.where(np.isfinite(data), data, 0.0)).max(axis=0)
     extra = 2 if ramp else 0  # " ▅"
-    return [max(len(label), _width_of(float(m), precision) + extra) + 3 for label, m in zip(view.cols, magnitudes)]  # + padding, border
+    return [max(len(view.cols[c]), _width_of(float(m), precision) + extra) + 3 for c, m in zip(columns, magnitudes)]  # + padding, border
 
 
-def _fit(widths: list[int], room: int) -> list[int]:
-    """Column indexes that fit in `room`: all, or the first and last around -1 (an ellipsis column)."""
-    if sum(widths) <= room:
-        return list(range(len(widths)))
+def _fit(view: MatrixView, room: int, precision: int, *, ramp: bool) -> list[int]:
+    """Column indexes that fit in `room`: all, or the first and last around -1 (an ellipsis column).
+
+    Only columns that could possibly be shown are measured: a 2048-column matrix is not scanned whole.
+    """
+    n = view.data.shape[1]
+    narrowest = precision + 3 + 3  # "0.0…" with its sign, padding and border
+    k = min(n, room // narrowest + 1)
+    candidates = sorted(set(range(k)) | set(range(n - k, n)))
+    width = dict(zip(candidates, _column_widths(view, candidates, precision, ramp=ramp)))
+    if len(candidates) == n and sum(width.values()) <= room:
+        return list(range(n))
     room -= 4  # the ellipsis column
     left, right = [], []
-    i, j = 0, len(widths) - 1
+    i, j = 0, n - 1
     while i <= j:
-        if room - widths[i] < 0:
+        if room - width[i] < 0:
             break
-        room -= widths[i]
+        room -= width[i]
         left.append(i)
         i += 1
-        if i > j or room - widths[j] < 0:
+        if i > j or room - width[j] < 0:
             break
-        room -= widths[j]
+        room -= width[j]
         right.append(j)
         j -= 1
     if not left:
