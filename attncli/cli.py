@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -20,6 +20,9 @@ from attncli import __version__, builtin
 from attncli.errors import AttnError, ExitStatus
 from attncli.output import emit, print_error
 from attncli.render import Format, Options
+
+if TYPE_CHECKING:
+    from attncli.limits import Limits
 
 app = typer.Typer(
     name="attncli",
@@ -165,7 +168,15 @@ def run(
     from attncli.scenario import load
 
     loaded = load(scenario, limits=_limits(max_cells, max_values))
-    options = Options(format, views.parse_stages(stages), loaded.head_numbers(head), precision, full, output is not None, heatmap)
+    options = Options(
+        format=format,
+        stages=views.parse_stages(stages),
+        heads=loaded.head_numbers(head),
+        precision=precision,
+        full=full,
+        to_file=output is not None,
+        heatmap=heatmap,
+    )
     emit(render_run(engine.run(loaded, round_steps=round_steps), options), output)
 
 
@@ -203,10 +214,10 @@ def explain(
     from attncli.scenario import load
 
     loaded = load(scenario, limits=_limits(max_cells, max_values))
-    loaded.head_numbers(head)
+    loaded.head_numbers(head)  # a head that does not exist is an error before any work
     where, others = find_word(loaded, word, position)
     expl = explain_word(engine.run(loaded, round_steps=round_steps), position=where, head=head, others=others)
-    emit(render_explain(expl, Options(format, precision=precision, to_file=output is not None)), output)
+    emit(render_explain(expl, Options(format=format, precision=precision, to_file=output is not None)), output)
 
 
 @app.command()
@@ -242,43 +253,26 @@ def export(
     """
     from attncli import views
     from attncli.export import export as export_all
+    from attncli.export import sources
 
-    options = Options(format, views.parse_stages(stages), None, precision, False, True)
-    progress = _progress_bar if sys.stderr.isatty() else None
-    report = export_all(
-        inputs,
-        out_dir=out_dir,
-        options=options,
-        head=head,
-        round_steps=round_steps,
-        explain_word=explain_word,
-        limits=_limits(max_cells, max_values),
-        report_error=print_error,
-        note=lambda line: sys.stderr.write(line + "\n"),
-        progress=progress,
-    )
+    options = Options(format=format, stages=views.parse_stages(stages), precision=precision, to_file=True)
+    names = list(sources(inputs))
+    with _progress(len(names), label="Exporting", show=sys.stderr.isatty() and len(names) > 5) as advance:
+        report = export_all(
+            names,
+            out_dir=out_dir,
+            options=options,
+            head=head,
+            round_steps=round_steps,
+            explain_word=explain_word,
+            limits=_limits(max_cells, max_values),
+            report_error=print_error,
+            note=lambda line: sys.stderr.write(line + "\n"),
+            advance=lambda: advance(1),
+        )
     sys.stderr.write(report.summary(out_dir, format.value) + "\n")
     if report.failed:
         raise typer.Exit(ExitStatus.PARTIAL if report.written or report.skipped else ExitStatus.ERROR)
-
-
-def _progress_bar(total: int) -> Callable[[], None]:
-    """A progress bar on stderr for more than a few scenarios; returns the function that advances it."""
-    if total <= 5:
-        return lambda: None
-    from rich.console import Console
-    from rich.progress import Progress
-
-    progress = Progress(console=Console(stderr=True), transient=True)
-    task = progress.add_task("Exporting", total=total)
-    progress.start()
-
-    def advance() -> None:
-        progress.advance(task)
-        if progress.finished:
-            progress.stop()
-
-    return advance
 
 
 @app.command()
@@ -315,7 +309,7 @@ def variance(
             expected="fewer samples, keys or dimensions",
         )
     total = samples * len(widths)
-    with _progress(total, show=sys.stderr.isatty() and samples * keys * sum(widths) > 50_000_000) as advance:
+    with _progress(total, label="Sampling", show=sys.stderr.isatty() and samples * keys * sum(widths) > 50_000_000) as advance:
         rows = experiment(widths, samples=samples, keys=keys, seed=seed, advance=advance)
     if format is Format.json:
         emit(jsonout.document(jsonout.variance_json(rows, keys=keys, seed=seed)), output)
@@ -338,8 +332,8 @@ def _whole_numbers(text: str, key: str, *, low: int, high: int) -> list[int]:
 
 
 @contextlib.contextmanager
-def _progress(total: int, *, show: bool) -> Iterator[Callable[[int], None]]:
-    """A progress bar on stderr when `show`; yields the function that advances it by n."""
+def _progress(total: int, *, label: str, show: bool) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr when `show` (long work, stderr a terminal); yields the function that advances it by n."""
     if not show:
         yield lambda n: None
         return
@@ -347,7 +341,7 @@ def _progress(total: int, *, show: bool) -> Iterator[Callable[[int], None]]:
     from rich.progress import Progress
 
     with Progress(console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task("Sampling", total=total)
+        task = progress.add_task(label, total=total)
         yield lambda n: progress.advance(task, n)
 
 
@@ -395,7 +389,7 @@ def _description(name: str) -> str:
     return ""
 
 
-def _limits(max_cells: int | None, max_values: int | None) -> Any:
+def _limits(max_cells: int | None, max_values: int | None) -> "Limits":
     from attncli.limits import Limits
 
     given = {"max_cells": max_cells, "max_values": max_values}

@@ -13,7 +13,7 @@ from pathlib import Path
 from attncli.errors import AttnError
 from attncli.limits import Limits
 from attncli.output import write_atomic
-from attncli.render import Options
+from attncli.render import Document, Options
 
 
 @dataclass
@@ -45,7 +45,7 @@ def sources(inputs: list[str]) -> Iterator[str]:
 
 
 def export(
-    inputs: list[str],
+    names: list[str],
     *,
     out_dir: Path,
     options: Options,
@@ -55,19 +55,17 @@ def export(
     limits: Limits,
     report_error: Callable[[AttnError], None],
     note: Callable[[str], None],
-    progress: Callable[[int], Callable[[], None]] | None = None,
+    advance: Callable[[], None] = lambda: None,
 ) -> Report:
-    """Render every scenario of `inputs` into `out_dir`."""
+    """Render every scenario of `names` (see `sources`) into `out_dir`; `advance()` after each."""
     if not out_dir.is_dir():
         raise AttnError(
             f"the folder {str(out_dir)!r} does not exist" if not out_dir.exists() else f"{str(out_dir)!r} is not a folder",
             key="--out-dir",
             expected="an existing folder; create it first",
         )
-    names = list(sources(inputs))
     report = Report()
     written_from: dict[Path, str] = {}
-    advance = progress(len(names)) if progress is not None else (lambda: None)
     for source in names:
         try:
             target = out_dir / f"{Path(source).stem}.{options.format.extension}"
@@ -77,12 +75,12 @@ def export(
                     file=source,
                     expected="scenario files with different names",
                 )
-            text = _render(source, options=options, head=head, round_steps=round_steps, word=explain_word, limits=limits)
-            if text is None:
+            document = _render(source, options=options, head=head, round_steps=round_steps, word=explain_word, limits=limits)
+            if document is None:
                 report.skipped.append((source, f"it has no token {explain_word!r}"))
                 note(f"attncli: skipped {source}: it has no token {explain_word!r}")
             else:
-                write_atomic(target, text)
+                write_atomic(target, document)
                 written_from[target] = source
                 report.written.append(target)
         except AttnError as error:
@@ -93,8 +91,10 @@ def export(
     return report
 
 
-def _render(source: str, *, options: Options, head: int | None, round_steps: int | None, word: str | None, limits: Limits) -> str | None:
-    """The text of one scenario; None when it lacks the word to explain."""
+def _render(
+    source: str, *, options: Options, head: int | None, round_steps: int | None, word: str | None, limits: Limits
+) -> Document | None:
+    """The document of one scenario; None when it lacks the word to explain."""
     from attncli import engine
     from attncli.explain import explain, find_word
     from attncli.render import render_explain, render_run
