@@ -163,9 +163,9 @@ def read_text(path: Path, shown: str, *, max_bytes: int = Limits().max_bytes) ->
 
 def from_text(text: str, *, stem: str = "scenario", limits: Limits = Limits(), path: str | None = None) -> Scenario:
     """Parse and validate a scenario from YAML text."""
-    if not text.strip() or all(not ln.strip() or ln.lstrip().startswith("#") for ln in text.splitlines()):
-        raise AttnError("the file is empty", expected="a YAML mapping with `tokens:` (or `sentence:`) and `embeddings:`")
     tree = parse(text, limits=limits)
+    if tree is None:  # nothing but blank lines and comments
+        raise AttnError("the file is empty", expected="a YAML mapping with `tokens:` (or `sentence:`) and `embeddings:`")
     if not isinstance(tree, Map):
         raise AttnError(
             f"the document is {describe(tree)}",

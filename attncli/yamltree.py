@@ -64,8 +64,8 @@ class Map:
 Value = Scalar | Seq | Map
 
 
-def parse(text: str, *, limits: Limits = Limits()) -> Value:
-    """Parse one YAML document into a tree of Scalar/Seq/Map, or raise AttnError."""
+def parse(text: str, *, limits: Limits = Limits()) -> Value | None:
+    """Parse one YAML document into a tree of Scalar/Seq/Map (None for an empty document), or raise AttnError."""
     loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     loader = loader_class(text)
     try:
@@ -110,7 +110,7 @@ class _Builder:
         self.aliased = False
         self.root: Value | None = None
 
-    def build(self, loader: yaml.SafeLoader) -> Value:
+    def build(self, loader: yaml.SafeLoader) -> Value | None:
         documents = 0
         get_event, stack, scalar_event = loader.get_event, self.stack, yaml.ScalarEvent
         most = self.limits.max_values
@@ -161,8 +161,6 @@ class _Builder:
                 self.aliased = True
                 self._count(size, line)
                 self._add(value, line)
-        if self.root is None:
-            raise AttnError("the file is empty", expected="a YAML mapping of scenario keys such as `tokens:` and `embeddings:`")
         return self.root
 
     def _count(self, n: int, line: int) -> None:
