@@ -201,15 +201,18 @@ def _reading(expl: Explanation, p: int) -> str:
         return f"{expl.token!r} attends equally to all {len(visible)} words it sees."
     most = [label(k, expl) for k, w in zip(visible, weights) if w >= weights.max() - 1e-12]
     least = [label(k, expl) for k, w in zip(visible, weights) if w <= weights.min() + 1e-12]
-    each = lambda names: " each" if len(names) > 1 else ""  # noqa: E731
     return (
-        f"{expl.token!r} attends most to {_and(most)} ({fixed(weights.max(), p)}{each(most)}) "
-        f"and least to {_and(least)} ({fixed(weights.min(), p)}{each(least)})."
+        f"{expl.token!r} attends most to {_and(most)} ({fixed(weights.max(), p)}{_each(most)}) "
+        f"and least to {_and(least)} ({fixed(weights.min(), p)}{_each(least)})."
     )
 
 
 def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _each(names: list[str]) -> str:
+    return " each" if len(names) > 1 else ""
 
 
 def _head_sub(expl: Explanation) -> str:

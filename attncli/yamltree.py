@@ -133,7 +133,7 @@ class _Builder:
                         line=line,
                         expected="one scenario per file: remove the `---` line or split the file",
                     )
-            elif type(event) is yaml.ScalarEvent:
+            elif type(event) is scalar_event:
                 if event.tag is not None:
                     self._check_tag(event.tag, line)
                 self._count(1, line)
@@ -144,8 +144,9 @@ class _Builder:
             elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
                 self._check_tag(event.tag, line)
                 if len(self.stack) >= self.limits.max_depth:
+                    top_key = (self._path() or "").partition("[")[0] or None  # the whole path would be as deep as the nesting
                     raise AttnError(
-                        "nested too deep", line=line, key=(self._path() or "").partition("[")[0] or None, expected=f"at most {self.limits.max_depth} levels of lists and mappings"
+                        "nested too deep", line=line, key=top_key, expected=f"at most {self.limits.max_depth} levels of lists and mappings"
                     )
                 self._count(1, line)
                 value = Seq([], line) if isinstance(event, yaml.SequenceStartEvent) else Map({}, line)
@@ -197,7 +198,7 @@ class _Builder:
         elif frame.key is None:
             if not isinstance(value, Scalar):
                 raise AttnError("a key must be a word, not a list or mapping", line=line, key=self._path())
-            if value.text in frame.value.items or value.text in frame.value.key_lines:
+            if value.text in frame.value.key_lines:
                 raise AttnError(
                     f"the key {value.text!r} appears twice (lines {frame.value.key_lines[value.text]} and {line})",
                     line=line,
