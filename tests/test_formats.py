@@ -103,9 +103,13 @@ def katex(request):
     if not node or not npm:
         pytest.skip("node and npm are needed to render LaTeX with KaTeX")
     folder = Path(request.config.cache.mkdir("katex"))
-    if not (folder / "node_modules" / "katex").is_dir():
-        subprocess.run([npm, "install", "--no-save", "--no-audit", "--no-fund", "--prefix", str(folder), "katex@0.16"],
-                       check=True, capture_output=True, timeout=300)  # fmt: skip
+    install = [npm, "install", "--no-save", "--no-audit", "--no-fund", "--prefix", str(folder), "katex@0.16"]
+    for attempt in (1, 2):  # the registry may fail once; a second failure is a real one
+        if (folder / "node_modules" / "katex").is_dir():
+            break
+        done = subprocess.run(install, capture_output=True, text=True, timeout=300)
+        if done.returncode != 0 and attempt == 2:
+            pytest.fail(f"npm could not install katex:\n{done.stderr[-2000:]}")
     script = Path(__file__).with_name("katex_render.js")
 
     def render(blocks: list[str]) -> list:
