@@ -163,14 +163,15 @@ def run(
       attncli run my-scenario.yaml --format json | jq '.heads[0].weights'
       attncli run cat --round-steps 3
     """
-    from attncli import engine, views
+    from attncli import engine
+    from attncli import stages as stage_table
     from attncli.render import render_run
     from attncli.scenario import load
 
     loaded = load(scenario, limits=_limits(max_cells, max_values))
     options = Options(
         format=format,
-        stages=views.parse_stages(stages),
+        stages=stage_table.parse(stages),
         heads=loaded.head_numbers(head),
         precision=precision,
         full=full,
@@ -251,11 +252,11 @@ def export(
       attncli export scenarios/ --format latex --out-dir build/tex
       attncli export cat journey --explain the --format markdown --out-dir out
     """
-    from attncli import views
+    from attncli import stages as stage_table
     from attncli.export import export as export_all
     from attncli.export import sources
 
-    options = Options(format=format, stages=views.parse_stages(stages), precision=precision, to_file=True)
+    options = Options(format=format, stages=stage_table.parse(stages), precision=precision, to_file=True)
     names = list(sources(inputs))
     with _progress(len(names), label="Exporting", show=sys.stderr.isatty() and len(names) > 5) as advance:
         report = export_all(

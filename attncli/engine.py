@@ -1,11 +1,11 @@
-"""The attention engine: softmax(mask(Q·Kᵀ / s))·V with every stage kept.
+"""The attention engine: softmax(mask(RoPE(Q)·RoPE(K)ᵀ / s + bias))·V with every stage kept.
 
-Pure NumPy in float64: no printing, no I/O. Dimension names used in the shape comments:
-    L       number of tokens
-    d_model width of an embedding
-    H       number of heads
-    d_k     width of a query/key in one head
-    d_v     width of a value in one head
+Pure NumPy in float64: no printing, no I/O. One head, in order: Q, K, V → RoPE on q and k →
+scores q·kᵀ → ÷ divisor → + bias + ALiBi → mask → softmax → ·V; then the heads side by
+side → ·W_O + b_O. Dimension names used in the shape comments:
+    L_q     query tokens             L_k   key/value tokens (L_q = L_k in self-attention)
+    d_model width of an embedding     H     query heads        G   key/value heads
+    d_k     width of a query/key in one head                   d_v width of a value in one head
     d_out   width of the final output (d_out = H·d_v without W_O)
 """
 
@@ -16,10 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attncli.scenario import Scenario
+from attncli.model import Scenario
 
 SHIFT_FREE = 700.0  # e^±700 is still an ordinary float64, so such scores need no shift
 WEIGHTED_BLOCK = 4_000_000  # hand-rounded outputs: weighted value vectors held at once (32 MB)
+
+Rounder = Callable[[np.ndarray], np.ndarray]
 
 
 @dataclass(frozen=True, eq=False)
@@ -27,24 +29,44 @@ class HeadResult:
     """Every stage of one attention head."""
 
     head: int  # 1-based, as people count heads
-    W_Q: np.ndarray  # (d_model, d_k) this head's block of columns
-    W_K: np.ndarray  # (d_model, d_k)
-    W_V: np.ndarray  # (d_model, d_v)
+    kv_head: int  # 1-based: the key/value head this query head reads (grouped-query attention)
+    W_Q: np.ndarray | None  # (d_model, d_k) this head's block of columns; None when Q/K/V are given
+    W_K: np.ndarray | None  # (d_model, d_k) of its key/value head
+    W_V: np.ndarray | None  # (d_model, d_v)
     b_Q: np.ndarray | None  # (d_k,)
     b_K: np.ndarray | None  # (d_k,)
     b_V: np.ndarray | None  # (d_v,)
-    Q: np.ndarray  # (L, d_k)
-    K: np.ndarray  # (L, d_k)
-    V: np.ndarray  # (L, d_v)
-    scores: np.ndarray  # (L, L) row i = query i, column j = key j
-    scaled: np.ndarray  # (L, L) scores / divisor
-    visible: np.ndarray  # (L, L) bool, False where the mask hides a key
-    masked: np.ndarray  # (L, L) scaled, with -inf where hidden
-    shift: np.ndarray  # (L,) subtracted before exp; 0 unless a row's scores are extreme
-    exp: np.ndarray  # (L, L) e^(masked - shift), 0 where hidden
-    exp_sum: np.ndarray  # (L,) row sums of exp
-    weights: np.ndarray  # (L, L) exp / exp_sum; each row sums to 1
-    output: np.ndarray  # (L, d_v) weights·V
+    Q: np.ndarray  # (L_q, d_k) X·W_Q + b_Q
+    K: np.ndarray  # (L_k, d_k)
+    V: np.ndarray  # (L_k, d_v)
+    Q_rope: np.ndarray | None  # (L_q, d_k) Q rotated by position; None without RoPE
+    K_rope: np.ndarray | None  # (L_k, d_k)
+    scores: np.ndarray  # (L_q, L_k) row i = query i, column j = key j
+    scaled: np.ndarray  # (L_q, L_k) scores / divisor
+    bias: np.ndarray | None  # (L_q, L_k) what is added to the scaled scores (bias + ALiBi); None without
+    biased: np.ndarray | None  # (L_q, L_k) scaled + bias
+    visible: np.ndarray  # (L_q, L_k) bool, False where the mask hides a key
+    masked: np.ndarray  # (L_q, L_k) the logits, with -inf where hidden
+    shift: np.ndarray  # (L_q,) subtracted before exp; 0 unless a row's scores are extreme
+    exp: np.ndarray  # (L_q, L_k) e^(masked - shift), 0 where hidden
+    exp_sum: np.ndarray  # (L_q,) row sums of exp
+    weights: np.ndarray  # (L_q, L_k) exp / exp_sum; each row sums to 1
+    output: np.ndarray  # (L_q, d_v) weights·V
+
+    @property
+    def logits(self) -> np.ndarray:
+        """(L_q, L_k) what the mask and the softmax see: the scaled scores plus any bias."""
+        return self.scaled if self.biased is None else self.biased
+
+    @property
+    def q(self) -> np.ndarray:
+        """(L_q, d_k) the queries that meet the keys: rotated when RoPE is on."""
+        return self.Q if self.Q_rope is None else self.Q_rope
+
+    @property
+    def k(self) -> np.ndarray:
+        """(L_k, d_k) the keys the queries meet."""
+        return self.K if self.K_rope is None else self.K_rope
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,10 +74,11 @@ class RunResult:
     """The whole computation for a scenario."""
 
     scenario: Scenario
-    X: np.ndarray  # (L, d_model)
+    X: np.ndarray | None  # (L_q, d_model); None when Q/K/V are given
+    X_kv: np.ndarray | None  # (L_k, d_model) the context's embeddings in cross-attention, else None
     heads: tuple[HeadResult, ...]  # H of them
-    concat: np.ndarray  # (L, H*d_v) the heads' outputs side by side
-    output: np.ndarray  # (L, d_out) concat·W_O + b_O, or concat
+    concat: np.ndarray  # (L_q, H*d_v) the heads' outputs side by side
+    output: np.ndarray  # (L_q, d_out) concat·W_O + b_O, or concat
     round_steps: int | None = None  # decimals every intermediate was rounded to, as by hand
     exact: RunResult | None = None  # the same run without rounding, when round_steps is set
 
@@ -64,7 +87,7 @@ class RunResult:
         return self.heads[number - 1]
 
 
-def rounder(decimals: int | None) -> Callable[[np.ndarray], np.ndarray]:
+def rounder(decimals: int | None) -> Rounder:
     """Round to `decimals` like a hand calculation, or leave exact when None."""
     if decimals is None:
         return lambda a: a
@@ -77,77 +100,115 @@ def run(scenario: Scenario, *, round_steps: int | None = None) -> RunResult:
     if round_steps is None:
         return exact
     rounded = _run(scenario, round_steps)
-    return RunResult(scenario, rounded.X, rounded.heads, rounded.concat, rounded.output, round_steps, exact)
+    return RunResult(scenario, rounded.X, rounded.X_kv, rounded.heads, rounded.concat, rounded.output, round_steps, exact)
 
 
 def _run(scenario: Scenario, decimals: int | None) -> RunResult:
     r = rounder(decimals)
-    X = r(np.asarray(scenario.X, dtype=np.float64))  # (L, d_model)
-    heads = tuple(_head(scenario, X, h, decimals) for h in range(1, scenario.heads + 1))
-    concat = np.hstack([head.output for head in heads])  # (L, H*d_v)
+    X = None if scenario.X is None else r(np.asarray(scenario.X, dtype=np.float64))  # (L_q, d_model)
+    X_kv = None if scenario.X_kv is None else r(np.asarray(scenario.X_kv, dtype=np.float64))  # (L_k, d_model)
+    kv_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # kv head -> (K, V), shared by its query heads
+    heads = tuple(_head(scenario, X, X_kv, h, decimals, kv_cache) for h in range(1, scenario.heads + 1))
+    concat = np.hstack([head.output for head in heads])  # (L_q, H*d_v)
     output = concat
     if scenario.W_O is not None:
-        output = r(output @ scenario.W_O)  # (L, d_out)
+        output = r(output @ scenario.W_O)  # (L_q, H*d_v) @ (H*d_v, d_out) -> (L_q, d_out)
     if scenario.b_O is not None:
-        output = r(output + scenario.b_O)  # (L, d_out)
-    return RunResult(scenario, X, heads, concat, output)
+        output = r(output + scenario.b_O)  # (L_q, d_out)
+    return RunResult(scenario, X, X_kv, heads, concat, output)
 
 
-def _block(matrix: np.ndarray | None, h: int, width: int) -> np.ndarray | None:
+def block(matrix: np.ndarray | None, h: int, width: int) -> np.ndarray | None:
     """Columns of head h (1-based) from a matrix or vector that holds all heads side by side."""
     if matrix is None:
         return None
     return matrix[..., (h - 1) * width : h * width]
 
 
-def _project(X: np.ndarray, W: np.ndarray, b: np.ndarray | None, r: Callable) -> np.ndarray:
+def project(X: np.ndarray, W: np.ndarray, b: np.ndarray | None, r: Rounder) -> np.ndarray:
+    """(L, d) X·W + b, each step rounded by r."""
     projected = r(X @ W)  # (L, d_model) @ (d_model, d) -> (L, d)
     return projected if b is None else r(projected + b)
 
 
-def _head(scenario: Scenario, X: np.ndarray, h: int, decimals: int | None) -> HeadResult:
+def _head(
+    s: Scenario,
+    X: np.ndarray | None,
+    X_kv: np.ndarray | None,
+    h: int,
+    decimals: int | None,
+    kv_cache: dict[int, tuple[np.ndarray, np.ndarray]],
+) -> HeadResult:
     r = rounder(decimals)
-    d_k, d_v, L = scenario.d_k, scenario.d_v, scenario.L
-    W_Q, W_K, W_V = _block(scenario.W_Q, h, d_k), _block(scenario.W_K, h, d_k), _block(scenario.W_V, h, d_v)
-    b_Q, b_K, b_V = _block(scenario.b_Q, h, d_k), _block(scenario.b_K, h, d_k), _block(scenario.b_V, h, d_v)
-    Q = _project(X, W_Q, b_Q, r)  # (L, d_k)
-    K = _project(X, W_K, b_K, r)  # (L, d_k)
-    V = _project(X, W_V, b_V, r)  # (L, d_v)
-    scores = r(Q @ K.T)  # (L, d_k) @ (d_k, L) -> (L, L)
-    scaled = r(scores / scenario.scale.divisor)  # (L, L)
-    visible = causal_mask(L) if scenario.mask == "causal" else np.ones((L, L), dtype=bool)  # (L, L)
-    masked = np.where(visible, scaled, -np.inf)  # (L, L)
-    shift = r(row_shift(masked, visible))  # (L,)
-    exp = r(np.exp(masked - shift[:, None]))  # (L, L); e^-inf = 0 where hidden
-    exp_sum = r(exp.sum(axis=1))  # (L,)
-    weights = r(exp / exp_sum[:, None])  # (L, L)
+    d_k, d_v, g = s.d_k, s.d_v, s.kv_head(h)
+    W_Q, W_K, W_V = block(s.W_Q, h, d_k), block(s.W_K, g, d_k), block(s.W_V, g, d_v)
+    b_Q, b_K, b_V = block(s.b_Q, h, d_k), block(s.b_K, g, d_k), block(s.b_V, g, d_v)
+    if X is None:  # Q, K and V given directly
+        Q = r(block(s.Q, h, d_k))  # type: ignore[arg-type]  # (L_q, d_k)
+        K, V = kv_cache.setdefault(g, (r(block(s.K, g, d_k)), r(block(s.V, g, d_v))))  # type: ignore[arg-type]
+    else:
+        keys_from = X if X_kv is None else X_kv  # (L_k, d_model)
+        Q = project(X, W_Q, b_Q, r)  # type: ignore[arg-type]  # (L_q, d_k)
+        if g not in kv_cache:
+            kv_cache[g] = (project(keys_from, W_K, b_K, r), project(keys_from, W_V, b_V, r))  # type: ignore[arg-type]
+        K, V = kv_cache[g]  # (L_k, d_k), (L_k, d_v)
+    L_q, L_k = Q.shape[0], K.shape[0]
+    Q_rope = K_rope = None
+    if s.rope is not None:
+        Q_rope = r(s.rope.rotate(Q, np.arange(L_q)))  # (L_q, d_k) position p = 0, 1, ...
+        K_rope = r(s.rope.rotate(K, np.arange(L_k)))  # (L_k, d_k)
+    q, k = (Q, K) if Q_rope is None else (Q_rope, K_rope)
+    scores = r(q @ k.T)  # type: ignore[union-attr]  # (L_q, d_k) @ (d_k, L_k) -> (L_q, L_k)
+    scaled = r(scores / s.scale.divisor)  # (L_q, L_k)
+    bias = score_bias(s, h, L_q, L_k)  # (L_q, L_k) or None
+    biased = None if bias is None else r(scaled + bias)  # (L_q, L_k)
+    logits = scaled if biased is None else biased  # (L_q, L_k)
+    visible = s.mask.visible(L_q, L_k)  # (L_q, L_k)
+    masked = np.where(visible, logits, -np.inf)  # (L_q, L_k)
+    shift = r(row_shift(masked, visible))  # (L_q,)
+    exp = r(np.exp(masked - shift[:, None]))  # (L_q, L_k); e^-inf = 0 where hidden
+    exp_sum = r(exp.sum(axis=1))  # (L_q,)
+    weights = r(exp / exp_sum[:, None])  # (L_q, L_k)
+    output = weighted_sum(weights, V, decimals)  # (L_q, d_v)
+    arrays = (Q, K, V, Q_rope, K_rope, scores, scaled, bias, biased, visible, masked, shift, exp, exp_sum, weights, output)
+    for array in arrays:
+        if array is not None:
+            array.setflags(write=False)
+    return HeadResult(h, g, W_Q, W_K, W_V, b_Q, b_K, b_V, *arrays)
+
+
+def score_bias(s: Scenario, h: int, L_q: int, L_k: int) -> np.ndarray | None:
+    """(L_q, L_k) everything added to head h's scaled scores: the given bias plus ALiBi; None without."""
+    terms = [term.matrix(h, L_q, L_k) for term in (s.bias, s.alibi) if term is not None]
+    if not terms:
+        return None
+    total = terms[0] if len(terms) == 1 else terms[0] + terms[1]  # (L_q, L_k)
+    return np.array(total, dtype=np.float64)
+
+
+def weighted_sum(weights: np.ndarray, V: np.ndarray, decimals: int | None) -> np.ndarray:
+    """(L_q, d_v) weights·V: one matrix product, or by hand (each weighted value rounded, then their sum)."""
     if decimals is None:  # exact: one matrix product
-        output = weights @ V  # (L, L) @ (L, d_v) -> (L, d_v)
-    else:  # by hand: round each weighted value vector, then their sum
-        output = np.empty((L, V.shape[1]))  # (L, d_v)
-        block = max(1, WEIGHTED_BLOCK // max(1, L * V.shape[1]))  # query rows at a time: bounds the memory
-        for start in range(0, L, block):
-            rows = weights[start : start + block]  # (b, L)
-            weighted = r(rows[:, :, None] * V[None, :, :])  # (b, L, d_v) weight_ij · v_j, each rounded
-            output[start : start + block] = r(weighted.sum(axis=1))  # (b, d_v)
-    for array in (Q, K, V, scores, scaled, visible, masked, shift, exp, exp_sum, weights, output):
-        array.setflags(write=False)
-    return HeadResult(h, W_Q, W_K, W_V, b_Q, b_K, b_V, Q, K, V, scores, scaled, visible, masked, shift, exp, exp_sum, weights, output)
-
-
-def causal_mask(L: int) -> np.ndarray:
-    """(L, L) bool: query i sees keys 1..i (the lower triangle with its diagonal)."""
-    return np.tri(L, dtype=bool)
+        return weights @ V  # (L_q, L_k) @ (L_k, d_v) -> (L_q, d_v)
+    r = rounder(decimals)
+    L_q, L_k = weights.shape
+    output = np.empty((L_q, V.shape[1]))  # (L_q, d_v)
+    rows_at_once = max(1, WEIGHTED_BLOCK // max(1, L_k * V.shape[1]))  # bounds the memory
+    for start in range(0, L_q, rows_at_once):
+        rows = weights[start : start + rows_at_once]  # (b, L_k)
+        weighted = r(rows[:, :, None] * V[None, :, :])  # (b, L_k, d_v) weight_ij · v_j, each rounded
+        output[start : start + rows_at_once] = r(weighted.sum(axis=1))  # (b, d_v)
+    return output
 
 
 def row_shift(masked: np.ndarray, visible: np.ndarray) -> np.ndarray:
-    """(L,) what each row subtracts before exponentiating: 0 while plain e^x is safe, else the row's maximum.
+    """(L_q,) what each row subtracts before exponentiating: 0 while plain e^x is safe, else the row's maximum.
 
     Plain e^x is safe when every visible score lies in [-700, 700] and the row's sum cannot
     overflow either (max + ln(count) stays below ln(float64 max) ≈ 709.78).
     """
-    row_max = masked.max(axis=1)  # (L,) every row sees at least one key
-    row_min = np.where(visible, masked, np.inf).min(axis=1)  # (L,)
-    count = visible.sum(axis=1)  # (L,)
+    row_max = masked.max(axis=1)  # (L_q,) every row sees at least one key
+    row_min = np.where(visible, masked, np.inf).min(axis=1)  # (L_q,)
+    count = visible.sum(axis=1)  # (L_q,)
     safe = (row_max <= SHIFT_FREE) & (row_min >= -SHIFT_FREE) & (row_max + np.log(count) < 709.0)
     return np.where(safe, 0.0, row_max)

@@ -14,20 +14,26 @@ import numpy as np
 
 from attncli.engine import HeadResult, RunResult, rounder
 from attncli.errors import AttnError
-from attncli.scenario import Scenario
+from attncli.model import Scenario
 
 
 class KeyStep(NamedTuple):
     """The query's dealings with one key: its score, exponential, weight and weighted value."""
 
-    position: int  # 1-based
+    position: int  # 1-based, among the keys
     token: str
-    k: np.ndarray  # (d_k,)
+    label: str  # the column label: the token, with its position when it repeats
+    e: np.ndarray | None  # (d_model,) the key's embedding; None when K and V are given
+    k: np.ndarray  # (d_k,) as the query meets it (rotated under RoPE)
+    k_raw: np.ndarray  # (d_k,) before rotation (= k without RoPE)
     v: np.ndarray  # (d_v,)
     score: float  # q·k
     scaled: float  # score / divisor
-    masked: bool  # hidden from this query by the causal mask
-    exp: float  # e^(scaled - shift), 0 when masked
+    bias: float | None  # added to the scaled score (given bias + ALiBi); None without
+    logit: float  # scaled + bias: what the softmax sees
+    masked: bool  # hidden from this query by the mask
+    why: str | None  # why it is hidden, or why it is seen against the window (a sink)
+    exp: float  # e^(logit - shift), 0 when masked
     weight: float  # exp / exp_sum
     weighted_v: np.ndarray  # (d_v,) weight · v
 
@@ -39,9 +45,10 @@ class Explanation:
     position: int  # 1-based position of the query word
     token: str
     other_positions: tuple[int, ...]  # where else the same word occurs
-    e: np.ndarray  # (d_model,) the query word's embedding
-    q: np.ndarray  # (d_k,)
-    keys: tuple[KeyStep, ...]  # one per token, in order
+    e: np.ndarray | None  # (d_model,) the query word's embedding; None when Q is given
+    q: np.ndarray  # (d_k,) as it meets the keys (rotated under RoPE)
+    q_raw: np.ndarray  # (d_k,) before rotation
+    keys: tuple[KeyStep, ...]  # one per key token, in order
     shift: float
     exp_sum: float
     output: np.ndarray  # (d_v,) this head's output for the query word
@@ -55,16 +62,16 @@ class Explanation:
     def visible(self) -> list[KeyStep]:
         return [key for key in self.keys if not key.masked]
 
+    @property
+    def label(self) -> str:
+        return self.scenario.query_labels[self.position - 1]
+
 
 def find_word(scenario: Scenario, word: str | None, position: int | None) -> tuple[int, tuple[int, ...]]:
     """The 1-based position to explain, and the other positions of the same word."""
     tokens = scenario.tokens
     if position is not None and not 1 <= position <= len(tokens):
-        raise AttnError(
-            f"position {position} is outside the sentence",
-            key="--position",
-            expected=f"a position from 1 to {len(tokens)}",
-        )
+        raise AttnError(f"position {position} is outside the sentence", key="--position", expected=f"a position from 1 to {len(tokens)}")
     if word is None:
         if position is None:
             raise AttnError("no word to explain", key="--word", expected="--word WORD or --position N")
@@ -74,10 +81,11 @@ def find_word(scenario: Scenario, word: str | None, position: int | None) -> tup
         close = difflib.get_close_matches(word, list(dict.fromkeys(tokens)), n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         case = "" if scenario.case_sensitive else " (case is ignored)"
+        shown = " ".join(tokens) if len(tokens) <= 40 else " ".join(tokens[:40]) + f" … ({len(tokens)} tokens)"
         raise AttnError(
             f"{word!r} is not a token of the scenario {scenario.name!r}{hint}",
             key="--word",
-            expected=f"one of its tokens{case}: {' '.join(tokens)}",
+            expected=f"one of its tokens{case}: {shown}",
         )
     if position is None:
         position = matches[0]
@@ -92,34 +100,42 @@ def find_word(scenario: Scenario, word: str | None, position: int | None) -> tup
 
 def explain(result: RunResult, *, position: int, head: int = 1, others: tuple[int, ...] = ()) -> Explanation:
     """The worked example for the query at `position` (1-based) in head `head` (1-based)."""
-    scenario = result.scenario
+    s = result.scenario
     h = result.head(head)
     i = position - 1
     r = rounder(result.round_steps)
+    keys_X = result.X if result.X_kv is None else result.X_kv  # (L_k, d_model) or None
     keys = tuple(
         KeyStep(
             position=j + 1,
-            token=scenario.tokens[j],
-            k=h.K[j],
+            token=s.key_tokens[j],
+            label=s.key_labels[j],
+            e=None if keys_X is None else keys_X[j],
+            k=h.k[j],
+            k_raw=h.K[j],
             v=h.V[j],
             score=float(h.scores[i, j]),
             scaled=float(h.scaled[i, j]),
+            bias=None if h.bias is None else float(h.bias[i, j]),
+            logit=float(h.logits[i, j]),
             masked=not h.visible[i, j],
+            why=s.mask.why_hidden(i + 1, j + 1) if not h.visible[i, j] else s.mask.why_seen(i + 1, j + 1),
             exp=float(h.exp[i, j]),
             weight=float(h.weights[i, j]),
             weighted_v=r(h.weights[i, j] * h.V[j]),  # (d_v,)
         )
-        for j in range(scenario.L)
+        for j in range(s.L_k)
     )
     exact = result.exact.head(head).output[i] if result.exact is not None else None
     return Explanation(
         result=result,
         head=h,
         position=position,
-        token=scenario.tokens[i],
+        token=s.tokens[i],
         other_positions=others,
-        e=result.X[i],
-        q=h.Q[i],
+        e=None if result.X is None else result.X[i],
+        q=h.q[i],
+        q_raw=h.Q[i],
         keys=keys,
         shift=float(h.shift[i]),
         exp_sum=float(h.exp_sum[i]),

@@ -26,3 +26,14 @@ def vector(values, precision: int, *, whole: bool = True) -> str:
     """[1, -1] or [0.244, 0.244]."""
     write = smart if whole else fixed
     return "[" + ", ".join(write(float(v), precision) for v in values) + "]"
+
+
+def decimals(option: int | None, scenario_precision: int, round_steps: int | None) -> int:
+    """The one rule for how many decimals people see.
+
+    The option when given, else the scenario's `precision`; under --round-steps N never
+    fewer than N, since every hand-rounded number carries exactly N decimals and showing
+    fewer would round it a second time. Exact numbers shown beside hand-rounded ones get one more.
+    """
+    shown = scenario_precision if option is None else option
+    return shown if round_steps is None else max(shown, round_steps)

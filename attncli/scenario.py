@@ -1,105 +1,36 @@
-"""A scenario: the sentence, its embeddings and the attention weights, read and checked.
+"""Scenario files: YAML read and checked into one immutable `attncli.model.Scenario`.
 
-`load()` turns a YAML file (or a built-in scenario's name) into one immutable `Scenario`,
-or raises an AttnError that names the file, line and key. Everything after this module
-may assume the shapes fit.
+`load()` turns a YAML file (or a built-in scenario's name) into a `Scenario`, or raises an
+AttnError that names the file, line and key. Everything after this module may assume the
+shapes fit.
 """
 
 from __future__ import annotations
 
-import collections
 import difflib
 import math
-from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
 from attncli import builtin
 from attncli.errors import AttnError
 from attncli.limits import Limits
+from attncli.model import Scale, Scenario
+from attncli.variants import Alibi, Mask, Rope, ScoreBias, alibi_slopes
 from attncli.yamltree import Map, Scalar, Seq, Value, describe, parse, to_number, to_word
 
 KEYS = (
     "name", "description", "source",
-    "tokens", "sentence", "case_sensitive", "embeddings",
-    "heads", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V", "W_O", "b_O",
-    "scale", "mask", "precision",
+    "tokens", "sentence", "case_sensitive", "embeddings", "context",
+    "heads", "kv_heads", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V", "Q", "K", "V", "W_O", "b_O",
+    "scale", "mask", "bias", "alibi", "rope", "precision",
 )  # fmt: skip
+CONTEXT_KEYS = ("tokens", "sentence", "embeddings")
+MASK_KEYS = ("causal", "window", "sinks", "padding")
+ROPE_KEYS = ("theta", "style")
 MAX_PRECISION = 15  # float64 carries 15-17 significant digits; more decimals would be noise
 _PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~" + "“”‘’«»…—–"  # string.punctuation and typographic marks
-
-
-class Scale(NamedTuple):
-    mode: str  # "sqrt_dk", "none" or "value"
-    divisor: float  # what the scores are divided by
-
-
-@dataclass(frozen=True, eq=False)
-class Scenario:
-    """A validated scenario. Matrices use the row-vector convention: Q = X·W_Q + b_Q."""
-
-    name: str
-    description: str
-    source: str
-    tokens: tuple[str, ...]
-    case_sensitive: bool
-    X: np.ndarray  # (L, d_model) one embedding row per token
-    heads: int  # H
-    W_Q: np.ndarray  # (d_model, H*d_k); head h uses columns h*d_k .. (h+1)*d_k
-    W_K: np.ndarray  # (d_model, H*d_k)
-    W_V: np.ndarray  # (d_model, H*d_v)
-    b_Q: np.ndarray | None  # (H*d_k,)
-    b_K: np.ndarray | None  # (H*d_k,)
-    b_V: np.ndarray | None  # (H*d_v,)
-    W_O: np.ndarray | None  # (H*d_v, d_out)
-    b_O: np.ndarray | None  # (d_out,)
-    scale: Scale
-    mask: str  # "none" or "causal"
-    precision: int  # decimals shown to people
-    path: str | None = None  # the file it was read from; None when built in code
-
-    @property
-    def L(self) -> int:
-        return len(self.tokens)
-
-    @property
-    def d_model(self) -> int:
-        return self.X.shape[1]
-
-    @property
-    def d_k(self) -> int:
-        return self.W_Q.shape[1] // self.heads
-
-    @property
-    def d_v(self) -> int:
-        return self.W_V.shape[1] // self.heads
-
-    @property
-    def d_out(self) -> int:
-        return self.W_O.shape[1] if self.W_O is not None else self.heads * self.d_v
-
-    def head_numbers(self, head: int | None = None) -> list[int]:
-        """The heads to show, counted from 1: all of them, or `head` after checking that it exists."""
-        if head is None:
-            return list(range(1, self.heads + 1))
-        if not 1 <= head <= self.heads:
-            raise AttnError(
-                f"head {head} does not exist: the scenario has {self.heads} head{'s' if self.heads > 1 else ''}",
-                key="--head",
-                expected=f"a head from 1 to {self.heads}",
-            )
-        return [head]
-
-    def fold(self, word: str) -> str:
-        """The form under which words are compared ("The" == "the" unless case-sensitive)."""
-        return word if self.case_sensitive else word.casefold()
-
-    def labels(self) -> list[str]:
-        """Token labels for rows and columns; a token that repeats gets its position: "the (4)"."""
-        counts = collections.Counter(self.tokens)
-        return [f"{t} ({i})" if counts[t] > 1 else t for i, t in enumerate(self.tokens, 1)]
 
 
 # -- loading ---------------------------------------------------------------------------------
@@ -185,46 +116,47 @@ class _Validator:
         self.path = path
 
     def scenario(self) -> Scenario:
-        self._check_keys()
-        tokens = self._tokens()
+        _check_keys(self.tree, KEYS, "")
+        tokens = self._tokens(self.tree, "")
         case_sensitive = self._bool("case_sensitive", default=False)
-        X = self._embeddings(tokens, case_sensitive)
-        d_model = X.shape[1]
         heads = self._int("heads", default=1, minimum=1)
-        self._check_size(len(tokens), heads)
-        W_Q = self._projection("W_Q", d_model, heads)
-        W_K = self._projection("W_K", d_model, heads)
-        W_V = self._projection("W_V", d_model, heads)
-        if W_K.shape[1] != W_Q.shape[1]:
-            raise self._error(
-                f"W_K has {W_K.shape[1]} columns but W_Q has {W_Q.shape[1]}",
-                "W_K",
-                "the same number of columns (H·d_k): each query is compared with each key",
-            )
-        b_Q = self._bias("b_Q", W_Q.shape[1], "H·d_k, the columns of W_Q")
-        b_K = self._bias("b_K", W_K.shape[1], "H·d_k, the columns of W_K")
-        b_V = self._bias("b_V", W_V.shape[1], "H·d_v, the columns of W_V")
-        W_O = self._output_projection(W_V.shape[1])
-        d_out = W_O.shape[1] if W_O is not None else W_V.shape[1]
-        b_O = self._bias("b_O", d_out, "d_out, the columns of W_O" if W_O is not None else "H·d_v (no W_O given)")
+        kv_heads = self._kv_heads(heads)
+        context = self._context()
+        context_tokens = None if context is None else self._tokens(context, "context.")
+        L_q = len(tokens)
+        L_k = L_q if context_tokens is None else len(context_tokens)
+        self._check_size(L_q, L_k, heads)
+        given = [key for key in ("Q", "K", "V") if key in self.tree.items]
+        if given:
+            weights = self._direct(given, heads, kv_heads, L_q, L_k, context_tokens is not None)
+        else:
+            X = self._embeddings(tokens, case_sensitive, self._get("embeddings"), "embeddings")
+            X_kv = None if context is None else self._context_embeddings(context, context_tokens or [], case_sensitive, X.shape[1])
+            weights = self._weights(X, X_kv, heads, kv_heads)
+        d_k = (weights["W_Q"] if weights.get("W_Q") is not None else weights["Q"]).shape[1] // heads
+        concat_width = heads * ((weights["W_V"] if weights.get("W_V") is not None else weights["V"]).shape[1] // kv_heads)
+        W_O = self._output_projection(concat_width)
+        d_out = W_O.shape[1] if W_O is not None else concat_width
+        b_O = self._vector("b_O", d_out, "d_out, the columns of W_O" if W_O is not None else "H·d_v (no W_O given)")
+        mask = self._mask(L_q, L_k)
+        self._check_rows_see_a_key(mask, L_q, L_k, tokens)
         return Scenario(
             name=self._text("name", default=self.stem),
             description=self._text("description", default=""),
             source=self._text("source", default=""),
             tokens=tuple(tokens),
+            context=None if context_tokens is None else tuple(context_tokens),
             case_sensitive=case_sensitive,
-            X=_frozen(X),
             heads=heads,
-            W_Q=_frozen(W_Q),
-            W_K=_frozen(W_K),
-            W_V=_frozen(W_V),
-            b_Q=_frozen(b_Q),
-            b_K=_frozen(b_K),
-            b_V=_frozen(b_V),
+            kv_heads=None if kv_heads == heads else kv_heads,
+            **{key: _frozen(array) for key, array in weights.items()},
             W_O=_frozen(W_O),
             b_O=_frozen(b_O),
-            scale=self._scale(W_Q.shape[1] // heads),
-            mask=self._choice("mask", ("none", "causal"), default="none"),
+            scale=self._scale(d_k),
+            mask=mask,
+            rope=self._rope(d_k),
+            bias=self._score_bias(heads, L_q, L_k),
+            alibi=self._alibi(heads),
             precision=self._int("precision", default=4, minimum=0, maximum=MAX_PRECISION),
             path=self.path,
         )
@@ -238,19 +170,11 @@ class _Validator:
     def _get(self, key: str) -> Value | None:
         return self.tree.items.get(key)
 
-    def _check_keys(self) -> None:
-        for key in self.tree.items:
-            if key not in KEYS:
-                same_but_case = [k for k in KEYS if k.lower() == key.lower()]
-                close = same_but_case or difflib.get_close_matches(key, KEYS, n=1, cutoff=0.5)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise self._error(f"unknown key {key!r}{hint}", key, "one of: " + ", ".join(KEYS))
-
-    def _check_size(self, L: int, heads: int) -> None:
-        cells = heads * L * L
+    def _check_size(self, L_q: int, L_k: int, heads: int) -> None:
+        cells = heads * L_q * L_k
         if cells > self.limits.max_cells:
             raise self._error(
-                f"{L:,} tokens × {L:,} × {heads} head(s) = {cells:,} attention cells, "
+                f"{L_q:,} tokens × {L_k:,} × {heads} head(s) = {cells:,} attention cells, "
                 f"more than the limit of {self.limits.max_cells:,}",
                 "tokens" if "tokens" in self.tree.items else "sentence",
                 "a smaller scenario, or raise the limit with --max-cells",
@@ -260,16 +184,16 @@ class _Validator:
         value = self._get(key)
         return default if value is None else to_word(value, key)
 
-    def _bool(self, key: str, default: bool) -> bool:
-        value = self._get(key)
+    def _bool(self, key: str, default: bool, value: Value | None = None) -> bool:
+        value = self._get(key) if value is None else value
         if value is None:
             return default
         if isinstance(value, Scalar) and value.plain and value.kind == "bool":
             return value.text.lower() in ("true", "yes", "on", "y")
         raise self._error(f"found {describe(value)}", key, "true or false", value)
 
-    def _int(self, key: str, default: int, minimum: int, maximum: int | None = None) -> int:
-        value = self._get(key)
+    def _int(self, key: str, default: int, minimum: int, maximum: int | None = None, value: Value | None = None) -> int:
+        value = self._get(key) if value is None else value
         if value is None:
             return default
         bounds = f"from {minimum} to {maximum}" if maximum is not None else f"{minimum} or more"
@@ -285,73 +209,102 @@ class _Validator:
             raise self._error(f"{int(number)} is out of range", key, f"a whole number {bounds}{why}", value)
         return int(number)
 
-    def _choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
-        value = self._get(key)
-        if value is None:
-            return default
-        word = to_word(value, key)
-        if word not in choices:
-            raise self._error(f"found {word!r}", key, " or ".join(choices), value)
-        return word
-
-    def _tokens(self) -> list[str]:
-        tokens_value, sentence_value = self._get("tokens"), self._get("sentence")
+    def _tokens(self, tree: Map, prefix: str) -> list[str]:
+        tokens_value, sentence_value = tree.items.get("tokens"), tree.items.get("sentence")
         if tokens_value is not None and sentence_value is not None:
-            raise self._error("both `tokens` and `sentence` are given", "sentence", "one of them", sentence_value)
+            raise self._error("both `tokens` and `sentence` are given", f"{prefix}sentence", "one of them", sentence_value)
         if tokens_value is None and sentence_value is None:
             raise AttnError(
-                "neither `tokens` nor `sentence` is given",
-                line=self.tree.line,
+                f"neither `{prefix}tokens` nor `{prefix}sentence` is given",
+                line=tree.line,
+                key=prefix.rstrip(".") or None,
                 expected="`tokens: [The, cat, sat]` or `sentence: The cat sat.`",
             )
         if sentence_value is not None:
-            sentence = to_word(sentence_value, "sentence")
+            sentence = to_word(sentence_value, f"{prefix}sentence")
             tokens = [word.strip(_PUNCTUATION) for word in sentence.split()]
             tokens = [t for t in tokens if t]
             if not tokens:
-                raise self._error("the sentence has no words", "sentence", "a sentence such as `The cat sat.`", sentence_value)
+                raise self._error("the sentence has no words", f"{prefix}sentence", "a sentence such as `The cat sat.`", sentence_value)
             return tokens
         assert tokens_value is not None
+        key = f"{prefix}tokens"
         if not isinstance(tokens_value, Seq):
-            raise self._error(f"found {describe(tokens_value)}", "tokens", "a list of words, e.g. [The, cat, sat]", tokens_value)
+            raise self._error(f"found {describe(tokens_value)}", key, "a list of words, e.g. [The, cat, sat]", tokens_value)
         if not tokens_value.items:
-            raise self._error("the token list is empty", "tokens", "at least one word", tokens_value)
-        tokens = [to_word(item, f"tokens[{i}]") for i, item in enumerate(tokens_value.items, 1)]
+            raise self._error("the token list is empty", key, "at least one word", tokens_value)
+        tokens = [to_word(item, f"{key}[{i}]") for i, item in enumerate(tokens_value.items, 1)]
         for i, (token, item) in enumerate(zip(tokens, tokens_value.items), 1):
             if not token.strip():
-                raise AttnError("an empty word", line=item.line, key=f"tokens[{i}]", expected="a word")
+                raise AttnError("an empty word", line=item.line, key=f"{key}[{i}]", expected="a word")
         return tokens
 
-    def _embeddings(self, tokens: list[str], case_sensitive: bool) -> np.ndarray:
-        value = self._get("embeddings")
+    def _kv_heads(self, heads: int) -> int:
+        kv_heads = self._int("kv_heads", default=heads, minimum=1)
+        if heads % kv_heads:
+            raise self._error(
+                f"kv_heads = {kv_heads} does not divide heads = {heads}",
+                "kv_heads",
+                f"a divisor of {heads}: each key/value head serves the same number of query heads",
+                self._get("kv_heads"),
+            )
+        return kv_heads
+
+    def _context(self) -> Map | None:
+        value = self._get("context")
+        if value is None:
+            return None
+        if not isinstance(value, Map):
+            raise self._error(f"found {describe(value)}", "context", "a mapping with `tokens:` or `sentence:` (and `embeddings:`)", value)
+        _check_keys(value, CONTEXT_KEYS, "context.")
+        return value
+
+    def _context_embeddings(self, context: Map, tokens: list[str], case_sensitive: bool, d_model: int) -> np.ndarray:
+        value = context.items.get("embeddings")
+        key = "context.embeddings"
+        if value is None:
+            value, key = self._get("embeddings"), "embeddings"
+            if not isinstance(value, Map):
+                raise AttnError(
+                    "the context has no `embeddings` and the top-level embeddings are rows, not a word map",
+                    line=context.line,
+                    key="context",
+                    expected="`context.embeddings`, or top-level embeddings as a mapping word → vector",
+                )
+        X_kv = self._embeddings(tokens, case_sensitive, value, key)
+        if X_kv.shape[1] != d_model:
+            raise self._error(
+                f"the context's embeddings have {X_kv.shape[1]} numbers but the queries' have d_model = {d_model}",
+                key,
+                "embeddings of the same width for both sequences",
+                value,
+            )
+        return X_kv
+
+    def _embeddings(self, tokens: list[str], case_sensitive: bool, value: Value | None, key: str) -> np.ndarray:
         if value is None:
             raise AttnError(
                 "the required key `embeddings` is missing",
                 line=self.tree.line,
-                expected="a mapping word → vector, or a list of rows, one per token",
+                expected="a mapping word → vector, or a list of rows, one per token (or Q, K and V given directly)",
             )
         if isinstance(value, Seq):
-            X = to_matrix(value, "embeddings")
+            X = to_matrix(value, key)
             if X.shape[0] != len(tokens):
-                raise self._error(
-                    f"{X.shape[0]} embedding rows for {len(tokens)} tokens",
-                    "embeddings",
-                    "one row per token, in token order",
-                    value,
-                )
+                raise self._error(f"{X.shape[0]} embedding rows for {len(tokens)} tokens", key, "one row per token, in token order", value)
             return X
         if not isinstance(value, Map):
-            raise self._error(f"found {describe(value)}", "embeddings", "a mapping word → vector, or a list of rows", value)
+            raise self._error(f"found {describe(value)}", key, "a mapping word → vector, or a list of rows", value)
         fold = (lambda w: w) if case_sensitive else str.casefold
         vectors: dict[str, tuple[str, np.ndarray]] = {}
         for word, vector_value in value.items.items():
-            vector = to_vector(vector_value, f"embeddings.{word}")
+            vector = to_vector(vector_value, f"{key}.{word}")
             earlier = vectors.get(fold(word))
             if earlier is not None and not np.array_equal(earlier[1], vector):
                 raise AttnError(
                     f"{earlier[0]!r} and {word!r} are the same word when case is ignored, but their vectors differ",
                     line=value.key_lines[word],
-                    key=f"embeddings.{word}",
+                    key=f"{key}.{word}",
                     expected="one vector per word, or `case_sensitive: true`",
                 )
             vectors[fold(word)] = (word, vector)
@@ -359,12 +312,13 @@ class _Validator:
         if missing:
             known = [original for original, _ in vectors.values()]
             hints = []
-            for word in missing:
+            for word in missing[:MAX_LISTED]:
                 close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
                 hints.append(f"{word!r} (did you mean {close[0]!r}?)" if close else repr(word))
+            more = f" and {len(missing) - MAX_LISTED:,} more" if len(missing) > MAX_LISTED else ""
             raise self._error(
-                f"no embedding for {', '.join(hints)}",
-                "embeddings",
+                f"no embedding for {', '.join(hints)}{more}",
+                key,
                 "one entry per distinct word" + ("" if case_sensitive else " (case is ignored)"),
                 value,
             )
@@ -375,38 +329,87 @@ class _Validator:
                 raise AttnError(
                     f"the vector of {word!r} has {length} numbers but that of {first_word!r} has {first_len}",
                     line=value.items[word].line,
-                    key=f"embeddings.{word}",
+                    key=f"{key}.{word}",
                     expected="every embedding of the same length d_model",
                 )
         return np.array([vectors[fold(t)][1] for t in tokens], dtype=np.float64)
 
-    def _projection(self, key: str, d_model: int, heads: int) -> np.ndarray:
+    def _weights(self, X: np.ndarray, X_kv: np.ndarray | None, heads: int, kv_heads: int) -> dict[str, np.ndarray | None]:
+        d_model = X.shape[1]
+        W_Q = self._projection("W_Q", d_model, heads)
+        W_K = self._projection("W_K", d_model, kv_heads)
+        W_V = self._projection("W_V", d_model, kv_heads)
+        d_k = W_Q.shape[1] // heads
+        if W_K.shape[1] != kv_heads * d_k:
+            need = "H·d_k" if kv_heads == heads else f"G·d_k = {kv_heads} × {d_k}"
+            raise self._error(
+                f"W_K has {W_K.shape[1]} columns but W_Q has {W_Q.shape[1]}" + ("" if kv_heads == heads else f" for {heads} heads"),
+                "W_K",
+                f"{kv_heads * d_k} columns ({need}): each query is compared with each key",
+            )
+        return {
+            "X": X,
+            "X_kv": X_kv,
+            "W_Q": W_Q,
+            "W_K": W_K,
+            "W_V": W_V,
+            "b_Q": self._vector("b_Q", W_Q.shape[1], "H·d_k, the columns of W_Q"),
+            "b_K": self._vector("b_K", W_K.shape[1], "the columns of W_K"),
+            "b_V": self._vector("b_V", W_V.shape[1], "the columns of W_V"),
+        }
+
+    def _direct(self, given: list[str], heads: int, kv_heads: int, L_q: int, L_k: int, cross: bool) -> dict[str, np.ndarray | None]:
+        mixed = [key for key in ("embeddings", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V") if key in self.tree.items]
+        if mixed:
+            raise self._error(
+                f"Q, K and V are given directly, so `{mixed[0]}` has no use",
+                mixed[0],
+                "either Q, K and V, or embeddings with W_Q, W_K and W_V, not both",
+            )
+        missing = [key for key in ("Q", "K", "V") if key not in given]
+        if missing:
+            raise self._error(
+                f"{' and '.join(given)} given but not {' and '.join(missing)}",
+                given[0],
+                "all three of Q, K and V",
+            )
+        Q = self._projection("Q", L_q, heads, rows_are="tokens")
+        K = self._projection("K", L_k, kv_heads, rows_are="context tokens" if cross else "tokens")
+        V = self._projection("V", L_k, kv_heads, rows_are="context tokens" if cross else "tokens")
+        d_k = Q.shape[1] // heads
+        if K.shape[1] != kv_heads * d_k:
+            raise self._error(
+                f"K has {K.shape[1]} columns but Q has {Q.shape[1]} for {heads} head(s)",
+                "K",
+                f"{kv_heads * d_k} columns: each query is compared with each key",
+            )
+        return {"Q": Q, "K": K, "V": V}
+
+    def _projection(self, key: str, rows: int, heads: int, rows_are: str = "") -> np.ndarray:
+        """A weight matrix (rows = d_model) or, with `rows_are`, Q/K/V given directly (rows = tokens)."""
         value = self._get(key)
-        if value is None or (isinstance(value, Scalar) and value.text == "identity"):
-            if d_model % heads:
+        if not rows_are and (value is None or (isinstance(value, Scalar) and value.text == "identity")):
+            if rows % heads:
                 raise self._error(
-                    f"an identity {key} needs d_model = {d_model} to split evenly into {heads} heads",
+                    f"an identity {key} needs d_model = {rows} to split evenly into {heads} heads",
                     key if value is not None else "heads",
                     "heads dividing d_model, or explicit weight matrices",
                     value,
                 )
-            return np.eye(d_model)
+            return np.eye(rows)
+        shape = f"{'L' if rows_are else 'd_model'} × d" if rows_are else "d_model × d_k"
+        assert value is not None
         if isinstance(value, Seq) and value.items and all(
             isinstance(m, Seq) and m.items and isinstance(m.items[0], Seq) for m in value.items
         ):
             blocks = [to_matrix(m, f"{key}[{h}]") for h, m in enumerate(value.items, 1)]
             if len(blocks) != heads:
-                raise self._error(
-                    f"{len(blocks)} per-head matrices for heads = {heads}",
-                    key,
-                    f"{heads} matrices of d_model × d_k, one per head",
-                    value,
-                )
-            for h, (block, item) in enumerate(zip(blocks, value.items), 1):
-                if block.shape != blocks[0].shape:
+                who = "heads" if key in ("W_Q", "Q") or heads == 1 else "kv_heads"
+                raise self._error(f"{len(blocks)} per-head matrices for {who} = {heads}", key, f"{heads} matrices of {shape}, one per head", value)
+            for h, (part, item) in enumerate(zip(blocks, value.items), 1):
+                if part.shape != blocks[0].shape:
                     raise AttnError(
-                        f"head {h}'s matrix is {block.shape[0]} × {block.shape[1]} but head 1's is "
-                        f"{blocks[0].shape[0]} × {blocks[0].shape[1]}",
+                        f"head {h}'s matrix is {part.shape[0]} × {part.shape[1]} but head 1's is {blocks[0].shape[0]} × {blocks[0].shape[1]}",
                         line=item.line,
                         key=f"{key}[{h}]",
                         expected="the same shape for every head",
@@ -415,23 +418,21 @@ class _Validator:
         elif isinstance(value, Seq):
             matrix = to_matrix(value, key)
         else:
+            expected = "a matrix with one row per token" if rows_are else "a d_model × (H·d_k) matrix, a list of per-head matrices, or `identity`"
+            raise self._error(f"found {describe(value)}", key, expected, value)
+        if matrix.shape[0] != rows:
+            if rows_are:
+                hint = "; give `context:` with their tokens for cross-attention" if rows_are == "tokens" and key != "Q" else ""
+                raise self._error(f"{key} has {matrix.shape[0]} rows but there are {rows} {rows_are}{hint}", key, f"{rows} rows, one per {rows_are[:-1]}", value)
             raise self._error(
-                f"found {describe(value)}", key, "a d_model × (H·d_k) matrix, a list of per-head matrices, or `identity`", value
-            )
-        if matrix.shape[0] != d_model:
-            raise self._error(
-                f"{key} has {matrix.shape[0]} rows but the embeddings have d_model = {d_model} numbers",
+                f"{key} has {matrix.shape[0]} rows but the embeddings have d_model = {rows} numbers",
                 key,
-                f"{d_model} rows: X·{key} multiplies each embedding by {key}",
+                f"{rows} rows: X·{key} multiplies each embedding by {key}",
                 value,
             )
         if matrix.shape[1] % heads:
-            raise self._error(
-                f"{key} has {matrix.shape[1]} columns, which do not split evenly into heads = {heads}",
-                key,
-                f"a multiple of {heads} columns (H·d_k)",
-                value,
-            )
+            who = "heads" if key in ("W_Q", "Q") or heads == 1 else "kv_heads"
+            raise self._error(f"{key} has {matrix.shape[1]} columns, which do not split evenly into {who} = {heads}", key, f"a multiple of {heads} columns", value)
         return matrix
 
     def _output_projection(self, concat_width: int) -> np.ndarray | None:
@@ -450,7 +451,7 @@ class _Validator:
             )
         return matrix
 
-    def _bias(self, key: str, length: int, what: str) -> np.ndarray | None:
+    def _vector(self, key: str, length: int, what: str) -> np.ndarray | None:
         value = self._get(key)
         if value is None:
             return None
@@ -471,10 +472,148 @@ class _Validator:
         try:
             divisor = to_number(value, "scale")
         except AttnError:
-            raise self._error(f"found {describe(value)}", "scale", expected, value) from None
+            close = difflib.get_close_matches(value.text, ["sqrt_dk", "none"], n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise self._error(f"found {describe(value)}{hint}", "scale", expected, value) from None
         if divisor <= 0:
             raise self._error(f"{value.text} is not positive", "scale", expected, value)
         return Scale("value", divisor)
+
+    # -- variants --------------------------------------------------------------------------
+
+    def _mask(self, L_q: int, L_k: int) -> Mask:
+        value = self._get("mask")
+        expected = "`none`, `causal`, a mapping {causal, window, sinks, padding}, or an L_q × L_k matrix of 0/1"
+        if value is None:
+            return Mask()
+        if isinstance(value, Scalar):
+            word = to_word(value, "mask")
+            if word in ("none", "causal"):
+                mask = Mask(causal=word == "causal")
+            else:
+                close = difflib.get_close_matches(word, ["none", "causal"], n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise self._error(f"found {word!r}{hint}", "mask", expected, value)
+        elif isinstance(value, Seq):
+            matrix = to_matrix(value, "mask")
+            if matrix.shape != (L_q, L_k):
+                raise self._error(f"the mask matrix is {matrix.shape[0]} × {matrix.shape[1]}", "mask", f"{L_q} × {L_k}: one row per query, one column per key", value)
+            if not np.isin(matrix, (0.0, 1.0)).all():
+                raise self._error("the mask matrix holds numbers other than 0 and 1", "mask", "1 where the query sees the key, 0 where it is hidden", value)
+            matrix_bool = matrix.astype(bool)
+            matrix_bool.setflags(write=False)
+            mask = Mask(matrix=matrix_bool)
+        else:
+            mask = self._mask_rules(value, L_q, L_k)
+        if mask.causal and L_q != L_k:
+            raise self._error(
+                f"a causal mask needs as many queries as keys, but there are {L_q} and {L_k}",
+                "mask",
+                "no causal mask in cross-attention between sequences of different lengths",
+                value,
+            )
+        return mask
+
+    def _mask_rules(self, value: Map, L_q: int, L_k: int) -> Mask:
+        _check_keys(value, MASK_KEYS, "mask.")
+        items = value.items
+        causal = self._bool("mask.causal", False, items.get("causal")) if "causal" in items else False
+        window = None
+        if "window" in items:
+            window = self._int("mask.window", 0, minimum=0, value=items["window"])
+        sinks = self._int("mask.sinks", 0, minimum=0, maximum=L_k, value=items["sinks"]) if "sinks" in items else 0
+        padding: tuple[int, ...] = ()
+        if "padding" in items:
+            padding_value = items["padding"]
+            if not isinstance(padding_value, Seq):
+                raise self._error(f"found {describe(padding_value)}", "mask.padding", "a list of key positions, from 1", padding_value)
+            padding = tuple(
+                self._int(f"mask.padding[{n}]", 1, minimum=1, maximum=L_k, value=item) for n, item in enumerate(padding_value.items, 1)
+            )
+        return Mask(causal=causal, window=window, sinks=sinks, padding=tuple(sorted(set(padding))))
+
+    def _check_rows_see_a_key(self, mask: Mask, L_q: int, L_k: int, tokens: list[str]) -> None:
+        blind = np.flatnonzero(~mask.visible(L_q, L_k).any(axis=1))  # queries (from 0) that see nothing
+        if blind.size:
+            i = int(blind[0]) + 1
+            raise self._error(
+                f"query {i} ({tokens[i - 1]!r}) would see no key at all: its softmax has nothing to weigh",
+                "mask",
+                "a mask that leaves every query at least one key",
+            )
+
+    def _rope(self, d_k: int) -> Rope | None:
+        value = self._get("rope")
+        if value is None:
+            return None
+        if isinstance(value, Scalar) and value.plain and value.kind == "bool":
+            rope = Rope() if self._bool("rope", False) else None
+        elif isinstance(value, Map):
+            _check_keys(value, ROPE_KEYS, "rope.")
+            theta = 10000.0
+            if "theta" in value.items:
+                theta = to_number(value.items["theta"], "rope.theta")
+                if theta <= 1:
+                    raise self._error(f"θ = {theta:g}", "rope.theta", "a base above 1, such as 10000", value.items["theta"])
+            style = "half"
+            if "style" in value.items:
+                style = to_word(value.items["style"], "rope.style")
+                if style not in ("half", "interleaved"):
+                    raise self._error(f"found {style!r}", "rope.style", "`half` (Llama, GPT-NeoX) or `interleaved` (RoFormer)", value.items["style"])
+            rope = Rope(theta=theta, style=style)
+        else:
+            raise self._error(f"found {describe(value)}", "rope", "`true`, or {theta: 10000, style: half | interleaved}", value)
+        if rope is not None and d_k % 2:
+            raise self._error(f"RoPE turns pairs of coordinates, but d_k = {d_k} is odd", "rope", "an even d_k", value)
+        return rope
+
+    def _score_bias(self, heads: int, L_q: int, L_k: int) -> ScoreBias | None:
+        value = self._get("bias")
+        if value is None:
+            return None
+        if isinstance(value, Seq) and value.items and all(isinstance(m, Seq) and m.items and isinstance(m.items[0], Seq) for m in value.items):
+            matrices = [to_matrix(m, f"bias[{h}]") for h, m in enumerate(value.items, 1)]
+            if len(matrices) != heads:
+                raise self._error(f"{len(matrices)} bias matrices for heads = {heads}", "bias", f"one matrix for all heads, or {heads}", value)
+        else:
+            matrices = [to_matrix(value, "bias")]
+        for h, matrix in enumerate(matrices, 1):
+            if matrix.shape != (L_q, L_k):
+                where = f"bias[{h}]" if len(matrices) > 1 else "bias"
+                raise self._error(f"the bias is {matrix.shape[0]} × {matrix.shape[1]}", where, f"{L_q} × {L_k}: one row per query, one column per key", value)
+        stacked = np.array(matrices, dtype=np.float64)  # (1 or H, L_q, L_k)
+        stacked.setflags(write=False)
+        return ScoreBias(stacked)
+
+    def _alibi(self, heads: int) -> Alibi | None:
+        value = self._get("alibi")
+        if value is None:
+            return None
+        if isinstance(value, Scalar) and value.plain and value.kind == "bool":
+            return Alibi(alibi_slopes(heads)) if self._bool("alibi", False) else None
+        if isinstance(value, Map):
+            _check_keys(value, ("slopes",), "alibi.")
+            slopes_value = value.items.get("slopes")
+            if slopes_value is None:
+                raise self._error("`slopes` is missing", "alibi", "{slopes: [m_1, …, m_H]}", value)
+            slopes = to_vector(slopes_value, "alibi.slopes")
+            if len(slopes) != heads:
+                few = "too few" if len(slopes) < heads else "too many"
+                raise self._error(f"{len(slopes)} slopes for {heads} heads ({few})", "alibi.slopes", f"{heads} slopes, one per head", slopes_value)
+            return Alibi(tuple(float(m) for m in slopes), given=True)
+        raise self._error(f"found {describe(value)}", "alibi", "`true` for the paper's slopes, or {slopes: [m_1, …, m_H]}", value)
+
+
+MAX_LISTED = 10  # missing words named in one error message
+
+
+def _check_keys(tree: Map, keys: tuple[str, ...], prefix: str) -> None:
+    for key in tree.items:
+        if key not in keys:
+            same_but_case = [k for k in keys if k.lower() == key.lower()]
+            close = same_but_case or difflib.get_close_matches(key, keys, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise AttnError(f"unknown key {key!r}{hint}", line=tree.key_lines.get(key), key=prefix + key, expected="one of: " + ", ".join(keys))
 
 
 def _frozen(array: np.ndarray | None) -> np.ndarray | None:

@@ -24,11 +24,15 @@ def test_run_json_is_the_documented_contract(cli):
     """attncli.run/1: schema key, scenario object, per-head stages, concat and output, full precision."""
     doc = json.loads(cli("run", "journey", "--format", "json").stdout)
     assert doc["schema"] == "attncli.run/1"
-    assert doc["scenario"] == {
+    first_version = {
         "name": "journey", "tokens": ["Your", "journey", "starts", "with", "one", "step"],
         "d_model": 3, "heads": 1, "d_k": 2, "d_v": 2, "d_out": 2,
         "scale": {"mode": "sqrt_dk", "divisor": 2**0.5}, "mask": "none",
     }  # fmt: skip
+    assert list(doc["scenario"])[: len(first_version)] == list(first_version)  # keys are added after, never renamed
+    assert {key: doc["scenario"][key] for key in first_version} == first_version
+    assert doc["scenario"]["labels"] == first_version["tokens"]
+    assert doc["scenario"]["kv_heads"] == 1 and doc["scenario"]["context"] is None and doc["scenario"]["rope"] is None
     head = doc["heads"][0]
     assert head["head"] == 1
     for key in ("W_Q", "W_K", "W_V", "Q", "K", "V", "scores", "scaled", "masked", "shift", "exp", "exp_sum", "weights", "output"):
@@ -50,7 +54,7 @@ def test_run_json_masked_cells_are_null_and_nothing_is_nan(cli):
 def test_stages_limit_every_format(cli):
     """--stages: a stage left out is absent from JSON and from the tables."""
     doc = json.loads(cli("run", "cat", "--format", "json", "--stages", "weights").stdout)
-    assert set(doc["heads"][0]) == {"head", "weights"}
+    assert set(doc["heads"][0]) == {"head", "kv_head", "weights"}
     assert "embeddings" not in doc and "output" not in doc
     tables = cli("run", "cat", "--stages", "scores").stdout
     assert "Scores" in tables and "Attention weights" not in tables and "Embeddings" not in tables

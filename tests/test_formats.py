@@ -83,7 +83,7 @@ def test_explain_markdown_round_steps_3_has_the_articles_tables(cli):
     assert "Sum of the exponentials: 11.154" in text
     assert "Output(cat) = [1.066, 0.398]" in text
     assert "Exact arithmetic gives [1.0644, 0.3977]" in text
-    assert "`α(The) = 2.718 / 11.154 = 0.244`" in text
+    assert "\nα(The) = 2.718 / 11.154 = 0.244\n" in text  # the steps' arithmetic, in a code block
 
 
 def test_explain_markdown_masked_pairs(cli):
@@ -163,7 +163,7 @@ def test_latex_explain_has_the_query_as_matrices_and_aligned_steps(cli):
     """The query step shows e, W_Q and q as bmatrix; the chain uses aligned; the article's numbers appear."""
     text = cli("explain", "--word", "cat", "--format", "latex", "--round-steps", "3").stdout
     query = latex_blocks(text)[0]
-    assert query.count(r"\begin{bmatrix}") == 3
+    assert query.count(r"\begin{bmatrix}") == 4  # e, W_Q, and the product e·W_Q = q
     assert r"\begin{aligned}" in text
     assert r"\frac{2.718}{11.154} = 0.244" in text
     assert r"\begin{bmatrix} 1.066 & 0.398 \end{bmatrix}" in text

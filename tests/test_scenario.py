@@ -54,7 +54,7 @@ def test_defaults_are_identity_weights_sqrt_dk_no_mask_precision_4():
     scenario = from_text("tokens: [a, b]\nembeddings: [[1, 2], [3, 4]]", stem="mine")
     assert scenario.name == "mine"
     np.testing.assert_array_equal(scenario.W_Q, np.eye(2))
-    assert (scenario.heads, scenario.mask, scenario.precision) == (1, "none", 4)
+    assert (scenario.heads, scenario.mask.name, scenario.precision) == (1, "none", 4)
     assert scenario.scale.mode == "sqrt_dk" and scenario.scale.divisor == pytest.approx(2**0.5)
 
 

@@ -11,8 +11,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from attncli.errors import AttnError
+from attncli.numbers import decimals
 
 if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
     from attncli.engine import RunResult
     from attncli.explain import Explanation
 
@@ -49,20 +52,20 @@ class Options(NamedTuple):
 
 def render_run(result: RunResult, options: Options) -> Document:
     """The whole `attncli run` output in `options.format`."""
-    from attncli import views
+    from attncli import stages, views
 
     fmt = options.format
     heads = options.heads or list(range(1, result.scenario.heads + 1))
     if fmt is Format.json:
         from attncli.render import jsonout
 
-        return jsonout.document(jsonout.run_json(result, options.stages or views.STAGES, heads))
+        return jsonout.document(jsonout.run_json(result, options.stages or stages.STAGE_NAMES, heads))
     if fmt is Format.csv:
         from attncli.render import csvout
 
         return csvout.run_csv(result, stage=_one_stage(options.stages), head=heads[0], precision=options.precision)
-    precision = result.scenario.precision if options.precision is None else options.precision
-    shown = views.views(result, options.stages or views.default_table_stages(result), heads)
+    precision = decimals(options.precision, result.scenario.precision, result.round_steps)
+    shown = views.views(result, options.stages or stages.default(result.scenario), heads)
     if fmt is Format.markdown:
         from attncli.render import markdown
 
@@ -71,12 +74,12 @@ def render_run(result: RunResult, options: Options) -> Document:
         from attncli.render import latex
 
         return latex.run_latex(result, shown, precision=precision)
-    from attncli.render.tables import SQUARE_STAGES, run_tables
+    from attncli.render.tables import run_tables
 
-    def tables(console):
+    def tables(console: Console) -> list[RenderableType]:
         on_screen = console.is_terminal or fmt in (Format.html, Format.svg)
-        shade = SQUARE_STAGES if options.heatmap else ("weights",) if on_screen else ()
-        return run_tables(result, shown, precision=precision, console=console, full=options.full, shade=shade)
+        return run_tables(result, shown, precision=precision, console=console, full=options.full,
+                          shade_all=options.heatmap, shade_weights=on_screen)  # fmt: skip
 
     return _rich(tables, options)
 
@@ -92,7 +95,7 @@ def render_explain(expl: Explanation, options: Options) -> Document:
         from attncli.render import csvout
 
         return csvout.explain_csv(expl, precision=options.precision)
-    precision = expl.scenario.precision if options.precision is None else options.precision
+    precision = decimals(options.precision, expl.scenario.precision, expl.result.round_steps)
     if fmt is Format.markdown:
         from attncli.render import markdown
 

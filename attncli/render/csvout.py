@@ -9,12 +9,11 @@ from __future__ import annotations
 import csv
 import io
 
+from attncli import stages
 from attncli.engine import RunResult
+from attncli.errors import AttnError
 from attncli.explain import Explanation
-from attncli.views import views
-
-# which matrix a stage means when only one can be written
-_MATRIX_OF_STAGE = {"q": "Q", "k": "K", "v": "V"}
+from attncli.views import view_of
 
 
 def number(x: float, precision: int | None) -> str:
@@ -28,8 +27,9 @@ def _write(rows: list[list[str]]) -> str:
 
 
 def run_csv(result: RunResult, *, stage: str, head: int, precision: int | None) -> str:
-    key = _MATRIX_OF_STAGE.get(stage, stage)
-    view = next(v for v in views(result, (stage,), [head]) if v.key == key)
+    view = view_of(result, stages.main_row(stage).key, head)
+    if view is None:
+        raise AttnError(f"this scenario has no {stage!r} stage", key="--stages", expected="a stage it has, e.g. weights")
     rows = [["token", *view.cols]]
     rows += [[label, *(number(x, precision) for x in row)] for label, row in zip(view.rows, view.data)]
     return _write(rows)
@@ -37,13 +37,15 @@ def run_csv(result: RunResult, *, stage: str, head: int, precision: int | None) 
 
 def explain_csv(expl: Explanation, *, precision: int | None) -> str:
     d_v = len(expl.output)
-    header = ["position", "token", "score", "scaled", "masked", "exp", "weight"]
+    biased = expl.scenario.has_bias
+    header = ["position", "token", "score", "scaled"] + ["bias", "logit"] * biased + ["masked", "exp", "weight"]
     header += [f"v{i}" for i in range(1, d_v + 1)] + [f"weighted_v{i}" for i in range(1, d_v + 1)]
     rows = [header]
     for key in expl.keys:
         rows.append(
-            [str(key.position), key.token, number(key.score, precision), number(key.scaled, precision),
-             "true" if key.masked else "false", number(key.exp, precision), number(key.weight, precision)]
+            [str(key.position), key.token, number(key.score, precision), number(key.scaled, precision)]
+            + ([number(key.bias or 0.0, precision), number(key.logit, precision)] if biased else [])
+            + ["true" if key.masked else "false", number(key.exp, precision), number(key.weight, precision)]
             + [number(x, precision) for x in key.v]
             + [number(x, precision) for x in key.weighted_v]
         )  # fmt: skip

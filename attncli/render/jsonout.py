@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 import orjson
 
+from attncli import stages
 from attncli.engine import HeadResult, RunResult
 from attncli.explain import Explanation
-from attncli.scenario import Scenario
+from attncli.model import Scenario
 
 RUN_SCHEMA = "attncli.run/1"
 EXPLAIN_SCHEMA = "attncli.explain/1"
@@ -25,7 +26,8 @@ VARIANCE_SCHEMA = "attncli.variance/1"
 
 
 def scenario_json(s: Scenario) -> dict[str, Any]:
-    return {
+    """The scenario's sizes and settings; the first version's keys first, in their order."""
+    doc: dict[str, Any] = {
         "name": s.name,
         "tokens": list(s.tokens),
         "d_model": s.d_model,
@@ -34,8 +36,16 @@ def scenario_json(s: Scenario) -> dict[str, Any]:
         "d_v": s.d_v,
         "d_out": s.d_out,
         "scale": {"mode": s.scale.mode, "divisor": s.scale.divisor},
-        "mask": s.mask,
+        "mask": s.mask.name,
+        "labels": list(s.query_labels),
+        "kv_heads": s.G,
+        "context": None if s.context is None else {"tokens": list(s.context), "labels": list(s.key_labels)},
+        "masking": s.mask.as_json(),
+        "rope": None if s.rope is None else s.rope.as_json(),
+        "alibi": None if s.alibi is None else {"slopes": list(s.alibi.slopes)},
+        "bias": s.bias is not None,
     }
+    return doc
 
 
 def rounding_json(result: RunResult) -> dict[str, Any] | None:
@@ -44,37 +54,36 @@ def rounding_json(result: RunResult) -> dict[str, Any] | None:
     return {"decimals": result.round_steps, "exact_output": result.exact.output}
 
 
-def run_json(result: RunResult, stages: tuple[str, ...], heads: list[int]) -> dict[str, Any]:
-    """The attncli.run/1 document; stages left out are simply absent."""
+def run_json(result: RunResult, wanted: tuple[str, ...], heads: list[int]) -> dict[str, Any]:
+    """The attncli.run/1 document; stages left out are simply absent, and so are matrices a scenario does not have."""
     doc: dict[str, Any] = {"schema": RUN_SCHEMA, "scenario": scenario_json(result.scenario)}
-    if "embeddings" in stages:
-        doc["embeddings"] = result.X
-    doc["heads"] = [_head_json(result.head(h), stages) for h in heads]
-    if "output" in stages:
+    leading = [row for row in stages.ROWS if not row.per_head and row.stage == "embeddings"]
+    trailing = [row for row in stages.ROWS if not row.per_head and row.stage != "embeddings"]
+    _add_rows(doc, leading, wanted, result, None)
+    doc["heads"] = [_head_json(result, result.head(h), wanted) for h in heads]
+    if "output" in wanted:
         doc["concat"] = result.concat
         doc["output"] = result.output
+        _add_rows(doc, [row for row in trailing if row.key in ("W_O", "b_O")], wanted, result, None)
     doc["rounding"] = rounding_json(result)
     return doc
 
 
-_HEAD_STAGES = {
-    "q": ("W_Q", "b_Q", "Q"),
-    "k": ("W_K", "b_K", "K"),
-    "v": ("W_V", "b_V", "V"),
-    "scores": ("scores",),
-    "scaled": ("scaled",),
-    "masked": ("masked",),
-    "exp": ("shift", "exp", "exp_sum"),
-    "weights": ("weights",),
-    "output": ("output",),
-}
+def _add_rows(doc: dict[str, Any], rows: list[stages.Row], wanted: tuple[str, ...], result: RunResult, head: HeadResult | None) -> None:
+    for row in rows:
+        if row.stage not in wanted:
+            continue
+        data = row.get(result, head)
+        if data is None:
+            continue
+        for key in row.json or (row.key,):  # a head's row may name other arrays to write beside its own (exp: shift, exp_sum)
+            doc[key] = getattr(head, key) if head is not None and key != row.key else data
 
 
-def _head_json(head: HeadResult, stages: tuple[str, ...]) -> dict[str, Any]:
+def _head_json(result: RunResult, head: HeadResult, wanted: tuple[str, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {"head": head.head}
-    for stage, keys in _HEAD_STAGES.items():
-        if stage in stages:
-            out.update({key: getattr(head, key) for key in keys if getattr(head, key) is not None})
+    _add_rows(out, [row for row in stages.ROWS if row.per_head], wanted, result, head)
+    out["kv_head"] = head.kv_head
     return out
 
 

@@ -12,8 +12,10 @@ import numpy as np
 
 from attncli import narration
 from attncli.engine import RunResult
-from attncli.explain import Explanation, KeyStep
+from attncli.explain import Explanation
+from attncli.notation import TexWriter
 from attncli.numbers import fixed, smart
+from attncli.summary import describe
 from attncli.views import MatrixView
 
 _SPECIALS = {
@@ -58,7 +60,7 @@ def block(body: str) -> str:
 
 def run_latex(result: RunResult, views: list[MatrixView], *, precision: int) -> str:
     s = result.scenario
-    out = [comment(f"attncli: {s.name}: {' '.join(s.tokens)}"), comment(f"scale: {s.scale.mode}, mask: {s.mask}")]
+    out = [comment(f"attncli: {s.name}: {' '.join(s.tokens)}")] + [comment(line) for line in describe(s)]
     if result.round_steps is not None:
         out.append(comment(f"every intermediate rounded to {result.round_steps} decimals, as by hand"))
     for view in views:
@@ -67,110 +69,42 @@ def run_latex(result: RunResult, views: list[MatrixView], *, precision: int) -> 
             out.append(comment("columns: " + ", ".join(view.cols)))
         else:
             out.append(comment("rows and columns: " + ", ".join(view.rows)))
-        labelled = view.rows != [f"b_{view.key[-1]}"] and not view.key.startswith("W_")
+        labelled = view.rows != [view.key] and view.rows[0] != "x1"
         matrix = bmatrix(view.data, precision)
         out.append(block(f"{view.tex} = " + (labels_column(view.rows) + matrix if labelled else matrix)))
         for name, vec in view.extra:
             symbol = r"\Sigma" if name == "Σ" else text(name)
             out.append(block(f"{symbol} = {bmatrix(vec[:, None], precision)}"))
-    if result.exact is not None:
-        exact_p = max(precision, result.round_steps or 0) + 1
+    if result.exact is not None and any(v.key in ("output", "final") for v in views):
         out += ["", comment("exact output, without rounding")]
-        out.append(block(r"Y_{\text{exact}} = " + labels_column(s.labels()) + bmatrix(result.exact.output, exact_p)))
+        out.append(block(r"Y_{\text{exact}} = " + labels_column(list(s.query_labels)) + bmatrix(result.exact.output, precision + 1)))
     return "\n".join(out) + "\n"
 
 
 def explain_latex(expl: Explanation, *, precision: int) -> str:
-    """The explain chain as aligned steps, as seed 000 writes its mathematics."""
-    p = narration.display_precision(expl, precision)
-    s = expl.scenario
-    word = text(expl.token)
-    labels = s.labels()
-
-    def sub(key: KeyStep) -> str:
-        return r"_{" + word + r",\," + text(labels[key.position - 1]) + "}"
-
+    """The explain chain as aligned steps, as seed 000 writes its mathematics: the same steps as the terminal's."""
     out = [comment(line) for line in narration.intro(expl)]
-    steps = narration.steps(expl, precision)
-    titles = iter(f"Step {n}: {step.title}" for n, step in enumerate(steps, 1))
-
-    head = expl.head
-    bias = f" + {bmatrix(head.b_Q, p, whole=True)}" if head.b_Q is not None else ""
-    out += ["", comment(next(titles))]
-    out.append(block(
-        r"q_{" + word + r"} = e_{" + word + r"} W_Q" + (" + b_Q" if head.b_Q is not None else "") + " = "
-        + bmatrix(expl.e, p, whole=True) + bmatrix(head.W_Q, p, whole=True) + bias + " = " + bmatrix(expl.q, p, whole=True)
-    ))
-
-    out += ["", comment(next(titles))]
-    long = len(expl.q) > narration.LONG_VECTOR
-    rows = []
-    for key in expl.keys:
-        terms = [rf"({num(a, p)} \times {num(b, p)})" for a, b in zip(expl.q, key.k)]
-        if long:
-            terms = terms[:3] + [r"\cdots"] + terms[-1:]
-        rows.append(r"\text{score}" + sub(key) + r" &= q \cdot k_{" + text(labels[key.position - 1]) + "} = "
-                    + " + ".join(terms) + f" = {num(key.score, p)}")
-    out.append(_aligned(rows))
-
-    if s.scale.mode != "none":
-        out += ["", comment(next(titles))]
-        divisor = rf"\sqrt{{{s.d_k}}}" if s.scale.mode == "sqrt_dk" else num(s.scale.divisor, p)
-        rows = [r"\frac{\text{score}" + sub(k) + "}{" + divisor + "} &= " + rf"\frac{{{num(k.score, p)}}}{{{num(s.scale.divisor, p)}}} = {num(k.scaled, p)}"
-                for k in expl.keys]
-        out.append(_aligned(rows))
-
-    if s.mask == "causal":
-        out += ["", comment(next(titles))]
-        hidden = [k for k in expl.keys if k.masked]
-        out.append(comment(f"query position {expl.position} sees keys 1..{expl.position}"))
-        if hidden:
-            out.append(block(r"\text{score}_{" + word + r",\,j} = -\infty \quad \text{for } j > " + str(expl.position)
-                             + r" \quad (" + ", ".join(text(labels[k.position - 1]) for k in hidden) + ")"))
-        else:
-            out.append(block(r"\text{nothing is hidden from } " + word))
-
-    out += ["", comment(next(titles))]
-    shift = expl.shift
-    rows = []
-    for key in expl.keys:
-        exponent = r"-\infty" if key.masked else num(key.scaled, p) + (f" - {num(shift, p)}" if shift else "")
-        note = text(labels[key.position - 1] + (", hidden" if key.masked else ""))
-        rows.append(r"e^{" + exponent + "} &= " + num(key.exp, p) + r" \quad (" + note + ")")
-    out.append(_aligned(rows))
-
-    out += ["", comment(next(titles))]
-    terms = [num(k.exp, p) for k in expl.visible]
-    if len(terms) > narration.LONG_SUM:
-        terms = terms[:5] + [r"\cdots"] + terms[-2:]
-    out.append(block(r"\Sigma = " + " + ".join(terms) + f" = {fixed(expl.exp_sum, p)}"))
-
-    out += ["", comment(next(titles))]
-    rows = [
-        r"\alpha" + sub(k) + " &= " + ("0" if k.masked else rf"\frac{{{num(k.exp, p)}}}{{{fixed(expl.exp_sum, p)}}} = {fixed(k.weight, p)}")
-        for k in expl.keys
-    ]
-    out.append(_aligned(rows))
-
-    out += ["", comment(next(titles))]
-    rows = [
-        r"\alpha" + sub(k) + r" \, v_{" + text(labels[k.position - 1]) + "} &= "
-        + rf"{fixed(k.weight, p)} \times {bmatrix(k.v, p, whole=True)} = {bmatrix(k.weighted_v, p)}"
-        for k in expl.visible
-    ]
-    out.append(_aligned(rows))
-
-    out += ["", comment(next(titles))]
-    parts = [bmatrix(k.weighted_v, p) for k in expl.visible]
-    if len(parts) > narration.LONG_SUM:
-        parts = parts[:3] + [r"\cdots"] + parts[-2:]
-    rows = [r"\text{output}_{" + word + "} &= " + parts[0]] + [f"&\\quad + {part}" for part in parts[1:]]
-    rows.append(f"&= {bmatrix(expl.output, p)}")
-    out.append(_aligned(rows))
+    for number, step in enumerate(narration.steps(expl, precision, TexWriter()), 1):
+        out += ["", comment(f"Step {number}: {step.title}")]
+        rows = []
+        for line in step.lines:
+            if line.sep == ":":
+                rows.append(f"{line.lhs}: \\; & {line.rhs}")
+            elif line.lhs:
+                rows.append(f"{line.lhs} &= {line.rhs}")
+            elif line.rhs.startswith("= "):
+                rows.append(f"&= {line.rhs[2:]}")
+            else:
+                rows.append(f"&\\quad {line.rhs}")
+        if step.matrix is not None:
+            name, matrix = step.matrix
+            rows.insert(1, f"{name} &= {bmatrix(matrix, precision, whole=True)}")
+        if rows:
+            out.append(_aligned(rows))
+        out += [comment(note) for note in step.notes]
     if expl.exact_output is not None:
-        exact_p = max(precision, expl.result.round_steps or 0) + 1
         out += [comment("exact arithmetic, without rounding each step")]
-        out.append(block(r"\text{output}_{" + word + r"}^{\text{exact}} = " + bmatrix(expl.exact_output, exact_p)))
+        out.append(block(r"\text{output}_{" + text(expl.token) + r"}^{\text{exact}} = " + bmatrix(expl.exact_output, precision + 1)))
     return "\n".join(out) + "\n"
 
 

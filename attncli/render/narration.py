@@ -8,7 +8,6 @@ from rich.text import Text
 
 from attncli import narration
 from attncli.explain import Explanation
-from attncli.numbers import smart
 
 
 def explain_renderables(expl: Explanation, *, precision: int) -> list[RenderableType]:
@@ -18,17 +17,9 @@ def explain_renderables(expl: Explanation, *, precision: int) -> list[Renderable
     for number, step in enumerate(narration.steps(expl, precision), 1):
         heading = Text(f"\nStep {number} · {step.title}", style="bold")
         heading.append(f"   {step.formula}", style="cyan")
-        lines = ["  " + line for line in step.lines]
-        if step.matrix is not None:
-            name, matrix = step.matrix
-            shown = narration.display_precision(expl, precision)
-            cells = [[smart(float(x), shown) for x in row] for row in matrix]
-            width = max(len(cell) for row in cells for cell in row)
-            lines[1:1] = [f"  {name} ="] + ["    " + "  ".join(cell.rjust(width) for cell in row) for row in cells]
         parts.append(heading)
+        lines = ["  " + line for line in narration.step_lines(step, precision)]
         if lines:
             parts.append(Text("\n".join(lines), no_wrap=True, overflow="ignore"))  # arithmetic: never wrapped
         parts += [Padding(Text(note, style="italic"), (0, 0, 0, 2), expand=False) for note in step.notes]
     return parts
-
-

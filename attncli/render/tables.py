@@ -12,6 +12,7 @@ from rich.text import Text
 from attncli.engine import RunResult
 from attncli.numbers import MINUS_INFINITY, fixed
 from attncli.render.heatmap import Heat
+from attncli.summary import describe
 from attncli.views import MatrixView
 
 ELLIPSIS_COLUMN = "…"
@@ -19,36 +20,32 @@ ELLIPSIS_ROW = "⋮"
 
 
 def summary(result: RunResult) -> Text:
-    """The scenario in two lines: its name and sentence, then its sizes and settings."""
+    """The scenario in a few lines: its name and sentence, then its sizes and settings."""
     s = result.scenario
-    scale = {"sqrt_dk": f"÷ √d_k = {s.scale.divisor:.4g}", "none": "none", "value": f"÷ {s.scale.divisor:g}"}[s.scale.mode]
     text = Text()
     text.append(s.name, style="bold")
-    text.append(" — " + " ".join(s.tokens) + "\n")
-    heads = f"{s.heads} head" + ("s" if s.heads > 1 else "")
-    text.append(
-        f"L = {s.L} tokens · d_model = {s.d_model} · {heads} · d_k = {s.d_k} · d_v = {s.d_v} · d_out = {s.d_out}\n"
-        f"scale: {scale} · mask: {s.mask}",
-        style="dim",
-    )
+    text.append(" — " + " ".join(s.tokens))
+    if s.context is not None:
+        text.append(" → " + " ".join(s.context))
+    text.append("\n")
+    for line in describe(s):
+        text.append(line + "\n", style="dim")
+    text.rstrip()
     if result.round_steps is not None:
         text.append(f"\nEvery intermediate is rounded to {result.round_steps} decimals before the next step, as by hand.", style="yellow")
     return text
 
 
-SQUARE_STAGES = ("scores", "scaled", "masked", "exp", "weights")
-
-
 def run_tables(
-    result: RunResult, views: list[MatrixView], *, precision: int, console: Console, full: bool, shade: tuple[str, ...] = ()
+    result: RunResult, views: list[MatrixView], *, precision: int, console: Console, full: bool, shade_all: bool, shade_weights: bool
 ) -> list[RenderableType]:
-    """The renderables for `attncli run`: summary, then a table per view (shading the stages in `shade`), then notes."""
+    """The renderables for `attncli run`: summary, a table per view (shading tokens × tokens views), then notes."""
     parts: list[RenderableType] = [summary(result)]
     for view in views:
         parts.append(Text(""))
         parts.append(Text(view.heading(result.scenario.heads), style="bold"))
         heat = None
-        if view.key in shade:
+        if view.square and (shade_all or (shade_weights and view.key == "weights")):
             colour = console.color_system in ("256", "truecolor")  # 16 colours cannot tell the blues apart: use the ramp
             heat = Heat(view.data, view.hidden, probabilities=view.key == "weights", colour=colour)
         parts.append(matrix_table(view, precision=precision, console=console, full=full, heat=heat))
@@ -107,14 +104,8 @@ def rounding_table(result: RunResult, *, precision: int) -> Table:
     table.add_column("", style="bold")
     for name in ("hand-rounded", "exact", "difference"):
         table.add_column(name, justify="right")
-    shown = max(precision, result.round_steps or 0)
-    for label, r_row, e_row in zip(result.scenario.labels(), rounded, exact):
-        table.add_row(
-            label,
-            _vec(r_row, result.round_steps or precision),
-            _vec(e_row, shown + 1),
-            _vec(r_row - e_row, shown + 1),
-        )
+    for label, r_row, e_row in zip(result.scenario.query_labels, rounded, exact):
+        table.add_row(label, _vec(r_row, precision), _vec(e_row, precision + 1), _vec(r_row - e_row, precision + 1))
     return table
 
 

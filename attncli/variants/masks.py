@@ -1,0 +1,99 @@
+"""Which keys each query may see: causal, a sliding window, attention sinks, padding, or an explicit matrix.
+
+Positions are counted from 1, as people count them: query i, key j.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class Mask:
+    """A mask is any combination of the rules below, or one explicit 0/1 matrix."""
+
+    causal: bool = False
+    window: int | None = None  # query i sees key j only when |i − j| ≤ window
+    sinks: int = 0  # keys 1..sinks are seen whatever the window (the causal rule still applies)
+    padding: tuple[int, ...] = ()  # key positions hidden from every query
+    matrix: np.ndarray | None = None  # (L_q, L_k) bool, True where the query sees the key
+
+    @property
+    def name(self) -> str:
+        """"none", "causal" or "custom": the `mask` value of the JSON contract."""
+        if self.matrix is None and self.window is None and not self.padding:
+            return "causal" if self.causal else "none"
+        return "custom"
+
+    @property
+    def hides_anything(self) -> bool:
+        return self.name != "none"
+
+    def visible(self, L_q: int, L_k: int) -> np.ndarray:
+        """(L_q, L_k) bool: True where query i sees key j."""
+        if self.matrix is not None:
+            return self.matrix.copy()
+        i = np.arange(1, L_q + 1)[:, None]  # (L_q, 1)
+        j = np.arange(1, L_k + 1)[None, :]  # (1, L_k)
+        seen = np.ones((L_q, L_k), dtype=bool)  # (L_q, L_k)
+        if self.causal:
+            seen &= j <= i
+        if self.window is not None:
+            seen &= (np.abs(i - j) <= self.window) | (j <= self.sinks)
+        if self.padding:
+            seen[:, np.array(self.padding) - 1] = False
+        return seen
+
+    def why_hidden(self, i: int, j: int) -> str:
+        """Why key j is hidden from query i (both from 1), in a few words."""
+        if self.matrix is not None:
+            return "the mask matrix hides it"
+        if j in self.padding:
+            return "padding"
+        if self.causal and j > i:
+            return "after the query"
+        return f"outside the window of {self.window}"
+
+    def why_seen(self, i: int, j: int) -> str | None:
+        """A note for a key seen only because of a rule (a sink outside the window), else None."""
+        if self.window is not None and j <= self.sinks and abs(i - j) > self.window:
+            return "a sink: always seen"
+        return None
+
+    def describe(self) -> str:
+        """'none', 'causal', 'causal, window 2, 1 sink, padding at 5', 'explicit matrix'."""
+        if self.matrix is not None:
+            return "explicit matrix"
+        parts = ["causal"] if self.causal else []
+        if self.window is not None:
+            parts.append(f"window {self.window}")
+        if self.sinks:
+            parts.append(f"{self.sinks} sink" + ("s" if self.sinks > 1 else ""))
+        if self.padding:
+            parts.append("padding at " + ", ".join(map(str, self.padding)))
+        return ", ".join(parts) or "none"
+
+    def rule(self) -> str:
+        """The rule as a sentence about query i and key j."""
+        if self.matrix is not None:
+            return "query i sees key j where the mask matrix holds 1"
+        parts = []
+        if self.causal:
+            parts.append("j ≤ i")
+        if self.window is not None:
+            near = f"|i − j| ≤ {self.window}"
+            parts.append(f"({near} or j ≤ {self.sinks})" if self.sinks else near)
+        if self.padding:
+            parts.append("j not padding (" + ", ".join(map(str, self.padding)) + ")")
+        return "query i sees key j when " + " and ".join(parts) if parts else "every query sees every key"
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "causal": self.causal,
+            "window": self.window,
+            "sinks": self.sinks,
+            "padding": list(self.padding),
+            "explicit": self.matrix is not None,
+        }
