@@ -190,13 +190,13 @@ def _bias(expl: Explanation, p: int, w: Writer) -> Step:
     lines = []
     i = expl.position
     for key in expl.keys:
-        terms = []
+        sum_ = w.num(key.scaled, p)
         if s.bias is not None:
-            terms.append(w.num(float(s.bias.matrix(h, s.L, s.L_k)[i - 1, key.position - 1]), p))
+            b = float(s.bias.matrix(h, s.L, s.L_k)[i - 1, key.position - 1])
+            sum_ += f" {w.minus} {w.num(-b, p)}" if b < 0 else f" + {w.num(b, p)}"
         if s.alibi is not None:
-            slope = w.num(s.alibi.slopes[h - 1], max(p, 4))
-            terms.append(f"{w.minus}{slope} {w.times} ({i} {w.minus} {key.position})")
-        lines.append(_keyed(w, key, f"{w.num(key.scaled, p)} + " + " + ".join(terms) + f" = {w.num(key.logit, p)}"))
+            sum_ += f" {w.minus} {s.alibi.slopes[h - 1]:.6g} {w.times} ({i} {w.minus} {key.position})"
+        lines.append(_keyed(w, key, f"{sum_} = {w.num(key.logit, p)}"))
     notes = []
     if s.alibi is not None:
         notes.append(

@@ -63,3 +63,74 @@ def attention(
     final = concat if W_O is None else matmul(concat, W_O)
     final = add_bias(final, b_O)
     return {"weights": all_weights, "head_outputs": head_outputs, "output": final}
+
+
+def rotate(vector: list[float], position: int, theta: float, style: str) -> list[float]:
+    """RoPE by hand: pair (i, i + d/2) ("half") or (2i, 2i + 1) ("interleaved"), turned by position·theta^(-2i/d)."""
+    d = len(vector)
+    out = list(vector)
+    for i in range(d // 2):
+        a, b = (i, i + d // 2) if style == "half" else (2 * i, 2 * i + 1)
+        angle = position * theta ** (-2 * i / d)
+        out[a] = vector[a] * math.cos(angle) - vector[b] * math.sin(angle)
+        out[b] = vector[b] * math.cos(angle) + vector[a] * math.sin(angle)
+    return out
+
+
+def sees(i: int, j: int, mask: dict) -> bool:
+    """Whether query i sees key j (both from 1) under {causal, window, sinks, padding} or an explicit 0/1 matrix."""
+    if "matrix" in mask:
+        return mask["matrix"][i - 1][j - 1] == 1
+    if j in mask.get("padding", ()):
+        return False
+    if mask.get("causal") and j > i:
+        return False
+    window = mask.get("window")
+    return window is None or abs(i - j) <= window or j <= mask.get("sinks", 0)
+
+
+def variant_attention(
+    Q_all: list[list[float]],
+    K_all: list[list[float]],
+    V_all: list[list[float]],
+    *,
+    heads: int,
+    kv_heads: int,
+    divisor: float,
+    mask: dict,
+    rope: tuple[float, str] | None = None,
+    bias: list[list[list[float]]] | None = None,
+    slopes: list[float] | None = None,
+) -> dict:
+    """Every variant, from projected Q (L_q × H·d_k), K and V (L_k × G·d): {"weights": per head, "head_outputs": per head}."""
+    L_q, L_k = len(Q_all), len(K_all)
+    d_k = len(Q_all[0]) // heads
+    d_v = len(V_all[0]) // kv_heads
+    all_weights, outputs = [], []
+    for h in range(heads):
+        g = h * kv_heads // heads
+        Q = columns(Q_all, h * d_k, (h + 1) * d_k)
+        K = columns(K_all, g * d_k, (g + 1) * d_k)
+        V = columns(V_all, g * d_v, (g + 1) * d_v)
+        if rope is not None:
+            Q = [rotate(row, p, *rope) for p, row in enumerate(Q)]
+            K = [rotate(row, p, *rope) for p, row in enumerate(K)]
+        weights = []
+        for i in range(L_q):
+            logits = {}
+            for j in range(L_k):
+                if not sees(i + 1, j + 1, mask):
+                    continue
+                logit = sum(Q[i][t] * K[j][t] for t in range(d_k)) / divisor
+                if bias is not None:
+                    logit += bias[h if len(bias) > 1 else 0][i][j]
+                if slopes is not None:
+                    logit -= slopes[h] * ((i + 1) - (j + 1))
+                logits[j] = logit
+            biggest = max(logits.values())
+            exps = {j: math.exp(x - biggest) for j, x in logits.items()}
+            total = sum(exps.values())
+            weights.append([exps[j] / total if j in exps else 0.0 for j in range(L_k)])
+        all_weights.append(weights)
+        outputs.append([[sum(weights[i][j] * V[j][t] for j in range(L_k)) for t in range(d_v)] for i in range(L_q)])
+    return {"weights": all_weights, "head_outputs": outputs}

@@ -89,11 +89,12 @@ def _head_json(result: RunResult, head: HeadResult, wanted: tuple[str, ...]) -> 
 
 def explain_json(expl: Explanation) -> dict[str, Any]:
     """The attncli.explain/1 document. A masked key keeps its score and scaled score; exp and weight are 0."""
+    s = expl.scenario
     return {
         "schema": EXPLAIN_SCHEMA,
-        "scenario": scenario_json(expl.scenario),
+        "scenario": scenario_json(s),
         "head": expl.head.head,
-        "query": {"position": expl.position, "token": expl.token, "q": expl.q},
+        "query": {"position": expl.position, "token": expl.token, "q": expl.q, "label": expl.label, "q_projected": expl.q_raw},
         "keys": [
             {
                 "position": key.position,
@@ -106,6 +107,11 @@ def explain_json(expl: Explanation) -> dict[str, Any]:
                 "exp": key.exp,
                 "weight": key.weight,
                 "weighted_v": key.weighted_v,
+                "label": key.label,
+                "k_projected": key.k_raw,
+                "bias": key.bias,
+                "logit": key.logit,
+                "why": key.why,
             }
             for key in expl.keys
         ],
@@ -113,6 +119,8 @@ def explain_json(expl: Explanation) -> dict[str, Any]:
         "exp_sum": expl.exp_sum,
         "output": expl.output,
         "rounding": None if expl.exact_output is None else {"decimals": expl.result.round_steps, "exact_output": expl.exact_output},
+        "kv_head": expl.head.kv_head,
+        "final_output": expl.result.output[expl.position - 1] if s.has_output_stage else None,
     }
 
 
