@@ -192,21 +192,23 @@ class _Validator:
             return value.text.lower() in ("true", "yes", "on", "y")
         raise self._error(f"found {describe(value)}", key, "true or false", value)
 
-    def _int(self, key: str, default: int, minimum: int, maximum: int | None = None, value: Value | None = None) -> int:
+    def _int(
+        self, key: str, default: int, minimum: int, maximum: int | None = None, value: Value | None = None, what: str = "a whole number"
+    ) -> int:
         value = self._get(key) if value is None else value
         if value is None:
             return default
-        bounds = f"from {minimum} to {maximum}" if maximum is not None else f"{minimum} or more"
+        bounds = f"{what} from {minimum} to {maximum}" if maximum is not None else f"{what} {minimum} or more"
         try:
             number = to_number(value, key)
         except AttnError as error:
-            error.expected = f"a whole number {bounds}"
+            error.expected = bounds
             raise
         if number != int(number):
             raise self._error(f"{number:g} is not a whole number", key, "a whole number", value)
         if number < minimum or (maximum is not None and number > maximum):
             why = " (float64 carries no more)" if key == "precision" else ""
-            raise self._error(f"{int(number)} is out of range", key, f"a whole number {bounds}{why}", value)
+            raise self._error(f"{int(number)} is out of range", key, f"{bounds}{why}", value)
         return int(number)
 
     def _tokens(self, tree: Map, prefix: str) -> list[str]:
@@ -521,14 +523,17 @@ class _Validator:
         window = None
         if "window" in items:
             window = self._int("mask.window", 0, minimum=0, value=items["window"])
-        sinks = self._int("mask.sinks", 0, minimum=0, maximum=L_k, value=items["sinks"]) if "sinks" in items else 0
+        sinks = 0
+        if "sinks" in items:
+            sinks = self._int("mask.sinks", 0, minimum=0, maximum=L_k, value=items["sinks"], what="a number of sink keys")
         padding: tuple[int, ...] = ()
         if "padding" in items:
             padding_value = items["padding"]
             if not isinstance(padding_value, Seq):
                 raise self._error(f"found {describe(padding_value)}", "mask.padding", "a list of key positions, from 1", padding_value)
             padding = tuple(
-                self._int(f"mask.padding[{n}]", 1, minimum=1, maximum=L_k, value=item) for n, item in enumerate(padding_value.items, 1)
+                self._int(f"mask.padding[{n}]", 1, minimum=1, maximum=L_k, value=item, what="a key position")
+                for n, item in enumerate(padding_value.items, 1)
             )
         return Mask(causal=causal, window=window, sinks=sinks, padding=tuple(sorted(set(padding))))
 
