@@ -140,7 +140,7 @@ def run(
     ],
     stages: Annotated[
         str | None,
-        typer.Option(metavar="LIST", help="Comma list of stages to show: embeddings, q, k, v, scores, scaled, masked, exp, weights, output [default: all]."),
+        typer.Option(metavar="LIST", help="Comma list of stages to show: embeddings, q, k, v, rope, scores, scaled, bias, masked, exp, weights, output [default: those that change something]."),
     ] = None,
     head: HeadOption = None,
     precision: PrecisionOption = None,
@@ -380,6 +380,31 @@ def scenarios_show(
     if not builtin.exists(name):
         raise AttnError(f"no built-in scenario {name!r}", expected="one of: " + ", ".join(builtin.names()))
     emit(builtin.path(name).read_text(encoding="utf-8"))
+
+
+@scenarios_app.command("new")
+@guard
+def scenarios_new(
+    sentence: Annotated[str, typer.Argument(metavar="SENTENCE", help="The sentence; its words become the tokens.")],
+    d_model: Annotated[int, typer.Option("--d-model", min=1, max=512, metavar="N", help="Width of each embedding.")] = 4,
+    heads: Annotated[int, typer.Option(min=1, max=64, metavar="H", help="Query heads (must divide d_model).")] = 1,
+    kv_heads: Annotated[int | None, typer.Option("--kv-heads", min=1, metavar="G", help="Key/value heads for grouped-query attention (must divide H) [default: H].")] = None,
+    mask: Annotated[str, typer.Option(metavar="MASK", help="none or causal.")] = "none",
+    rope: Annotated[bool, typer.Option("--rope", help="Rotary position embeddings (θ = 10000, rotate-half).")] = False,
+    seed: Annotated[int, typer.Option(min=0, metavar="S", help="Random seed: the same seed gives the same file.")] = 0,
+) -> None:
+    """Print a new scenario with random weights (two decimals, reproducible by seed) to run and edit.
+
+    \b
+    Examples:
+      attncli scenarios new "The cat sat on the mat" --d-model 4 > mine.yaml
+      attncli scenarios new "Llamas like grass" --d-model 8 --heads 4 --kv-heads 2 --mask causal --rope --seed 7
+    """
+    from attncli.newscenario import new_scenario
+
+    if mask not in ("none", "causal"):
+        raise AttnError(f"found {mask!r}", key="--mask", expected="none or causal (edit the file for windows, sinks and padding)")
+    emit(new_scenario(sentence, d_model=d_model, heads=heads, kv_heads=kv_heads, causal=mask == "causal", rope=rope, seed=seed))
 
 
 def _description(name: str) -> str:

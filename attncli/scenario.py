@@ -33,6 +33,11 @@ MAX_PRECISION = 15  # float64 carries 15-17 significant digits; more decimals wo
 _PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~" + "“”‘’«»…—–"  # string.punctuation and typographic marks
 
 
+def split_sentence(sentence: str) -> list[str]:
+    """The words of a sentence: split on whitespace, surrounding punctuation stripped ("mat." → "mat")."""
+    return [word for word in (part.strip(_PUNCTUATION) for part in sentence.split()) if word]
+
+
 # -- loading ---------------------------------------------------------------------------------
 
 
@@ -224,8 +229,7 @@ class _Validator:
             )
         if sentence_value is not None:
             sentence = to_word(sentence_value, f"{prefix}sentence")
-            tokens = [word.strip(_PUNCTUATION) for word in sentence.split()]
-            tokens = [t for t in tokens if t]
+            tokens = split_sentence(sentence)
             if not tokens:
                 raise self._error("the sentence has no words", f"{prefix}sentence", "a sentence such as `The cat sat.`", sentence_value)
             return tokens
