@@ -141,14 +141,14 @@ def _rotation(expl: Explanation, p: int, w: Writer) -> Step:
     for i, (a, b, angle) in enumerate(zip(first, second, angles)):
         x, y = expl.q_raw[a], expl.q_raw[b]
         lines.append(Line(
-            f"{w.text('pair')} {i + 1} ({a + 1}, {b + 1}): φ",
+            f"{w.text('pair')}\\ {i + 1} \\ ({a + 1}, {b + 1}): {w.phi}" if w.tex else f"pair {i + 1} ({a + 1}, {b + 1}): φ",
             f"{position} {w.times} {w.num(float(rope.frequencies(d_k)[i]), p + 2)} = {w.num(float(angle), p)}, "
             f"({w.num(float(x), p)}, {w.num(float(y), p)}) {w.text('turns to')} ({w.num(float(expl.q[a]), p)}, {w.num(float(expl.q[b]), p)})",
         ))  # fmt: skip
-    lines.append(Line("q′", w.vec(expl.q, p)))
+    lines.append(Line(w.prime("q"), w.vec(expl.q, p)))
     shown = expl.keys if len(expl.keys) <= LONG_SUM else expl.keys[:5] + expl.keys[-2:]
     for key in shown:
-        lines.append(Line(w.of("k′", w.label(key.label)), f"{w.text('RoPE')}({w.vec(key.k_raw, p)}, {key.position - 1}) = {w.vec(key.k, p)}"))
+        lines.append(Line(w.of(w.prime("k"), w.label(key.label)), f"{w.text('RoPE')}({w.vec(key.k_raw, p)}, {key.position - 1}) = {w.vec(key.k, p)}"))
     notes = [
         f"{rope.describe()}: the query at position {position} (counted from 0) turns its pair i by the angle "
         f"{position}·ω_i, with ω_i = θ^(−2i/d_k); each key turns by its own position the same way.",
@@ -157,13 +157,13 @@ def _rotation(expl: Explanation, p: int, w: Writer) -> Step:
     ]
     if len(shown) < len(expl.keys):
         notes.append(f"{len(expl.keys) - len(shown)} of the {len(expl.keys)} rotated keys are left out here.")
-    return Step("Rotating the query and the keys (RoPE)", f"q′ = {w.text('RoPE')}(q, i)", lines, notes)
+    return Step("Rotating the query and the keys (RoPE)", f"{w.prime('q')} = {w.text('RoPE')}(q, i)", lines, notes)
 
 
 def _dot_products(expl: Explanation, p: int, w: Writer) -> Step:
     long = len(expl.q) > LONG_VECTOR
-    q = "q′" if expl.scenario.rope is not None else "q"
-    k = "k′" if expl.scenario.rope is not None else "k"
+    q = w.prime("q") if expl.scenario.rope is not None else "q"
+    k = w.prime("k") if expl.scenario.rope is not None else "k"
     lines = []
     for key in expl.keys:
         terms = [f"({w.num(a, p)} {w.times} {w.num(b, p)})" for a, b in zip(expl.q, key.k)]

@@ -65,6 +65,11 @@ class Writer:
     alpha = "α"
     minus_infinity = "−∞"
     approx = "≈"
+    phi = "φ"
+
+    def prime(self, symbol: str) -> str:
+        """q′: a symbol after rotation."""
+        return symbol + "′"
 
     def num(self, x: float, precision: int, *, whole: bool = True) -> str:
         from attncli.numbers import fixed, smart
@@ -122,6 +127,10 @@ class TexWriter(Writer):
     alpha = r"\alpha"
     minus_infinity = r"-\infty"
     approx = r"\approx"
+    phi = r"\varphi"
+
+    def prime(self, symbol: str) -> str:
+        return symbol + "'"
 
     def num(self, x: float, precision: int, *, whole: bool = True) -> str:
         import math
