@@ -189,7 +189,7 @@ def score_bias(s: Scenario, h: int, L_q: int, L_k: int) -> np.ndarray | None:
 def weighted_sum(weights: np.ndarray, V: np.ndarray, decimals: int | None) -> np.ndarray:
     """(L_q, d_v) weights·V: one matrix product, or by hand (each weighted value rounded, then their sum)."""
     if decimals is None:  # exact: one matrix product
-        return weights @ V  # (L_q, L_k) @ (L_k, d_v) -> (L_q, d_v)
+        return np.asarray(weights @ V)  # (L_q, L_k) @ (L_k, d_v) -> (L_q, d_v)
     r = rounder(decimals)
     L_q, L_k = weights.shape
     output = np.empty((L_q, V.shape[1]))  # (L_q, d_v)
@@ -211,4 +211,4 @@ def row_shift(masked: np.ndarray, visible: np.ndarray) -> np.ndarray:
     row_min = np.where(visible, masked, np.inf).min(axis=1)  # (L_q,)
     count = visible.sum(axis=1)  # (L_q,)
     safe = (row_max <= SHIFT_FREE) & (row_min >= -SHIFT_FREE) & (row_max + np.log(count) < 709.0)
-    return np.where(safe, 0.0, row_max)
+    return np.asarray(np.where(safe, 0.0, row_max))

@@ -90,23 +90,23 @@ class Scenario:
 
     @property
     def d_model(self) -> int | None:
-        return None if self.X is None else self.X.shape[1]
+        return None if self.X is None else int(self.X.shape[1])
 
     @property
     def d_k(self) -> int:
         queries = self.Q if self.Q is not None else self.W_Q
         assert queries is not None
-        return queries.shape[1] // self.heads
+        return int(queries.shape[1]) // self.heads
 
     @property
     def d_v(self) -> int:
         values = self.V if self.V is not None else self.W_V
         assert values is not None
-        return values.shape[1] // self.G
+        return int(values.shape[1]) // self.G
 
     @property
     def d_out(self) -> int:
-        return self.W_O.shape[1] if self.W_O is not None else self.heads * self.d_v
+        return int(self.W_O.shape[1]) if self.W_O is not None else self.heads * self.d_v
 
     def kv_head(self, head: int) -> int:
         """The key/value head (from 1) that query head `head` (from 1) reads: ⌊(h−1)·G/H⌋ + 1."""

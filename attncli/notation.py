@@ -77,9 +77,11 @@ class Writer:
         return (smart if whole else fixed)(x, precision)
 
     def vec(self, values: object, precision: int, *, whole: bool = True) -> str:
+        import numpy as np
+
         from attncli.numbers import vector
 
-        return vector(values, precision, whole=whole)
+        return vector(np.ravel(np.asarray(values)), precision, whole=whole)
 
     def mat(self, matrix: object, precision: int) -> str:
         import numpy as np

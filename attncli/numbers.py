@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 MINUS_INFINITY = "−∞"
 
@@ -22,7 +23,7 @@ def smart(x: float, precision: int) -> str:
     return fixed(x, precision)
 
 
-def vector(values, precision: int, *, whole: bool = True) -> str:
+def vector(values: Iterable[float], precision: int, *, whole: bool = True) -> str:
     """[1, -1] or [0.244, 0.244]."""
     write = smart if whole else fixed
     return "[" + ", ".join(write(float(v), precision) for v in values) + "]"

@@ -8,6 +8,7 @@ shapes fit.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 import math
 from pathlib import Path
 
@@ -138,8 +139,9 @@ class _Validator:
             X = self._embeddings(tokens, case_sensitive, self._get("embeddings"), "embeddings")
             X_kv = None if context is None else self._context_embeddings(context, context_tokens or [], case_sensitive, X.shape[1])
             weights = self._weights(X, X_kv, heads, kv_heads)
-        d_k = (weights["W_Q"] if weights.get("W_Q") is not None else weights["Q"]).shape[1] // heads
-        concat_width = heads * ((weights["W_V"] if weights.get("W_V") is not None else weights["V"]).shape[1] // kv_heads)
+        queries, values = _first(weights, "W_Q", "Q"), _first(weights, "W_V", "V")
+        d_k = queries.shape[1] // heads
+        concat_width = heads * (values.shape[1] // kv_heads)
         W_O = self._output_projection(concat_width)
         d_out = W_O.shape[1] if W_O is not None else concat_width
         b_O = self._vector("b_O", d_out, "d_out, the columns of W_O" if W_O is not None else "H·d_v (no W_O given)")
@@ -154,7 +156,7 @@ class _Validator:
             case_sensitive=case_sensitive,
             heads=heads,
             kv_heads=None if kv_heads == heads else kv_heads,
-            **{key: _frozen(array) for key, array in weights.items()},
+            **{key: _frozen(array) for key, array in weights.items()},  # type: ignore[arg-type]  # X, X_kv, W_* and b_*, or Q, K, V
             W_O=_frozen(W_O),
             b_O=_frozen(b_O),
             scale=self._scale(d_k),
@@ -364,7 +366,7 @@ class _Validator:
             "b_V": self._vector("b_V", W_V.shape[1], "the columns of W_V"),
         }
 
-    def _direct(self, given: list[str], heads: int, kv_heads: int, L_q: int, L_k: int, cross: bool) -> dict[str, np.ndarray | None]:
+    def _direct(self, given: Sequence[str], heads: int, kv_heads: int, L_q: int, L_k: int, cross: bool) -> dict[str, np.ndarray | None]:
         mixed = [key for key in ("embeddings", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V") if key in self.tree.items]
         if mixed:
             raise self._error(
@@ -611,6 +613,11 @@ class _Validator:
                 raise self._error(f"{len(slopes)} slopes for {heads} heads ({few})", "alibi.slopes", f"{heads} slopes, one per head", slopes_value)
             return Alibi(tuple(float(m) for m in slopes), given=True)
         raise self._error(f"found {describe(value)}", "alibi", "`true` for the paper's slopes, or {slopes: [m_1, …, m_H]}", value)
+
+
+def _first(arrays: dict[str, np.ndarray | None], *keys: str) -> np.ndarray:
+    """The first of `keys` that holds an array (weights, or Q/K/V given directly)."""
+    return next(array for key in keys if (array := arrays.get(key)) is not None)
 
 
 MAX_LISTED = 10  # missing words named in one error message

@@ -63,4 +63,4 @@ def experiment(
 def _max_softmax(scores: np.ndarray) -> np.ndarray:
     """(n,) the largest softmax weight of each row of (n, L) scores, computed stably."""
     shifted = np.exp(scores - scores.max(axis=1, keepdims=True))  # (n, L), the largest entry is 1
-    return 1.0 / shifted.sum(axis=1)
+    return np.asarray(1.0 / shifted.sum(axis=1))

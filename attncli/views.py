@@ -14,6 +14,7 @@ import numpy as np
 
 from attncli import stages
 from attncli.engine import HeadResult, RunResult
+from attncli.model import Scenario
 from attncli.notation import Notation
 from attncli.stages import Row
 
@@ -101,7 +102,7 @@ def _view(result: RunResult, row: Row, head: HeadResult | None) -> MatrixView | 
     )
 
 
-def _labels(axis: str, n: int, s, key: str) -> list[str]:
+def _labels(axis: str, n: int, s: Scenario, key: str) -> list[str]:
     if axis == "queries":
         return list(s.query_labels)
     if axis == "keys":

@@ -7,7 +7,7 @@ UTF-8 byte chunks. Each format's module is imported only when that format is ask
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from attncli.errors import AttnError
@@ -121,7 +121,7 @@ def _one_stage(stages: tuple[str, ...] | None) -> str:
     return stages[0]
 
 
-def _rich(build, options: Options) -> str:
+def _rich(build: Callable[[Console], list[RenderableType]], options: Options) -> str:
     """Render Rich renderables for the terminal, or export them as one HTML or SVG file."""
     from attncli import output
 

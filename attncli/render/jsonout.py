@@ -19,6 +19,7 @@ from attncli import stages
 from attncli.engine import HeadResult, RunResult
 from attncli.explain import Explanation
 from attncli.model import Scenario
+from attncli.variance import VarianceRow
 
 RUN_SCHEMA = "attncli.run/1"
 EXPLAIN_SCHEMA = "attncli.explain/1"
@@ -124,7 +125,7 @@ def explain_json(expl: Explanation) -> dict[str, Any]:
     }
 
 
-def variance_json(rows: list, *, keys: int, seed: int) -> dict[str, Any]:
+def variance_json(rows: list[VarianceRow], *, keys: int, seed: int) -> dict[str, Any]:
     """The attncli.variance/1 document: one row per width d."""
     return {
         "schema": VARIANCE_SCHEMA,

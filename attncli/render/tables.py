@@ -13,6 +13,7 @@ from attncli.engine import RunResult
 from attncli.numbers import MINUS_INFINITY, fixed
 from attncli.render.heatmap import Heat
 from attncli.summary import describe
+from attncli.variance import VarianceRow
 from attncli.views import MatrixView
 
 ELLIPSIS_COLUMN = "…"
@@ -172,7 +173,7 @@ def _fit(view: MatrixView, room: int, precision: int, *, ramp: bool) -> list[int
     return left + [-1] + right[::-1]
 
 
-def variance_table(rows: list, *, keys: int) -> list[RenderableType]:
+def variance_table(rows: list[VarianceRow], *, keys: int) -> list[RenderableType]:
     """The √d experiment: each measurement beside its theory, and how the softmax saturates without scaling."""
     samples = f"{rows[0].samples:,} samples per d; " if rows else ""
     table = Table(title=f"q·k for q, k ~ N(0, I_d): {samples}scaled = q·k/√d; theory in brackets", title_justify="left", title_style="bold")

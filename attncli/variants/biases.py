@@ -49,7 +49,7 @@ class ScoreBias:
 
     def matrix(self, head: int, L_q: int, L_k: int) -> np.ndarray:
         """(L_q, L_k) the bias of head h (from 1)."""
-        return self.matrices[0 if len(self.matrices) == 1 else head - 1]
+        return np.asarray(self.matrices[0 if len(self.matrices) == 1 else head - 1])
 
     def describe(self) -> str:
         return "a given bias matrix" + (" per head" if len(self.matrices) > 1 else "")

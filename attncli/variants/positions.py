@@ -24,11 +24,11 @@ class Rope:
         """(d_k/2,) ω_i = θ^(−2i/d_k)."""
         if self.inv_freq is not None:
             return self.inv_freq
-        return self.theta ** (-np.arange(0, d_k, 2, dtype=np.float64) / d_k)  # (d_k/2,)
+        return np.asarray(self.theta ** (-np.arange(0, d_k, 2, dtype=np.float64) / d_k))  # (d_k/2,)
 
     def angles(self, positions: np.ndarray, d_k: int) -> np.ndarray:
         """(L, d_k/2) p·ω_i for each position p and pair i."""
-        return positions.astype(np.float64)[:, None] * self.frequencies(d_k)[None, :]  # (L, d_k/2)
+        return np.asarray(positions.astype(np.float64)[:, None] * self.frequencies(d_k)[None, :])  # (L, d_k/2)
 
     def pairs(self, d_k: int) -> tuple[np.ndarray, np.ndarray]:
         """The coordinates paired for rotation: (first, second), each (d_k/2,) indexes from 0."""
