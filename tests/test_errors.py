@@ -97,10 +97,14 @@ def test_unreadable_file(cli, tmp_path, monkeypatch):
     path = tmp_path / "locked.yaml"
     path.write_text("tokens: [a]\nembeddings: [[1]]\n")
 
-    def refuse(self):
-        raise PermissionError(13, "Permission denied")
+    real_open = os.open
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)
+    def refuse(name, *args, **kwargs):
+        if str(name) == str(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(name, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
     result = cli("run", str(path))
     assert result.exit_code == 1 and result.stdout == ""
     assert f"{path}: cannot be read: permission denied" in result.stderr
