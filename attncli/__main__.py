@@ -1,3 +1,29 @@
-from attncli.cli import main
+"""The `attncli` command and `python -m attncli`: Ctrl-C is one line and status 130 from the very first moment."""
 
-main()
+import signal
+import sys
+from types import FrameType
+
+
+def _interrupted(signum: int, frame: FrameType | None) -> None:
+    """SIGINT at any moment, start-up included: one line, status 130, no traceback."""
+    if sys.stderr is not None:
+        try:
+            sys.stderr.write("attncli: interrupted\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+    raise SystemExit(130)  # unwinds through every `finally`, so a temporary file is still removed
+
+
+def main() -> None:
+    """Catch Ctrl-C first, then import the command line (Typer, Rich: the slow part of start-up) and run it."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when started with SIGINT ignored (`nohup`, `&`)
+        signal.signal(signal.SIGINT, _interrupted)
+    from attncli.cli import main as run
+
+    run()
+
+
+if __name__ == "__main__":
+    main()

@@ -18,7 +18,7 @@ import typer
 
 from attncli import __version__, builtin
 from attncli.errors import AttnError, ExitStatus
-from attncli.output import emit, print_error
+from attncli.output import emit, print_error, print_internal_error, print_line, silence_stdout
 from attncli.render import Format, Options
 
 if TYPE_CHECKING:
@@ -59,8 +59,9 @@ RoundOption = Annotated[
 FormatOption = Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table, json, markdown, latex, csv, html or svg.")]
 OutputOption = Annotated[
     Path | None,
-    typer.Option("--output", "-o", metavar="FILE", help="Write to this file (atomically) instead of stdout.", dir_okay=False),
-]
+    typer.Option("--output", "-o", metavar="FILE", help="Write to this file (atomically) instead of stdout."),
+]  # not dir_okay=False: Click would refuse a folder with its usage status 2; output.write_file refuses it with status 1
+ForceOption = Annotated[bool, typer.Option("--force", help="With --output: replace the file even if it is read-only.")]
 MaxCellsOption = Annotated[
     int | None,
     typer.Option("--max-cells", min=1, metavar="N", help="Refuse scenarios with more attention cells (heads × tokens²) than this [default: 16,777,216]."),
@@ -74,23 +75,39 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def guard(command: F) -> F:
-    """The one error path: a domain error becomes one line on stderr and a non-zero exit."""
+    """The one error path: a domain error becomes one line on stderr and a non-zero exit; so does anything else, with no traceback."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from attncli import reading
+
+        reading.forget_files_read()  # a new command: no output path is an input yet
         try:
             return command(*args, **kwargs)
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise
         except AttnError as error:
             if _traceback_wanted():
                 raise
             print_error(error)
             raise typer.Exit(ExitStatus.ERROR) from None
         except KeyboardInterrupt:
-            sys.stderr.write("attncli: interrupted\n")
+            print_line("attncli: interrupted")
             raise typer.Exit(ExitStatus.INTERRUPTED) from None
         except BrokenPipeError:
             _silence_stdout()
             raise typer.Exit(ExitStatus.BROKEN_PIPE) from None
+        except (OSError, MemoryError) as error:  # the system refused: a file, a name, memory; not a bug of attncli
+            if _traceback_wanted():
+                raise
+            problem = reading.os_error(error) if isinstance(error, OSError) else AttnError("out of memory", expected="a smaller scenario")
+            print_error(problem)
+            raise typer.Exit(ExitStatus.ERROR) from None
+        except Exception as error:
+            if _traceback_wanted():
+                raise
+            print_internal_error(error)
+            raise typer.Exit(ExitStatus.INTERNAL) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -101,11 +118,7 @@ def _traceback_wanted() -> bool:
 
 def _silence_stdout() -> None:
     """After the reader of a pipe went away, send what is left to /dev/null so Python exits quietly."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
+    silence_stdout()
 
 
 def _version(value: bool) -> None:
@@ -423,5 +436,47 @@ def _limits(max_cells: int | None, max_values: int | None) -> "Limits":
 
 
 def main() -> None:
-    """Entry point of the `attncli` command and of `python -m attncli`."""
-    app(prog_name="attncli")
+    """Entry point of the `attncli` command and of `python -m attncli` (through attncli.__main__): never a traceback."""
+    for stream in (sys.stdout, sys.stderr):  # a terminal or PYTHONIOENCODING that cannot show "√" gets "\\u221a"
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+    try:
+        status = app(prog_name="attncli", standalone_mode=False)
+    except typer.TyperException as error:  # Click's usage errors
+        status = _usage_error(error)
+    except typer.Abort:
+        print_line("attncli: aborted")
+        status = ExitStatus.ERROR
+    except BrokenPipeError:
+        _silence_stdout()
+        status = ExitStatus.BROKEN_PIPE
+    except SystemExit:
+        if type(sys.stdout).__name__ != "PacifyFlushWrapper":
+            raise
+        # Click met EPIPE (printing --help, --version) and exits 1; the README promises 141, as `cat` reports it
+        _silence_stdout()
+        status = ExitStatus.BROKEN_PIPE
+    except KeyboardInterrupt:
+        print_line("attncli: interrupted")
+        status = ExitStatus.INTERRUPTED
+    except Exception as error:
+        if _traceback_wanted():
+            raise
+        print_internal_error(error)
+        status = ExitStatus.INTERNAL
+    sys.exit(status if isinstance(status, int) else ExitStatus.OK)
+
+
+def _usage_error(error: Exception) -> int:
+    """Click's usage error, shown as Click shows it (status 2); a bad output path is one line and status 1."""
+    from attncli.errors import shorten, visible
+
+    param = getattr(error, "param", None)
+    message = shorten(visible(getattr(error, "message", str(error))), 200)
+    if isinstance(error, typer.BadParameter) and param is not None and param.name in ("output", "out_dir"):
+        print_error(AttnError(message, key=param.opts[0] if param.opts else None))
+        return ExitStatus.ERROR
+    if type(error).__name__ != "NoArgsIsHelpError":  # that one's message is the whole --help
+        error.message = message  # type: ignore[attr-defined]
+    error.show()  # type: ignore[attr-defined]
+    return getattr(error, "exit_code", ExitStatus.USAGE)

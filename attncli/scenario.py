@@ -59,43 +59,9 @@ def load(name_or_path: str, *, limits: Limits = Limits()) -> Scenario:
 
 def read_text(path: Path, shown: str, *, max_bytes: int = Limits().max_bytes) -> str:
     """The file's text, or an AttnError that says why it cannot be had."""
-    if not path.exists():
-        names = builtin.names()
-        close = difflib.get_close_matches(path.name.removesuffix(".yaml"), names, n=1)
-        hint = f"; did you mean the built-in {close[0]!r}?" if close else ""
-        raise AttnError(
-            f"no such file or built-in scenario{hint}",
-            file=shown,
-            expected=f"a path to a .yaml file or one of: {', '.join(names)}",
-        )
-    if path.is_dir():
-        raise AttnError("this is a folder", file=shown, expected="a scenario file (export takes folders)")
-    try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise AttnError(
-                f"the file is {size:,} bytes, larger than the {max_bytes:,} a scenario may be",
-                file=shown,
-                expected="a teaching-sized scenario",
-            )
-        data = path.read_bytes()
-    except PermissionError:
-        raise AttnError("cannot be read: permission denied", file=shown) from None
-    except OSError as error:
-        raise AttnError(f"cannot be read: {error.strerror}", file=shown) from None
-    if b"\x00" in data:
-        line = data[: data.index(b"\x00")].count(b"\n") + 1
-        raise AttnError("this is a binary file, not YAML text", file=shown, line=line, expected="a UTF-8 text file")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise AttnError(
-            f"not UTF-8 text: byte 0x{data[error.start]:02x} cannot be decoded",
-            file=shown,
-            line=line,
-            expected="a UTF-8 text file; save it as UTF-8",
-        ) from None
+    from attncli import reading
+
+    return reading.read_text(path, shown, max_bytes=max_bytes)
 
 
 def from_text(text: str, *, stem: str = "scenario", limits: Limits = Limits(), path: str | None = None) -> Scenario:

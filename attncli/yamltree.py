@@ -11,10 +11,11 @@ nesting cannot exhaust the C stack.
 from __future__ import annotations
 
 import math
+import re
 
 import yaml
 
-from attncli.errors import AttnError
+from attncli.errors import AttnError, shorten
 from attncli.limits import Limits
 
 _STANDARD_TAG = "tag:yaml.org,2002:"
@@ -40,7 +41,7 @@ class Scalar:
     @property
     def kind(self) -> str:
         """What YAML 1.1 would make of it: "str", "int", "float", "bool", "null"...; used to explain mistakes."""
-        tag = self.explicit_tag or _RESOLVER.resolve(yaml.ScalarNode, self.text, (self.plain, False))
+        tag: str = self.explicit_tag or _RESOLVER.resolve(yaml.ScalarNode, self.text, (self.plain, False))  # type: ignore[no-untyped-call]  # PyYAML's stubs leave it untyped
         return tag.removeprefix(_STANDARD_TAG)
 
 
@@ -69,24 +70,102 @@ def parse(text: str, *, limits: Limits = Limits()) -> Value | None:
     loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     loader = loader_class(text)
     try:
-        return _Builder(limits).build(loader)
+        tree = _Builder(limits).build(loader)
     except yaml.MarkedYAMLError as error:
-        raise _syntax_error(error) from None
+        raise _syntax_error(error, text) from None
     except yaml.YAMLError as error:  # e.g. a reader error with no mark
         raise AttnError(f"not valid YAML: {error}") from None
     finally:
         loader.dispose()
+    if tree is not None and _SUSPECT_COMMA.search(text):
+        _refuse_decimal_commas(text, tree)
+    return tree
 
 
-def _syntax_error(error: yaml.MarkedYAMLError) -> AttnError:
+def _syntax_error(error: yaml.MarkedYAMLError, text: str) -> AttnError:
+    """libyaml's complaint, or, for the mistakes newcomers make most, what the mistake is and where."""
     mark = error.problem_mark or error.context_mark
     problem = error.problem or "invalid YAML"
+    began = error.context_mark
+    if mark is not None:
+        known = _known_mistake(problem, mark, began, text.splitlines())
+        if known is not None:
+            return known
     column = f", column {mark.column + 1}" if mark else ""
     context = f" {error.context}" if error.context else ""
-    began = error.context_mark
     if began is not None and mark is not None and (began.line, began.column) != (mark.line, mark.column):
         context += f" that begins at line {began.line + 1}, column {began.column + 1}"
     return AttnError(f"YAML syntax error{column}: {problem}{context}", line=mark.line + 1 if mark else None)
+
+
+def _known_mistake(problem: str, mark: yaml.Mark, began: yaml.Mark | None, lines: list[str]) -> AttnError | None:
+    """A tab, a missing colon or a colon inside a value, reported on the line that holds it."""
+    line = lines[mark.line] if mark.line < len(lines) else ""
+    if problem.startswith("found character that cannot start any token") and line[mark.column : mark.column + 1] == "\t":
+        number = mark.line + 1
+        if not line[: mark.column].strip(" \t-"):  # only spaces, tabs and list dashes before it
+            return AttnError(f"a tab character indents line {number}: YAML indents with spaces", line=number, expected="spaces, not tabs")
+        return AttnError(
+            f"a tab character at column {mark.column + 1} of line {number}: YAML separates with spaces", line=number, expected="spaces, not tabs"
+        )
+    if problem.startswith("could not find expected ':'") and began is not None:
+        key_line = lines[began.line] if began.line < len(lines) else ""
+        return AttnError(
+            f"YAML syntax error, column {began.column + 1}: the ':' after the key is missing in {shorten(key_line.strip(), 60)!r}",
+            line=began.line + 1,
+            expected="`key: value`, a colon and a space after each key",
+        )
+    if problem.startswith("mapping values are not allowed"):
+        return AttnError(
+            f"YAML syntax error, column {mark.column + 1}: a second ': ' on the line",
+            line=mark.line + 1,
+            expected="one `key: value` per line; put a value that holds ': ' in quotes",
+        )
+    return None
+
+
+# A comma between two digits, with no space: `0,5`. Compact lists such as [1,0,0] are written
+# that way on purpose; but a list of numbers that separates its other items with ", " and
+# has one such comma is a decimal comma: [1, 0,5] means [1, 0.5], not three numbers.
+_SUSPECT_COMMA = re.compile(r"\d,\d")
+_NUMBER_LIST = re.compile(r"\[([-+0-9.eE, \t]*)\]")
+_DECIMAL_COMMA = re.compile(r"(?<![\d.])[-+]?\d+,\d+(?![\d.])")
+_KEY_WITHOUT_SPACE = re.compile(r"[A-Za-z_][\w ]*:[^\s:]")  # `a:[1, 0]`: one word, not a key and its value
+_NUMBERS_WITHOUT_COMMAS = re.compile(r"[-+]?[0-9.]+(?:[eE][-+]?\d+)?(?:\s+[-+]?[0-9.]+(?:[eE][-+]?\d+)?)+")
+
+
+def _refuse_decimal_commas(text: str, tree: Value) -> None:
+    for number, line in enumerate(text.splitlines(), 1):
+        if not _SUSPECT_COMMA.search(line):
+            continue
+        for found in _NUMBER_LIST.finditer(line.split("#", 1)[0]):
+            items = found.group(1)
+            if ", " not in items and ",\t" not in items:
+                continue  # a compact list, [1,0,0]
+            written = _DECIMAL_COMMA.search(items)
+            if written is None:
+                continue
+            decimal = written.group().replace(",", ".")
+            raise AttnError(
+                f"`{written.group()}` in {found.group()} has a decimal comma: YAML reads it as two numbers",
+                line=number,
+                key=_path_to_line(tree, number),
+                expected=f"a decimal point, {decimal}; or a space after the comma if these are two numbers",
+            )
+
+
+def _path_to_line(tree: Value, line: int) -> str | None:
+    """The key path of the first list on `line` (for messages; positions from 1)."""
+    pending: list[tuple[Value, str]] = [(tree, "")]
+    while pending:
+        value, path = pending.pop()
+        if isinstance(value, Seq):
+            if value.line == line:
+                return path or None
+            pending.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(value.items, 1))))
+        elif isinstance(value, Map):
+            pending.extend((item, f"{path}.{key}" if path else key) for key, item in reversed(list(value.items.items())))
+    return None
 
 
 class _Frame:
@@ -114,7 +193,7 @@ class _Builder:
         documents = 0
         get_event, stack, scalar_event = loader.get_event, self.stack, yaml.ScalarEvent
         most = self.limits.max_values
-        while (event := get_event()) is not None:
+        while (event := get_event()) is not None:  # type: ignore[no-untyped-call]  # PyYAML's stubs leave it untyped
             line = event.start_mark.line + 1
             # numbers in a list are by far the most common event: handle them first, inline
             if type(event) is scalar_event and event.tag is None and event.anchor is None and stack:
@@ -137,10 +216,10 @@ class _Builder:
                 if event.tag is not None:
                     self._check_tag(event.tag, line)
                 self._count(1, line)
-                value = Scalar(event.value, event.implicit[0] and not event.style, line, event.tag)
+                scalar = Scalar(event.value, event.implicit[0] and not event.style, line, event.tag)
                 if event.anchor is not None:
-                    self._anchor(event.anchor, value, 1)
-                self._add(value, line)
+                    self._anchor(event.anchor, scalar, 1)
+                self._add(scalar, line)
             elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
                 self._check_tag(event.tag, line)
                 if len(self.stack) >= self.limits.max_depth:
@@ -149,8 +228,8 @@ class _Builder:
                         "nested too deep", line=line, key=top_key, expected=f"at most {self.limits.max_depth} levels of lists and mappings"
                     )
                 self._count(1, line)
-                value = Seq([], line) if isinstance(event, yaml.SequenceStartEvent) else Map({}, line)
-                self.stack.append(_Frame(value, self.count - 1, event.anchor))
+                collection: Seq | Map = Seq([], line) if isinstance(event, yaml.SequenceStartEvent) else Map({}, line)
+                self.stack.append(_Frame(collection, self.count - 1, event.anchor))
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                 frame = self.stack.pop()
                 self._anchor(frame.anchor, frame.value, self.count - frame.start_count)
@@ -158,10 +237,10 @@ class _Builder:
             elif isinstance(event, yaml.AliasEvent):
                 if event.anchor not in self.anchors:
                     raise AttnError(f"the alias *{event.anchor} refers to no anchor before it", line=line, key=self._path())
-                value, size = self.anchors[event.anchor]
+                repeated, size = self.anchors[event.anchor]
                 self.aliased = True
                 self._count(size, line)
-                self._add(value, line)
+                self._add(repeated, line)
         return self.root
 
     def _count(self, n: int, line: int) -> None:
@@ -198,6 +277,13 @@ class _Builder:
         elif frame.key is None:
             if not isinstance(value, Scalar):
                 raise AttnError("a key must be a word, not a list or mapping", line=line, key=self._path())
+            if value.text == "<<" and value.plain:
+                raise AttnError(
+                    "merge keys (<<) are not supported: write the keys out",
+                    line=line,
+                    key=self._path(),
+                    expected="the keys themselves; an alias of a whole value (*name) is fine",
+                )
             if value.text in frame.value.key_lines:
                 raise AttnError(
                     f"the key {value.text!r} appears twice (lines {frame.value.key_lines[value.text]} and {line})",
@@ -233,6 +319,12 @@ def describe(value: Value) -> str:
         return "a list" if value.items else "an empty list"
     if not value.plain:
         return f"the text {value.text!r}"
+    if _KEY_WITHOUT_SPACE.match(value.text):
+        return f"{value.text!r} (a space is missing after the ':'?)"
+    if _NUMBERS_WITHOUT_COMMAS.fullmatch(value.text):
+        return f"{value.text!r} (separate the numbers of a list with commas: [{', '.join(value.text.split())}])"
+    if _DECIMAL_COMMA.fullmatch(value.text):
+        return f"{value.text!r} (a decimal comma? write {value.text.replace(',', '.')})"
     kind = value.kind
     if kind == "null":
         return "nothing (null)" if value.text in ("", "~", "null", "Null", "NULL") else f"{value.text!r}"

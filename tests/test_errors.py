@@ -65,6 +65,15 @@ CASES = [
     ("undefined-alias.yaml", 2, "the alias *row refers to no anchor before it"),
     ("billion-laughs.yaml", 9, "the document expands through anchors and aliases to more than 2,000,000 values"),
     ("too-many-tokens.yaml", 1, "sentence: 5,000 tokens × 5,000 × 1 head(s) = 25,000,000 attention cells, more than the limit"),
+    # mistakes newcomers make, named for what they are, on the line that holds them
+    ("tab-indent.yaml", 3, "a tab character indents line 3: YAML indents with spaces"),
+    ("missing-colon.yaml", 4, "the ':' after the key is missing in 'b [0, 1]'"),
+    ("decimal-comma.yaml", 3, "embeddings.a: `0,5` in [1, 0,5] has a decimal comma: YAML reads it as two numbers (expected a decimal point, 0.5"),
+    ("merge-key.yaml", 4, "merge keys (<<) are not supported: write the keys out"),
+    ("utf16.yaml", 1, "UTF-16 text: save it as UTF-8"),
+    ("numbers-without-commas.yaml", 4, "embeddings.b[1]: found '0 1' (separate the numbers of a list with commas: [0, 1])"),
+    ("colon-in-value.yaml", 1, "a second ': ' on the line (expected one `key: value` per line; put a value that holds ': ' in quotes)"),
+    ("key-without-space.yaml", 3, "embeddings: found 'a:[1, 0]' (a space is missing after the ':'?)"),
 ]
 
 
@@ -108,10 +117,14 @@ def test_unreadable_file(cli, tmp_path, monkeypatch):
     path = tmp_path / "locked.yaml"
     path.write_text("tokens: [a]\nembeddings: [[1]]\n")
 
-    def refuse(self):
-        raise PermissionError(13, "Permission denied")
+    real_open = os.open
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)
+    def refuse(name, *args, **kwargs):
+        if str(name) == str(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(name, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
     result = cli("run", str(path))
     assert result.exit_code == 1 and result.stdout == ""
     assert f"{path}: cannot be read: permission denied" in result.stderr
