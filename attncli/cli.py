@@ -281,7 +281,7 @@ def export(
             explain_word=explain_word,
             limits=_limits(max_cells, max_values),
             report_error=print_error,
-            note=lambda line: sys.stderr.write(line + "\n"),
+            note=_note,
             advance=lambda: advance(1),
         )
     sys.stderr.write(report.summary(out_dir, format.value) + "\n")
@@ -333,6 +333,11 @@ def variance(
 
     con = console(to_file=output is not None)
     emit(render(con, variance_table(rows, keys=keys)), output)
+
+
+def _note(line: str) -> None:
+    """A line of information on stderr (not an error)."""
+    sys.stderr.write(line + "\n")
 
 
 def _whole_numbers(text: str, key: str, *, low: int, high: int) -> list[int]:
