@@ -337,3 +337,11 @@ def test_export_refuses_a_missing_out_dir(cli, tmp_path):
     """The output folder must exist: a clear error, nothing written."""
     result = cli("export", "cat", "--format", "json", "--out-dir", str(tmp_path / "missing"))
     assert result.exit_code == 1 and "does not exist (expected an existing folder; create it first)" in result.stderr
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "latex", "html", "svg"])
+def test_one_quantity_prints_the_same_in_every_format(cli, fmt):
+    """The hand-rounded output of 'cat' reads 1.066 and 0.398 in every format: one rule decides the decimals."""
+    text = cli("run", "cat", "--round-steps", "3", "--stages", "output", "--precision", "2", "--format", fmt).stdout
+    assert "1.066" in text and "0.398" in text
+    assert "1.07" not in text.replace("1.066", "")
