@@ -60,19 +60,24 @@ def byte_level_tokenizer(*, bos: bool, special: list[str], trim_offsets: bool) -
 
 
 def wordpiece_tokenizer() -> Any:
-    """BERT's: lower-cased WordPiece, [CLS] sentence [SEP]."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    """BERT's: lower-cased WordPiece, [CLS] sentence [SEP]; the vocabulary written out (WordPiece training is not
+    deterministic): specials, every character alone and as a ##continuation, every word of the corpus."""
+    import re
 
-    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+
+    text = " ".join(CORPUS).lower()
+    chars = sorted(set(text) - {" "})
+    words = sorted(set(re.findall(r"\w+", text)) - set(chars))
+    pieces = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *(f"##{c}" for c in chars if c.isalnum()), *words]
+    tokenizer = Tokenizer(models.WordPiece({piece: i for i, piece in enumerate(pieces)}, unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.decoder = decoders.WordPiece()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    trainer = trainers.WordPieceTrainer(vocab_size=90, special_tokens=specials, show_progress=False)
-    tokenizer.train_from_iterator(CORPUS, trainer)
-    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    for special in pieces[:5]:
+        tokenizer.add_special_tokens([special])
     tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
     )
     return tokenizer
 

@@ -44,8 +44,8 @@ class Weights:
         value = self.checkpoint.read(name)
         if value.shape != shape:
             raise AttnError(
-                f"tensor '{name}' has shape {list(value.shape)} but the config implies {list(shape)}",
-                file=str(self.checkpoint.folder / "config.json"),
+                f"tensor '{name}' has shape {list(value.shape)} but config.json implies {list(shape)}",
+                file=str(self.checkpoint.file_of(name)),
             )
         return value
 
@@ -55,8 +55,8 @@ class Weights:
         value = self.checkpoint.read_rows(full, rows)
         if value.shape[1] != width:
             raise AttnError(
-                f"tensor '{full}' has rows of {value.shape[1]} numbers but the hidden size is {width}",
-                file=str(self.checkpoint.folder / "config.json"),
+                f"tensor '{full}' has rows of {value.shape[1]} numbers but config.json says the hidden size is {width}",
+                file=str(self.checkpoint.file_of(full)),
             )
         return value
 

@@ -133,7 +133,7 @@ def read_raw(folder: Path) -> tuple[dict[str, Any], str]:
             "no config.json in the checkpoint folder", file=str(folder), expected="a Hugging Face checkpoint folder"
         ) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise AttnError(f"config.json is not readable JSON: {error}", file=where) from None
+        raise AttnError(f"not readable JSON: {error}", file=where, expected="the model's config as a JSON object") from None
     if not isinstance(raw, dict):
         raise AttnError(f"config.json holds a JSON {type(raw).__name__}", file=where, expected="a JSON object")
     return raw, where

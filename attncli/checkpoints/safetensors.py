@@ -244,6 +244,10 @@ class Checkpoint:
             raise AttnError(f"no tensor '{name}' in the file, though {INDEX_FILE} puts it there", file=str(file.path))
         return file
 
+    def file_of(self, name: str) -> Path:
+        """The file that holds a tensor."""
+        return self._locate(name).path
+
     def entry(self, name: str) -> TensorEntry:
         return self._locate(name).entries[name]
 
