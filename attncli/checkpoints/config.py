@@ -1,0 +1,331 @@
+"""Read a checkpoint's config.json into one small normalised record, across the spellings of transformers 4 and 5.
+
+Defaults are transformers' own, per model type, so that a config.json that leaves a key out means
+what it means to transformers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from attncli.errors import AttnError
+
+SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral")
+LLAMA_FAMILY = ("llama", "qwen2", "mistral")
+ROPE_KINDS = ("default", "linear", "llama3")
+ACTIVATIONS = (
+    "gelu", "gelu_python", "gelu_new", "gelu_pytorch_tanh", "gelu_python_tanh", "gelu_fast", "quick_gelu",
+    "relu", "silu", "swish", "tanh", "sigmoid", "linear",
+)  # fmt: skip
+
+# transformers' defaults per model type (its configuration_<type>.py)
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gpt2": {"layers": 12, "hidden": 768, "heads": 12, "positions": 1024, "eps": 1e-5, "act": "gelu_new"},
+    "bert": {"layers": 12, "hidden": 768, "heads": 12, "positions": 512, "eps": 1e-12, "act": "gelu", "inter": 3072},
+    "llama": {"layers": 32, "hidden": 4096, "heads": 32, "kv": None, "positions": 2048, "inter": 11008},
+    "qwen2": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 32, "positions": 32768, "inter": 22016},
+    "mistral": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 8, "positions": 131072, "inter": 14336},
+}
+
+
+@dataclass(frozen=True)
+class RopeConfig:
+    """Rotary position settings: θ and the scaling of the inverse frequencies."""
+
+    theta: float
+    kind: str  # "default", "linear" or "llama3"
+    factor: float = 1.0
+    low_freq_factor: float | None = None  # llama3 only
+    high_freq_factor: float | None = None  # llama3 only
+    original_positions: int | None = None  # llama3 only
+
+    def describe(self) -> str | None:
+        """'linear (factor 2)', 'llama3 (factor 8, original 8192 positions)', or None without scaling."""
+        if self.kind == "linear":
+            return f"linear (factor {self.factor:g})"
+        if self.kind == "llama3":
+            return (
+                f"llama3 (factor {self.factor:g}, low/high frequency factors {self.low_freq_factor:g}/"
+                f"{self.high_freq_factor:g}, original {self.original_positions} positions)"
+            )
+        return None
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """What attncli needs to know of a model, whatever its config spelling."""
+
+    model_type: str
+    layers: int
+    hidden_size: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    max_positions: int
+    norm_eps: float
+    activation: str
+    dtype: str | None  # as config.json declares it (`dtype` or `torch_dtype`), not necessarily as stored
+    rope: RopeConfig | None
+    windows: tuple[int | None, ...]  # per layer, transformers' sliding_window (query i sees keys i−w+1 … i), None = all
+    causal: bool
+    qkv_bias: bool
+    output_bias: bool
+    mlp_bias: bool
+    scale_attn_weights: bool = True  # gpt2
+    scale_attn_by_inverse_layer_idx: bool = False  # gpt2
+    type_vocab_size: int = 0  # bert
+
+
+class _Reader:
+    """Typed look-ups in the raw JSON, each failing with the key and what was expected."""
+
+    def __init__(self, raw: dict[str, Any], where: str) -> None:
+        self.raw = raw
+        self.where = where
+
+    def fail(self, key: str, message: str, expected: str | None = None) -> AttnError:
+        return AttnError(message, file=self.where, key=key, expected=expected)
+
+    def count(self, *keys: str, default: int | None, minimum: int = 1) -> int:
+        """A whole number under the first key present (aliases: 'n_layer', 'num_hidden_layers')."""
+        key = next((k for k in keys if self.raw.get(k) is not None), keys[0])
+        value = self.raw.get(key, default)
+        if value is None:
+            raise self.fail(key, "the key is missing", f"a whole number {minimum} or more")
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.fail(key, f"found {value!r}", f"a whole number {minimum} or more")
+        return value
+
+    def number(self, key: str, default: float | None, *, source: dict[str, Any] | None = None) -> float:
+        value = (self.raw if source is None else source).get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value <= 0:
+            raise self.fail(key, f"found {value!r}", "a positive number")
+        return float(value)
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.raw.get(key, default)
+        if not isinstance(value, bool):
+            raise self.fail(key, f"found {value!r}", "true or false")
+        return value
+
+    def word(self, *keys: str, default: str) -> str:
+        key = next((k for k in keys if k in self.raw), keys[0])
+        value = self.raw.get(key, default)
+        if not isinstance(value, str):
+            raise self.fail(key, f"found {value!r}", "a name")
+        return value
+
+
+def read_raw(folder: Path) -> tuple[dict[str, Any], str]:
+    """config.json as a dict, with the path for messages."""
+    path = folder / "config.json"
+    where = str(path)
+    if not folder.is_dir():
+        raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a folder with config.json")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise AttnError(
+            "no config.json in the checkpoint folder", file=str(folder), expected="a Hugging Face checkpoint folder"
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise AttnError(f"not readable JSON: {error}", file=where, expected="the model's config as a JSON object") from None
+    if not isinstance(raw, dict):
+        raise AttnError(f"config.json holds a JSON {type(raw).__name__}", file=where, expected="a JSON object")
+    return raw, where
+
+
+def read_config(folder: Path) -> ModelConfig:
+    """The normalised config of a checkpoint folder; an unsupported model type is one clear error."""
+    raw, where = read_raw(folder)
+    model_type = raw.get("model_type")
+    if model_type not in SUPPORTED:
+        found = f"model_type {model_type!r} is not supported" if model_type is not None else "config.json has no model_type"
+        raise AttnError(found, file=where, expected="one of " + ", ".join(SUPPORTED))
+    read = _Reader(raw, where)
+    if model_type == "gpt2":
+        return _gpt2(read)
+    if model_type == "bert":
+        return _bert(read)
+    return _llama_family(read, model_type)
+
+
+def _activation(read: _Reader, *keys: str, default: str) -> str:
+    name = read.word(*keys, default=default)
+    if name not in ACTIVATIONS:
+        raise read.fail(keys[0], f"the activation {name!r} is not supported", "one of " + ", ".join(ACTIVATIONS))
+    return name
+
+
+def _dtype(read: _Reader) -> str | None:
+    value = read.raw.get("dtype", read.raw.get("torch_dtype"))
+    return value if isinstance(value, str) else None
+
+
+def _heads_divide(read: _Reader, hidden: int, heads: int, key: str) -> int:
+    if hidden % heads:
+        raise read.fail(key, f"{heads} heads do not divide the hidden size {hidden}", "a divisor of the hidden size")
+    return hidden // heads
+
+
+def _gpt2(read: _Reader) -> ModelConfig:
+    d = _DEFAULTS["gpt2"]
+    layers = read.count("n_layer", "num_hidden_layers", default=d["layers"])
+    hidden = read.count("n_embd", "hidden_size", default=d["hidden"])
+    heads = read.count("n_head", "num_attention_heads", default=d["heads"])
+    inner = read.raw.get("n_inner")
+    return ModelConfig(
+        model_type="gpt2",
+        layers=layers,
+        hidden_size=hidden,
+        heads=heads,
+        kv_heads=heads,
+        head_dim=_heads_divide(read, hidden, heads, "n_head"),
+        intermediate_size=4 * hidden if inner is None else read.count("n_inner", default=None),
+        max_positions=read.count("n_positions", "max_position_embeddings", default=d["positions"]),
+        norm_eps=read.number("layer_norm_epsilon", d["eps"]),
+        activation=_activation(read, "activation_function", default=d["act"]),
+        dtype=_dtype(read),
+        rope=None,
+        windows=(None,) * layers,
+        causal=True,
+        qkv_bias=True,
+        output_bias=True,
+        mlp_bias=True,
+        scale_attn_weights=read.flag("scale_attn_weights", True),
+        scale_attn_by_inverse_layer_idx=read.flag("scale_attn_by_inverse_layer_idx", False),
+    )
+
+
+def _bert(read: _Reader) -> ModelConfig:
+    d = _DEFAULTS["bert"]
+    position_kind = read.raw.get("position_embedding_type", "absolute")
+    if position_kind != "absolute":
+        raise read.fail("position_embedding_type", f"found {position_kind!r}", "absolute (the only kind attncli reads)")
+    layers = read.count("num_hidden_layers", default=d["layers"])
+    hidden = read.count("hidden_size", default=d["hidden"])
+    heads = read.count("num_attention_heads", default=d["heads"])
+    return ModelConfig(
+        model_type="bert",
+        layers=layers,
+        hidden_size=hidden,
+        heads=heads,
+        kv_heads=heads,
+        head_dim=_heads_divide(read, hidden, heads, "num_attention_heads"),
+        intermediate_size=read.count("intermediate_size", default=d["inter"]),
+        max_positions=read.count("max_position_embeddings", default=d["positions"]),
+        norm_eps=read.number("layer_norm_eps", d["eps"]),
+        activation=_activation(read, "hidden_act", default=d["act"]),
+        dtype=_dtype(read),
+        rope=None,
+        windows=(None,) * layers,
+        causal=read.flag("is_decoder", False),
+        qkv_bias=True,
+        output_bias=True,
+        mlp_bias=True,
+        type_vocab_size=read.count("type_vocab_size", default=2),
+    )
+
+
+def _llama_family(read: _Reader, model_type: str) -> ModelConfig:
+    d = _DEFAULTS[model_type]
+    layers = read.count("num_hidden_layers", default=d["layers"])
+    hidden = read.count("hidden_size", default=d["hidden"])
+    heads = read.count("num_attention_heads", default=d["heads"])
+    kv_heads = read.count("num_key_value_heads", default=d["kv"] if d["kv"] is not None else heads)
+    if heads % kv_heads:
+        raise read.fail(
+            "num_key_value_heads", f"{kv_heads} key/value heads do not divide {heads} heads", "a divisor of num_attention_heads"
+        )
+    if read.raw.get("head_dim") is not None:
+        head_dim = read.count("head_dim", default=None)
+    else:
+        head_dim = _heads_divide(read, hidden, heads, "num_attention_heads")
+    if head_dim % 2:
+        raise read.fail("head_dim", f"the head size {head_dim} is odd", "an even head size (RoPE turns pairs)")
+    max_positions = read.count("max_position_embeddings", default=d["positions"])
+    attention_bias = model_type == "llama" and read.flag("attention_bias", False)
+    return ModelConfig(
+        model_type=model_type,
+        layers=layers,
+        hidden_size=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate_size=read.count("intermediate_size", default=d["inter"]),
+        max_positions=max_positions,
+        norm_eps=read.number("rms_norm_eps", 1e-6),
+        activation=_activation(read, "hidden_act", default="silu"),
+        dtype=_dtype(read),
+        rope=_rope(read, max_positions),
+        windows=_windows(read, model_type, layers),
+        causal=True,
+        qkv_bias=model_type == "qwen2" or attention_bias,
+        output_bias=attention_bias,
+        mlp_bias=model_type == "llama" and read.flag("mlp_bias", False),
+    )
+
+
+def _rope(read: _Reader, max_positions: int) -> RopeConfig:
+    """RoPE as transformers 5 reads it: `rope_scaling` wins over `rope_parameters`; θ from either, else top level."""
+    scaling = read.raw.get("rope_scaling")
+    parameters = read.raw.get("rope_parameters")
+    key = "rope_scaling" if scaling else "rope_parameters"
+    chosen = scaling or parameters or {}
+    if not isinstance(chosen, dict):
+        raise read.fail(key, f"found {chosen!r}", "a mapping of RoPE settings")
+    if any(isinstance(v, dict) for v in chosen.values()):
+        raise read.fail(key, "RoPE settings differ per layer type", "one set of RoPE settings for all layers")
+    kind = chosen.get("rope_type", chosen.get("type", "default"))
+    if kind not in ROPE_KINDS:
+        raise read.fail(key, f"the RoPE scaling {kind!r} is not supported", "one of " + ", ".join(ROPE_KINDS))
+    partial = chosen.get("partial_rotary_factor", read.raw.get("partial_rotary_factor", 1.0))
+    if partial != 1.0:
+        raise read.fail(key, f"partial_rotary_factor {partial!r} rotates only part of each head", "RoPE on the whole head")
+    theta = read.number("rope_theta", read.raw.get("rope_theta", 10_000.0), source=chosen)
+    if kind == "default":
+        return RopeConfig(theta=theta, kind=kind)
+    factor = read.number("factor", None, source=chosen)
+    if kind == "linear":
+        return RopeConfig(theta=theta, kind=kind, factor=factor)
+    # transformers takes a top-level original_max_position_embeddings first (Phi-3 keeps it there)
+    original = read.raw.get("original_max_position_embeddings", chosen.get("original_max_position_embeddings", max_positions))
+    if isinstance(original, bool) or not isinstance(original, int) or original < 1:
+        raise read.fail("original_max_position_embeddings", f"found {original!r}", "a whole number 1 or more")
+    low = read.number("low_freq_factor", None, source=chosen)
+    high = read.number("high_freq_factor", None, source=chosen)
+    if high <= low:
+        raise read.fail(
+            key, f"high_freq_factor {high:g} is not above low_freq_factor {low:g}", "high_freq_factor > low_freq_factor"
+        )
+    return RopeConfig(theta, kind, factor, low, high, original)
+
+
+def _window(read: _Reader, key: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise read.fail(key, f"found {value!r}", "a whole number 1 or more, or null")
+    return value
+
+
+def _windows(read: _Reader, model_type: str, layers: int) -> tuple[int | None, ...]:
+    """Per layer, the sliding window transformers applies, or None."""
+    if model_type == "llama":
+        return (None,) * layers
+    if model_type == "mistral":  # every layer, when sliding_window is set (transformers' default: 4096)
+        value = read.raw.get("sliding_window", 4096)
+        return (None if value is None else _window(read, "sliding_window", value),) * layers
+    # qwen2: only with use_sliding_window, on the layers that layer_types (or max_window_layers) marks
+    if not read.flag("use_sliding_window", False) or read.raw.get("sliding_window", 4096) is None:
+        return (None,) * layers
+    size = _window(read, "sliding_window", read.raw.get("sliding_window", 4096))
+    kinds = read.raw.get("layer_types")
+    if kinds is None:
+        first = read.count("max_window_layers", default=28, minimum=0)
+        return tuple(size if i >= first else None for i in range(layers))
+    if not isinstance(kinds, list) or len(kinds) != layers:
+        raise read.fail("layer_types", f"found {kinds!r}", f"a list of {layers} layer kinds")
+    return tuple(size if kind == "sliding_attention" else None for kind in kinds)

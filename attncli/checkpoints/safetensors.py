@@ -1,0 +1,273 @@
+"""A safetensors reader in NumPy: checked headers, memory-mapped data, only the tensors asked for, widened to float64.
+
+The format: an 8-byte little-endian header length N, N bytes of JSON mapping each tensor name to
+{"dtype", "shape", "data_offsets": [begin, end]} (offsets relative to the data area that follows
+the header; an optional "__metadata__" maps strings to strings), then the data area.
+A sharded checkpoint adds model.safetensors.index.json, whose "weight_map" names each tensor's file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import mmap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from attncli.errors import AttnError
+
+SINGLE_FILE = "model.safetensors"
+INDEX_FILE = "model.safetensors.index.json"
+MAX_HEADER_BYTES = 100_000_000  # the limit of the reference implementation (safetensors' MAX_HEADER_SIZE)
+
+# every dtype of the format with its item size in bytes; only the floating ones can be read
+ITEM_BYTES = {
+    "BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1,
+    "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+    "I32": 4, "U32": 4, "F32": 4,
+    "I64": 8, "U64": 8, "F64": 8, "C64": 8,
+}  # fmt: skip
+FLOAT_NAMES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+_NUMPY_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2"}  # BF16 read as raw bits, widened below
+
+
+@dataclass(frozen=True)
+class TensorEntry:
+    """Where one tensor lies in its file: dtype, shape and absolute byte span."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    begin: int  # absolute offset in the file
+    end: int
+
+
+def widen(raw: np.ndarray, dtype: str) -> np.ndarray:
+    """Float64 copy of stored values; bfloat16 bits become float32 bits by a 16-bit shift, which is exact."""
+    if dtype == "BF16":
+        return (raw.astype("<u4") << 16).view("<f4").astype(np.float64)
+    return raw.astype(np.float64)
+
+
+class SafetensorsFile:
+    """One .safetensors file: the header is read and checked at once, each tensor's bytes are mapped when read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._where = str(path)
+        self.entries = self._read_header()
+
+    def _fail(self, message: str, expected: str | None = None) -> AttnError:
+        return AttnError(message, file=self._where, expected=expected)
+
+    def _read_header(self) -> dict[str, TensorEntry]:
+        try:
+            size = self.path.stat().st_size
+            with self.path.open("rb") as stream:
+                prefix = stream.read(8)
+                if len(prefix) < 8:
+                    raise self._fail(
+                        f"the file is {size} bytes long, too short for a safetensors header",
+                        "an 8-byte little-endian header length first",
+                    )
+                header_bytes = int.from_bytes(prefix, "little")
+                if header_bytes > MAX_HEADER_BYTES:
+                    raise self._fail(
+                        f"the header length {header_bytes:,} is larger than the {MAX_HEADER_BYTES:,}-byte limit",
+                        "a safetensors file",
+                    )
+                if 8 + header_bytes > size:
+                    raise self._fail(
+                        f"the header length {header_bytes:,} runs past the end of the file ({size:,} bytes)",
+                        "a complete safetensors file",
+                    )
+                text = stream.read(header_bytes)
+        except OSError as error:
+            raise self._fail(f"cannot read the file: {error.strerror or error}") from None
+        try:
+            header = json.loads(text.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise self._fail(f"the header is not JSON: {error}", "a JSON object after the 8-byte length") from None
+        if not isinstance(header, dict):
+            raise self._fail(f"the header is a JSON {type(header).__name__}", "a JSON object of tensors")
+        data_start = 8 + header_bytes
+        data_bytes = size - data_start
+        entries = {
+            name: self._entry(name, value, data_start, data_bytes) for name, value in header.items() if name != "__metadata__"
+        }
+        self._check_no_overlaps(entries, data_start)
+        return entries
+
+    def _entry(self, name: str, value: object, data_start: int, data_bytes: int) -> TensorEntry:
+        label = f"tensor '{name}'"
+        if not isinstance(value, dict) or not {"dtype", "shape", "data_offsets"} <= value.keys():
+            raise self._fail(f"{label} is not described by dtype, shape and data_offsets", "a JSON object with those three keys")
+        dtype, shape, offsets = value["dtype"], value["shape"], value["data_offsets"]
+        if dtype not in ITEM_BYTES:
+            raise self._fail(f"{label} has the unknown dtype {dtype!r}", "one of " + ", ".join(ITEM_BYTES))
+        if not isinstance(shape, list) or not all(_is_count(n) for n in shape):
+            raise self._fail(f"{label} has the shape {shape!r}", "a list of whole numbers ≥ 0")
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_count(n) for n in offsets)):
+            raise self._fail(f"{label} has the data_offsets {offsets!r}", "[begin, end], two whole numbers ≥ 0")
+        begin, end = offsets
+        if begin > end:
+            raise self._fail(f"{label} has data_offsets [{begin}, {end}] that end before they begin")
+        if end > data_bytes:
+            raise self._fail(
+                f"{label} has data_offsets [{begin}, {end}] outside the data area of {data_bytes:,} bytes",
+                "offsets inside the file; is it complete?",
+            )
+        needed = math.prod(shape) * ITEM_BYTES[dtype]
+        if needed != end - begin:
+            raise self._fail(
+                f"{label} of shape {shape} and dtype {dtype} needs {needed:,} bytes but its data_offsets span {end - begin:,}",
+                "shape × item size = end − begin",
+            )
+        return TensorEntry(name, dtype, tuple(shape), data_start + begin, data_start + end)
+
+    def _check_no_overlaps(self, entries: dict[str, TensorEntry], data_start: int) -> None:
+        spans = sorted((e for e in entries.values() if e.end > e.begin), key=lambda e: (e.begin, e.end))
+        for before, after in zip(spans, spans[1:]):
+            if after.begin < before.end:
+                raise self._fail(
+                    f"tensors '{before.name}' and '{after.name}' overlap (bytes {before.begin - data_start:,}–"
+                    f"{before.end - data_start:,} and {after.begin - data_start:,}–{after.end - data_start:,} of the data area)",
+                    "each tensor in its own bytes",
+                )
+
+    def _entry_to_read(self, name: str) -> TensorEntry:
+        entry = self.entries.get(name)
+        if entry is None:
+            raise self._fail(f"no tensor '{name}' in the file")
+        if entry.dtype not in FLOAT_NAMES:
+            raise self._fail(f"tensor '{name}' is stored as {entry.dtype}", "F64, F32, F16 or BF16")
+        return entry
+
+    def _copy(self, entry: TensorEntry, pick: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """float64 of pick(tensor as stored), read through a mapping of its bytes only, unmapped at once.
+
+        One mapping per tensor keeps the resident memory to one layer's weights, however deep the layer.
+        """
+        if entry.end == entry.begin:
+            return pick(np.zeros(entry.shape, dtype=_NUMPY_DTYPES[entry.dtype])).astype(np.float64)
+        start = entry.begin - entry.begin % mmap.ALLOCATIONGRANULARITY  # mappings start on a granularity boundary
+        with (
+            self.path.open("rb") as stream,
+            mmap.mmap(stream.fileno(), entry.end - start, offset=start, access=mmap.ACCESS_READ) as mapped,
+        ):
+            raw = np.frombuffer(
+                mapped, dtype=_NUMPY_DTYPES[entry.dtype], count=math.prod(entry.shape), offset=entry.begin - start
+            )
+            value = widen(pick(raw.reshape(entry.shape)), entry.dtype)
+            del raw  # the mapping closes only once no array looks into it
+        return value
+
+    def read(self, name: str) -> np.ndarray:
+        """The whole tensor in float64."""
+        return self._copy(self._entry_to_read(name), lambda stored: stored)
+
+    def read_rows(self, name: str, rows: Sequence[int]) -> np.ndarray:
+        """Rows of a 2-d tensor (an embedding table) in float64; only those rows are copied."""
+        entry = self._entry_to_read(name)
+        if len(entry.shape) != 2:
+            raise self._fail(f"tensor '{name}' has shape {list(entry.shape)}", "a 2-d table")
+        bad = [r for r in rows if not 0 <= r < entry.shape[0]]
+        if bad:
+            raise self._fail(f"row {bad[0]} of tensor '{name}' does not exist: it has {entry.shape[0]:,} rows")
+        picked = np.asarray(rows, dtype=np.int64)
+        return self._copy(entry, lambda stored: stored[picked])
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+class Checkpoint:
+    """The weights of a checkpoint folder: model.safetensors, or the shards named by model.safetensors.index.json."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._files: dict[str, SafetensorsFile] = {}
+        single, index = folder / SINGLE_FILE, folder / INDEX_FILE
+        if single.is_file():
+            self._where: dict[str, str] = {name: SINGLE_FILE for name in self._file(SINGLE_FILE).entries}
+            self.described_by = SINGLE_FILE
+        elif index.is_file():
+            self._where = self._read_index(index)
+            self.described_by = INDEX_FILE
+        else:
+            found = sorted(p.name for p in folder.glob("*.bin")) if folder.is_dir() else []
+            hint = f" (found {', '.join(found)}: attncli reads only safetensors)" if found else ""
+            raise AttnError(
+                f"no {SINGLE_FILE} or {INDEX_FILE} in the folder{hint}",
+                file=str(folder),
+                expected="a Hugging Face checkpoint folder",
+            )
+
+    def _read_index(self, index: Path) -> dict[str, str]:
+        try:
+            data = json.loads(index.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise AttnError(f"cannot read the index: {error}", file=str(index), expected="JSON with a weight_map") from None
+        weight_map = data.get("weight_map") if isinstance(data, dict) else None
+        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+            raise AttnError("no weight_map of tensor names to file names", file=str(index), expected='{"weight_map": {...}}')
+        for shard in set(weight_map.values()):
+            if Path(shard).name != shard or shard in {"", ".", ".."}:
+                raise AttnError(f"the shard name {shard!r} is not a file name in the folder", file=str(index))
+        return dict(weight_map)
+
+    def _file(self, name: str) -> SafetensorsFile:
+        if name not in self._files:
+            path = self.folder / name
+            if not path.is_file():
+                raise AttnError(f"the shard {name} named by {INDEX_FILE} is missing", file=str(path))
+            self._files[name] = SafetensorsFile(path)
+        return self._files[name]
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self._where)
+
+    def has(self, name: str) -> bool:
+        return name in self._where
+
+    def _locate(self, name: str) -> SafetensorsFile:
+        shard = self._where.get(name)
+        if shard is None:
+            raise AttnError(f"the checkpoint has no tensor '{name}'", file=str(self.folder / self.described_by))
+        file = self._file(shard)
+        if name not in file.entries:
+            raise AttnError(f"no tensor '{name}' in the file, though {INDEX_FILE} puts it there", file=str(file.path))
+        return file
+
+    def file_of(self, name: str) -> Path:
+        """The file that holds a tensor."""
+        return self._locate(name).path
+
+    def entry(self, name: str) -> TensorEntry:
+        return self._locate(name).entries[name]
+
+    def read(self, name: str) -> np.ndarray:
+        """One tensor in float64."""
+        return self._locate(name).read(name)
+
+    def read_rows(self, name: str, rows: Sequence[int]) -> np.ndarray:
+        """Chosen rows of one 2-d tensor in float64."""
+        return self._locate(name).read_rows(name, rows)
+
+    def stored_dtypes(self) -> dict[str, int]:
+        """How many tensors each dtype holds, over every file (headers only)."""
+        counts: dict[str, int] = {}
+        for file_name in sorted(set(self._where.values())):
+            for entry in self._file(file_name).entries.values():
+                counts[entry.dtype] = counts.get(entry.dtype, 0) + 1
+        return counts
+
+    def stored_dtype(self, name: str) -> str:
+        """How a tensor is stored, as people name it: 'bfloat16', 'float32', ..."""
+        dtype = self.entry(name).dtype
+        return FLOAT_NAMES.get(dtype, dtype)

@@ -1,0 +1,73 @@
+"""Tokenize a sentence with a checkpoint's own tokenizer.json; the `tokenizers` library is imported only here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from attncli.errors import AttnError
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+SPACE_MARK = "␣"  # shown for a token's leading space
+_SPACE_PIECES = ("Ġ", "▁")  # how byte-level BPE and SentencePiece spell a leading space in a token
+_INVISIBLE = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+class Tokens(NamedTuple):
+    """Token ids and labels, in order; unpacks as (ids, labels)."""
+
+    ids: tuple[int, ...]
+    labels: tuple[str, ...]
+
+    @property
+    def positions(self) -> tuple[int, ...]:
+        """Positions counted from 1."""
+        return tuple(range(1, len(self.ids) + 1))
+
+
+def load_tokenizer(folder: Path) -> Tokenizer:
+    """The tokenizer of a checkpoint folder, or one clear error (missing library, missing or broken file)."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise AttnError(
+            "reading a checkpoint's tokenizer needs the tokenizers library",
+            expected='pip install "attncli[models]"',
+        ) from None
+    path = folder / "tokenizer.json"
+    if not path.is_file():
+        raise AttnError(
+            "no tokenizer.json in the checkpoint folder", file=str(folder), expected="the tokenizer saved with the model"
+        )
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as error:  # the library raises plain Exceptions for files it cannot parse
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise AttnError(f"the tokenizer cannot be read: {first_line}", file=str(path)) from None
+
+
+def tokenize_text(tokenizer: Tokenizer, text: str, *, special_tokens: bool = True) -> Tokens:
+    """Ids and labels of a sentence; special tokens only as the tokenizer's post-processor adds them."""
+    encoding = tokenizer.encode(text, add_special_tokens=special_tokens)
+    special = {token_id for token_id, added in tokenizer.get_added_tokens_decoder().items() if added.special}
+    labels = [
+        label_of(text, token, start, end, token_id in special)
+        for token_id, token, (start, end) in zip(encoding.ids, encoding.tokens, encoding.offsets)
+    ]
+    return Tokens(tuple(encoding.ids), tuple(labels))
+
+
+def label_of(text: str, token: str, start: int, end: int, special: bool) -> str:
+    """What a token covers in the text: '␣cat' for ' cat', a special token by its name, '\\n' for a newline."""
+    if special:
+        return token
+    covered = text[start:end]
+    if not covered:  # a token that covers no text (a prefix space piece): its own spelling
+        covered = token.replace("Ġ", " ").replace("▁", " ")
+    elif not covered[0].isspace() and start > 0 and text[start - 1] == " " and token.startswith(_SPACE_PIECES):
+        covered = " " + covered  # the tokenizer trimmed the space from the offsets, but the token holds it
+    if covered.startswith(" "):
+        covered = SPACE_MARK + covered[1:]
+    return "".join(_INVISIBLE.get(ch, ch) for ch in covered)

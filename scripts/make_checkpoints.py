@@ -1,0 +1,398 @@
+"""Build the tiny random checkpoints of tests/checkpoints/ and transformers' golden attention weights for each.
+
+    pip install torch==2.13.0 transformers     # never torch without the pin: the CPU build, offline here
+    python scripts/make_checkpoints.py         # every fixture, and the corpus of broken ones
+    python scripts/make_checkpoints.py --bad   # only tests/checkpoints/bad/ (needs neither torch nor transformers)
+
+Each fixture is saved by transformers' own `save_pretrained` (safetensors) with a tokenizer.json
+trained offline with the `tokenizers` library, then loaded back from disk in float64 with eager
+attention; `golden.npz` holds the sentence, its token ids and every layer's and head's attention
+weights (layers, heads, L, L). Weights are redrawn with a standard deviation of 0.3 (norm scales
+around 1) so that attention is far from uniform, which transformers' small default initialisation hides.
+The tests read only these files; they never need torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "checkpoints"
+SENTENCE = "The cat sat on the mat, then the cat slept."
+CORPUS = [SENTENCE] * 20 + [
+    "A dog ran to the park and sat down.",
+    "When Mary and John went to the store, John gave a drink to Mary.",
+] * 5
+STD = 0.3
+
+
+# ---------------------------------------------------------------- tokenizers
+
+
+def byte_level_tokenizer(*, bos: bool, special: list[str], trim_offsets: bool) -> Any:
+    """Byte-level BPE as GPT-2, Llama 3 and Qwen2 use it; with `bos`, the post-processor puts <s> first."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=290, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
+    tokenizer.train_from_iterator(CORPUS, trainer)
+    byte_level = processors.ByteLevel(trim_offsets=trim_offsets)
+    if bos:
+        template = processors.TemplateProcessing(
+            single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", tokenizer.token_to_id("<s>"))]
+        )
+        tokenizer.post_processor = processors.Sequence([byte_level, template])
+    else:
+        tokenizer.post_processor = byte_level
+    return tokenizer
+
+
+def wordpiece_tokenizer() -> Any:
+    """BERT's: lower-cased WordPiece, [CLS] sentence [SEP]; the vocabulary written out (WordPiece training is not
+    deterministic): specials, every character alone and as a ##continuation, every word of the corpus."""
+    import re
+
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+
+    text = " ".join(CORPUS).lower()
+    chars = sorted(set(text) - {" "})
+    words = sorted(set(re.findall(r"\w+", text)) - set(chars))
+    pieces = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *(f"##{c}" for c in chars if c.isalnum()), *words]
+    tokenizer = Tokenizer(models.WordPiece({piece: i for i, piece in enumerate(pieces)}, unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.decoder = decoders.WordPiece()
+    for special in pieces[:5]:
+        tokenizer.add_special_tokens([special])
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    return tokenizer
+
+
+# ---------------------------------------------------------------- models
+
+
+def redraw(model: Any, seed: int) -> None:
+    """Every parameter anew: N(0, 0.3²), norm scales N(1, 0.3²)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            noise = torch.randn(parameter.shape, generator=generator, dtype=torch.float64) * STD
+            is_norm_scale = name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight", "LayerNorm.weight", "norm.weight"))
+            parameter.copy_(noise + 1.0 if is_norm_scale else noise)
+
+
+def gpt2(*, prefixed: bool, **options: Any) -> Callable[[int], Any]:
+    def build(vocab: int) -> Any:
+        from transformers import GPT2Config, GPT2LMHeadModel, GPT2Model
+
+        config = GPT2Config(
+            vocab_size=vocab, n_positions=32, n_embd=16, n_layer=3, n_head=4, bos_token_id=0, eos_token_id=0, **options
+        )  # <|endoftext|> is token 0 of the tiny tokenizer
+        return (GPT2LMHeadModel if prefixed else GPT2Model)(config)
+
+    return build
+
+
+def bert(vocab: int) -> Any:
+    from transformers import BertConfig, BertForMaskedLM
+
+    config = BertConfig(
+        vocab_size=vocab, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+        max_position_embeddings=32, type_vocab_size=2,
+    )  # fmt: skip
+    return BertForMaskedLM(config)
+
+
+def llama_family(kind: str, *, bare: bool = False, **options: Any) -> Callable[[int], Any]:
+    def build(vocab: int) -> Any:
+        import transformers
+
+        config_class, model_class = {
+            "llama": (transformers.LlamaConfig, transformers.LlamaModel if bare else transformers.LlamaForCausalLM),
+            "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
+            "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
+        }[kind]
+        return model_class(config_class(vocab_size=vocab, tie_word_embeddings=True, **options))
+
+    return build
+
+
+FIXTURES: dict[str, dict[str, Any]] = {
+    # GPT2LMHeadModel: keys start with `transformer.`
+    "gpt2": {"build": gpt2(prefixed=True), "dtype": "float32", "tokenizer": "gpt2"},
+    # GPT2Model: bare keys; scores also divided by the layer number; exact GELU; its own MLP width
+    "gpt2-bare": {
+        "build": gpt2(prefixed=False, scale_attn_by_inverse_layer_idx=True, activation_function="gelu", n_inner=40),
+        "dtype": "float16",
+        "tokenizer": "gpt2",
+    },
+    # BertForMaskedLM: keys start with `bert.`; [CLS] … [SEP]
+    "bert": {"build": bert, "dtype": "float32", "tokenizer": "bert"},
+    # grouped-query (4 heads, 2 kv heads), head_dim 8 ≠ 24 / 4, llama3 RoPE whose three frequency bands all occur
+    # with d_k = 8 and 64 original positions, bfloat16, sharded with an index file
+    "llama": {
+        "build": llama_family(
+            "llama",
+            hidden_size=24,
+            intermediate_size=48,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=8,
+            max_position_embeddings=128,
+            bos_token_id=0,
+            eos_token_id=1,
+            rope_parameters={
+                "rope_type": "llama3",
+                "rope_theta": 10000.0,
+                "factor": 8.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 64,
+            },
+        ),  # fmt: skip
+        "dtype": "bfloat16",
+        "shard": "12KB",
+        "tokenizer": "llama",
+    },
+    # q/k/v biases, θ = 1000, one kv head for 4 heads; a 5-token sliding window on layers 2 and 3
+    "qwen2": {
+        "build": llama_family(
+            "qwen2",
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            num_key_value_heads=1,
+            max_position_embeddings=64,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000.0},
+            use_sliding_window=True,
+            sliding_window=5,
+            max_window_layers=1,
+        ),  # fmt: skip
+        "dtype": "float32",
+        "tokenizer": "qwen2",
+    },
+    # a 4-token sliding window on every layer, float16
+    "mistral": {
+        "build": llama_family(
+            "mistral",
+            hidden_size=24,
+            intermediate_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=64,
+            sliding_window=4,
+            bos_token_id=0,
+            eos_token_id=1,
+        ),  # fmt: skip
+        "dtype": "float16",
+        "tokenizer": "llama",
+    },
+    # LlamaModel (bare keys) with every bias; config.json rewritten in transformers 4's spelling below
+    "llama-old": {
+        "build": llama_family(
+            "llama",
+            bare=True,
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            max_position_embeddings=64,
+            attention_bias=True,
+            mlp_bias=True,
+            bos_token_id=0,
+            eos_token_id=1,
+            rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 5000.0},
+        ),  # fmt: skip
+        "dtype": "float32",
+        "tokenizer": "llama",
+        "old_spelling": True,
+    },
+}
+
+
+def to_transformers4_spelling(folder: Path) -> None:
+    """config.json as transformers 4 wrote it: rope_theta + rope_scaling {type: ...}, torch_dtype."""
+    path = folder / "config.json"
+    config = json.loads(path.read_text())
+    rope = config.pop("rope_parameters")
+    config["rope_theta"] = rope.pop("rope_theta")
+    config["rope_scaling"] = {"type": rope.pop("rope_type"), **rope}
+    config["torch_dtype"] = config.pop("dtype")
+    config["transformers_version"] = "4.44.2"
+    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
+def make_tokenizer(kind: str) -> Any:
+    if kind == "bert":
+        return wordpiece_tokenizer()
+    if kind == "llama":
+        return byte_level_tokenizer(bos=True, special=["<s>", "</s>"], trim_offsets=False)
+    if kind == "qwen2":
+        return byte_level_tokenizer(bos=False, special=["<|endoftext|>"], trim_offsets=False)
+    return byte_level_tokenizer(bos=False, special=["<|endoftext|>"], trim_offsets=True)  # gpt2: offsets without the space
+
+
+def golden(folder: Path, ids: list[int]) -> np.ndarray:
+    """(layers, heads, L, L) transformers' eager attention weights, the checkpoint loaded from disk in float64."""
+    import torch
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(folder, attn_implementation="eager", dtype=torch.float64).double().eval()
+    with torch.no_grad():
+        out = model(input_ids=torch.tensor([ids]), output_attentions=True)
+    return np.stack([a[0].numpy() for a in out.attentions])
+
+
+def make_fixture(name: str, spec: dict[str, Any], seed: int) -> None:
+    import torch
+
+    folder = OUT / name
+    shutil.rmtree(folder, ignore_errors=True)
+    tokenizer = make_tokenizer(spec["tokenizer"])
+    torch.manual_seed(seed)
+    model = spec["build"](tokenizer.get_vocab_size())
+    redraw(model, seed)
+    model.to(getattr(torch, spec["dtype"])).save_pretrained(folder, max_shard_size=spec.get("shard", "50GB"))
+    (folder / "generation_config.json").unlink(missing_ok=True)
+    tokenizer.save(str(folder / "tokenizer.json"))
+    if spec.get("old_spelling"):
+        to_transformers4_spelling(folder)
+    ids = tokenizer.encode(SENTENCE).ids
+    attentions = golden(folder, ids)
+    np.savez_compressed(folder / "golden.npz", text=np.array(SENTENCE), ids=np.array(ids, dtype=np.int64), attentions=attentions)
+    size = sum(p.stat().st_size for p in folder.iterdir())
+    print(f"{name:10} {len(ids):3} tokens  attentions {attentions.shape}  {size / 1024:.1f} KB")
+
+
+# ---------------------------------------------------------------- the corpus of broken checkpoints
+# A tiny GPT-2 written by hand (no torch): 1 layer, d = 4, 2 heads, a word-level tokenizer of six words.
+
+TINY_CONFIG = {"model_type": "gpt2", "n_layer": 1, "n_embd": 4, "n_head": 2, "n_positions": 8, "vocab_size": 6}
+TINY_WORDS = ["the", "cat", "sat", "on", "mat", "[UNK]"]
+
+
+def tiny_tensors() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    d = 4
+    shapes = {
+        "wte.weight": (6, d), "wpe.weight": (8, d), "h.0.ln_1.weight": (d,), "h.0.ln_1.bias": (d,),
+        "h.0.attn.c_attn.weight": (d, 3 * d), "h.0.attn.c_attn.bias": (3 * d,),
+        "h.0.attn.c_proj.weight": (d, d), "h.0.attn.c_proj.bias": (d,),
+        "h.0.ln_2.weight": (d,), "h.0.ln_2.bias": (d,), "h.0.mlp.c_fc.weight": (d, 4 * d), "h.0.mlp.c_fc.bias": (4 * d,),
+        "h.0.mlp.c_proj.weight": (4 * d, d), "h.0.mlp.c_proj.bias": (d,), "ln_f.weight": (d,), "ln_f.bias": (d,),
+    }  # fmt: skip
+    return {name: rng.normal(0, STD, shape).astype(np.float32) for name, shape in shapes.items()}
+
+
+def safetensors_bytes(tensors: dict[str, np.ndarray], *, edit: Callable[[dict[str, Any]], None] | None = None) -> bytes:
+    """The file format by hand: 8-byte length, JSON header, data; `edit` may spoil the header first."""
+    header: dict[str, Any] = {}
+    data = b""
+    for name, array in tensors.items():
+        raw = array.astype("<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(array.shape), "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    if edit is not None:
+        edit(header)
+    text = json.dumps(header).encode()
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def word_tokenizer_json() -> str:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(TINY_WORDS)}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    return str(tokenizer.to_str())
+
+
+def _set(name: str, key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(header: dict[str, Any]) -> None:
+        header[name][key] = value
+
+    return edit
+
+
+def make_bad_corpus() -> None:
+    """tests/checkpoints/bad/<case>/: one broken thing each (the test names the message each must give)."""
+    bad = OUT / "bad"
+    shutil.rmtree(bad, ignore_errors=True)
+    tensors = tiny_tensors()
+    good = safetensors_bytes(tensors)
+    header_length = struct.unpack("<Q", good[:8])[0]
+    header = json.loads(good[8 : 8 + header_length])
+    c_attn = header["h.0.attn.c_attn.weight"]["data_offsets"][0]  # 16 bytes earlier lies ln_1.bias
+    without_c_proj = {k: v for k, v in tensors.items() if k != "h.0.attn.c_proj.weight"}
+    cases: dict[str, dict[str, Any]] = {
+        "truncated": {"weights": good[: len(good) - 40]},
+        "short-file": {"weights": good[:5]},
+        "header-length-too-big": {"weights": struct.pack("<Q", 10**12) + good[8:]},
+        "header-past-end": {"weights": struct.pack("<Q", len(good)) + good[8:]},
+        "header-not-json": {"weights": struct.pack("<Q", 12) + b"not json at all" + good[8 + header_length :]},
+        "unknown-dtype": {"weights": safetensors_bytes(tensors, edit=_set("wpe.weight", "dtype", "F42"))},
+        "integer-weights": {"weights": safetensors_bytes(tensors, edit=_set("h.0.ln_1.weight", "dtype", "I32"))},
+        "shape-vs-bytes": {"weights": safetensors_bytes(tensors, edit=_set("wte.weight", "shape", [6, 5]))},
+        "overlapping": {"weights": safetensors_bytes(tensors, edit=_set("h.0.attn.c_attn.weight", "data_offsets", [c_attn - 16, c_attn + 176]))},
+        "offsets-outside": {"weights": safetensors_bytes(tensors, edit=_set("ln_f.bias", "data_offsets", [10_000, 10_016]))},
+        "missing-tensor": {"weights": safetensors_bytes(without_c_proj)},
+        "wrong-shape": {"weights": safetensors_bytes({**tensors, "h.0.attn.c_proj.weight": tensors["h.0.mlp.c_fc.weight"]})},
+        "unsupported-model-type": {"config": {**TINY_CONFIG, "model_type": "phi3"}},
+        "missing-tokenizer": {"tokenizer": None},
+        "no-weights": {"weights": None},
+        "missing-shard": {"weights": None, "index": {"weight_map": {name: "model-00001-of-00002.safetensors" for name in tensors}}},
+        "config-not-json": {"config": "{'n_layer': 1}"},
+        "rope-yarn": {
+            "config": {"model_type": "llama", "num_hidden_layers": 1, "hidden_size": 4, "num_attention_heads": 2,
+                       "rope_scaling": {"rope_type": "yarn", "factor": 4.0}},
+        },  # fmt: skip
+    }  # fmt: skip
+    tokenizer = word_tokenizer_json()
+    for case, parts in cases.items():
+        folder = bad / case
+        folder.mkdir(parents=True)
+        config = parts.get("config", TINY_CONFIG)
+        (folder / "config.json").write_text(config if isinstance(config, str) else json.dumps(config, indent=2) + "\n")
+        weights = parts.get("weights", good)
+        if weights is not None:
+            (folder / "model.safetensors").write_bytes(weights)
+        if "index" in parts:
+            (folder / "model.safetensors.index.json").write_text(json.dumps(parts["index"], indent=2) + "\n")
+        if parts.get("tokenizer", tokenizer) is not None:
+            (folder / "tokenizer.json").write_text(tokenizer)
+    print(f"bad corpus: {len(cases)} cases in {bad}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bad", action="store_true", help="only the corpus of broken checkpoints")
+    parser.add_argument("--only", help="only this fixture")
+    args = parser.parse_args()
+    make_bad_corpus()
+    if args.bad:
+        return
+    for seed, (name, spec) in enumerate(FIXTURES.items(), start=1):
+        if args.only in (None, name):
+            make_fixture(name, spec, seed)
+
+
+if __name__ == "__main__":
+    main()
