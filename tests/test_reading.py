@@ -204,3 +204,58 @@ def test_files_read_are_remembered_for_the_output_check(tmp_path):
 def test_os_errors_read_as_one_clear_line(code, fragment):
     """reading.os_error turns any OSError into a message a person can act on."""
     assert fragment in str(reading.os_error(OSError(code, os.strerror(code)), "x.yaml"))
+
+
+# -- size_guard: an over-limit scenario refused before its matrices are parsed --------------
+
+LATER_SYNTAX_ERROR = "embeddings:\n  a: [1, 0\n  b: ]]]\n"  # never reached when the guard refuses first
+
+
+def guarded_parse(text: str, max_cells: int):
+    """yamltree.parse with reading.size_guard, as from_text can call it."""
+    from attncli.limits import Limits
+    from attncli.yamltree import parse
+
+    limits = Limits(max_cells=max_cells)
+    return parse(text, limits=limits, on_top_level=reading.size_guard(text, limits))
+
+
+def test_too_many_tokens_are_refused_before_the_rest_is_parsed():
+    """4 tokens, max 10 cells: refused at the tokens line, before the broken YAML after it is even read."""
+    with pytest.raises(AttnError) as caught:
+        guarded_parse("tokens: [a, b, c, d]\n" + LATER_SYNTAX_ERROR, max_cells=10)
+    assert caught.value.line == 1 and str(caught.value) == (
+        "tokens: 4 tokens × 4 × 1 head(s) = 16 attention cells, more than the limit of 10 "
+        "(expected a smaller scenario, or raise the limit with --max-cells)"
+    )
+
+
+@pytest.mark.parametrize("order", ["heads first", "heads after"])
+def test_heads_count_once_they_are_read(order):
+    """2 tokens × 2 × 3 heads = 12 cells > 10, whether `heads:` comes before or after the tokens."""
+    text = "heads: 3\ntokens: [a, b]\n" if order == "heads first" else "tokens: [a, b]\nheads: 3\n"
+    with pytest.raises(AttnError, match="2 tokens × 2 × 3 head"):
+        guarded_parse(text + LATER_SYNTAX_ERROR, max_cells=10)
+
+
+def test_sentence_words_are_counted_as_the_validator_counts_them():
+    """Punctuation alone is no word: `a , b . c` is 3 tokens (9 cells, allowed), `a b c d` is 4 (16, refused)."""
+    assert guarded_parse("sentence: a , b . c\n", max_cells=10) is not None
+    with pytest.raises(AttnError, match="sentence: 4 tokens × 4"):
+        guarded_parse("sentence: a b c d\n" + LATER_SYNTAX_ERROR, max_cells=10)
+
+
+def test_cross_attention_waits_for_the_context():
+    """With `context:` the keys are the context's tokens: 4 queries × 1 key is allowed though 4 × 4 would not be."""
+    text = "tokens: [a, b, c, d]\ncontext:\n  tokens: [x]\n"
+    assert guarded_parse(text, max_cells=10) is not None
+    with pytest.raises(AttnError, match="4 tokens × 3 × 1 head"):
+        guarded_parse("tokens: [a, b, c, d]\ncontext:\n  tokens: [x, y, z]\n", max_cells=10)
+
+
+def test_a_scenario_within_the_limit_parses_as_before():
+    """Under the limit the guard changes nothing: the same tree as without it."""
+    from attncli.yamltree import parse
+
+    tree = guarded_parse(CAT, max_cells=1000)
+    assert tree.items.keys() == parse(CAT).items.keys()
