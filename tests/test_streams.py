@@ -38,9 +38,10 @@ def test_a_size_limit_on_stdout_is_one_line_and_status_1(tmp_path):
     assert done.stderr.count(b"\n") == 1
 
 
-def test_a_closed_stdout_is_one_line_and_status_1():
-    """`attncli run cat >&-`: one line, status 1, no AttributeError traceback."""
-    done = in_shell("attncli run cat >&-")
+@pytest.mark.parametrize("command", ["run cat", "scenarios"])
+def test_a_closed_stdout_is_one_line_and_status_1(command):
+    """`attncli run cat >&-`: one line, status 1, no AttributeError traceback (`scenarios` has no @guard: main catches it)."""
+    done = in_shell(f"attncli {command} >&-")
     assert done.returncode == 1
     assert done.stderr.decode() == (
         "attncli: error: stdout is closed, so there is nowhere to print the result (expected an open stdout, or --output FILE)\n"
