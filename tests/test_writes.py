@@ -305,3 +305,19 @@ def test_a_signal_during_an_atomic_write_leaves_no_temporary_file(tmp_path, sign
     assert process.returncode == 128 + signum, stderr
     assert stderr.decode() == f"attncli: stopped by {signal.Signals(signum).name}: {target} is as it was\n"
     assert target.read_text() == "old" and leftovers(tmp_path) == []
+
+
+def test_a_folder_without_room_for_the_temporary_file_is_named(tmp_path, monkeypatch):
+    """The temporary file cannot be made (a folder we may not write in): said so, the old file as it was."""
+    import tempfile
+
+    target = tmp_path / "out.md"
+    target.write_text("old")
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with pytest.raises(AttnError, match="no temporary file can be made in .*: permission denied"):
+        write_file(target, "new")
+    assert target.read_text() == "old"
