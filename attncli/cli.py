@@ -449,6 +449,9 @@ def main() -> None:
         status = app(prog_name="attncli", standalone_mode=False)
     except typer.TyperException as error:  # Click's usage errors
         status = _usage_error(error)
+    except AttnError as error:  # from a command or callback without @guard (`scenarios`)
+        print_error(error)
+        status = ExitStatus.ERROR
     except typer.Abort:
         print_line("attncli: aborted")
         status = ExitStatus.ERROR

@@ -258,7 +258,14 @@ def _replace(path: Path, target: Path, info: os.stat_result | None, document: st
     fd = -1
     try:
         with _signals_held():  # a signal now would find the temporary file made but not yet named
-            fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            try:
+                fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            except OSError as error:
+                raise AttnError(
+                    f"cannot write {path}: no temporary file can be made in {str(target.parent)!r}: {_reason(error)}",
+                    key=key,
+                    expected="a folder attncli may write in: the new file is written beside the old one, then renamed over it",
+                ) from None
         _take_over_attributes(fd, info)
         _write_all(fd, _chunks(document))
         os.fsync(fd)

@@ -10,10 +10,17 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attncli.errors import AttnError, shorten
+
+if TYPE_CHECKING:
+    from attncli.limits import Limits
+    from attncli.yamltree import Value
 
 _BLOCK = 1 << 20  # bytes per read() call
 _files_read: set[tuple[int, int]] = set()  # (st_dev, st_ino) of every regular file read by this command
@@ -183,3 +190,57 @@ def _closed_folder(path: Path | None) -> str:
         if not os.access(folder, os.X_OK, effective_ids=effective):
             return f": the folder {str(folder)!r} cannot be entered"
     return ""
+
+
+# -- refusing an over-limit scenario before it is all parsed ---------------------------------
+
+_CONTEXT_KEY = re.compile(r"""\bcontext['"]?\s*:""")  # liberal: a false match only makes the check wait
+
+
+def size_guard(text: str, limits: Limits) -> Callable[[str, Value], None]:
+    """For `yamltree.parse(on_top_level=...)`: refuse a scenario whose attention cells (heads × L_q × L_k) pass
+    `limits.max_cells` as soon as its tokens are read, before its matrices (most of the file) are parsed.
+
+    It only refuses what is certainly too large: heads count as 1 until `heads:` is read, and
+    with a `context:` (cross-attention) it waits for the context's tokens. The validator still
+    checks exactly afterwards.
+    """
+    from attncli.yamltree import Map, Scalar, Seq
+
+    def count(key: str, value: Value) -> int:
+        if key == "tokens" and isinstance(value, Seq):
+            return len(value.items)
+        if key == "sentence" and isinstance(value, Scalar):
+            from attncli.scenario import split_sentence
+
+            return len(split_sentence(value.text))
+        return 0
+
+    may_have_context = _CONTEXT_KEY.search(text) is not None
+    seen: dict[str, int] = {"heads": 1}
+    where: list[tuple[str, Value]] = []
+
+    def on_top_level(key: str, value: Value) -> None:
+        if key in ("tokens", "sentence"):
+            seen["queries"] = count(key, value)
+            where.append((key, value))
+        elif key == "heads" and isinstance(value, Scalar) and value.text.isdigit():
+            seen["heads"] = max(int(value.text), 1)
+        elif key == "context" and isinstance(value, Map):
+            seen["keys"] = max((count(name, item) for name, item in value.items.items()), default=0)
+        else:
+            return
+        queries = seen.get("queries", 0)
+        keys = seen.get("keys", 0) if may_have_context else queries
+        cells = seen["heads"] * queries * keys
+        if cells > limits.max_cells and where:
+            token_key, token_value = where[0]
+            raise AttnError(
+                f"{queries:,} tokens × {keys:,} × {seen['heads']} head(s) = {cells:,} attention cells, "
+                f"more than the limit of {limits.max_cells:,}",
+                line=token_value.line,
+                key=token_key,
+                expected="a smaller scenario, or raise the limit with --max-cells",
+            )
+
+    return on_top_level

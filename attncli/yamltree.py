@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 import yaml
 
@@ -65,12 +66,17 @@ class Map:
 Value = Scalar | Seq | Map
 
 
-def parse(text: str, *, limits: Limits = Limits()) -> Value | None:
-    """Parse one YAML document into a tree of Scalar/Seq/Map (None for an empty document), or raise AttnError."""
+def parse(text: str, *, limits: Limits = Limits(), on_top_level: Callable[[str, Value], None] | None = None) -> Value | None:
+    """Parse one YAML document into a tree of Scalar/Seq/Map (None for an empty document), or raise AttnError.
+
+    `on_top_level(key, value)` is called as each value of the top-level mapping is complete,
+    while the rest of the file is still unread: it may raise AttnError to stop early (see
+    reading.size_guard: a file too large to compute is refused before its matrices are parsed).
+    """
     loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     loader = loader_class(text)
     try:
-        tree = _Builder(limits).build(loader)
+        tree = _Builder(limits, on_top_level).build(loader)
     except yaml.MarkedYAMLError as error:
         raise _syntax_error(error, text) from None
     except yaml.YAMLError as error:  # e.g. a reader error with no mark
@@ -181,8 +187,9 @@ class _Frame:
 
 
 class _Builder:
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, on_top_level: Callable[[str, Value], None] | None = None) -> None:
         self.limits = limits
+        self.on_top_level = on_top_level
         self.stack: list[_Frame] = []
         self.anchors: dict[str, tuple[Value, int]] = {}  # anchor -> (value, expanded size)
         self.count = 0  # values so far, counting each alias as the size of what it repeats
@@ -295,6 +302,8 @@ class _Builder:
             frame.value.key_lines[value.text] = line
         else:
             frame.value.items[frame.key] = value
+            if self.on_top_level is not None and len(self.stack) == 1:
+                self.on_top_level(frame.key, value)
             frame.key = None
 
     def _path(self) -> str | None:
