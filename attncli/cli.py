@@ -164,6 +164,7 @@ def run(
         bool, typer.Option("--heatmap", help="Shade every tokens × tokens table by value (the weights are shaded anyway in a terminal).")
     ] = False,
     output: OutputOption = None,
+    force: ForceOption = False,
     max_cells: MaxCellsOption = None,
     max_values: MaxValuesOption = None,
 ) -> None:
@@ -191,7 +192,7 @@ def run(
         to_file=output is not None,
         heatmap=heatmap,
     )
-    emit(render_run(engine.run(loaded, round_steps=round_steps), options), output)
+    emit(render_run(engine.run(loaded, round_steps=round_steps), options), output, force=force)
 
 
 @app.command()
@@ -208,6 +209,7 @@ def explain(
     round_steps: RoundOption = None,
     format: FormatOption = Format.table,
     output: OutputOption = None,
+    force: ForceOption = False,
     max_cells: MaxCellsOption = None,
     max_values: MaxValuesOption = None,
 ) -> None:
@@ -231,7 +233,7 @@ def explain(
     loaded.head_numbers(head)  # a head that does not exist is an error before any work
     where, others = find_word(loaded, word, position)
     expl = explain_word(engine.run(loaded, round_steps=round_steps), position=where, head=head, others=others)
-    emit(render_explain(expl, Options(format=format, precision=precision, to_file=output is not None)), output)
+    emit(render_explain(expl, Options(format=format, precision=precision, to_file=output is not None)), output, force=force)
 
 
 @app.command()
@@ -295,9 +297,10 @@ def variance(
     dims: Annotated[str, typer.Option(metavar="LIST", help="Comma list of widths d to try.")] = "1,2,8,64,512",
     samples: Annotated[int, typer.Option(min=2, max=10_000_000, metavar="N", help="Random draws per width.")] = 10_000,
     keys: Annotated[int, typer.Option(min=2, max=4096, metavar="L", help="Keys each query is compared with for the largest softmax weight.")] = 16,
-    seed: Annotated[int, typer.Option(metavar="S", help="Random seed: the same seed gives the same numbers.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, metavar="S", help="Random seed: the same seed gives the same numbers.")] = 0,
     format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = Format.table,
     output: OutputOption = None,
+    force: ForceOption = False,
 ) -> None:
     """Why scores are divided by √d_k: the variance of q·k grows with d, and the softmax saturates without scaling.
 
@@ -326,13 +329,13 @@ def variance(
     with _progress(total, label="Sampling", show=sys.stderr.isatty() and samples * keys * sum(widths) > 50_000_000) as advance:
         rows = experiment(widths, samples=samples, keys=keys, seed=seed, advance=advance)
     if format is Format.json:
-        emit(jsonout.document(jsonout.variance_json(rows, keys=keys, seed=seed)), output)
+        emit(jsonout.document(jsonout.variance_json(rows, keys=keys, seed=seed)), output, force=force)
         return
     from attncli.output import console, render
     from attncli.render.tables import variance_table
 
     con = console(to_file=output is not None)
-    emit(render(con, variance_table(rows, keys=keys)), output)
+    emit(render(con, variance_table(rows, keys=keys)), output, force=force)
 
 
 def _note(line: str) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attncli import builtin
+from attncli import builtin, reading
 from attncli.errors import AttnError
 from attncli.limits import Limits
 from attncli.model import Scale, Scenario
@@ -66,7 +66,7 @@ def read_text(path: Path, shown: str, *, max_bytes: int = Limits().max_bytes) ->
 
 def from_text(text: str, *, stem: str = "scenario", limits: Limits = Limits(), path: str | None = None) -> Scenario:
     """Parse and validate a scenario from YAML text."""
-    tree = parse(text, limits=limits)
+    tree = parse(text, limits=limits, on_top_level=reading.size_guard(text, limits))  # refuses an oversized file early
     if tree is None:  # nothing but blank lines and comments
         raise AttnError("the file is empty", expected="a YAML mapping with `tokens:` (or `sentence:`) and `embeddings:`")
     if not isinstance(tree, Map):

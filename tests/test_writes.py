@@ -149,6 +149,26 @@ def test_a_read_only_file_is_refused_by_the_cli(cli, tmp_path):
     assert "the file is read-only" in result.stderr and target.read_text() == "old"
 
 
+def test_force_replaces_a_read_only_file_from_the_cli(cli, tmp_path):
+    """attncli run -o READ-ONLY --force: written, and still read-only afterwards."""
+    target = tmp_path / "out.md"
+    target.write_text("old")
+    target.chmod(0o444)
+    result = cli("run", "cat", "--format", "markdown", "--output", str(target), "--force")
+    assert result.exit_code == 0, result.stderr
+    assert target.read_text().startswith("# cat") and target.stat().st_mode & 0o777 == 0o444
+
+
+def test_an_oversized_file_is_refused_before_its_matrices_are_parsed(tmp_path):
+    """4,097 tokens are refused as soon as `sentence:` is read: the broken matrix after it is never reached."""
+    from attncli.errors import AttnError
+    from attncli.scenario import from_text
+
+    words = " ".join(f"w{i}" for i in range(4097))
+    with pytest.raises(AttnError, match="attention cells"):
+        from_text(f"sentence: {words}\nembeddings: [[1, 0], [oops\n")
+
+
 @pytest.mark.parametrize("how", ["same path", "symlink", "hard link"])
 def test_the_output_cannot_be_the_scenario_being_read(cli, tmp_path, how):
     """-o onto the scenario file (by any name) is refused and the scenario is kept."""
