@@ -163,6 +163,12 @@ def test_labels_show_the_text_each_token_covers():
     assert tokenize(HERE / "bert", "The cat").labels == ("[CLS]", "The", "cat", "[SEP]")
     assert tokenize(HERE / "bert", "The cat").positions == (1, 2, 3, 4)
     assert tokenize(HERE / "gpt2", "a\nb").labels[1] == "\\n"
+    assert tokenize(HERE / "gpt2", "a<|endoftext|>").labels == ("a", "<|endoftext|>")
+
+
+def test_a_character_split_into_bytes_is_labelled_byte_by_byte():
+    """Byte-level BPE may spell 'é' as two tokens; each shows its byte (<0xC3>, <0xA9>) rather than 'é' twice."""
+    assert tokenize(HERE / "gpt2", "café").labels == ("c", "a", "f", "<0xC3>", "<0xA9>")
 
 
 def test_model_info_describes_a_folder():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -13,6 +14,17 @@ if TYPE_CHECKING:
 SPACE_MARK = "␣"  # shown for a token's leading space
 _SPACE_PIECES = ("Ġ", "▁")  # how byte-level BPE and SentencePiece spell a leading space in a token
 _INVISIBLE = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")  # SentencePiece's byte fallback spells bytes so
+
+
+def _byte_level_alphabet() -> dict[str, int]:
+    """GPT-2's byte-level BPE spelling: each byte as one printable character (bytes_to_unicode, inverted)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    extra = iter(range(256, 512))
+    return {chr(b if b in printable else next(extra)): b for b in range(256)}
+
+
+_BYTE_LEVEL = _byte_level_alphabet()
 
 
 class Tokens(NamedTuple):
@@ -52,11 +64,24 @@ def tokenize_text(tokenizer: Tokenizer, text: str, *, special_tokens: bool = Tru
     """Ids and labels of a sentence; special tokens only as the tokenizer's post-processor adds them."""
     encoding = tokenizer.encode(text, add_special_tokens=special_tokens)
     special = {token_id for token_id, added in tokenizer.get_added_tokens_decoder().items() if added.special}
-    labels = [
-        label_of(text, token, start, end, token_id in special)
-        for token_id, token, (start, end) in zip(encoding.ids, encoding.tokens, encoding.offsets)
-    ]
+    offsets = encoding.offsets
+    labels = []
+    for n, (token_id, token, (start, end)) in enumerate(zip(encoding.ids, encoding.tokens, offsets)):
+        shared = end > start and any(0 <= m < len(offsets) and offsets[m] == (start, end) for m in (n - 1, n + 1))
+        if shared and token_id not in special:  # one of several tokens that spell a character byte by byte
+            labels.append(byte_label(token) or label_of(text, token, start, end, False))
+        else:
+            labels.append(label_of(text, token, start, end, token_id in special))
     return Tokens(tuple(encoding.ids), tuple(labels))
+
+
+def byte_label(token: str) -> str | None:
+    """'<0xC3>' for a token that is part of a character's bytes, when its spelling shows them; else None."""
+    if _BYTE_PIECE.fullmatch(token):
+        return token.upper().replace("0X", "0x")
+    if token and all(ch in _BYTE_LEVEL for ch in token):
+        return "".join(f"<0x{_BYTE_LEVEL[ch]:02X}>" for ch in token)
+    return None
 
 
 def label_of(text: str, token: str, start: int, end: int, special: bool) -> str:
