@@ -96,7 +96,7 @@ def test_every_step_recomputed_from_its_cache_alone(document):
             exp = np.exp(seen - seen.max())
             weights = exp / exp.sum()
             scale = weights @ np.abs(step.V)
-            assert np.all(np.abs(weights @ step.V - step.output) <= 1e-12 * scale)
+            assert np.all(np.abs(weights @ step.V - step.output) <= 1e-12 * scale + 1e-321)  # + subnormal steps
             outside = np.setdiff1d(np.arange(L), columns)
             assert not full.visible[t - 1, outside].any() and np.all(full.weights[t - 1, outside] == 0.0)
 
