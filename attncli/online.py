@@ -31,6 +31,8 @@ from typing import NamedTuple, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from attncli.engine import rounder
+
 Array = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
 Positions = npt.NDArray[np.int64]
@@ -112,13 +114,6 @@ class Tiling(NamedTuple):
     memory: Memory
 
 
-def _rounder(decimals: int | None) -> Rounder:
-    """Round like a hand calculation (as attncli.engine.rounder), or leave exact when None."""
-    if decimals is None:
-        return lambda a: a
-    return lambda a: np.round(a, decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
-
-
 def _frozen(array: AnyArray) -> AnyArray:
     """The same array, read-only."""
     array.setflags(write=False)
@@ -180,7 +175,7 @@ def online_row(scores: Array, visible: Mask, V: Array, *, block_size: int, round
         raise ValueError("the query sees no key")
     if not np.isfinite(scores[visible]).all():
         raise ValueError("a visible score is not a finite number")
-    r = _rounder(round_to)
+    r = rounder(round_to)
     L_k, d_v = V.shape
     m = np.full(1, -np.inf)  # (1,)
     l = np.zeros(1)  # (1,)
@@ -249,7 +244,7 @@ def tiled(
     blind = np.flatnonzero(~visible.any(axis=1))  # (·,)
     if blind.size:
         raise ValueError(f"query {blind[0] + 1} sees no key")
-    r = _rounder(round_to)
+    r = rounder(round_to)
     (L_q, L_k), d_v = masked.shape, V.shape[1]
     output = np.empty((L_q, d_v))  # (L_q, d_v)
     tiles = []
