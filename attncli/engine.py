@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attncli.errors import AttnError
 from attncli.model import Scenario
 
 SHIFT_FREE = 700.0  # e^±700 is still an ordinary float64, so such scores need no shift
@@ -168,6 +169,14 @@ def _head(
     shift = r(row_shift(masked, visible))  # (L_q,)
     exp = r(np.exp(masked - shift[:, None]))  # (L_q, L_k); e^-inf = 0 where hidden
     exp_sum = r(exp.sum(axis=1))  # (L_q,)
+    if decimals is not None and not exp_sum.all():  # every exponential of a row rounded away to 0
+        i = int(np.flatnonzero(exp_sum == 0)[0])
+        raise AttnError(
+            f"head {h}, query {i + 1} ({s.tokens[i]!r}): every exponential of its row rounds to 0 at {decimals} decimals, "
+            "so the weights would divide by a sum of 0",
+            key="--round-steps",
+            expected="more decimals, e.g. --round-steps 4",
+        )
     weights = r(exp / exp_sum[:, None])  # (L_q, L_k)
     output = weighted_sum(weights, V, decimals)  # (L_q, d_v)
     arrays = (Q, K, V, Q_rope, K_rope, scores, scaled, bias, biased, visible, masked, shift, exp, exp_sum, weights, output)

@@ -73,8 +73,8 @@ def intro(expl: Explanation) -> list[str]:
     if s.heads > 1:
         h, d_k, d_v = expl.head.head, s.d_k, s.d_v
         lines.append(f"Head {h} of {s.heads}: it uses columns {(h - 1) * d_k + 1}–{h * d_k} of W_Q" + (
-            f" and W_K and {(h - 1) * d_v + 1}–{h * d_v} of W_V (d_k = {d_k}, d_v = {d_v})." if s.G == s.heads else f" (d_k = {d_k})."))
-    if s.G != s.heads:
+            f" and W_K and {(h - 1) * d_v + 1}–{h * d_v} of W_V (d_k = {d_k}, d_v = {d_v})." if s.heads == s.G else f" (d_k = {d_k})."))
+    if s.heads != s.G:
         g = expl.head.kv_head
         share = s.heads // s.G
         lines.append(

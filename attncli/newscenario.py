@@ -37,11 +37,11 @@ def new_scenario(
 
     lines = [
         f"name: {json.dumps(sentence[:40])}",
-        f"description: random weights (seed {seed}), d_model = {d_model}, {heads} head(s)" + (f", {G} key/value head(s)" if G != heads else ""),
+        f"description: random weights (seed {seed}), d_model = {d_model}, {heads} head(s)" + (f", {G} key/value head(s)" if heads != G else ""),
         f"sentence: {json.dumps(sentence)}",
         f"heads: {heads}",
     ]
-    if G != heads:
+    if heads != G:
         lines.append(f"kv_heads: {G}")
     lines.append("embeddings:  # one row per token: " + ", ".join(tokens)[:60])
     lines += rows(len(tokens), d_model, 1.0)

@@ -8,8 +8,8 @@ shapes fit.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np

@@ -93,7 +93,7 @@ def _rotated(letter: str) -> Formula:
 
 def kv_notation(n: Notation, s: Scenario, h: HeadResult | None) -> Notation:
     """How a head's keys and values are written: numbered by their key/value head under grouped-query attention."""
-    if h is None or s.G == s.heads or n.head is None:
+    if h is None or s.heads == s.G or n.head is None:
         return n
     return Notation(h.kv_head, n.tex)
 
@@ -173,7 +173,7 @@ def _weights(n: Notation, s: Scenario, h: HeadResult | None) -> str:
 
 def _concat(n: Notation, s: Scenario, h: HeadResult | None) -> str:
     first, last = Notation(1, n.tex)("O"), Notation(s.heads, n.tex)("O")
-    return f"C = " + (rf"\operatorname{{Concat}}({first}, \dots, {last})" if n.tex else f"Concat({first}, …, {last})")
+    return "C = " + (rf"\operatorname{{Concat}}({first}, \dots, {last})" if n.tex else f"Concat({first}, …, {last})")
 
 
 def _final(n: Notation, s: Scenario, h: HeadResult | None) -> str:

@@ -8,7 +8,7 @@ from attncli.model import Scenario
 def describe(s: Scenario) -> list[str]:
     """'L = 6 tokens · d_model = 2 · …', then the settings: scale, mask, and any variant."""
     heads = f"{s.heads} head" + ("s" if s.heads > 1 else "")
-    if s.G != s.heads:
+    if s.heads != s.G:
         heads += f" sharing {s.G} key/value head" + ("s" if s.G > 1 else "")
     size = f"L = {s.L} tokens"
     if s.cross:

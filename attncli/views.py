@@ -74,10 +74,10 @@ def _view(result: RunResult, row: Row, head: HeadResult | None) -> MatrixView | 
         return None
     s = result.scenario
     several = s.heads > 1 and head is not None
-    number = None if not several else (head.kv_head if row.kv and s.G != s.heads else head.head)  # type: ignore[union-attr]
+    number = None if not several else (head.kv_head if row.kv and s.heads != s.G else head.head)  # type: ignore[union-attr]
     unicode, tex = Notation(number), Notation(number, tex=True)
     title = row.title
-    if row.kv and head is not None and s.G != s.heads:
+    if row.kv and head is not None and s.heads != s.G:
         title += f" (key/value head {head.kv_head} of {s.G})"
     matrix = np.atleast_2d(data)
     hidden = None

@@ -60,20 +60,21 @@ def scenario_of(document: str):
         raise
 
 
-@pytest.mark.filterwarnings("ignore:invalid value encountered in divide:RuntimeWarning")
 @settings(max_examples=200, deadline=None)
 @given(causal_documents(), st.sampled_from([None, 2]))
 def test_every_step_is_row_t_of_the_full_run_bit_for_bit(document, round_steps):
     """For every head and step t, the step's output is row t of the full causal run's head output, bit for bit."""
     scenario = scenario_of(document)
-    full = engine.run(scenario, round_steps=round_steps)
+    try:
+        full = engine.run(scenario, round_steps=round_steps)
+    except AttnError as error:  # by hand at 2 decimals a row's exponentials can all round to 0 (e^-6 = 0.00)
+        assume("rounds to 0" not in str(error))
+        raise
     for h in range(1, scenario.heads + 1):
         steps = decode(full if round_steps else scenario, h).steps
         assert len(steps) == scenario.L
         for step in steps:
-            # equal_nan: by hand at 2 decimals a row's exponentials can all round to 0 (a lone logit
-            # of -6 gives e^-6 = 0.00), and the run's row is then nan; the step must be the same nan
-            assert np.array_equal(step.output, full.head(h).output[step.position - 1], equal_nan=True)
+            assert np.array_equal(step.output, full.head(h).output[step.position - 1])
 
 
 @settings(max_examples=200, deadline=None)

@@ -143,3 +143,15 @@ def test_hand_rounded_output_does_not_depend_on_the_block_size(monkeypatch):
     monkeypatch.setattr(engine, "WEIGHTED_BLOCK", 1)
     np.testing.assert_array_equal(engine.run(scenario, round_steps=4).output, whole)
     assert np.array_equal(whole, np.round(whole, 4))
+
+
+def test_hand_rounding_that_leaves_a_row_without_weight_is_a_clear_error():
+    """--round-steps 2 rounds e^-6 to 0.00: the row's sum is 0, which is refused with a line naming head and query."""
+    import pytest
+
+    from attncli.errors import AttnError
+
+    scenario = from_text("tokens: [a, b]\nQ: [[1], [1]]\nK: [[-6], [0]]\nV: [[1], [2]]\nscale: none\nmask: causal\n")
+    engine.run(scenario)  # exact arithmetic is fine
+    with pytest.raises(AttnError, match=r"head 1, query 1 \('a'\): every exponential of its row rounds to 0 at 2 decimals"):
+        engine.run(scenario, round_steps=2)
