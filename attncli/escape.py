@@ -1,0 +1,222 @@
+r"""Input text (tokens, names, keys) made safe to show: one function per place it is shown.
+
+Every function starts from `visible`, which writes characters that would act instead of
+print (control characters, escape sequences, line and paragraph separators, bidi
+overrides, lone surrogates, the noncharacters U+FFFE and U+FFFF) as text such as `\x1b`,
+`\n` or `\u202e`. A backslash itself is left as it is: shown text is for reading, not for
+reading back. Then each format escapes its own specials:
+
+- `rich`: Rich console markup;
+- `markdown`: GitHub-flavoured Markdown inline text (paragraphs, headings, table cells);
+- `html`, `xml`: HTML and XML text and attribute values;
+- `latex`: math-mode TeX for pdflatex (OT1 or T1), KaTeX (strict) and MathJax 3;
+- `latex_comment`: the rest of a `%` comment line, in ASCII;
+- `csv_cell`: a text cell of a CSV file, with the spreadsheet formula guard.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# -- visible -------------------------------------------------------------------------------------
+
+_NAMED = {"\t": r"\t", "\n": r"\n", "\r": r"\r"}
+_BIDI = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]  # marks, embeddings, overrides, isolates
+
+
+def _code(c: str) -> str:
+    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+_SHOWN_AS_CODE = {
+    code: _code(chr(code))
+    for code in [*range(0x00, 0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, *_BIDI, *range(0xD800, 0xE000), 0xFFFE, 0xFFFF]
+}
+
+
+def visible(s: str) -> str:
+    r"""s with control characters and invisible direction or line controls written as `\x1b`, `\n`, `\u202e`."""
+    return s.translate(_SHOWN_AS_CODE)
+
+
+# -- Rich ------------------------------------------------------------------------------------------
+
+_EMOJI_CODE_START = re.compile(r":(?=[^\s:]*:)")  # a colon that could open an :emoji: code
+
+
+def rich(s: str) -> str:
+    """Rich console markup that prints `visible(s)`: no tags, no :emoji: codes, whatever follows it."""
+    from rich.markup import escape
+
+    text = visible(s)
+    trailing = len(text) - len(text.rstrip("\\"))
+    # Rich's escape doubles a lone trailing backslash, which then prints twice unless a tag follows;
+    # instead, 2k backslashes before an empty tag print k backslashes in every context.
+    body = escape(text[: len(text) - trailing]) if trailing else escape(text)
+    body = _EMOJI_CODE_START.sub(":[b][/b]", body)  # an empty tag splits ":smile:" so it stays text
+    return body + "\\" * (2 * trailing) + "[b][/b]" if trailing else body
+
+
+# -- Markdown ------------------------------------------------------------------------------------
+
+_MARKDOWN = {
+    "\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]", "~": "\\~", "$": "\\$",
+    "&": "&amp;", "<": "&lt;", ">": "&gt;",
+    "|": "&#124;",  # an entity, not \|: GFM splits table rows on pipes before it reads backslashes
+    "{": "&#123;", "}": "&#125;",  # Jekyll's Liquid and Hugo's shortcodes read {{ and {% before Markdown does
+}  # fmt: skip
+_MARKDOWN_TRIMMED = " \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000\ufeff"
+_LINE_START = re.compile(r"^(?:[+=-]|\d{1,9}(?=[.)]))")  # would open a list or a setext underline
+
+
+def markdown(s: str) -> str:
+    """GFM inline text that renders as `visible(s)`, literally: usable in a paragraph, heading or table cell."""
+    text = visible(s)
+    out = []
+    for i, c in enumerate(text):
+        if c == "#" and (i == 0 or text[i - 1] in " #"):  # would open a heading, or close one ("## x ##")
+            out.append("\\#")
+        else:
+            out.append(_MARKDOWN.get(c, c))
+    escaped = "".join(out)
+    match = _LINE_START.match(escaped)
+    if match:  # "- x", "+ x", "1. x" at the start of a line
+        end = match.end()
+        escaped = escaped[:end] + "\\" + escaped[end:] if escaped[:end].isdigit() else "\\" + escaped
+    # Paragraphs, headings and table cells drop outer whitespace (markdown-it even Unicode's), and
+    # ** next to whitespace is no longer bold: outer whitespace goes in as numeric entities.
+    stripped = escaped.strip(_MARKDOWN_TRIMMED)
+    if stripped != escaped:
+        lead = escaped[: len(escaped) - len(escaped.lstrip(_MARKDOWN_TRIMMED))]
+        trail = escaped[len(lead) + len(stripped) :]
+        escaped = "".join(f"&#{ord(c)};" for c in lead) + stripped + "".join(f"&#{ord(c)};" for c in trail)
+    return escaped
+
+
+# -- HTML and XML ------------------------------------------------------------------------------
+
+_XML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}
+
+
+def xml(s: str) -> str:
+    """XML 1.0 text or attribute value showing `visible(s)`; characters XML forbids are written as `\\x00`, `\\ufffe`."""
+    return "".join(_XML.get(c, c) for c in visible(s))
+
+
+def html(s: str) -> str:
+    """HTML text or attribute value showing `visible(s)` (the same escaping as `xml`)."""
+    return xml(s)
+
+
+# -- LaTeX ----------------------------------------------------------------------------------------
+
+# The characters besides ASCII that pdflatex prints with its default UTF-8 input both in the default
+# OT1 encoding (with Computer Modern's Type 1 fonts, no bitmap fallback) and in T1 (with lmodern),
+# found by compiling each character of U+00A0-U+04FF and common punctuation in TeX Live 2022,
+# less ¡ ¸ ¿, which KaTeX's strict mode refuses in \text; tests/test_publish.py checks them all again. Greek, Cyrillic, CJK, «», þ, ą and the like need
+# packages a plain article lacks (T1 only, LGR, T2A, CJK) and are written as U+XXXX instead.
+LATEX_TEXT_CHARACTERS = frozenset(
+    "ÀÁÂÃÄÅÆÇÈÉÊËÌÍÎÏÑÒÓÔÕÖØÙÚÛÜÝßàáâãäåæçèéêëìíîïñòóôõöøùúûüýÿĀāĂăĆćĈĉĊċČčĎďĒēĔĕĖėĚěĜĝĞğĠġĢģĤĥ"
+    "ĨĩĪīĬĭİıĲĳĴĵĶķĹĺĻļĽľŁłŃńŅņŇňŌōŎŏŐőŒœŔŕŖŗŘřŚśŜŝŞşŠšŢţŤťŨũŪūŬŭŮůŰűŴŵŶŷŸŹźŻżŽžǄǅǆǇǈǉǊǋǌǍǎǏǐǑǒǓǔǢǣǦǧǨ"
+    "ǩǰǴǵȘșȚțȲȳȷ–—‘’“”…"
+)
+_LATEX_SYMBOLS = {
+    "\\": r"{\backslash}", "{": r"{\{}", "}": r"{\}}", "$": r"{\$}", "&": r"{\&}", "%": r"{\%}", "#": r"{\#}",
+    "_": r"{\_}", "^": r"{\hat{\ }}", "~": r"{\sim}",
+    "<": "{<}", ">": "{>}", "|": "{|}",  # in text, OT1 prints these as ¡ ¿ —
+}  # fmt: skip
+_LIGATURES = {"--", "''", "``", ",,", "!`", "?`"}  # pairs that TeX or KaTeX would join into one glyph
+_TEXT_ASCII = frozenset(chr(c) for c in range(0x21, 0x7F)) - set(_LATEX_SYMBOLS)
+
+
+def latex(s: str) -> str:
+    r"""Math-mode TeX that prints `visible(s)` as written: put it where `\text{s}` would go (it brings its own `\text{…}`).
+
+    Letters, digits and punctuation go in `\text{…}` runs; TeX's specials and `< > |` are math
+    symbols (`{\_}`, `{<}`), since MathJax shows `\text{\_}` literally; characters a plain
+    pdflatex document cannot print are written `\mathtt{U{+}4E2D}`. Runs are split where TeX
+    would make a ligature (`--`, `''`). A dollar is `{\$}`, so no `$$` that a page's math finder
+    would take for a delimiter ever appears.
+    """
+    text = unicodedata.normalize("NFC", visible(s)).replace("\u00a0", " ")
+    if not text:
+        return "{}"
+    pieces: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if run:
+            pieces.append(r"\text{" + "".join(run) + "}")
+            run.clear()
+
+    for i, c in enumerate(text):
+        if c == " ":
+            inner = 0 < i < len(text) - 1 and run and text[i + 1] != " " and _in_text(text[i + 1])
+            if inner:
+                run.append(c)
+            else:  # outer or repeated spaces: renderers drop those inside \text
+                flush()
+                pieces.append(r"\ ")
+        elif _in_text(c):
+            if run and run[-1] + c in _LIGATURES:
+                flush()
+            run.append(c)
+        else:
+            flush()
+            if c in _LATEX_SYMBOLS:
+                pieces.append(_LATEX_SYMBOLS[c])
+            else:
+                pieces.append(r"\,\mathtt{U{+}" + f"{ord(c):04X}" + r"}\,")
+    flush()
+    return "".join(pieces)
+
+
+def _in_text(c: str) -> bool:
+    return c in _TEXT_ASCII or c.isascii() and c.isalnum() or c in LATEX_TEXT_CHARACTERS
+
+
+_COMMENT_WORDS = {
+    "×": "x", "·": ".", "−": "-", "–": "-", "—": "--", "‘": "'", "’": "'", "“": '"', "”": '"', "…": "...",
+    "∞": "inf", "√": "sqrt", "Σ": "Sum", "ᵀ": "^T", "≈": "~", "→": "->", "←": "<-", "ß": "ss", "æ": "ae", "Æ": "AE",
+    "ø": "o", "Ø": "O", "œ": "oe", "Œ": "OE", "ł": "l", "Ł": "L", "đ": "d", "Đ": "D", "þ": "th", "Þ": "Th", "ð": "d",
+}  # fmt: skip
+
+
+def latex_comment(s: str) -> str:
+    r"""The rest of a `%` comment line showing s in printable ASCII: accents dropped, other characters as `\u4e2d`.
+
+    It holds no line break, so nothing after it on the line (and nothing in s) can leave the comment.
+    """
+    out = []
+    for c in visible(s):
+        if " " <= c <= "~":
+            out.append(c)
+        elif c in _COMMENT_WORDS:
+            out.append(_COMMENT_WORDS[c])
+        else:
+            base = "".join(b for b in unicodedata.normalize("NFKD", c) if not unicodedata.combining(b))
+            if base and all(" " <= b <= "~" for b in base):
+                out.append(base)
+            else:
+                out.append(f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}")
+    return "".join(out)
+
+
+# -- CSV -------------------------------------------------------------------------------------------
+
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(s: str) -> str:
+    """A text cell (token, name, header) for CSV: `visible(s)`, with a leading `'` if a spreadsheet could run it as a formula.
+
+    The guard is for text cells only: write numbers as numbers, without this function. Text
+    that is itself a plain decimal number ("-1", "+0.5") is left alone, since a spreadsheet
+    reads it as that number and never as a formula.
+    """
+    text = visible(s)
+    if text.startswith(_FORMULA_START) and not _NUMBER.fullmatch(text):
+        return "'" + text
+    return text

@@ -1,0 +1,195 @@
+r"""A matrix in TeX with its row labels on the left and column labels above, for pdflatex, KaTeX and MathJax alike.
+
+The numbers sit in `\left[\begin{array}{rr…r} … \end{array}\right]`, which has no column
+limit (amsmath's bmatrix stops at 10). The labels are two more arrays: the column labels
+above, the row labels to the left. Two arrays line up column by column only if their
+columns are equally wide, so each header cell carries an invisible copy of its column's
+widest number under it and each first-row number an invisible copy of its label over it
+(`\hphantom`, with `\smash` so neither adds height); each row of numbers carries an
+invisible copy of its label (`\vphantom`) so the rows line up with the labels too.
+
+`standalone` wraps display blocks into a complete article that pdflatex compiles.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from attncli import escape
+from attncli.numbers import fixed
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from attncli.views import MatrixView
+
+# Rough widths in em of what a number is made of, to pick a column's widest number.
+_WIDTHS = {"-": 0.78, ".": 0.28, r"\infty": 1.0}
+
+
+def number(x: float, precision: int) -> str:
+    r"""x with `precision` decimals in TeX; masked cells are `-\infty`."""
+    if math.isinf(x):
+        return r"-\infty" if x < 0 else r"\infty"
+    return fixed(x, precision)
+
+
+def _width(tex: str) -> float:
+    infinities = tex.count(r"\infty")
+    rest = tex.replace(r"\infty", "")
+    return infinities * _WIDTHS[r"\infty"] + sum(_WIDTHS.get(c, 0.5) for c in rest)
+
+
+def labelled_matrix(
+    data: npt.NDArray[np.float64],
+    *,
+    precision: int,
+    rows: Sequence[str] | None = None,
+    cols: Sequence[str] | None = None,
+    extra: Sequence[tuple[str, npt.NDArray[np.float64]]] = (),
+) -> str:
+    r"""The matrix (rows, cols) as math-mode TeX, labelled with `rows` on the left and `cols` above when given.
+
+    `extra` columns (such as ("Σ", row sums)) follow a vertical rule. Labels are input text
+    and go through `escape.latex`; "Σ" becomes `\Sigma`.
+    """
+    n_rows, n_cols = int(data.shape[0]), int(data.shape[1])
+    cells = [[number(float(x), precision) for x in row] for row in data]
+    for _, vector in extra:
+        for r in range(n_rows):
+            cells[r].append(number(float(vector[r]), precision))
+    heads = [_label(c) for c in cols] + [_label(name) for name, _ in extra] if cols is not None else None
+    row_heads = [_label(r) for r in rows] if rows is not None else None
+    spec = "r" * n_cols + ("|" + "r" * len(extra) if extra else "")
+
+    body_rows = []
+    for r, row in enumerate(cells):
+        row = list(row)
+        if heads is not None and r == 0:  # the labels' widths, invisibly, in the first row
+            row = [rf"\smash[t]{{\overset{{\hphantom{{\textstyle {head}}}}}{{{{{cell}}}}}}}" for head, cell in zip(heads, row)]
+        if row_heads is not None:  # the label's height and depth, after the number so that its minus stays unary
+            row[0] += rf"\vphantom{{{row_heads[r]}}}"
+        body_rows.append(" & ".join(row))
+    matrix = r"\left[\begin{array}{" + spec + "} " + r" \\ ".join(body_rows) + r" \end{array}\right]"
+    if heads is None and row_heads is None:
+        return matrix
+
+    top = ""
+    if heads is not None:
+        widest = [max((cells[r][c] for r in range(n_rows)), key=_width) for c in range(len(heads))]
+        header = [rf"\smash[b]{{\underset{{\hphantom{{\textstyle {w}}}}}{{{head}}}}}" for head, w in zip(heads, widest)]
+        top = r"\begin{array}{" + spec.replace("|", "") + "} " + " & ".join(header) + r" \end{array}"
+    left = ""
+    if row_heads is not None:
+        tallest = r"\vphantom{0\infty}"  # numbers never make a row taller than these
+        # \;: MathJax sets arrays without outer padding, which would put the labels against the "="
+        left = r"\; \begin{array}{r} " + r" \\ ".join(tallest + head for head in row_heads) + r" \end{array}"
+    if not top:
+        return left + matrix
+    return r"\begin{array}{rc} & " + top + r" \\ " + left + " & " + matrix + r" \end{array}"
+
+
+def _label(text: str) -> str:
+    return r"\Sigma" if text == "Σ" else escape.latex(text)
+
+
+def matrix_blocks(
+    symbol: str,
+    data: npt.NDArray[np.float64],
+    *,
+    precision: int,
+    rows: Sequence[str] | None = None,
+    cols: Sequence[str] | None = None,
+    extra: Sequence[tuple[str, npt.NDArray[np.float64]]] = (),
+    max_rows: int | None = None,
+    max_cols: int | None = None,
+) -> list[str]:
+    r"""Display-block bodies `symbol = matrix`, split into pieces of at most max_rows × max_cols, each saying which part it is.
+
+    `symbol` is TeX ("S = QK^\top" gives "S = QK^\top = [matrix]"). Extra columns go with
+    the last piece of columns.
+    """
+    n_rows, n_cols = int(data.shape[0]), int(data.shape[1])
+    row_step = max_rows or max(n_rows, 1)
+    col_step = max_cols or max(n_cols, 1)
+    blocks = []
+    for r0 in range(0, max(n_rows, 1), row_step):
+        for c0 in range(0, max(n_cols, 1), col_step):
+            r1, c1 = min(r0 + row_step, n_rows), min(c0 + col_step, n_cols)
+            part = []
+            if r1 - r0 < n_rows:
+                part.append(f"rows {r0 + 1} to {r1}")
+            if c1 - c0 < n_cols:
+                part.append(f"columns {c0 + 1} to {c1}")
+            note = r" \quad \text{(" + ", ".join(part) + ")}" if part else ""
+            matrix = labelled_matrix(
+                data[r0:r1, c0:c1],
+                precision=precision,
+                rows=None if rows is None else rows[r0:r1],
+                cols=None if cols is None else cols[c0:c1],
+                extra=[(name, vector[r0:r1]) for name, vector in extra] if c1 == n_cols else (),
+            )
+            blocks.append(f"{symbol}{note} = {matrix}")
+    return blocks
+
+
+def view_blocks(view: MatrixView, *, precision: int, max_rows: int | None = None, max_cols: int | None = None) -> list[str]:
+    """A view's display-block bodies, `view.tex = [labelled matrix]`, split as `matrix_blocks` does."""
+    return matrix_blocks(view.tex, view.data, precision=precision, rows=view.rows, cols=view.cols, extra=view.extra,
+                         max_rows=max_rows, max_cols=max_cols)  # fmt: skip
+
+
+# -- a complete document ---------------------------------------------------------------------------
+
+PREAMBLE = r"""\documentclass{article}
+\usepackage[T1]{fontenc}  % real < > | _ glyphs, accented letters as glyphs (lmodern below has them as Type 1 fonts)
+\usepackage{lmodern}
+\usepackage{amsmath}
+\usepackage{graphicx}  % \resizebox: displays wider than the page are scaled down to fit
+\usepackage[margin=2cm]{geometry}
+\allowdisplaybreaks  % long align* steps may break across pages
+\newsavebox{\attnclibox}
+\newcommand{\attnclifit}[1]{%
+  \sbox{\attnclibox}{$\displaystyle #1$}%
+  \ifdim\wd\attnclibox>\linewidth\resizebox{\linewidth}{!}{\usebox{\attnclibox}}\else\usebox{\attnclibox}\fi}
+"""
+
+_BLOCK = re.compile(r"^\$\$ (.*) \$\$$")
+_ALIGNED = re.compile(r"^\\begin\{aligned\} (.*) \\end\{aligned\}$")
+
+
+def standalone(body: str, *, title: str | None = None) -> str:
+    r"""A complete article holding `body`: lines of `$$ … $$` display blocks, `%` comments and blank lines.
+
+    Each `$$ X $$` becomes `\[ X \]`, scaled down to the page width if wider; a block that is
+    one `aligned` becomes `align*`, so its steps may break across pages. Other lines pass
+    through unchanged. Needs amsmath, graphicx, geometry and lmodern (in every TeX Live
+    and MiKTeX; Debian: texlive-latex-recommended and lmodern).
+    """
+    out = [PREAMBLE]
+    if title is not None:
+        out.append(r"\title{" + _plain_title(title) + "}\n\\date{}")
+    out.append(r"\begin{document}")
+    if title is not None:
+        out.append(r"\maketitle")
+    for line in body.splitlines():
+        block = _BLOCK.match(line)
+        if not block:
+            out.append(line)
+            continue
+        inner = block.group(1)
+        aligned = _ALIGNED.match(inner)
+        if aligned and r"\begin{aligned}" not in aligned.group(1):
+            out.append(r"\begin{align*} " + aligned.group(1) + r" \end{align*}")
+        else:
+            out.append(r"\[ \attnclifit{" + inner + r"} \]")
+    out.append(r"\end{document}")
+    return "\n".join(out) + "\n"
+
+
+def _plain_title(title: str) -> str:
+    return "$" + escape.latex(title) + "$"

@@ -1,0 +1,205 @@
+"""The real tools readers use, for tests of the publication formats: pdflatex, KaTeX, MathJax, markdown-it-py, parsers.
+
+Helpers, not tests. Each runs a tool and returns what it made of the input, or raises with
+the tool's own message; the tests decide what to skip when a tool is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import unicodedata
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from attncli import escape
+
+HERE = Path(__file__).parent
+
+# -- node: KaTeX and MathJax ---------------------------------------------------------------------
+
+
+def npm_install(folder: Path, spec: str, module: str) -> Path:
+    """node_modules in `folder` holding `spec` (e.g. "katex@0.16"), installed on first use; RuntimeError with npm's message."""
+    npm = shutil.which("npm")
+    modules = folder / "node_modules"
+    if (modules / module).is_dir():
+        return modules
+    if npm is None:
+        raise RuntimeError("npm is not installed")
+    install = [npm, "install", "--no-save", "--no-audit", "--no-fund", "--prefix", str(folder), spec]
+    for attempt in (1, 2):  # the registry may fail once; a second failure is a real one
+        done = subprocess.run(install, capture_output=True, text=True, timeout=300)
+        if (modules / module).is_dir():
+            return modules
+        if attempt == 2:
+            raise RuntimeError(f"npm could not install {spec}:\n{done.stderr[-2000:]}")
+    raise AssertionError("unreachable")
+
+
+class Rendered(NamedTuple):
+    """What a TeX engine made of one block: its error message, or the text its MathML shows."""
+
+    error: str | None
+    text: str
+
+
+def run_node(script: str, node_modules: Path, payload: Any) -> Any:
+    node = shutil.which("node")
+    if node is None:
+        raise RuntimeError("node is not installed")
+    env = {"NODE_PATH": str(node_modules), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([node, str(HERE / script)], input=json.dumps(payload), capture_output=True, text=True, env=env,
+                          timeout=300, check=True)  # fmt: skip
+    return json.loads(done.stdout)
+
+
+def katex(node_modules: Path, blocks: list[str]) -> list[Rendered]:
+    """Each block rendered by KaTeX in strict mode (tests/katex_mathml.js)."""
+    return _rendered(run_node("katex_mathml.js", node_modules, blocks))
+
+
+def mathjax(node_modules: Path, blocks: list[str]) -> list[Rendered]:
+    """Each block rendered by MathJax 3 with a default page's TeX packages (tests/mathjax_render.js)."""
+    return _rendered(run_node("mathjax_render.js", node_modules, blocks))
+
+
+def _rendered(answer: dict[str, Any]) -> list[Rendered]:
+    return [Rendered(r["error"], mathml_text(r["mathml"]) if r["mathml"] else "") for r in answer["results"]]
+
+
+def mathml_text(mathml: str) -> str:
+    """The characters a MathML tree shows, in order (the TeX source annotation left out)."""
+
+    class Leaves(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.parts: list[str] = []
+            self.skip = 0
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            self.skip += tag == "annotation"
+
+        def handle_endtag(self, tag: str) -> None:
+            self.skip -= tag == "annotation"
+
+        def handle_data(self, data: str) -> None:
+            if not self.skip and data.strip():  # not the indentation between tags
+                self.parts.append(data)
+
+    parser = Leaves()
+    parser.feed(mathml)
+    return "".join(parser.parts)
+
+
+# -- pdflatex -------------------------------------------------------------------------------------
+
+
+class LatexError(Exception):
+    """pdflatex stopped; the message holds its error lines."""
+
+
+def pdflatex(source: str, folder: Path, name: str = "doc") -> Path:
+    """Compile `source` with pdflatex in `folder` (halting on the first error); the PDF."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.tex").write_text(source, encoding="utf-8")
+    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", f"{name}.tex"],
+                          cwd=folder, capture_output=True, timeout=300)  # fmt: skip
+    log = (folder / f"{name}.log").read_text(encoding="utf-8", errors="replace")
+    if done.returncode != 0:
+        errors = [line for line in log.splitlines() if line.startswith("!") or line.startswith("l.")]
+        raise LatexError("\n".join(errors[:10]) or log[-2000:])
+    return folder / f"{name}.pdf"
+
+
+def pdf_text(pdf: Path) -> str:
+    """The text pdftotext (poppler) reads from a PDF, in reading order."""
+    return subprocess.run(["pdftotext", "-enc", "UTF-8", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+
+
+def pdf_fonts(pdf: Path) -> str:
+    """pdffonts' table of the fonts a PDF embeds (a bitmap font shows as Type 3)."""
+    return subprocess.run(["pdffonts", str(pdf)], capture_output=True, text=True, check=True).stdout
+
+
+# -- what TeX should print ----------------------------------------------------------------------
+
+_GLYPHS = str.maketrans({
+    "’": "'", "‘": "`", "“": '"', "”": '"', "∼": "~", "∖": "\\", "∣": "|", "−": "-", "…": "...",
+    "^": None, "ˆ": None,  # a caret is \hat{\ }, which poppler reads as ˆ, sometimes as the accent of the letter before it
+    "ı": "i", "ȷ": "j", "\u00a0": " ",
+})  # fmt: skip
+
+
+def printed(s: str) -> str:
+    """What `escape.latex(s)` should print: visible(s), with each character TeX cannot print written U+XXXX."""
+    text = unicodedata.normalize("NFC", escape.visible(s))
+    return "".join(c if c.isascii() or c in escape.LATEX_TEXT_CHARACTERS or c == "\u00a0" else f"U+{ord(c):04X}" for c in text)
+
+
+_SPLIT_ACCENT = re.compile(r"(?<=[^\W\d_])[\u02dc\u02ca\u02cb\u02c7\u02d8\u02d9\u02da\u02dd\u00a8\u00af\u00b4\u00b8\u02db]")
+
+
+def fold(text: str) -> str:
+    """The form in which printed and extracted text are compared: glyph variants merged, accents and spaces dropped.
+
+    TeX prints ' as ’ and ~ as ∼, KaTeX and poppler split é into e and an accent, and spaces
+    depend on the tool; these differences are typography, not wrong characters.
+    """
+    text = _SPLIT_ACCENT.sub("", text)  # an accent after a letter belongs to it ("Aˆ" is KaTeX's Â)
+    text = unicodedata.normalize("NFKD", text.translate(_GLYPHS)).translate(_GLYPHS)
+    text = "".join(c for c in text if not unicodedata.combining(c) and not 0x2B0 <= ord(c) <= 0x2FF and c not in "´¨¯¸˛")
+    return re.sub(r"\s+", "", text)
+
+
+# -- Markdown, HTML, XML ------------------------------------------------------------------------
+
+
+def markdown_html(text: str) -> str:
+    """GFM-like HTML of Markdown text from markdown-it-py (CommonMark with tables)."""
+    from markdown_it import MarkdownIt
+
+    return str(MarkdownIt("commonmark").enable("table").render(text))
+
+
+class Element(NamedTuple):
+    tag: str
+    attrs: dict[str, str | None]
+    text: str  # the text directly and deeply inside it
+
+
+def html_elements(document: str) -> list[Element]:
+    """Every element of an HTML document with its attributes and text, in document order (html.parser, entities decoded)."""
+
+    class Collect(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.elements: list[Element] = []
+            self.open: list[int] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            self.elements.append(Element(tag, dict(attrs), ""))
+            if tag not in VOID:
+                self.open.append(len(self.elements) - 1)
+
+        def handle_endtag(self, tag: str) -> None:
+            while self.open:
+                index = self.open.pop()
+                if self.elements[index].tag == tag:
+                    break
+
+        def handle_data(self, data: str) -> None:
+            for index in self.open:
+                element = self.elements[index]
+                self.elements[index] = element._replace(text=element.text + data)
+
+    parser = Collect()
+    parser.feed(document)
+    parser.close()
+    return parser.elements
+
+
+VOID = {"meta", "br", "hr", "img", "link", "input", "col", "wbr", "source"}
