@@ -134,7 +134,8 @@ def latex(s: str) -> str:
     r"""Math-mode TeX that prints `visible(s)` as written: put it where `\text{s}` would go (it brings its own `\text{…}`).
 
     Letters, digits and punctuation go in `\text{…}` runs; TeX's specials and `< > |` are math
-    symbols (`{\_}`, `{<}`), since MathJax shows `\text{\_}` literally; characters a plain
+    symbols (`{\_}`, `{<}`), since MathJax shows `\text{\_}` literally; outer and repeated
+    spaces are `\text{ }` each; characters a plain
     pdflatex document cannot print are written `\mathtt{U{+}4E2D}`. Runs are split where TeX
     would make a ligature (`--`, `''`). A dollar is `{\$}`, so no `$$` that a page's math finder
     would take for a delimiter ever appears.
@@ -155,9 +156,9 @@ def latex(s: str) -> str:
             inner = 0 < i < len(text) - 1 and run and text[i + 1] != " " and _in_text(text[i + 1])
             if inner:
                 run.append(c)
-            else:  # outer or repeated spaces: renderers drop those inside \text
-                flush()
-                pieces.append(r"\ ")
+            else:  # outer or repeated spaces: a run of \text would lose them. Not "\ ": MathJax
+                flush()  # expands that macro into the rest of the block, overflowing its 5 KB buffer
+                pieces.append(r"\text{ }")
         elif _in_text(c):
             if run and run[-1] + c in _LIGATURES:
                 flush()

@@ -10,11 +10,15 @@ import subprocess
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attncli import escape
+from attncli import engine, escape, views
+from attncli.render import htmltable, palette, svgheatmap, texmatrix
+from attncli.scenario import load
+from attncli.views import MatrixView
 from tests import renderers
 
 # Tokens that broke or misprinted somewhere (issues 11 and 12), and the characters that do most harm.
@@ -96,7 +100,7 @@ def test_latex_pieces_for_the_awkward_tokens():
     assert escape.latex("a_b") == r"\text{a}{\_}\text{b}"
     assert escape.latex("R&D 50%") == r"\text{R}{\&}\text{D 50}{\%}"
     assert escape.latex("a--b") == r"\text{a-}\text{-b}"
-    assert escape.latex(" x  y") == r"\ \text{x}\ \ \text{y}"
+    assert escape.latex(" x  y") == r"\text{ }\text{x}\text{ }\text{ }\text{y}"
     assert escape.latex("中") == r"\,\mathtt{U{+}4E2D}\,"
     assert "$$" not in escape.latex("$$") and escape.latex("") == "{}"
 
@@ -168,10 +172,10 @@ def check_tex_engines(tokens: list[str], folder: Path, katex_modules: Path, math
     wrong = [(t, t1[i]) for i, t in enumerate(tokens) if renderers.fold(t1[i]) != expected[i] and not UNREADABLE_IN_PDF & set(t)]
     assert wrong == [], "pdflatex (T1) printed these differently"
     blocks = [escape.latex(t) for t in tokens]
-    for engine, modules in ((renderers.katex, katex_modules), (renderers.mathjax, mathjax_modules)):
-        results = engine(modules, blocks)
+    for render, modules in ((renderers.katex, katex_modules), (renderers.mathjax, mathjax_modules)):
+        results = render(modules, blocks)
         wrong = [(t, r) for t, r, e in zip(tokens, results, expected) if r.error or renderers.fold(r.text) != e]
-        assert wrong == [], f"{engine.__name__} rendered these differently"
+        assert wrong == [], f"{render.__name__} rendered these differently"
 
 
 def test_awkward_tokens_print_as_written_everywhere(latex_tools, katex_modules, mathjax_modules, tmp_path):
@@ -202,8 +206,8 @@ def test_latex_text_characters_print_in_every_encoding_and_engine(latex_tools, k
     for name, preamble in (("ot1", PLAIN_ARTICLE), ("t1", T1_ARTICLE)):
         pdf = renderers.pdflatex(preamble + "\\begin{document}\n$" + body + "$\n\\end{document}\n", tmp_path / name)
         assert "Type 3" not in renderers.pdf_fonts(pdf), f"{name}: a bitmap font was needed"
-    for engine, modules in ((renderers.katex, katex_modules), (renderers.mathjax, mathjax_modules)):
-        results = engine(modules, [escape.latex(c) for c in characters])
+    for render, modules in ((renderers.katex, katex_modules), (renderers.mathjax, mathjax_modules)):
+        results = render(modules, [escape.latex(c) for c in characters])
         assert [(c, r.error) for c, r in zip(characters, results) if r.error] == []
 
 
@@ -212,3 +216,213 @@ def test_a_comment_cannot_be_left(latex_tools, tmp_path):
     evil = "x\n\\input{/etc/passwd}\r\\end{document}\u2028^^M\\relax"
     source = PLAIN_ARTICLE + "\\begin{document}\n% " + escape.latex_comment(evil) + "\nOK\n\\end{document}\n"
     assert renderers.pdf_text(renderers.pdflatex(source, tmp_path)).split() == ["OK", "1"]
+
+
+# -- views to draw -----------------------------------------------------------------------------
+
+FOURTEEN = ["the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "while", "the", "cat", "sat", "on"]
+
+
+def attention_views(tokens: list[str], *, seed: int = 0, d: int = 3) -> list[MatrixView]:
+    """Scores, masked scores, exponentials (with Σ) and weights of a causal head over `tokens`, computed here."""
+    rng = np.random.default_rng(seed)
+    n = len(tokens)
+    x = rng.normal(size=(n, d))
+    scores = x @ x.T
+    hidden = np.triu(np.ones((n, n), dtype=bool), 1)
+    masked = np.where(hidden, -np.inf, scores)
+    exp = np.exp(masked - masked.max(axis=1, keepdims=True))
+    weights = exp / exp.sum(axis=1, keepdims=True)
+    return [
+        MatrixView("scores", "scores", None, "Scores", "S = Q·Kᵀ", r"S = QK^\top", scores, tokens, tokens),
+        MatrixView("masked", "masked", 2, "Masked scores", "mask(S)", r"\operatorname{mask}(S)", masked, tokens, tokens, hidden),
+        MatrixView("exp", "exp", None, "Exponentials", "E = exp(masked − shift)", r"E = \exp(\text{masked} - \text{shift})", exp,
+                   tokens, tokens, hidden, [("Σ", exp.sum(axis=1))]),
+        MatrixView("weights", "weights", None, "Attention weights", "A = E / Σ", r"A = E / \Sigma", weights, tokens, tokens, hidden),
+        MatrixView("output", "output", None, "Output", "O = A·V", "O = AV", weights @ x, tokens, ["o1", "o2", "o3"]),
+    ]  # fmt: skip
+
+
+def builtin_views(name: str) -> list[MatrixView]:
+    result = engine.run(load(name))
+    return views.views(result, views.STAGES, list(range(1, result.scenario.heads + 1)))
+
+
+# -- texmatrix ------------------------------------------------------------------------------------
+
+
+def test_a_matrix_of_any_width_is_one_array_without_bmatrix():
+    """40 columns: one array with 40 right-aligned columns (bmatrix would stop at 10), labels above and to the left."""
+    tokens = [f"t{i}" for i in range(40)]
+    tex = texmatrix.labelled_matrix(np.zeros((40, 40)), precision=2, rows=tokens, cols=tokens)
+    assert "bmatrix" not in tex and tex.count("\\begin{array}{" + "r" * 40 + "}") == 2  # header and numbers
+    assert tex.count("\\text{t39}") == 2 + 2  # shown in the header and the row labels, and measured by a phantom each
+
+
+def test_matrix_blocks_split_rows_and_columns_and_say_which():
+    """8 × 5 in pieces of 3 × 4: six blocks, each naming its rows and columns; Σ only beside the last columns."""
+    blocks = texmatrix.matrix_blocks("E", np.ones((8, 5)), precision=1, rows=list("abcdefgh"), cols=list("vwxyz"),
+                                     extra=[("Σ", np.arange(8.0))], max_rows=3, max_cols=4)  # fmt: skip
+    assert len(blocks) == 6
+    assert blocks[0].startswith(r"E \quad \text{(rows 1 to 3, columns 1 to 4)} = ")
+    assert [r"\Sigma" in b for b in blocks] == [False, True] * 3
+
+
+def test_standalone_turns_to_landscape_for_wide_matrices_and_align_for_aligned_steps():
+    """More than 9 columns: landscape A4; an aligned block becomes align*, so its steps may break across pages."""
+    wide = "$$ " + texmatrix.labelled_matrix(np.zeros((2, 10)), precision=1) + " $$"
+    narrow = "$$ " + texmatrix.labelled_matrix(np.zeros((2, 9)), precision=1) + " $$"
+    assert "landscape" in texmatrix.standalone(wide) and "landscape" not in texmatrix.standalone(narrow)
+    steps = texmatrix.standalone("% steps\n$$ \\begin{aligned} a &= 1 \\\\ b &= 2 \\end{aligned} $$")
+    assert "\\begin{align*} a &= 1 \\\\ b &= 2 \\end{align*}" in steps and "% steps" in steps
+
+
+def test_labelled_matrices_compile_and_print_their_labels(latex_tools, tmp_path):
+    """A standalone document of 14-token views, awkward tokens, 40 columns and a 120-column matrix in pieces compiles with pdflatex."""
+    blocks = [b for v in attention_views(FOURTEEN) for b in texmatrix.view_blocks(v, precision=4)]
+    blocks += [b for v in attention_views(AWKWARD[:12], seed=1) for b in texmatrix.view_blocks(v, precision=4, max_cols=16)]
+    forty = [f"w{i}" for i in range(40)]
+    blocks += texmatrix.matrix_blocks("W", np.ones((3, 40)), precision=2, rows=["a", "b", "c"], cols=forty)
+    blocks += texmatrix.matrix_blocks("Z", np.ones((30, 120)), precision=2, max_rows=20, max_cols=16)
+    pdf = renderers.pdflatex(texmatrix.standalone("\n".join(f"$$ {b} $$" for b in blocks), title="attncli <eos>"), tmp_path)
+    text = renderers.fold(renderers.pdf_text(pdf))
+    for label in FOURTEEN + ["<eos>", "<|endoftext|>", "a_b", "50%", "R&D", "café", "*x*", "[bold]x[/]", "w39"]:
+        assert renderers.fold(label) in text, label
+    assert renderers.fold("(rows 21 to 30, columns 113 to 120)") in text
+
+
+def test_labelled_matrices_render_in_katex_and_mathjax(katex_modules, mathjax_modules):
+    """Every block of multihead's views (W_O, heads), 14 tokens and awkward tokens renders in KaTeX (strict) and MathJax."""
+    every = builtin_views("multihead") + attention_views(FOURTEEN) + attention_views(AWKWARD[:20], seed=2)
+    blocks = [b for v in every for b in texmatrix.view_blocks(v, precision=4, max_cols=16)]
+    for engine_render, modules in ((renderers.katex, katex_modules), (renderers.mathjax, mathjax_modules)):
+        results = engine_render(modules, blocks)
+        assert [(b[:120], r.error) for b, r in zip(blocks, results) if r.error] == []
+    awkward = attention_views(AWKWARD[:8], seed=3)[3]
+    text = renderers.fold(renderers.katex(katex_modules, texmatrix.view_blocks(awkward, precision=4))[0].text)
+    assert all(renderers.fold(token) in text for token in AWKWARD[:8])
+
+
+# -- HTML ---------------------------------------------------------------------------------------
+
+
+def cells_of(document: str) -> list[list[renderers.Element]]:
+    """Each table's cells (th and td), in order."""
+    tables, current = [], None
+    for element in renderers.html_elements(document):
+        if element.tag == "table":
+            current = []
+            tables.append(current)
+        elif element.tag in ("th", "td") and current is not None:
+            current.append(element)
+    return tables
+
+
+@pytest.mark.parametrize("fragment", [False, True])
+def test_html_tables_are_semantic_with_token_headers_and_shaded_cells(fragment):
+    """A <table> per view with its caption, <th scope=col> keys, <th scope=row> queries, every number, shades and masked cells."""
+    shown = attention_views(AWKWARD, seed=4)
+    document = htmltable.html_document([htmltable.Heading("Attention <eos>", 3), "A paragraph & <b>"] + shown, fragment=fragment)
+    elements = renderers.html_elements(document)
+    assert ("html" in {e.tag for e in elements}) is not fragment
+    assert [e.text for e in elements if e.tag == "h3"] == ["Attention <eos>"]
+    assert "A paragraph & <b>" in [e.text for e in elements if e.tag == "p"]
+    captions = [e.text for e in elements if e.tag == "caption"]
+    n = len(AWKWARD)
+    assert captions[:2] == [f"Scores S = Q·Kᵀ ({n} × {n})", f"Head 2 · Masked scores mask(S) ({n} × {n})"]
+    tables = cells_of(document)
+    assert len(tables) == len(shown)
+    for view, cells in zip(shown, tables):
+        n_cols = len(view.cols) + len(view.extra)
+        cols = [c for c in cells if c.attrs.get("scope") == "col"]
+        rows = [c for c in cells if c.attrs.get("scope") == "row"]
+        assert [c.text for c in cols[: len(view.cols)]] == [escape.visible(t) for t in view.cols]
+        assert [c.text for c in rows] == [escape.visible(t) for t in view.rows]
+        numbers = [c for c in cells if c.tag == "td" and "attn-corner" not in (c.attrs.get("class") or "")]
+        assert len(numbers) == len(view.rows) * n_cols
+        shaded = view.key in htmltable.SHADED
+        classes = [c.attrs.get("class") or "" for c in numbers]
+        assert shaded == any(cls.startswith("attn-l") for cls in classes)
+        if view.hidden is not None:
+            assert classes.count("attn-masked") == int(view.hidden.sum())
+    assert "http" not in document.replace("http://www.w3.org", "") and "@import" not in document and "<script" not in document
+
+
+def test_html_fragment_keeps_its_colours_without_its_stylesheet():
+    """A fragment's shaded cells carry their light colours and text colour inline; its CSS is scoped under .attncli."""
+    document = htmltable.html_document([attention_views(FOURTEEN)[3]], fragment=True)
+    cells = [c for c in cells_of(document)[0] if (c.attrs.get("class") or "").startswith("attn-l")]
+    assert cells and all("background:#" in (c.attrs.get("style") or "") and ";color:#" in (c.attrs.get("style") or "") for c in cells)
+    style = next(e.text for e in renderers.html_elements(document) if e.tag == "style")
+    selectors = [rule.split("{")[0].strip() for rule in style.splitlines() if "{" in rule and not rule.startswith("@media")]
+    assert selectors and all(s.startswith(".attncli") for s in selectors)
+    assert "prefers-color-scheme: dark" in style
+
+
+# -- SVG ------------------------------------------------------------------------------------------
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def test_svg_heatmap_is_well_formed_with_a_cell_per_pair_and_token_labels():
+    """Awkward tokens: valid XML, one rect per cell, masked cells hatched, labels as written, numbers where they fit, a colour bar."""
+    view = attention_views(AWKWARD[:14], seed=5)[3]
+    root = ElementTree.fromstring(svgheatmap.heatmap_svg(view, precision=2))
+    cells = [r for r in root.iter(f"{SVG}rect") if "cell" in r.get("class", "").split()]
+    assert len(cells) == 14 * 14
+    masked = [r for r in cells if "masked" in r.get("class", "")]
+    assert len(masked) == int(view.hidden.sum()) and all(r.get("fill") == "url(#attncli-hatch)" for r in masked)
+    texts = ["".join(t.itertext()) for t in root.iter(f"{SVG}text")]
+    for token in AWKWARD[:14]:
+        assert texts.count(escape.visible(token)) == 2, token  # a row label and a column label
+    assert texts.count(f"{view.data[1, 0]:.2f}") >= 1 and "1.00" in texts and "0.00" in texts
+    assert "masked" in texts and root.find(f"{SVG}title") is not None
+    assert "font-face" not in ElementTree.tostring(root, encoding="unicode") and root.find(f".//{SVG}image") is None
+
+
+def test_svg_stacks_one_figure_per_head():
+    """heatmap_svgs: one document, one group per view, each below the last."""
+    shown = [v for v in builtin_views("multihead") if v.key == "weights"]
+    root = ElementTree.fromstring(svgheatmap.heatmap_svgs(shown))
+    groups = [g for g in root.findall(f"{SVG}g")]
+    assert len(shown) == 2 and len(groups) == 2
+    offsets = [float(g.get("transform").split()[1].rstrip(")")) for g in groups]
+    assert offsets[0] == 0 and offsets[1] > 0 and float(root.get("height")) > offsets[1]
+
+
+def test_big_svg_drops_numbers_but_keeps_every_cell():
+    """200 tokens: cells shrink to fit, numbers go, every cell stays."""
+    tokens = [f"t{i}" for i in range(200)]
+    root = ElementTree.fromstring(svgheatmap.heatmap_svg(attention_views(tokens, seed=6)[3]))
+    assert len([r for r in root.iter(f"{SVG}rect") if "cell" in r.get("class", "")]) == 200 * 200
+    assert float(root.get("width")) < 2200
+
+
+# -- palette ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ramp", [palette.LIGHT, palette.DARK], ids=lambda r: r.name)
+def test_every_shade_has_text_colour_with_wcag_aa_contrast(ramp):
+    """Each shade and the masked grey with its text colour: contrast ≥ 4.5; labels on the background too."""
+    for fill in (*ramp.shades, ramp.masked):
+        assert palette.contrast(fill, palette.ink(fill)) >= palette.WCAG_AA, fill
+    assert palette.contrast(ramp.text, ramp.background) >= 7
+
+
+def test_dark_ramp_starts_dim_and_light_ramp_starts_light():
+    """On a dark background the lowest value is the dimmest shade; on a light one the lightest; both ramps are monotone."""
+    dark = [palette.luminance(s) for s in palette.DARK.shades]
+    light = [palette.luminance(s) for s in palette.LIGHT.shades]
+    assert dark == sorted(dark) and light == sorted(light, reverse=True)
+
+
+def test_light_ramp_is_the_terminal_heatmaps_blues():
+    """The terminal heatmap (render/heatmap.py) and the palette hold the same light shades, until heatmap.py imports them."""
+    from attncli.render.heatmap import PALETTE
+
+    assert list(palette.LIGHT.shades) == PALETTE
+
+
+def test_the_old_white_on_blue_shade_failed_aa():
+    """The terminal heatmap's white text on its sixth blue reads at 3.4:1; the palette puts black there (6.2:1)."""
+    assert palette.contrast("#4292c6", palette.WHITE) < palette.WCAG_AA <= palette.contrast("#4292c6", palette.ink("#4292c6"))

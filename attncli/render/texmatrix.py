@@ -150,7 +150,7 @@ PREAMBLE = r"""\documentclass{article}
 \usepackage{lmodern}
 \usepackage{amsmath}
 \usepackage{graphicx}  % \resizebox: displays wider than the page are scaled down to fit
-\usepackage[margin=2cm]{geometry}
+\usepackage[a4paper,margin=2cm]{geometry}
 \allowdisplaybreaks  % long align* steps may break across pages
 \newsavebox{\attnclibox}
 \newcommand{\attnclifit}[1]{%
@@ -159,18 +159,24 @@ PREAMBLE = r"""\documentclass{article}
 """
 
 _BLOCK = re.compile(r"^\$\$ (.*) \$\$$")
+_ARRAY_COLUMNS = re.compile(r"\\begin\{array\}\{([lcr|]+)\}")
+PORTRAIT_COLUMNS = 9  # columns of 4-decimal numbers an A4 portrait page holds at full size, with labels
 _ALIGNED = re.compile(r"^\\begin\{aligned\} (.*) \\end\{aligned\}$")
 
 
-def standalone(body: str, *, title: str | None = None) -> str:
+def standalone(body: str, *, title: str | None = None, landscape: bool | None = None) -> str:
     r"""A complete article holding `body`: lines of `$$ … $$` display blocks, `%` comments and blank lines.
 
     Each `$$ X $$` becomes `\[ X \]`, scaled down to the page width if wider; a block that is
     one `aligned` becomes `align*`, so its steps may break across pages. Other lines pass
-    through unchanged. Needs amsmath, graphicx, geometry and lmodern (in every TeX Live
-    and MiKTeX; Debian: texlive-latex-recommended and lmodern).
+    through unchanged. The page is A4, landscape when a matrix has more than PORTRAIT_COLUMNS
+    columns (unless `landscape` says otherwise). Needs amsmath, graphicx, geometry and lmodern
+    (in every TeX Live and MiKTeX; Debian: texlive-latex-recommended and lmodern).
     """
-    out = [PREAMBLE]
+    if landscape is None:
+        widest = max((len(spec.replace("|", "")) for spec in _ARRAY_COLUMNS.findall(body)), default=0)
+        landscape = widest > PORTRAIT_COLUMNS
+    out = [PREAMBLE.replace("a4paper,", "a4paper,landscape,") if landscape else PREAMBLE]
     if title is not None:
         out.append(r"\title{" + _plain_title(title) + "}\n\\date{}")
     out.append(r"\begin{document}")
