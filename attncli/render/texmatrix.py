@@ -80,7 +80,7 @@ def labelled_matrix(
 
     top = ""
     if heads is not None:
-        widest = [max((cells[r][c] for r in range(n_rows)), key=_width) for c in range(len(heads))]
+        widest = [max((cells[r][c] for r in range(n_rows)), key=_width, default="") for c in range(len(heads))]
         header = [rf"\smash[b]{{\underset{{\hphantom{{\textstyle {w}}}}}{{{head}}}}}" for head, w in zip(heads, widest)]
         top = r"\begin{array}{" + spec.replace("|", "") + "} " + " & ".join(header) + r" \end{array}"
     left = ""
