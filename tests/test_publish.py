@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attncli import engine, escape, views
+from attncli import engine, escape, stages, views
 from attncli.render import htmltable, palette, svgheatmap, texmatrix
 from attncli.scenario import load
 from attncli.views import MatrixView
@@ -234,18 +234,20 @@ def attention_views(tokens: list[str], *, seed: int = 0, d: int = 3) -> list[Mat
     exp = np.exp(masked - masked.max(axis=1, keepdims=True))
     weights = exp / exp.sum(axis=1, keepdims=True)
     return [
-        MatrixView("scores", "scores", None, "Scores", "S = Q·Kᵀ", r"S = QK^\top", scores, tokens, tokens),
-        MatrixView("masked", "masked", 2, "Masked scores", "mask(S)", r"\operatorname{mask}(S)", masked, tokens, tokens, hidden),
+        MatrixView("scores", "scores", None, "Scores", "S = Q·Kᵀ", r"S = QK^\top", scores, tokens, tokens, square=True),
+        MatrixView("masked", "masked", 2, "Masked scores", "mask(S)", r"\operatorname{mask}(S)", masked, tokens, tokens, hidden,
+                   square=True),
         MatrixView("exp", "exp", None, "Exponentials", "E = exp(masked − shift)", r"E = \exp(\text{masked} - \text{shift})", exp,
-                   tokens, tokens, hidden, [("Σ", exp.sum(axis=1))]),
-        MatrixView("weights", "weights", None, "Attention weights", "A = E / Σ", r"A = E / \Sigma", weights, tokens, tokens, hidden),
+                   tokens, tokens, hidden, [("Σ", exp.sum(axis=1))], square=True),
+        MatrixView("weights", "weights", None, "Attention weights", "A = E / Σ", r"A = E / \Sigma", weights, tokens, tokens, hidden,
+                   square=True),
         MatrixView("output", "output", None, "Output", "O = A·V", "O = AV", weights @ x, tokens, ["o1", "o2", "o3"]),
     ]  # fmt: skip
 
 
 def builtin_views(name: str) -> list[MatrixView]:
     result = engine.run(load(name))
-    return views.views(result, views.STAGES, list(range(1, result.scenario.heads + 1)))
+    return views.views(result, stages.STAGE_NAMES, list(range(1, result.scenario.heads + 1)))
 
 
 # -- texmatrix ------------------------------------------------------------------------------------
@@ -340,7 +342,7 @@ def test_html_tables_are_semantic_with_token_headers_and_shaded_cells(fragment):
         assert [c.text for c in rows] == [escape.visible(t) for t in view.rows]
         numbers = [c for c in cells if c.tag == "td" and "attn-corner" not in (c.attrs.get("class") or "")]
         assert len(numbers) == len(view.rows) * n_cols
-        shaded = view.key in htmltable.SHADED
+        shaded = view.square
         classes = [c.attrs.get("class") or "" for c in numbers]
         assert shaded == any(cls.startswith("attn-l") for cls in classes)
         if view.hidden is not None:

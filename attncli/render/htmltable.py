@@ -19,7 +19,6 @@ from attncli.render import palette
 if TYPE_CHECKING:
     from attncli.views import MatrixView
 
-SHADED = ("scores", "scaled", "masked", "exp", "weights")  # the tokens × tokens stages
 FONTS = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'
 
 
@@ -40,12 +39,13 @@ def html_document(
     fragment: bool,
     precision: int = 4,
     title: str = "attncli",
-    shade: Collection[str] = SHADED,
+    shade: Collection[str] | None = None,
 ) -> str:
     """The parts as HTML: a complete page, or (fragment=True) one <div class="attncli"> with its <style> to paste into a post.
 
-    Views whose key is in `shade` are shaded: weights on 0..1, other stages from their
-    smallest to their largest shown value. Text goes through `escape.html`.
+    Tokens × tokens views (`view.square`) are shaded, or those whose key is in `shade` when
+    given: weights on 0..1, other stages from their smallest to their largest shown value.
+    Text goes through `escape.html`.
     """
     body = []
     for part in parts:
@@ -55,7 +55,8 @@ def html_document(
         elif isinstance(part, Paragraph | str):
             body.append(f"<p>{escape.html(part if isinstance(part, str) else part.text)}</p>")
         else:
-            body.append(matrix_table(part, precision=precision, shaded=part.key in shade, inline=fragment))
+            shaded = part.square if shade is None else part.key in shade
+            body.append(matrix_table(part, precision=precision, shaded=shaded, inline=fragment))
     content = "\n".join(body)
     if fragment:
         return f'<div class="attncli">\n<style>\n{stylesheet()}</style>\n{content}\n</div>\n'

@@ -28,7 +28,6 @@ CELL_HEIGHT = 20
 MAX_GRID_WIDTH = 1400  # px: wider grids get narrower cells and lose their numbers
 MAX_LABEL = 24  # characters of a label shown; the whole label is in its tooltip
 GAP = 24  # between stacked figures
-SQUARE = ("scores", "scaled", "masked", "exp", "weights")  # queries × keys
 
 
 class Figure(NamedTuple):
@@ -84,7 +83,7 @@ def _figure(view: MatrixView, precision: int) -> Figure:
     col_labels = [_short(label) for label in view.cols]
     row_w = max((text_width(label, LABEL_SIZE) for label in row_labels), default=0.0)
     col_w = max((text_width(label, LABEL_SIZE) for label in col_labels), default=0.0)
-    square = view.key in SQUARE
+    square = view.square  # queries × keys: name the axes
     x0 = 12 + row_w + 8 + (LABEL_SIZE + 6 if square else 0)  # grid left: axis name, row labels
     title_h = 44
     y0 = title_h + 0.71 * (col_w + LABEL_SIZE) + 10 + (LABEL_SIZE + 4 if square else 0)  # grid top: title, rotated labels
