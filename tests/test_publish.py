@@ -358,7 +358,16 @@ def test_html_fragment_keeps_its_colours_without_its_stylesheet():
     style = next(e.text for e in renderers.html_elements(document) if e.tag == "style")
     selectors = [rule.split("{")[0].strip() for rule in style.splitlines() if "{" in rule and not rule.startswith("@media")]
     assert selectors and all(s.startswith(".attncli") for s in selectors)
-    assert "prefers-color-scheme: dark" in style
+    assert "prefers-color-scheme" not in style  # a fragment keeps its light cells unless asked: the site decides its theme
+    dark = htmltable.html_document([attention_views(FOURTEEN)[3]], fragment=True, dark_mode=True)
+    assert "@media (prefers-color-scheme: dark) {" in dark and "!important" in dark
+
+
+def test_html_page_turns_dark_with_the_reader():
+    """A whole page switches background, text and shades under prefers-color-scheme: dark, and says it supports both."""
+    page = htmltable.html_document([attention_views(FOURTEEN)[3]], fragment=False)
+    assert '<meta name="color-scheme" content="light dark">' in page
+    assert f"body {{ background: {palette.DARK.background}" in page and f"background: {palette.DARK.shades[0]} !important" in page
 
 
 # -- SVG ------------------------------------------------------------------------------------------

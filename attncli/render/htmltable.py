@@ -1,10 +1,10 @@
 """HTML: each matrix a semantic <table> with token labels in <th>, shaded by value; a whole page, or a fragment for a post.
 
 Self-contained: no scripts, no fetched fonts or styles. Cells are shaded with the palette's
-light ramp and switch to its dark ramp under `prefers-color-scheme: dark`; every shade
-carries its own text colour (WCAG AA). A fragment repeats the light colours in `style`
-attributes, so it stays readable where a site strips <style> elements, and scopes its class
-names under `.attncli`.
+light ramp; a page switches to its dark ramp (and dark background) under
+`prefers-color-scheme: dark`. Every shade carries its own text colour (WCAG AA). A fragment
+repeats the light colours in `style` attributes, so it stays readable where a site strips
+<style> elements, and scopes its class names under `.attncli`.
 """
 
 from __future__ import annotations
@@ -40,13 +40,17 @@ def html_document(
     precision: int = 4,
     title: str = "attncli",
     shade: Collection[str] | None = None,
+    dark_mode: bool | None = None,
 ) -> str:
     """The parts as HTML: a complete page, or (fragment=True) one <div class="attncli"> with its <style> to paste into a post.
 
     Tokens × tokens views (`view.square`) are shaded, or those whose key is in `shade` when
     given: weights on 0..1, other stages from their smallest to their largest shown value.
-    Text goes through `escape.html`.
+    Text goes through `escape.html`. `dark_mode` (default: a page yes, a fragment no) adds the
+    dark shades for `prefers-color-scheme: dark`; a fragment cannot know whether the site
+    around it turns dark too, and its light cells, each with its own text colour, read on both.
     """
+    dark = not fragment if dark_mode is None else dark_mode
     body = []
     for part in parts:
         if isinstance(part, Heading):
@@ -59,11 +63,12 @@ def html_document(
             body.append(matrix_table(part, precision=precision, shaded=shaded, inline=fragment))
     content = "\n".join(body)
     if fragment:
-        return f'<div class="attncli">\n<style>\n{stylesheet()}</style>\n{content}\n</div>\n'
+        return f'<div class="attncli">\n<style>\n{stylesheet(dark=dark)}</style>\n{content}\n</div>\n'
+    schemes = "light dark" if dark else "light"
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n<meta name="color-scheme" content="light dark">\n'
-        f"<title>{escape.html(title)}</title>\n<style>\n{stylesheet(page=True)}</style>\n</head>\n"
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">\n<meta name="color-scheme" content="{schemes}">\n'
+        f"<title>{escape.html(title)}</title>\n<style>\n{stylesheet(page=True, dark=dark)}</style>\n</head>\n"
         f'<body>\n<main class="attncli">\n{content}\n</main>\n</body>\n</html>\n'
     )
 
@@ -123,8 +128,8 @@ def _swatch_style(fill: str, inline: bool) -> str:
     return f' style="display:inline-block;width:1.2em;height:0.9em;background:{fill}"' if inline else ""
 
 
-def stylesheet(*, page: bool = False) -> str:
-    """The CSS, every rule under `.attncli`: layout, the light shades, and the dark shades for `prefers-color-scheme: dark`."""
+def stylesheet(*, page: bool = False, dark: bool = True) -> str:
+    """The CSS, every rule under `.attncli` (a page adds its body's colours): layout, light shades, dark ones if `dark`."""
 
     def shades(ramp: palette.Ramp, important: str) -> list[str]:
         rules = [f".attncli .attn-l{i} {{ background: {fill}{important}; color: {palette.ink(fill)}{important}; }}"
@@ -132,7 +137,7 @@ def stylesheet(*, page: bool = False) -> str:
         rules.append(f".attncli .attn-masked {{ background: {ramp.masked}{important}; color: {palette.ink(ramp.masked)}{important}; }}")
         return rules
 
-    light, dark = palette.LIGHT, palette.DARK
+    light, night = palette.LIGHT, palette.DARK
     rules = [
         f".attncli {{ font-family: {FONTS}; line-height: 1.4; }}",
         ".attncli .attn-scroll { overflow-x: auto; margin: 0 0 0.5em; }",
@@ -148,13 +153,11 @@ def stylesheet(*, page: bool = False) -> str:
         ".attncli .attn-legend { margin: 0 0 1.5em; font-size: 0.9em; }",
         ".attncli .attn-swatch { display: inline-block; width: 1.2em; height: 0.9em; vertical-align: -0.1em; }",
         *shades(light, ""),
-        "@media (prefers-color-scheme: dark) {",
-        *("  " + rule for rule in shades(dark, " !important")),  # !important: over a fragment's style attributes
-        "}",
     ]
+    if dark:
+        rules += ["@media (prefers-color-scheme: dark) {", *("  " + rule for rule in shades(night, " !important")), "}"]  # over style=""
     if page:
-        rules[:0] = [
-            f"body {{ margin: 2em; background: {light.background}; color: {light.text}; }}",
-            f"@media (prefers-color-scheme: dark) {{ body {{ background: {dark.background}; color: {dark.text}; }} }}",
-        ]
+        rules[:0] = [f"body {{ margin: 2em; background: {light.background}; color: {light.text}; }}"]
+        if dark:
+            rules.insert(1, f"@media (prefers-color-scheme: dark) {{ body {{ background: {night.background}; color: {night.text}; }} }}")
     return "\n".join(rules) + "\n"
