@@ -21,7 +21,10 @@ from attncli.scenario import load
 
 
 def markdown_tables(text: str) -> list[list[list[str]]]:
-    """Every table as a list of rows of cell texts (header first), parsed by markdown-it-py (GFM tables)."""
+    """Every table as a list of rows of cell texts as a reader sees them (header first), parsed by markdown-it-py (GFM tables).
+
+    Escapes and entities are resolved and emphasis markers dropped: `cat &amp; The` reads "cat & The", `**cat**` reads "cat".
+    """
     tokens = MarkdownIt("commonmark").enable("table").parse(text)
     tables, rows, cells, inside = [], [], [], False
     for token in tokens:
@@ -32,7 +35,7 @@ def markdown_tables(text: str) -> list[list[list[str]]]:
         elif token.type in ("th_open", "td_open"):
             inside = True
         elif token.type == "inline" and inside:
-            cells.append(token.content)
+            cells.append("".join(child.content for child in token.children or [] if child.type in ("text", "code_inline")))
             inside = False
         elif token.type == "tr_close":
             rows.append(cells)
@@ -170,11 +173,14 @@ def test_latex_explain_has_the_query_as_matrices_and_aligned_steps(cli):
 
 
 def test_latex_escapes_special_characters_in_words(cli, tmp_path):
-    """Tokens with LaTeX specials (& _ % $ #) are escaped inside \\text{}."""
+    """Tokens with LaTeX specials (& _ % $ #) are written through the one TeX escape (which pdflatex, KaTeX and MathJax check)."""
     path = tmp_path / "odd.yaml"
     path.write_text("tokens: ['R&D', 'x_1', '50%', '$5', '#1']\nembeddings: [[1], [2], [3], [4], [5]]\n")
     text = cli("explain", "-s", str(path), "--word", "R&D", "--format", "latex").stdout
-    assert r"\text{R\&D}" in text and r"\text{x\_1}" in text and r"\text{50\%}" in text
+    from attncli.escape import latex
+
+    assert all(latex(token) in text for token in ("R&D", "x_1", "50%", "$5", "#1"))
+    assert all(line.startswith("%") or "$5" not in line for line in text.splitlines())
 
 
 # -- CSV ------------------------------------------------------------------------------------------
@@ -345,3 +351,16 @@ def test_one_quantity_prints_the_same_in_every_format(cli, fmt):
     text = cli("run", "cat", "--round-steps", "3", "--stages", "output", "--precision", "2", "--format", fmt).stdout
     assert "1.066" in text and "0.398" in text
     assert "1.07" not in text.replace("1.066", "")
+
+
+HOSTILE = ["<eos>", "*x*", "a|b", "R&D", "=1+1", "[bold]x[/]", "a_b"]
+
+
+def test_hostile_tokens_read_as_written_in_markdown_and_csv(cli, tmp_path):
+    """Tokens that are markup somewhere render literally in GFM and read back from CSV (a formula guard on =1+1)."""
+    path = tmp_path / "hostile.yaml"
+    path.write_text(json.dumps({"tokens": HOSTILE, "embeddings": [[i, 1] for i in range(len(HOSTILE))]}))
+    tables = markdown_tables(cli("run", str(path), "--format", "markdown", "--stages", "weights").stdout)
+    assert tables[0][0][1:] == HOSTILE and [row[0] for row in tables[0][1:]] == HOSTILE
+    rows = list(csv.reader(io.StringIO(cli("run", str(path), "--format", "csv").stdout)))
+    assert rows[0][1:] == [("'" + t if t.startswith("=") else t) for t in HOSTILE]

@@ -12,6 +12,7 @@ import io
 from attncli import stages
 from attncli.engine import RunResult
 from attncli.errors import AttnError
+from attncli.escape import csv_cell
 from attncli.explain import Explanation
 from attncli.views import view_of
 
@@ -30,8 +31,8 @@ def run_csv(result: RunResult, *, stage: str, head: int, precision: int | None) 
     view = view_of(result, stages.main_row(stage).key, head)
     if view is None:
         raise AttnError(f"this scenario has no {stage!r} stage", key="--stages", expected="a stage it has, e.g. weights")
-    rows = [["token", *view.cols]]
-    rows += [[label, *(number(x, precision) for x in row)] for label, row in zip(view.rows, view.data)]
+    rows = [["token", *map(csv_cell, view.cols)]]
+    rows += [[csv_cell(label), *(number(x, precision) for x in row)] for label, row in zip(view.rows, view.data)]
     return _write(rows)
 
 
@@ -43,7 +44,7 @@ def explain_csv(expl: Explanation, *, precision: int | None) -> str:
     rows = [header]
     for key in expl.keys:
         rows.append(
-            [str(key.position), key.token, number(key.score, precision), number(key.scaled, precision)]
+            [str(key.position), csv_cell(key.token), number(key.score, precision), number(key.scaled, precision)]
             + ([number(key.bias or 0.0, precision), number(key.logit, precision)] if biased else [])
             + ["true" if key.masked else "false", number(key.exp, precision), number(key.weight, precision)]
             + [number(x, precision) for x in key.v]

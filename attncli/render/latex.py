@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from attncli import narration
+from attncli import escape, narration
 from attncli.engine import RunResult
 from attncli.explain import Explanation
 from attncli.notation import TexWriter
@@ -18,22 +18,15 @@ from attncli.numbers import fixed, smart
 from attncli.summary import describe
 from attncli.views import MatrixView
 
-_SPECIALS = {
-    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
-    "^": r"\^{}", "_": r"\_", "%": r"\%", "~": r"\~{}",
-}  # fmt: skip
-
 
 def text(words: str) -> str:
-    r"""Words inside math: \text{…} with LaTeX's special characters escaped."""
-    return r"\text{" + "".join(_SPECIALS.get(c, c) for c in words) + "}"
+    r"""Words inside math, printed exactly as written in pdflatex, KaTeX and MathJax (see `attncli.escape.latex`)."""
+    return escape.latex(words)
 
 
 def comment(words: str) -> str:
-    """A % comment line, in ASCII so that any LaTeX reads it."""
-    ascii_words = words.replace("×", "x").replace("·", ".").replace("ᵀ", "^T").replace("√", "sqrt ").replace("−∞", "-inf").replace("Σ", "sum")
-    ascii_words = ascii_words.encode("ascii", "replace").decode().replace("?", "_")
-    return "% " + ascii_words
+    """A % comment line, in ASCII that nothing can end early (see `attncli.escape.latex_comment`)."""
+    return "% " + escape.latex_comment(words)
 
 
 def num(x: float, precision: int, *, whole: bool = True) -> str:
