@@ -364,3 +364,14 @@ def test_hostile_tokens_read_as_written_in_markdown_and_csv(cli, tmp_path):
     assert tables[0][0][1:] == HOSTILE and [row[0] for row in tables[0][1:]] == HOSTILE
     rows = list(csv.reader(io.StringIO(cli("run", str(path), "--format", "csv").stdout)))
     assert rows[0][1:] == [("'" + t if t.startswith("=") else t) for t in HOSTILE]
+
+
+def test_hostile_tokens_are_text_in_the_terminal(cli, tmp_path):
+    """Rich markup in a token is shown as written and an escape sequence is made visible, in run and explain."""
+    path = tmp_path / "hostile.yaml"
+    tokens = ["[bold]x[/]", "[/]", "red\x1b[31m"]
+    path.write_text(json.dumps({"tokens": tokens, "embeddings": [[1, 0], [0, 1], [1, 1]]}))
+    for args in (["run", str(path)], ["explain", "-s", str(path), "--position", "3"]):
+        result = cli(*args)
+        assert result.exit_code == 0, result.stderr
+        assert "[bold]x[/]" in result.stdout and "red\\x1b[31m" in result.stdout and "\x1b" not in result.stdout

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attncli.engine import RunResult
+from attncli.escape import visible
 from attncli.numbers import MINUS_INFINITY, fixed
 from attncli.render.heatmap import Heat
 from attncli.summary import describe
@@ -24,10 +25,10 @@ def summary(result: RunResult) -> Text:
     """The scenario in a few lines: its name and sentence, then its sizes and settings."""
     s = result.scenario
     text = Text()
-    text.append(s.name, style="bold")
-    text.append(" — " + " ".join(s.tokens))
+    text.append(visible(s.name), style="bold")
+    text.append(" — " + visible(" ".join(s.tokens)))
     if s.context is not None:
-        text.append(" → " + " ".join(s.context))
+        text.append(" → " + visible(" ".join(s.context)))
     text.append("\n")
     for line in describe(s):
         text.append(line + "\n", style="dim")
@@ -73,7 +74,7 @@ def matrix_table(view: MatrixView, *, precision: int, console: Console, full: bo
     table = Table()
     table.add_column("", style="bold", no_wrap=True)
     for c in cols:
-        table.add_column(ELLIPSIS_COLUMN if c < 0 else view.cols[c], justify="right", no_wrap=True)
+        table.add_column(ELLIPSIS_COLUMN if c < 0 else Text(visible(view.cols[c])), justify="right", no_wrap=True)
     for name, _ in view.extra:
         table.add_column(name, justify="right", style="cyan", no_wrap=True)
     for r in rows:
@@ -82,7 +83,7 @@ def matrix_table(view: MatrixView, *, precision: int, console: Console, full: bo
             continue
         cells = [_cell(view, r, c, precision, heat) for c in cols]
         extras = [fixed(float(vec[r]), precision) for _, vec in view.extra]
-        table.add_row(view.rows[r], *cells, *extras)
+        table.add_row(Text(visible(view.rows[r])), *cells, *extras)
 
     below: list[RenderableType] = [heat.legend(precision)] if heat is not None else []
     notes = []
@@ -106,7 +107,7 @@ def rounding_table(result: RunResult, *, precision: int) -> Table:
     for name in ("hand-rounded", "exact", "difference"):
         table.add_column(name, justify="right")
     for label, r_row, e_row in zip(result.scenario.query_labels, rounded, exact):
-        table.add_row(label, _vec(r_row, precision), _vec(e_row, precision + 1), _vec(r_row - e_row, precision + 1))
+        table.add_row(Text(visible(label)), _vec(r_row, precision), _vec(e_row, precision + 1), _vec(r_row - e_row, precision + 1))
     return table
 
 
