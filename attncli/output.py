@@ -51,7 +51,7 @@ def console(*, to_file: bool = False) -> Console:
         force_terminal=terminal,  # without colour, Rich writes no escape codes at all
         color_system=probe.color_system if color else None,  # type: ignore[arg-type]  # Rich gives its own choice back as str
         no_color=not color,
-        width=probe.width,
+        width=max(probe.width, MIN_WIDTH),  # COLUMNS=0 would print nothing at all; tables may still be wider
         height=probe.height,
         highlight=False,
         emoji=False,
@@ -59,6 +59,7 @@ def console(*, to_file: bool = False) -> Console:
     )
 
 
+MIN_WIDTH = 20  # prose is wrapped to at least this many columns, however narrow the terminal
 EXPORT_WIDTH = 100  # HTML and SVG: a fixed width, so the same inputs give the same bytes anywhere
 
 
@@ -80,9 +81,22 @@ def recording_console() -> Console:
 
 
 def render(console: Console, renderables: list[RenderableType]) -> str:
-    """The text of `renderables` as printed by `console` (made by `console()`)."""
+    """The text of `renderables` as printed by `console` (made by `console()`).
+
+    A table laid out by attncli (`grid.Block`) is printed as it is, never wrapped or cropped:
+    as plain text straight into the buffer when there is no colour, else as Rich segments.
+    """
+    from attncli.render.grid import Block
+
+    plain = console.color_system is None and not console.record
     for renderable in renderables:
-        console.print(renderable)
+        if isinstance(renderable, Block):
+            if plain:
+                console.file.write(renderable.plain() + "\n")
+            else:
+                console.print(renderable, crop=False)
+        else:
+            console.print(renderable)
     buffer = console.file
     assert isinstance(buffer, io.StringIO)
     text = buffer.getvalue()
