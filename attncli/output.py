@@ -83,16 +83,18 @@ def recording_console() -> Console:
 def render(console: Console, renderables: list[RenderableType]) -> str:
     """The text of `renderables` as printed by `console` (made by `console()`).
 
-    A table laid out by attncli (`grid.Block`) is printed as it is, never wrapped or cropped:
-    as plain text straight into the buffer when there is no colour, else as Rich segments.
+    A table laid out by attncli (`grid.Block`) is printed as it is, never wrapped or cropped,
+    and long arithmetic (`grid.Wrapped`) is wrapped line by line: as plain text straight into
+    the buffer when there is no colour, else as Rich segments.
     """
-    from attncli.render.grid import Block
+    from attncli.render.grid import Block, Wrapped
 
     plain = console.color_system is None and not console.record
     for renderable in renderables:
-        if isinstance(renderable, Block):
+        if isinstance(renderable, Block | Wrapped):
             if plain:
-                console.file.write(renderable.plain() + "\n")
+                text = renderable.plain() if isinstance(renderable, Block) else renderable.plain(console.width)
+                console.file.write(text + "\n")
             else:
                 console.print(renderable, crop=False)
         else:

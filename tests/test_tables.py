@@ -140,3 +140,27 @@ def test_colour_tables_keep_their_styles():
     text = output.render(console, tables.run_tables(result, shown, precision=4, console=console, full=True, shade_all=False, shade_weights=True))
     assert "\x1b[1m" in text and "48;2;" in text  # bold, and a background colour
     assert "│ a │" in re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="ab ×·…-0.", max_size=120), st.integers(1, 40))
+def test_wrapping_breaks_where_rich_breaks(text, width):
+    """grid._breaks, the fast path for one-cell characters, cuts a line where Rich's own divide_line (fold=False) does."""
+    from rich._wrap import divide_line
+
+    assert grid._breaks(text, width) == divide_line(text, width, fold=False)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.text(alphabet="ab ×ü字-", max_size=60), max_size=5), st.integers(10, 50))
+def test_wrapped_text_is_what_rich_printed(lines, width):
+    """grid.Wrapped gives the text Rich printed for the same unstyled Text, for words that fit the width."""
+    from rich.text import Text
+
+    text = "\n".join(lines)
+    if any(len(word) * 2 > width for word in text.split()):
+        return  # Rich crops a word wider than the screen; attncli prints it whole
+    console = Console(file=io.StringIO(), width=width, color_system=None, no_color=True, highlight=False, emoji=False)
+    expected = output.render(console, [Text(text, no_wrap=True, overflow="ignore")])
+    console = Console(file=io.StringIO(), width=width, color_system=None, no_color=True, highlight=False, emoji=False)
+    assert output.render(console, [grid.Wrapped(text)]) == expected

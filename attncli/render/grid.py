@@ -7,6 +7,7 @@ which rows and columns are shown. The look is Rich's `HEAVY_HEAD` box, character
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -145,3 +146,73 @@ class Block:
                 yield Segment("\n")
             else:
                 yield from part.segments()
+
+
+class Wrapped:
+    """Plain lines wrapped at spaces to the console's width exactly as Rich wraps a Text (words never folded), but line by line.
+
+    Rich divides one big Text by copying it for every line it cuts (quadratic in its length);
+    the wrapping itself (`rich._wrap.divide_line`) is linear, so each line is cut with it alone.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def plain(self, width: int) -> str:
+        try:
+            from rich._wrap import divide_line
+        except ImportError:  # pragma: no cover - Rich moved its private helper: wrap with Text, slower but the same
+            return self._by_rich_text(width)
+        import rich.cells
+
+        single_cells = getattr(rich.cells, "_is_single_cell_widths", lambda text: False)
+        out: list[str] = []
+        for line in self.text.split("\n"):
+            single = single_cells(line)
+            if (len(line) if single else cell_len(line)) <= width:
+                out.append(line.rstrip())
+                continue
+            breaks = _breaks(line, width) if single else divide_line(line, width, fold=False)
+            offsets = [0, *breaks, len(line)]
+            out += [line[a:b].rstrip() for a, b in zip(offsets, offsets[1:])]
+        return "\n".join(out)
+
+    def _by_rich_text(self, width: int) -> str:
+        from rich.text import Text
+
+        lines = Text(self.text).wrap(_console(width), width, overflow="ignore")
+        return "\n".join(line.plain.rstrip() for line in lines)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
+        from rich.segment import Segment
+
+        for line in self.plain(options.max_width).split("\n"):
+            yield Segment(line)
+            yield Segment("\n")
+
+
+_WORD = re.compile(r"\s*\S+\s*")  # a word and the spaces around it, as Rich's wrapping reads words
+
+
+def _breaks(text: str, width: int) -> list[int]:
+    """rich._wrap.divide_line(text, width, fold=False) for text whose every character takes one cell: the same offsets."""
+    out: list[int] = []
+    offset = 0
+    for match in _WORD.finditer(text):
+        start, word = match.start(), match.group()
+        length = len(word.rstrip())
+        if width - offset >= length:
+            offset += len(word)
+        elif length > width or (offset and start):
+            if start:
+                out.append(start)
+            offset = len(word)
+    return out
+
+
+def _console(width: int) -> Console:
+    import io
+
+    from rich.console import Console
+
+    return Console(file=io.StringIO(), width=width, color_system=None)
