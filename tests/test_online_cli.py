@@ -231,3 +231,16 @@ def test_awkward_tokens_stay_text_in_decode(cli, tmp_path):
     rows = list(csv.reader(io.StringIO(cli("decode", str(path), "--format", "csv").stdout)))
     assert "'=1+1" in [row[1] for row in rows] and "=1+1" not in [row[1] for row in rows]
     assert "&lt;eos&gt;" in renderers.markdown_html(cli("decode", str(path), "--format", "markdown").stdout)
+
+
+def test_explain_csv_gives_each_key_its_block_and_the_running_state(cli):
+    """With --block-size the explain CSV adds block, running max, rescale, running sum and running output to each key row."""
+    rows = list(csv.DictReader(io.StringIO(cli("explain", "--word", "cat", "--block-size", "4", "--format", "csv").stdout)))
+    assert [row["block"] for row in rows] == ["1", "1", "1", "1", "2", "2"]
+    assert float(rows[0]["rescale"]) == 0 and float(rows[-1]["running_sum"]) == pytest.approx(4.103638323514327, abs=1e-15)
+
+
+def test_tiling_under_round_steps_names_the_rounding(cli):
+    """Rounded by hand the tiled output differs from the ordinary chain, and the report says the exact ones agree."""
+    out = cli("run", "cat", "--block-size", "2", "--round-steps", "3").stdout
+    assert "in exact arithmetic the two differ by" in out
