@@ -83,6 +83,10 @@ SentenceOption = Annotated[str | None, typer.Option("--sentence", metavar="TEXT"
 SpecialTokensOption = Annotated[
     str, typer.Option("--special-tokens", metavar="MODE", help="With --model: auto (as the tokenizer adds them, e.g. [CLS] … [SEP]) or none.")
 ]
+BlockOption = Annotated[
+    int | None,
+    typer.Option("--block-size", min=1, metavar="B", help="FlashAttention's online softmax: take the keys B at a time, with a running maximum, sum and output."),
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -182,6 +186,10 @@ def run(
     heatmap: Annotated[
         bool, typer.Option("--heatmap", help="Shade every tokens × tokens table by value (the weights are shaded anyway in a terminal).")
     ] = False,
+    block_size: Annotated[
+        int | None,
+        typer.Option("--block-size", min=1, metavar="B", help="Show FlashAttention's tiled computation instead: queries and keys B at a time, each tile's running maxima and sums, and the memory it needs."),
+    ] = None,
     output: OutputOption = None,
     force: ForceOption = False,
     max_cells: MaxCellsOption = None,
@@ -196,6 +204,7 @@ def run(
       attncli run my-scenario.yaml --format json | jq '.heads[0].weights'
       attncli run cat --round-steps 3
       attncli run --model models/gpt2 --layer 5 --sentence "When Mary and John went to the store" --head 3
+      attncli run journey-causal --block-size 2
     """
     from attncli import engine
     from attncli import stages as stage_table
@@ -216,7 +225,13 @@ def run(
         to_file=output is not None,
         heatmap=heatmap,
     )
-    emit(render_run(engine.run(loaded, round_steps=round_steps), options), output, force=force)
+    result = engine.run(loaded, round_steps=round_steps)
+    if block_size is not None:
+        from attncli.online_report import tiling_document
+
+        emit(tiling_document(result, options, block_size), output, force=force)
+        return
+    emit(render_run(result, options), output, force=force)
 
 
 @app.command()
@@ -235,6 +250,7 @@ def explain(
     head: Annotated[int, typer.Option(min=1, metavar="N", help="The head to explain, counted from 1.")] = 1,
     precision: PrecisionOption = None,
     round_steps: RoundOption = None,
+    block_size: BlockOption = None,
     format: FormatOption = Format.table,
     output: OutputOption = None,
     force: ForceOption = False,
@@ -251,6 +267,7 @@ def explain(
       attncli explain -s multihead --word sat --head 2
       attncli explain -s my.yaml --word the --position 5 --format json
       attncli explain --model models/gpt2 --layer 5 --sentence "When Mary and John went to the store" --word Mary --head 3
+      attncli explain --word cat --block-size 2    # ... and FlashAttention's online softmax, 2 keys at a time
     """
     from attncli import engine
     from attncli.checkpoints.commands import choose_scenario
@@ -264,7 +281,7 @@ def explain(
     )  # fmt: skip
     loaded.head_numbers(head)  # a head that does not exist is an error before any work
     where, others = find_word(loaded, word, position)
-    expl = explain_word(engine.run(loaded, round_steps=round_steps), position=where, head=head, others=others)
+    expl = explain_word(engine.run(loaded, round_steps=round_steps), position=where, head=head, others=others, block_size=block_size)
     emit(render_explain(expl, Options(format=format, precision=precision, to_file=output is not None)), output, force=force)
 
 
@@ -321,6 +338,49 @@ def export(
     sys.stderr.write(report.summary(out_dir, format.value) + "\n")
     if report.failed:
         raise typer.Exit(ExitStatus.PARTIAL if report.written or report.skipped else ExitStatus.ERROR)
+
+
+@app.command()
+@guard
+def decode(
+    scenario: Annotated[
+        str,
+        typer.Argument(metavar="SCENARIO", help="A scenario file or built-in name.", autocompletion=_complete_scenario),
+    ],
+    head: Annotated[int, typer.Option(min=1, metavar="N", help="The head to decode, counted from 1.")] = 1,
+    precision: PrecisionOption = None,
+    round_steps: RoundOption = None,
+    format: FormatOption = Format.table,
+    full: Annotated[bool, typer.Option("--full", help="Show every step, cached key and number, however many.")] = False,
+    output: OutputOption = None,
+    force: ForceOption = False,
+    max_cells: MaxCellsOption = None,
+    max_values: MaxValuesOption = None,
+) -> None:
+    """Generate the sentence token by token with a KV cache: each step's q, k and v, the cache, the weights and the output.
+
+    Decoding is causal: a scenario without a causal mask gets one (the output says so).
+    Every step's output is row t of the full causal run, to the last digit.
+
+    \b
+    Examples:
+      attncli decode journey-causal
+      attncli decode llama-style --head 3          # RoPE and a shared key/value cache
+      attncli decode sliding-window                # keys leave the cache outside the window
+      attncli decode cat --format json | jq '.steps[-1].cache.K'
+    """
+    from attncli import engine
+    from attncli.decode import causal_version
+    from attncli.decode import decode as decode_head
+    from attncli.online_report import decode_document
+    from attncli.scenario import load
+
+    loaded = load(scenario, limits=_limits(max_cells, max_values))
+    loaded.head_numbers(head)
+    causal, made_causal = causal_version(loaded)
+    dec = decode_head(engine.run(causal, round_steps=round_steps), head)
+    options = Options(format=format, precision=precision, full=full, to_file=output is not None)
+    emit(decode_document(dec, options, made_causal=made_causal), output, force=force)
 
 
 @app.command()
