@@ -71,6 +71,20 @@ MaxValuesOption = Annotated[
     typer.Option("--max-values", min=1, metavar="N", help="Refuse YAML files with more values than this, aliases expanded [default: 2,000,000]."),
 ]
 
+StandaloneOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--standalone/--fragment",
+        help="HTML and LaTeX: a complete document (an HTML page, a LaTeX article that compiles) or a fragment to paste into a post [default: HTML a page, LaTeX a fragment].",
+        show_default=False,
+    ),
+]
+HeadingOption = Annotated[
+    int,
+    typer.Option("--heading-level", min=0, max=6, metavar="N", help="Markdown and HTML: the level of the top heading; 0 leaves it out."),
+]
+FullOption = Annotated[bool, typer.Option("--full", help="Show every row and column, however large.")]
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -159,10 +173,12 @@ def run(
     precision: PrecisionOption = None,
     format: FormatOption = Format.table,
     round_steps: RoundOption = None,
-    full: Annotated[bool, typer.Option("--full", help="Show every row and column, however large.")] = False,
+    full: FullOption = False,
     heatmap: Annotated[
         bool, typer.Option("--heatmap", help="Shade every tokens × tokens table by value (the weights are shaded anyway in a terminal).")
     ] = False,
+    standalone: StandaloneOption = None,
+    heading_level: HeadingOption = 1,
     output: OutputOption = None,
     force: ForceOption = False,
     max_cells: MaxCellsOption = None,
@@ -191,6 +207,8 @@ def run(
         full=full,
         to_file=output is not None,
         heatmap=heatmap,
+        standalone=standalone,
+        heading_level=heading_level,
     )
     emit(render_run(engine.run(loaded, round_steps=round_steps), options), output, force=force)
 
@@ -208,6 +226,9 @@ def explain(
     precision: PrecisionOption = None,
     round_steps: RoundOption = None,
     format: FormatOption = Format.table,
+    full: Annotated[bool, typer.Option("--full", help="Show every term of every sum, every key and every matrix, however long.")] = False,
+    standalone: StandaloneOption = None,
+    heading_level: HeadingOption = 1,
     output: OutputOption = None,
     force: ForceOption = False,
     max_cells: MaxCellsOption = None,
@@ -217,8 +238,8 @@ def explain(
 
     \b
     Examples:
-      attncli explain --word cat                   # seed 001's walk-through, exact
-      attncli explain --word cat --round-steps 3   # ... with the article's hand rounding: [1.066, 0.398]
+      attncli explain --word cat                   # the Q, K, V guide's walk-through, exact
+      attncli explain --word cat --round-steps 3   # ... with the guide's hand rounding: [1.066, 0.398]
       attncli explain -s journey-causal --word starts
       attncli explain -s multihead --word sat --head 2
       attncli explain -s my.yaml --word the --position 5 --format json
@@ -233,7 +254,9 @@ def explain(
     loaded.head_numbers(head)  # a head that does not exist is an error before any work
     where, others = find_word(loaded, word, position)
     expl = explain_word(engine.run(loaded, round_steps=round_steps), position=where, head=head, others=others)
-    emit(render_explain(expl, Options(format=format, precision=precision, to_file=output is not None)), output, force=force)
+    options = Options(format=format, precision=precision, full=full, to_file=output is not None, standalone=standalone,
+                      heading_level=heading_level)  # fmt: skip
+    emit(render_explain(expl, options), output, force=force)
 
 
 @app.command()
@@ -241,7 +264,7 @@ def explain(
 def export(
     inputs: Annotated[
         list[str],
-        typer.Argument(help="Scenario files, built-in names or folders (each *.yaml in them).", metavar="SCENARIO_OR_FOLDER..."),
+        typer.Argument(help="Scenario files, built-in names or folders (each *.yaml and *.yml in them).", metavar="SCENARIO_OR_FOLDER..."),
     ],
     format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format of every file: table, json, markdown, latex, csv, html or svg.")],
     out_dir: Annotated[Path, typer.Option("--out-dir", "-d", metavar="DIR", help="The existing folder to write <scenario-stem>.<ext> into.", file_okay=False)],
@@ -252,6 +275,10 @@ def export(
     head: HeadOption = None,
     precision: PrecisionOption = None,
     round_steps: RoundOption = None,
+    full: FullOption = False,
+    heatmap: Annotated[bool, typer.Option("--heatmap", help="Shade every tokens × tokens table by value (HTML; tables).")] = False,
+    standalone: StandaloneOption = None,
+    heading_level: HeadingOption = 1,
     max_cells: MaxCellsOption = None,
     max_values: MaxValuesOption = None,
 ) -> None:
@@ -271,7 +298,8 @@ def export(
     from attncli.export import export as export_all
     from attncli.export import sources
 
-    options = Options(format=format, stages=stage_table.parse(stages), precision=precision, to_file=True)
+    options = Options(format=format, stages=stage_table.parse(stages), precision=precision, full=full, to_file=True, heatmap=heatmap,
+                      standalone=standalone, heading_level=heading_level)  # fmt: skip
     names = list(sources(inputs))
     with _progress(len(names), label="Exporting", show=sys.stderr.isatty() and len(names) > 5) as advance:
         report = export_all(

@@ -11,11 +11,11 @@ from attncli.escape import visible
 from attncli.explain import Explanation
 
 
-def explain_renderables(expl: Explanation, *, precision: int) -> list[RenderableType]:
+def explain_renderables(expl: Explanation, *, precision: int, full: bool = False) -> list[RenderableType]:
     intro = narration.intro(expl)
     parts: list[RenderableType] = [Text(visible(intro[0]), style="bold")]
     parts += [Text(visible(line), style="yellow" if "rounded" in line else "") for line in intro[1:]]
-    for number, step in enumerate(narration.steps(expl, precision), 1):
+    for number, step in enumerate(narration.steps(expl, precision, full=full), 1):
         heading = Text(f"\nStep {number} · {step.title}", style="bold")
         heading.append(f"   {step.formula}", style="cyan")
         parts.append(heading)

@@ -176,25 +176,36 @@ def standalone(body: str, *, title: str | None = None, landscape: bool | None = 
     if landscape is None:
         widest = max((len(spec.replace("|", "")) for spec in _ARRAY_COLUMNS.findall(body)), default=0)
         landscape = widest > PORTRAIT_COLUMNS
+    lines = [document_start(title=title, landscape=landscape)]
+    lines += [document_line(line) for line in body.splitlines()]
+    lines.append(DOCUMENT_END)
+    return "\n".join(lines) + "\n"
+
+
+DOCUMENT_END = r"\end{document}"
+
+
+def document_start(*, title: str | None = None, landscape: bool = False) -> str:
+    r"""The preamble and `\begin{document}` (and the title) of a standalone article."""
     out = [PREAMBLE.replace("a4paper,", "a4paper,landscape,") if landscape else PREAMBLE]
     if title is not None:
         out.append(r"\title{" + _plain_title(title) + "}\n\\date{}")
     out.append(r"\begin{document}")
     if title is not None:
         out.append(r"\maketitle")
-    for line in body.splitlines():
-        block = _BLOCK.match(line)
-        if not block:
-            out.append(line)
-            continue
-        inner = block.group(1)
-        aligned = _ALIGNED.match(inner)
-        if aligned and r"\begin{aligned}" not in aligned.group(1):
-            out.append(r"\begin{align*} " + aligned.group(1) + r" \end{align*}")
-        else:
-            out.append(r"\[ \attnclifit{" + inner + r"} \]")
-    out.append(r"\end{document}")
-    return "\n".join(out) + "\n"
+    return "\n".join(out)
+
+
+def document_line(line: str) -> str:
+    r"""One line of a `$$ … $$` body as the article writes it: `\[ … \]` fitted to the page, or `align*`."""
+    block = _BLOCK.match(line)
+    if not block:
+        return line
+    inner = block.group(1)
+    aligned = _ALIGNED.match(inner)
+    if aligned and r"\begin{aligned}" not in aligned.group(1):
+        return r"\begin{align*} " + aligned.group(1) + r" \end{align*}"
+    return r"\[ \attnclifit{" + inner + r"} \]"
 
 
 def _plain_title(title: str) -> str:
