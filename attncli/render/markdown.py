@@ -14,6 +14,7 @@ from attncli import escape, narration
 from attncli.engine import RunResult
 from attncli.explain import Explanation
 from attncli.numbers import fixed, smart, vector
+from attncli.render.texmatrix import row_numbers
 from attncli.summary import describe
 from attncli.views import MatrixView
 
@@ -81,7 +82,8 @@ def matrix_table(view: MatrixView, precision: int) -> Iterator[str]:
     yield "|:---|" + "---:|" * (len(header) - 1)
     extra = [vec for _, vec in view.extra]
     for r, label in enumerate(view.rows):
-        cells = [fixed(x, precision) for x in view.data[r].tolist()] + [fixed(float(vec[r]), precision) for vec in extra]
+        cells = row_numbers(view.data[r], precision, fixed)
+        cells += [fixed(float(vec[r]), precision) for vec in extra]
         yield f"| **{md(label)}** | " + " | ".join(cells) + " |"
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from attncli import escape
@@ -38,6 +38,26 @@ def number(x: float, precision: int) -> str:
     return fixed(x, precision)
 
 
+def row_numbers(values: npt.NDArray[np.float64], precision: int, write: Callable[[float, int], str] | None = None) -> list[str]:
+    """`write` (default `number`) of each value of a row: plain rows formatted at once, the same text a few times faster."""
+    import numpy as np
+
+    cells = [f"%.{precision}f" % x for x in values.tolist()]
+    if not np.isfinite(values).all() or ((values < 0) & (values > -(10.0**-precision))).any():
+        return [(write or number)(x, precision) for x in values.tolist()]
+    return cells
+
+
+def _widest(column: npt.NDArray[np.float64], precision: int) -> str:
+    """The widest of a column's numbers: its largest, its smallest or -∞ (width grows with digits and the minus sign)."""
+    import numpy as np
+
+    finite = column[np.isfinite(column)]
+    candidates = [number(float(x), precision) for x in (finite.max(), finite.min())] if finite.size else []
+    candidates += [number(float(x), precision) for x in column[~np.isfinite(column)][:1]]
+    return max(candidates, key=_width, default="")
+
+
 def _width(tex: str) -> float:
     infinities = tex.count(r"\infty")
     rest = tex.replace(r"\infty", "")
@@ -58,7 +78,7 @@ def labelled_matrix(
     and go through `escape.latex`; "Σ" becomes `\Sigma`.
     """
     n_rows, n_cols = int(data.shape[0]), int(data.shape[1])
-    cells = [[number(float(x), precision) for x in row] for row in data]
+    cells = [row_numbers(row, precision) for row in data]
     for _, vector in extra:
         for r in range(n_rows):
             cells[r].append(number(float(vector[r]), precision))
@@ -80,7 +100,8 @@ def labelled_matrix(
 
     top = ""
     if heads is not None:
-        widest = [max((cells[r][c] for r in range(n_rows)), key=_width, default="") for c in range(len(heads))]
+        columns = [data[:, c] for c in range(n_cols)] + [vector for _, vector in extra]
+        widest = [_widest(column, precision) if n_rows else "" for column in columns]
         header = [rf"\smash[b]{{\underset{{\hphantom{{\textstyle {w}}}}}{{{head}}}}}" for head, w in zip(heads, widest)]
         top = r"\begin{array}{" + spec.replace("|", "") + "} " + " & ".join(header) + r" \end{array}"
     left = ""
