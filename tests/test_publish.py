@@ -14,10 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from attncli import engine, escape, stages, views
+from attncli.errors import AttnError
 from attncli.render import htmltable, palette, svgheatmap, texmatrix
 from attncli.scenario import load
 from attncli.views import MatrixView
@@ -613,7 +614,10 @@ def test_every_displayed_sum_adds_up_or_says_approximately(words, d_model, seed,
         path = Path(folder) / "s.yaml"
         path.write_text(new_scenario(sentence, d_model=d_model, causal=causal, seed=seed), encoding="utf-8")
         scenario = load_scenario(str(path))
-    result = engine.run(scenario, round_steps=round_steps)
+    try:
+        result = engine.run(scenario, round_steps=round_steps)
+    except AttnError:  # a hand-rounded row whose exponentials all round to 0: refused, rightly
+        assume(False)
     p = decimals(precision, scenario.precision, round_steps)
     expl = explain.explain(result, position=words, head=1)
     lines = [line for step in narration.steps(expl, p) for line in narration.step_lines(step, p)]
