@@ -122,6 +122,10 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
             _weighted(expl, p, w, check, full), _output(expl, p, w, check, full)]  # fmt: skip
     if s.W_O is not None or s.b_O is not None:
         out.append(_projection(expl, p, w, check, full))
+    if expl.online is not None:
+        from attncli.online_steps import online_steps
+
+        out += online_steps(expl, p, w)
     if check.first is not None:  # one note, on the first step that needed ≈
         index = next(i for i, step in enumerate(out) if any(w.approx in line.rhs for line in step.lines))
         out[index] = out[index]._replace(notes=[*out[index].notes, check.note()])

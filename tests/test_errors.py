@@ -74,6 +74,18 @@ CASES = [
     ("numbers-without-commas.yaml", 4, "embeddings.b[1]: found '0 1' (separate the numbers of a list with commas: [0, 1])"),
     ("colon-in-value.yaml", 1, "a second ': ' on the line (expected one `key: value` per line; put a value that holds ': ' in quotes)"),
     ("key-without-space.yaml", 3, "embeddings: found 'a:[1, 0]' (a space is missing after the ':'?)"),
+    # one layer of a real checkpoint (`model:`), its folder relative to the scenario file's
+    ("model-missing-folder.yaml", 1, "model: " + str(BAD / "../checkpoints/nothere") + ": the checkpoint folder does not exist"),
+    ("model-unsupported.yaml", 1, "model_type 'phi3' is not supported (expected one of gpt2, bert, llama, qwen2, mistral)"),
+    ("model-missing-tokenizer.yaml", 1, "missing-tokenizer: no tokenizer.json in the checkpoint folder"),
+    ("model-truncated-weights.yaml", 1, "truncated/model.safetensors: tensor 'h.0.mlp.c_proj.bias' has data_offsets [1184, 1200] outside the data area"),
+    ("model-layer-out-of-range.yaml", 3, "layer: layer 4 is out of range: the model has 3 layers (expected 1 to 3)"),
+    ("model-layer-zero.yaml", 2, "layer: 0 is out of range (expected a layer number 1 or more)"),
+    ("model-sentence-too-long.yaml", 3, "sentence: the sentence is 44 tokens long, more than the model's 32 positions"),
+    ("model-special-tokens.yaml", 4, "special_tokens: found 'some' (expected auto (as the tokenizer adds them) or none)"),
+    ("model-with-embeddings.yaml", 4, "embeddings: `embeddings` has no use with `model`"),
+    ("model-without-layer.yaml", 1, "layer: `model` needs `layer`"),
+    ("layer-without-model.yaml", 3, "layer: `layer` is for a real model, but no `model` is given"),
 ]
 
 
