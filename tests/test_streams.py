@@ -210,7 +210,7 @@ def test_a_missing_out_dir_is_a_usage_error(cli):
     ("args", "fragment"),
     [
         (["run", "cat", "--output", "."], "--output: cannot write .: it is a folder"),
-        (["variance", "--output", "."], "--output: cannot write .: it is a folder"),
+        (["variance", "--dims", "1", "--samples", "2", "--output", "."], "--output: cannot write .: it is a folder"),
         (["export", "cat", "--format", "json", "--out-dir", "no/such/folder"], "--out-dir: the folder 'no/such/folder' does not exist"),
         (["export", "cat", "--format", "json", "--out-dir", __file__], "--out-dir: "),
     ],
