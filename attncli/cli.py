@@ -35,6 +35,8 @@ app = typer.Typer(
 )
 scenarios_app = typer.Typer(help="List the built-in scenarios, or print one to copy and edit.")
 app.add_typer(scenarios_app, name="scenarios")
+model_app = typer.Typer(help="Look into a local Hugging Face checkpoint folder: its architecture, and how it tokenizes a text.", no_args_is_help=True)
+app.add_typer(model_app, name="model")
 
 
 def _complete_scenario(incomplete: str) -> list[str]:
@@ -70,6 +72,21 @@ MaxCellsOption = Annotated[
 MaxValuesOption = Annotated[
     int | None,
     typer.Option("--max-values", min=1, metavar="N", help="Refuse YAML files with more values than this, aliases expanded [default: 2,000,000]."),
+]
+
+# Real models: one layer of a local Hugging Face checkpoint instead of a scenario file (run, explain).
+ModelOption = Annotated[
+    Path | None,
+    typer.Option("--model", metavar="DIR", help="A local Hugging Face checkpoint folder (config.json, *.safetensors, tokenizer.json) instead of a scenario; never downloads."),
+]
+LayerOption = Annotated[int | None, typer.Option("--layer", metavar="N", help="With --model: the layer to show, counted from 1.")]
+SentenceOption = Annotated[str | None, typer.Option("--sentence", metavar="TEXT", help="With --model: the text, tokenized by the checkpoint's own tokenizer.json.")]
+SpecialTokensOption = Annotated[
+    str, typer.Option("--special-tokens", metavar="MODE", help="With --model: auto (as the tokenizer adds them, e.g. [CLS] … [SEP]) or none.")
+]
+BlockOption = Annotated[
+    int | None,
+    typer.Option("--block-size", min=1, metavar="B", help="FlashAttention's online softmax: take the keys B at a time, with a running maximum, sum and output."),
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -144,14 +161,20 @@ def _main(
 @app.command()
 @guard
 def run(
+    ctx: typer.Context,
     scenario: Annotated[
-        str,
+        str | None,
         typer.Argument(
-            metavar="SCENARIO",
-            help="A scenario file, or the name of a built-in scenario (see `attncli scenarios`).",
+            metavar="[SCENARIO]",
+            help="A scenario file, or the name of a built-in scenario (see `attncli scenarios`); or give --model instead.",
             autocompletion=_complete_scenario,
+            show_default=False,
         ),
-    ],
+    ] = None,
+    model: ModelOption = None,
+    layer: LayerOption = None,
+    sentence: SentenceOption = None,
+    special_tokens: SpecialTokensOption = "auto",
     stages: Annotated[
         str | None,
         typer.Option(metavar="LIST", help="Comma list of stages to show: embeddings, q, k, v, rope, scores, scaled, bias, masked, exp, weights, output [default: those that change something]."),
@@ -164,6 +187,10 @@ def run(
     heatmap: Annotated[
         bool, typer.Option("--heatmap", help="Shade every tokens × tokens table by value (the weights are shaded anyway in a terminal).")
     ] = False,
+    block_size: Annotated[
+        int | None,
+        typer.Option("--block-size", min=1, metavar="B", help="Show FlashAttention's tiled computation instead: queries and keys B at a time, each tile's running maxima and sums, and the memory it needs."),
+    ] = None,
     output: OutputOption = None,
     force: ForceOption = False,
     max_cells: MaxCellsOption = None,
@@ -177,13 +204,19 @@ def run(
       attncli run journey-causal --stages scores,masked,weights
       attncli run my-scenario.yaml --format json | jq '.heads[0].weights'
       attncli run cat --round-steps 3
+      attncli run --model models/gpt2 --layer 5 --sentence "When Mary and John went to the store" --head 3
+      attncli run journey-causal --block-size 2
     """
     from attncli import engine
     from attncli import stages as stage_table
+    from attncli.checkpoints.commands import choose_scenario
     from attncli.render import render_run
-    from attncli.scenario import load
 
-    loaded = load(scenario, limits=_limits(max_cells, max_values))
+    if scenario is None and model is None:  # a malformed command line: Click's usage error, status 2
+        ctx.fail("Missing argument 'SCENARIO' (or --model DIR --layer N --sentence TEXT).")
+    loaded = choose_scenario(
+        scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=_limits(max_cells, max_values)
+    )
     options = Options(
         format=format,
         stages=stage_table.parse(stages),
@@ -193,7 +226,13 @@ def run(
         to_file=output is not None,
         heatmap=heatmap,
     )
-    emit(render_run(engine.run(loaded, round_steps=round_steps), options), output, force=force)
+    result = engine.run(loaded, round_steps=round_steps)
+    if block_size is not None:
+        from attncli.online_report import tiling_document
+
+        emit(tiling_document(result, options, block_size), output, force=force)
+        return
+    emit(render_run(result, options), output, force=force)
 
 
 @app.command()
@@ -201,13 +240,18 @@ def run(
 def explain(
     word: Annotated[str | None, typer.Option("--word", "-w", metavar="WORD", help="The query word to follow (case is ignored unless the scenario is case-sensitive).")] = None,
     scenario: Annotated[
-        str,
-        typer.Option("--scenario", "-s", metavar="SCENARIO", help="A scenario file or built-in name.", autocompletion=_complete_scenario),
-    ] = "cat",
+        str | None,
+        typer.Option("--scenario", "-s", metavar="SCENARIO", help="A scenario file or built-in name [default: cat].", autocompletion=_complete_scenario),
+    ] = None,
+    model: ModelOption = None,
+    layer: LayerOption = None,
+    sentence: SentenceOption = None,
+    special_tokens: SpecialTokensOption = "auto",
     position: Annotated[int | None, typer.Option(min=1, metavar="N", help="Which occurrence: the word's position, counted from 1.")] = None,
     head: Annotated[int, typer.Option(min=1, metavar="N", help="The head to explain, counted from 1.")] = 1,
     precision: PrecisionOption = None,
     round_steps: RoundOption = None,
+    block_size: BlockOption = None,
     format: FormatOption = Format.table,
     output: OutputOption = None,
     force: ForceOption = False,
@@ -223,17 +267,22 @@ def explain(
       attncli explain -s journey-causal --word starts
       attncli explain -s multihead --word sat --head 2
       attncli explain -s my.yaml --word the --position 5 --format json
+      attncli explain --model models/gpt2 --layer 5 --sentence "When Mary and John went to the store" --word Mary --head 3
+      attncli explain --word cat --block-size 2    # ... and FlashAttention's online softmax, 2 keys at a time
     """
     from attncli import engine
+    from attncli.checkpoints.commands import choose_scenario
     from attncli.explain import explain as explain_word
     from attncli.explain import find_word
     from attncli.render import render_explain
-    from attncli.scenario import load
 
-    loaded = load(scenario, limits=_limits(max_cells, max_values))
+    loaded = choose_scenario(
+        scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head,
+        limits=_limits(max_cells, max_values), scenario_key="--scenario", default="cat",
+    )  # fmt: skip
     loaded.head_numbers(head)  # a head that does not exist is an error before any work
     where, others = find_word(loaded, word, position)
-    expl = explain_word(engine.run(loaded, round_steps=round_steps), position=where, head=head, others=others)
+    expl = explain_word(engine.run(loaded, round_steps=round_steps), position=where, head=head, others=others, block_size=block_size)
     emit(render_explain(expl, Options(format=format, precision=precision, to_file=output is not None)), output, force=force)
 
 
@@ -290,6 +339,49 @@ def export(
     sys.stderr.write(report.summary(out_dir, format.value) + "\n")
     if report.failed:
         raise typer.Exit(ExitStatus.PARTIAL if report.written or report.skipped else ExitStatus.ERROR)
+
+
+@app.command()
+@guard
+def decode(
+    scenario: Annotated[
+        str,
+        typer.Argument(metavar="SCENARIO", help="A scenario file or built-in name.", autocompletion=_complete_scenario),
+    ],
+    head: Annotated[int, typer.Option(min=1, metavar="N", help="The head to decode, counted from 1.")] = 1,
+    precision: PrecisionOption = None,
+    round_steps: RoundOption = None,
+    format: FormatOption = Format.table,
+    full: Annotated[bool, typer.Option("--full", help="Show every step, cached key and number, however many.")] = False,
+    output: OutputOption = None,
+    force: ForceOption = False,
+    max_cells: MaxCellsOption = None,
+    max_values: MaxValuesOption = None,
+) -> None:
+    """Generate the sentence token by token with a KV cache: each step's q, k and v, the cache, the weights and the output.
+
+    Decoding is causal: a scenario without a causal mask gets one (the output says so).
+    Every step's output is row t of the full causal run, to the last digit.
+
+    \b
+    Examples:
+      attncli decode journey-causal
+      attncli decode llama-style --head 3          # RoPE and a shared key/value cache
+      attncli decode sliding-window                # keys leave the cache outside the window
+      attncli decode cat --format json | jq '.steps[-1].cache.K'
+    """
+    from attncli import engine
+    from attncli.decode import causal_version
+    from attncli.decode import decode as decode_head
+    from attncli.online_report import decode_document
+    from attncli.scenario import load
+
+    loaded = load(scenario, limits=_limits(max_cells, max_values))
+    loaded.head_numbers(head)
+    causal, made_causal = causal_version(loaded)
+    dec = decode_head(engine.run(causal, round_steps=round_steps), head)
+    options = Options(format=format, precision=precision, full=full, to_file=output is not None)
+    emit(decode_document(dec, options, made_causal=made_causal), output, force=force)
 
 
 @app.command()
@@ -427,6 +519,49 @@ def scenarios_new(
     if mask not in ("none", "causal"):
         raise AttnError(f"found {mask!r}", key="--mask", expected="none or causal (edit the file for windows, sinks and padding)")
     emit(new_scenario(sentence, d_model=d_model, heads=heads, kv_heads=kv_heads, causal=mask == "causal", rope=rope, seed=seed))
+
+
+@model_app.command("info")
+@guard
+def model_info(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="A local Hugging Face checkpoint folder.")],
+    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = Format.table,
+) -> None:
+    """What a checkpoint holds: architecture, layers, heads and key/value heads, sizes, positions, RoPE, dtype, and whether attncli reads it.
+
+    \b
+    Example:
+      attncli model info models/gpt2
+    """
+    from attncli.checkpoints.commands import info_document
+
+    emit(info_document(folder, as_json=_table_or_json(format)))
+
+
+@model_app.command("tokens")
+@guard
+def model_tokens(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="A local Hugging Face checkpoint folder.")],
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The text to tokenize.")],
+    special_tokens: SpecialTokensOption = "auto",
+    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = Format.table,
+) -> None:
+    """How the checkpoint's tokenizer.json splits TEXT: each token's position (from 1), id, label and piece.
+
+    \b
+    Example:
+      attncli model tokens models/gpt2 "When Mary and John went to the store"
+    """
+    from attncli.checkpoints.commands import tokens_document
+
+    emit(tokens_document(folder, text, special_tokens=special_tokens, as_json=_table_or_json(format)))
+
+
+def _table_or_json(format: Format) -> bool:
+    """True for json; table is False; any other format is refused."""
+    if format not in (Format.table, Format.json):
+        raise AttnError(f"this command prints a table or JSON, not {format.value}", key="--format", expected="table or json")
+    return format is Format.json
 
 
 def _description(name: str) -> str:

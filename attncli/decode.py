@@ -26,6 +26,7 @@ a key no query reads (padding) never stays. Dimension names:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple, TypeVar
 
 import numpy as np
@@ -73,6 +74,18 @@ class Decode(NamedTuple):
     @property
     def scenario(self) -> Scenario:
         return self.result.scenario
+
+
+def causal_version(scenario: Scenario) -> tuple[Scenario, bool]:
+    """The scenario with the causal rule added to its mask (generation cannot see ahead), and whether it had to be added.
+
+    A window, sinks and padding stay as they are; an explicit mask matrix is left alone
+    (decode then refuses it if it lets a query see a later key).
+    """
+    mask = scenario.mask
+    if mask.causal or mask.matrix is not None or scenario.cross:
+        return scenario, False
+    return replace(scenario, mask=replace(mask, causal=True)), True
 
 
 def decode(source: RunResult | Scenario, head: int) -> Decode:

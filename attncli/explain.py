@@ -15,6 +15,7 @@ import numpy as np
 from attncli.engine import HeadResult, RunResult, rounder
 from attncli.errors import AttnError
 from attncli.model import Scenario
+from attncli.online import OnlineRow, online_row
 
 
 class KeyStep(NamedTuple):
@@ -53,6 +54,8 @@ class Explanation:
     exp_sum: float
     output: np.ndarray  # (d_v,) this head's output for the query word
     exact_output: np.ndarray | None  # (d_v,) without rounding, when --round-steps is used
+    online: OnlineRow | None = None  # the same row as FlashAttention computes it, keys in blocks (--block-size)
+    exact_online: OnlineRow | None = None  # ... without rounding, when --round-steps is used
 
     @property
     def scenario(self) -> Scenario:
@@ -98,8 +101,10 @@ def find_word(scenario: Scenario, word: str | None, position: int | None) -> tup
     return position, tuple(p for p in matches if p != position)
 
 
-def explain(result: RunResult, *, position: int, head: int = 1, others: tuple[int, ...] = ()) -> Explanation:
-    """The worked example for the query at `position` (1-based) in head `head` (1-based)."""
+def explain(
+    result: RunResult, *, position: int, head: int = 1, others: tuple[int, ...] = (), block_size: int | None = None
+) -> Explanation:
+    """The worked example for the query at `position` (1-based) in head `head` (1-based); with block_size, also online."""
     s = result.scenario
     h = result.head(head)
     i = position - 1
@@ -141,4 +146,11 @@ def explain(result: RunResult, *, position: int, head: int = 1, others: tuple[in
         exp_sum=float(h.exp_sum[i]),
         output=h.output[i],
         exact_output=exact,
+        online=None if block_size is None else _online(h, i, block_size, result.round_steps),
+        exact_online=None if block_size is None or result.exact is None else _online(result.exact.head(head), i, block_size, None),
     )
+
+
+def _online(h: HeadResult, i: int, block_size: int, round_to: int | None) -> OnlineRow:
+    """Row i of head h computed by the online softmax, keys in blocks of block_size."""
+    return online_row(h.logits[i], h.visible[i], h.V, block_size=block_size, round_to=round_to)

@@ -59,6 +59,7 @@ class Scenario:
     precision: int = 4  # decimals shown to people
     path: str | None = None  # the file it was read from; None when built in code
     notes: tuple[str, ...] = ()  # where the numbers come from, for the summary (e.g. a checkpoint's layer)
+    word_marks: tuple[str, ...] = ()  # a real tokenizer's marks for a leading space ("␣", "Ġ", "▁"): words match without them
 
     # -- sizes ---------------------------------------------------------------------------------
 
@@ -136,7 +137,11 @@ class Scenario:
         return [head]
 
     def fold(self, word: str) -> str:
-        """The form under which words are compared ("The" == "the" unless case-sensitive)."""
+        """The form under which words are compared ("The" == "the" unless case-sensitive; "␣Mary" == "Mary" for a checkpoint)."""
+        for mark in self.word_marks:
+            if word.startswith(mark) and len(word) > len(mark):
+                word = word[len(mark) :]
+                break
         return word if self.case_sensitive else word.casefold()
 
     @functools.cached_property

@@ -106,6 +106,10 @@ def steps(expl: Explanation, p: int, w: Writer = Writer()) -> list[Step]:
     if s.mask.hides_anything:
         out.append(_mask(expl, w))
     out += [_exponentials(expl, p, w), _sum(expl, p, w), _weights(expl, p, w), _weighted(expl, p, w), _output(expl, p, w)]
+    if expl.online is not None:
+        from attncli.online_steps import online_steps
+
+        out += online_steps(expl, p, w)
     return out
 
 

@@ -8,6 +8,7 @@ that a command cannot write its output over its own input (see `output.write_fil
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -36,6 +37,14 @@ _BOMS = (
 def files_read() -> frozenset[tuple[int, int]]:
     """(device, inode) of each regular file read since the command began."""
     return frozenset(_files_read)
+
+
+def note_read(path: Path) -> None:
+    """Count a file read by other means (a checkpoint's weights, mapped) among the inputs no output may replace."""
+    with contextlib.suppress(OSError):
+        info = os.stat(path)
+        if stat.S_ISREG(info.st_mode):
+            _files_read.add((info.st_dev, info.st_ino))
 
 
 def forget_files_read() -> None:

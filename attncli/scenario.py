@@ -26,7 +26,9 @@ KEYS = (
     "tokens", "sentence", "case_sensitive", "embeddings", "context",
     "heads", "kv_heads", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V", "Q", "K", "V", "W_O", "b_O",
     "scale", "mask", "bias", "alibi", "rope", "precision",
+    "model", "layer", "special_tokens",
 )  # fmt: skip
+MODEL_KEYS = ("name", "description", "source", "model", "layer", "sentence", "special_tokens", "precision")  # a real checkpoint's layer
 CONTEXT_KEYS = ("tokens", "sentence", "embeddings")
 MASK_KEYS = ("causal", "window", "sinks", "padding")
 ROPE_KEYS = ("theta", "style")
@@ -52,7 +54,7 @@ def load(name_or_path: str, *, limits: Limits = Limits()) -> Scenario:
         shown = name_or_path
     try:
         text = read_text(path, shown, max_bytes=limits.max_bytes)
-        return from_text(text, stem=path.stem, limits=limits, path=shown)
+        return from_text(text, stem=path.stem, limits=limits, path=shown, base=path.parent)
     except AttnError as error:
         raise error.located(file=shown) from None
 
@@ -64,8 +66,10 @@ def read_text(path: Path, shown: str, *, max_bytes: int = Limits().max_bytes) ->
     return reading.read_text(path, shown, max_bytes=max_bytes)
 
 
-def from_text(text: str, *, stem: str = "scenario", limits: Limits = Limits(), path: str | None = None) -> Scenario:
-    """Parse and validate a scenario from YAML text."""
+def from_text(
+    text: str, *, stem: str = "scenario", limits: Limits = Limits(), path: str | None = None, base: Path | None = None
+) -> Scenario:
+    """Parse and validate a scenario from YAML text; `model:` folders are relative to `base` (default: the current folder)."""
     tree = parse(text, limits=limits, on_top_level=reading.size_guard(text, limits))  # refuses an oversized file early
     if tree is None:  # nothing but blank lines and comments
         raise AttnError("the file is empty", expected="a YAML mapping with `tokens:` (or `sentence:`) and `embeddings:`")
@@ -75,20 +79,26 @@ def from_text(text: str, *, stem: str = "scenario", limits: Limits = Limits(), p
             line=tree.line,
             expected="a mapping of scenario keys such as `tokens:` and `embeddings:`",
         )
-    return _Validator(tree, stem, limits, path).scenario()
+    return _Validator(tree, stem, limits, path, base).scenario()
 
 
 class _Validator:
     """Reads each key of the mapping in turn; raises AttnError at the first problem."""
 
-    def __init__(self, tree: Map, stem: str, limits: Limits, path: str | None) -> None:
+    def __init__(self, tree: Map, stem: str, limits: Limits, path: str | None, base: Path | None = None) -> None:
         self.tree = tree
         self.stem = stem
         self.limits = limits
         self.path = path
+        self.base = Path() if base is None else base
 
     def scenario(self) -> Scenario:
         _check_keys(self.tree, KEYS, "")
+        if "model" in self.tree.items:
+            return self._checkpoint()
+        for key in ("layer", "special_tokens"):
+            if key in self.tree.items:
+                raise self._error(f"`{key}` is for a real model, but no `model` is given", key, f"`model: FOLDER` beside it, or no `{key}`")
         tokens = self._tokens(self.tree, "")
         case_sensitive = self._bool("case_sensitive", default=False)
         heads = self._int("heads", default=1, minimum=1)
@@ -132,6 +142,52 @@ class _Validator:
             alibi=self._alibi(heads),
             precision=self._int("precision", default=4, minimum=0, maximum=MAX_PRECISION),
             path=self.path,
+        )
+
+    def _checkpoint(self) -> Scenario:
+        """`model: FOLDER`, `layer: N` and `sentence: TEXT`: one layer of a local Hugging Face checkpoint."""
+        import dataclasses
+
+        from attncli.checkpoints.scenario import SPECIAL_TOKENS, load_scenario
+
+        for key in self.tree.items:
+            if key not in MODEL_KEYS:
+                given = "its tokenizer makes the tokens from `sentence`" if key == "tokens" else "it gives X, the weights and the settings"
+                raise self._error(f"`{key}` has no use with `model`: {given}", key, "one of: " + ", ".join(MODEL_KEYS))
+        for key, what in (("layer", "`layer: 5`, counted from 1"), ("sentence", "`sentence: The cat sat on the mat.`")):
+            if key not in self.tree.items:
+                raise AttnError(f"`model` needs `{key}`", line=self.tree.line, key=key, expected=what)
+        model_value = self._get("model")
+        assert model_value is not None
+        folder = Path(to_word(model_value, "model")).expanduser()
+        if not folder.is_absolute():
+            folder = self.base / folder
+        special_tokens = self._text("special_tokens", default="auto")
+        if special_tokens not in SPECIAL_TOKENS:
+            raise self._error(f"found {special_tokens!r}", "special_tokens", "auto (as the tokenizer adds them) or none", self._get("special_tokens"))
+        layer = self._int("layer", default=1, minimum=1, what="a layer number")
+        precision = self._int("precision", default=4, minimum=0, maximum=MAX_PRECISION)
+        try:
+            scenario = load_scenario(
+                folder,
+                layer=layer,
+                sentence=self._text("sentence", default=""),
+                special_tokens=special_tokens,
+                name=self._text("name", default=self.stem),
+                limits=self.limits,
+            )
+        except AttnError as error:
+            if error.file is not None:  # a file of the checkpoint: named in the message, the scenario's `model:` line in front
+                raise AttnError(f"{error.file}: {error.message}", line=model_value.line, key="model", expected=error.expected) from None
+            if error.key in MODEL_KEYS:
+                error.line = self.tree.key_lines.get(error.key)
+            raise
+        return dataclasses.replace(
+            scenario,
+            precision=precision,
+            path=self.path,
+            description=self._text("description", default=scenario.description),
+            source=self._text("source", default=scenario.source),
         )
 
     # -- helpers -----------------------------------------------------------------------------

@@ -108,6 +108,8 @@ def main() -> None:
         r = compare([*attncli, "run", str(tall)], [*attncli, "run", str(tall), "--format", "json", "--stages", "output"], pairs)
         rows.append(("4. run L=2048 tables vs --format json --stages output", f"{r['ours']:.3f}", f"{r['baseline']:.3f}", f"{r['ratio']:.2f}x", "<= 2x"))
 
+        rows += real_model_rows(Path(folder), pairs)
+
     widths = [max(len(str(row[i])) for row in rows + [HEADER]) for i in range(5)]
     for row in [HEADER, tuple("-" * w for w in widths), *rows]:
         print("| " + " | ".join(str(cell).ljust(w) for cell, w in zip(row, widths)) + " |")
@@ -116,6 +118,91 @@ def main() -> None:
 
 
 HEADER = ("comparison", "ours (s)", "baseline (s)", "ratio", "target")
+
+
+# -- a real model's layer: a GPT-2-sized (124M-parameter) random checkpoint -------------------------
+
+GPT2_SIZE = {"n_layer": 12, "n_embd": 768, "n_head": 12, "n_positions": 1024, "vocab_size": 50257}
+
+
+def gpt2_checkpoint(folder: Path, *, seed: int = 0) -> None:
+    """config.json, model.safetensors (float32, GPT-2 small's shapes, random N(0, 0.02²)) and a byte-level tokenizer.json."""
+    import json
+
+    d, inner, layers = GPT2_SIZE["n_embd"], 4 * GPT2_SIZE["n_embd"], GPT2_SIZE["n_layer"]
+    shapes = {"wte.weight": (GPT2_SIZE["vocab_size"], d), "wpe.weight": (GPT2_SIZE["n_positions"], d)}
+    for i in range(layers):
+        shapes |= {
+            f"h.{i}.ln_1.weight": (d,), f"h.{i}.ln_1.bias": (d,),
+            f"h.{i}.attn.c_attn.weight": (d, 3 * d), f"h.{i}.attn.c_attn.bias": (3 * d,),
+            f"h.{i}.attn.c_proj.weight": (d, d), f"h.{i}.attn.c_proj.bias": (d,),
+            f"h.{i}.ln_2.weight": (d,), f"h.{i}.ln_2.bias": (d,),
+            f"h.{i}.mlp.c_fc.weight": (d, inner), f"h.{i}.mlp.c_fc.bias": (inner,),
+            f"h.{i}.mlp.c_proj.weight": (inner, d), f"h.{i}.mlp.c_proj.bias": (d,),
+        }  # fmt: skip
+    shapes |= {"ln_f.weight": (d,), "ln_f.bias": (d,)}
+    header, offset = {}, 0
+    for name, shape in shapes.items():
+        size = 4 * int(np.prod(shape))
+        header[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    encoded = json.dumps(header).encode()
+    encoded += b" " * (-len(encoded) % 8)
+    rng = np.random.default_rng(seed)
+    with open(folder / "model.safetensors", "wb") as stream:  # one tensor at a time: the bench itself stays small
+        stream.write(len(encoded).to_bytes(8, "little") + encoded)
+        for name, shape in shapes.items():
+            if ".ln_" in name or name.startswith("ln_"):
+                stream.write((np.ones(shape, "<f4") if name.endswith("weight") else np.zeros(shape, "<f4")).tobytes())
+                continue
+            for start in range(0, shape[0], 4096):  # 4096 rows at a time: at most 12 MiB in memory
+                rows = (min(shape[0], start + 4096) - start, *shape[1:])
+                stream.write((rng.standard_normal(rows, dtype=np.float32) * np.float32(0.02)).astype("<f4").tobytes())
+    config = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "activation_function": "gelu_new", "dtype": "float32", **GPT2_SIZE}
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    (folder / "tokenizer.json").write_bytes((HERE.parent / "tests" / "checkpoints" / "gpt2" / "tokenizer.json").read_bytes())
+
+
+def sentence_of(folder: Path, tokens: int) -> str:
+    """A sentence that the checkpoint's tokenizer splits into exactly `tokens` tokens."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    words = ["When", "Mary", "and", "John", "went", "to", "the", "store", ",", "John", "gave", "a", "drink", "to", "Mary", "."]
+    text = ""
+    for n in range(10 * tokens):
+        longer = (text + " " + words[n % len(words)]).strip()
+        if len(tokenizer.encode(longer).ids) > tokens:
+            break
+        text = longer
+    for letter in "abcdefghijklmnopqrstuvwxyz" * 4:  # pad with single letters to land exactly on `tokens`
+        if len(tokenizer.encode(text).ids) >= tokens:
+            break
+        text += letter
+    return text
+
+
+def real_model_rows(folder: Path, pairs: int) -> list[tuple[str, str, str, str, str]]:
+    """5. run --model (GPT-2 small's shapes, 64 tokens, layer 6) --format json vs run cat --format json: time and peak memory."""
+    attncli = [PY, "-m", "attncli"]
+    model = folder / "gpt2-124m"
+    model.mkdir()
+    # built in a child process: a forked child starts with its parent's resident memory, which would count in its peak
+    build = (
+        f"import sys; sys.path.insert(0, {str(HERE)!r}); from pathlib import Path; import bench; from tokenizers import Tokenizer\n"
+        f"model = Path({str(model)!r}); bench.gpt2_checkpoint(model); text = bench.sentence_of(model, 64)\n"
+        "print(len(Tokenizer.from_file(str(model / 'tokenizer.json')).encode(text).ids)); print(text)"
+    )
+    count_line, text = subprocess.run([PY, "-c", build], capture_output=True, text=True, check=True).stdout.rstrip("\n").split("\n", 1)
+    count = int(count_line)
+    ours = [*attncli, "run", "--model", str(model), "--layer", "6", "--sentence", text, "--format", "json"]
+    r = compare(ours, [*attncli, "run", "cat", "--format", "json"], pairs)
+    size = (model / "model.safetensors").stat().st_size / 2**20
+    return [
+        (f"5. run --model GPT-2 124M ({size:.0f} MiB), {count} tokens, layer 6 vs run cat", f"{r['ours']:.3f}", f"{r['baseline']:.3f}",
+         f"{r['ratio']:.2f}x", "a few seconds"),
+        ("   ... peak memory (MiB)", f"{r['ours_mem'] / 1024:.0f}", f"{r['baseline_mem'] / 1024:.0f}", f"{r['mem_ratio']:.2f}x", "< 1024 MiB"),
+    ]  # fmt: skip
 
 if __name__ == "__main__":
     main()

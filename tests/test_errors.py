@@ -86,6 +86,18 @@ CASES = [
     # sizes: a width attncli would fill in itself counts like tokens; many missing words stay one short line
     ("identity-too-wide.yaml", 3, "embeddings: an identity W_Q for d_model = 4,100 would hold 16,810,000 numbers, more than the limit of 16,777,216"),
     ("missing-4000-words.yaml", 3, "embeddings: no embedding for 'w0', 'w1', 'w2', 'w3', 'w4', 'w5', 'w6', 'w7', 'w8', 'w9' and 3,990 more"),
+    # one layer of a real checkpoint (`model:`), its folder relative to the scenario file's
+    ("model-missing-folder.yaml", 1, "model: " + str(BAD / "../checkpoints/nothere") + ": the checkpoint folder does not exist"),
+    ("model-unsupported.yaml", 1, "model_type 'phi3' is not supported (expected one of gpt2, bert, llama, qwen2, mistral)"),
+    ("model-missing-tokenizer.yaml", 1, "missing-tokenizer: no tokenizer.json in the checkpoint folder"),
+    ("model-truncated-weights.yaml", 1, "truncated/model.safetensors: tensor 'h.0.mlp.c_proj.bias' has data_offsets [1184, 1200] outside the data area"),
+    ("model-layer-out-of-range.yaml", 3, "layer: layer 4 is out of range: the model has 3 layers (expected 1 to 3)"),
+    ("model-layer-zero.yaml", 2, "layer: 0 is out of range (expected a layer number 1 or more)"),
+    ("model-sentence-too-long.yaml", 3, "sentence: the sentence is 44 tokens long, more than the model's 32 positions"),
+    ("model-special-tokens.yaml", 4, "special_tokens: found 'some' (expected auto (as the tokenizer adds them) or none)"),
+    ("model-with-embeddings.yaml", 4, "embeddings: `embeddings` has no use with `model`"),
+    ("model-without-layer.yaml", 1, "layer: `model` needs `layer`"),
+    ("layer-without-model.yaml", 3, "layer: `layer` is for a real model, but no `model` is given"),
 ]
 
 

@@ -63,6 +63,8 @@ KEY_AND_TYPE_ERRORS = [
     "string-for-number.yaml", "quoted-number.yaml", "boolean-for-number.yaml", "nested-list-for-number.yaml",
     "empty-vector.yaml", "empty-tokens.yaml", "heads-zero.yaml", "heads-text.yaml", "precision-too-big.yaml",
     "scale-zero.yaml", "scale-word.yaml", "mask-unknown.yaml",
+    "model-with-embeddings.yaml", "model-without-layer.yaml", "layer-without-model.yaml", "model-layer-zero.yaml",
+    "model-special-tokens.yaml",
 ]  # fmt: skip
 
 

@@ -50,4 +50,10 @@ def explain_csv(expl: Explanation, *, precision: int | None) -> str:
             + [number(x, precision) for x in key.v]
             + [number(x, precision) for x in key.weighted_v]
         )  # fmt: skip
+    if expl.online is not None:  # each key's block and the running state after it (--block-size)
+        rows[0] += ["block", "running_max", "rescale", "running_sum"] + [f"running_output{i}" for i in range(1, d_v + 1)]
+        for number_, block in enumerate(expl.online.blocks, 1):
+            for j in block.keys:
+                rows[int(j)] += [str(number_), number(block.max, precision), number(block.rescale, precision),
+                                 number(block.sum, precision)] + [number(x, precision) for x in block.output]  # fmt: skip
     return _write(rows)

@@ -122,7 +122,15 @@ def explain_json(expl: Explanation) -> dict[str, Any]:
         "rounding": None if expl.exact_output is None else {"decimals": expl.result.round_steps, "exact_output": expl.exact_output},
         "kv_head": expl.head.kv_head,
         "final_output": expl.result.output[expl.position - 1] if s.has_output_stage else None,
+        "online": None if expl.online is None else _online(expl),
     }
+
+
+def _online(expl: Explanation) -> dict[str, Any]:
+    from attncli.render.onlinejson import online_json
+
+    assert expl.online is not None
+    return online_json(expl.online, expl.output)
 
 
 def variance_json(rows: list[VarianceRow], *, keys: int, seed: int) -> dict[str, Any]:

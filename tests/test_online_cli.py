@@ -1,0 +1,246 @@
+"""`explain --block-size`, `run --block-size` and `attncli decode` through the CLI, in every format and real renderer."""
+
+import csv
+import io
+import json
+import math
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from attncli import builtin, engine
+from attncli.decode import causal_version
+from attncli.scenario import load
+from tests import renderers
+from tests.test_publish import katex_modules, latex_tools  # noqa: F401  (fixtures)
+
+FORMATS = ["table", "json", "markdown", "latex", "csv", "html", "svg"]
+
+
+def decodable() -> list[str]:
+    """Built-in self-attention scenarios: decode adds the causal rule to any of them."""
+    return [name for name in builtin.names() if not load(name).cross]
+
+
+def run_json(cli, *args: str) -> dict:
+    result = cli(*args, "--format", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+# -- explain --block-size -----------------------------------------------------------------------------
+
+
+def test_explain_cat_tells_the_online_softmax_story(cli):
+    """`explain --word cat --block-size 2`: three blocks of the article's keys, running m, l and o, and o / l beside the ordinary result."""
+    out = cli("explain", "--word", "cat", "--block-size", "2").stdout
+    for line in ("Block 1 of 3: keys 1–2", "Block 3 of 3: keys 5–6", "l = 1 + 0.368 = 1.368", "rescale = e^(1 − 1) = 1",
+                 "output = o / l = [4.368, 1.632] / 4.104 = [1.064, 0.398]", "ordinary = [1.064, 0.398]",
+                 "Why rescale:", "Why the answer is exact:"):  # fmt: skip
+        assert line in out
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 3, 4, 7])
+@pytest.mark.parametrize("name", ["cat", "journey-causal", "sliding-window", "alibi", "llama-style", "translation"])
+def test_explain_online_json_matches_the_ordinary_row(cli, name, block_size):
+    """The "online" object: ⌈L_k / B⌉ blocks of keys from 1 in order, rescale 0 first, output within 1e-12 of the ordinary one."""
+    scenario = load(name)
+    word = scenario.tokens[-1]
+    doc = run_json(cli, "explain", "-s", name, "--word", word, "--position", str(scenario.L), "--block-size", str(block_size))
+    online = doc["online"]
+    assert online["block_size"] == block_size
+    keys = [k for block in online["blocks"] for k in block["keys"]]
+    assert keys == list(range(1, scenario.L_k + 1)) and len(online["blocks"]) == math.ceil(scenario.L_k / block_size)
+    seen = [b for b in online["blocks"] if not b["skipped"]]
+    assert seen[0]["rescale"] == 0 and all(0 < b["rescale"] <= 1 for b in seen[1:])
+    assert np.allclose(online["output"], doc["output"], rtol=0, atol=1e-12)
+    assert np.allclose(online["difference"], np.subtract(online["output"], doc["output"]), rtol=0, atol=0)
+
+
+def test_a_block_the_mask_hides_is_skipped_and_says_so(cli):
+    """journey-causal's first word sees only key 1: later blocks are skipped, in the story and in the JSON."""
+    out = cli("explain", "-s", "journey-causal", "--word", "Your", "--block-size", "2").stdout
+    assert out.count("Every key of this block is hidden by the mask: the block is skipped") == 2
+    doc = run_json(cli, "explain", "-s", "journey-causal", "--word", "Your", "--block-size", "2")
+    assert [b["skipped"] for b in doc["online"]["blocks"]] == [False, True, True]
+    assert doc["online"]["blocks"][1]["rescale"] == 1 and doc["online"]["blocks"][1]["block_max"] is None
+
+
+def test_round_steps_shows_the_hand_rounded_online_chain_beside_the_exact_one(cli):
+    """Under --round-steps the online result is the hand-rounded recurrence, and the exact online result is given too."""
+    out = cli("explain", "--word", "cat", "--block-size", "2", "--round-steps", "3").stdout
+    assert "Rounded by hand, the two orders of work round at different points" in out
+    assert "In exact arithmetic the online result is [1.0644, 0.3977]" in out
+
+
+def test_shown_arithmetic_adds_up_or_says_approximately(cli):
+    """Every `l = …` line of the online story either adds up at the shown decimals or uses ≈."""
+    out = cli("explain", "-s", "journey", "--word", "starts", "--block-size", "2", "--precision", "2").stdout
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith("l = ") and "×" not in line and "=" in line[4:]:
+            terms, result = line[4:].rsplit("=", 1)
+            assert round(sum(float(t) for t in terms.split("+")), 2) == float(result)
+
+
+def test_online_steps_render_in_katex(cli, katex_modules):  # noqa: F811
+    """Every display block of explain --block-size in LaTeX renders in KaTeX's strict mode."""
+    tex = cli("explain", "-s", "llama-style", "--word", "grass", "--block-size", "2", "--format", "latex").stdout
+    blocks = [block.strip() for block in tex.split("$$")[1::2]]
+    assert any(r"\max(" in block for block in blocks)
+    results = renderers.katex(katex_modules, blocks)
+    assert [r.error for r in results if r.error] == []
+
+
+# -- run --block-size -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", builtin.names())
+def test_run_block_size_tiles_every_builtin(cli, name):
+    """Every built-in tiles: the tiled output of every head within 1e-12 of the ordinary one, tiles in loop order."""
+    doc = run_json(cli, "run", name, "--block-size", "2")
+    scenario = load(name)
+    for entry in doc["heads"]:
+        tiling = entry["tiling"]
+        assert tiling["max_difference"] <= 1e-12
+        order = [(t["query_block"], t["key_block"]) for t in tiling["tiles"]]
+        assert order == [(q, k) for q in range(1, math.ceil(scenario.L / 2) + 1) for k in range(1, math.ceil(scenario.L_k / 2) + 1)]
+        assert tiling["memory"]["ordinary_numbers"] == 2 * scenario.L * scenario.L_k
+
+
+def test_run_block_size_skips_the_tiles_above_the_causal_diagonal(cli):
+    """journey-causal in blocks of 2: tiles (1,2), (1,3), (2,3) are skipped, and the table says so."""
+    doc = run_json(cli, "run", "journey-causal", "--block-size", "2")
+    skipped = [(t["query_block"], t["key_block"]) for t in doc["heads"][0]["tiling"]["tiles"] if t["skipped"]]
+    assert skipped == [(1, 2), (1, 3), (2, 3)]
+    out = cli("run", "journey-causal", "--block-size", "2").stdout
+    assert out.count("skipped: hidden by the mask") == 3 and "working memory, tiled = 24 numbers" in out
+
+
+def test_run_block_size_shortens_many_tiles_unless_full(cli):
+    """Train-station in blocks of 1 has more tiles than a screen: the table is shortened with a note, whole with --full."""
+    short = cli("run", "train-station", "--block-size", "1").stdout
+    assert "left out; --full shows every one." in short
+    whole = cli("run", "train-station", "--block-size", "1", "--full").stdout
+    assert "left out" not in whole and whole.count("\n") > short.count("\n")
+
+
+# -- decode ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", decodable())
+def test_decode_steps_equal_the_causal_run_rows(cli, name):
+    """Each step's weights over its cache are row t of the causal run's weights, and its output is row t, exactly."""
+    scenario, _ = causal_version(load(name))
+    result = engine.run(scenario)
+    for head in range(1, scenario.heads + 1):
+        doc = run_json(cli, "decode", name, "--head", str(head))
+        assert doc["schema"] == "attncli.decode/1" and doc["head"] == head
+        h = result.head(head)
+        for step in doc["steps"]:
+            t, cached = step["position"], np.array(step["cache"]["positions"]) - 1
+            assert step["output"] == h.output[t - 1].tolist()
+            assert step["weights"] == h.weights[t - 1, cached].tolist()
+            assert len(step["cache"]["K"]) == len(cached)
+
+
+def test_decode_says_when_it_adds_the_causal_mask_and_refuses_cross_attention(cli):
+    """cat has no mask: decode says it adds one; translation is cross-attention: one error line."""
+    assert "decoding adds one" in cli("decode", "cat").stdout
+    result = cli("decode", "translation")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "needs self-attention" in result.stderr
+
+
+def test_decode_shows_the_window_dropping_keys_and_the_sink_staying(cli):
+    """sliding-window: key 2 leaves at step 5, key 1 stays as an attention sink."""
+    out = cli("decode", "sliding-window").stdout
+    assert "Key 2 leaves the cache: no query from this step on reads it (outside the window)." in out
+    assert "Key 1 stays in the cache outside the window: attention sink" in out
+
+
+def test_decode_names_the_shared_cache_of_grouped_heads(cli):
+    """llama-style head 3 reads key/value head 2's cache, and the RoPE positions continue."""
+    out = cli("decode", "llama-style", "--head", "3").stdout
+    assert "Head 3 reads the cache of key/value head 2 of 2" in out and "positions simply continue" in out
+
+
+def test_decode_shortens_long_generations_unless_full(cli):
+    """More steps than MAX_STEPS: the middle ones are left out with a note; --full shows them all."""
+    short = cli("decode", "train-station").stdout
+    whole = cli("decode", "train-station", "--full").stdout
+    L = load("train-station").L
+    assert whole.count("Step ") == L and ("left out" in short) == (L > 12)
+
+
+# -- every format, checked by the tool its readers use -----------------------------------------------------
+
+
+COMMANDS = {
+    "decode": ["decode", "llama-style", "--head", "2"],
+    "tiling": ["run", "journey-causal", "--block-size", "4"],
+    "explain": ["explain", "-s", "journey-causal", "--word", "starts", "--block-size", "2"],
+}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("what", COMMANDS)
+def test_every_format_parses(cli, what, fmt):
+    """Each command in each format exits 0 and parses with the reader's tool: JSON, CSV, Markdown, HTML, XML."""
+    result = cli(*COMMANDS[what], "--format", fmt)
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    if fmt == "json":
+        json.loads(text)
+    elif fmt == "csv":
+        rows = list(csv.reader(io.StringIO(text)))
+        assert len(rows) > 1 and len({len(row) for row in rows}) == 1
+    elif fmt == "markdown":
+        html = renderers.markdown_html(text)
+        assert ("<table>" in html) == (what != "explain" or "<table>" in html)
+    elif fmt == "html":
+        tags = [e.tag for e in renderers.html_elements(text)]
+        assert "table" in tags or what == "explain"
+    elif fmt == "svg":
+        ET.fromstring(text)
+    else:
+        assert text.strip()
+
+
+@pytest.mark.parametrize("what", ["decode", "tiling"])
+def test_latex_reports_compile(cli, what, latex_tools, tmp_path):  # noqa: F811
+    """The LaTeX of decode and of the tiling compiles in a plain article and prints its tokens."""
+    tex = cli(*COMMANDS[what], "--format", "latex").stdout
+    document = "\\documentclass{article}\n\\usepackage{amsmath}\n\\begin{document}\n" + tex + "\\end{document}\n"
+    printed = renderers.pdf_text(renderers.pdflatex(document, tmp_path))
+    assert "grass" in printed if what == "decode" else "journey" in printed
+
+
+def test_awkward_tokens_stay_text_in_decode(cli, tmp_path):
+    """Tokens like <eos>, R&D and =1+1 reach every format of decode as text: escaped, never markup or a formula."""
+    path = tmp_path / "awkward.yaml"
+    path.write_text(
+        "tokens: ['<eos>', 'R&D', '=1+1', '[b]x[/b]']\nmask: causal\nembeddings: [[1, 0], [0, 1], [1, 1], [0.5, 0]]\n"
+        "W_Q: [[1, 0], [0, 1]]\nW_K: [[1, 0], [0, 1]]\nW_V: [[1, 0], [0, 1]]\n",
+        encoding="utf-8",
+    )
+    assert "[b]x[/b]" in cli("decode", str(path)).stdout
+    html = cli("decode", str(path), "--format", "html").stdout
+    assert "&lt;eos&gt;" in html and "R&amp;D" in html
+    rows = list(csv.reader(io.StringIO(cli("decode", str(path), "--format", "csv").stdout)))
+    assert "'=1+1" in [row[1] for row in rows] and "=1+1" not in [row[1] for row in rows]
+    assert "&lt;eos&gt;" in renderers.markdown_html(cli("decode", str(path), "--format", "markdown").stdout)
+
+
+def test_explain_csv_gives_each_key_its_block_and_the_running_state(cli):
+    """With --block-size the explain CSV adds block, running max, rescale, running sum and running output to each key row."""
+    rows = list(csv.DictReader(io.StringIO(cli("explain", "--word", "cat", "--block-size", "4", "--format", "csv").stdout)))
+    assert [row["block"] for row in rows] == ["1", "1", "1", "1", "2", "2"]
+    assert float(rows[0]["rescale"]) == 0 and float(rows[-1]["running_sum"]) == pytest.approx(4.103638323514327, abs=1e-15)
+
+
+def test_tiling_under_round_steps_names_the_rounding(cli):
+    """Rounded by hand the tiled output differs from the ordinary chain, and the report says the exact ones agree."""
+    out = cli("run", "cat", "--block-size", "2", "--round-steps", "3").stdout
+    assert "in exact arithmetic the two differ by" in out
