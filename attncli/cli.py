@@ -344,10 +344,15 @@ def export(
 @app.command()
 @guard
 def decode(
+    ctx: typer.Context,
     scenario: Annotated[
-        str,
-        typer.Argument(metavar="SCENARIO", help="A scenario file or built-in name.", autocompletion=_complete_scenario),
-    ],
+        str | None,
+        typer.Argument(metavar="[SCENARIO]", help="A scenario file or built-in name; or give --model instead.", autocompletion=_complete_scenario, show_default=False),
+    ] = None,
+    model: ModelOption = None,
+    layer: LayerOption = None,
+    sentence: SentenceOption = None,
+    special_tokens: SpecialTokensOption = "auto",
     head: Annotated[int, typer.Option(min=1, metavar="N", help="The head to decode, counted from 1.")] = 1,
     precision: PrecisionOption = None,
     round_steps: RoundOption = None,
@@ -369,14 +374,19 @@ def decode(
       attncli decode llama-style --head 3          # RoPE and a shared key/value cache
       attncli decode sliding-window                # keys leave the cache outside the window
       attncli decode cat --format json | jq '.steps[-1].cache.K'
+      attncli decode --model models/gpt2 --layer 5 --sentence "When Mary and John went" --head 3
     """
     from attncli import engine
+    from attncli.checkpoints.commands import choose_scenario
     from attncli.decode import causal_version
     from attncli.decode import decode as decode_head
     from attncli.online_report import decode_document
-    from attncli.scenario import load
 
-    loaded = load(scenario, limits=_limits(max_cells, max_values))
+    if scenario is None and model is None:  # a malformed command line: Click's usage error, status 2
+        ctx.fail("Missing argument 'SCENARIO' (or --model DIR --layer N --sentence TEXT).")
+    loaded = choose_scenario(
+        scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=_limits(max_cells, max_values)
+    )
     loaded.head_numbers(head)
     causal, made_causal = causal_version(loaded)
     dec = decode_head(engine.run(causal, round_steps=round_steps), head)
