@@ -8,6 +8,7 @@ so `attncli --help`, `--version` and `attncli scenarios` start instantly.
 # annotation string on each run; evaluated once at import they cost nothing more.
 import contextlib
 import functools
+import io
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -615,11 +616,20 @@ def _limits(max_cells: int | None, max_values: int | None) -> "Limits":
     return Limits(**{name: value for name, value in given.items() if value is not None})
 
 
+class _ClosedStdout(io.TextIOBase):
+    """Stands in for a stdout that was closed at start: printing anything into it is the one clear error."""
+
+    def write(self, text: str) -> int:
+        raise AttnError("stdout is closed, so there is nowhere to print the result", expected="an open stdout, or --output FILE")
+
+
 def main() -> None:
     """Entry point of the `attncli` command and of `python -m attncli` (through attncli.__main__): never a traceback."""
     for stream in (sys.stdout, sys.stderr):  # a terminal or PYTHONIOENCODING that cannot show "√" gets "\\u221a"
         with contextlib.suppress(AttributeError, ValueError):
             stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+    if sys.stdout is None:  # started with stdout closed (`>&-`): Click would print --help into nothing, with status 0
+        sys.stdout = _ClosedStdout()
     try:
         status = app(prog_name="attncli", standalone_mode=False)
     except typer.TyperException as error:  # Click's usage errors
@@ -633,6 +643,10 @@ def main() -> None:
     except BrokenPipeError:
         _silence_stdout()
         status = ExitStatus.BROKEN_PIPE
+    except OSError as error:  # Click printing --help or --version into a full disk (`> /dev/full`)
+        _silence_stdout()
+        print_error(f"cannot write to stdout: {(error.strerror or str(error)).lower()}; the output is incomplete")
+        status = ExitStatus.ERROR
     except SystemExit:
         if type(sys.stdout).__name__ != "PacifyFlushWrapper":
             raise
@@ -656,7 +670,8 @@ def _usage_error(error: Exception) -> int:
 
     param = getattr(error, "param", None)
     message = shorten(visible(getattr(error, "message", str(error))), 200)
-    if isinstance(error, typer.BadParameter) and param is not None and param.name in ("output", "out_dir"):
+    missing = type(error).__name__ == "MissingParameter"  # `export` without --out-dir: a usage error, status 2
+    if isinstance(error, typer.BadParameter) and not missing and param is not None and param.name in ("output", "out_dir"):
         print_error(AttnError(message, key=param.opts[0] if param.opts else None))
         return ExitStatus.ERROR
     if type(error).__name__ != "NoArgsIsHelpError":  # that one's message is the whole --help
