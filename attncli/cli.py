@@ -8,6 +8,7 @@ so `attncli --help`, `--version` and `attncli scenarios` start instantly.
 # annotation string on each run; evaluated once at import they cost nothing more.
 import contextlib
 import functools
+import io
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -73,6 +74,19 @@ MaxValuesOption = Annotated[
     typer.Option("--max-values", min=1, metavar="N", help="Refuse YAML files with more values than this, aliases expanded [default: 2,000,000]."),
 ]
 
+StandaloneOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--standalone/--fragment",
+        help="HTML and LaTeX: a complete document (an HTML page, a LaTeX article that compiles) or a fragment to paste into a post [default: HTML a page, LaTeX a fragment].",
+        show_default=False,
+    ),
+]
+HeadingOption = Annotated[
+    int,
+    typer.Option("--heading-level", min=0, max=6, metavar="N", help="Markdown and HTML: the level of the top heading; 0 leaves it out."),
+]
+FullOption = Annotated[bool, typer.Option("--full", help="Show every row and column, however large.")]
 # Real models: one layer of a local Hugging Face checkpoint instead of a scenario file (run, explain).
 ModelOption = Annotated[
     Path | None,
@@ -182,10 +196,12 @@ def run(
     precision: PrecisionOption = None,
     format: FormatOption = Format.table,
     round_steps: RoundOption = None,
-    full: Annotated[bool, typer.Option("--full", help="Show every row and column, however large.")] = False,
+    full: FullOption = False,
     heatmap: Annotated[
         bool, typer.Option("--heatmap", help="Shade every tokens × tokens table by value (the weights are shaded anyway in a terminal).")
     ] = False,
+    standalone: StandaloneOption = None,
+    heading_level: HeadingOption = 1,
     block_size: Annotated[
         int | None,
         typer.Option("--block-size", min=1, metavar="B", help="Show FlashAttention's tiled computation instead: queries and keys B at a time, each tile's running maxima and sums, and the memory it needs."),
@@ -224,6 +240,8 @@ def run(
         full=full,
         to_file=output is not None,
         heatmap=heatmap,
+        standalone=standalone,
+        heading_level=heading_level,
     )
     result = engine.run(loaded, round_steps=round_steps)
     if block_size is not None:
@@ -252,6 +270,9 @@ def explain(
     round_steps: RoundOption = None,
     block_size: BlockOption = None,
     format: FormatOption = Format.table,
+    full: Annotated[bool, typer.Option("--full", help="Show every term of every sum, every key and every matrix, however long.")] = False,
+    standalone: StandaloneOption = None,
+    heading_level: HeadingOption = 1,
     output: OutputOption = None,
     force: ForceOption = False,
     max_cells: MaxCellsOption = None,
@@ -261,8 +282,8 @@ def explain(
 
     \b
     Examples:
-      attncli explain --word cat                   # seed 001's walk-through, exact
-      attncli explain --word cat --round-steps 3   # ... with the article's hand rounding: [1.066, 0.398]
+      attncli explain --word cat                   # the Q, K, V guide's walk-through, exact
+      attncli explain --word cat --round-steps 3   # ... with the guide's hand rounding: [1.066, 0.398]
       attncli explain -s journey-causal --word starts
       attncli explain -s multihead --word sat --head 2
       attncli explain -s my.yaml --word the --position 5 --format json
@@ -280,7 +301,9 @@ def explain(
     loaded.head_numbers(head)  # a head that does not exist is an error before any work
     where, others = find_word(loaded, word, position)
     expl = explain_scenario(loaded, position=where, head=head, round_steps=round_steps, others=others, block_size=block_size)  # only the row it needs
-    emit(render_explain(expl, Options(format=format, precision=precision, to_file=output is not None)), output, force=force)
+    options = Options(format=format, precision=precision, full=full, to_file=output is not None, standalone=standalone,
+                      heading_level=heading_level)  # fmt: skip
+    emit(render_explain(expl, options), output, force=force)
 
 
 @app.command()
@@ -288,7 +311,7 @@ def explain(
 def export(
     inputs: Annotated[
         list[str],
-        typer.Argument(help="Scenario files, built-in names or folders (each *.yaml in them).", metavar="SCENARIO_OR_FOLDER..."),
+        typer.Argument(help="Scenario files, built-in names or folders (each *.yaml and *.yml in them).", metavar="SCENARIO_OR_FOLDER..."),
     ],
     format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format of every file: table, json, markdown, latex, csv, html or svg.")],
     out_dir: Annotated[Path, typer.Option("--out-dir", "-d", metavar="DIR", help="The existing folder to write <scenario-stem>.<ext> into.", file_okay=False)],
@@ -299,6 +322,10 @@ def export(
     head: HeadOption = None,
     precision: PrecisionOption = None,
     round_steps: RoundOption = None,
+    full: FullOption = False,
+    heatmap: Annotated[bool, typer.Option("--heatmap", help="Shade every tokens × tokens table by value (HTML; tables).")] = False,
+    standalone: StandaloneOption = None,
+    heading_level: HeadingOption = 1,
     max_cells: MaxCellsOption = None,
     max_values: MaxValuesOption = None,
 ) -> None:
@@ -318,7 +345,8 @@ def export(
     from attncli.export import export as export_all
     from attncli.export import sources
 
-    options = Options(format=format, stages=stage_table.parse(stages), precision=precision, to_file=True)
+    options = Options(format=format, stages=stage_table.parse(stages), precision=precision, full=full, to_file=True, heatmap=heatmap,
+                      standalone=standalone, heading_level=heading_level)  # fmt: skip
     names = list(sources(inputs))
     with _progress(len(names), label="Exporting", show=sys.stderr.isatty() and len(names) > 5) as advance:
         report = export_all(
@@ -341,10 +369,15 @@ def export(
 @app.command()
 @guard
 def decode(
+    ctx: typer.Context,
     scenario: Annotated[
-        str,
-        typer.Argument(metavar="SCENARIO", help="A scenario file or built-in name.", autocompletion=_complete_scenario),
-    ],
+        str | None,
+        typer.Argument(metavar="[SCENARIO]", help="A scenario file or built-in name; or give --model instead.", autocompletion=_complete_scenario, show_default=False),
+    ] = None,
+    model: ModelOption = None,
+    layer: LayerOption = None,
+    sentence: SentenceOption = None,
+    special_tokens: SpecialTokensOption = "auto",
     head: Annotated[int, typer.Option(min=1, metavar="N", help="The head to decode, counted from 1.")] = 1,
     precision: PrecisionOption = None,
     round_steps: RoundOption = None,
@@ -366,14 +399,19 @@ def decode(
       attncli decode llama-style --head 3          # RoPE and a shared key/value cache
       attncli decode sliding-window                # keys leave the cache outside the window
       attncli decode cat --format json | jq '.steps[-1].cache.K'
+      attncli decode --model models/gpt2 --layer 5 --sentence "When Mary and John went" --head 3
     """
     from attncli import engine
+    from attncli.checkpoints.commands import choose_scenario
     from attncli.decode import causal_version
     from attncli.decode import decode as decode_head
     from attncli.online_report import decode_document
-    from attncli.scenario import load
 
-    loaded = load(scenario, limits=_limits(max_cells, max_values))
+    if scenario is None and model is None:  # a malformed command line: Click's usage error, status 2
+        ctx.fail("Missing argument 'SCENARIO' (or --model DIR --layer N --sentence TEXT).")
+    loaded = choose_scenario(
+        scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=_limits(max_cells, max_values)
+    )
     loaded.head_numbers(head)
     causal, made_causal = causal_version(loaded)
     dec = decode_head(engine.run(causal, round_steps=round_steps), head)
@@ -576,11 +614,20 @@ def _limits(max_cells: int | None, max_values: int | None) -> "Limits":
     return Limits(**{name: value for name, value in given.items() if value is not None})
 
 
+class _ClosedStdout(io.TextIOBase):
+    """Stands in for a stdout that was closed at start: printing anything into it is the one clear error."""
+
+    def write(self, text: str) -> int:
+        raise AttnError("stdout is closed, so there is nowhere to print the result", expected="an open stdout, or --output FILE")
+
+
 def main() -> None:
     """Entry point of the `attncli` command and of `python -m attncli` (through attncli.__main__): never a traceback."""
     for stream in (sys.stdout, sys.stderr):  # a terminal or PYTHONIOENCODING that cannot show "√" gets "\\u221a"
         with contextlib.suppress(AttributeError, ValueError):
             stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+    if sys.stdout is None:  # started with stdout closed (`>&-`): Click would print --help into nothing, with status 0
+        sys.stdout = _ClosedStdout()
     try:
         status = app(prog_name="attncli", standalone_mode=False)
     except typer.TyperException as error:  # Click's usage errors
@@ -594,6 +641,10 @@ def main() -> None:
     except BrokenPipeError:
         _silence_stdout()
         status = ExitStatus.BROKEN_PIPE
+    except OSError as error:  # Click printing --help or --version into a full disk (`> /dev/full`)
+        _silence_stdout()
+        print_error(f"cannot write to stdout: {(error.strerror or str(error)).lower()}; the output is incomplete")
+        status = ExitStatus.ERROR
     except SystemExit:
         if type(sys.stdout).__name__ != "PacifyFlushWrapper":
             raise
@@ -617,7 +668,8 @@ def _usage_error(error: Exception) -> int:
 
     param = getattr(error, "param", None)
     message = shorten(visible(getattr(error, "message", str(error))), 200)
-    if isinstance(error, typer.BadParameter) and param is not None and param.name in ("output", "out_dir"):
+    missing = type(error).__name__ == "MissingParameter"  # `export` without --out-dir: a usage error, status 2
+    if isinstance(error, typer.BadParameter) and not missing and param is not None and param.name in ("output", "out_dir"):
         print_error(AttnError(message, key=param.opts[0] if param.opts else None))
         return ExitStatus.ERROR
     if type(error).__name__ != "NoArgsIsHelpError":  # that one's message is the whole --help

@@ -11,7 +11,7 @@ side → ·W_O + b_O. Dimension names used in the shape comments:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +20,7 @@ from attncli.errors import AttnError
 from attncli.model import Scenario
 
 SHIFT_FREE = 700.0  # e^±700 is still an ordinary float64, so such scores need no shift
+EXACT_FROM = 2.0**52  # a float64 this large is a whole number: rounding to decimals leaves it as it is
 WEIGHTED_BLOCK = 4_000_000  # hand-rounded outputs: weighted value vectors held at once (32 MB)
 
 Rounder = Callable[[np.ndarray], np.ndarray]
@@ -92,16 +93,47 @@ def rounder(decimals: int | None) -> Rounder:
     """Round to `decimals` like a hand calculation, or leave exact when None."""
     if decimals is None:
         return lambda a: a
-    return lambda a: np.round(a, decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+    def round_by_hand(a: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore", invalid="ignore"):  # np.round multiplies by 10^decimals: 1e306 would overflow
+            rounded = np.round(a, decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
+        return np.where(np.abs(a) < EXACT_FROM, rounded, a)  # huge values are whole already (and -inf stays -inf)
+
+    return round_by_hand
 
 
 def run(scenario: Scenario, *, round_steps: int | None = None) -> RunResult:
-    """Compute every stage; with round_steps, round each intermediate before the next step uses it."""
-    exact = _run(scenario, None)
-    if round_steps is None:
-        return exact
-    rounded = _run(scenario, round_steps)
+    """Compute every stage; with round_steps, round each intermediate before the next step uses it.
+
+    A stage whose numbers leave float64's range (±1.8e308) is an AttnError naming the stage,
+    the head and the row, never an inf or NaN in the result (nor a numpy warning).
+    """
+    with np.errstate(all="ignore"):  # overflow is caught by `finite` after each stage, with a clear message
+        exact = _run(scenario, None)
+        if round_steps is None:
+            return exact
+        rounded = _run(scenario, round_steps)
     return RunResult(scenario, rounded.X, rounded.X_kv, rounded.heads, rounded.concat, rounded.output, round_steps, exact)
+
+
+def finite(array: np.ndarray, stage: str, what: str, s: Scenario, h: int | None, rows: Sequence[str]) -> np.ndarray:
+    """`array` itself when every number is finite, else an AttnError naming the stage, head and row that overflowed.
+
+    `what` is the formula of the stage ("Q·Kᵀ"), `rows` the tokens that label its rows.
+    """
+    if np.isfinite(np.sum(array)):  # one pass, no copy: any inf or NaN makes the sum non-finite
+        return array
+    bad_rows = np.flatnonzero(~np.isfinite(array).reshape(array.shape[0], -1).all(axis=1))
+    if not bad_rows.size:  # only the sum overflowed, every number is finite
+        return array
+    i = int(bad_rows[0])
+    head = "" if h is None else f"head {h}, "
+    raise AttnError(
+        f"{head}row {i + 1} ({rows[i]!r}): {what} overflows float64 (a number beyond ±1.8e308)",
+        file=s.path,
+        key=stage,
+        expected="smaller numbers in the embeddings, weights, bias or scale",
+    )
 
 
 def _run(scenario: Scenario, decimals: int | None) -> RunResult:
@@ -114,8 +146,10 @@ def _run(scenario: Scenario, decimals: int | None) -> RunResult:
     output = concat
     if scenario.W_O is not None:
         output = r(output @ scenario.W_O)  # (L_q, H*d_v) @ (H*d_v, d_out) -> (L_q, d_out)
+        finite(output, "output", "concat·W_O", scenario, None, scenario.tokens)
     if scenario.b_O is not None:
         output = r(output + scenario.b_O)  # (L_q, d_out)
+        finite(output, "output", "concat·W_O + b_O", scenario, None, scenario.tokens)
     return RunResult(scenario, X, X_kv, heads, concat, output)
 
 
@@ -144,25 +178,30 @@ def _head(
     d_k, d_v, g = s.d_k, s.d_v, s.kv_head(h)
     W_Q, W_K, W_V = block(s.W_Q, h, d_k), block(s.W_K, g, d_k), block(s.W_V, g, d_v)
     b_Q, b_K, b_V = block(s.b_Q, h, d_k), block(s.b_K, g, d_k), block(s.b_V, g, d_v)
+    queries, keys = s.tokens, s.key_tokens  # what labels the rows, for an overflow's message
     if X is None:  # Q, K and V given directly
         Q = r(block(s.Q, h, d_k))  # type: ignore[arg-type]  # (L_q, d_k)
         K, V = kv_cache.setdefault(g, (r(block(s.K, g, d_k)), r(block(s.V, g, d_v))))  # type: ignore[arg-type]
     else:
         keys_from = X if X_kv is None else X_kv  # (L_k, d_model)
-        Q = project(X, W_Q, b_Q, r)  # type: ignore[arg-type]  # (L_q, d_k)
+        Q = finite(project(X, W_Q, b_Q, r), "q", "X·W_Q", s, h, queries)  # type: ignore[arg-type]  # (L_q, d_k)
         if g not in kv_cache:
-            kv_cache[g] = (project(keys_from, W_K, b_K, r), project(keys_from, W_V, b_V, r))  # type: ignore[arg-type]
+            K = finite(project(keys_from, W_K, b_K, r), "k", "X·W_K", s, h, keys)  # type: ignore[arg-type]  # (L_k, d_k)
+            V = finite(project(keys_from, W_V, b_V, r), "v", "X·W_V", s, h, keys)  # type: ignore[arg-type]  # (L_k, d_v)
+            kv_cache[g] = (K, V)
         K, V = kv_cache[g]  # (L_k, d_k), (L_k, d_v)
     L_q, L_k = Q.shape[0], K.shape[0]
     Q_rope = K_rope = None
     if s.rope is not None:
-        Q_rope = r(s.rope.rotate(Q, np.arange(L_q)))  # (L_q, d_k) position p = 0, 1, ...
-        K_rope = r(s.rope.rotate(K, np.arange(L_k)))  # (L_k, d_k)
+        Q_rope = finite(r(s.rope.rotate(Q, np.arange(L_q))), "rope", "RoPE(Q)", s, h, queries)  # (L_q, d_k) p = 0, 1, ...
+        K_rope = finite(r(s.rope.rotate(K, np.arange(L_k))), "rope", "RoPE(K)", s, h, keys)  # (L_k, d_k)
     q, k = (Q, K) if Q_rope is None else (Q_rope, K_rope)
-    scores = r(q @ k.T)  # type: ignore[union-attr]  # (L_q, d_k) @ (d_k, L_k) -> (L_q, L_k)
-    scaled = r(scores / s.scale.divisor)  # (L_q, L_k)
+    scores = finite(r(q @ k.T), "scores", "Q·Kᵀ", s, h, queries)  # type: ignore[union-attr]  # (L_q, d_k) @ (d_k, L_k) -> (L_q, L_k)
+    scaled = finite(r(scores / s.scale.divisor), "scaled", "Q·Kᵀ / divisor", s, h, queries)  # (L_q, L_k)
     bias = score_bias(s, h, L_q, L_k)  # (L_q, L_k) or None
-    biased = None if bias is None else r(scaled + bias)  # (L_q, L_k)
+    if bias is not None:
+        finite(bias, "bias", "the bias B", s, h, queries)
+    biased = None if bias is None else finite(r(scaled + bias), "bias", "the scaled scores + B", s, h, queries)  # (L_q, L_k)
     logits = scaled if biased is None else biased  # (L_q, L_k)
     visible = s.mask.visible(L_q, L_k)  # (L_q, L_k)
     masked = np.where(visible, logits, -np.inf)  # (L_q, L_k)
@@ -178,7 +217,7 @@ def _head(
             expected="more decimals, e.g. --round-steps 4",
         )
     weights = r(exp / exp_sum[:, None])  # (L_q, L_k)
-    output = weighted_sum(weights, V, decimals)  # (L_q, d_v)
+    output = finite(weighted_sum(weights, V, decimals), "output", "weights·V", s, h, queries)  # (L_q, d_v)
     arrays = (Q, K, V, Q_rope, K_rope, scores, scaled, bias, biased, visible, masked, shift, exp, exp_sum, weights, output)
     for array in arrays:
         if array is not None:

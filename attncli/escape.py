@@ -42,6 +42,7 @@ def visible(s: str) -> str:
 
 # -- Rich ------------------------------------------------------------------------------------------
 
+_BACKSLASHED_BRACKET = re.compile(r"(\\+)\[(?![a-z#/@][^[]*?\])")  # backslashes, then a "[" that opens no tag
 _EMOJI_CODE_START = re.compile(r":(?=[^\s:]*:)")  # a colon that could open an :emoji: code
 
 
@@ -54,6 +55,8 @@ def rich(s: str) -> str:
     # Rich's escape doubles a lone trailing backslash, which then prints twice unless a tag follows;
     # instead, 2k backslashes before an empty tag print k backslashes in every context.
     body = escape(text[: len(text) - trailing]) if trailing else escape(text)
+    # Rich prints "\\[" as "[" when no tag follows, and its escape leaves that alone: one more backslash keeps them all
+    body = _BACKSLASHED_BRACKET.sub(lambda m: m.group(1) + "\\[", body)
     body = _EMOJI_CODE_START.sub(":[b][/b]", body)  # an empty tag splits ":smile:" so it stays text
     return body + "\\" * (2 * trailing) + "[b][/b]" if trailing else body
 

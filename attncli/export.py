@@ -32,13 +32,13 @@ class Report:
 
 
 def sources(inputs: list[str]) -> Iterator[str]:
-    """Each input as it is, a folder as its *.yaml files in name order."""
+    """Each input as it is, a folder as its *.yaml and *.yml files in name order."""
     for name in inputs:
         path = Path(name)
         if path.is_dir():
-            found = sorted(path.glob("*.yaml"))
+            found = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and not p.is_dir())
             if not found:
-                raise AttnError("the folder holds no .yaml files", file=name, expected="a folder of scenario files")
+                raise AttnError("the folder holds no .yaml or .yml files", file=name, expected="a folder of scenario files")
             yield from map(str, found)
         else:
             yield name
@@ -108,5 +108,5 @@ def _render(
         except AttnError:
             return None
         result = engine.run(scenario, round_steps=round_steps)
-        return render_explain(explain(result, position=position, head=head or 1, others=others), options)
+        return render_explain(explain(result, position=position, head=head or 1, others=others), options._replace(to_file=True))
     return render_run(engine.run(scenario, round_steps=round_steps), options._replace(heads=heads, to_file=True))

@@ -144,15 +144,16 @@ class TexWriter(Writer):
     def vec(self, values: object, precision: int, *, whole: bool = True) -> str:
         import numpy as np
 
-        cells = " & ".join(self.num(float(v), precision, whole=whole) for v in np.ravel(np.asarray(values)))
-        return r"\begin{bmatrix} " + cells + r" \end{bmatrix}"
+        values = np.ravel(np.asarray(values))
+        cells = " & ".join(self.num(float(v), precision, whole=whole) for v in values)
+        return _matrix(cells, len(values))
 
     def mat(self, matrix: object, precision: int) -> str:
         import numpy as np
 
         rows = np.atleast_2d(np.asarray(matrix))
         body = r" \\ ".join(" & ".join(self.num(float(x), precision) for x in row) for row in rows)
-        return r"\begin{bmatrix} " + body + r" \end{bmatrix}"
+        return _matrix(body, rows.shape[1])
 
     def label(self, words: str) -> str:
         from attncli.render.latex import text
@@ -181,3 +182,10 @@ class TexWriter(Writer):
 
     def sin(self, angle: str) -> str:
         return rf"\sin {angle}"
+
+
+def _matrix(body: str, columns: int) -> str:
+    r"""A bracketed matrix: bmatrix up to amsmath's 10 columns, an array (no limit) beyond."""
+    if columns <= 10:
+        return r"\begin{bmatrix} " + body + r" \end{bmatrix}"
+    return r"\left[\begin{array}{" + "r" * columns + "} " + body + r" \end{array}\right]"

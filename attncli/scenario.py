@@ -209,6 +209,17 @@ class _Validator:
                 "a smaller scenario, or raise the limit with --max-cells",
             )
 
+    def _identity(self, key: str, size: int, value: Value | None) -> np.ndarray:
+        """np.eye(size), refused like too many tokens when it would hold more than `max_cells` numbers (d_model²)."""
+        if size * size > self.limits.max_cells:
+            raise self._error(
+                f"an identity {key} for d_model = {size:,} would hold {size * size:,} numbers, more than the limit of {self.limits.max_cells:,}",
+                key if value is not None else "embeddings",
+                "a smaller d_model, explicit weight matrices, or a higher --max-cells",
+                value,
+            )
+        return np.eye(size)
+
     def _text(self, key: str, default: str) -> str:
         value = self._get(key)
         return default if value is None else to_word(value, key)
@@ -426,7 +437,7 @@ class _Validator:
                     "heads dividing d_model, or explicit weight matrices",
                     value,
                 )
-            return np.eye(rows)
+            return self._identity(key, rows, value)
         shape = f"{'L' if rows_are else 'd_model'} × d" if rows_are else "d_model × d_k"
         assert value is not None
         if isinstance(value, Seq) and value.items and all(
@@ -470,7 +481,7 @@ class _Validator:
         if value is None:
             return None
         if isinstance(value, Scalar) and value.text == "identity":
-            return np.eye(concat_width)
+            return self._identity("W_O", concat_width, value)
         matrix = to_matrix(value, "W_O")
         if matrix.shape[0] != concat_width:
             raise self._error(

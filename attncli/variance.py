@@ -1,4 +1,4 @@
-"""Why scores are divided by √d, as an experiment (seed 000's appendix, seed 001's footnote).
+"""Why scores are divided by √d, as an experiment (the appendix of a causal self-attention walk-through, the Q, K, V guide's footnote).
 
 For each width d: draw q, k ~ N(0, I_d) and measure the mean and variance of q·k (theory:
 0 and d) and of q·k/√d (theory: variance 1); then draw a query and L keys many times and

@@ -1,9 +1,9 @@
-"""Regenerate the README's command reference from the real `--help` of every command.
+"""Regenerate the command reference (docs/reference.md) from the real `--help` of every command.
 
-    python scripts/readme_reference.py          # rewrite README.md between the markers
-    python scripts/readme_reference.py --check  # exit 1 if README.md has drifted
+    python scripts/readme_reference.py          # rewrite docs/reference.md between the markers
+    python scripts/readme_reference.py --check  # exit 1 if docs/reference.md has drifted
 
-tests/test_docs.py runs the check, so the README cannot fall behind the CLI.
+tests/test_docs.py runs the check, so the reference cannot fall behind the CLI.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parent.parent / "docs" / "reference.md"
 START, END = "<!-- reference:start -->", "<!-- reference:end -->"
 COMMANDS = [[], ["run"], ["explain"], ["export"], ["decode"], ["scenarios"], ["scenarios", "show"], ["scenarios", "new"], ["variance"], ["schema"], ["model"], ["model", "info"], ["model", "tokens"]]
 
@@ -45,12 +45,12 @@ def main() -> int:
     os.environ.setdefault("COLUMNS", "80")
     readme = README.read_text(encoding="utf-8")
     if START not in readme or END not in readme:
-        print(f"README.md has no {START} ... {END} markers", file=sys.stderr)
+        print(f"docs/reference.md has no {START} ... {END} markers", file=sys.stderr)
         return 1
     new = updated(readme)
     if "--check" in sys.argv:
         if new != readme:
-            print("README.md's command reference is out of date: run python scripts/readme_reference.py", file=sys.stderr)
+            print("docs/reference.md is out of date: run python scripts/readme_reference.py", file=sys.stderr)
             return 1
         return 0
     README.write_text(new, encoding="utf-8")

@@ -5,7 +5,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 BAD = Path(__file__).parent / "bad"
 
@@ -74,6 +77,15 @@ CASES = [
     ("numbers-without-commas.yaml", 4, "embeddings.b[1]: found '0 1' (separate the numbers of a list with commas: [0, 1])"),
     ("colon-in-value.yaml", 1, "a second ': ' on the line (expected one `key: value` per line; put a value that holds ': ' in quotes)"),
     ("key-without-space.yaml", 3, "embeddings: found 'a:[1, 0]' (a space is missing after the ':'?)"),
+    # numbers that leave float64's range: the stage, the head and the row, never inf or NaN
+    ("overflow-scores.yaml", None, "scores: head 1, row 1 ('a'): Q·Kᵀ overflows float64 (a number beyond ±1.8e308)"),
+    ("overflow-q.yaml", None, "q: head 1, row 1 ('a'): X·W_Q overflows float64"),
+    ("overflow-scaled.yaml", None, "scaled: head 1, row 1 ('a'): Q·Kᵀ / divisor overflows float64"),
+    ("overflow-bias.yaml", None, "bias: head 1, row 1 ('a'): the bias B overflows float64"),
+    ("overflow-output.yaml", None, "output: row 1 ('a'): concat·W_O overflows float64"),
+    # sizes: a width attncli would fill in itself counts like tokens; many missing words stay one short line
+    ("identity-too-wide.yaml", 3, "embeddings: an identity W_Q for d_model = 4,100 would hold 16,810,000 numbers, more than the limit of 16,777,216"),
+    ("missing-4000-words.yaml", 3, "embeddings: no embedding for 'w0', 'w1', 'w2', 'w3', 'w4', 'w5', 'w6', 'w7', 'w8', 'w9' and 3,990 more"),
     # one layer of a real checkpoint (`model:`), its folder relative to the scenario file's
     ("model-missing-folder.yaml", 1, "model: " + str(BAD / "../checkpoints/nothere") + ": the checkpoint folder does not exist"),
     ("model-unsupported.yaml", 1, "model_type 'phi3' is not supported (expected one of gpt2, bert, llama, qwen2, mistral)"),
@@ -252,3 +264,101 @@ def test_a_file_larger_than_the_limit_is_refused_before_it_is_read(tmp_path):
     with pytest.raises(AttnError, match="the file is 30 bytes, larger than the 10 a scenario may be"):
         read_text(path, str(path), max_bytes=10)
     assert read_text(path, str(path)).startswith("tokens")
+
+
+OVERFLOW = "attncli: error: {path}: scores: head 1, row 1 ('a'): Q·Kᵀ overflows float64 (a number beyond ±1.8e308)"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--heatmap"],
+        ["--round-steps", "3"],
+        *[["--format", fmt] for fmt in ("json", "markdown", "latex", "csv", "html", "svg")],
+        ["explain"],
+        ["explain", "--round-steps", "2", "--format", "json"],
+    ],
+    ids=lambda extra: " ".join(extra),
+)
+def test_overflow_is_one_line_in_every_format(cli, extra):
+    """`embeddings: [[1e200, 1e200], [1, 1]]`: the same clear line for every format and option, no NaN, no numpy warning."""
+    import warnings
+
+    path = str(BAD / "overflow-scores.yaml")
+    args = ["explain", "--scenario", path, "--word", "a", *extra[1:]] if extra[0] == "explain" else ["run", path, *extra]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = cli(*args)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr.startswith(OVERFLOW.format(path=path)) and result.stderr.count("\n") == 1
+    assert [str(w.message) for w in caught] == []
+
+
+def test_overflow_puts_no_numpy_warning_on_stderr():
+    """In a real process, with every warning shown (-W always), stderr holds the one error line and nothing else."""
+    path = str(BAD / "overflow-scores.yaml")
+    done = subprocess.run([sys.executable, "-W", "always", "-m", "attncli", "run", path], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith(OVERFLOW.format(path=path)) and done.stderr.count("\n") == 1
+
+
+def test_hand_rounding_keeps_huge_exponentials_finite():
+    """e^676 ≈ 3.8e293 rounded to 5 decimals: np.round would overflow multiplying by 10⁵; the value is whole and kept."""
+    from attncli import engine
+    from attncli.scenario import from_text
+
+    scenario = from_text("tokens: [a, b]\nembeddings: [[26, 0], [1, 1]]\nscale: none\n")
+    exact, rounded = engine.run(scenario).heads[0], engine.run(scenario, round_steps=5).heads[0]
+    assert rounded.exp[0, 0] == exact.exp[0, 0] == pytest.approx(3.828862465745284e293)
+    assert all(np.isfinite(getattr(rounded, stage)).all() for stage in ("exp", "exp_sum", "weights", "output"))
+
+
+def test_a_wide_identity_counts_against_max_cells(cli, tmp_path):
+    """An identity W_Q, W_K, W_V is d_model² numbers attncli builds itself: refused past --max-cells, like tokens."""
+    path = tmp_path / "wide.yaml"
+    path.write_text("tokens: [a]\nembeddings: [[1, 2, 3]]\n")
+    assert cli("run", str(path), "--max-cells", "9").exit_code == 0
+    result = cli("run", str(path), "--max-cells", "8")
+    assert result.exit_code == 1
+    assert "embeddings: an identity W_Q for d_model = 3 would hold 9 numbers, more than the limit of 8" in result.stderr
+
+
+MAGNITUDES = st.sampled_from([0.0, 1e-300, 1e-5, 1.0, 1e5, 1e100, 1e154, 1e200, 1e300, 1.7e308])
+NUMBERS = st.builds(lambda m, sign, f: sign * m * f, MAGNITUDES, st.sampled_from([1.0, -1.0]), st.floats(0.5, 1.0))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    embeddings=st.lists(st.lists(NUMBERS, min_size=2, max_size=2), min_size=1, max_size=3),
+    weights=st.lists(NUMBERS, min_size=4, max_size=4),
+    scale=st.sampled_from(["sqrt_dk", "none", "1e-300", "1e300"]),
+    mask=st.sampled_from(["none", "causal"]),
+    round_steps=st.sampled_from([None, 0, 3, 15]),
+)
+def test_extreme_numbers_give_finite_stages_or_one_clear_error(embeddings, weights, scale, mask, round_steps):
+    """Any magnitudes up to float64's largest: every stage is finite (−∞ only where masked), or an AttnError names the overflow."""
+    import warnings
+
+    from attncli import engine
+    from attncli.errors import AttnError
+    from attncli.scenario import from_text
+
+    tokens = [f"t{i}" for i in range(len(embeddings))]
+    W = f"[[{weights[0]!r}, {weights[1]!r}], [{weights[2]!r}, {weights[3]!r}]]"
+    text = f"tokens: {tokens}\nembeddings: {embeddings!r}\nW_Q: {W}\nW_O: {W}\nscale: {scale}\nmask: {mask}\n"
+    scenario = from_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a numpy RuntimeWarning fails the test
+        try:
+            result = engine.run(scenario, round_steps=round_steps)
+        except AttnError as error:
+            assert ("overflows float64" in str(error) and "row " in str(error)) or "rounds to 0" in str(error)
+            return
+    for run_result in (result, result.exact) if result.exact is not None else (result,):
+        assert np.isfinite(run_result.output).all()
+        for head in run_result.heads:
+            for stage in ("Q", "K", "V", "scores", "scaled", "shift", "exp", "exp_sum", "weights", "output"):
+                assert np.isfinite(getattr(head, stage)).all(), stage
+            assert np.array_equal(np.isfinite(head.masked), head.visible)
+            if run_result.round_steps is None:  # hand-rounded weights need not sum to 1
+                assert np.allclose(head.weights.sum(axis=1), 1.0)

@@ -45,8 +45,8 @@ def test_explain_cat_exact_tells_the_whole_story(cli):
     out = " ".join(cli("explain", "--word", "cat").stdout.split())  # prose may wrap
     for heading in ("The query", "One dot product per key", "Exponentials", "The sum", "The weights", "The weighted values", "The output"):
         assert heading in out
-    assert "Σ = 2.718 + 1 + 2.718 + 1 + 2.718 + 1 = 11.155" in out
-    assert "= [1.064, 0.398]" in out
+    assert "Σ = 2.718 + 1 + 2.718 + 1 + 2.718 + 1 ≈ 11.155" in out  # the shown terms add up to 11.154: ≈
+    assert "≈ [1.064, 0.398]" in out  # 0.244 + 0.090 + 0.487 - 0.090 + 0.244 + 0.090 = 1.065
     assert "attends most to The, sat and the (0.244 each) and least to cat, on and mat (0.090 each)" in out
 
 

@@ -244,3 +244,14 @@ def test_tiling_under_round_steps_names_the_rounding(cli):
     """Rounded by hand the tiled output differs from the ordinary chain, and the report says the exact ones agree."""
     out = cli("run", "cat", "--block-size", "2", "--round-steps", "3").stdout
     assert "in exact arithmetic the two differ by" in out
+
+
+def test_decode_a_real_checkpoint_layer(cli):
+    """`decode --model` on the Llama fixture: grouped heads read their key/value head's cache, every step equal to run's row."""
+    from tests.test_models import model_args
+
+    args = model_args("llama", 2, "the cat sat on the mat")
+    run = run_json(cli, "run", *args)
+    doc = run_json(cli, "decode", *args, "--head", "3")
+    assert doc["kv_head"] == run["heads"][2]["kv_head"]
+    assert [step["output"] for step in doc["steps"]] == run["heads"][2]["output"]

@@ -7,15 +7,18 @@ import io
 import re
 import shutil
 import subprocess
+import tempfile
 import xml.etree.ElementTree as ElementTree
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from attncli import engine, escape, stages, views
+from attncli.errors import AttnError
 from attncli.render import htmltable, palette, svgheatmap, texmatrix
 from attncli.scenario import load
 from attncli.views import MatrixView
@@ -437,3 +440,215 @@ def test_light_ramp_is_the_terminal_heatmaps_blues():
 def test_the_old_white_on_blue_shade_failed_aa():
     """The terminal heatmap's white text on its sixth blue reads at 3.4:1; the palette puts black there (6.2:1)."""
     assert palette.contrast("#4292c6", palette.WHITE) < palette.WCAG_AA <= palette.contrast("#4292c6", palette.ink("#4292c6"))
+
+
+# -- whole documents through every format and renderer (issue 12's "done when") -----------------------
+
+AWKWARD_SCENARIO = """name: awkward
+tokens: ["<eos>", "<|endoftext|>", "a_b", "50%", "R&D", "café"]
+embeddings: [[1, 0, 2], [0, 1, 1], [1, 1, 0], [0, -1, 1], [2, 0, 1], [1, 2, 0]]
+W_Q: [[1, 0], [0, 1], [1, 1]]
+W_K: [[0, 1], [1, 0], [1, -1]]
+W_V: [[1, 1], [1, -1], [0, 2]]
+W_O: [[1, 0], [0, 1]]
+b_O: [0.5, -0.5]
+mask: causal
+"""
+PRINTED = ["<eos>", "<|endoftext|>", "a_b", "50%", "R&D", "café"]
+
+
+@pytest.fixture(params=["awkward", "fourteen"])
+def document_scenario(request, tmp_path) -> tuple[Path, list[str]]:
+    """The awkward-token scenario, or a 14-token causal sentence with random weights; its path and its tokens."""
+    from attncli.newscenario import new_scenario
+
+    path = tmp_path / f"{request.param}.yml"
+    if request.param == "awkward":
+        path.write_text(AWKWARD_SCENARIO, encoding="utf-8")
+        return path, PRINTED
+    path.write_text(new_scenario(" ".join(FOURTEEN), d_model=4, causal=True, seed=3), encoding="utf-8")
+    return path, [token for token in FOURTEEN if FOURTEEN.count(token) == 1]  # "the" repeats: its labels are "the (1)", ...
+
+
+def test_every_format_of_run_and_explain_shows_the_tokens_as_written(cli, document_scenario):
+    """run and explain in each format: markdown-it-py cells, HTML <th>, SVG labels, JSON and CSV all hold each token as written."""
+    path, tokens = document_scenario
+    word = tokens[4]
+    for command in (["run", str(path), "--stages", "weights"], ["explain", "-s", str(path), "--word", word, "--full"]):
+        for fmt in ("table", "json", "markdown", "latex", "csv", "html", "svg"):
+            result = cli(*command, "--format", fmt)
+            assert result.exit_code == 0, (command, fmt, result.stderr)
+        md = cli(*command, "--format", "markdown").stdout
+        texts = {e.text for e in renderers.html_elements(renderers.markdown_html(md)) if e.tag in ("td", "th", "strong")}
+        assert set(tokens) <= texts, set(tokens) - texts
+        html = cli(*command, "--format", "html").stdout
+        headers = {e.text for e in renderers.html_elements(html) if e.tag == "th"}
+        assert set(tokens) <= headers, set(tokens) - headers
+        assert "http" not in html.replace("http://www.w3.org", "") and "<script" not in html
+        svg = ElementTree.fromstring(cli(*command, "--format", "svg").stdout)
+        labels = {"".join(t.itertext()) for t in svg.iter("{http://www.w3.org/2000/svg}text")}
+        assert set(tokens) <= labels, set(tokens) - labels
+    labels = cli("run", str(path), "--format", "json").stdout
+    assert all(json_string(token) in labels for token in tokens)
+
+
+def json_string(token: str) -> str:
+    import json
+
+    return json.dumps(token, ensure_ascii=False)
+
+
+def test_html_fragment_and_heading_levels(cli, document_scenario):
+    """--fragment gives one <div class="attncli"> with no <html>; --heading-level 0 leaves the top heading out, 3 makes it <h3>."""
+    path, _ = document_scenario
+    fragment = cli("run", str(path), "--format", "html", "--fragment", "--heading-level", "3").stdout
+    tags = [e.tag for e in renderers.html_elements(fragment)]
+    assert tags[0] == "div" and "html" not in tags and "h3" in tags
+    md = cli("explain", "-s", str(path), "--word", "R&D" if "R&D" in path.read_text() else "fox", "--format", "markdown",
+             "--heading-level", "0").stdout  # fmt: skip
+    assert not md.startswith("#") and "\n## " in md
+    assert cli("run", str(path), "--format", "markdown", "--heading-level", "2").stdout.startswith("## ")
+
+
+def test_latex_documents_compile_and_print_the_tokens(cli, document_scenario, latex_tools, tmp_path):
+    """--standalone run and explain compile with pdflatex, and every token prints as written (pdftotext)."""
+    path, tokens = document_scenario
+    for name, command in (("run", ["run", str(path)]), ("explain", ["explain", "-s", str(path), "--word", tokens[4], "--full"])):
+        source = cli(*command, "--format", "latex", "--standalone").stdout
+        assert "bmatrix}{" not in source
+        text = renderers.pdf_text(renderers.pdflatex(source, tmp_path / name))
+        for token in tokens:
+            assert token in text.replace("\u2009", ""), (name, token)
+
+
+def test_latex_fragments_render_in_katex_strict(cli, document_scenario, katex_modules):
+    """Every display block of run (all stages) and explain renders in KaTeX's strict mode; labels carry the tokens."""
+    path, tokens = document_scenario
+    blocks = []
+    for command in (["run", str(path), "--stages", ",".join(stages.STAGE_NAMES)], ["explain", "-s", str(path), "--word", tokens[4], "--full"]):
+        text = cli(*command, "--format", "latex").stdout
+        blocks += [line[3:-3] for line in text.splitlines() if line.startswith("$$ ")]
+    results = renderers.katex(katex_modules, blocks)
+    assert [(b[:80], r.error) for b, r in zip(blocks, results) if r.error] == []
+    rendered = renderers.fold("".join(r.text for r in results))
+    assert all(renderers.fold(renderers.printed(token)) in rendered for token in tokens)
+
+
+def test_latex_equations_read_as_mathematics(cli):
+    """Symbol on the left, matrix on the right: no '√3 = matrix', no prose in the masked scores, no exp(masked) without a mask."""
+    causal = cli("run", "journey-causal", "--format", "latex", "--stages", "scaled,masked,exp,weights").stdout
+    assert r"\frac{S}{\sqrt{d_k}} = \frac{S}{\sqrt{2}} = " in causal
+    masked = next(line for line in causal.splitlines() if line.startswith(r"$$ M = "))
+    assert r"\text{ above" not in masked and r"\quad" not in masked.split(" = ")[1][:20]
+    plain = cli("run", "journey", "--format", "latex", "--stages", "exp").stdout
+    equations = [line for line in plain.splitlines() if line.startswith("$$")]
+    assert r"E = \exp\left(\frac{S}{\sqrt{d_k}}\right)" in equations[0] and "mask" not in " ".join(equations)
+    single = cli("run", "multihead", "--format", "latex", "--stages", "output").stdout
+    assert "Y = C W_O" in single and r"C = \begin{bmatrix} O^{(1)} & O^{(2)} \end{bmatrix}" in single
+
+
+# -- arithmetic that checks by hand --------------------------------------------------------------------------
+
+_NUMBER = r"-?\d+(?:\.\d+)?"
+
+
+def _numbers(text: str) -> list[Decimal]:
+    return [Decimal(x) for x in re.findall(_NUMBER, text.replace("−", "-"))]
+
+
+def _checked_sums(lines: list[str], p: int) -> int:
+    """Checks every '… = result' line of the dot products, the sum and the output: the shown terms give the result. Returns how many."""
+    from decimal import Decimal as D
+
+    tolerance = D(5) * D(10) ** -(p + 1)
+    checked = 0
+    vectors: list[list[Decimal]] = []
+    shortened = False
+    for line in lines:
+        body = line.strip()
+        if re.match(r"\s*q′?·k", line):  # q·k(x) = (a × b) + … + [n more terms: r] = s
+            left, relation, result = re.split(r" ([=≈]) (?=\S+$)", line.split(" = ", 1)[1])
+            if relation == "=":
+                products = sum((D(a) * D(b) for a, b in re.findall(rf"\(({_NUMBER}) × ({_NUMBER})\)", left)), D(0))
+                rest = sum((D(x) for x in re.findall(rf"more terms: ({_NUMBER})\]", left)), D(0))
+                assert abs(products + rest - D(result)) <= tolerance, line
+                checked += 1
+        elif line.lstrip().startswith("Σ = "):
+            left, relation, result = re.split(r" ([=≈]) (?=\S+$)", body.split("Σ = ", 1)[1])
+            if relation == "=":
+                assert abs(sum(_numbers(re.sub(r"\[\d+ more terms: ", "[", left)), D(0)) - D(result)) <= tolerance, line
+                checked += 1
+        elif re.match(r"\s*output\(", line):
+            shortened = "…" in line
+            vectors = [_numbers(line.split(" = ", 1)[1].split(" (")[0])]
+        elif vectors and line.lstrip().startswith("+ "):
+            shortened = shortened or "…" in line
+            vectors.append(_numbers(re.sub(r"\d+ more terms: |\(\d+ numbers\)", "", line.lstrip()[2:])))
+        elif vectors and line.lstrip().startswith(("= ", "≈ ")):
+            if line.lstrip().startswith("= ") and not shortened and "…" not in line:
+                total = [sum(column, D(0)) for column in zip(*vectors)]
+                assert all(abs(a - b) <= tolerance for a, b in zip(total, _numbers(line))), (vectors, line)
+                checked += 1
+            vectors = []
+    return checked
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    words=st.integers(1, 16),
+    d_model=st.sampled_from([1, 2, 3, 4, 8, 16]),
+    seed=st.integers(0, 10_000),
+    precision=st.integers(1, 4),
+    round_steps=st.sampled_from([None, 2, 3]),
+    causal=st.booleans(),
+)
+def test_every_displayed_sum_adds_up_or_says_approximately(words, d_model, seed, precision, round_steps, causal):
+    """On random scenarios, every shown sum (dot products, Σ, the output) adds up at the shown precision, or is written ≈."""
+    from attncli import explain, narration
+    from attncli.newscenario import new_scenario
+    from attncli.numbers import decimals
+    from attncli.scenario import load as load_scenario
+
+    sentence = " ".join(f"w{i}" for i in range(words))
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "s.yaml"
+        path.write_text(new_scenario(sentence, d_model=d_model, causal=causal, seed=seed), encoding="utf-8")
+        scenario = load_scenario(str(path))
+    try:
+        result = engine.run(scenario, round_steps=round_steps)
+    except AttnError:  # a hand-rounded row whose exponentials all round to 0: refused, rightly
+        assume(False)
+    p = decimals(precision, scenario.precision, round_steps)
+    expl = explain.explain(result, position=words, head=1)
+    lines = [line for step in narration.steps(expl, p) for line in narration.step_lines(step, p)]
+    _checked_sums(lines, p)
+    notes = [note for step in narration.steps(expl, p) for note in step.notes if note.startswith("≈")]
+    assert len(notes) == (1 if any("≈" in line for line in lines) else 0)
+
+
+def test_cat_checks_by_hand():
+    """Seed article's exact walk-through: Σ and the output say ≈ (their shown terms add up to 11.154 and 1.065), the rest =."""
+    from attncli import explain, narration
+
+    result = engine.run(load("cat"))
+    expl = explain.explain(result, position=2, head=1)
+    lines = [line for step in narration.steps(expl, 3) for line in narration.step_lines(step, 3)]
+    assert "Σ = 2.718 + 1 + 2.718 + 1 + 2.718 + 1 ≈ 11.155" in lines
+    assert "sat: 0.244 × [2, 0] ≈ [0.487, 0.000]" in lines
+    assert _checked_sums(lines, 3) == 6  # the six dot products
+
+
+def test_long_dot_products_show_the_largest_terms_and_the_rest(tmp_path):
+    """d_model = 200, d_k = 64: six terms and '[58 more terms: r]', no full W_Q; --full (full=True) shows all 64."""
+    from attncli import explain, narration
+    from attncli.newscenario import new_scenario
+
+    path = tmp_path / "wide.yaml"
+    path.write_text(new_scenario("a b c", d_model=64, seed=1), encoding="utf-8")
+    expl = explain.explain(engine.run(load(str(path))), position=1, head=1)
+    short = [line for step in narration.steps(expl, 3) for line in narration.step_lines(step, 3)]
+    dots = [line for line in short if line.startswith("q·k")]
+    assert all("[58 more terms: " in line and line.count(" × ") == 6 for line in dots)
+    assert _checked_sums(short, 3) >= 0 and not any(line.startswith("W_Q =") for line in short)
+    full = [line for step in narration.steps(expl, 3, full=True) for line in narration.step_lines(step, 3)]
+    assert all(line.count(" × ") == 64 for line in full if line.startswith("q·k"))

@@ -59,6 +59,13 @@ def test_an_endless_pipe_is_refused_at_the_limit():
     assert message.endswith("more than the 100,000 bytes a scenario may be came from it (expected a teaching-sized scenario)")
 
 
+def test_dev_zero_from_the_command_line_is_one_line(cli):
+    """`attncli run /dev/zero`: status 1 and one line, not a MemoryError."""
+    result = cli("run", "/dev/zero")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr == "attncli: error: /dev/zero:1: this is a binary file, not YAML text (expected a UTF-8 text file)\n"
+
+
 def test_yes_into_dev_stdin_is_one_line_and_status_1():
     """`yes | attncli run /dev/stdin`: the 32 MiB limit holds for a pipe too; one line, status 1."""
     done = in_shell("yes | attncli run /dev/stdin")

@@ -171,3 +171,52 @@ def test_usage_errors_keep_status_2_and_show_control_characters():
     """A malformed command line is still Click's usage error (status 2), with an option's escape sequence made visible."""
     done = attncli("run", "cat", "--format", "x\x1b[2Jy")
     assert done.returncode == 2 and b"\x1b" not in done.stderr and b"x\\x1b[2Jy" in done.stderr
+
+
+@pytest.mark.parametrize("args", ["--help", "--version", "run --help"])
+def test_help_into_a_closed_stdout_is_one_line_and_status_1(args):
+    """`attncli --help >&-`: Click would print into nothing and report success; attncli says so, status 1."""
+    done = in_shell(f"attncli {args} >&-")
+    assert done.returncode == 1
+    assert done.stderr.decode() == (
+        "attncli: error: stdout is closed, so there is nowhere to print the result (expected an open stdout, or --output FILE)\n"
+    )
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("args", ["--help", "--version", "scenarios", "run --help"])
+def test_help_into_a_full_stdout_is_one_line_and_status_1(args):
+    """`attncli --help > /dev/full`: a write error (status 1), not an internal error (70)."""
+    done = in_shell(f"attncli {args} > /dev/full")
+    assert done.returncode == 1
+    assert done.stderr.decode() == "attncli: error: cannot write to stdout: no space left on device; the output is incomplete\n"
+
+
+def test_a_negative_seed_is_a_usage_error():
+    """`variance --seed -1`: Click's range check (status 2, its usage lines), no traceback from NumPy."""
+    done = attncli("variance", "--seed", "-1")
+    assert done.returncode == 2 and done.stdout == b""
+    assert done.stderr.decode().endswith("Error: Invalid value for '--seed': -1 is not in the range x>=0.\n")
+    assert b"Traceback" not in done.stderr
+
+
+def test_a_missing_out_dir_is_a_usage_error(cli):
+    """`export` without --out-dir is a malformed command line (status 2), not an output-path problem with an empty message."""
+    result = cli("export", "cat", "--format", "json")
+    assert result.exit_code == 2 and "Missing option '--out-dir'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["run", "cat", "--output", "."], "--output: cannot write .: it is a folder"),
+        (["variance", "--dims", "1", "--samples", "2", "--output", "."], "--output: cannot write .: it is a folder"),
+        (["export", "cat", "--format", "json", "--out-dir", "no/such/folder"], "--out-dir: the folder 'no/such/folder' does not exist"),
+        (["export", "cat", "--format", "json", "--out-dir", __file__], "--out-dir: "),
+    ],
+)
+def test_an_output_path_problem_is_status_1(args, fragment):
+    """The README's table: a bad output path is a bad input (status 1, one line), never Click's usage status 2."""
+    done = attncli(*args)
+    assert done.returncode == 1 and done.stdout == b""
+    assert done.stderr.decode().startswith("attncli: error: " + fragment) and done.stderr.count(b"\n") == 1

@@ -341,3 +341,41 @@ def test_a_folder_without_room_for_the_temporary_file_is_named(tmp_path, monkeyp
     with pytest.raises(AttnError, match="no temporary file can be made in .*: permission denied"):
         write_file(target, "new")
     assert target.read_text() == "old"
+
+
+def test_a_unix_socket_gets_the_bytes_and_stays_a_socket(tmp_path):
+    """`-o some.sock` with a listener behind it: the output goes down the connection; the socket is not replaced."""
+    import socket
+
+    path = tmp_path / "out.sock"
+    received = bytearray()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listening:
+        listening.bind(str(path))
+        listening.listen(1)
+
+        def receive() -> None:
+            connection, _ = listening.accept()
+            with connection:
+                while chunk := connection.recv(65536):
+                    received.extend(chunk)
+
+        receiver = threading.Thread(target=receive)
+        receiver.start()
+        write_file(path, "through the socket\n")
+        receiver.join(timeout=30)
+    assert bytes(received) == b"through the socket\n" and stat.S_ISSOCK(path.stat().st_mode)
+
+
+def test_ctrl_c_during_an_atomic_write_leaves_no_temporary_file(tmp_path):
+    """SIGINT (Ctrl-C) mid-write: the temporary file is removed and the old file stands, as for SIGTERM and SIGHUP."""
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    process = subprocess.Popen(
+        [sys.executable, "-c", SLOW_WRITER, str(target)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout.readline() == b"writing\n"
+    assert len(leftovers(tmp_path)) == 1
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=60)
+    assert process.returncode != 0
+    assert target.read_text() == "old" and leftovers(tmp_path) == []

@@ -48,6 +48,8 @@ class Options(NamedTuple):
     full: bool = False  # tables: no shortening
     to_file: bool = False  # plain text, no terminal colours
     heatmap: bool = False  # tables: shade every L × L stage (the weights are shaded anyway in a terminal)
+    standalone: bool | None = None  # a complete document (HTML page, LaTeX article); None: the format's default
+    heading_level: int = 1  # Markdown and HTML: level of the top heading; 0 leaves it out (and the others start at 2)
 
 
 def render_run(result: RunResult, options: Options) -> Document:
@@ -69,15 +71,23 @@ def render_run(result: RunResult, options: Options) -> Document:
     if fmt is Format.markdown:
         from attncli.render import markdown
 
-        return markdown.run_markdown(result, shown, precision=precision)
+        return markdown.run_markdown(result, shown, precision=precision, heading_level=options.heading_level)
     if fmt is Format.latex:
         from attncli.render import latex
 
-        return latex.run_latex(result, shown, precision=precision)
+        return latex.run_latex(result, shown, precision=precision, standalone=bool(options.standalone))
+    if fmt is Format.html:
+        from attncli.render import publish
+
+        return publish.run_html(result, shown, precision=precision, options=options)
+    if fmt is Format.svg:
+        from attncli.render import publish
+
+        return publish.run_svg(result, heads, stages=options.stages, precision=precision)
     from attncli.render.tables import run_tables
 
     def tables(console: Console) -> list[RenderableType]:
-        on_screen = console.is_terminal or fmt in (Format.html, Format.svg)
+        on_screen = console.is_terminal
         return run_tables(result, shown, precision=precision, console=console, full=options.full,
                           shade_all=options.heatmap, shade_weights=on_screen)  # fmt: skip
 
@@ -99,14 +109,22 @@ def render_explain(expl: Explanation, options: Options) -> Document:
     if fmt is Format.markdown:
         from attncli.render import markdown
 
-        return markdown.explain_markdown(expl, precision=precision)
+        return markdown.explain_markdown(expl, precision=precision, heading_level=options.heading_level, full=options.full)
     if fmt is Format.latex:
         from attncli.render import latex
 
-        return latex.explain_latex(expl, precision=precision)
+        return latex.explain_latex(expl, precision=precision, standalone=bool(options.standalone), full=options.full)
+    if fmt is Format.html:
+        from attncli.render import publish
+
+        return publish.explain_html(expl, precision=precision, options=options)
+    if fmt is Format.svg:
+        from attncli.render import publish
+
+        return publish.explain_svg(expl, precision=precision)
     from attncli.render.narration import explain_renderables
 
-    return _rich(lambda console: explain_renderables(expl, precision=precision), options)
+    return _rich(lambda console: explain_renderables(expl, precision=precision, full=options.full), options)
 
 
 def _one_stage(stages: tuple[str, ...] | None) -> str:
@@ -122,14 +140,8 @@ def _one_stage(stages: tuple[str, ...] | None) -> str:
 
 
 def _rich(build: Callable[[Console], list[RenderableType]], options: Options) -> str:
-    """Render Rich renderables for the terminal, or export them as one HTML or SVG file."""
+    """Render Rich renderables for the terminal (or plain text for a file)."""
     from attncli import output
 
-    if options.format in (Format.html, Format.svg):
-        console = output.recording_console()
-        output.render(console, build(console))
-        if options.format is Format.html:
-            return console.export_html()
-        return console.export_svg(title="attncli")
     console = output.console(to_file=options.to_file)
     return output.render(console, build(console))

@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from rich.text import Text
 
 from attncli.numbers import fixed
+from attncli.render import palette
 
 RAMP = "▁▂▃▄▅▆▇█"
-# ColorBrewer's "Blues", light to dark. Each shade sets its own text colour too (black on the
-# lighter shades, white on the three darkest), so cells read the same on dark and light terminals.
-PALETTE = ["#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#084594"]
+# ColorBrewer's "Blues" from attncli.render.palette: on a dark terminal (the default, and what
+# COLORFGBG says in most) the lowest values are the darkest shades, on a light one the lightest,
+# so the lowest values never glare. Each shade carries its own text colour (WCAG AA, palette.ink).
+PALETTE = list(palette.LIGHT.shades)
+
+
+def terminal_ramp() -> palette.Ramp:
+    """The ramp for this terminal: light when COLORFGBG (or ATTNCLI_BACKGROUND=light) says the background is light, else dark."""
+    wanted = os.environ.get("ATTNCLI_BACKGROUND", "").lower()
+    if wanted in ("light", "dark"):
+        return palette.LIGHT if wanted == "light" else palette.DARK
+    background = os.environ.get("COLORFGBG", "").rpartition(";")[2]
+    light = background.isdigit() and int(background) in (7, 15)  # rxvt's convention: 7 and 15 are white
+    return palette.LIGHT if light else palette.DARK
 
 
 class Heat:
@@ -18,6 +32,7 @@ class Heat:
 
     def __init__(self, data: np.ndarray, hidden: np.ndarray | None, *, probabilities: bool, colour: bool) -> None:
         self.colour = colour
+        self.ramp = terminal_ramp()
         if probabilities:
             self.low, self.high = 0.0, 1.0
         else:
@@ -33,14 +48,14 @@ class Heat:
     def cell(self, text: str, x: float) -> Text:
         level = self.level(x)
         if self.colour:
-            ink = "black" if level <= 4 else "white"  # white only on the three darkest blues
-            return Text(text, style=f"{ink} on {PALETTE[level]}")
+            fill = self.ramp.shades[level]
+            return Text(text, style=f"{palette.ink(fill)} on {fill}")
         return Text(f"{text} {RAMP[level]}")
 
     def legend(self, precision: int) -> Text:
         legend = Text("shade: ", style="dim")
         legend.append(fixed(self.low, precision) + " ")
-        for level, shade in enumerate(PALETTE):
+        for level, shade in enumerate(self.ramp.shades):
             legend.append("  " if self.colour else RAMP[level], style=f"on {shade}" if self.colour else "")
         legend.append(" " + fixed(self.high, precision))
         return legend

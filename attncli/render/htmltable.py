@@ -33,8 +33,14 @@ class Paragraph(NamedTuple):
     text: str
 
 
+class Code(NamedTuple):
+    """Lines of arithmetic, set as a <pre> block."""
+
+    lines: tuple[str, ...]
+
+
 def html_document(
-    parts: Sequence[MatrixView | Heading | Paragraph | str],
+    parts: Sequence[MatrixView | Heading | Paragraph | Code | str],
     *,
     fragment: bool,
     precision: int = 4,
@@ -56,6 +62,8 @@ def html_document(
         if isinstance(part, Heading):
             level = min(6, max(1, part.level))
             body.append(f"<h{level}>{escape.html(part.text)}</h{level}>")
+        elif isinstance(part, Code):
+            body.append('<pre class="attn-steps">' + "\n".join(escape.html(line) for line in part.lines) + "</pre>")
         elif isinstance(part, Paragraph | str):
             body.append(f"<p>{escape.html(part if isinstance(part, str) else part.text)}</p>")
         else:
@@ -150,6 +158,7 @@ def stylesheet(*, page: bool = False, dark: bool = True) -> str:
         ".attncli th[scope=row] { text-align: left; border-right: 1px solid; }",
         ".attncli .attn-extra { border-left: 3px double; }",
         ".attncli .attn-masked { font-style: italic; }",
+        ".attncli pre.attn-steps { font-family: ui-monospace, Menlo, Consolas, monospace; overflow-x: auto; }",
         ".attncli .attn-legend { margin: 0 0 1.5em; font-size: 0.9em; }",
         ".attncli .attn-swatch { display: inline-block; width: 1.2em; height: 0.9em; vertical-align: -0.1em; }",
         *shades(light, ""),

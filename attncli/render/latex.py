@@ -1,22 +1,31 @@
-r"""LaTeX: a sequence of `$$ … $$` display blocks that KaTeX, MathJax and LaTeX all render.
+r"""LaTeX: a sequence of `$$ … $$` display blocks that KaTeX, MathJax and pdflatex all render, or a whole article.
 
-Only comment lines (`%`) and blank lines stand between the blocks. Inside them: plain LaTeX
-(`bmatrix`, `aligned`, `\frac`, `\sqrt`, `\infty`, `\text{…}`), no raw Unicode symbols.
+Only comment lines (`%`) and blank lines stand between the blocks. Each block is an equation
+with its symbol on the left and its matrix on the right, the matrix labelled with the tokens
+(rows and columns) by `texmatrix`, at any width. Tokens go through `escape.latex`, so `<eos>`,
+`a_b`, `50%` or `café` print as written. A fragment needs amsmath (pdflatex) and nothing in
+KaTeX or MathJax; `standalone=True` writes a complete article (see `texmatrix.PREAMBLE`).
+
+The output is streamed: a matrix is formatted a row at a time and yielded as UTF-8 chunks.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Iterator
 
 import numpy as np
 
-from attncli import escape, narration
+from attncli import escape, narration, stages
 from attncli.engine import RunResult
 from attncli.explain import Explanation
-from attncli.notation import TexWriter
-from attncli.numbers import fixed, smart
+from attncli.model import Scenario
+from attncli.notation import Notation, TexWriter
+from attncli.render import texmatrix
 from attncli.summary import describe
 from attncli.views import MatrixView
+
+MAX_COLS = 16  # a wider matrix is split into blocks of columns
+MAX_ROWS = 48  # a taller one into blocks of rows
 
 
 def text(words: str) -> str:
@@ -29,77 +38,149 @@ def comment(words: str) -> str:
     return "% " + escape.latex_comment(words)
 
 
-def num(x: float, precision: int, *, whole: bool = True) -> str:
-    if math.isinf(x):
-        return r"-\infty" if x < 0 else r"\infty"
-    return smart(x, precision) if whole else fixed(x, precision)
-
-
-def bmatrix(matrix: np.ndarray, precision: int, *, whole: bool = False) -> str:
-    """A matrix (or a vector, as one row) in a bmatrix."""
-    rows = np.atleast_2d(matrix)
-    body = r" \\ ".join(" & ".join(num(float(x), precision, whole=whole) for x in row) for row in rows)
-    return r"\begin{bmatrix} " + body + r" \end{bmatrix}"
-
-
-def labels_column(labels: list[str]) -> str:
-    """Row labels set beside a bmatrix: a plain matrix of \text{…} has the same row spacing."""
-    return r"\begin{matrix} " + r" \\ ".join(text(label) for label in labels) + r" \end{matrix}"
-
-
 def block(body: str) -> str:
     return f"$$ {body} $$"
 
 
-def run_latex(result: RunResult, views: list[MatrixView], *, precision: int) -> str:
+def _logits(n: Notation, s: Scenario) -> str:
+    """What the softmax sees, before the mask: S / sqrt(d_k) (+ B)."""
+    if s.scale.mode == "sqrt_dk":
+        scaled = rf"\frac{{{n('S')}}}{{\sqrt{{d_k}}}}"
+    elif s.scale.mode == "value":
+        scaled = rf"\frac{{{n('S')}}}{{{s.scale.divisor:g}}}"
+    else:
+        scaled = n("S")
+    return scaled + (f" + {n('B')}" if s.has_bias else "")
+
+
+def equation(view: MatrixView, s: Scenario, *, shifted: bool) -> str:
+    r"""The left-hand side of a view's equation, symbol first: `S = QK^\top`, `M = \operatorname{mask}(…)`, `Y = C W_O + b_O`."""
+    n = Notation(view.head, tex=True)
+    key = view.key
+    logits = _logits(n, s)
+    if key == "scaled":
+        if s.scale.mode == "sqrt_dk":
+            return rf"{logits.split(' + ')[0]} = \frac{{{n('S')}}}{{\sqrt{{{s.d_k}}}}}"
+        return logits.split(" + ")[0]
+    if key == "bias":
+        return n("B")
+    if key == "biased":
+        return logits
+    if key == "masked":
+        return rf"{n('M')} = \operatorname{{mask}}\left({logits}\right)"
+    if key == "exp":
+        argument = n("M") if s.mask.hides_anything else logits
+        return rf"{n('E')} = \exp\left({argument}" + (r" - m" if shifted else "") + r"\right)"
+    if key == "weights":
+        argument = n("M") if s.mask.hides_anything else logits
+        return rf"{n('A')} = \operatorname{{softmax}}\left({argument}\right)"
+    if key == "concat":
+        return "C = " + r"\begin{bmatrix} " + r" & ".join(Notation(h, True)("O") for h in range(1, s.heads + 1)) + r" \end{bmatrix}"
+    if key == "final":
+        source = "C" if s.heads > 1 else "O"
+        return "Y = " + (rf"{source} W_O" if s.W_O is not None else source) + (" + b_O" if s.b_O is not None else "")
+    return view.tex
+
+
+def _token_axes(view: MatrixView) -> tuple[bool, bool]:
+    """Whether the rows and the columns are tokens (queries or keys), which get labels."""
+    row = next((row for row in stages.ROWS if row.key == view.key), None)
+    if row is None:
+        return True, True
+    return row.rows in ("queries", "keys"), row.cols in ("queries", "keys")
+
+
+def view_lines(view: MatrixView, s: Scenario, *, precision: int) -> Iterator[str]:
+    """Comment lines and display blocks of one view: its equation, split into blocks of at most MAX_ROWS × MAX_COLS."""
+    yield ""
+    yield comment((f"Head {view.head}: " if view.head is not None else "") + f"{view.title} ({view.shape})")
+    shifted = any(name == "shift" for name, _ in view.extra)
+    lhs = equation(view, s, shifted=shifted)
+    if view.key == "masked":
+        yield comment("the mask sets the hidden scores to -infinity: " + s.mask.describe())
+    if view.key == "scaled" and s.scale.mode == "sqrt_dk":
+        yield comment(f"sqrt(d_k) = sqrt({s.d_k}) = {s.scale.divisor:.6g}")
+    if view.key == "weights":
+        yield comment("each row of E divided by its sum: A_ij = E_ij / Sigma_i")
+    if shifted:
+        yield comment("m: each row's shift (its largest score), which cancels in the softmax")
+    extra = [("m" if name == "shift" else name, vector) for name, vector in view.extra]
+    labelled_rows, labelled_cols = _token_axes(view)
+    for body in texmatrix.matrix_blocks(
+        lhs, view.data, precision=precision, rows=view.rows if labelled_rows else None, cols=view.cols if labelled_cols else None,
+        extra=extra, max_rows=MAX_ROWS, max_cols=MAX_COLS,
+    ):  # fmt: skip
+        yield block(body)
+
+
+def _document(lines: Iterator[str], *, standalone: bool, title: str, landscape: bool) -> Iterator[bytes]:
+    """The lines as UTF-8 chunks, wrapped into an article when `standalone`."""
+    if standalone:
+        yield (texmatrix.document_start(title=title, landscape=landscape) + "\n").encode()
+    for line in lines:
+        yield ((texmatrix.document_line(line) if standalone else line) + "\n").encode()
+    if standalone:
+        yield (texmatrix.DOCUMENT_END + "\n").encode()
+
+
+def run_latex(result: RunResult, views: list[MatrixView], *, precision: int, standalone: bool = False) -> Iterator[bytes]:
+    """Every view as an equation with its labelled matrix; a whole article when `standalone`."""
     s = result.scenario
-    out = [comment(f"attncli: {s.name}: {' '.join(s.tokens)}")] + [comment(line) for line in describe(s)]
-    if result.round_steps is not None:
-        out.append(comment(f"every intermediate rounded to {result.round_steps} decimals, as by hand"))
-    for view in views:
-        out += ["", comment(view.heading(s.heads).replace("  ", " "))]
-        if view.cols != view.rows:
-            out.append(comment("columns: " + ", ".join(view.cols)))
-        else:
-            out.append(comment("rows and columns: " + ", ".join(view.rows)))
-        labelled = view.rows != [view.key] and view.rows[0] != "x1"
-        matrix = bmatrix(view.data, precision)
-        out.append(block(f"{view.tex} = " + (labels_column(view.rows) + matrix if labelled else matrix)))
-        for name, vec in view.extra:
-            symbol = r"\Sigma" if name == "Σ" else text(name)
-            out.append(block(f"{symbol} = {bmatrix(vec[:, None], precision)}"))
-    if result.exact is not None and any(v.key in ("output", "final") for v in views):
-        out += ["", comment("exact output, without rounding")]
-        out.append(block(r"Y_{\text{exact}} = " + labels_column(list(s.query_labels)) + bmatrix(result.exact.output, precision + 1)))
-    return "\n".join(out) + "\n"
+
+    def lines() -> Iterator[str]:
+        yield comment(f"attncli: {s.name}: {' '.join(s.tokens)}")
+        yield from (comment(line) for line in describe(s))
+        if not standalone:
+            yield comment("needs amsmath in LaTeX; renders as it is in KaTeX and MathJax")
+        if result.round_steps is not None:
+            yield comment(f"every intermediate rounded to {result.round_steps} decimals, as by hand")
+        for view in views:
+            yield from view_lines(view, s, precision=precision)
+        if result.exact is not None and any(v.key in ("output", "final") for v in views):
+            yield ""
+            yield comment("exact output, without rounding")
+            exact = texmatrix.labelled_matrix(result.exact.output, precision=precision + 1, rows=list(s.query_labels))
+            yield block(r"Y_{\text{exact}} = " + exact)
+
+    wide = any(min(view.data.shape[1], MAX_COLS) > texmatrix.PORTRAIT_COLUMNS for view in views)
+    return _document(lines(), standalone=standalone, title=s.name, landscape=wide)
 
 
-def explain_latex(expl: Explanation, *, precision: int) -> str:
-    """The explain chain as aligned steps, as seed 000 writes its mathematics: the same steps as the terminal's."""
-    out = [comment(line) for line in narration.intro(expl)]
-    for number, step in enumerate(narration.steps(expl, precision, TexWriter()), 1):
-        out += ["", comment(f"Step {number}: {step.title}")]
-        rows = []
-        for line in step.lines:
-            if line.sep == ":":
-                rows.append(f"{line.lhs}: \\; & {line.rhs}")
-            elif line.lhs:
-                rows.append(f"{line.lhs} &= {line.rhs}")
-            elif line.rhs.startswith("= "):
-                rows.append(f"&= {line.rhs[2:]}")
-            else:
-                rows.append(f"&\\quad {line.rhs}")
-        if step.matrix is not None:
-            name, matrix = step.matrix
-            rows.insert(1, f"{name} &= {bmatrix(matrix, precision, whole=True)}")
-        if rows:
-            out.append(_aligned(rows))
-        out += [comment(note) for note in step.notes]
-    if expl.exact_output is not None:
-        out += [comment("exact arithmetic, without rounding each step")]
-        out.append(block(r"\text{output}_{" + text(expl.token) + r"}^{\text{exact}} = " + bmatrix(expl.exact_output, precision + 1)))
-    return "\n".join(out) + "\n"
+def _aligned_row(line: narration.Line) -> str:
+    """One line of arithmetic as a row of `aligned`, aligned at its first relation."""
+    if line.sep == ":":
+        rhs = line.rhs
+        for relation in (" = ", r" \approx "):
+            if relation in rhs:
+                before, _, after = rhs.partition(relation)
+                return rf"{line.lhs}: \quad {before} &{relation.strip()} {after}"
+        return rf"{line.lhs}: \quad & {rhs}"
+    if line.lhs:
+        return f"{line.lhs} &= {line.rhs}"
+    for relation in ("= ", r"\approx "):
+        if line.rhs.startswith(relation):
+            return f"&{relation.strip()} {line.rhs[len(relation):]}"
+    return rf"&\quad {line.rhs}"
 
 
-def _aligned(rows: list[str]) -> str:
-    return block(r"\begin{aligned} " + r" \\ ".join(rows) + r" \end{aligned}")
+def explain_latex(expl: Explanation, *, precision: int, standalone: bool = False, full: bool = False) -> Iterator[bytes]:
+    """The explain chain as aligned steps: the same steps as the terminal's, each a column of equations."""
+
+    def lines() -> Iterator[str]:
+        yield from (comment(line) for line in narration.intro(expl))
+        for number, step in enumerate(narration.steps(expl, precision, TexWriter(), full=full), 1):
+            yield ""
+            yield comment(f"Step {number}: {step.title}")
+            rows = [_aligned_row(line) for line in step.lines]
+            if step.matrix is not None:
+                name, matrix = step.matrix
+                rows.insert(1, f"{name} &= {texmatrix.labelled_matrix(np.atleast_2d(matrix), precision=precision)}")
+            if rows:
+                yield block(r"\begin{aligned} " + r" \\ ".join(rows) + r" \end{aligned}")
+            yield from (comment(note) for note in step.notes)
+        if expl.exact_output is not None:
+            yield comment("exact arithmetic, without rounding each step")
+            yield block(r"\text{output}_{" + text(expl.token) + r"}^{\text{exact}} = "
+                        + texmatrix.labelled_matrix(np.atleast_2d(expl.exact_output), precision=precision + 1))  # fmt: skip
+
+    return _document(lines(), standalone=standalone, title=f"Attention for {expl.token}", landscape=False)

@@ -1,11 +1,20 @@
-"""GitHub-flavoured Markdown: tables a blog post can paste as they are."""
+"""GitHub-flavoured Markdown: tables a blog post can paste as they are.
+
+Every input text goes through `escape.markdown`, so `<eos>`, `*x*` or `a_b` render literally.
+The top heading's level is chosen by `heading_level` (0 leaves it out). A run is streamed:
+each table row is formatted at once and yielded as UTF-8.
+"""
 
 from __future__ import annotations
+
+import re
+from collections.abc import Iterator
 
 from attncli import escape, narration
 from attncli.engine import RunResult
 from attncli.explain import Explanation
 from attncli.numbers import fixed, smart, vector
+from attncli.render.texmatrix import row_numbers
 from attncli.summary import describe
 from attncli.views import MatrixView
 
@@ -25,55 +34,78 @@ def _cell(text: str) -> str:
     return text or " "  # input text arrives escaped by `attncli.escape.markdown`
 
 
-def run_markdown(result: RunResult, views: list[MatrixView], *, precision: int) -> str:
+def heading(level: int, text: str) -> list[str]:
+    """A heading at `level` (1-6), followed by a blank line; nothing at level 0."""
+    return [f"{'#' * min(level, 6)} {text}", ""] if level > 0 else []
+
+
+def _levels(level: int) -> tuple[int, int]:
+    """The top heading's level (0: none) and the level of the sections under it."""
+    return level, min(6, max(level, 1) + 1) if level else 2
+
+
+def run_markdown(result: RunResult, views: list[MatrixView], *, precision: int, heading_level: int = 1) -> Iterator[bytes]:
+    """The scenario's header, then a heading and a table per view, streamed."""
+    top, section = _levels(heading_level)
+    yield ("\n".join(_run_header(result, top)) + "\n").encode()
     s = result.scenario
-    lines = [f"# {md(s.name)}", "", md(" ".join(s.tokens)), ""]
-    if s.description:
-        lines += [md(s.description), ""]
-    lines.append(md("; ".join(describe(s)) + "."))
-    if result.round_steps is not None:
-        lines += ["", f"Every intermediate is rounded to {result.round_steps} decimals before the next step, as by hand."]
     for view in views:
         prefix = f"Head {view.head} · " if s.heads > 1 and view.head is not None else ""
-        lines += ["", f"## {prefix}{view.title}: `{view.formula}` ({view.shape})", ""]
-        lines += matrix_table(view, precision)
+        yield ("\n" + "#" * section + f" {prefix}{md(view.title)}: `{view.formula}` ({view.shape})\n\n").encode()
+        for line in matrix_table(view, precision):
+            yield (line + "\n").encode()
     if result.exact is not None and any(v.key in ("output", "final") for v in views):
-        lines += ["", f"## Hand-rounded ({result.round_steps} decimals) vs exact output", ""]
+        lines = ["", "#" * section + f" Hand-rounded ({result.round_steps} decimals) vs exact output", ""]
         rows = [
             [md(label), vector(r, precision, whole=False), vector(e, precision + 1, whole=False), vector(r - e, precision + 1, whole=False)]
             for label, r, e in zip(s.query_labels, result.output, result.exact.output)
         ]
         lines += table(["", "hand-rounded", "exact", "difference"], rows)
-    return "\n".join(lines) + "\n"
+        yield ("\n".join(lines) + "\n").encode()
 
 
-def matrix_table(view: MatrixView, precision: int) -> list[str]:
+def _run_header(result: RunResult, top: int) -> list[str]:
+    s = result.scenario
+    lines = heading(top, md(s.name)) + [md(" ".join(s.tokens)), ""]
+    if s.description:
+        lines += [md(s.description), ""]
+    lines.append(md("; ".join(describe(s)) + "."))
+    if result.round_steps is not None:
+        lines += ["", f"Every intermediate is rounded to {result.round_steps} decimals before the next step, as by hand."]
+    return lines
+
+
+def matrix_table(view: MatrixView, precision: int) -> Iterator[str]:
+    """A view as GFM table lines, one row at a time: labels in bold, numbers right-aligned, −∞ where masked."""
     header = [""] + [md(col) for col in view.cols] + [name for name, _ in view.extra]
-    rows = []
+    yield "| " + " | ".join(_cell(h) for h in header) + " |"
+    yield "|:---|" + "---:|" * (len(header) - 1)
+    extra = [vec for _, vec in view.extra]
     for r, label in enumerate(view.rows):
-        cells = [fixed(float(x), precision) for x in view.data[r]]
-        cells += [fixed(float(vec[r]), precision) for _, vec in view.extra]
-        rows.append([f"**{md(label)}**"] + cells)
-    return table(header, rows)
+        cells = row_numbers(view.data[r], precision, fixed)
+        cells += [fixed(float(vec[r]), precision) for vec in extra]
+        yield f"| **{md(label)}** | " + " | ".join(cells) + " |"
 
 
-def explain_markdown(expl: Explanation, *, precision: int) -> str:
-    """Seed 001's tables (embeddings; pair, score, exponential; pair, weight; weighted values; output), then the steps."""
+def explain_markdown(expl: Explanation, *, precision: int, heading_level: int = 1, full: bool = False) -> str:
+    """The article's tables (embeddings; pair, score, exponential; pair, weight; weighted values; output), then the steps."""
     p = precision
     s = expl.scenario
     word = md(expl.token)
-    lines = [f"# Attention for “{word}”", ""]
+    top, h2 = _levels(heading_level)
+    h3 = "#" * min(6, h2 + 1)
+    lines = heading(top, f"Attention for “{word}”")
     for sentence in narration.intro(expl):
         lines += [md(sentence), ""]
 
     if expl.result.X is not None:
-        lines += ["## Embeddings", ""]
+        lines += ["#" * h2 + " Embeddings", ""]
         lines += table(["Word", "Embedding (E)"], [[md(label), vector(expl.result.X[i], p)] for i, label in enumerate(s.query_labels)],
                        align=["l", "l"])  # fmt: skip
         lines.append("")
 
     scaled = s.scale.mode != "none"
-    lines += ["## Scores and exponentials", ""]
+    lines += ["#" * h2 + " Scores and exponentials", ""]
     header = ["Pair", "Score"] + (["Scaled"] if scaled else []) + (["Biased"] if s.has_bias else []) + ["Exponential"]
     rows = []
     for key in expl.keys:
@@ -84,25 +116,26 @@ def explain_markdown(expl: Explanation, *, precision: int) -> str:
     lines += table(header, rows)
     lines += ["", f"Sum of the exponentials: {fixed(expl.exp_sum, p)}"]
 
-    lines += ["", "## Attention weights", ""]
+    lines += ["", "#" * h2 + " Attention weights", ""]
     lines += table(["Pair", "Weight (α)"], [[f"{word} &amp; {md(k.label)}", fixed(k.weight, p)] for k in expl.keys])
 
-    lines += ["", "## Weighted values", ""]
+    lines += ["", "#" * h2 + " Weighted values", ""]
     rows = [[f"{word} &amp; {md(k.label)}", fixed(k.weight, p), vector(k.v, p), vector(k.weighted_v, p, whole=False)] for k in expl.visible]
     lines += table(["Pair", "Weight (α)", "Value (V)", "Weighted value (α·V)"], rows, align=["l", "r", "l", "l"])
 
-    lines += ["", "## Output", "", f"Output({word}) = {vector(expl.output, p, whole=False)}"]
+    lines += ["", "#" * h2 + " Output", "", f"Output({word}) = {vector(expl.output, p, whole=False)}"]
     if expl.exact_output is not None:
         difference = expl.output - expl.exact_output
         lines += ["", f"Exact arithmetic gives {vector(expl.exact_output, p + 1, whole=False)} "
                       f"(difference {vector(difference, p + 1, whole=False)})."]
 
-    lines += ["", "## Step by step"]
-    for number, step in enumerate(narration.steps(expl, precision), 1):
-        lines += ["", f"### Step {number}: {step.title} (`{step.formula}`)", ""]
-        body = narration.step_lines(step, p)
+    lines += ["", "#" * h2 + " Step by step"]
+    for number, step in enumerate(narration.steps(expl, precision, full=full), 1):
+        lines += ["", f"{h3} Step {number}: {md(step.title)} ({md(step.formula)})", ""]
+        body = [escape.visible(line) for line in narration.step_lines(step, p)]
         if body:
-            lines += ["```", *map(escape.visible, body), "```"]
+            fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", "".join(body))), default=0))
+            lines += [fence + "text", *body, fence]
         for note in step.notes:
             lines += ["", md(note)]
     return "\n".join(lines) + "\n"

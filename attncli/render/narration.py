@@ -16,18 +16,18 @@ from attncli.render.grid import Wrapped
 MATRIX_ROWS = 16  # a weight matrix in the narration shows at most this many rows (half from the top, half from the bottom)
 
 
-def explain_renderables(expl: Explanation, *, precision: int) -> list[RenderableType]:
+def explain_renderables(expl: Explanation, *, precision: int, full: bool = False) -> list[RenderableType]:
     intro = narration.intro(expl)
     parts: list[RenderableType] = [Text(visible(intro[0]), style="bold")]
     parts += [Text(visible(line), style="yellow" if "rounded" in line else "") for line in intro[1:]]
-    for number, step in enumerate(narration.steps(expl, precision), 1):
+    for number, step in enumerate(narration.steps(expl, precision, full=full), 1):
         heading = Text(f"\nStep {number} · {step.title}", style="bold")
         heading.append(f"   {step.formula}", style="cyan")
         parts.append(heading)
         lines = narration.step_lines(step._replace(matrix=None), precision)
         shortened = None
         if step.matrix is not None:
-            matrix_lines, shortened = matrix_lines_of(*step.matrix, precision)
+            matrix_lines, shortened = matrix_lines_of(*step.matrix, precision, full=full)
             lines[1:1] = matrix_lines
         lines = ["  " + line for line in lines]
         if lines:
@@ -38,16 +38,16 @@ def explain_renderables(expl: Explanation, *, precision: int) -> list[Renderable
     return parts
 
 
-def matrix_lines_of(name: str, matrix: np.ndarray, precision: int) -> tuple[list[str], str | None]:
-    """`W_Q =` and the matrix's rows, right-aligned (at most MATRIX_ROWS of them around a ⋮), and a note when shortened."""
+def matrix_lines_of(name: str, matrix: np.ndarray, precision: int, *, full: bool = False) -> tuple[list[str], str | None]:
+    """`W_Q =` and the matrix's rows, right-aligned (unless `full`, at most MATRIX_ROWS of them around a ⋮), and a note when shortened."""
     n = matrix.shape[0]
     rows: list[int] = list(range(n))
-    if n > MATRIX_ROWS:
+    if n > MATRIX_ROWS and not full:
         half = MATRIX_ROWS // 2
         rows = [*range(half), -1, *range(n - half, n)]
     cells = [[smart(float(x), precision) for x in matrix[r]] if r >= 0 else [] for r in rows]
     width = max((len(cell) for row in cells for cell in row), default=0)
     columns = matrix.shape[1]
     lines = [f"{name} ="] + ["  " + "  ".join(cell.rjust(width) for cell in (row or ["⋮"] * columns)) for row in cells]
-    note = None if n <= MATRIX_ROWS else f"Showing {MATRIX_ROWS} of the {n:,} rows of {name}: --format json or csv has them all."
+    note = None if len(rows) == n else f"Showing {MATRIX_ROWS} of the {n:,} rows of {name}: --format json or csv has them all."
     return lines, note
