@@ -34,6 +34,7 @@ from attncli.errors import AttnError, visible
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
+    from rich.text import Text
 
 
 def console(*, to_file: bool = False) -> Console:
@@ -87,6 +88,8 @@ def render(console: Console, renderables: list[RenderableType]) -> str:
     and long arithmetic (`grid.Wrapped`) is wrapped line by line: as plain text straight into
     the buffer when there is no colour, else as Rich segments.
     """
+    from rich.text import Text
+
     from attncli.render.grid import Block, Wrapped
 
     plain = console.color_system is None and not console.record
@@ -97,6 +100,8 @@ def render(console: Console, renderables: list[RenderableType]) -> str:
                 console.file.write(text + "\n")
             else:
                 console.print(renderable, crop=False)
+        elif plain and isinstance(renderable, Text) and _fits(renderable, console.width):
+            console.file.write(renderable.plain + "\n")  # what Rich prints for a Text that needs no wrapping, without its machinery
         else:
             console.print(renderable)
     buffer = console.file
@@ -105,6 +110,15 @@ def render(console: Console, renderables: list[RenderableType]) -> str:
     if console.color_system is None:  # plain text: drop the padding Rich leaves at line ends
         text = "\n".join(line.rstrip() for line in text.split("\n"))
     return text
+
+
+def _fits(text: Text, width: int) -> bool:
+    """Whether Rich would print `text` as it is: left-justified and no line wider than `width`."""
+    from rich.cells import cell_len
+
+    if text.justify not in (None, "default", "left") or text.end != "\n":
+        return False
+    return all((len(line) if line.isascii() else cell_len(line)) <= width for line in text.plain.split("\n"))
 
 
 def emit(
