@@ -12,7 +12,18 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attncli.engine import HeadResult, RunResult, block, project, rounder, row_shift, score_bias, weighted_sum
+from attncli.engine import (
+    EXACT_FROM,
+    HeadResult,
+    RunResult,
+    block,
+    finite,
+    project,
+    rounder,
+    row_shift,
+    score_bias,
+    weighted_sum,
+)  # fmt: skip
 from attncli.errors import AttnError
 from attncli.model import Scenario
 from attncli.online import OnlineRow, online_row
@@ -185,18 +196,28 @@ ROWS_AT_ONCE = 256  # row_shift works on this many rows at a time: its temporary
 def _row_run(s: Scenario, head: int, i: int, decimals: int | None) -> tuple[RunResult, HeadResult]:
     """engine.run's result for what explain needs: every head's output and, of head `head`, row i of each stage.
 
-    The RunResult's `heads` holds only that head; its tokens × tokens stages have the one row.
+    The same operations as engine._head, in the same order, with the same overflow checks;
+    the RunResult's `heads` holds only that head, whose tokens × tokens stages have the one row.
     """
+    with np.errstate(all="ignore"):  # overflow is caught by `finite` after each stage, as in engine.run
+        return _row_run_quietly(s, head, i, decimals)
+
+
+def _row_run_quietly(s: Scenario, head: int, i: int, decimals: int | None) -> tuple[RunResult, HeadResult]:
     r = rounder(decimals)
 
-    def r_in_place(a: np.ndarray) -> np.ndarray:  # engine.rounder, without a new array
+    def r_in_place(a: np.ndarray) -> np.ndarray:  # engine.rounder's numbers, without a second L × L array
         if decimals is not None:
+            huge = ~(np.abs(a) < EXACT_FROM)  # whole already (and ±inf, NaN): kept as they are
+            kept = a[huge]
             np.round(a, decimals, out=a)
             a += 0.0  # -0.0 becomes 0.0
+            a[huge] = kept
         return a
 
     X = None if s.X is None else r(np.asarray(s.X, dtype=np.float64))  # (L_q, d_model)
     X_kv = None if s.X_kv is None else r(np.asarray(s.X_kv, dtype=np.float64))  # (L_k, d_model)
+    queries, key_tokens = s.tokens, s.key_tokens
     kv_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     outputs: list[np.ndarray] = []
     kept: HeadResult | None = None
@@ -209,27 +230,30 @@ def _row_run(s: Scenario, head: int, i: int, decimals: int | None) -> tuple[RunR
             K, V = kv_cache.setdefault(g, (r(block(s.K, g, d_k)), r(block(s.V, g, d_v))))  # type: ignore[arg-type]
         else:
             keys_from = X if X_kv is None else X_kv  # (L_k, d_model)
-            Q = project(X, W_Q, b_Q, r)  # type: ignore[arg-type]  # (L_q, d_k)
+            Q = finite(project(X, W_Q, b_Q, r), "q", "X·W_Q", s, h, queries)  # type: ignore[arg-type]  # (L_q, d_k)
             if g not in kv_cache:
-                kv_cache[g] = (project(keys_from, W_K, b_K, r), project(keys_from, W_V, b_V, r))  # type: ignore[arg-type]
+                K = finite(project(keys_from, W_K, b_K, r), "k", "X·W_K", s, h, key_tokens)  # type: ignore[arg-type]
+                V = finite(project(keys_from, W_V, b_V, r), "v", "X·W_V", s, h, key_tokens)  # type: ignore[arg-type]
+                kv_cache[g] = (K, V)
             K, V = kv_cache[g]  # (L_k, d_k), (L_k, d_v)
         L_q, L_k = Q.shape[0], K.shape[0]
         Q_rope = K_rope = None
         if s.rope is not None:
-            Q_rope = r(s.rope.rotate(Q, np.arange(L_q)))  # (L_q, d_k)
-            K_rope = r(s.rope.rotate(K, np.arange(L_k)))  # (L_k, d_k)
+            Q_rope = finite(r(s.rope.rotate(Q, np.arange(L_q))), "rope", "RoPE(Q)", s, h, queries)  # (L_q, d_k)
+            K_rope = finite(r(s.rope.rotate(K, np.arange(L_k))), "rope", "RoPE(K)", s, h, key_tokens)  # (L_k, d_k)
         q, k = (Q, K) if Q_rope is None else (Q_rope, K_rope)
-        stage = r_in_place(q @ k.T)  # type: ignore[union-attr]  # (L_q, L_k): the scores; every later stage overwrites it
+        stage = finite(r_in_place(q @ k.T), "scores", "Q·Kᵀ", s, h, queries)  # type: ignore[union-attr]  # (L_q, L_k); later stages overwrite it
         rows = {"scores": stage[i].copy()}
         np.divide(stage, s.scale.divisor, out=stage)
-        rows["scaled"] = r_in_place(stage)[i].copy()
+        rows["scaled"] = finite(r_in_place(stage), "scaled", "Q·Kᵀ / divisor", s, h, queries)[i].copy()
         bias = score_bias(s, h, L_q, L_k)  # (L_q, L_k) or None
         bias_row = None
         if bias is not None:
+            finite(bias, "bias", "the bias B", s, h, queries)
             stage += bias
             bias_row = bias[i].copy()
             del bias
-            rows["biased"] = r_in_place(stage)[i].copy()
+            rows["biased"] = finite(r_in_place(stage), "bias", "the scaled scores + B", s, h, queries)[i].copy()
         visible = s.mask.visible(L_q, L_k)  # (L_q, L_k)
         np.copyto(stage, -np.inf, where=~visible)  # the masked logits
         rows["masked"] = stage[i].copy()
@@ -248,7 +272,7 @@ def _row_run(s: Scenario, head: int, i: int, decimals: int | None) -> tuple[RunR
             )
         stage /= exp_sum[:, None]
         rows["weights"] = r_in_place(stage)[i].copy()
-        output = weighted_sum(stage, V, decimals)  # (L_q, d_v)
+        output = finite(weighted_sum(stage, V, decimals), "output", "weights·V", s, h, queries)  # (L_q, d_v)
         del stage
         outputs.append(output)
         if h == head:
@@ -263,9 +287,9 @@ def _row_run(s: Scenario, head: int, i: int, decimals: int | None) -> tuple[RunR
     concat = np.hstack(outputs)  # (L_q, H*d_v)
     final = concat
     if s.W_O is not None:
-        final = r(final @ s.W_O)  # (L_q, d_out)
+        final = finite(r(final @ s.W_O), "output", "concat·W_O", s, None, queries)  # (L_q, d_out)
     if s.b_O is not None:
-        final = r(final + s.b_O)
+        final = finite(r(final + s.b_O), "output", "concat·W_O + b_O", s, None, queries)
     return RunResult(s, X, X_kv, (kept,), concat, final), kept
 
 

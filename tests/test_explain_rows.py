@@ -65,3 +65,19 @@ def test_only_one_row_is_kept(monkeypatch):
     lean = explain_scenario(s, position=4, head=1)
     assert lean.head.scores.shape == lean.head.weights.shape == lean.head.visible.shape == (1, s.L)
     assert_same(s, position=4, head=1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "tokens: [a, b]\nembeddings: [[1e200, 1e200], [1, 1]]\n",  # scores overflow: the same error, naming the stage
+        "tokens: [a, b]\nembeddings: [[1e9, 3e8], [1.5, -2]]\nscale: none\n",  # beyond 2^52 hand rounding keeps the number
+        "tokens: [a, b]\nembeddings: [[1, 0], [0, 1]]\nW_O: [[1e300, 1], [1e300, 1]]\nb_O: [1e300, 0]\n",  # the final output overflows
+    ],
+)
+@pytest.mark.parametrize("round_steps", [None, 2])
+def test_extreme_numbers_agree(text, round_steps):
+    """Overflow is the same clear error, and huge hand-rounded numbers the same numbers, on both paths."""
+    s = from_text(text)
+    for position in (1, 2):
+        assert_same(s, position=position, head=1, round_steps=round_steps)
