@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -26,7 +26,9 @@ from attncli.engine import (
 )  # fmt: skip
 from attncli.errors import AttnError
 from attncli.model import Scenario
-from attncli.online import OnlineRow, online_row
+
+if TYPE_CHECKING:
+    from attncli.online import OnlineRow
 
 
 class KeyStep(NamedTuple):
@@ -295,4 +297,6 @@ def _row_run_quietly(s: Scenario, head: int, i: int, decimals: int | None) -> tu
 
 def _online(h: HeadResult, i: int, block_size: int, round_to: int | None) -> OnlineRow:
     """Row i of head h computed by the online softmax, keys in blocks of block_size."""
+    from attncli.online import online_row  # only with --block-size
+
     return online_row(h.logits[i], h.visible[i], h.V, block_size=block_size, round_to=round_to)
