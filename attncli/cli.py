@@ -290,10 +290,8 @@ def explain(
       attncli explain --model models/gpt2 --layer 5 --sentence "When Mary and John went to the store" --word Mary --head 3
       attncli explain --word cat --block-size 2    # ... and FlashAttention's online softmax, 2 keys at a time
     """
-    from attncli import engine
     from attncli.checkpoints.commands import choose_scenario
-    from attncli.explain import explain as explain_word
-    from attncli.explain import find_word
+    from attncli.explain import explain_scenario, find_word
     from attncli.render import render_explain
 
     loaded = choose_scenario(
@@ -302,7 +300,7 @@ def explain(
     )  # fmt: skip
     loaded.head_numbers(head)  # a head that does not exist is an error before any work
     where, others = find_word(loaded, word, position)
-    expl = explain_word(engine.run(loaded, round_steps=round_steps), position=where, head=head, others=others, block_size=block_size)
+    expl = explain_scenario(loaded, position=where, head=head, round_steps=round_steps, others=others, block_size=block_size)  # only the row it needs
     options = Options(format=format, precision=precision, full=full, to_file=output is not None, standalone=standalone,
                       heading_level=heading_level)  # fmt: skip
     emit(render_explain(expl, options), output, force=force)

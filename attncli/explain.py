@@ -12,7 +12,18 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attncli.engine import HeadResult, RunResult, rounder
+from attncli.engine import (
+    EXACT_FROM,
+    HeadResult,
+    RunResult,
+    block,
+    finite,
+    project,
+    rounder,
+    row_shift,
+    score_bias,
+    weighted_sum,
+)  # fmt: skip
 from attncli.errors import AttnError
 from attncli.model import Scenario
 from attncli.online import OnlineRow, online_row
@@ -105,11 +116,40 @@ def explain(
     result: RunResult, *, position: int, head: int = 1, others: tuple[int, ...] = (), block_size: int | None = None
 ) -> Explanation:
     """The worked example for the query at `position` (1-based) in head `head` (1-based); with block_size, also online."""
+    exact = result.exact.head(head) if result.exact is not None else None
+    return _explanation(result, result.head(head), exact, position=position, row=position - 1, others=others, block_size=block_size)
+
+
+def explain_scenario(
+    scenario: Scenario, *, position: int, head: int = 1, round_steps: int | None = None, others: tuple[int, ...] = (),
+    block_size: int | None = None,
+) -> Explanation:
+    """`explain(engine.run(scenario, round_steps=...), ...)`, the same numbers bit for bit, holding far less.
+
+    Each head's tokens × tokens stages are computed in one buffer, in place, and only the
+    query's row of each is kept (the full score product is still computed: a one-row product
+    can differ in the last bits). The heads' outputs, small, are kept whole for W_O.
+    """
+    i = position - 1
+    result, h = _row_run(scenario, head, i, round_steps)
+    exact = None
+    if round_steps is not None:
+        exact_result, exact = _row_run(scenario, head, i, None)
+        result = RunResult(scenario, result.X, result.X_kv, result.heads, result.concat, result.output, round_steps, exact_result)
+    return _explanation(result, h, exact, position=position, row=0, others=others, block_size=block_size)
+
+
+def _explanation(
+    result: RunResult, h: HeadResult, exact: HeadResult | None, *, position: int, row: int, others: tuple[int, ...], block_size: int | None
+) -> Explanation:
+    """The Explanation of query `position` from head h, whose tokens × tokens stages hold that query at `row`."""
     s = result.scenario
-    h = result.head(head)
     i = position - 1
     r = rounder(result.round_steps)
     keys_X = result.X if result.X_kv is None else result.X_kv  # (L_k, d_model) or None
+    scores, scaled, logits, visible = h.scores[row], h.scaled[row], h.logits[row], h.visible[row]  # (L_k,)
+    exps, weights = h.exp[row], h.weights[row]  # (L_k,)
+    bias = None if h.bias is None else h.bias[row]
     keys = tuple(
         KeyStep(
             position=j + 1,
@@ -119,19 +159,18 @@ def explain(
             k=h.k[j],
             k_raw=h.K[j],
             v=h.V[j],
-            score=float(h.scores[i, j]),
-            scaled=float(h.scaled[i, j]),
-            bias=None if h.bias is None else float(h.bias[i, j]),
-            logit=float(h.logits[i, j]),
-            masked=not h.visible[i, j],
-            why=s.mask.why_hidden(i + 1, j + 1) if not h.visible[i, j] else s.mask.why_seen(i + 1, j + 1),
-            exp=float(h.exp[i, j]),
-            weight=float(h.weights[i, j]),
-            weighted_v=r(h.weights[i, j] * h.V[j]),  # (d_v,)
+            score=float(scores[j]),
+            scaled=float(scaled[j]),
+            bias=None if bias is None else float(bias[j]),
+            logit=float(logits[j]),
+            masked=not visible[j],
+            why=s.mask.why_hidden(i + 1, j + 1) if not visible[j] else s.mask.why_seen(i + 1, j + 1),
+            exp=float(exps[j]),
+            weight=float(weights[j]),
+            weighted_v=r(weights[j] * h.V[j]),  # (d_v,)
         )
         for j in range(s.L_k)
     )
-    exact = result.exact.head(head).output[i] if result.exact is not None else None
     return Explanation(
         result=result,
         head=h,
@@ -142,13 +181,116 @@ def explain(
         q=h.q[i],
         q_raw=h.Q[i],
         keys=keys,
-        shift=float(h.shift[i]),
-        exp_sum=float(h.exp_sum[i]),
+        shift=float(h.shift[row]),
+        exp_sum=float(h.exp_sum[row]),
         output=h.output[i],
-        exact_output=exact,
-        online=None if block_size is None else _online(h, i, block_size, result.round_steps),
-        exact_online=None if block_size is None or result.exact is None else _online(result.exact.head(head), i, block_size, None),
+        exact_output=None if exact is None else exact.output[i],
+        online=None if block_size is None else _online(h, row, block_size, result.round_steps),
+        exact_online=None if block_size is None or exact is None else _online(exact, row, block_size, None),
     )
+
+
+ROWS_AT_ONCE = 256  # row_shift works on this many rows at a time: its temporary stays small
+
+
+def _row_run(s: Scenario, head: int, i: int, decimals: int | None) -> tuple[RunResult, HeadResult]:
+    """engine.run's result for what explain needs: every head's output and, of head `head`, row i of each stage.
+
+    The same operations as engine._head, in the same order, with the same overflow checks;
+    the RunResult's `heads` holds only that head, whose tokens × tokens stages have the one row.
+    """
+    with np.errstate(all="ignore"):  # overflow is caught by `finite` after each stage, as in engine.run
+        return _row_run_quietly(s, head, i, decimals)
+
+
+def _row_run_quietly(s: Scenario, head: int, i: int, decimals: int | None) -> tuple[RunResult, HeadResult]:
+    r = rounder(decimals)
+
+    def r_in_place(a: np.ndarray) -> np.ndarray:  # engine.rounder's numbers, without a second L × L array
+        if decimals is not None:
+            huge = ~(np.abs(a) < EXACT_FROM)  # whole already (and ±inf, NaN): kept as they are
+            kept = a[huge]
+            np.round(a, decimals, out=a)
+            a += 0.0  # -0.0 becomes 0.0
+            a[huge] = kept
+        return a
+
+    X = None if s.X is None else r(np.asarray(s.X, dtype=np.float64))  # (L_q, d_model)
+    X_kv = None if s.X_kv is None else r(np.asarray(s.X_kv, dtype=np.float64))  # (L_k, d_model)
+    queries, key_tokens = s.tokens, s.key_tokens
+    kv_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    outputs: list[np.ndarray] = []
+    kept: HeadResult | None = None
+    for h in range(1, s.heads + 1):
+        d_k, d_v, g = s.d_k, s.d_v, s.kv_head(h)
+        W_Q, W_K, W_V = block(s.W_Q, h, d_k), block(s.W_K, g, d_k), block(s.W_V, g, d_v)
+        b_Q, b_K, b_V = block(s.b_Q, h, d_k), block(s.b_K, g, d_k), block(s.b_V, g, d_v)
+        if X is None:  # Q, K and V given directly
+            Q = r(block(s.Q, h, d_k))  # type: ignore[arg-type]  # (L_q, d_k)
+            K, V = kv_cache.setdefault(g, (r(block(s.K, g, d_k)), r(block(s.V, g, d_v))))  # type: ignore[arg-type]
+        else:
+            keys_from = X if X_kv is None else X_kv  # (L_k, d_model)
+            Q = finite(project(X, W_Q, b_Q, r), "q", "X·W_Q", s, h, queries)  # type: ignore[arg-type]  # (L_q, d_k)
+            if g not in kv_cache:
+                K = finite(project(keys_from, W_K, b_K, r), "k", "X·W_K", s, h, key_tokens)  # type: ignore[arg-type]
+                V = finite(project(keys_from, W_V, b_V, r), "v", "X·W_V", s, h, key_tokens)  # type: ignore[arg-type]
+                kv_cache[g] = (K, V)
+            K, V = kv_cache[g]  # (L_k, d_k), (L_k, d_v)
+        L_q, L_k = Q.shape[0], K.shape[0]
+        Q_rope = K_rope = None
+        if s.rope is not None:
+            Q_rope = finite(r(s.rope.rotate(Q, np.arange(L_q))), "rope", "RoPE(Q)", s, h, queries)  # (L_q, d_k)
+            K_rope = finite(r(s.rope.rotate(K, np.arange(L_k))), "rope", "RoPE(K)", s, h, key_tokens)  # (L_k, d_k)
+        q, k = (Q, K) if Q_rope is None else (Q_rope, K_rope)
+        stage = finite(r_in_place(q @ k.T), "scores", "Q·Kᵀ", s, h, queries)  # type: ignore[union-attr]  # (L_q, L_k); later stages overwrite it
+        rows = {"scores": stage[i].copy()}
+        np.divide(stage, s.scale.divisor, out=stage)
+        rows["scaled"] = finite(r_in_place(stage), "scaled", "Q·Kᵀ / divisor", s, h, queries)[i].copy()
+        bias = score_bias(s, h, L_q, L_k)  # (L_q, L_k) or None
+        bias_row = None
+        if bias is not None:
+            finite(bias, "bias", "the bias B", s, h, queries)
+            stage += bias
+            bias_row = bias[i].copy()
+            del bias
+            rows["biased"] = finite(r_in_place(stage), "bias", "the scaled scores + B", s, h, queries)[i].copy()
+        visible = s.mask.visible(L_q, L_k)  # (L_q, L_k)
+        np.copyto(stage, -np.inf, where=~visible)  # the masked logits
+        rows["masked"] = stage[i].copy()
+        shift = r(np.concatenate([row_shift(stage[a : a + ROWS_AT_ONCE], visible[a : a + ROWS_AT_ONCE]) for a in range(0, L_q, ROWS_AT_ONCE)]))
+        stage -= shift[:, None]
+        np.exp(stage, out=stage)
+        rows["exp"] = r_in_place(stage)[i].copy()
+        exp_sum = r(stage.sum(axis=1))  # (L_q,)
+        if decimals is not None and not exp_sum.all():
+            zero = int(np.flatnonzero(exp_sum == 0)[0])
+            raise AttnError(
+                f"head {h}, query {zero + 1} ({s.tokens[zero]!r}): every exponential of its row rounds to 0 at {decimals} decimals, "
+                "so the weights would divide by a sum of 0",
+                key="--round-steps",
+                expected="more decimals, e.g. --round-steps 4",
+            )
+        stage /= exp_sum[:, None]
+        rows["weights"] = r_in_place(stage)[i].copy()
+        output = finite(weighted_sum(stage, V, decimals), "output", "weights·V", s, h, queries)  # (L_q, d_v)
+        del stage
+        outputs.append(output)
+        if h == head:
+            one = {key: value[None, :] for key, value in rows.items()}  # (1, L_k) each
+            kept = HeadResult(
+                h, g, W_Q, W_K, W_V, b_Q, b_K, b_V, Q, K, V, Q_rope, K_rope, one["scores"], one["scaled"],
+                None if bias_row is None else bias_row[None, :], one.get("biased"), visible[i][None, :].copy(), one["masked"],
+                shift[i : i + 1].copy(), one["exp"], exp_sum[i : i + 1].copy(), one["weights"], output,
+            )  # fmt: skip
+        del visible
+    assert kept is not None
+    concat = np.hstack(outputs)  # (L_q, H*d_v)
+    final = concat
+    if s.W_O is not None:
+        final = finite(r(final @ s.W_O), "output", "concat·W_O", s, None, queries)  # (L_q, d_out)
+    if s.b_O is not None:
+        final = finite(r(final + s.b_O), "output", "concat·W_O + b_O", s, None, queries)
+    return RunResult(s, X, X_kv, (kept,), concat, final), kept
 
 
 def _online(h: HeadResult, i: int, block_size: int, round_to: int | None) -> OnlineRow:

@@ -34,6 +34,7 @@ from attncli.errors import AttnError, visible
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
+    from rich.text import Text
 
 
 def console(*, to_file: bool = False) -> Console:
@@ -51,7 +52,7 @@ def console(*, to_file: bool = False) -> Console:
         force_terminal=terminal,  # without colour, Rich writes no escape codes at all
         color_system=probe.color_system if color else None,  # type: ignore[arg-type]  # Rich gives its own choice back as str
         no_color=not color,
-        width=probe.width,
+        width=max(probe.width, MIN_WIDTH),  # COLUMNS=0 would print nothing at all; tables may still be wider
         height=probe.height,
         highlight=False,
         emoji=False,
@@ -59,6 +60,7 @@ def console(*, to_file: bool = False) -> Console:
     )
 
 
+MIN_WIDTH = 20  # prose is wrapped to at least this many columns, however narrow the terminal
 EXPORT_WIDTH = 100  # HTML and SVG: a fixed width, so the same inputs give the same bytes anywhere
 
 
@@ -80,15 +82,43 @@ def recording_console() -> Console:
 
 
 def render(console: Console, renderables: list[RenderableType]) -> str:
-    """The text of `renderables` as printed by `console` (made by `console()`)."""
+    """The text of `renderables` as printed by `console` (made by `console()`).
+
+    A table laid out by attncli (`grid.Block`) is printed as it is, never wrapped or cropped,
+    and long arithmetic (`grid.Wrapped`) is wrapped line by line: as plain text straight into
+    the buffer when there is no colour, else as Rich segments.
+    """
+    from rich.text import Text
+
+    from attncli.render.grid import Block, Wrapped
+
+    plain = console.color_system is None and not console.record
     for renderable in renderables:
-        console.print(renderable)
+        if isinstance(renderable, Block | Wrapped):
+            if plain:
+                text = renderable.plain() if isinstance(renderable, Block) else renderable.plain(console.width)
+                console.file.write(text + "\n")
+            else:
+                console.print(renderable, crop=False)
+        elif plain and isinstance(renderable, Text) and _fits(renderable, console.width):
+            console.file.write(renderable.plain + "\n")  # what Rich prints for a Text that needs no wrapping, without its machinery
+        else:
+            console.print(renderable)
     buffer = console.file
     assert isinstance(buffer, io.StringIO)
     text = buffer.getvalue()
     if console.color_system is None:  # plain text: drop the padding Rich leaves at line ends
         text = "\n".join(line.rstrip() for line in text.split("\n"))
     return text
+
+
+def _fits(text: Text, width: int) -> bool:
+    """Whether Rich would print `text` as it is: left-justified and no line wider than `width`."""
+    from rich.cells import cell_len
+
+    if text.justify not in (None, "default", "left") or text.end != "\n":
+        return False
+    return all((len(line) if line.isascii() else cell_len(line)) <= width for line in text.plain.split("\n"))
 
 
 def emit(

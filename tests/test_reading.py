@@ -266,3 +266,27 @@ def test_a_scenario_within_the_limit_parses_as_before():
 
     tree = guarded_parse(CAT, max_cells=1000)
     assert tree.items.keys() == parse(CAT).items.keys()
+
+
+def test_heads_after_the_matrices_are_counted_before_the_matrices_are_parsed():
+    """`heads: 3` on the last line still refuses 2 tokens × 2 × 3 at the tokens line: the broken matrices are never parsed."""
+    with pytest.raises(AttnError, match="2 tokens × 2 × 3 head") as caught:
+        guarded_parse("tokens: [a, b]\n" + LATER_SYNTAX_ERROR + "heads: 3\n", max_cells=10)
+    assert caught.value.line == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "heads"),
+    [
+        ("heads: 4\n", 4),
+        ("tokens: [a]\n'heads': 2 # two\n", 2),
+        ('name: x\n"heads" :  6\n', 6),
+        ("description: |\n  heads: 9\n", 1),  # indented: not a top-level key
+        ("context:\n  heads: 9\n", 1),
+        ("headsup: 3\nxheads: 5\n", 1),
+        ("heads: many\n", 1),  # not a count: the validator reports it
+    ],
+)
+def test_heads_hint_reads_only_a_top_level_count(text, heads):
+    """heads_hint finds `heads: N` only where it begins a line, quoted or not, and only a whole number."""
+    assert reading.heads_hint(text) == heads

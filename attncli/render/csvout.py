@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
+
+import numpy as np
 
 from attncli import stages
 from attncli.engine import RunResult
@@ -27,13 +30,30 @@ def _write(rows: list[list[str]]) -> str:
     return buffer.getvalue()
 
 
-def run_csv(result: RunResult, *, stage: str, head: int, precision: int | None) -> str:
+def run_csv(result: RunResult, *, stage: str, head: int, precision: int | None) -> Iterator[bytes]:
+    """The matrix of one stage of one head, with its labels, written a block of rows at a time."""
     view = view_of(result, stages.main_row(stage).key, head)
     if view is None:
         raise AttnError(f"this scenario has no {stage!r} stage", key="--stages", expected="a stage it has, e.g. weights")
-    rows = [["token", *map(csv_cell, view.cols)]]
-    rows += [[csv_cell(label), *(number(x, precision) for x in row)] for label, row in zip(view.rows, view.data)]
-    return _write(rows)
+    return _matrix_rows(view.data, view.rows, view.cols, precision)
+
+
+BLOCK_VALUES = 1 << 16  # numbers per chunk: about 1.5 MB of text
+
+
+def _matrix_rows(data: np.ndarray, rows: list[str], cols: list[str], precision: int | None) -> Iterator[bytes]:
+    yield _write([["token", *map(csv_cell, cols)]]).encode("utf-8")
+    write = repr if precision is None else (f"%.{precision}f").__mod__  # a whole row through one map() each
+    step = max(1, BLOCK_VALUES // max(1, data.shape[1]))
+    for start in range(0, data.shape[0], step):
+        block = data[start : start + step].tolist()  # Python floats, formatted as number() does
+        lines = [_field(csv_cell(label)) + "," + ",".join(map(write, values)) for label, values in zip(rows[start : start + step], block)]
+        yield ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def _field(text: str) -> str:
+    """One CSV field as csv.writer writes it (minimal quoting); `text` has no line breaks (csv_cell made them visible)."""
+    return '"' + text.replace('"', '""') + '"' if "," in text or '"' in text else text
 
 
 def explain_csv(expl: Explanation, *, precision: int | None) -> str:

@@ -4,7 +4,8 @@ Keys are added in later versions, never renamed or removed. A masked cell is `nu
 Documents are built with the engine's NumPy arrays in them and encoded by orjson, which
 writes each float64 as the shortest text that reads back to the same number (and -inf as
 null) some 20 times faster than Python's own float formatting. The text is produced one
-matrix at a time, one row per line.
+matrix row block at a time (one row per line), so a document of
+hundreds of megabytes is never held whole.
 """
 
 from __future__ import annotations
@@ -165,10 +166,24 @@ def encode(value: Any, depth: int = 0) -> Iterator[bytes]:
             yield b",\n" if i < len(value) - 1 else b"\n"
         yield pad + b"]"
     elif isinstance(value, np.ndarray) and value.ndim == 2:
-        rows = [_dumps(row) for row in value]  # one orjson call per row: faster than splitting one big text
-        yield b"[\n" + pad + b"  " + (b",\n" + pad + b"  ").join(rows) + b"\n" + pad + b"]"
+        yield b"[\n" + pad + b"  "
+        yield from _matrix_rows(value, b",\n" + pad + b"  ")
+        yield b"\n" + pad + b"]"
     else:
         yield _dumps(value)
+
+
+CHUNK_VALUES = 1 << 16  # numbers per chunk of a matrix's text: about 1.5 MB, whatever the matrix's shape
+
+
+def _matrix_rows(matrix: np.ndarray, separator: bytes) -> Iterator[bytes]:
+    """The rows of `matrix` as JSON arrays joined by `separator`, a block of rows at a time (never the whole text at once)."""
+    matrix = np.ascontiguousarray(matrix)
+    dumps, option = orjson.dumps, orjson.OPT_SERIALIZE_NUMPY
+    step = max(1, CHUNK_VALUES // max(1, matrix.shape[1]))
+    for start in range(0, matrix.shape[0], step):
+        text = separator.join([dumps(row, option=option) for row in matrix[start : start + step]])  # one orjson call per row
+        yield separator + text if start else text
 
 
 def _dumps(value: Any) -> bytes:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from attncli.engine import RunResult
 from attncli.escape import visible
 from attncli.numbers import MINUS_INFINITY, fixed
+from attncli.render import grid
 from attncli.render.heatmap import Heat
 from attncli.summary import describe
 from attncli.variance import VarianceRow
@@ -38,6 +37,9 @@ def summary(result: RunResult) -> Text:
     return text
 
 
+MIN_LABEL = 16  # labels are shortened only past max(MIN_LABEL, a third of the width), and never with --full
+
+
 def run_tables(
     result: RunResult, views: list[MatrixView], *, precision: int, console: Console, full: bool, shade_all: bool, shade_weights: bool
 ) -> list[RenderableType]:
@@ -50,128 +52,253 @@ def run_tables(
         if view.square and (shade_all or (shade_weights and view.key == "weights")):
             colour = console.color_system in ("256", "truecolor")  # 16 colours cannot tell the blues apart: use the ramp
             heat = Heat(view.data, view.hidden, probabilities=view.key == "weights", colour=colour)
-        parts.append(matrix_table(view, precision=precision, console=console, full=full, heat=heat))
+        parts += matrix_table(view, precision=precision, console=console, full=full, heat=heat)
     if result.exact is not None and any(v.key in ("output", "final") for v in views):
         parts.append(Text(""))
-        parts.append(rounding_table(result, precision=precision))
+        parts += rounding_table(result, precision=precision, console=console, full=full)
     return parts
 
 
-def matrix_table(view: MatrixView, *, precision: int, console: Console, full: bool, heat: Heat | None = None) -> RenderableType:
-    """A labelled table of one matrix, shortened with ellipses when it would not fit the screen."""
+def matrix_table(view: MatrixView, *, precision: int, console: Console, full: bool, heat: Heat | None = None) -> list[RenderableType]:
+    """A labelled table of one matrix, shortened around ellipses to fit the screen, or (`full`) stacked in column blocks.
+
+    A number is never cut: a table that fits is shown whole, and one too wide for even one
+    column is printed wide. Labels longer than max(16, a third of the width) are shortened
+    unless `full`, with a note.
+    """
+    width = console.width
     n_rows, n_cols = view.data.shape
-    row_label_width = max(len(r) for r in view.rows) + 3
-    extra_width = sum(max(len(name), _number_width(vec, precision)) + 3 for name, vec in view.extra)
-    cols = list(range(n_cols))
-    if not full:
-        cols = _fit(view, console.width - row_label_width - extra_width - 1, precision, ramp=heat is not None and not heat.colour)
     rows = list(range(n_rows))
     max_rows = max(10, console.height - 8)
     if not full and n_rows > max_rows:
         half = max_rows // 2
         rows = list(range(half)) + [-1] + list(range(n_rows - (max_rows - half - 1), n_rows))
+    shown_rows = [r for r in rows if r >= 0]
 
-    table = Table()
-    table.add_column("", style="bold", no_wrap=True)
-    for c in cols:
-        table.add_column(ELLIPSIS_COLUMN if c < 0 else Text(visible(view.cols[c])), justify="right", no_wrap=True)
-    for name, _ in view.extra:
-        table.add_column(name, justify="right", style="cyan", no_wrap=True)
-    for r in rows:
-        if r < 0:
-            table.add_row(ELLIPSIS_ROW, *[ELLIPSIS_ROW] * (len(cols) + len(view.extra)))
-            continue
-        cells = [_cell(view, r, c, precision, heat) for c in cols]
-        extras = [fixed(float(vec[r]), precision) for _, vec in view.extra]
-        table.add_row(Text(visible(view.rows[r])), *cells, *extras)
+    cap = None if full else max(MIN_LABEL, width // 3)
+    row_labels = {r: _label(view.rows[r], cap) for r in shown_rows}
+    label_width = grid.widths([ELLIPSIS_ROW if len(shown_rows) < n_rows else ""], [[label] for label in row_labels.values()])[0]
+    extras = [(name, [fixed(float(vec[r]), precision) for r in shown_rows]) for name, vec in view.extra]
+    extra_width = sum(max(grid.widths([name], [[c] for c in cells])[0], 1) + 3 for name, cells in extras)
+    columns = _Columns(view, shown_rows, precision, heat, cap)
 
-    below: list[RenderableType] = [heat.legend(precision)] if heat is not None else []
+    if full:
+        blocks = _blocks(columns, n_cols, width - 1 - (label_width + 3), extra_width)
+    else:
+        blocks = [_fit(columns, n_cols, width - 1 - (label_width + 3) - extra_width)]
+
+    grids: list[grid.Grid | str] = []
+    for number, cols in enumerate(blocks):
+        last = number == len(blocks) - 1
+        if len(blocks) > 1:
+            shown = [c for c in cols if c >= 0]
+            grids.append(f"Columns {shown[0] + 1}–{shown[-1] + 1} of {n_cols}" if len(shown) > 1 else f"Column {shown[0] + 1} of {n_cols}")
+        header: list[grid.Cell] = ["", *(ELLIPSIS_COLUMN if c < 0 else columns.header(c) for c in cols)]
+        block_extras = extras if last else []
+        header += [name for name, _ in block_extras]
+        body: list[list[grid.Cell]] = []
+        k = 0
+        for r in rows:
+            if r < 0:
+                body.append([ELLIPSIS_ROW] * (1 + len(cols) + len(block_extras)))
+                continue
+            cells: list[grid.Cell] = [row_labels[r]]
+            cells += [ELLIPSIS_COLUMN if c < 0 else columns.cell(c, k) for c in cols]
+            cells += [cells_[k] for _, cells_ in block_extras]
+            body.append(cells)
+            k += 1
+        styles = ["bold", *[""] * len(cols), *["cyan"] * len(block_extras)]
+        grids.append(grid.Grid(header, body, styles=styles))
+
+    below: list[RenderableType] = [grid.Block(grids)]
+    if heat is not None:
+        below.append(heat.legend(precision))
     notes = []
-    shown_cols = sum(1 for c in cols if c >= 0)
+    shown_cols = len({c for cols in blocks for c in cols if c >= 0})
     if shown_cols < n_cols:
         notes.append(f"{shown_cols} of {n_cols} columns")
-    shown_rows = sum(1 for r in rows if r >= 0)
-    if shown_rows < n_rows:
-        notes.append(f"{shown_rows} of {n_rows} rows")
+    if len(shown_rows) < n_rows:
+        notes.append(f"{len(shown_rows)} of {n_rows} rows")
     if notes:
         below.append(Text(f"Showing {' and '.join(notes)}: see all with --full, a wider terminal, or --format csv / json.", style="dim"))
-    return Group(table, *below) if below else table
+    if columns.shortened or any(label != visible(view.rows[r]) for r, label in row_labels.items()):
+        below.append(Text(f"Labels longer than {cap} characters are shortened with …: --full shows them whole.", style="dim"))
+    return below
 
 
-def rounding_table(result: RunResult, *, precision: int) -> Table:
-    """Hand-rounded output beside the exact one, with the difference."""
-    assert result.exact is not None
-    rounded, exact = result.output, result.exact.output
-    table = Table(title=f"Hand-rounded ({result.round_steps} decimals) vs exact output", title_justify="left", title_style="bold")
-    table.add_column("", style="bold")
-    for name in ("hand-rounded", "exact", "difference"):
-        table.add_column(name, justify="right")
-    for label, r_row, e_row in zip(result.scenario.query_labels, rounded, exact):
-        table.add_row(Text(visible(label)), _vec(r_row, precision), _vec(e_row, precision + 1), _vec(r_row - e_row, precision + 1))
-    return table
+class _Columns:
+    """The cells of a view's columns for the shown rows, formatted once, on demand."""
+
+    def __init__(self, view: MatrixView, rows: list[int], precision: int, heat: Heat | None, cap: int | None) -> None:
+        self.view = view
+        self.rows = rows
+        self.precision = precision
+        self.heat = heat
+        self.cap = cap
+        self.shortened = False
+        self._cells: dict[int, list[grid.Cell]] = {}
+        self._widths: dict[int, int] = {}
+
+    def header(self, c: int) -> str:
+        label = _label(self.view.cols[c], self.cap)
+        if self.cap is not None and len(label) < len(visible(self.view.cols[c])):
+            self.shortened = True
+        return label
+
+    def cells(self, c: int) -> list[grid.Cell]:
+        if c not in self._cells:
+            self._cells[c] = _column_cells(self.view, c, self.rows, self.precision, self.heat)
+        return self._cells[c]
+
+    def cell(self, c: int, k: int) -> grid.Cell:
+        return self.cells(c)[k]
+
+    def width(self, c: int) -> int:
+        """Characters column c takes, border and padding included."""
+        if c not in self._widths:
+            self._widths[c] = grid.widths([self.header(c)], [[cell] for cell in self.cells(c)])[0] + 3
+        return self._widths[c]
 
 
-def _vec(values: np.ndarray, precision: int) -> str:
-    return "[" + ", ".join(fixed(float(v), precision) for v in values) + "]"
+def _label(text: str, cap: int | None) -> str:
+    shown = visible(text)
+    if cap is None or grid.widths([shown], [])[0] <= cap:
+        return shown
+    out = ""
+    for ch in shown:  # by display cells, so wide characters count twice
+        if grid.widths([out + ch], [])[0] > cap - 1:
+            break
+        out += ch
+    return out + "…"
 
 
-def _cell(view: MatrixView, r: int, c: int, precision: int, heat: Heat | None) -> str | Text:
-    if c < 0:
-        return ELLIPSIS_COLUMN
-    value = float(view.data[r, c])
-    if view.hidden is not None and view.hidden[r, c]:
-        return Text(MINUS_INFINITY if value == -math.inf else fixed(value, precision), style="dim")
-    return fixed(value, precision) if heat is None else heat.cell(fixed(value, precision), value)
+def _column_cells(view: MatrixView, c: int, rows: list[int], precision: int, heat: Heat | None) -> list[grid.Cell]:
+    """Column c's cells for `rows`: numbers with `precision` decimals, −∞ or dim where masked, shaded by `heat`."""
+    values = view.data[rows, c]  # (len(rows),)
+    texts = formatted(values, precision)
+    hidden = None if view.hidden is None else view.hidden[rows, c]
+    cells: list[grid.Cell] = []
+    for k, text in enumerate(texts):
+        if hidden is not None and hidden[k]:
+            cells.append((text, "dim"))
+        elif heat is None:
+            cells.append(text)
+        else:
+            shaded = heat.cell(text, float(values[k]))
+            cells.append((shaded.plain, str(shaded.style)))
+    return cells
 
 
-def _number_width(values: np.ndarray, precision: int) -> int:
-    """Characters the widest of `values` needs at `precision` decimals, sign included."""
-    finite = values[np.isfinite(values)]
-    return _width_of(float(np.abs(finite).max()) if finite.size else 0.0, precision)
+def formatted(values: np.ndarray, precision: int) -> list[str]:
+    """`numbers.fixed` of each value, formatted in one pass: −∞ for -inf, no "-0.000"."""
+    pattern = f"%.{precision}f"
+    zero = pattern % 0.0
+    special = {"-" + zero: zero, "-inf": MINUS_INFINITY, "inf": "∞"}
+    return [special.get(t, t) for t in [pattern % x for x in values.tolist()]]
 
 
-def _width_of(biggest: float, precision: int) -> int:
-    int_digits = len(str(int(biggest))) if biggest < 1e15 else 16
-    return int_digits + 1 + precision + 1  # digits, point, decimals, sign
+def _fit(columns: _Columns, n: int, room: int) -> list[int]:
+    """Column indexes that fit in `room`: all, or the first and last around -1 (an ellipsis column); at least the first.
 
-
-def _column_widths(view: MatrixView, columns: list[int], precision: int, *, ramp: bool) -> list[int]:
-    """Estimated width of each of `columns`, from its largest magnitude (one NumPy pass over those columns)."""
-    data = view.data[:, columns]  # (rows, len(columns))
-    magnitudes = np.abs(np.where(np.isfinite(data), data, 0.0)).max(axis=0)
-    extra = 2 if ramp else 0  # " ▅"
-    return [max(len(view.cols[c]), _width_of(float(m), precision) + extra) + 3 for c, m in zip(columns, magnitudes)]  # + padding, border
-
-
-def _fit(view: MatrixView, room: int, precision: int, *, ramp: bool) -> list[int]:
-    """Column indexes that fit in `room`: all, or the first and last around -1 (an ellipsis column).
-
-    Only columns that could possibly be shown are measured: a 2048-column matrix is not scanned whole.
+    Only columns that could possibly be shown are measured: a 2048-column matrix is not formatted whole.
     """
-    n = view.data.shape[1]
-    narrowest = precision + 3 + 3  # "0.0…" with its sign, padding and border
-    k = min(n, room // narrowest + 1)
-    candidates = sorted(set(range(k)) | set(range(n - k, n)))
-    width = dict(zip(candidates, _column_widths(view, candidates, precision, ramp=ramp)))
-    if len(candidates) == n and sum(width.values()) <= room:
+    narrowest = columns.precision + 2 + 3  # "0.0…" with its point, padding and border
+    k = min(n, max(room, 0) // narrowest + 1)
+    if 2 * k >= n and sum(columns.width(c) for c in range(n)) <= room:
         return list(range(n))
     room -= 4  # the ellipsis column
-    left, right = [], []
+    left: list[int] = []
+    right: list[int] = []
     i, j = 0, n - 1
     while i <= j:
-        if room - width[i] < 0:
+        if room - columns.width(i) < 0:
             break
-        room -= width[i]
+        room -= columns.width(i)
         left.append(i)
         i += 1
-        if i > j or room - width[j] < 0:
+        if i > j or room - columns.width(j) < 0:
             break
-        room -= width[j]
+        room -= columns.width(j)
         right.append(j)
         j -= 1
     if not left:
         left = [0]
+    if len(left) + len(right) >= n:
+        return list(range(n))
     return left + [-1] + right[::-1]
+
+
+def _blocks(columns: _Columns, n: int, room: int, extra_width: int) -> list[list[int]]:
+    """Every column, in blocks that each fit `room` (at least one column a block); the extra columns end the last block."""
+    blocks: list[list[int]] = [[]]
+    used = 0
+    for c in range(n):
+        w = columns.width(c)
+        if blocks[-1] and used + w > room:
+            blocks.append([])
+            used = 0
+        blocks[-1].append(c)
+        used += w
+    if extra_width and used + extra_width > room and len(blocks[-1]) > 1 and extra_width <= room:
+        blocks.append([blocks[-1].pop()])  # the extras need room: the last column moves on with them
+    return blocks
+
+
+def rounding_table(result: RunResult, *, precision: int, console: Console | None = None, full: bool = True) -> list[RenderableType]:
+    """Hand-rounded output beside the exact one, with the difference; shortened like the other tables unless `full`."""
+    assert result.exact is not None
+    rounded, exact = result.output, result.exact.output
+    n_rows = rounded.shape[0]
+    rows = list(range(n_rows))
+    if console is not None and not full:
+        max_rows = max(10, console.height - 8)
+        if n_rows > max_rows:
+            half = max_rows // 2
+            rows = list(range(half)) + [-1] + list(range(n_rows - (max_rows - half - 1), n_rows))
+    labels = result.scenario.query_labels
+    shown = [r for r in rows if r >= 0]
+    vectors = [
+        (formatted(rounded[r], precision), formatted(exact[r], precision + 1), formatted(rounded[r] - exact[r], precision + 1)) for r in shown
+    ]
+    d = rounded.shape[1]
+    cap = None if full or console is None else max(MIN_LABEL, console.width // 3)
+    row_labels = [_label(labels[r], cap) for r in shown]
+    keep = d
+    if console is not None and not full:
+        label_width = max([grid.widths([label], [])[0] for label in row_labels], default=0)
+        room = console.width - 1 - (label_width + 3)
+        while keep > 1 and sum(_vector_width(vectors, i, keep) + 3 for i in range(3)) > room:
+            keep -= 1
+    header: list[grid.Cell] = ["", "hand-rounded", "exact", "difference"]
+    body: list[list[grid.Cell]] = []
+    k = 0
+    for r in rows:
+        if r < 0:
+            body.append([ELLIPSIS_ROW] * 4)
+            continue
+        body.append([row_labels[k], *(_vector(vectors[k][i], keep) for i in range(3))])
+        k += 1
+    title = Text(f"Hand-rounded ({result.round_steps} decimals) vs exact output", style="bold")
+    parts: list[RenderableType] = [title, grid.Block([grid.Grid(header, body, styles=["bold"])])]
+    notes = []
+    if keep < d:
+        notes.append(f"{keep} of {d} values of each vector")
+    if len(shown) < n_rows:
+        notes.append(f"{len(shown)} of {n_rows} rows")
+    if notes:
+        parts.append(Text(f"Showing {' and '.join(notes)}: see all with --full, a wider terminal, or --format csv / json.", style="dim"))
+    return parts
+
+
+def _vector(texts: list[str], keep: int) -> str:
+    """[a, b, c], or with `keep` < len: the first keep - 1 values, …, the last."""
+    if keep >= len(texts):
+        return "[" + ", ".join(texts) + "]"
+    return "[" + ", ".join([*texts[: keep - 1], "…", texts[-1]]) + "]"
+
+
+def _vector_width(vectors: list[tuple[list[str], list[str], list[str]]], i: int, keep: int) -> int:
+    return max([len(_vector(v[i], keep)) for v in vectors], default=0)
 
 
 def variance_table(rows: list[VarianceRow], *, keys: int) -> list[RenderableType]:
