@@ -67,7 +67,7 @@ OutputOption = Annotated[
 ForceOption = Annotated[bool, typer.Option("--force", help="With --output: replace the file even if it is read-only.")]
 MaxCellsOption = Annotated[
     int | None,
-    typer.Option("--max-cells", min=1, metavar="N", help="Refuse scenarios with more attention cells (heads × tokens²) than this [default: 16,777,216]."),
+    typer.Option("--max-cells", min=1, metavar="N", help="Refuse scenarios with more attention cells (heads × tokens²), or a weight matrix attncli builds (an identity: d_model²) with more numbers, than this [default: 16,777,216]."),
 ]
 MaxValuesOption = Annotated[
     int | None,

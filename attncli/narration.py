@@ -45,6 +45,11 @@ class Step(NamedTuple):
     matrix: tuple[str, np.ndarray] | None = None  # a matrix shown after the first line, e.g. ("W_Q", W_Q)
 
 
+def quoted(text: str) -> str:
+    """'text' in prose: quoted as written (not repr(), whose backslashes the escaping would double)."""
+    return f"'{text}'"
+
+
 def step_lines(step: Step, precision: int) -> list[str]:
     """The arithmetic of a step as plain Unicode lines; a continuation lines up under the first `=`."""
     lines: list[str] = []
@@ -74,10 +79,10 @@ def intro(expl: Explanation) -> list[str]:
     """Sentences before the steps: which word, where, which head, which rounding."""
     s = expl.scenario
     keys = "" if not s.cross else " → " + " ".join(s.key_tokens)
-    lines = [f"Explaining {expl.token!r}, position {expl.position} of {s.L} in {s.name!r}: " + " ".join(s.tokens) + keys]
+    lines = [f"Explaining {quoted(expl.token)}, position {expl.position} of {s.L} in {quoted(s.name)}: " + " ".join(s.tokens) + keys]
     if expl.other_positions:
         where = ", ".join(map(str, expl.other_positions))
-        lines.append(f"{expl.token!r} also occurs at position {where}; pick one with --position N.")
+        lines.append(f"{quoted(expl.token)} also occurs at position {where}; pick one with --position N.")
     if s.cross:
         lines.append(f"Cross-attention: the query comes from this sentence, the {s.L_k} keys and values from the context.")
     if s.heads > 1:
@@ -454,7 +459,7 @@ def _output(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool)
         h, d_v = expl.head.head, s.d_v
         final = expl.result.output[expl.position - 1]
         notes.append(f"This head's output fills columns {(h - 1) * d_v + 1}–{h * d_v} of the heads' concatenation; "
-                     f"the final output for {expl.token!r} is {Writer().vec(final, p, whole=False)}.")  # fmt: skip
+                     f"the final output for {quoted(expl.token)} is {Writer().vec(final, p, whole=False)}.")  # fmt: skip
     return Step("The output", f"{w.text('output')} = {w.sigma} {w.alpha}{w.dot}v", lines, notes)
 
 
@@ -533,18 +538,18 @@ def _mask(expl: Explanation, w: Writer) -> Step:
     ]
     rule = s.mask.rule()
     if not hidden:
-        note = f"{expl.token!r} at position {expl.position} sees every key ({rule}): nothing is hidden."
+        note = f"{quoted(expl.token)} at position {expl.position} sees every key ({rule}): nothing is hidden."
     elif s.mask.name == "causal":
         names = ", ".join(f"{key.token} ({key.position})" for key in hidden)
         note = (
-            f"The mask is causal: {expl.token!r} at position {expl.position} may only look at positions "
+            f"The mask is causal: {quoted(expl.token)} at position {expl.position} may only look at positions "
             f"1–{expl.position}, the words before it and itself. Hidden: {names}. Their scores become −∞, "
             "so their exponentials are e^−∞ = 0 and their weights 0."
         )
     else:
         names = ", ".join(f"{key.token} ({key.position})" for key in hidden)
         note = (
-            f"The mask is {s.mask.describe()}: {rule}. Hidden from {expl.token!r} at position {expl.position}: {names}. "
+            f"The mask is {s.mask.describe()}: {rule}. Hidden from {quoted(expl.token)} at position {expl.position}: {names}. "
             "Their scores become −∞, so their exponentials are e^−∞ = 0 and their weights 0."
         )
     notes = [note] + [f"{key.token} ({key.position}) is {key.why}, although it lies outside the window." for key in sinks]
@@ -560,13 +565,13 @@ def _reading(expl: Explanation, p: int) -> str:
     weights = np.array([key.weight for key in visible])
     plain = Writer()
     if len(visible) == 1:
-        return f"{expl.token!r} sees only {visible[0].label if expl.scenario.cross else 'itself'}, so its output is that value vector."
+        return f"{quoted(expl.token)} sees only {visible[0].label if expl.scenario.cross else 'itself'}, so its output is that value vector."
     if np.ptp(weights) <= 1e-12:
-        return f"{expl.token!r} attends equally to all {len(visible)} words it sees."
+        return f"{quoted(expl.token)} attends equally to all {len(visible)} words it sees."
     most = [k.label for k, x in zip(visible, weights) if x >= weights.max() - 1e-12]
     least = [k.label for k, x in zip(visible, weights) if x <= weights.min() + 1e-12]
     return (
-        f"{expl.token!r} attends most to {_and(most)} ({plain.num(float(weights.max()), p, whole=False)}{_each(most)}) "
+        f"{quoted(expl.token)} attends most to {_and(most)} ({plain.num(float(weights.max()), p, whole=False)}{_each(most)}) "
         f"and least to {_and(least)} ({plain.num(float(weights.min()), p, whole=False)}{_each(least)})."
     )
 

@@ -6,12 +6,15 @@ import math
 from collections.abc import Iterable
 
 MINUS_INFINITY = "−∞"
+HUGE = 1e15  # from here on numbers are written in scientific notation
 
 
 def fixed(x: float, precision: int) -> str:
-    """x with exactly `precision` decimals; −∞ stays −∞ and a rounded-away sign is dropped."""
+    """x with exactly `precision` decimals; −∞ stays −∞, a rounded-away sign is dropped, and |x| ≥ 10¹⁵ is 1.0000e+100."""
     if math.isinf(x):
         return MINUS_INFINITY if x < 0 else "∞"
+    if abs(x) >= HUGE:  # 1e100 would be a hundred digits, most of them noise
+        return f"{x:.{precision}e}"
     text = f"{x:.{precision}f}"
     return text[1:] if text.startswith("-") and not text.strip("-0.") else text
 

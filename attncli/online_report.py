@@ -12,6 +12,7 @@ import numpy as np
 from attncli import online
 from attncli.decode import Decode, DecodeStep
 from attncli.engine import RunResult
+from attncli.narration import quoted
 from attncli.numbers import decimals, fixed, smart
 from attncli.online import Tiling
 from attncli.render import Document, Format, Options, report
@@ -108,7 +109,7 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
         sections.append(Section(f"{name}output = o / l", lines, Table(["query", "output"], out_rows, [False, False]), out_notes))
     csv_table = Table(["head", "query_block", "key_block", "query", "keys", "skipped", "rescale", "max", "sum"], csv_rows,
                       [True, True, True, True, False, False, True, True, True])  # fmt: skip
-    return Report(f"FlashAttention tiling of {s.name!r}: blocks of {B_q} queries × {B_k} keys", intro, sections, csv_table)
+    return Report(f"FlashAttention tiling of {quoted(s.name)}: blocks of {B_q} queries × {B_k} keys", intro, sections, csv_table)
 
 
 def _number(x: float) -> str:
@@ -126,7 +127,7 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
         "The cache holds only what some query from t on still reads."
     ]
     if made_causal:
-        intro.append(f"{s.name!r} has no causal mask; decoding adds one, since a generated token cannot see the tokens after it.")
+        intro.append(f"{quoted(s.name)} has no causal mask; decoding adds one, since a generated token cannot see the tokens after it.")
     if s.rope is not None:
         intro.append("Under RoPE, step t turns q and k by position t − 1: the cached keys keep their turn, and positions simply continue.")
     if s.heads != s.G:
@@ -152,7 +153,7 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
     csv_table = Table(["step", "token", "key_position", "key_token", "visible", "score", "logit", "weight"], csv_rows,
                       [True, False, True, False, False, True, True, True])  # fmt: skip
     head = f", head {dec.head}" if s.heads > 1 else ""
-    return Report(f"Decoding {s.name!r} with a KV cache{head}", intro, sections, csv_table)
+    return Report(f"Decoding {quoted(s.name)} with a KV cache{head}", intro, sections, csv_table)
 
 
 def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> Section:
@@ -181,7 +182,7 @@ def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> Secti
     notes += short
     notes.append(f"output = Σ weight·v = {vec(step.output, p, full=full, whole=False)}")
     notes.append(_same_as_run(dec, step))
-    return Section(f"Step {step.position}: {step.label!r} (position {step.position})", lines, Table(header, rows, numeric), notes)
+    return Section(f"Step {step.position}: {quoted(step.label)} (position {step.position})", lines, Table(header, rows, numeric), notes)
 
 
 def _why_dropped(dec: Decode, step: DecodeStep) -> str:

@@ -155,3 +155,11 @@ def test_hand_rounding_that_leaves_a_row_without_weight_is_a_clear_error():
     engine.run(scenario)  # exact arithmetic is fine
     with pytest.raises(AttnError, match=r"head 1, query 1 \('a'\): every exponential of its row rounds to 0 at 2 decimals"):
         engine.run(scenario, round_steps=2)
+
+
+def test_huge_finite_numbers_are_written_in_scientific_notation():
+    """A finite number beyond 10¹⁵ is 1.0000e+100, not a hundred digits of float noise; smaller ones stay fixed."""
+    from attncli.numbers import fixed, smart
+
+    assert fixed(1e100, 4) == "1.0000e+100" and smart(-2e20, 2) == "-2.00e+20"
+    assert fixed(123456789012.5, 1) == "123456789012.5" and smart(1e14, 3) == "100000000000000"

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from attncli.engine import RunResult
 from attncli.escape import visible
-from attncli.numbers import MINUS_INFINITY, fixed
+from attncli.numbers import HUGE, MINUS_INFINITY, fixed
 from attncli.render import grid
 from attncli.render.heatmap import Heat
 from attncli.summary import describe
@@ -194,7 +194,11 @@ def formatted(values: np.ndarray, precision: int) -> list[str]:
     pattern = f"%.{precision}f"
     zero = pattern % 0.0
     special = {"-" + zero: zero, "-inf": MINUS_INFINITY, "inf": "∞"}
-    return [special.get(t, t) for t in [pattern % x for x in values.tolist()]]
+    texts = [special.get(t, t) for t in [pattern % x for x in values.tolist()]]
+    huge = np.flatnonzero(np.isfinite(values) & (np.abs(values) >= HUGE))  # rare: written as numbers.fixed writes them
+    for i in huge.tolist():
+        texts[i] = fixed(float(values.flat[i]), precision)
+    return texts
 
 
 def _fit(columns: _Columns, n: int, room: int) -> list[int]:
