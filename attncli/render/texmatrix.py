@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from attncli import escape
-from attncli.numbers import fixed
+from attncli.numbers import HUGE, fixed
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,10 +42,10 @@ def row_numbers(values: npt.NDArray[np.float64], precision: int, write: Callable
     """`write` (default `number`) of each value of a row: plain rows formatted at once, the same text a few times faster."""
     import numpy as np
 
-    cells = [f"%.{precision}f" % x for x in values.tolist()]
-    if not np.isfinite(values).all() or ((values < 0) & (values > -(10.0**-precision))).any():
+    special = ~np.isfinite(values) | (np.abs(values) >= HUGE) | (np.signbit(values) & (values > -(10.0**-precision)))  # −∞, 1e+15, -0
+    if special.any():
         return [(write or number)(x, precision) for x in values.tolist()]
-    return cells
+    return [f"%.{precision}f" % x for x in values.tolist()]
 
 
 def _widest(column: npt.NDArray[np.float64], precision: int) -> str:
