@@ -14,7 +14,6 @@ from attncli import escape, narration
 from attncli.engine import RunResult
 from attncli.explain import Explanation
 from attncli.numbers import fixed, smart, vector
-from attncli.render.texmatrix import row_numbers
 from attncli.summary import describe
 from attncli.views import MatrixView
 
@@ -52,8 +51,7 @@ def run_markdown(result: RunResult, views: list[MatrixView], *, precision: int, 
     for view in views:
         prefix = f"Head {view.head} · " if s.heads > 1 and view.head is not None else ""
         yield ("\n" + "#" * section + f" {prefix}{md(view.title)}: `{view.formula}` ({view.shape})\n\n").encode()
-        for line in matrix_table(view, precision):
-            yield (line + "\n").encode()
+        yield from matrix_table(view, precision)
     if result.exact is not None and any(v.key in ("output", "final") for v in views):
         lines = ["", "#" * section + f" Hand-rounded ({result.round_steps} decimals) vs exact output", ""]
         rows = [
@@ -75,16 +73,28 @@ def _run_header(result: RunResult, top: int) -> list[str]:
     return lines
 
 
-def matrix_table(view: MatrixView, precision: int) -> Iterator[str]:
-    """A view as GFM table lines, one row at a time: labels in bold, numbers right-aligned, −∞ where masked."""
+BLOCK_VALUES = 1 << 16  # numbers formatted at once: about 1 MB of text
+
+
+def matrix_table(view: MatrixView, precision: int) -> Iterator[bytes]:
+    """A view as GFM table lines in UTF-8, a block of rows at a time: labels in bold, numbers right-aligned, −∞ where masked."""
+    import numpy as np
+
+    from attncli.render import fixedtext
+
     header = [""] + [md(col) for col in view.cols] + [name for name, _ in view.extra]
-    yield "| " + " | ".join(_cell(h) for h in header) + " |"
-    yield "|:---|" + "---:|" * (len(header) - 1)
-    extra = [vec for _, vec in view.extra]
-    for r, label in enumerate(view.rows):
-        cells = row_numbers(view.data[r], precision, fixed)
-        cells += [fixed(float(vec[r]), precision) for vec in extra]
-        yield f"| **{md(label)}** | " + " | ".join(cells) + " |"
+    lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "|:---|" + "---:|" * (len(header) - 1)]
+    yield ("\n".join(lines) + "\n").encode()
+    width = view.data.shape[1] + len(view.extra)
+    step = max(1, BLOCK_VALUES // max(1, width))
+    end = b" |\n" if width else b" |  |\n"
+    for start in range(0, len(view.rows), step):
+        block = view.data[start : start + step]  # (rows, cols), then the extra columns beside it
+        if view.extra:
+            block = np.column_stack([block, *(vec[start : start + step] for _, vec in view.extra)])
+        numbers = fixedtext.rows(fixedtext.cells(block, precision, fixed, b" | "))
+        labels = view.rows[start : start + step]
+        yield b"".join([b"| **" + md(label).encode() + b"**" + row + end for label, row in zip(labels, numbers)])
 
 
 def explain_markdown(expl: Explanation, *, precision: int, heading_level: int = 1, full: bool = False) -> str:
