@@ -8,11 +8,82 @@ from attncli.numbers import fixed
 from attncli.render import fixedtext, texmatrix
 
 
-def test_row_numbers_write_huge_numbers_and_negative_zero_as_fixed_does():
-    """A row with 1e15, 1e20, -0.0 or a negative number that rounds to zero reads exactly as numbers.fixed writes each."""
-    row = np.array([1e15, -1e20, -0.0, -0.00001, 0.5, 123456789.125])
-    assert texmatrix.row_numbers(row, 4, fixed) == [fixed(float(x), 4) for x in row]
-    assert texmatrix.row_numbers(row, 2) == [texmatrix.number(float(x), 2) for x in row]
+def reference_matrix(data, *, precision, rows=None, cols=None, extra=()):
+    """The labelled matrix written a number at a time, as texmatrix wrote it before it wrote blocks of rows at once."""
+
+    def widest(column):
+        finite = column[np.isfinite(column)]
+        candidates = [texmatrix.number(float(x), precision) for x in (finite.max(), finite.min())] if finite.size else []
+        candidates += [texmatrix.number(float(x), precision) for x in column[~np.isfinite(column)][:1]]
+        return max(candidates, key=texmatrix._width, default="")
+
+    n_rows, n_cols = data.shape
+    cells = [[texmatrix.number(float(x), precision) for x in row] for row in data]
+    for _, vector in extra:
+        for r in range(n_rows):
+            cells[r].append(texmatrix.number(float(vector[r]), precision))
+    heads = [texmatrix._label(c) for c in cols] + [texmatrix._label(name) for name, _ in extra] if cols is not None else None
+    row_heads = [texmatrix._label(r) for r in rows] if rows is not None else None
+    spec = "r" * n_cols + ("|" + "r" * len(extra) if extra else "")
+    body_rows = []
+    for r, row in enumerate(cells):
+        if heads is not None and r == 0:
+            row = [rf"\smash[t]{{\overset{{\hphantom{{\textstyle {head}}}}}{{{{{cell}}}}}}}" for head, cell in zip(heads, row)]
+        if row_heads is not None:
+            row[0] += rf"\vphantom{{{row_heads[r]}}}"
+        body_rows.append(" & ".join(row))
+    matrix = r"\left[\begin{array}{" + spec + "} " + r" \\ ".join(body_rows) + r" \end{array}\right]"
+    if heads is None and row_heads is None:
+        return matrix
+    top = ""
+    if heads is not None:
+        columns = [data[:, c] for c in range(n_cols)] + [vector for _, vector in extra]
+        header = [rf"\smash[b]{{\underset{{\hphantom{{\textstyle {widest(column) if n_rows else ''}}}}}{{{head}}}}}" for head, column in zip(heads, columns)]
+        top = r"\begin{array}{" + spec.replace("|", "") + "} " + " & ".join(header) + r" \end{array}"
+    left = ""
+    if row_heads is not None:
+        left = r"\; \begin{array}{r} " + r" \\ ".join(r"\vphantom{0\infty}" + head for head in row_heads) + r" \end{array}"
+    if not top:
+        return left + matrix
+    return r"\begin{array}{rc} & " + top + r" \\ " + left + " & " + matrix + r" \end{array}"
+
+
+def reference_blocks(symbol, data, *, precision, rows=None, cols=None, extra=(), max_rows=None, max_cols=None):
+    """matrix_blocks as it was: each block a labelled matrix of its own."""
+    n_rows, n_cols = data.shape
+    row_step, col_step = max_rows or max(n_rows, 1), max_cols or max(n_cols, 1)
+    blocks = []
+    for r0 in range(0, max(n_rows, 1), row_step):
+        for c0 in range(0, max(n_cols, 1), col_step):
+            r1, c1 = min(r0 + row_step, n_rows), min(c0 + col_step, n_cols)
+            part = ([f"rows {r0 + 1} to {r1}"] if r1 - r0 < n_rows else []) + ([f"columns {c0 + 1} to {c1}"] if c1 - c0 < n_cols else [])
+            note = r" \quad \text{(" + ", ".join(part) + ")}" if part else ""
+            matrix = reference_matrix(data[r0:r1, c0:c1], precision=precision, rows=None if rows is None else rows[r0:r1],
+                                      cols=None if cols is None else cols[c0:c1],
+                                      extra=[(n, v[r0:r1]) for n, v in extra] if c1 == n_cols else ())  # fmt: skip
+            blocks.append(f"{symbol}{note} = {matrix}")
+    return blocks
+
+
+WORDS = ["<eos>", "a_b", "50%", "R&D", "café", "中文", "😀", " lead", "x^2", "{}", "Σ", "", "t1", "the"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 9), st.integers(1, 9), st.integers(0, 2), st.integers(0, 6), st.sampled_from([None, 2, 4]), st.sampled_from([None, 1, 3, 16]),
+    st.booleans(), st.booleans(), st.integers(0, 2**32 - 1), st.sampled_from([1e-3, 1.0, 1e4, 1e16]),
+)
+def test_matrix_blocks_match_the_matrix_written_a_number_at_a_time(n_rows, n_cols, extras, precision, max_rows, max_cols, labelled_rows, labelled_cols, seed, scale):
+    """Blocks of any size, with or without labels and extra columns, masked cells, huge numbers and -0.0, read as before, byte for byte."""
+    rng = np.random.default_rng(seed)
+    data = rng.standard_normal((n_rows, n_cols)) * scale
+    data[rng.random((n_rows, n_cols)) < 0.2] = -np.inf
+    data[rng.random((n_rows, n_cols)) < 0.1] = -0.0
+    extra = [(["Σ", "m"][i], rng.standard_normal(n_rows)) for i in range(extras)]
+    rows = [WORDS[i % len(WORDS)] for i in range(n_rows)] if labelled_rows else None
+    cols = [WORDS[(i * 5) % len(WORDS)] for i in range(n_cols)] if labelled_cols else None
+    kwargs = dict(precision=precision, rows=rows, cols=cols, extra=extra, max_rows=max_rows, max_cols=max_cols)
+    assert texmatrix.matrix_blocks("S", data, **kwargs) == reference_blocks("S", data, **kwargs)
 
 
 def written(data: np.ndarray, precision: int, write=fixed, lead: bytes = b"|") -> list[bytes]:

@@ -106,7 +106,7 @@ def view_lines(view: MatrixView, s: Scenario, *, precision: int) -> Iterator[str
         yield comment("m: each row's shift (its largest score), which cancels in the softmax")
     extra = [("m" if name == "shift" else name, vector) for name, vector in view.extra]
     labelled_rows, labelled_cols = _token_axes(view)
-    for body in texmatrix.matrix_blocks(
+    for body in texmatrix.iter_blocks(
         lhs, view.data, precision=precision, rows=view.rows if labelled_rows else None, cols=view.cols if labelled_cols else None,
         extra=extra, max_rows=MAX_ROWS, max_cols=MAX_COLS,
     ):  # fmt: skip

@@ -13,13 +13,14 @@ invisible copy of its label (`\vphantom`) so the rows line up with the labels to
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from attncli import escape
-from attncli.numbers import HUGE, fixed
+from attncli.numbers import fixed
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,26 +37,6 @@ def number(x: float, precision: int) -> str:
     if math.isinf(x):
         return r"-\infty" if x < 0 else r"\infty"
     return fixed(x, precision)
-
-
-def row_numbers(values: npt.NDArray[np.float64], precision: int, write: Callable[[float, int], str] | None = None) -> list[str]:
-    """`write` (default `number`) of each value of a row: plain rows formatted at once, the same text a few times faster."""
-    import numpy as np
-
-    special = ~np.isfinite(values) | (np.abs(values) >= HUGE) | (np.signbit(values) & (values > -(10.0**-precision)))  # −∞, 1e+15, -0
-    if special.any():
-        return [(write or number)(x, precision) for x in values.tolist()]
-    return [f"%.{precision}f" % x for x in values.tolist()]
-
-
-def _widest(column: npt.NDArray[np.float64], precision: int) -> str:
-    """The widest of a column's numbers: its largest, its smallest or -∞ (width grows with digits and the minus sign)."""
-    import numpy as np
-
-    finite = column[np.isfinite(column)]
-    candidates = [number(float(x), precision) for x in (finite.max(), finite.min())] if finite.size else []
-    candidates += [number(float(x), precision) for x in column[~np.isfinite(column)][:1]]
-    return max(candidates, key=_width, default="")
 
 
 def _width(tex: str) -> float:
@@ -77,45 +58,154 @@ def labelled_matrix(
     `extra` columns (such as ("Σ", row sums)) follow a vertical rule. Labels are input text
     and go through `escape.latex`; "Σ" becomes `\Sigma`.
     """
-    n_rows, n_cols = int(data.shape[0]), int(data.shape[1])
-    cells = [row_numbers(row, precision) for row in data]
-    for _, vector in extra:
-        for r in range(n_rows):
-            cells[r].append(number(float(vector[r]), precision))
-    heads = [_label(c) for c in cols] + [_label(name) for name, _ in extra] if cols is not None else None
-    row_heads = [_label(r) for r in rows] if rows is not None else None
-    spec = "r" * n_cols + ("|" + "r" * len(extra) if extra else "")
-
-    body_rows = []
-    for r, row in enumerate(cells):
-        row = list(row)
-        if heads is not None and r == 0:  # the labels' widths, invisibly, in the first row
-            row = [rf"\smash[t]{{\overset{{\hphantom{{\textstyle {head}}}}}{{{{{cell}}}}}}}" for head, cell in zip(heads, row)]
-        if row_heads is not None:  # the label's height and depth, after the number so that its minus stays unary
-            row[0] += rf"\vphantom{{{row_heads[r]}}}"
-        body_rows.append(" & ".join(row))
-    matrix = r"\left[\begin{array}{" + spec + "} " + r" \\ ".join(body_rows) + r" \end{array}\right]"
-    if heads is None and row_heads is None:
-        return matrix
-
-    top = ""
-    if heads is not None:
-        columns = [data[:, c] for c in range(n_cols)] + [vector for _, vector in extra]
-        widest = [_widest(column, precision) if n_rows else "" for column in columns]
-        header = [rf"\smash[b]{{\underset{{\hphantom{{\textstyle {w}}}}}{{{head}}}}}" for head, w in zip(heads, widest)]
-        top = r"\begin{array}{" + spec.replace("|", "") + "} " + " & ".join(header) + r" \end{array}"
-    left = ""
-    if row_heads is not None:
-        tallest = r"\vphantom{0\infty}"  # numbers never make a row taller than these
-        # \;: MathJax sets arrays without outer padding, which would put the labels against the "="
-        left = r"\; \begin{array}{r} " + r" \\ ".join(tallest + head for head in row_heads) + r" \end{array}"
-    if not top:
-        return left + matrix
-    return r"\begin{array}{rc} & " + top + r" \\ " + left + " & " + matrix + r" \end{array}"
+    labels = _Labels(rows, None if cols is None else [*cols, *(name for name, _ in extra)])
+    band = _Band(data, [vector for _, vector in extra], precision, labels, 0)
+    return band.matrices(0, band.width, 1, extra=len(extra))[0]
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _label(text: str) -> str:
     return r"\Sigma" if text == "Σ" else escape.latex(text)
+
+
+def _table(texts: list[str]) -> npt.NDArray[np.uint8]:
+    """Texts as the rows of a byte table, each padded with zero bytes (which `escape.latex` never writes)."""
+    import numpy as np
+
+    encoded = [text.encode() for text in texts]
+    width = max(map(len, encoded), default=0) or 1
+    return np.array(encoded, dtype=f"S{width}").view(np.uint8).reshape(len(encoded), width)
+
+
+def _joined(*parts: npt.NDArray[np.uint8]) -> tuple[bytes, list[int]]:
+    """Row i of every part (each (N, width_i), or (width,) for every row), one after another, and where each row starts."""
+    import numpy as np
+
+    n = max(len(part) for part in parts if part.ndim == 2)
+    table = np.concatenate([part if part.ndim == 2 else np.broadcast_to(part, (n, len(part))) for part in parts], axis=1)
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.count_nonzero(table, axis=1), out=starts[1:])
+    return table.tobytes().translate(None, b"\0"), starts.tolist()
+
+
+class _Labels:
+    """A matrix's row and column labels in TeX, and the pieces of text around them, written once for all its bands."""
+
+    def __init__(self, rows: Sequence[str] | None, cols: Sequence[str] | None) -> None:
+        import numpy as np
+
+        self.rows = None if rows is None else [_label(text) for text in rows]
+        self.cols = None if cols is None else [_label(text) for text in cols]
+        self.phantoms = None if self.rows is None else _table([rf"\vphantom{{{head}}}" for head in self.rows])  # (R, P)
+        self.over = self.under = np.zeros((0, 0), dtype=np.uint8)
+        if self.cols is not None:  # the labels' widths over the first row's numbers; the widest numbers' under the labels
+            self.over = _table([rf" & \smash[t]{{\overset{{\hphantom{{\textstyle {head}}}}}{{{{" for head in self.cols])  # (C', A)
+            self.under = _table([rf"}}}}{{{head}}}}}" for head in self.cols])  # (C', B)
+
+
+class _Band:
+    r"""Some rows of a matrix (and of its extra columns) written at once, then cut into display blocks of columns.
+
+    Every number is written into one NumPy byte table (`fixedtext.cells`), each after " & ";
+    the rows of a run of equally wide blocks are laid out, each block's first number followed
+    by its row's `\vphantom`, each row by " \\ ", and the empty places dropped in one pass.
+    """
+
+    def __init__(self, data: npt.NDArray[np.float64], extra: Sequence[npt.NDArray[np.float64]], precision: int, labels: _Labels, r0: int) -> None:
+        import numpy as np
+
+        from attncli.render import fixedtext
+
+        self.values = np.column_stack([data, *extra]) if extra else np.asarray(data, dtype=np.float64)  # (R, C')
+        self.cells = fixedtext.cells(self.values, precision, number, b" & ")  # (R, C', W)
+        self.n_rows, self.width = int(self.values.shape[0]), int(self.values.shape[1])
+        self.labels = labels
+        rows = labels.rows
+        self.phantoms = None if labels.phantoms is None else labels.phantoms[r0 : r0 + self.n_rows]  # (R, P)
+        self.headed = labels.cols is not None and self.n_rows > 0  # the first row carries the labels' widths
+        self.left = ""
+        if rows is not None:
+            tallest = r"\vphantom{0\infty}"  # numbers never make a row taller than these
+            # \;: MathJax sets arrays without outer padding, which would put the labels against the "="
+            self.left = r"\; \begin{array}{r} " + r" \\ ".join(tallest + head for head in rows[r0 : r0 + self.n_rows]) + r" \end{array}"
+        self.header, self.header_at = b"", [0] * (self.width + 1)
+        if labels.cols is not None:
+            widest = self._widest() if self.n_rows else np.zeros((self.width, 1), dtype=np.uint8)
+            before = np.frombuffer(rb" & \smash[b]{\underset{\hphantom{\textstyle ", dtype=np.uint8)
+            self.header, self.header_at = _joined(before, widest, labels.under)
+        self.first, self.first_at = b"", [0] * (self.width + 1)
+        if self.headed:
+            self.first, self.first_at = _joined(labels.over, self.cells[0, :, 3:], np.frombuffer(b"}}}", dtype=np.uint8))
+
+    def _widest(self) -> npt.NDArray[np.uint8]:
+        """Each column's widest number, (C', W): its largest, its smallest or its first non-finite one, as `_width` measures them."""
+        import numpy as np
+
+        values, cells = self.values, self.cells  # (R, C'), (R, C', W)
+        columns = np.arange(self.width)
+        finite = np.isfinite(values)
+        candidates = np.stack([  # (3, C', W) the texts of the largest, the smallest and the first non-finite number
+            cells[np.where(finite, values, -np.inf).argmax(axis=0), columns],
+            cells[np.where(finite, values, np.inf).argmin(axis=0), columns],
+            cells[(~finite).argmax(axis=0), columns],
+        ])  # fmt: skip
+        candidates[..., :3] = 0  # the " & " before each
+        # the width of each distinct shape of text (all digits alike), exactly as `_width` finds it for any text of that shape
+        shapes = np.where((candidates >= ord("0")) & (candidates <= ord("9")), ord("0"), candidates).astype(np.uint8)
+        size = shapes.shape[2]
+        distinct, which = np.unique(shapes.reshape(-1, size).view(f"S{size}").ravel(), return_inverse=True)
+        widths = np.array([_width(text.translate(None, b"\0").decode()) for text in distinct.tolist()])[which].reshape(3, -1)
+        widths[0:2, ~finite.any(axis=0)] = -np.inf
+        widths[2, finite.all(axis=0)] = -np.inf
+        best = np.zeros(self.width, dtype=np.intp)  # max() keeps the first of equally wide candidates
+        for k in (1, 2):
+            best[widths[k] > widths[best, columns]] = k
+        return candidates[best, columns]
+
+    def matrices(self, c0: int, width: int, count: int, *, extra: int = 0) -> list[str]:
+        r"""`count` blocks of `width` columns from column c0, each a labelled matrix; the last `extra` of a block's columns follow a rule."""
+        import numpy as np
+
+        skip = 1 if self.headed else 0
+        body_rows = self.n_rows - skip
+        cell = self.cells.shape[2]
+        phantom = self.phantoms[skip:] if self.phantoms is not None and width else np.zeros((body_rows, 0), dtype=np.uint8)  # (R', P)
+        gap = phantom.shape[1]
+        grid = self.cells[skip:, c0 : c0 + count * width].reshape(body_rows, count, width * cell)  # (R', K, w·W)
+        out = np.zeros((count, body_rows, width * cell + gap + 4), dtype=np.uint8)  # (K, R', a row of a block)
+        out[:, :, 3:cell] = grid[:, :, 3:cell].transpose(1, 0, 2)  # the first number, without " & "
+        out[:, :, cell : cell + gap] = phantom
+        out[:, :, cell + gap : width * cell + gap] = grid[:, :, cell:].transpose(1, 0, 2)
+        out[:, :-1, -4:] = np.frombuffer(rb" \\ ", dtype=np.uint8)
+        ends = np.zeros(count + 1, dtype=np.int64)
+        np.cumsum(np.count_nonzero(out.reshape(count, -1), axis=1), out=ends[1:])
+        text = out.tobytes().translate(None, b"\0")  # UTF-8: the offsets count bytes
+
+        labels = self.labels
+        spec = "r" * (width - extra) + ("|" + "r" * extra if extra else "")
+        blocks = []
+        for k, end in enumerate(ends[1:].tolist()):
+            start, first, last = int(ends[k]), c0 + k * width, c0 + (k + 1) * width
+            body = text[start:end].decode()
+            if self.headed:
+                at = self.first_at
+                top_row = self.first[at[first] + 3 : at[first + 1]].decode()
+                if self.phantoms is not None and width:
+                    top_row += _text(self.phantoms[0])
+                top_row += self.first[at[first + 1] : at[last]].decode()
+                body = top_row + (r" \\ " + body if body_rows else "")
+            matrix = r"\left[\begin{array}{" + spec + "} " + body + r" \end{array}\right]"
+            if labels.cols is None:
+                blocks.append(self.left + matrix)
+            else:
+                header = self.header[self.header_at[first] + 3 : self.header_at[last]].decode()
+                top = r"\begin{array}{" + spec.replace("|", "") + "} " + header + r" \end{array}"
+                blocks.append(r"\begin{array}{rc} & " + top + r" \\ " + self.left + " & " + matrix + r" \end{array}")
+        return blocks
+
+
+def _text(table_row: npt.NDArray[np.uint8]) -> str:
+    return table_row.tobytes().translate(None, b"\0").decode()
 
 
 def matrix_blocks(
@@ -134,28 +224,44 @@ def matrix_blocks(
     `symbol` is TeX ("S = QK^\top" gives "S = QK^\top = [matrix]"). Extra columns go with
     the last piece of columns.
     """
+    return list(iter_blocks(symbol, data, precision=precision, rows=rows, cols=cols, extra=extra, max_rows=max_rows, max_cols=max_cols))
+
+
+def iter_blocks(
+    symbol: str,
+    data: npt.NDArray[np.float64],
+    *,
+    precision: int,
+    rows: Sequence[str] | None = None,
+    cols: Sequence[str] | None = None,
+    extra: Sequence[tuple[str, npt.NDArray[np.float64]]] = (),
+    max_rows: int | None = None,
+    max_cols: int | None = None,
+) -> Iterator[str]:
+    """The blocks of `matrix_blocks` one at a time, each band of rows formatted at once."""
     n_rows, n_cols = int(data.shape[0]), int(data.shape[1])
     row_step = max_rows or max(n_rows, 1)
     col_step = max_cols or max(n_cols, 1)
-    blocks = []
+    labels = _Labels(rows, None if cols is None else [*cols, *(name for name, _ in extra)])
+    starts = list(range(0, max(n_cols, 1), col_step))
+    # blocks of exactly col_step columns are laid out together; the last one, with the extra columns, alone
+    alike = sum(1 for c0 in starts if c0 + col_step < n_cols or (c0 + col_step == n_cols and not extra))
     for r0 in range(0, max(n_rows, 1), row_step):
-        for c0 in range(0, max(n_cols, 1), col_step):
-            r1, c1 = min(r0 + row_step, n_rows), min(c0 + col_step, n_cols)
+        r1 = min(r0 + row_step, n_rows)
+        band = _Band(data[r0:r1], [vector[r0:r1] for _, vector in extra], precision, labels, r0)
+        matrices = band.matrices(0, col_step, alike) if alike else []
+        if alike < len(starts):
+            last = starts[alike]
+            matrices += band.matrices(last, band.width - last, 1, extra=len(extra))
+        for c0, matrix in zip(starts, matrices):
+            c1 = min(c0 + col_step, n_cols)
             part = []
             if r1 - r0 < n_rows:
                 part.append(f"rows {r0 + 1} to {r1}")
             if c1 - c0 < n_cols:
                 part.append(f"columns {c0 + 1} to {c1}")
             note = r" \quad \text{(" + ", ".join(part) + ")}" if part else ""
-            matrix = labelled_matrix(
-                data[r0:r1, c0:c1],
-                precision=precision,
-                rows=None if rows is None else rows[r0:r1],
-                cols=None if cols is None else cols[c0:c1],
-                extra=[(name, vector[r0:r1]) for name, vector in extra] if c1 == n_cols else (),
-            )
-            blocks.append(f"{symbol}{note} = {matrix}")
-    return blocks
+            yield f"{symbol}{note} = {matrix}"
 
 
 def view_blocks(view: MatrixView, *, precision: int, max_rows: int | None = None, max_cols: int | None = None) -> list[str]:
