@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from attncli import escape
-from attncli.numbers import fixed
+from attncli.numbers import HUGE, fixed
 
 if TYPE_CHECKING:
     import numpy as np
@@ -144,23 +144,31 @@ class _Band:
         values, cells = self.values, self.cells  # (R, C'), (R, C', W)
         columns = np.arange(self.width)
         finite = np.isfinite(values)
-        candidates = np.stack([  # (3, C', W) the texts of the largest, the smallest and the first non-finite number
-            cells[np.where(finite, values, -np.inf).argmax(axis=0), columns],
-            cells[np.where(finite, values, np.inf).argmin(axis=0), columns],
-            cells[(~finite).argmax(axis=0), columns],
+        every = bool(finite.all())
+        picks = np.stack([  # (3, C') the rows of the largest, the smallest and the first non-finite number
+            (values if every else np.where(finite, values, -np.inf)).argmax(axis=0),
+            (values if every else np.where(finite, values, np.inf)).argmin(axis=0),
+            (~finite).argmax(axis=0),
         ])  # fmt: skip
+        candidates = cells[picks, columns]  # (3, C', W)
         candidates[..., :3] = 0  # the " & " before each
-        # the width of each distinct shape of text (all digits alike), exactly as `_width` finds it for any text of that shape
-        shapes = np.where((candidates >= ord("0")) & (candidates <= ord("9")), ord("0"), candidates).astype(np.uint8)
-        size = shapes.shape[2]
-        distinct, which = np.unique(shapes.reshape(-1, size).view(f"S{size}").ravel(), return_inverse=True)
-        widths = np.array([_width(text.translate(None, b"\0").decode()) for text in distinct.tolist()])[which].reshape(3, -1)
+        # texts alike in length, sign, exponent, infinity and NaN are alike character by character (all digits weigh the
+        # same), so `_width` of one text of each kind gives every width exactly
+        size = candidates.shape[2]
+        flat = candidates.reshape(-1, size)  # (3·C', W)
+        length = np.count_nonzero(flat, axis=1)
+        shown = values[picks, columns].ravel()  # (3·C',)
+        signed = flat[np.arange(len(flat)), size - np.maximum(length, 1)] == ord("-")
+        kind = length * 16 + signed * 8 + np.isinf(shown) * 4 + np.isnan(shown) * 2 + (np.abs(shown) >= HUGE)  # ±∞ is HUGE too
+        _, first, which = np.unique(kind, return_index=True, return_inverse=True)
+        widths = np.array([_width(flat[i].tobytes().translate(None, b"\0").decode()) for i in first.tolist()])[which].reshape(3, -1)
         widths[0:2, ~finite.any(axis=0)] = -np.inf
         widths[2, finite.all(axis=0)] = -np.inf
         best = np.zeros(self.width, dtype=np.intp)  # max() keeps the first of equally wide candidates
         for k in (1, 2):
             best[widths[k] > widths[best, columns]] = k
-        return candidates[best, columns]
+        chosen: npt.NDArray[np.uint8] = candidates[best, columns]  # (C', W)
+        return chosen
 
     def matrices(self, c0: int, width: int, count: int, *, extra: int = 0) -> list[str]:
         r"""`count` blocks of `width` columns from column c0, each a labelled matrix; the last `extra` of a block's columns follow a rule."""
@@ -177,16 +185,13 @@ class _Band:
         out[:, :, cell : cell + gap] = phantom
         out[:, :, cell + gap : width * cell + gap] = grid[:, :, cell:].transpose(1, 0, 2)
         out[:, :-1, -4:] = np.frombuffer(rb" \\ ", dtype=np.uint8)
-        ends = np.zeros(count + 1, dtype=np.int64)
-        np.cumsum(np.count_nonzero(out.reshape(count, -1), axis=1), out=ends[1:])
-        text = out.tobytes().translate(None, b"\0")  # UTF-8: the offsets count bytes
 
         labels = self.labels
         spec = "r" * (width - extra) + ("|" + "r" * extra if extra else "")
         blocks = []
-        for k, end in enumerate(ends[1:].tolist()):
-            start, first, last = int(ends[k]), c0 + k * width, c0 + (k + 1) * width
-            body = text[start:end].decode()
+        for k in range(count):
+            first, last = c0 + k * width, c0 + (k + 1) * width
+            body = out[k].tobytes().translate(None, b"\0").decode()
             if self.headed:
                 at = self.first_at
                 top_row = self.first[at[first] + 3 : at[first + 1]].decode()
