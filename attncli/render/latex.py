@@ -90,8 +90,11 @@ def _token_axes(view: MatrixView) -> tuple[bool, bool]:
     return row.rows in ("queries", "keys"), row.cols in ("queries", "keys")
 
 
-def view_lines(view: MatrixView, s: Scenario, *, precision: int) -> Iterator[str]:
-    """Comment lines and display blocks of one view: its equation, split into blocks of at most MAX_ROWS × MAX_COLS."""
+def view_lines(view: MatrixView, s: Scenario, *, precision: int, standalone: bool = False) -> Iterator[str | bytes]:
+    """Comment lines and display blocks of one view: its equation, split into blocks of at most MAX_ROWS × MAX_COLS.
+
+    The blocks come as finished UTF-8 lines (as `_document` would write them), the comments as text.
+    """
     yield ""
     yield comment((f"Head {view.head}: " if view.head is not None else "") + f"{view.title} ({view.shape})")
     shifted = any(name == "shift" for name, _ in view.extra)
@@ -106,19 +109,19 @@ def view_lines(view: MatrixView, s: Scenario, *, precision: int) -> Iterator[str
         yield comment("m: each row's shift (its largest score), which cancels in the softmax")
     extra = [("m" if name == "shift" else name, vector) for name, vector in view.extra]
     labelled_rows, labelled_cols = _token_axes(view)
-    for body in texmatrix.iter_blocks(
+    around = (rb"\[ \attnclifit{", b"} \\]\n") if standalone else (b"$$ ", b" $$\n")  # texmatrix.document_line, or block()
+    yield from texmatrix.iter_blocks(
         lhs, view.data, precision=precision, rows=view.rows if labelled_rows else None, cols=view.cols if labelled_cols else None,
-        extra=extra, max_rows=MAX_ROWS, max_cols=MAX_COLS,
-    ):  # fmt: skip
-        yield block(body)
+        extra=extra, max_rows=MAX_ROWS, max_cols=MAX_COLS, before=around[0], after=around[1],
+    )  # fmt: skip
 
 
-def _document(lines: Iterator[str], *, standalone: bool, title: str, landscape: bool) -> Iterator[bytes]:
-    """The lines as UTF-8 chunks, wrapped into an article when `standalone`."""
+def _document(lines: Iterator[str | bytes], *, standalone: bool, title: str, landscape: bool) -> Iterator[bytes]:
+    """The lines as UTF-8 chunks, wrapped into an article when `standalone`; bytes are lines written already."""
     if standalone:
         yield (texmatrix.document_start(title=title, landscape=landscape) + "\n").encode()
     for line in lines:
-        yield ((texmatrix.document_line(line) if standalone else line) + "\n").encode()
+        yield line if isinstance(line, bytes) else ((texmatrix.document_line(line) if standalone else line) + "\n").encode()
     if standalone:
         yield (texmatrix.DOCUMENT_END + "\n").encode()
 
@@ -127,7 +130,7 @@ def run_latex(result: RunResult, views: list[MatrixView], *, precision: int, sta
     """Every view as an equation with its labelled matrix; a whole article when `standalone`."""
     s = result.scenario
 
-    def lines() -> Iterator[str]:
+    def lines() -> Iterator[str | bytes]:
         yield comment(f"attncli: {s.name}: {' '.join(s.tokens)}")
         yield from (comment(line) for line in describe(s))
         if not standalone:
@@ -135,7 +138,7 @@ def run_latex(result: RunResult, views: list[MatrixView], *, precision: int, sta
         if result.round_steps is not None:
             yield comment(f"every intermediate rounded to {result.round_steps} decimals, as by hand")
         for view in views:
-            yield from view_lines(view, s, precision=precision)
+            yield from view_lines(view, s, precision=precision, standalone=standalone)
         if result.exact is not None and any(v.key in ("output", "final") for v in views):
             yield ""
             yield comment("exact output, without rounding")

@@ -60,7 +60,7 @@ def labelled_matrix(
     """
     labels = _Labels(rows, None if cols is None else [*cols, *(name for name, _ in extra)])
     band = _Band(data, [vector for _, vector in extra], precision, labels, 0)
-    return band.matrices(0, band.width, 1, extra=len(extra))[0]
+    return band.matrices(0, band.width, 1, extra=len(extra))[0].decode()
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -170,8 +170,8 @@ class _Band:
         chosen: npt.NDArray[np.uint8] = candidates[best, columns]  # (C', W)
         return chosen
 
-    def matrices(self, c0: int, width: int, count: int, *, extra: int = 0) -> list[str]:
-        r"""`count` blocks of `width` columns from column c0, each a labelled matrix; the last `extra` of a block's columns follow a rule."""
+    def matrices(self, c0: int, width: int, count: int, *, extra: int = 0) -> list[bytes]:
+        r"""`count` blocks of `width` columns from column c0, each a labelled matrix in UTF-8; the last `extra` of a block's columns follow a rule."""
         import numpy as np
 
         skip = 1 if self.headed else 0
@@ -187,30 +187,27 @@ class _Band:
         out[:, :-1, -4:] = np.frombuffer(rb" \\ ", dtype=np.uint8)
 
         labels = self.labels
-        spec = "r" * (width - extra) + ("|" + "r" * extra if extra else "")
+        spec = ("r" * (width - extra) + ("|" + "r" * extra if extra else "")).encode()
+        left = self.left.encode()
         blocks = []
         for k in range(count):
             first, last = c0 + k * width, c0 + (k + 1) * width
-            body = out[k].tobytes().translate(None, b"\0").decode()
+            body = out[k].tobytes().translate(None, b"\0")
             if self.headed:
                 at = self.first_at
-                top_row = self.first[at[first] + 3 : at[first + 1]].decode()
+                top_row = self.first[at[first] + 3 : at[first + 1]]
                 if self.phantoms is not None and width:
-                    top_row += _text(self.phantoms[0])
-                top_row += self.first[at[first + 1] : at[last]].decode()
-                body = top_row + (r" \\ " + body if body_rows else "")
-            matrix = r"\left[\begin{array}{" + spec + "} " + body + r" \end{array}\right]"
+                    top_row += self.phantoms[0].tobytes().translate(None, b"\0")
+                top_row += self.first[at[first + 1] : at[last]]
+                body = top_row + (rb" \\ " + body if body_rows else b"")
+            matrix = [rb"\left[\begin{array}{", spec, b"} ", body, rb" \end{array}\right]"]
             if labels.cols is None:
-                blocks.append(self.left + matrix)
+                blocks.append(b"".join([left, *matrix]))
             else:
-                header = self.header[self.header_at[first] + 3 : self.header_at[last]].decode()
-                top = r"\begin{array}{" + spec.replace("|", "") + "} " + header + r" \end{array}"
-                blocks.append(r"\begin{array}{rc} & " + top + r" \\ " + self.left + " & " + matrix + r" \end{array}")
+                header = self.header[self.header_at[first] + 3 : self.header_at[last]]
+                top = [rb"\begin{array}{", spec.replace(b"|", b""), b"} ", header, rb" \end{array}"]
+                blocks.append(b"".join([rb"\begin{array}{rc} & ", *top, rb" \\ ", left, b" & ", *matrix, rb" \end{array}"]))
         return blocks
-
-
-def _text(table_row: npt.NDArray[np.uint8]) -> str:
-    return table_row.tobytes().translate(None, b"\0").decode()
 
 
 def matrix_blocks(
@@ -229,7 +226,8 @@ def matrix_blocks(
     `symbol` is TeX ("S = QK^\top" gives "S = QK^\top = [matrix]"). Extra columns go with
     the last piece of columns.
     """
-    return list(iter_blocks(symbol, data, precision=precision, rows=rows, cols=cols, extra=extra, max_rows=max_rows, max_cols=max_cols))
+    blocks = iter_blocks(symbol, data, precision=precision, rows=rows, cols=cols, extra=extra, max_rows=max_rows, max_cols=max_cols)
+    return [block.decode() for block in blocks]
 
 
 def iter_blocks(
@@ -242,8 +240,10 @@ def iter_blocks(
     extra: Sequence[tuple[str, npt.NDArray[np.float64]]] = (),
     max_rows: int | None = None,
     max_cols: int | None = None,
-) -> Iterator[str]:
-    """The blocks of `matrix_blocks` one at a time, each band of rows formatted at once."""
+    before: bytes = b"",
+    after: bytes = b"",
+) -> Iterator[bytes]:
+    """The blocks of `matrix_blocks` one at a time in UTF-8, each between `before` and `after`, each band of rows formatted at once."""
     n_rows, n_cols = int(data.shape[0]), int(data.shape[1])
     row_step = max_rows or max(n_rows, 1)
     col_step = max_cols or max(n_cols, 1)
@@ -266,7 +266,7 @@ def iter_blocks(
             if c1 - c0 < n_cols:
                 part.append(f"columns {c0 + 1} to {c1}")
             note = r" \quad \text{(" + ", ".join(part) + ")}" if part else ""
-            yield f"{symbol}{note} = {matrix}"
+            yield b"".join([before, f"{symbol}{note} = ".encode(), matrix, after])
 
 
 def view_blocks(view: MatrixView, *, precision: int, max_rows: int | None = None, max_cols: int | None = None) -> list[str]:
