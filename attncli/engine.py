@@ -210,7 +210,7 @@ def _head(
         first_overflow(s, h, scores, scaled, bias, biased)
     visible = s.mask.visible(L_q, L_k)  # (L_q, L_k)
     masked = np.where(visible, logits, -np.inf)  # (L_q, L_k)
-    if bottom >= -SHIFT_FREE and top <= SHIFT_FREE and top + np.log(L_k) < SHIFT_LIMIT - 1.0:
+    if no_shift(top, bottom, L_k):
         shift = np.zeros(L_q)  # (L_q,) every row is safe, so row_shift would give only zeros
         exp = r(np.exp(masked))  # (L_q, L_k); masked - 0.0 is masked itself; e^-inf = 0 where hidden
     else:
@@ -271,6 +271,15 @@ def weighted_sum(weights: np.ndarray, V: np.ndarray, decimals: int | None) -> np
         weighted = r(rows[:, :, None] * V[None, :, :])  # (b, L_k, d_v) weight_ij · v_j, each rounded
         output[start : start + rows_at_once] = r(weighted.sum(axis=1))  # (b, d_v)
     return output
+
+
+def no_shift(top: float, bottom: float, L_k: int) -> bool:
+    """True when logits between `bottom` and `top` (all of them, hidden ones too) make row_shift 0 in every row.
+
+    Every visible score then lies in [-700, 700], and a row's max + ln(count) stays below 709
+    with a margin of 1 (so no rounding of the logarithm can matter).
+    """
+    return bool(bottom >= -SHIFT_FREE and top <= SHIFT_FREE and top + np.log(L_k) < SHIFT_LIMIT - 1.0)
 
 
 def row_shift(masked: np.ndarray, visible: np.ndarray) -> np.ndarray:
