@@ -19,7 +19,7 @@ import typer
 
 from attncli import __version__, builtin
 from attncli.errors import AttnError, ExitStatus
-from attncli.output import emit, print_error, print_internal_error, print_line, silence_stdout
+from attncli.output import check_target, emit, print_error, print_internal_error, print_line, silence_stdout
 from attncli.render import Format, Options
 
 if TYPE_CHECKING:
@@ -314,7 +314,7 @@ def export(
         typer.Argument(help="Scenario files, built-in names or folders (each *.yaml and *.yml in them).", metavar="SCENARIO_OR_FOLDER..."),
     ],
     format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format of every file: table, json, markdown, latex, csv, html or svg.")],
-    out_dir: Annotated[Path, typer.Option("--out-dir", "-d", metavar="DIR", help="The existing folder to write <scenario-stem>.<ext> into.", file_okay=False)],
+    out_dir: Annotated[str, typer.Option("--out-dir", "-d", metavar="DIR", help="The existing folder to write <scenario-stem>.<ext> into.")],  # a str: Click's Path would read "" as "."
     explain_word: Annotated[
         str | None, typer.Option("--explain", metavar="WORD", help="Render the `explain` walk-through of WORD instead of `run`; scenarios without it are skipped.")
     ] = None,
@@ -347,11 +347,14 @@ def export(
 
     options = Options(format=format, stages=stage_table.parse(stages), precision=precision, full=full, to_file=True, heatmap=heatmap,
                       standalone=standalone, heading_level=heading_level)  # fmt: skip
+    if not out_dir:
+        raise AttnError("the folder name is empty", key="--out-dir", expected="an existing folder, e.g. --out-dir . for this one")
+    folder = Path(out_dir)
     names = list(sources(inputs))
     with _progress(len(names), label="Exporting", show=sys.stderr.isatty() and len(names) > 5) as advance:
         report = export_all(
             names,
-            out_dir=out_dir,
+            out_dir=folder,
             options=options,
             head=head,
             round_steps=round_steps,
@@ -361,7 +364,7 @@ def export(
             note=_note,
             advance=lambda: advance(1),
         )
-    sys.stderr.write(report.summary(out_dir, format.value) + "\n")
+    sys.stderr.write(report.summary(folder, format.value) + "\n")
     if report.failed:
         raise typer.Exit(ExitStatus.PARTIAL if report.written or report.skipped else ExitStatus.ERROR)
 
@@ -447,6 +450,7 @@ def variance(
     if format not in (Format.table, Format.json):
         raise AttnError(f"variance prints a table or JSON, not {format.value}", key="--format", expected="table or json")
     widths = _whole_numbers(dims, "--dims", low=1, high=65_536)
+    check_target(output)  # before seconds of sampling
     if samples * keys * sum(widths) > 2_000_000_000:
         raise AttnError(
             f"{samples:,} samples × {keys} keys × Σd = {sum(widths):,} is more than 2·10⁹ random numbers",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from attncli.errors import AttnError
 from attncli.model import Scenario
 
 SHIFT_FREE = 700.0  # e^±700 is still an ordinary float64, so such scores need no shift
+SHIFT_LIMIT = 709.0  # a row's e^max · count must stay below float64's max, e^709.78
 EXACT_FROM = 2.0**52  # a float64 this large is a whole number: rounding to decimals leaves it as it is
 WEIGHTED_BLOCK = 4_000_000  # hand-rounded outputs: weighted value vectors held at once (32 MB)
 
@@ -197,17 +199,24 @@ def _head(
         Q_rope = finite(r(s.rope.rotate(Q, np.arange(L_q))), "rope", "RoPE(Q)", s, h, queries)  # (L_q, d_k) p = 0, 1, ...
         K_rope = finite(r(s.rope.rotate(K, np.arange(L_k))), "rope", "RoPE(K)", s, h, keys)  # (L_k, d_k)
     q, k = (Q, K) if Q_rope is None else (Q_rope, K_rope)
-    scores = finite(r(q @ k.T), "scores", "Q·Kᵀ", s, h, queries)  # type: ignore[union-attr]  # (L_q, d_k) @ (d_k, L_k) -> (L_q, L_k)
-    scaled = finite(r(scores / s.scale.divisor), "scaled", "Q·Kᵀ / divisor", s, h, queries)  # (L_q, L_k)
+    scores = r(q @ k.T)  # type: ignore[union-attr]  # (L_q, d_k) @ (d_k, L_k) -> (L_q, L_k)
+    scaled = r(scores / s.scale.divisor)  # (L_q, L_k)
     bias = score_bias(s, h, L_q, L_k)  # (L_q, L_k) or None
-    if bias is not None:
-        finite(bias, "bias", "the bias B", s, h, queries)
-    biased = None if bias is None else finite(r(scaled + bias), "bias", "the scaled scores + B", s, h, queries)  # (L_q, L_k)
+    biased = None if bias is None else r(scaled + bias)  # (L_q, L_k)
     logits = scaled if biased is None else biased  # (L_q, L_k)
+    # an inf or NaN in any earlier stage stays one in the logits: two reductions check them all, no copy
+    top, bottom = logits.max(), logits.min()  # NaN when any number is NaN
+    if not (np.isfinite(top) and np.isfinite(bottom)):
+        first_overflow(s, h, scores, scaled, bias, biased)
     visible = s.mask.visible(L_q, L_k)  # (L_q, L_k)
     masked = np.where(visible, logits, -np.inf)  # (L_q, L_k)
-    shift = r(row_shift(masked, visible))  # (L_q,)
-    exp = r(np.exp(masked - shift[:, None]))  # (L_q, L_k); e^-inf = 0 where hidden
+    if no_shift(top, bottom, L_k):
+        shift = np.zeros(L_q)  # (L_q,) every row is safe, so row_shift would give only zeros
+        exp = r(np.exp(masked))  # (L_q, L_k); masked - 0.0 is masked itself; e^-inf = 0 where hidden
+    else:
+        shift = r(row_shift(masked, visible))  # (L_q,)
+        exp = np.subtract(masked, shift[:, None])  # (L_q, L_k)
+        exp = r(np.exp(exp, out=exp))  # e^-inf = 0 where hidden
     exp_sum = r(exp.sum(axis=1))  # (L_q,)
     if decimals is not None and not exp_sum.all():  # every exponential of a row rounded away to 0
         i = int(np.flatnonzero(exp_sum == 0)[0])
@@ -224,6 +233,20 @@ def _head(
         if array is not None:
             array.setflags(write=False)
     return HeadResult(h, g, W_Q, W_K, W_V, b_Q, b_K, b_V, *arrays)
+
+
+def first_overflow(
+    s: Scenario, h: int, scores: np.ndarray, scaled: np.ndarray, bias: np.ndarray | None, biased: np.ndarray | None
+) -> NoReturn:
+    """The AttnError of the first score stage (in the order they are computed) that holds an inf or NaN; the logits do."""
+    queries = s.tokens
+    finite(scores, "scores", "Q·Kᵀ", s, h, queries)
+    finite(scaled, "scaled", "Q·Kᵀ / divisor", s, h, queries)
+    if bias is not None:
+        finite(bias, "bias", "the bias B", s, h, queries)
+    if biased is not None:
+        finite(biased, "bias", "the scaled scores + B", s, h, queries)
+    raise AssertionError("first_overflow: the logits were finite")  # the logits are scaled or biased, checked above
 
 
 def score_bias(s: Scenario, h: int, L_q: int, L_k: int) -> np.ndarray | None:
@@ -250,6 +273,15 @@ def weighted_sum(weights: np.ndarray, V: np.ndarray, decimals: int | None) -> np
     return output
 
 
+def no_shift(top: float, bottom: float, L_k: int) -> bool:
+    """True when logits between `bottom` and `top` (all of them, hidden ones too) make row_shift 0 in every row.
+
+    Every visible score then lies in [-700, 700], and a row's max + ln(count) stays below 709
+    with a margin of 1 (so no rounding of the logarithm can matter).
+    """
+    return bool(bottom >= -SHIFT_FREE and top <= SHIFT_FREE and top + np.log(L_k) < SHIFT_LIMIT - 1.0)
+
+
 def row_shift(masked: np.ndarray, visible: np.ndarray) -> np.ndarray:
     """(L_q,) what each row subtracts before exponentiating: 0 while plain e^x is safe, else the row's maximum.
 
@@ -257,7 +289,7 @@ def row_shift(masked: np.ndarray, visible: np.ndarray) -> np.ndarray:
     overflow either (max + ln(count) stays below ln(float64 max) ≈ 709.78).
     """
     row_max = masked.max(axis=1)  # (L_q,) every row sees at least one key
-    row_min = np.where(visible, masked, np.inf).min(axis=1)  # (L_q,)
-    count = visible.sum(axis=1)  # (L_q,)
-    safe = (row_max <= SHIFT_FREE) & (row_min >= -SHIFT_FREE) & (row_max + np.log(count) < 709.0)
+    row_min = np.min(masked, axis=1, where=visible, initial=np.inf)  # (L_q,) no masked copy
+    count = np.count_nonzero(visible, axis=1)  # (L_q,)
+    safe = (row_max <= SHIFT_FREE) & (row_min >= -SHIFT_FREE) & (row_max + np.log(count) < SHIFT_LIMIT)
     return np.asarray(np.where(safe, 0.0, row_max))

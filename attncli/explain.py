@@ -18,6 +18,7 @@ from attncli.engine import (
     RunResult,
     block,
     finite,
+    no_shift,
     project,
     rounder,
     row_shift,
@@ -256,11 +257,15 @@ def _row_run_quietly(s: Scenario, head: int, i: int, decimals: int | None) -> tu
             bias_row = bias[i].copy()
             del bias
             rows["biased"] = finite(r_in_place(stage), "bias", "the scaled scores + B", s, h, queries)[i].copy()
+        shift_free = no_shift(stage.max(), stage.min(), L_k)  # as engine._head: every row's shift is 0
         visible = s.mask.visible(L_q, L_k)  # (L_q, L_k)
         np.copyto(stage, -np.inf, where=~visible)  # the masked logits
         rows["masked"] = stage[i].copy()
-        shift = r(np.concatenate([row_shift(stage[a : a + ROWS_AT_ONCE], visible[a : a + ROWS_AT_ONCE]) for a in range(0, L_q, ROWS_AT_ONCE)]))
-        stage -= shift[:, None]
+        if shift_free:
+            shift = np.zeros(L_q)  # (L_q,) and stage - 0.0 is stage itself
+        else:
+            shift = r(np.concatenate([row_shift(stage[a : a + ROWS_AT_ONCE], visible[a : a + ROWS_AT_ONCE]) for a in range(0, L_q, ROWS_AT_ONCE)]))
+            stage -= shift[:, None]
         np.exp(stage, out=stage)
         rows["exp"] = r_in_place(stage)[i].copy()
         exp_sum = r(stage.sum(axis=1))  # (L_q,)

@@ -235,6 +235,18 @@ def _descriptor_number(path: Path) -> int | None:
     return None
 
 
+def check_target(path: Path | None, key: str = "--output") -> None:
+    """Refuse at once an output path that write_file would refuse whatever is written (a folder, a missing folder).
+
+    For commands that work long before they write, so that a typo costs nothing.
+    """
+    if path is None or _descriptor_number(path) is not None:
+        return
+    target = _resolve(path, key)
+    if target.is_dir():
+        raise AttnError(f"cannot write {path}: it is a folder", key=key, expected="a file name")
+
+
 def _resolve(path: Path, key: str) -> Path:
     """The file `path` names once every symbolic link is followed (it may not exist yet)."""
     try:

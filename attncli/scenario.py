@@ -8,6 +8,7 @@ shapes fit.
 from __future__ import annotations
 
 import difflib
+import itertools
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -677,12 +678,16 @@ def to_vector(value: Value, path: str) -> np.ndarray:
         raise AttnError(f"found {describe(value)}", line=value.line, key=path, expected="a list of numbers, e.g. [1, 0]")
     if not value.items:
         raise AttnError("the vector is empty", line=value.line, key=path, expected="at least one number")
-    try:  # the common case at full speed: plain numbers; anything else takes the careful path below
-        vector = np.array([float(item.text) for item in value.items if item.plain], dtype=np.float64)  # type: ignore[union-attr]
-        if len(vector) == len(value.items) and np.isfinite(vector).all():
-            return vector
-    except (AttributeError, ValueError):
-        pass
+    texts = value.plain_texts
+    if texts is None and all(isinstance(item, Scalar) and item.plain for item in value.items):  # its Scalars were built already
+        texts = [item.text for item in value.items]  # type: ignore[union-attr]  # Scalars, as checked
+    if texts is not None:  # the common case at full speed: plain numbers; anything else takes the careful path below
+        try:
+            vector = np.array(list(map(float, texts)), dtype=np.float64)
+            if np.isfinite(vector).all():
+                return vector
+        except ValueError:
+            pass
     return np.array([to_number(item, f"{path}[{i}]") for i, item in enumerate(value.items, 1)], dtype=np.float64)
 
 
@@ -691,6 +696,9 @@ def to_matrix(value: Value, path: str) -> np.ndarray:
     if not isinstance(value, Seq) or not value.items:
         what = "an empty list" if isinstance(value, Seq) else describe(value)
         raise AttnError(f"found {what}", line=value.line, key=path, expected="a matrix: a list of rows like [[1, 0], [0, 1]]")
+    fast = _plain_matrix(value.items)
+    if fast is not None:
+        return fast
     rows = []
     for i, row in enumerate(value.items, 1):
         if not isinstance(row, Seq):
@@ -706,3 +714,16 @@ def to_matrix(value: Value, path: str) -> np.ndarray:
                 expected="every row of the same length",
             )
     return np.array(rows, dtype=np.float64)
+
+
+def _plain_matrix(rows: list[Value]) -> np.ndarray | None:
+    """(rows, width) at full speed when every row is a list of plain finite numbers, all of one width; else None."""
+    texts = [row.plain_texts if isinstance(row, Seq) else None for row in rows]
+    width = len(texts[0] or ())
+    if not width or any(row is None or len(row) != width for row in texts):
+        return None
+    try:
+        flat = np.array(list(map(float, itertools.chain.from_iterable(texts))), dtype=np.float64)  # type: ignore[arg-type]  # no None is left
+    except ValueError:
+        return None
+    return flat.reshape(len(rows), width) if np.isfinite(flat).all() else None

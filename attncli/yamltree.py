@@ -47,11 +47,28 @@ class Scalar:
 
 
 class Seq:
-    __slots__ = ("items", "line")
+    """A list. While it holds only plain scalars (numbers, mostly) it keeps just their texts and lines,
+    and builds their Scalars the first time `items` is read: a big matrix is read without them."""
 
-    def __init__(self, items: list[Value], line: int) -> None:
-        self.items = items
+    __slots__ = ("_items", "line", "_texts", "_lines")
+
+    def __init__(self, items: list[Value], line: int, *, packed: bool = False) -> None:
+        self._items = items
         self.line = line
+        self._texts: list[str] | None = [] if packed else None  # the plain scalars' texts, while packed
+        self._lines: list[int] = []  # and their lines, 1-based
+
+    @property
+    def items(self) -> list[Value]:
+        if self._texts is not None:  # unpack: from now on the items are Scalars
+            self._items = [Scalar(text, True, line) for text, line in zip(self._texts, self._lines)]
+            self._texts, self._lines = None, []
+        return self._items
+
+    @property
+    def plain_texts(self) -> list[str] | None:
+        """The items' texts when every item is a plain scalar, read without building a Scalar; else None."""
+        return self._texts
 
 
 class Map:
@@ -83,9 +100,14 @@ def parse(text: str, *, limits: Limits = Limits(), on_top_level: Callable[[str, 
         raise AttnError(f"not valid YAML: {error}") from None
     finally:
         loader.dispose()
-    if tree is not None and _SUSPECT_COMMA.search(text):
+    if tree is not None and _has_suspect_comma(text):
         _refuse_decimal_commas(text, tree)
     return tree
+
+
+def _has_suspect_comma(text: str) -> bool:
+    """`_SUSPECT_COMMA.search(text)`, found faster: a search for `,` and a digit skips ahead; `\\d,\\d` tries every place."""
+    return any(found.start() and _SUSPECT_COMMA.match(text, found.start() - 1) for found in _COMMA_DIGIT.finditer(text))
 
 
 def _syntax_error(error: yaml.MarkedYAMLError, text: str) -> AttnError:
@@ -134,6 +156,7 @@ def _known_mistake(problem: str, mark: yaml.Mark, began: yaml.Mark | None, lines
 # that way on purpose; but a list of numbers that separates its other items with ", " and
 # has one such comma is a decimal comma: [1, 0,5] means [1, 0.5], not three numbers.
 _SUSPECT_COMMA = re.compile(r"\d,\d")
+_COMMA_DIGIT = re.compile(r",\d")
 _NUMBER_LIST = re.compile(r"\[([-+0-9.eE, \t]*)\]")
 _DECIMAL_COMMA = re.compile(r"(?<![\d.])[-+]?\d+,\d+(?![\d.])")
 _KEY_WITHOUT_SPACE = re.compile(r"[A-Za-z_][\w ]*:[^\s:]")  # `a:[1, 0]`: one word, not a key and its value
@@ -177,10 +200,11 @@ def _path_to_line(tree: Value, line: int) -> str | None:
 class _Frame:
     """A collection being built, and where its next item goes."""
 
-    __slots__ = ("value", "start_count", "anchor", "key")
+    __slots__ = ("value", "seq", "start_count", "anchor", "key")
 
     def __init__(self, value: Seq | Map, start_count: int, anchor: str | None) -> None:
         self.value = value
+        self.seq = value if isinstance(value, Seq) else None  # the same, typed for the hot loop
         self.start_count = start_count  # values counted before this collection began (for its anchor's size)
         self.anchor = anchor
         self.key: str | None = None  # a mapping's key waiting for its value
@@ -201,16 +225,18 @@ class _Builder:
         get_event, stack, scalar_event = loader.get_event, self.stack, yaml.ScalarEvent
         most = self.limits.max_values
         while (event := get_event()) is not None:  # type: ignore[no-untyped-call]  # PyYAML's stubs leave it untyped
-            line = event.start_mark.line + 1
-            # numbers in a list are by far the most common event: handle them first, inline
-            if type(event) is scalar_event and event.tag is None and event.anchor is None and stack:
-                items = stack[-1].value.items
-                if type(items) is list:
+            # plain numbers in a list are by far the most common event: handle them first, inline, as text and line
+            if type(event) is scalar_event and stack:
+                seq = stack[-1].seq
+                if seq is not None and (texts := seq._texts) is not None and event.tag is None and event.anchor is None and event.implicit[0] and not event.style:
+                    line = event.start_mark.line + 1  # type: ignore[union-attr]  # the C parser marks every event
                     self.count += 1
                     if self.count > most:
                         self._count(0, line)
-                    items.append(Scalar(event.value, event.implicit[0] and not event.style, line))
+                    texts.append(event.value)
+                    seq._lines.append(line)
                     continue
+            line = event.start_mark.line + 1
             if isinstance(event, yaml.DocumentStartEvent):
                 documents += 1
                 if documents > 1:
@@ -235,7 +261,7 @@ class _Builder:
                         "nested too deep", line=line, key=top_key, expected=f"at most {self.limits.max_depth} levels of lists and mappings"
                     )
                 self._count(1, line)
-                collection: Seq | Map = Seq([], line) if isinstance(event, yaml.SequenceStartEvent) else Map({}, line)
+                collection: Seq | Map = Seq([], line, packed=True) if isinstance(event, yaml.SequenceStartEvent) else Map({}, line)
                 self.stack.append(_Frame(collection, self.count - 1, event.anchor))
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                 frame = self.stack.pop()

@@ -125,6 +125,21 @@ def test_ordinary_scores_need_no_shift_and_extreme_ones_do():
     assert head.exp[0].tolist() == [math.exp(1), math.exp(20), math.exp(30)]
 
 
+@given(st.floats(min_value=0.0, max_value=40.0), st.integers(2, 6), st.booleans(), st.sampled_from([1.0, -1.0]))
+def test_the_shift_is_row_shifts_on_either_path(magnitude, L, causal, sign):
+    """Scores around ±700, hidden or seen: the shift and exp are row_shift's and e^(masked - shift), bit for bit."""
+    doc = {
+        "tokens": [f"w{i}" for i in range(L)],
+        "embeddings": [[magnitude * (i + 1) / L] for i in range(L)],
+        "W_Q": [[sign]], "W_K": [[1.0]], "W_V": [[1.0]],
+        "scale": "none", "mask": "causal" if causal else "none",
+    }  # fmt: skip
+    head = engine.run(from_text(json.dumps(doc))).head(1)
+    shift = engine.row_shift(head.masked, head.visible)
+    assert head.shift.tobytes() == shift.tobytes()
+    assert head.exp.tobytes() == np.exp(head.masked - shift[:, None]).tobytes()
+
+
 def test_scores_of_plus_minus_1e4_give_correct_weights():
     """The issue's own example: ±1e4 scores, a one-hot row, finite and exact."""
     doc = {"tokens": ["a", "b"], "embeddings": [[100.0], [-100.0]], "W_Q": [[1]], "W_K": [[1]], "W_V": [[1]], "scale": "none"}

@@ -65,6 +65,9 @@ def test_only_one_row_is_kept(monkeypatch):
     lean = explain_scenario(s, position=4, head=1)
     assert lean.head.scores.shape == lean.head.weights.shape == lean.head.visible.shape == (1, s.L)
     assert_same(s, position=4, head=1)
+    extreme = from_text("tokens: [a, b, c, d, e]\nembeddings: [[1], [20], [30], [-30], [5]]\nscale: none\nmask: causal\n")  # shifted rows
+    for position in range(1, 6):
+        assert_same(extreme, position=position, head=1)
 
 
 @pytest.mark.parametrize(

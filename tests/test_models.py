@@ -253,3 +253,10 @@ def test_no_output_may_replace_a_file_of_the_checkpoint(cli, tmp_path):
     result = cli("run", "--model", str(folder), "--layer", "1", "--sentence", "hi", "--output", str(folder / "config.json"))
     assert result.exit_code == 1 and "is an input of this command" in result.stderr
     assert (folder / "config.json").read_bytes() == before
+
+
+def test_json_carries_where_the_numbers_come_from(cli):
+    """scenario.notes in JSON holds the header's provenance lines for a checkpoint, and is empty for a scenario file."""
+    doc = json.loads(cli("run", *model_args("gpt2", 2, SENTENCE), "--format", "json").stdout)
+    assert any("ln_1 of the residual entering layer 2" in note for note in doc["scenario"]["notes"])
+    assert json.loads(cli("run", "cat", "--format", "json").stdout)["scenario"]["notes"] == []

@@ -164,3 +164,18 @@ def test_wrapped_text_is_what_rich_printed(lines, width):
     expected = output.render(console, [Text(text, no_wrap=True, overflow="ignore")])
     console = Console(file=io.StringIO(), width=width, color_system=None, no_color=True, highlight=False, emoji=False)
     assert output.render(console, [grid.Wrapped(text)]) == expected
+
+
+def test_masked_cells_get_the_ramps_own_grey_in_colour():
+    """In colour with a heatmap, a hidden cell is the ramp's masked grey with readable ink, not a dim shade of the ramp."""
+    from attncli.render import palette
+    from attncli.render.heatmap import Heat
+
+    result = engine.run(from_text(scenario(["a", "b", "c"])))  # causal
+    view = views.views(result, ("masked",), [1])[0]
+    heat = Heat(view.data, view.hidden, probabilities=False, colour=True)
+    cells = tables._column_cells(view, 2, [0, 1, 2], 4, heat)  # key 3: hidden from queries 1 and 2
+    assert cells[0] == (cells[0][0], heat.masked_style) and cells[1][1] == heat.masked_style
+    assert cells[2][1] != heat.masked_style
+    grey = heat.ramp.masked
+    assert heat.masked_style == f"{palette.ink(grey)} on {grey}" and palette.contrast(palette.ink(grey), grey) >= 4.5

@@ -379,3 +379,19 @@ def test_ctrl_c_during_an_atomic_write_leaves_no_temporary_file(tmp_path):
     process.communicate(timeout=60)
     assert process.returncode != 0
     assert target.read_text() == "old" and leftovers(tmp_path) == []
+
+
+def test_an_empty_out_dir_or_a_file_as_out_dir_is_one_clear_line(cli, tmp_path, monkeypatch):
+    """`export -d ""` is refused (Click would read it as "."), and so is a file given as the folder; nothing is written."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "file.txt").write_text("kept", encoding="utf-8")
+    for folder, message in (("", "--out-dir: the folder name is empty"), ("file.txt", "'file.txt' is not a folder")):
+        result = cli("export", "cat", "-f", "json", "-d", folder)
+        assert result.exit_code == 1 and message in result.stderr and result.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt"]
+
+
+def test_variance_refuses_a_folder_as_output_before_sampling(cli, tmp_path):
+    """`variance -o DIR` is refused at once, not after the experiment."""
+    result = cli("variance", "--samples", "10000000", "--dims", "4096", "--keys", "2", "-o", str(tmp_path))
+    assert result.exit_code == 1 and "it is a folder" in result.stderr

@@ -45,6 +45,11 @@ class Heat:
         share = 0.0 if span <= 0 else (x - self.low) / span
         return min(len(PALETTE) - 1, max(0, int(share * len(PALETTE))))
 
+    @property
+    def masked_style(self) -> str:
+        """A hidden cell: the ramp's own grey for masked cells, with readable text (WCAG AA, palette.ink)."""
+        return f"{palette.ink(self.ramp.masked)} on {self.ramp.masked}"
+
     def cell(self, text: str, x: float) -> Text:
         level = self.level(x)
         if self.colour:

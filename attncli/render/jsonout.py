@@ -46,6 +46,7 @@ def scenario_json(s: Scenario) -> dict[str, Any]:
         "rope": None if s.rope is None else s.rope.as_json(),
         "alibi": None if s.alibi is None else {"slopes": list(s.alibi.slopes)},
         "bias": s.bias is not None,
+        "notes": list(s.notes),
     }
     return doc
 

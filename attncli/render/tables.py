@@ -180,7 +180,7 @@ def _column_cells(view: MatrixView, c: int, rows: list[int], precision: int, hea
     cells: list[grid.Cell] = []
     for k, text in enumerate(texts):
         if hidden is not None and hidden[k]:
-            cells.append((text, "dim"))
+            cells.append((text, heat.masked_style if heat is not None and heat.colour else "dim"))
         elif heat is None:
             cells.append(text)
         else:
