@@ -64,10 +64,10 @@ def cells(data: npt.NDArray[np.float64], precision: int, write: Callable[[float,
             text = np.where(kind, written[at] if at >= 0 else 0, text)
         out[..., place] = text
 
-    minus = np.where(negative, np.uint8(_MINUS), np.uint8(0))  # (R, C) the sign, until it is placed
+    minus = negative.view(np.uint8) * np.uint8(_MINUS)  # (R, C) the sign, until it is placed
     rest = whole
     for k in range(digits + 1):  # the k-th digit from the right (the point goes left of the last decimal), then room for a sign
-        shorter = rest // 10
+        shorter = rest // 10  # NumPy divides by a constant fast; a table of digit pairs is slower to look up
         digit = (rest - shorter * 10).astype(np.uint8)
         digit += np.uint8(_ZERO)
         if k > precision:  # left of the units: a digit while the number lasts, then its sign, then nothing

@@ -160,8 +160,12 @@ class _Band:
         shown = values[picks, columns].ravel()  # (3·C',)
         signed = flat[np.arange(len(flat)), size - np.maximum(length, 1)] == ord("-")
         kind = length * 16 + signed * 8 + np.isinf(shown) * 4 + np.isnan(shown) * 2 + (np.abs(shown) >= HUGE)  # ±∞ is HUGE too
-        _, first, which = np.unique(kind, return_index=True, return_inverse=True)
-        widths = np.array([_width(flat[i].tobytes().translate(None, b"\0").decode()) for i in first.tolist()])[which].reshape(3, -1)
+        example = np.full(int(kind.max()) + 1, -1)
+        example[kind[::-1]] = np.arange(len(kind))[::-1]  # a text of each kind (its first)
+        width_of = np.zeros(len(example))
+        for k in np.flatnonzero(example >= 0).tolist():
+            width_of[k] = _width(flat[example[k]].tobytes().translate(None, b"\0").decode())
+        widths = width_of[kind].reshape(3, -1)
         widths[0:2, ~finite.any(axis=0)] = -np.inf
         widths[2, finite.all(axis=0)] = -np.inf
         best = np.zeros(self.width, dtype=np.intp)  # max() keeps the first of equally wide candidates
