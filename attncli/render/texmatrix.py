@@ -151,16 +151,17 @@ class _Band:
             (by_column if every else np.where(finite, by_column, np.inf)).argmin(axis=1),
             (~finite).argmax(axis=1),
         ])  # fmt: skip
-        candidates = cells[picks, columns]  # (3, C', W)
-        candidates[..., :3] = 0  # the " & " before each
+        size = cells.shape[2]
+        at = (picks * self.width + columns).ravel()  # (3·C',) in the band's cells, one row after another
+        flat = np.take(cells.reshape(-1, size), at, axis=0)  # (3·C', W)
+        flat[:, :3] = 0  # the " & " before each
+        candidates = flat.reshape(3, self.width, size)
         # texts alike in length, sign, exponent, infinity and NaN are alike character by character (all digits weigh the
         # same), so `_width` of one text of each kind gives every width exactly
-        size = candidates.shape[2]
-        flat = candidates.reshape(-1, size)  # (3·C', W)
-        length = np.count_nonzero(flat, axis=1)
-        shown = values[picks, columns].ravel()  # (3·C',)
-        signed = flat[np.arange(len(flat)), size - np.maximum(length, 1)] == ord("-")
-        kind = length * 16 + signed * 8 + np.isinf(shown) * 4 + np.isnan(shown) * 2 + (np.abs(shown) >= HUGE)  # ±∞ is HUGE too
+        start = (flat != 0).argmax(axis=1)  # where each (right-aligned) text begins
+        shown = np.take(values.ravel(), at)  # (3·C',)
+        signed = flat[np.arange(len(flat)), start] == ord("-")
+        kind = (size - start) * 16 + signed * 8 + np.isinf(shown) * 4 + np.isnan(shown) * 2 + (np.abs(shown) >= HUGE)  # ±∞ is HUGE too
         example = np.full(int(kind.max()) + 1, -1)
         example[kind[::-1]] = np.arange(len(kind))[::-1]  # a text of each kind (its first)
         width_of = np.zeros(len(example))
