@@ -255,3 +255,17 @@ def test_decode_a_real_checkpoint_layer(cli):
     doc = run_json(cli, "decode", *args, "--head", "3")
     assert doc["kv_head"] == run["heads"][2]["kv_head"]
     assert [step["output"] for step in doc["steps"]] == run["heads"][2]["output"]
+
+
+def test_report_html_rows_have_one_row_header_and_data_cells():
+    """In decode's HTML every body row is one <th scope=row> naming the cached key, then <td> cells."""
+    from typer.testing import CliRunner
+
+    from attncli.cli import app
+
+    html = CliRunner().invoke(app, ["decode", "cat", "--format", "html"]).stdout
+    elements = renderers.html_elements(html)
+    row_headers = [e for e in elements if e.tag == "th" and e.attrs.get("scope") == "row"]
+    cells = [e for e in elements if e.tag == "td"]
+    assert len(row_headers) == sum(range(1, 7)) and len(cells) == 5 * len(row_headers)
+    assert [e.text for e in row_headers[:3]] == ["The", "The", "cat"]

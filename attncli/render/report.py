@@ -161,6 +161,10 @@ def csv(report: Report) -> str:
     return buffer.getvalue()
 
 
+TEXT_CLASS = ' class="attn-text"'
+TEXT_CELLS = ".attncli td.attn-text { text-align: left; }\n"  # vectors and words in a report's table read from the left
+
+
 def html(report: Report, *, fragment: bool = False) -> str:
     """Semantic HTML: a heading per section, a <table> with <th> headers; a page, or a fragment to paste."""
     from attncli.render.htmltable import stylesheet
@@ -175,19 +179,20 @@ def html(report: Report, *, fragment: bool = False) -> str:
             table = section.table
             head = "".join(f'<th scope="col">{escape.html(cell)}</th>' for cell in table.header)
             rows = "\n".join(
-                "<tr>" + "".join(f"<td>{escape.html(cell)}</td>" if right else f'<th scope="row">{escape.html(cell)}</th>'
-                                 for cell, right in zip(row, table.numeric)) + "</tr>"
+                f'<tr><th scope="row">{escape.html(row[0])}</th>'
+                + "".join(f"<td{'' if right else TEXT_CLASS}>{escape.html(cell)}</td>" for cell, right in zip(row[1:], table.numeric[1:]))
+                + "</tr>"
                 for row in table.rows
-            )  # fmt: skip
+            )  # the first cell names the row; numbers right-aligned, text left
             body.append(f'<div class="attn-scroll"><table class="attn-matrix">\n<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}\n</tbody></table></div>')
         body += [f"<p>{escape.html(note)}</p>" for note in section.notes]
     content = "\n".join(body)
     if fragment:
-        return f'<div class="attncli">\n<style>\n{stylesheet(dark=False)}</style>\n{content}\n</div>\n'
+        return f'<div class="attncli">\n<style>\n{stylesheet(dark=False)}{TEXT_CELLS}</style>\n{content}\n</div>\n'
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n<meta name="color-scheme" content="light dark">\n'
-        f"<title>{escape.html(report.title)}</title>\n<style>\n{stylesheet(page=True)}</style>\n</head>\n"
+        f"<title>{escape.html(report.title)}</title>\n<style>\n{stylesheet(page=True)}{TEXT_CELLS}</style>\n</head>\n"
         f'<body>\n<main class="attncli">\n{content}\n</main>\n</body>\n</html>\n'
     )
 
