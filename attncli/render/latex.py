@@ -6,7 +6,7 @@ with its symbol on the left and its matrix on the right, the matrix labelled wit
 `a_b`, `50%` or `café` print as written. A fragment needs amsmath (pdflatex) and nothing in
 KaTeX or MathJax; `standalone=True` writes a complete article (see `texmatrix.PREAMBLE`).
 
-The output is streamed: a matrix is formatted a row at a time and yielded as UTF-8 chunks.
+The output is streamed: a matrix is written a band of MAX_ROWS rows at a time (see `texmatrix.iter_blocks`), as UTF-8.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every input text goes through `escape.markdown`, so `<eos>`, `*x*` or `a_b` render literally.
 The top heading's level is chosen by `heading_level` (0 leaves it out). A run is streamed:
-each table row is formatted at once and yielded as UTF-8.
+a block of table rows at a time, its numbers written at once by `fixedtext`, as UTF-8.
 """
 
 from __future__ import annotations
