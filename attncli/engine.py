@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 import numpy as np
 
@@ -169,15 +169,32 @@ def project(X: np.ndarray, W: np.ndarray, b: np.ndarray | None, r: Rounder) -> n
     return projected if b is None else r(projected + b)
 
 
-def _head(
+class HeadInputs(NamedTuple):
+    """What a head computes before its scores: the first fields of HeadResult, in its order."""
+
+    kv_head: int  # g, from 1
+    W_Q: np.ndarray | None  # (d_model, d_k) this head's columns; None when Q, K, V are given
+    W_K: np.ndarray | None  # (d_model, d_k) its key/value head's columns
+    W_V: np.ndarray | None  # (d_model, d_v)
+    b_Q: np.ndarray | None  # (d_k,)
+    b_K: np.ndarray | None  # (d_k,)
+    b_V: np.ndarray | None  # (d_v,)
+    Q: np.ndarray  # (L_q, d_k)
+    K: np.ndarray  # (L_k, d_k)
+    V: np.ndarray  # (L_k, d_v)
+    Q_rope: np.ndarray | None  # (L_q, d_k) rotated, under RoPE
+    K_rope: np.ndarray | None  # (L_k, d_k)
+
+
+def head_inputs(
     s: Scenario,
+    h: int,
     X: np.ndarray | None,
     X_kv: np.ndarray | None,
-    h: int,
-    decimals: int | None,
+    r: Rounder,
     kv_cache: dict[int, tuple[np.ndarray, np.ndarray]],
-) -> HeadResult:
-    r = rounder(decimals)
+) -> HeadInputs:
+    """Head h's weight blocks, Q, K, V and (under RoPE) rotated Q and K; a key/value head's K and V computed once, kept in kv_cache."""
     d_k, d_v, g = s.d_k, s.d_v, s.kv_head(h)
     W_Q, W_K, W_V = block(s.W_Q, h, d_k), block(s.W_K, g, d_k), block(s.W_V, g, d_v)
     b_Q, b_K, b_V = block(s.b_Q, h, d_k), block(s.b_K, g, d_k), block(s.b_V, g, d_v)
@@ -193,11 +210,26 @@ def _head(
             V = finite(project(keys_from, W_V, b_V, r), "v", "X·W_V", s, h, keys)  # type: ignore[arg-type]  # (L_k, d_v)
             kv_cache[g] = (K, V)
         K, V = kv_cache[g]  # (L_k, d_k), (L_k, d_v)
-    L_q, L_k = Q.shape[0], K.shape[0]
     Q_rope = K_rope = None
     if s.rope is not None:
-        Q_rope = finite(r(s.rope.rotate(Q, np.arange(L_q))), "rope", "RoPE(Q)", s, h, queries)  # (L_q, d_k) p = 0, 1, ...
-        K_rope = finite(r(s.rope.rotate(K, np.arange(L_k))), "rope", "RoPE(K)", s, h, keys)  # (L_k, d_k)
+        Q_rope = finite(r(s.rope.rotate(Q, np.arange(Q.shape[0]))), "rope", "RoPE(Q)", s, h, queries)  # (L_q, d_k) p = 0, 1, ...
+        K_rope = finite(r(s.rope.rotate(K, np.arange(K.shape[0]))), "rope", "RoPE(K)", s, h, keys)  # (L_k, d_k)
+    return HeadInputs(g, W_Q, W_K, W_V, b_Q, b_K, b_V, Q, K, V, Q_rope, K_rope)
+
+
+def _head(
+    s: Scenario,
+    X: np.ndarray | None,
+    X_kv: np.ndarray | None,
+    h: int,
+    decimals: int | None,
+    kv_cache: dict[int, tuple[np.ndarray, np.ndarray]],
+) -> HeadResult:
+    r = rounder(decimals)
+    queries = s.tokens  # what labels the rows, for an overflow's message
+    inputs = head_inputs(s, h, X, X_kv, r, kv_cache)
+    Q, K, V, Q_rope, K_rope = inputs.Q, inputs.K, inputs.V, inputs.Q_rope, inputs.K_rope
+    L_q, L_k = Q.shape[0], K.shape[0]
     q, k = (Q, K) if Q_rope is None else (Q_rope, K_rope)
     scores = r(q @ k.T)  # type: ignore[union-attr]  # (L_q, d_k) @ (d_k, L_k) -> (L_q, L_k)
     scaled = r(scores / s.scale.divisor)  # (L_q, L_k)
@@ -232,7 +264,8 @@ def _head(
     for array in arrays:
         if array is not None:
             array.setflags(write=False)
-    return HeadResult(h, g, W_Q, W_K, W_V, b_Q, b_K, b_V, *arrays)
+    n = inputs
+    return HeadResult(h, n.kv_head, n.W_Q, n.W_K, n.W_V, n.b_Q, n.b_K, n.b_V, *arrays)  # arrays start with Q, K, V, Q_rope, K_rope
 
 
 def first_overflow(

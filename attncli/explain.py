@@ -16,10 +16,9 @@ from attncli.engine import (
     EXACT_FROM,
     HeadResult,
     RunResult,
-    block,
     finite,
+    head_inputs,
     no_shift,
-    project,
     rounder,
     row_shift,
     score_bias,
@@ -220,30 +219,14 @@ def _row_run_quietly(s: Scenario, head: int, i: int, decimals: int | None) -> tu
 
     X = None if s.X is None else r(np.asarray(s.X, dtype=np.float64))  # (L_q, d_model)
     X_kv = None if s.X_kv is None else r(np.asarray(s.X_kv, dtype=np.float64))  # (L_k, d_model)
-    queries, key_tokens = s.tokens, s.key_tokens
+    queries = s.tokens
     kv_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     outputs: list[np.ndarray] = []
     kept: HeadResult | None = None
     for h in range(1, s.heads + 1):
-        d_k, d_v, g = s.d_k, s.d_v, s.kv_head(h)
-        W_Q, W_K, W_V = block(s.W_Q, h, d_k), block(s.W_K, g, d_k), block(s.W_V, g, d_v)
-        b_Q, b_K, b_V = block(s.b_Q, h, d_k), block(s.b_K, g, d_k), block(s.b_V, g, d_v)
-        if X is None:  # Q, K and V given directly
-            Q = r(block(s.Q, h, d_k))  # type: ignore[arg-type]  # (L_q, d_k)
-            K, V = kv_cache.setdefault(g, (r(block(s.K, g, d_k)), r(block(s.V, g, d_v))))  # type: ignore[arg-type]
-        else:
-            keys_from = X if X_kv is None else X_kv  # (L_k, d_model)
-            Q = finite(project(X, W_Q, b_Q, r), "q", "X·W_Q", s, h, queries)  # type: ignore[arg-type]  # (L_q, d_k)
-            if g not in kv_cache:
-                K = finite(project(keys_from, W_K, b_K, r), "k", "X·W_K", s, h, key_tokens)  # type: ignore[arg-type]
-                V = finite(project(keys_from, W_V, b_V, r), "v", "X·W_V", s, h, key_tokens)  # type: ignore[arg-type]
-                kv_cache[g] = (K, V)
-            K, V = kv_cache[g]  # (L_k, d_k), (L_k, d_v)
+        inputs = head_inputs(s, h, X, X_kv, r, kv_cache)  # the engine's own, bit for bit
+        Q, K, V, Q_rope, K_rope = inputs.Q, inputs.K, inputs.V, inputs.Q_rope, inputs.K_rope
         L_q, L_k = Q.shape[0], K.shape[0]
-        Q_rope = K_rope = None
-        if s.rope is not None:
-            Q_rope = finite(r(s.rope.rotate(Q, np.arange(L_q))), "rope", "RoPE(Q)", s, h, queries)  # (L_q, d_k)
-            K_rope = finite(r(s.rope.rotate(K, np.arange(L_k))), "rope", "RoPE(K)", s, h, key_tokens)  # (L_k, d_k)
         q, k = (Q, K) if Q_rope is None else (Q_rope, K_rope)
         stage = finite(r_in_place(q @ k.T), "scores", "Q·Kᵀ", s, h, queries)  # type: ignore[union-attr]  # (L_q, L_k); later stages overwrite it
         rows = {"scores": stage[i].copy()}
@@ -284,8 +267,9 @@ def _row_run_quietly(s: Scenario, head: int, i: int, decimals: int | None) -> tu
         outputs.append(output)
         if h == head:
             one = {key: value[None, :] for key, value in rows.items()}  # (1, L_k) each
+            n = inputs
             kept = HeadResult(
-                h, g, W_Q, W_K, W_V, b_Q, b_K, b_V, Q, K, V, Q_rope, K_rope, one["scores"], one["scaled"],
+                h, n.kv_head, n.W_Q, n.W_K, n.W_V, n.b_Q, n.b_K, n.b_V, Q, K, V, Q_rope, K_rope, one["scores"], one["scaled"],
                 None if bias_row is None else bias_row[None, :], one.get("biased"), visible[i][None, :].copy(), one["masked"],
                 shift[i : i + 1].copy(), one["exp"], exp_sum[i : i + 1].copy(), one["weights"], output,
             )  # fmt: skip
