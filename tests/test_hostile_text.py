@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from markdown_it import MarkdownIt
 
 from attncli import engine, escape
 from attncli.explain import explain
@@ -23,6 +22,7 @@ from attncli.model import Scenario
 from attncli.render import Format, Options, render_explain, render_run
 from attncli.scenario import from_text
 from tests import renderers
+from tests.test_formats import markdown_tables
 
 # Characters that are markup, escapes or controls somewhere, beside any character at all (lone surrogates
 # excepted: no UTF-8 file, so no scenario, can hold one).
@@ -60,26 +60,6 @@ def shown(labels: tuple[str, ...]) -> list[str]:
 
 
 # -- Markdown -------------------------------------------------------------------------------------
-
-
-def markdown_tables(text: str) -> list[list[list[str]]]:
-    """Every GFM table as rows of cell texts (header first), as markdown-it-py parses them."""
-    tables, rows, cells, inside = [], [], [], False
-    for token in MarkdownIt("commonmark").enable("table").parse(text):
-        if token.type == "table_open":
-            rows = []
-        elif token.type == "tr_open":
-            cells = []
-        elif token.type in ("th_open", "td_open"):
-            inside = True
-        elif token.type == "inline" and inside:
-            cells.append("".join(child.content for child in token.children or [] if child.type in ("text", "code_inline")))
-            inside = False
-        elif token.type == "tr_close":
-            rows.append(cells)
-        elif token.type == "table_close":
-            tables.append(rows)
-    return tables
 
 
 def markdown_tags(text: str) -> set[str]:
