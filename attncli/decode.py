@@ -42,6 +42,8 @@ Positions = npt.NDArray[np.int64]
 Flags = npt.NDArray[np.bool_]
 AnyArray = TypeVar("AnyArray", bound=npt.NDArray[np.generic])
 
+MAX_CACHED_NUMBERS = 32 * 2**20  # every step keeps its own copy of the cache: L²/2 rows of K and V in all
+
 
 class DecodeStep(NamedTuple):
     """Generation step t: the new token, the cache it joins, and its attention over the cache."""
@@ -112,6 +114,14 @@ def decode(source: RunResult | Scenario, head: int) -> Decode:
     L = visible.shape[0]
     read_until = np.where(visible.any(axis=0), L - np.argmax(visible[::-1], axis=0), 0)  # (L,) last query reading key j
     positions = np.arange(1, L + 1)  # (L,)
+    cached = int(np.maximum(read_until - positions + 1, 0).sum())  # rows of K and V held over all steps
+    if cached * (scenario.d_k + scenario.d_v) > MAX_CACHED_NUMBERS:
+        raise AttnError(
+            f"decoding {L} tokens holds {cached:,} cached rows of K and V across its steps, "
+            f"more than the {MAX_CACHED_NUMBERS:,} numbers decode keeps",
+            key="tokens",
+            expected="a shorter sentence (a few hundred tokens), or `run` for the whole causal head at once",
+        )
     steps = []
     for t in range(1, L + 1):
         cache = positions[(positions <= t) & (read_until >= t)]  # (c,)

@@ -12,6 +12,7 @@ import numpy as np
 from attncli import online
 from attncli.decode import Decode, DecodeStep
 from attncli.engine import RunResult
+from attncli.errors import AttnError
 from attncli.narration import quoted
 from attncli.numbers import decimals, fixed, smart
 from attncli.online import Tiling
@@ -22,6 +23,7 @@ MAX_TILES = 24  # tile rows shown per head unless --full
 MAX_STEPS = 12  # decode steps shown unless --full (the first ten and the last two)
 MAX_CACHE_ROWS = 12  # cached keys listed per step unless --full
 MAX_VECTOR = 8  # numbers shown of a long vector unless --full
+MAX_TILES_KEPT = 100_000  # tiles computed and kept for one report (each holds its rows' running state)
 
 
 def vec(values: np.ndarray, p: int, *, full: bool, whole: bool = True) -> str:
@@ -110,6 +112,14 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
     csv_table = Table(["head", "query_block", "key_block", "query", "keys", "skipped", "rescale", "max", "sum"], csv_rows,
                       [True, True, True, True, False, False, True, True, True])  # fmt: skip
     return Report(f"FlashAttention tiling of {quoted(s.name)}: blocks of {B_q} queries × {B_k} keys", intro, sections, csv_table)
+
+
+def _smallest_block(L_q: int, L_k: int, heads: int) -> int:
+    """The smallest block size whose tiles stay within MAX_TILES_KEPT."""
+    B = 1
+    while heads * -(-L_q // B) * -(-L_k // B) > MAX_TILES_KEPT:
+        B += 1
+    return B
 
 
 def _number(x: float) -> str:
@@ -214,6 +224,14 @@ def tiling_document(result: RunResult, options: Options, block_size: int) -> Doc
 
     s = result.scenario
     heads = options.heads or list(range(1, s.heads + 1))
+    count = len(heads) * -(-s.L // block_size) * -(-s.L_k // block_size)  # ⌈L_q / B⌉·⌈L_k / B⌉ per head
+    if count > MAX_TILES_KEPT:
+        raise AttnError(
+            f"--block-size {block_size} cuts {len(heads)} head{'s' * (len(heads) > 1)} of {s.L} × {s.L_k} into {count:,} tiles, "
+            f"more than the {MAX_TILES_KEPT:,} shown at most",
+            key="--block-size",
+            expected=f"a larger block size (at least {_smallest_block(s.L, s.L_k, len(heads))}) or one head with --head",
+        )
     tilings = {}
     for head in heads:
         h = result.head(head)

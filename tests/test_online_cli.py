@@ -269,3 +269,16 @@ def test_report_html_rows_have_one_row_header_and_data_cells():
     cells = [e for e in elements if e.tag == "td"]
     assert len(row_headers) == sum(range(1, 7)) and len(cells) == 5 * len(row_headers)
     assert [e.text for e in row_headers[:3]] == ["The", "The", "cat"]
+
+
+def test_too_many_tiles_or_cached_rows_are_one_clear_line(cli, tmp_path):
+    """`run --block-size 1` on 400 tokens (160,000 tiles) and decode of 2,000 tokens are refused up front, naming the way out."""
+    tokens = [f"w{i}" for i in range(2000)]
+    path = tmp_path / "long.yaml"
+    rows = [[1.0] * 12] * 2000  # d_k = d_v = 12: 2,001,000 cached rows × 24 numbers
+    path.write_text(f"tokens: {tokens}\nmask: causal\nQ: {rows}\nK: {rows}\nV: {rows}\n".replace("'", ""), encoding="utf-8")
+    result = cli("run", str(path), "--block-size", "1")
+    assert result.exit_code == 1 and result.stdout == "" and "tiles" in result.stderr and "at least" in result.stderr
+    assert cli("run", str(path), "--block-size", "64", "--format", "json").exit_code == 0
+    result = cli("decode", str(path))
+    assert result.exit_code == 1 and result.stdout == "" and "cached rows" in result.stderr
