@@ -260,3 +260,55 @@ def test_json_carries_where_the_numbers_come_from(cli):
     doc = json.loads(cli("run", *model_args("gpt2", 2, SENTENCE), "--format", "json").stdout)
     assert any("ln_1 of the residual entering layer 2" in note for note in doc["scenario"]["notes"])
     assert json.loads(cli("run", "cat", "--format", "json").stdout)["scenario"]["notes"] == []
+
+
+def padded_copy(folder: Path, name: str, length: int) -> Path:
+    """A copy of fixture `name` whose tokenizer.json asks for fixed padding and truncation, as sentence-transformers folders do."""
+    import shutil
+
+    copy = folder / f"{name}-padded"
+    shutil.copytree(HERE / name, copy)
+    tokenizer = json.loads((copy / "tokenizer.json").read_text(encoding="utf-8"))
+    pad_id = tokenizer["model"]["vocab"].get("[PAD]", 0) if isinstance(tokenizer["model"].get("vocab"), dict) else 0
+    tokenizer["padding"] = {
+        "strategy": {"Fixed": length}, "direction": "Right", "pad_to_multiple_of": None,
+        "pad_id": pad_id, "pad_type_id": 0, "pad_token": "[PAD]",
+    }  # fmt: skip
+    tokenizer["truncation"] = {"direction": "Right", "max_length": length, "strategy": "LongestFirst", "stride": 0}
+    (copy / "tokenizer.json").write_text(json.dumps(tokenizer), encoding="utf-8")
+    return copy
+
+
+@pytest.mark.parametrize("name", ["bert", "gpt2"])
+def test_saved_padding_and_truncation_are_not_applied(cli, tmp_path, name):
+    """A tokenizer.json that asks for padding to 20 gives the model's own weights (the golden's), and the header says so."""
+    expected = golden(name)
+    copy = padded_copy(tmp_path, name, 20)
+    result = cli("run", "--model", str(copy), "--layer", "1", "--sentence", str(expected["text"]), "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert len(doc["scenario"]["tokens"]) == len(expected["ids"]) < 20
+    weights = np.array([head["weights"] for head in doc["heads"]])
+    np.testing.assert_allclose(weights, expected["attentions"][0], rtol=0, atol=TOLERANCE[name])
+    assert any("asks for padding to 20 tokens and truncation at 20 tokens; not applied" in note for note in doc["scenario"]["notes"])
+    table = cli("run", "--model", str(copy), "--layer", "1", "--sentence", str(expected["text"]), "--stages", "weights")
+    assert "not applied" in table.stdout
+
+
+def test_a_saved_truncation_does_not_cut_a_long_sentence(cli, tmp_path):
+    """Truncation at 8 tokens in tokenizer.json: a 45-token sentence is refused for the model's 32 positions, not cut to 8."""
+    copy = padded_copy(tmp_path, "gpt2", 8)
+    result = cli("run", "--model", str(copy), "--layer", "1", "--sentence", "The cat sat. " * 9)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "the sentence is 45 tokens long, more than the model's 32 positions" in result.stderr
+
+
+def test_model_tokens_prints_the_ids_the_computation_uses(cli, tmp_path):
+    """`model tokens` on a padded tokenizer.json lists only the sentence's tokens and says the padding was not applied."""
+    copy = padded_copy(tmp_path, "bert", 16)
+    doc = json.loads(cli("model", "tokens", str(copy), "The cat", "--format", "json").stdout)
+    assert [t["label"] for t in doc["tokens"]] == ["[CLS]", "The", "cat", "[SEP]"]
+    assert doc["not_applied"] == "padding to 16 tokens and truncation at 16 tokens"
+    table = cli("model", "tokens", str(copy), "The cat").stdout
+    assert "4 tokens" in table and "not applied" in table
+    assert json.loads(cli("model", "tokens", str(HERE / "bert"), "The cat", "--format", "json").stdout)["not_applied"] is None

@@ -114,25 +114,26 @@ def _info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
 def tokens_document(folder: Path, text: str, *, special_tokens: str, as_json: bool) -> str | Iterator[bytes]:
     """The tokens of `text`: position (from 1), id, label (the text it covers) and the tokenizer's own piece."""
     from attncli.checkpoints.scenario import SPECIAL_TOKENS
-    from attncli.checkpoints.tokens import load_tokenizer, tokenize_text
+    from attncli.checkpoints.tokens import load_tokenizer, not_applied_note, tokenize_text
 
     if special_tokens not in SPECIAL_TOKENS:
         raise AttnError(f"found {special_tokens!r}", key="--special-tokens", expected="auto (as the tokenizer adds them) or none")
     if not folder.is_dir():
         raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a folder with tokenizer.json")
-    tokenizer = load_tokenizer(folder)
+    tokenizer, not_applied = load_tokenizer(folder)
     add = special_tokens == "auto"
     ids, labels = tokenize_text(tokenizer, text, special_tokens=add)
     pieces = tokenizer.encode(text, add_special_tokens=add).tokens
     rows = [{"position": n, "id": token_id, "label": label, "piece": piece} for n, (token_id, label, piece) in enumerate(zip(ids, labels, pieces), 1)]
     if as_json:
-        return _json({"schema": TOKENS_SCHEMA, "folder": str(folder), "text": text, "tokens": rows})
+        return _json({"schema": TOKENS_SCHEMA, "folder": str(folder), "text": text, "tokens": rows, "not_applied": not_applied})
     header = ("position", "id", "label", "piece")
     table = [header, *((str(r["position"]), str(r["id"]), visible(str(r["label"])), visible(str(r["piece"]))) for r in rows)]
     widths = [max(len(row[i]) for row in table) for i in range(4)]
     lines = ["  ".join(cell.rjust(w) if i < 2 else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip() for row in table]
     marked = "; ␣ marks a leading space" if any(label.startswith("␣") for label in labels) else ""
-    return "\n".join(lines) + f"\n{len(rows)} token{'s' * (len(rows) != 1)}{marked}\n"
+    notes = "".join(visible(note) + "\n" for note in not_applied_note(not_applied))
+    return "\n".join(lines) + f"\n{len(rows)} token{'s' * (len(rows) != 1)}{marked}\n" + notes
 
 
 def _aligned(rows: list[tuple[str, str]]) -> str:

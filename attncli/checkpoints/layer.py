@@ -15,7 +15,7 @@ from attncli.checkpoints import bert, gpt2, llama
 from attncli.checkpoints.config import SUPPORTED, ModelConfig, read_config, read_raw
 from attncli.checkpoints.rope import RopeSpec, rope_spec
 from attncli.checkpoints.safetensors import FLOAT_NAMES, Checkpoint
-from attncli.checkpoints.tokens import Tokens, load_tokenizer, tokenize_text
+from attncli.checkpoints.tokens import Tokens, load_tokenizer, not_applied_note, tokenize_text
 from attncli.errors import AttnError
 
 __all__ = ["LayerCase", "RopeSpec", "Tokens", "load_layer", "model_info", "tokenize"]
@@ -55,7 +55,7 @@ class LayerCase:
 
 def tokenize(folder: Path, text: str, *, special_tokens: bool = True) -> Tokens:
     """The checkpoint's tokens of `text`: (ids, labels), with `.positions` from 1."""
-    return tokenize_text(load_tokenizer(folder), text, special_tokens=special_tokens)
+    return tokenize_text(load_tokenizer(folder).tokenizer, text, special_tokens=special_tokens)
 
 
 def load_layer(folder: Path, *, layer: int, text: str, special_tokens: bool = True) -> LayerCase:
@@ -65,7 +65,8 @@ def load_layer(folder: Path, *, layer: int, text: str, special_tokens: bool = Tr
         raise AttnError(
             f"layer {layer} is out of range: the model has {cfg.layers} layers", key="layer", expected=f"1 to {cfg.layers}"
         )
-    ids, labels = tokenize(folder, text, special_tokens=special_tokens)
+    tokenizer, not_applied = load_tokenizer(folder)
+    ids, labels = tokenize_text(tokenizer, text, special_tokens=special_tokens)
     if not ids:
         raise AttnError("the sentence gives no tokens", key="sentence", expected="some text")
     if len(ids) > cfg.max_positions:
@@ -82,7 +83,7 @@ def load_layer(folder: Path, *, layer: int, text: str, special_tokens: bool = Tr
         heads=w.heads, kv_heads=w.kv_heads, head_dim=w.head_dim,
         W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O,
         divisor=w.divisor, causal=w.causal, window=w.window, rope=w.rope,
-        dtype=inputs.dtype, notes=inputs.notes,
+        dtype=inputs.dtype, notes=(*inputs.notes, *not_applied_note(not_applied)),
     )  # fmt: skip
 
 

@@ -39,8 +39,22 @@ class Tokens(NamedTuple):
         return tuple(range(1, len(self.ids) + 1))
 
 
-def load_tokenizer(folder: Path) -> Tokenizer:
-    """The tokenizer of a checkpoint folder, or one clear error (missing library, missing or broken file)."""
+class CheckpointTokenizer(NamedTuple):
+    """A checkpoint's tokenizer, set to tokenize as the model's forward pass receives text."""
+
+    tokenizer: Tokenizer
+    not_applied: str | None  # what tokenizer.json asked for and attncli left out ("padding to 128 tokens"), or None
+
+
+def load_tokenizer(folder: Path) -> CheckpointTokenizer:
+    """The tokenizer of a checkpoint folder, or one clear error (missing library, missing or broken file).
+
+    A tokenizer.json may carry padding and truncation settings (sentence-transformers folders
+    save `"padding": {"strategy": {"Fixed": 128}}`). A model's forward pass on one sentence sees
+    neither, and transformers' tokenizer call applies neither by default; padding would add
+    unmasked [PAD] keys and truncation would cut the sentence silently. Both are switched off;
+    `not_applied` says what the file asked for, so the header can say so.
+    """
     try:
         from tokenizers import Tokenizer
     except ImportError:
@@ -54,10 +68,26 @@ def load_tokenizer(folder: Path) -> Tokenizer:
             "no tokenizer.json in the checkpoint folder", file=str(folder), expected="the tokenizer saved with the model"
         )
     try:
-        return Tokenizer.from_file(str(path))
+        tokenizer = Tokenizer.from_file(str(path))
     except Exception as error:  # the library raises plain Exceptions for files it cannot parse
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise AttnError(f"the tokenizer cannot be read: {first_line}", file=str(path)) from None
+    asked = []
+    if tokenizer.padding is not None:
+        length = tokenizer.padding.get("length")
+        asked.append(f"padding to {length} tokens" if length else "padding")
+        tokenizer.no_padding()
+    if tokenizer.truncation is not None:
+        asked.append(f"truncation at {tokenizer.truncation.get('max_length')} tokens")
+        tokenizer.no_truncation()
+    return CheckpointTokenizer(tokenizer, " and ".join(asked) or None)
+
+
+def not_applied_note(not_applied: str | None) -> tuple[str, ...]:
+    """The header's line about tokenizer.json settings left out, or none."""
+    if not_applied is None:
+        return ()
+    return (f"tokenizer.json asks for {not_applied}; not applied: the model sees the sentence's own tokens, as in its forward pass",)
 
 
 def tokenize_text(tokenizer: Tokenizer, text: str, *, special_tokens: bool = True) -> Tokens:
