@@ -20,7 +20,7 @@ def main() -> None:
     """Catch Ctrl-C first, then import the command line (Typer, Rich: the slow part of start-up) and run it."""
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when started with SIGINT ignored (`nohup`, `&`)
         signal.signal(signal.SIGINT, _interrupted)
-    from attncli.cli import main as run
+    from attncli.cli.app import main as run
 
     run()
 

@@ -20,7 +20,7 @@ COMMANDS = [[], ["run"], ["explain"], ["export"], ["decode"], ["scenarios"], ["s
 def help_text(args: list[str]) -> str:
     from typer.testing import CliRunner
 
-    from attncli.cli import app
+    from attncli.cli.app import app
 
     result = CliRunner().invoke(app, [*args, "--help"], env={"COLUMNS": "80", "NO_COLOR": "1", "TERM": "dumb"}, prog_name="attncli")
     assert result.exit_code == 0, result.output

@@ -15,7 +15,7 @@ def cli():
     """Invoke the attncli app in-process with Typer's CliRunner; returns the Result."""
     from typer.testing import CliRunner
 
-    from attncli.cli import app
+    from attncli.cli.app import app
 
     runner = CliRunner()
 

@@ -1,6 +1,6 @@
 """A deliberately naive attention, written with loops and the math module, to check the engine against.
 
-It shares nothing with attncli.engine: no NumPy, no shift rule (it always subtracts the row
+It shares nothing with attncli.core.engine: no NumPy, no shift rule (it always subtracts the row
 maximum, the textbook way), no matrix products.
 """
 

@@ -15,7 +15,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from attncli import escape
+from attncli.document import escape
 
 HERE = Path(__file__).parent
 

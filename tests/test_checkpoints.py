@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attncli.checkpoints.config import read_config
-from attncli.checkpoints.layer import LayerCase, load_layer, model_info, tokenize
-from attncli.checkpoints.safetensors import SafetensorsFile
 from attncli.errors import AttnError
+from attncli.sources.checkpoints.config import read_config
+from attncli.sources.checkpoints.layer import LayerCase, load_layer, model_info, tokenize
+from attncli.sources.checkpoints.safetensors import SafetensorsFile
 
 HERE = Path(__file__).parent / "checkpoints"
 BAD = HERE / "bad"
@@ -340,7 +340,7 @@ def test_without_the_tokenizers_library_the_error_names_the_extra(monkeypatch):
 
 def test_importing_the_checkpoint_code_does_not_import_tokenizers():
     """`tokenizers` is imported only when a sentence is tokenized."""
-    probe = "import sys, attncli.checkpoints.layer; print('tokenizers' in sys.modules)"
+    probe = "import sys, attncli.sources.checkpoints.layer; print('tokenizers' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "False"
 
@@ -374,7 +374,7 @@ def test_live_transformers_reads_the_config_spellings_alike(name, tmp_path):
         import transformers
     except Exception as error:  # not installed, or installed but unable to load
         pytest.skip(f"transformers is not importable ({error}); pip install torch==2.13.0 transformers")
-    from attncli.checkpoints.rope import inverse_frequencies
+    from attncli.sources.checkpoints.rope import inverse_frequencies
 
     folder = write_config(tmp_path, SPELLINGS[name][0])
     hf = transformers.AutoConfig.from_pretrained(folder)

@@ -7,10 +7,11 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from attncli import builtin, engine
-from attncli.decode import decode
+from attncli.core import engine
+from attncli.core.decode import decode
 from attncli.errors import AttnError
-from attncli.scenario import from_text, load
+from attncli.sources import builtin
+from attncli.sources.yaml_scenario import from_text, load
 from tests.test_variants import matrix
 
 

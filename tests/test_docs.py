@@ -21,7 +21,7 @@ def test_every_command_is_documented():
     """Each command and subcommand of the app has its section in the reference."""
     import typer
 
-    from attncli.cli import app
+    from attncli.cli.app import app
 
     group = typer.main.get_command(app)
     names = []

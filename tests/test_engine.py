@@ -7,8 +7,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attncli import engine
-from attncli.scenario import from_text
+from attncli.core import engine
+from attncli.sources.yaml_scenario import from_text
 from tests.reference import attention
 
 finite = st.floats(min_value=-4, max_value=4, allow_nan=False, allow_infinity=False)
@@ -174,7 +174,7 @@ def test_hand_rounding_that_leaves_a_row_without_weight_is_a_clear_error():
 
 def test_huge_finite_numbers_are_written_in_scientific_notation():
     """A finite number beyond 10¹⁵ is 1.0000e+100, not a hundred digits of float noise; smaller ones stay fixed."""
-    from attncli.numbers import fixed, smart
+    from attncli.document.numbers import fixed, smart
 
     assert fixed(1e100, 4) == "1.0000e+100" and smart(-2e20, 2) == "-2.00e+20"
     assert fixed(123456789012.5, 1) == "123456789012.5" and smart(1e14, 3) == "100000000000000"

@@ -198,7 +198,7 @@ def test_failed_run_leaves_an_existing_output_untouched(cli, tmp_path):
 
 def test_ctrl_c_exits_130_with_one_line(cli, monkeypatch):
     """KeyboardInterrupt mid-run: status 130, one line, no traceback."""
-    from attncli import engine
+    from attncli.core import engine
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -257,7 +257,7 @@ def test_no_color_and_json_never_carry_escape_codes():
 def test_a_file_larger_than_the_limit_is_refused_before_it_is_read(tmp_path):
     """The byte limit is checked from the file's size, before reading it."""
     from attncli.errors import AttnError
-    from attncli.scenario import read_text
+    from attncli.sources.yaml_scenario import read_text
 
     path = tmp_path / "big.yaml"
     path.write_text("tokens: [a]\nembeddings: [[1]]\n")
@@ -304,8 +304,8 @@ def test_overflow_puts_no_numpy_warning_on_stderr():
 
 def test_hand_rounding_keeps_huge_exponentials_finite():
     """e^676 ≈ 3.8e293 rounded to 5 decimals: np.round would overflow multiplying by 10⁵; the value is whole and kept."""
-    from attncli import engine
-    from attncli.scenario import from_text
+    from attncli.core import engine
+    from attncli.sources.yaml_scenario import from_text
 
     scenario = from_text("tokens: [a, b]\nembeddings: [[26, 0], [1, 1]]\nscale: none\n")
     exact, rounded = engine.run(scenario).heads[0], engine.run(scenario, round_steps=5).heads[0]
@@ -339,9 +339,9 @@ def test_extreme_numbers_give_finite_stages_or_one_clear_error(embeddings, weigh
     """Any magnitudes up to float64's largest: every stage is finite (−∞ only where masked), or an AttnError names the overflow."""
     import warnings
 
-    from attncli import engine
+    from attncli.core import engine
     from attncli.errors import AttnError
-    from attncli.scenario import from_text
+    from attncli.sources.yaml_scenario import from_text
 
     tokens = [f"t{i}" for i in range(len(embeddings))]
     W = f"[[{weights[0]!r}, {weights[1]!r}], [{weights[2]!r}, {weights[3]!r}]]"

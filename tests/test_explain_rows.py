@@ -8,11 +8,12 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from attncli import builtin, engine
+from attncli.core import engine
+from attncli.core.explain import explain, explain_scenario
 from attncli.errors import AttnError
-from attncli.explain import explain, explain_scenario
-from attncli.render import jsonout
-from attncli.scenario import from_text, load
+from attncli.formats import jsonout
+from attncli.sources import builtin
+from attncli.sources.yaml_scenario import from_text, load
 from tests.test_variants import variant_scenarios
 
 
@@ -58,7 +59,7 @@ def test_random_variants(case, data, round_steps):
 
 def test_only_one_row_is_kept(monkeypatch):
     """The kept head's tokens × tokens stages are one row; rows beyond the chunk size are shifted in pieces."""
-    from attncli import explain as explain_module
+    from attncli.core import explain as explain_module
 
     monkeypatch.setattr(explain_module, "ROWS_AT_ONCE", 2)
     s = load("journey-causal")

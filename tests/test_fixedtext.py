@@ -4,8 +4,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attncli.numbers import fixed
-from attncli.render import fixedtext, texmatrix
+from attncli.document.numbers import fixed
+from attncli.formats import fixedtext, texmatrix
 
 
 def reference_matrix(data, *, precision, rows=None, cols=None, extra=()):
@@ -135,9 +135,10 @@ def test_cells_of_empty_matrices():
 
 def test_markdown_blocks_join_to_the_same_bytes(monkeypatch):
     """A Markdown run cut into blocks of one row or a few numbers gives the same text as one block per table."""
-    from attncli import engine, stages, views
-    from attncli.render import markdown
-    from attncli.scenario import load
+    from attncli.core import engine
+    from attncli.document import stages, views
+    from attncli.formats import markdown
+    from attncli.sources.yaml_scenario import load
 
     result = engine.run(load("llama-style"))
     shown = views.views(result, stages.STAGE_NAMES, [1, 2, 3, 4])

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 from markdown_it import MarkdownIt
 
-from attncli import builtin, engine
-from attncli.scenario import load
+from attncli.core import engine
+from attncli.sources import builtin
+from attncli.sources.yaml_scenario import load
 
 # -- Markdown ---------------------------------------------------------------------------------
 
@@ -177,7 +178,7 @@ def test_latex_escapes_special_characters_in_words(cli, tmp_path):
     path = tmp_path / "odd.yaml"
     path.write_text("tokens: ['R&D', 'x_1', '50%', '$5', '#1']\nembeddings: [[1], [2], [3], [4], [5]]\n")
     text = cli("explain", "-s", str(path), "--word", "R&D", "--format", "latex").stdout
-    from attncli.escape import latex
+    from attncli.document.escape import latex
 
     assert all(latex(token) in text for token in ("R&D", "x_1", "50%", "$5", "#1"))
     assert all(line.startswith("%") or "$5" not in line for line in text.splitlines())

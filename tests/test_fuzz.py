@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from attncli import builtin
-from attncli.cli import app
+from attncli.cli.app import app
+from attncli.sources import builtin
 
 SEEDS = [builtin.path(name).read_text(encoding="utf-8") for name in builtin.names()]
 SNIPPETS = [

@@ -16,11 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attncli import engine, escape
-from attncli.explain import explain
-from attncli.model import Scenario
-from attncli.render import Format, Options, render_explain, render_run
-from attncli.scenario import from_text
+from attncli.core import engine
+from attncli.core.explain import explain
+from attncli.core.scenario import Scenario
+from attncli.document import escape
+from attncli.formats import Format, Options, render_explain, render_run
+from attncli.sources.yaml_scenario import from_text
 from tests import renderers
 from tests.test_formats import markdown_tables
 

@@ -4,9 +4,9 @@ import json
 
 import numpy as np
 
-from attncli import engine
-from attncli.render import jsonout
-from attncli.scenario import from_text, load
+from attncli.core import engine
+from attncli.formats import jsonout
+from attncli.sources.yaml_scenario import from_text, load
 
 WITH_OUTPUT = """
 tokens: [the, cat, the]

@@ -13,8 +13,8 @@ import jsonschema
 import numpy as np
 import pytest
 
-from attncli.checkpoints.layer import tokenize
-from attncli.yamltree import parse
+from attncli.sources.checkpoints.layer import tokenize
+from attncli.sources.yamltree import parse
 from tests.test_checkpoints import HERE, TOLERANCE, golden
 from tests.test_schema import SCHEMA, as_editor_sees_it
 
@@ -48,7 +48,7 @@ def test_run_json_gives_transformers_weights_for_every_head(cli, name):
 
 def test_one_head_of_one_layer_matches_the_golden_and_the_stored_tensors(cli):
     """GPT-2 layer 2, head 3: the weights match the golden; W_V, b_V and W_O are the stored c_attn/c_proj blocks; output = A·V."""
-    from attncli.checkpoints.safetensors import SafetensorsFile
+    from attncli.sources.checkpoints.safetensors import SafetensorsFile
 
     expected = golden("gpt2")
     result = cli("run", *model_args("gpt2", 2, str(expected["text"])), "--head", "3", "--format", "json", "--stages", "embeddings,v,weights,output")
@@ -189,7 +189,7 @@ def test_model_info_describes_the_checkpoint(cli):
 def test_model_info_json_and_an_unsupported_model(cli):
     """JSON carries the same facts; an unsupported model_type is described, with the supported ones listed."""
     doc = json.loads(cli("model", "info", GPT2, "--format", "json").stdout)
-    assert doc["schema"] == "attncli.model-info/1" and doc["heads"] == 4 and doc["supported"] is True
+    assert doc["schema"] == "attncli.core.scenario-info/1" and doc["heads"] == 4 and doc["supported"] is True
     result = cli("model", "info", str(HERE / "bad" / "unsupported-model-type"))
     assert result.exit_code == 0
     assert "no: " in result.stdout and "expected one of gpt2, bert, llama, qwen2, mistral" in result.stdout

@@ -9,10 +9,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from attncli import engine
+from attncli.core import engine
+from attncli.core.online import OnlineRow, online_row, peak_memory, tiled
 from attncli.errors import AttnError
-from attncli.online import OnlineRow, online_row, peak_memory, tiled
-from attncli.scenario import from_text
+from attncli.sources.yaml_scenario import from_text
 from tests.test_variants import variant_scenarios
 
 EXACT = 1e-12  # relative to Σ_j w_j·|v_j|, the size of the terms of each output component

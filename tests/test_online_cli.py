@@ -9,9 +9,10 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from attncli import builtin, engine
-from attncli.decode import causal_version
-from attncli.scenario import load
+from attncli.core import engine
+from attncli.core.decode import causal_version
+from attncli.sources import builtin
+from attncli.sources.yaml_scenario import load
 from tests import renderers
 from tests.test_publish import katex_modules, latex_tools  # noqa: F401  (fixtures)
 
@@ -136,7 +137,7 @@ def test_decode_steps_equal_the_causal_run_rows(cli, name):
     result = engine.run(scenario)
     for head in range(1, scenario.heads + 1):
         doc = run_json(cli, "decode", name, "--head", str(head))
-        assert doc["schema"] == "attncli.decode/1" and doc["head"] == head
+        assert doc["schema"] == "attncli.core.decode/1" and doc["head"] == head
         h = result.head(head)
         for step in doc["steps"]:
             t, cached = step["position"], np.array(step["cache"]["positions"]) - 1
@@ -261,7 +262,7 @@ def test_report_html_rows_have_one_row_header_and_data_cells():
     """In decode's HTML every body row is one <th scope=row> naming the cached key, then <td> cells."""
     from typer.testing import CliRunner
 
-    from attncli.cli import app
+    from attncli.cli.app import app
 
     html = CliRunner().invoke(app, ["decode", "cat", "--format", "html"]).stdout
     elements = renderers.html_elements(html)

@@ -17,11 +17,12 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from attncli import engine, escape, stages, views
+from attncli.core import engine
+from attncli.document import escape, stages, views
+from attncli.document.views import MatrixView
 from attncli.errors import AttnError
-from attncli.render import htmltable, palette, svgheatmap, texmatrix
-from attncli.scenario import load
-from attncli.views import MatrixView
+from attncli.formats import htmltable, palette, svgheatmap, texmatrix
+from attncli.sources.yaml_scenario import load
 from tests import renderers
 
 # Tokens that broke or misprinted somewhere (issues 11 and 12), and the characters that do most harm.
@@ -432,7 +433,7 @@ def test_dark_ramp_starts_dim_and_light_ramp_starts_light():
 
 def test_light_ramp_is_the_terminal_heatmaps_blues():
     """The terminal heatmap (render/heatmap.py) and the palette hold the same light shades, until heatmap.py imports them."""
-    from attncli.render.heatmap import PALETTE
+    from attncli.formats.heatmap import PALETTE
 
     assert list(palette.LIGHT.shades) == PALETTE
 
@@ -460,7 +461,7 @@ PRINTED = ["<eos>", "<|endoftext|>", "a_b", "50%", "R&D", "café"]
 @pytest.fixture(params=["awkward", "fourteen"])
 def document_scenario(request, tmp_path) -> tuple[Path, list[str]]:
     """The awkward-token scenario, or a 14-token causal sentence with random weights; its path and its tokens."""
-    from attncli.newscenario import new_scenario
+    from attncli.sources.generator import new_scenario
 
     path = tmp_path / f"{request.param}.yml"
     if request.param == "awkward":
@@ -604,10 +605,11 @@ def _checked_sums(lines: list[str], p: int) -> int:
 )
 def test_every_displayed_sum_adds_up_or_says_approximately(words, d_model, seed, precision, round_steps, causal):
     """On random scenarios, every shown sum (dot products, Σ, the output) adds up at the shown precision, or is written ≈."""
-    from attncli import explain, narration
-    from attncli.newscenario import new_scenario
-    from attncli.numbers import decimals
-    from attncli.scenario import load as load_scenario
+    from attncli.core import explain
+    from attncli.document.numbers import decimals
+    from attncli.sources.generator import new_scenario
+    from attncli.sources.yaml_scenario import load as load_scenario
+    from attncli.walkthroughs import narration
 
     sentence = " ".join(f"w{i}" for i in range(words))
     with tempfile.TemporaryDirectory() as folder:
@@ -628,7 +630,8 @@ def test_every_displayed_sum_adds_up_or_says_approximately(words, d_model, seed,
 
 def test_cat_checks_by_hand():
     """Seed article's exact walk-through: Σ and the output say ≈ (their shown terms add up to 11.154 and 1.065), the rest =."""
-    from attncli import explain, narration
+    from attncli.core import explain
+    from attncli.walkthroughs import narration
 
     result = engine.run(load("cat"))
     expl = explain.explain(result, position=2, head=1)
@@ -640,8 +643,9 @@ def test_cat_checks_by_hand():
 
 def test_long_dot_products_show_the_largest_terms_and_the_rest(tmp_path):
     """d_model = 200, d_k = 64: six terms and '[58 more terms: r]', no full W_Q; --full (full=True) shows all 64."""
-    from attncli import explain, narration
-    from attncli.newscenario import new_scenario
+    from attncli.core import explain
+    from attncli.sources.generator import new_scenario
+    from attncli.walkthroughs import narration
 
     path = tmp_path / "wide.yaml"
     path.write_text(new_scenario("a b c", d_model=64, seed=1), encoding="utf-8")

@@ -23,10 +23,10 @@ import textwrap
 import numpy as np
 import pytest
 
-from attncli import engine
-from attncli.explain import explain
-from attncli.model import Scenario
-from attncli.scenario import from_text
+from attncli.core import engine
+from attncli.core.explain import explain
+from attncli.core.scenario import Scenario
+from attncli.sources.yaml_scenario import from_text
 
 
 def scenario(yaml_text: str) -> Scenario:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from attncli import builtin, reading
 from attncli.errors import AttnError
-from attncli.reading import read_text
+from attncli.sources import builtin, reading
+from attncli.sources.reading import read_text
 
 CAT = builtin.path("cat").read_text(encoding="utf-8")
 
@@ -136,7 +136,7 @@ UNREADABLE = """
 import os, sys
 from pathlib import Path
 from attncli.errors import AttnError
-from attncli.reading import read_text
+from attncli.sources.reading import read_text
 
 if os.geteuid() == 0:
     os.seteuid(65534)  # root reads everything; as `nobody` the closed folder is closed
@@ -220,8 +220,8 @@ LATER_SYNTAX_ERROR = "embeddings:\n  a: [1, 0\n  b: ]]]\n"  # never reached when
 
 def guarded_parse(text: str, max_cells: int):
     """yamltree.parse with reading.size_guard, as from_text can call it."""
-    from attncli.limits import Limits
-    from attncli.yamltree import parse
+    from attncli.sources.limits import Limits
+    from attncli.sources.yamltree import parse
 
     limits = Limits(max_cells=max_cells)
     return parse(text, limits=limits, on_top_level=reading.size_guard(text, limits))
@@ -262,7 +262,7 @@ def test_cross_attention_waits_for_the_context():
 
 def test_a_scenario_within_the_limit_parses_as_before():
     """Under the limit the guard changes nothing: the same tree as without it."""
-    from attncli.yamltree import parse
+    from attncli.sources.yamltree import parse
 
     tree = guarded_parse(CAT, max_cells=1000)
     assert tree.items.keys() == parse(CAT).items.keys()

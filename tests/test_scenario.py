@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from attncli.errors import AttnError
-from attncli.scenario import from_text, load
+from attncli.sources.yaml_scenario import from_text, load
 
 
 def test_yaml_1_1_words_stay_the_words_written():

@@ -8,8 +8,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from attncli import builtin
-from attncli.yamltree import Map, Scalar, Seq, Value, parse
+from attncli.sources import builtin
+from attncli.sources.yamltree import Map, Scalar, Seq, Value, parse
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "attncli" / "scenario.schema.json").read_text())
 BAD = Path(__file__).parent / "bad"

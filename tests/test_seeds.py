@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from attncli import engine
-from attncli.scenario import load
+from attncli.core import engine
+from attncli.sources.yaml_scenario import load
 
 
 def test_cat_scores_for_cat_match_seed_001():

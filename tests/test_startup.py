@@ -12,7 +12,7 @@ try:
     runpy.run_module("attncli", run_name="__main__")
 except SystemExit:
     pass
-heavy = sorted(m for m in ("numpy", "yaml", "orjson", "rich.table", "attncli.engine") if m in sys.modules)
+heavy = sorted(m for m in ("numpy", "yaml", "orjson", "rich.table", "attncli.core.engine") if m in sys.modules)
 sys.stderr.write("HEAVY=" + ",".join(heavy) + "\\n")
 """
 
@@ -31,4 +31,4 @@ def test_light_commands_import_no_numpy_or_yaml(args):
 
 def test_the_probe_can_see_heavy_imports():
     """The check above can fail: a real run does import numpy and yaml."""
-    assert {"numpy", "yaml", "attncli.engine"} <= set(loaded_heavy_modules("run", "cat"))
+    assert {"numpy", "yaml", "attncli.core.engine"} <= set(loaded_heavy_modules("run", "cat"))

@@ -7,9 +7,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attncli import engine
-from attncli.render import csvout, jsonout
-from attncli.scenario import load
+from attncli.core import engine
+from attncli.formats import csvout, jsonout
+from attncli.sources.yaml_scenario import load
 
 
 def whole_json(doc: dict) -> bytes:

@@ -105,7 +105,7 @@ def test_ctrl_c_during_start_up_is_130_and_one_line(tmp_path):
 
 def test_a_bug_is_one_line_and_status_70(cli, monkeypatch):
     """An unexpected exception: `attncli: internal error: …`, status 70, no traceback."""
-    from attncli import engine
+    from attncli.core import engine
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("float division by zero")
@@ -118,7 +118,7 @@ def test_a_bug_is_one_line_and_status_70(cli, monkeypatch):
 
 def test_a_bug_shows_its_traceback_on_request(cli, monkeypatch):
     """With ATTNCLI_TRACEBACK=1 (or --traceback) the exception itself goes through."""
-    from attncli import engine
+    from attncli.core import engine
 
     monkeypatch.setattr(engine, "run", lambda *args, **kwargs: 1 / 0)
     monkeypatch.setenv("ATTNCLI_TRACEBACK", "1")
@@ -128,7 +128,7 @@ def test_a_bug_shows_its_traceback_on_request(cli, monkeypatch):
 
 def test_an_os_error_no_command_expected_is_one_line(cli, monkeypatch):
     """An OSError escaping a command (the system refused something): one line, status 1, not a bug report."""
-    from attncli import engine
+    from attncli.core import engine
 
     def refused(*args, **kwargs):
         raise OSError(5, "Input/output error", "somewhere.yaml")

@@ -10,9 +10,11 @@ from hypothesis import strategies as st
 from rich.console import Console
 from rich.table import Table
 
-from attncli import engine, output, views
-from attncli.render import grid, tables
-from attncli.scenario import from_text
+from attncli import io as output
+from attncli.core import engine
+from attncli.document import views
+from attncli.formats import grid, tables
+from attncli.sources.yaml_scenario import from_text
 
 
 def rich_plain(header: list[str], body: list[list[str]]) -> str:
@@ -125,7 +127,7 @@ def test_rounding_table_is_shortened_like_the_others_unless_full():
 
 def test_formatted_matches_fixed():
     """The one-pass formatter writes every value as numbers.fixed does: −∞, no "-0.000"."""
-    from attncli.numbers import fixed
+    from attncli.document.numbers import fixed
 
     values = np.array([0.0, -0.0, -0.00001, 1.23456, -1.5, float("-inf"), float("inf"), 1e20, -2.00049])
     for precision in (0, 1, 3, 4):
@@ -168,8 +170,8 @@ def test_wrapped_text_is_what_rich_printed(lines, width):
 
 def test_masked_cells_get_the_ramps_own_grey_in_colour():
     """In colour with a heatmap, a hidden cell is the ramp's masked grey with readable ink, not a dim shade of the ramp."""
-    from attncli.render import palette
-    from attncli.render.heatmap import Heat
+    from attncli.formats import palette
+    from attncli.formats.heatmap import Heat
 
     result = engine.run(from_text(scenario(["a", "b", "c"])))  # causal
     view = views.views(result, ("masked",), [1])[0]

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from attncli import engine
+from attncli.core import engine
+from attncli.core.variants import Mask, Rope, alibi_slopes
 from attncli.errors import AttnError
-from attncli.scenario import from_text
-from attncli.variants import Mask, Rope, alibi_slopes
+from attncli.sources.yaml_scenario import from_text
 from tests.reference import matmul, variant_attention
 
 finite = st.floats(min_value=-3, max_value=3, allow_nan=False, allow_infinity=False)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from attncli import builtin
 from attncli.errors import AttnError
-from attncli.output import write_file
+from attncli.io import write_file
+from attncli.sources import builtin
 
 CAT = builtin.path("cat").read_text(encoding="utf-8")
 
@@ -162,7 +162,7 @@ def test_force_replaces_a_read_only_file_from_the_cli(cli, tmp_path):
 def test_an_oversized_file_is_refused_before_its_matrices_are_parsed(tmp_path):
     """4,097 tokens are refused as soon as `sentence:` is read: the broken matrix after it is never reached."""
     from attncli.errors import AttnError
-    from attncli.scenario import from_text
+    from attncli.sources.yaml_scenario import from_text
 
     words = " ".join(f"w{i}" for i in range(4097))
     with pytest.raises(AttnError, match="attention cells"):
@@ -298,7 +298,7 @@ def test_a_signal_during_a_write_into_a_fifo_ends_with_one_line(tmp_path, signum
 SLOW_WRITER = """
 import sys
 from pathlib import Path
-from attncli.output import write_file
+from attncli.io import write_file
 
 def document():
     yield b"first part of the document\\n"

@@ -1,0 +1,1 @@
+"""The command line: the only place where flag names appear."""

@@ -1,0 +1,683 @@
+"""The command line: thin commands that load a scenario, run the engine and hand the result to a renderer.
+
+Heavy modules (numpy, yaml, the renderers) are imported inside the commands that use them,
+so `attncli --help`, `--version` and `attncli scenarios` start instantly.
+"""
+
+# No `from __future__ import annotations` here: Typer would then eval() every option's
+# annotation string on each run; evaluated once at import they cost nothing more.
+import contextlib
+import functools
+import io
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+
+from attncli import __version__
+from attncli.errors import AttnError, ExitStatus
+from attncli.formats import Format, Options
+from attncli.io import check_target, emit, print_error, print_internal_error, print_line, silence_stdout
+from attncli.sources import builtin
+
+if TYPE_CHECKING:
+    from attncli.sources.limits import Limits
+
+app = typer.Typer(
+    name="attncli",
+    help="Worked examples of transformer self-attention: every stage of softmax(mask(Q·Kᵀ/√d_k))·V, with real numbers.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+scenarios_app = typer.Typer(help="List the built-in scenarios, or print one to copy and edit.")
+app.add_typer(scenarios_app, name="scenarios")
+model_app = typer.Typer(help="Look into a local Hugging Face checkpoint folder: its architecture, and how it tokenizes a text.", no_args_is_help=True)
+app.add_typer(model_app, name="model")
+
+
+def _complete_scenario(incomplete: str) -> list[str]:
+    return [name for name in builtin.names() if name.startswith(incomplete)]
+
+
+# Options shared by the commands that print data, declared once.
+PrecisionOption = Annotated[
+    int | None,
+    typer.Option(min=0, max=15, metavar="N", help="Decimals shown in tables and narration [default: the scenario's `precision`, else 4]. JSON always carries full precision."),
+]
+HeadOption = Annotated[int | None, typer.Option(min=1, metavar="N", help="Show only this head, counted from 1.")]
+RoundOption = Annotated[
+    int | None,
+    typer.Option(
+        "--round-steps",
+        min=0,
+        max=15,
+        metavar="N",
+        help="Round every intermediate value to N decimals before the next step uses it, as a hand calculation does; the exact result is shown beside it.",
+    ),
+]
+FormatOption = Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table, json, markdown, latex, csv, html or svg.")]
+OutputOption = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", metavar="FILE", help="Write to this file (atomically) instead of stdout."),
+]  # not dir_okay=False: Click would refuse a folder with its usage status 2; output.write_file refuses it with status 1
+ForceOption = Annotated[bool, typer.Option("--force", help="With --output: replace the file even if it is read-only.")]
+MaxCellsOption = Annotated[
+    int | None,
+    typer.Option("--max-cells", min=1, metavar="N", help="Refuse scenarios with more attention cells (heads × tokens²), or a weight matrix attncli builds (an identity: d_model²) with more numbers, than this [default: 16,777,216]."),
+]
+MaxValuesOption = Annotated[
+    int | None,
+    typer.Option("--max-values", min=1, metavar="N", help="Refuse YAML files with more values than this, aliases expanded [default: 2,000,000]."),
+]
+
+StandaloneOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--standalone/--fragment",
+        help="HTML and LaTeX: a complete document (an HTML page, a LaTeX article that compiles) or a fragment to paste into a post [default: HTML a page, LaTeX a fragment].",
+        show_default=False,
+    ),
+]
+HeadingOption = Annotated[
+    int,
+    typer.Option("--heading-level", min=0, max=6, metavar="N", help="Markdown and HTML: the level of the top heading; 0 leaves it out."),
+]
+FullOption = Annotated[bool, typer.Option("--full", help="Show every row and column, however large.")]
+# Real models: one layer of a local Hugging Face checkpoint instead of a scenario file (run, explain).
+ModelOption = Annotated[
+    Path | None,
+    typer.Option("--model", metavar="DIR", help="A local Hugging Face checkpoint folder (config.json, *.safetensors, tokenizer.json) instead of a scenario; never downloads."),
+]
+LayerOption = Annotated[int | None, typer.Option("--layer", metavar="N", help="With --model: the layer to show, counted from 1.")]
+SentenceOption = Annotated[str | None, typer.Option("--sentence", metavar="TEXT", help="With --model: the text, tokenized by the checkpoint's own tokenizer.json.")]
+SpecialTokensOption = Annotated[
+    str, typer.Option("--special-tokens", metavar="MODE", help="With --model: auto (as the tokenizer adds them, e.g. [CLS] … [SEP]) or none.")
+]
+BlockOption = Annotated[
+    int | None,
+    typer.Option("--block-size", min=1, metavar="B", help="FlashAttention's online softmax: take the keys B at a time, with a running maximum, sum and output."),
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def guard(command: F) -> F:
+    """The one error path: a domain error becomes one line on stderr and a non-zero exit; so does anything else, with no traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from attncli.sources import reading
+
+        reading.forget_files_read()  # a new command: no output path is an input yet
+        try:
+            return command(*args, **kwargs)
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise
+        except AttnError as error:
+            if _traceback_wanted():
+                raise
+            print_error(error)
+            raise typer.Exit(ExitStatus.ERROR) from None
+        except KeyboardInterrupt:
+            print_line("attncli: interrupted")
+            raise typer.Exit(ExitStatus.INTERRUPTED) from None
+        except BrokenPipeError:
+            _silence_stdout()
+            raise typer.Exit(ExitStatus.BROKEN_PIPE) from None
+        except (OSError, MemoryError) as error:  # the system refused: a file, a name, memory; not a bug of attncli
+            if _traceback_wanted():
+                raise
+            problem = reading.os_error(error) if isinstance(error, OSError) else AttnError("out of memory", expected="a smaller scenario")
+            print_error(problem)
+            raise typer.Exit(ExitStatus.ERROR) from None
+        except Exception as error:
+            if _traceback_wanted():
+                raise
+            print_internal_error(error)
+            raise typer.Exit(ExitStatus.INTERNAL) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _traceback_wanted() -> bool:
+    return os.environ.get("ATTNCLI_TRACEBACK", "") not in ("", "0")
+
+
+def _silence_stdout() -> None:
+    """After the reader of a pipe went away, send what is left to /dev/null so Python exits quietly."""
+    silence_stdout()
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"attncli {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+    traceback: Annotated[
+        bool, typer.Option("--traceback", help="Show a Python traceback for errors (also ATTNCLI_TRACEBACK=1).")
+    ] = False,
+) -> None:
+    if traceback:
+        os.environ["ATTNCLI_TRACEBACK"] = "1"
+
+
+@app.command()
+@guard
+def run(
+    ctx: typer.Context,
+    scenario: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[SCENARIO]",
+            help="A scenario file, or the name of a built-in scenario (see `attncli scenarios`); or give --model instead.",
+            autocompletion=_complete_scenario,
+            show_default=False,
+        ),
+    ] = None,
+    model: ModelOption = None,
+    layer: LayerOption = None,
+    sentence: SentenceOption = None,
+    special_tokens: SpecialTokensOption = "auto",
+    stages: Annotated[
+        str | None,
+        typer.Option(metavar="LIST", help="Comma list of stages to show: embeddings, q, k, v, rope, scores, scaled, bias, masked, exp, weights, output [default: those that change something]."),
+    ] = None,
+    head: HeadOption = None,
+    precision: PrecisionOption = None,
+    format: FormatOption = Format.table,
+    round_steps: RoundOption = None,
+    full: FullOption = False,
+    heatmap: Annotated[
+        bool, typer.Option("--heatmap", help="Shade every tokens × tokens table by value (the weights are shaded anyway in a terminal).")
+    ] = False,
+    standalone: StandaloneOption = None,
+    heading_level: HeadingOption = 1,
+    block_size: Annotated[
+        int | None,
+        typer.Option("--block-size", min=1, metavar="B", help="Show FlashAttention's tiled computation instead: queries and keys B at a time, each tile's running maxima and sums, and the memory it needs."),
+    ] = None,
+    output: OutputOption = None,
+    force: ForceOption = False,
+    max_cells: MaxCellsOption = None,
+    max_values: MaxValuesOption = None,
+) -> None:
+    """Compute every stage of attention for a scenario and print it as tables or JSON.
+
+    \b
+    Examples:
+      attncli run cat
+      attncli run journey-causal --stages scores,masked,weights
+      attncli run my-scenario.yaml --format json | jq '.heads[0].weights'
+      attncli run cat --round-steps 3
+      attncli run --model models/gpt2 --layer 5 --sentence "When Mary and John went to the store" --head 3
+      attncli run journey-causal --block-size 2
+    """
+    from attncli.cli.model import choose_scenario
+    from attncli.core import engine
+    from attncli.document import stages as stage_table
+    from attncli.formats import render_run
+
+    if scenario is None and model is None:  # a malformed command line: Click's usage error, status 2
+        ctx.fail("Missing argument 'SCENARIO' (or --model DIR --layer N --sentence TEXT).")
+    loaded = choose_scenario(
+        scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=_limits(max_cells, max_values)
+    )
+    options = Options(
+        format=format,
+        stages=stage_table.parse(stages),
+        heads=loaded.head_numbers(head),
+        precision=precision,
+        full=full,
+        to_file=output is not None,
+        heatmap=heatmap,
+        standalone=standalone,
+        heading_level=heading_level,
+    )
+    result = engine.run(loaded, round_steps=round_steps)
+    if block_size is not None:
+        from attncli.walkthroughs.online_report import tiling_document
+
+        emit(tiling_document(result, options, block_size), output, force=force)
+        return
+    emit(render_run(result, options), output, force=force)
+
+
+@app.command()
+@guard
+def explain(
+    word: Annotated[str | None, typer.Option("--word", "-w", metavar="WORD", help="The query word to follow (case is ignored unless the scenario is case-sensitive).")] = None,
+    scenario: Annotated[
+        str | None,
+        typer.Option("--scenario", "-s", metavar="SCENARIO", help="A scenario file or built-in name [default: cat].", autocompletion=_complete_scenario),
+    ] = None,
+    model: ModelOption = None,
+    layer: LayerOption = None,
+    sentence: SentenceOption = None,
+    special_tokens: SpecialTokensOption = "auto",
+    position: Annotated[int | None, typer.Option(min=1, metavar="N", help="Which occurrence: the word's position, counted from 1.")] = None,
+    head: Annotated[int, typer.Option(min=1, metavar="N", help="The head to explain, counted from 1.")] = 1,
+    precision: PrecisionOption = None,
+    round_steps: RoundOption = None,
+    block_size: BlockOption = None,
+    format: FormatOption = Format.table,
+    full: Annotated[bool, typer.Option("--full", help="Show every term of every sum, every key and every matrix, however long.")] = False,
+    standalone: StandaloneOption = None,
+    heading_level: HeadingOption = 1,
+    output: OutputOption = None,
+    force: ForceOption = False,
+    max_cells: MaxCellsOption = None,
+    max_values: MaxValuesOption = None,
+) -> None:
+    """Follow one word through the arithmetic, step by step, like a hand calculation.
+
+    \b
+    Examples:
+      attncli explain --word cat                   # the Q, K, V guide's walk-through, exact
+      attncli explain --word cat --round-steps 3   # ... with the guide's hand rounding: [1.066, 0.398]
+      attncli explain -s journey-causal --word starts
+      attncli explain -s multihead --word sat --head 2
+      attncli explain -s my.yaml --word the --position 5 --format json
+      attncli explain --model models/gpt2 --layer 5 --sentence "When Mary and John went to the store" --word Mary --head 3
+      attncli explain --word cat --block-size 2    # ... and FlashAttention's online softmax, 2 keys at a time
+    """
+    from attncli.cli.model import choose_scenario
+    from attncli.core.explain import explain_scenario, find_word
+    from attncli.formats import render_explain
+
+    loaded = choose_scenario(
+        scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head,
+        limits=_limits(max_cells, max_values), scenario_key="--scenario", default="cat",
+    )  # fmt: skip
+    loaded.head_numbers(head)  # a head that does not exist is an error before any work
+    where, others = find_word(loaded, word, position)
+    expl = explain_scenario(loaded, position=where, head=head, round_steps=round_steps, others=others, block_size=block_size)  # only the row it needs
+    options = Options(format=format, precision=precision, full=full, to_file=output is not None, standalone=standalone,
+                      heading_level=heading_level)  # fmt: skip
+    emit(render_explain(expl, options), output, force=force)
+
+
+@app.command()
+@guard
+def export(
+    inputs: Annotated[
+        list[str],
+        typer.Argument(help="Scenario files, built-in names or folders (each *.yaml and *.yml in them).", metavar="SCENARIO_OR_FOLDER..."),
+    ],
+    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format of every file: table, json, markdown, latex, csv, html or svg.")],
+    out_dir: Annotated[str, typer.Option("--out-dir", "-d", metavar="DIR", help="The existing folder to write <scenario-stem>.<ext> into.")],  # a str: Click's Path would read "" as "."
+    explain_word: Annotated[
+        str | None, typer.Option("--explain", metavar="WORD", help="Render the `explain` walk-through of WORD instead of `run`; scenarios without it are skipped.")
+    ] = None,
+    stages: Annotated[str | None, typer.Option(metavar="LIST", help="As for `run`: the stages to include (CSV: exactly one).")] = None,
+    head: HeadOption = None,
+    precision: PrecisionOption = None,
+    round_steps: RoundOption = None,
+    full: FullOption = False,
+    heatmap: Annotated[bool, typer.Option("--heatmap", help="Shade every tokens × tokens table by value (HTML; tables).")] = False,
+    standalone: StandaloneOption = None,
+    heading_level: HeadingOption = 1,
+    max_cells: MaxCellsOption = None,
+    max_values: MaxValuesOption = None,
+) -> None:
+    """Render many scenarios to files at once: regenerate a blog post's tables after changing a number.
+
+    Writes OUT_DIR/<scenario-file-stem>.<ext> (.md, .tex, .csv, .html, .svg, .json, .txt) for
+    each scenario, atomically. The same inputs give byte-identical files. A scenario that fails
+    is reported and the others are still written; the exit status is then 3 (1 if none was written).
+
+    \b
+    Examples:
+      attncli export posts/attention/*.yaml --format markdown --out-dir posts/attention/tables
+      attncli export scenarios/ --format latex --out-dir build/tex
+      attncli export cat journey --explain the --format markdown --out-dir out
+    """
+    from attncli.cli.export import export as export_all
+    from attncli.cli.export import sources
+    from attncli.document import stages as stage_table
+
+    options = Options(format=format, stages=stage_table.parse(stages), precision=precision, full=full, to_file=True, heatmap=heatmap,
+                      standalone=standalone, heading_level=heading_level)  # fmt: skip
+    if not out_dir:
+        raise AttnError("the folder name is empty", key="--out-dir", expected="an existing folder, e.g. --out-dir . for this one")
+    folder = Path(out_dir)
+    names = list(sources(inputs))
+    with _progress(len(names), label="Exporting", show=sys.stderr.isatty() and len(names) > 5) as advance:
+        report = export_all(
+            names,
+            out_dir=folder,
+            options=options,
+            head=head,
+            round_steps=round_steps,
+            explain_word=explain_word,
+            limits=_limits(max_cells, max_values),
+            report_error=print_error,
+            note=_note,
+            advance=lambda: advance(1),
+        )
+    sys.stderr.write(report.summary(folder, format.value) + "\n")
+    if report.failed:
+        raise typer.Exit(ExitStatus.PARTIAL if report.written or report.skipped else ExitStatus.ERROR)
+
+
+@app.command()
+@guard
+def decode(
+    ctx: typer.Context,
+    scenario: Annotated[
+        str | None,
+        typer.Argument(metavar="[SCENARIO]", help="A scenario file or built-in name; or give --model instead.", autocompletion=_complete_scenario, show_default=False),
+    ] = None,
+    model: ModelOption = None,
+    layer: LayerOption = None,
+    sentence: SentenceOption = None,
+    special_tokens: SpecialTokensOption = "auto",
+    head: Annotated[int, typer.Option(min=1, metavar="N", help="The head to decode, counted from 1.")] = 1,
+    precision: PrecisionOption = None,
+    round_steps: RoundOption = None,
+    format: FormatOption = Format.table,
+    full: Annotated[bool, typer.Option("--full", help="Show every step, cached key and number, however many.")] = False,
+    output: OutputOption = None,
+    force: ForceOption = False,
+    max_cells: MaxCellsOption = None,
+    max_values: MaxValuesOption = None,
+) -> None:
+    """Generate the sentence token by token with a KV cache: each step's q, k and v, the cache, the weights and the output.
+
+    Decoding is causal: a scenario without a causal mask gets one (the output says so).
+    Every step's output is row t of the full causal run, to the last digit.
+
+    \b
+    Examples:
+      attncli decode journey-causal
+      attncli decode llama-style --head 3          # RoPE and a shared key/value cache
+      attncli decode sliding-window                # keys leave the cache outside the window
+      attncli decode cat --format json | jq '.steps[-1].cache.K'
+      attncli decode --model models/gpt2 --layer 5 --sentence "When Mary and John went" --head 3
+    """
+    from attncli.cli.model import choose_scenario
+    from attncli.core import engine
+    from attncli.core.decode import causal_version
+    from attncli.core.decode import decode as decode_head
+    from attncli.walkthroughs.online_report import decode_document
+
+    if scenario is None and model is None:  # a malformed command line: Click's usage error, status 2
+        ctx.fail("Missing argument 'SCENARIO' (or --model DIR --layer N --sentence TEXT).")
+    loaded = choose_scenario(
+        scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=_limits(max_cells, max_values)
+    )
+    loaded.head_numbers(head)
+    causal, made_causal = causal_version(loaded)
+    dec = decode_head(engine.run(causal, round_steps=round_steps), head)
+    options = Options(format=format, precision=precision, full=full, to_file=output is not None)
+    emit(decode_document(dec, options, made_causal=made_causal), output, force=force)
+
+
+@app.command()
+@guard
+def variance(
+    dims: Annotated[str, typer.Option(metavar="LIST", help="Comma list of widths d to try.")] = "1,2,8,64,512",
+    samples: Annotated[int, typer.Option(min=2, max=10_000_000, metavar="N", help="Random draws per width.")] = 10_000,
+    keys: Annotated[int, typer.Option(min=2, max=4096, metavar="L", help="Keys each query is compared with for the largest softmax weight.")] = 16,
+    seed: Annotated[int, typer.Option(min=0, metavar="S", help="Random seed: the same seed gives the same numbers.")] = 0,
+    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = Format.table,
+    output: OutputOption = None,
+    force: ForceOption = False,
+) -> None:
+    """Why scores are divided by √d_k: the variance of q·k grows with d, and the softmax saturates without scaling.
+
+    For each d, draws q, k ~ N(0, I_d) and reports the mean and variance of q·k and of q·k/√d
+    beside the theory (0, d, 1), and the mean largest softmax weight of a query over L random
+    keys with and without the scaling.
+
+    \b
+    Examples:
+      attncli variance
+      attncli variance --dims 4,16,256,4096 --samples 50000 --seed 7 --format json
+    """
+    from attncli.core.variance import experiment
+    from attncli.formats import jsonout
+
+    if format not in (Format.table, Format.json):
+        raise AttnError(f"variance prints a table or JSON, not {format.value}", key="--format", expected="table or json")
+    widths = _whole_numbers(dims, "--dims", low=1, high=65_536)
+    check_target(output)  # before seconds of sampling
+    if samples * keys * sum(widths) > 2_000_000_000:
+        raise AttnError(
+            f"{samples:,} samples × {keys} keys × Σd = {sum(widths):,} is more than 2·10⁹ random numbers",
+            key="--samples",
+            expected="fewer samples, keys or dimensions",
+        )
+    total = samples * len(widths)
+    with _progress(total, label="Sampling", show=sys.stderr.isatty() and samples * keys * sum(widths) > 50_000_000) as advance:
+        rows = experiment(widths, samples=samples, keys=keys, seed=seed, advance=advance)
+    if format is Format.json:
+        emit(jsonout.document(jsonout.variance_json(rows, keys=keys, seed=seed)), output, force=force)
+        return
+    from attncli.formats.tables import variance_table
+    from attncli.io import console, render
+
+    con = console(to_file=output is not None)
+    emit(render(con, variance_table(rows, keys=keys)), output, force=force)
+
+
+def _note(line: str) -> None:
+    """A line of information on stderr (not an error)."""
+    sys.stderr.write(line + "\n")
+
+
+def _whole_numbers(text: str, key: str, *, low: int, high: int) -> list[int]:
+    try:
+        numbers = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        numbers = []
+    if not numbers or any(not low <= n <= high for n in numbers):
+        raise AttnError(f"found {text!r}", key=key, expected=f"a comma list of whole numbers from {low} to {high}, e.g. 1,2,8,64")
+    return numbers
+
+
+@contextlib.contextmanager
+def _progress(total: int, *, label: str, show: bool) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr when `show` (long work, stderr a terminal); yields the function that advances it by n."""
+    if not show:
+        yield lambda n: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task(label, total=total)
+        yield lambda n: progress.advance(task, n)
+
+
+@app.command()
+@guard
+def schema() -> None:
+    """Print the JSON Schema (draft 2020-12) of scenario files, for editors' completion and checking.
+
+    \b
+    Save it beside your scenarios and point the YAML language server at it:
+      attncli schema > attncli.schema.json
+      # first line of a scenario file:
+      # yaml-language-server: $schema=./attncli.schema.json
+    """
+    emit((Path(__file__).parent.parent / "scenario.schema.json").read_text(encoding="utf-8"))
+
+
+@scenarios_app.callback(invoke_without_command=True)
+def scenarios(ctx: typer.Context) -> None:
+    """List the built-in scenarios. Any of them can be used by name: `attncli run cat`."""
+    if ctx.invoked_subcommand is not None:
+        return
+    names = builtin.names()
+    width = max(map(len, names))
+    lines = [f"{name:<{width}}  {_description(name)}" for name in names]
+    emit("\n".join(lines) + "\n\nPrint one with `attncli scenarios show NAME`, e.g. to copy and edit it.\n")
+
+
+@scenarios_app.command("show")
+@guard
+def scenarios_show(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="A built-in scenario's name.", autocompletion=_complete_scenario)],
+) -> None:
+    """Print a built-in scenario's YAML to start your own from: attncli scenarios show cat > my.yaml"""
+    if not builtin.exists(name):
+        raise AttnError(f"no built-in scenario {name!r}", expected="one of: " + ", ".join(builtin.names()))
+    emit(builtin.path(name).read_text(encoding="utf-8"))
+
+
+@scenarios_app.command("new")
+@guard
+def scenarios_new(
+    sentence: Annotated[str, typer.Argument(metavar="SENTENCE", help="The sentence; its words become the tokens.")],
+    d_model: Annotated[int, typer.Option("--d-model", min=1, max=512, metavar="N", help="Width of each embedding.")] = 4,
+    heads: Annotated[int, typer.Option(min=1, max=64, metavar="H", help="Query heads (must divide d_model).")] = 1,
+    kv_heads: Annotated[int | None, typer.Option("--kv-heads", min=1, metavar="G", help="Key/value heads for grouped-query attention (must divide H) [default: H].")] = None,
+    mask: Annotated[str, typer.Option(metavar="MASK", help="none or causal.")] = "none",
+    rope: Annotated[bool, typer.Option("--rope", help="Rotary position embeddings (θ = 10000, rotate-half).")] = False,
+    seed: Annotated[int, typer.Option(min=0, metavar="S", help="Random seed: the same seed gives the same file.")] = 0,
+) -> None:
+    """Print a new scenario with random weights (two decimals, reproducible by seed) to run and edit.
+
+    \b
+    Examples:
+      attncli scenarios new "The cat sat on the mat" --d-model 4 > mine.yaml
+      attncli scenarios new "Llamas like grass" --d-model 8 --heads 4 --kv-heads 2 --mask causal --rope --seed 7
+    """
+    from attncli.sources.generator import new_scenario
+
+    if mask not in ("none", "causal"):
+        raise AttnError(f"found {mask!r}", key="--mask", expected="none or causal (edit the file for windows, sinks and padding)")
+    emit(new_scenario(sentence, d_model=d_model, heads=heads, kv_heads=kv_heads, causal=mask == "causal", rope=rope, seed=seed))
+
+
+@model_app.command("info")
+@guard
+def model_info(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="A local Hugging Face checkpoint folder.")],
+    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = Format.table,
+) -> None:
+    """What a checkpoint holds: architecture, layers, heads and key/value heads, sizes, positions, RoPE, dtype, and whether attncli reads it.
+
+    \b
+    Example:
+      attncli model info models/gpt2
+    """
+    from attncli.cli.model import info_document
+
+    emit(info_document(folder, as_json=_table_or_json(format)))
+
+
+@model_app.command("tokens")
+@guard
+def model_tokens(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="A local Hugging Face checkpoint folder.")],
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The text to tokenize.")],
+    special_tokens: SpecialTokensOption = "auto",
+    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = Format.table,
+) -> None:
+    """How the checkpoint's tokenizer.json splits TEXT: each token's position (from 1), id, label and piece.
+
+    \b
+    Example:
+      attncli model tokens models/gpt2 "When Mary and John went to the store"
+    """
+    from attncli.cli.model import tokens_document
+
+    emit(tokens_document(folder, text, special_tokens=special_tokens, as_json=_table_or_json(format)))
+
+
+def _table_or_json(format: Format) -> bool:
+    """True for json; table is False; any other format is refused."""
+    if format not in (Format.table, Format.json):
+        raise AttnError(f"this command prints a table or JSON, not {format.value}", key="--format", expected="table or json")
+    return format is Format.json
+
+
+def _description(name: str) -> str:
+    """The `description:` line of a built-in scenario, read without a YAML parser (start-up stays fast)."""
+    for line in builtin.path(name).read_text(encoding="utf-8").splitlines():
+        if line.startswith("description:"):
+            return line.partition(":")[2].strip().strip("\"'")
+    return ""
+
+
+def _limits(max_cells: int | None, max_values: int | None) -> "Limits":
+    from attncli.sources.limits import Limits
+
+    given = {"max_cells": max_cells, "max_values": max_values}
+    return Limits(**{name: value for name, value in given.items() if value is not None})
+
+
+class _ClosedStdout(io.TextIOBase):
+    """Stands in for a stdout that was closed at start: printing anything into it is the one clear error."""
+
+    def write(self, text: str) -> int:
+        raise AttnError("stdout is closed, so there is nowhere to print the result", expected="an open stdout, or --output FILE")
+
+
+def main() -> None:
+    """Entry point of the `attncli` command and of `python -m attncli` (through attncli.__main__): never a traceback."""
+    for stream in (sys.stdout, sys.stderr):  # a terminal or PYTHONIOENCODING that cannot show "√" gets "\\u221a"
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+    if sys.stdout is None:  # started with stdout closed (`>&-`): Click would print --help into nothing, with status 0
+        sys.stdout = _ClosedStdout()
+    try:
+        status = app(prog_name="attncli", standalone_mode=False)
+    except typer.TyperException as error:  # Click's usage errors
+        status = _usage_error(error)
+    except AttnError as error:  # from a command or callback without @guard (`scenarios`)
+        print_error(error)
+        status = ExitStatus.ERROR
+    except typer.Abort:
+        print_line("attncli: aborted")
+        status = ExitStatus.ERROR
+    except BrokenPipeError:
+        _silence_stdout()
+        status = ExitStatus.BROKEN_PIPE
+    except OSError as error:  # Click printing --help or --version into a full disk (`> /dev/full`)
+        _silence_stdout()
+        print_error(f"cannot write to stdout: {(error.strerror or str(error)).lower()}; the output is incomplete")
+        status = ExitStatus.ERROR
+    except SystemExit:
+        if type(sys.stdout).__name__ != "PacifyFlushWrapper":
+            raise
+        # Click met EPIPE (printing --help, --version) and exits 1; the README promises 141, as `cat` reports it
+        _silence_stdout()
+        status = ExitStatus.BROKEN_PIPE
+    except KeyboardInterrupt:
+        print_line("attncli: interrupted")
+        status = ExitStatus.INTERRUPTED
+    except Exception as error:
+        if _traceback_wanted():
+            raise
+        print_internal_error(error)
+        status = ExitStatus.INTERNAL
+    sys.exit(status if isinstance(status, int) else ExitStatus.OK)
+
+
+def _usage_error(error: Exception) -> int:
+    """Click's usage error, shown as Click shows it (status 2); a bad output path is one line and status 1."""
+    from attncli.errors import shorten, visible
+
+    param = getattr(error, "param", None)
+    message = shorten(visible(getattr(error, "message", str(error))), 200)
+    missing = type(error).__name__ == "MissingParameter"  # `export` without --out-dir: a usage error, status 2
+    if isinstance(error, typer.BadParameter) and not missing and param is not None and param.name in ("output", "out_dir"):
+        print_error(AttnError(message, key=param.opts[0] if param.opts else None))
+        return ExitStatus.ERROR
+    if type(error).__name__ != "NoArgsIsHelpError":  # that one's message is the whole --help
+        error.message = message  # type: ignore[attr-defined]
+    error.show()  # type: ignore[attr-defined]
+    return getattr(error, "exit_code", ExitStatus.USAGE)

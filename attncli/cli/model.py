@@ -1,0 +1,147 @@
+"""The bodies of the real-model commands: `--model` on run and explain, `attncli model info` and `attncli model tokens`.
+
+The CLI only parses options and hands them here; nothing here touches the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from attncli.core.scenario import Scenario
+from attncli.errors import AttnError, visible
+from attncli.sources.limits import Limits
+
+INFO_SCHEMA = "attncli.core.scenario-info/1"
+TOKENS_SCHEMA = "attncli.core.scenario-tokens/1"
+_CLI_KEYS = {"layer": "--layer", "sentence": "--sentence", "special_tokens": "--special-tokens"}
+
+
+def choose_scenario(
+    scenario: str | None,
+    *,
+    model: Path | None,
+    layer: int | None,
+    sentence: str | None,
+    special_tokens: str,
+    head: int | None,
+    limits: Limits,
+    scenario_key: str = "SCENARIO",
+    default: str | None = None,
+) -> Scenario:
+    """A scenario file or built-in name, or a checkpoint's layer (`--model DIR --layer N --sentence TEXT`): exactly one."""
+    from attncli.sources.yaml_scenario import load
+
+    if model is None:
+        for key, given in (("--layer", layer), ("--sentence", sentence)):
+            if given is not None:
+                raise AttnError(f"{key} needs --model", key=key, expected="--model DIR beside it, or a scenario file instead")
+        if special_tokens != "auto":
+            raise AttnError("--special-tokens needs --model", key="--special-tokens", expected="--model DIR beside it")
+        if scenario is None and default is None:
+            raise AttnError("no scenario given", key=scenario_key, expected=f"a {scenario_key} file or built-in name, or --model DIR --layer N --sentence TEXT")
+        return load(scenario or default or "", limits=limits)
+    if scenario is not None:
+        raise AttnError(f"both {scenario_key} and --model are given", key="--model", expected=f"either {scenario_key} or --model DIR, not both")
+    for key, given in (("--layer", layer), ("--sentence", sentence)):
+        if given is None:
+            raise AttnError(f"--model needs {key}", key=key, expected="--model DIR --layer N --sentence TEXT (layers count from 1)")
+    assert layer is not None and sentence is not None
+    from attncli.sources.checkpoints.scenario import load_scenario
+
+    try:
+        return load_scenario(model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=limits)
+    except AttnError as error:
+        if error.file is None and error.key in _CLI_KEYS:
+            error.key = _CLI_KEYS[error.key]
+        raise
+
+
+# -- attncli model info ---------------------------------------------------------------------
+
+
+def info_document(folder: Path, *, as_json: bool) -> str | Iterator[bytes]:
+    """What a checkpoint folder holds, as aligned lines or an attncli.core.scenario-info/1 JSON document."""
+    from attncli.sources.checkpoints.layer import model_info
+
+    info = model_info(folder)
+    if as_json:
+        return _json({"schema": INFO_SCHEMA, **info})
+    return _aligned(_info_rows(info))
+
+
+def _info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
+    architectures = info.get("architectures")
+    kind = str(info["model_type"]) + (f" ({', '.join(map(str, architectures))})" if isinstance(architectures, list) and architectures else "")
+    rows = [("folder", str(info["folder"])), ("architecture", kind)]
+    if "layers" in info:
+        heads, kv_heads = info["heads"], info["kv_heads"]
+        sharing = (
+            "" if kv_heads == heads else " (multi-query attention)" if kv_heads == 1 else f" (grouped-query attention, {heads // kv_heads} query heads each)"
+        )
+        rope = info["rope"]
+        rope_text = "none (learned positions)" if info["model_type"] in ("gpt2", "bert") else "none"
+        if rope is not None:
+            rope_text = f"θ = {rope['theta']:g}, rotate-half" + (f", {rope['scaling']} scaling" if rope["scaling"] else "")
+        mask = "causal" if info["causal"] else "bidirectional (every token sees every token)"
+        if info["sliding_window"] is not None:
+            layers = ", ".join(map(str, info["sliding_layers"]))
+            mask += f"; sliding window of {info['sliding_window']} on layer{'s' * (len(info['sliding_layers']) > 1)} {layers}"
+        rows += [
+            ("layers", str(info["layers"])),
+            ("heads", f"{heads} query heads, {kv_heads} key/value head{'s' * (kv_heads > 1)}{sharing}"),
+            ("d_model", str(info["hidden_size"])),
+            ("head_dim", str(info["head_dim"])),
+            ("positions", f"{info['max_positions']:,}"),
+            ("rope", rope_text),
+            ("mask", mask),
+            ("activation", str(info["activation"])),
+        ]
+    if "stored_dtype" in info:
+        declared = f" (config.json says {info['dtype']})" if info.get("dtype") and info["dtype"] != info["stored_dtype"] else ""
+        rows += [("dtype", f"{info['stored_dtype']}{declared}; arithmetic in float64"), ("weights", str(info["weights"]))]
+    if info["supported"]:
+        rows.append(("supported", f"yes: attncli run --model {info['folder']} --layer 1..{info['layers']} --sentence TEXT"))
+    else:
+        rows.append(("supported", f"no: {info['reason']}"))
+    return rows
+
+
+# -- attncli model tokens -------------------------------------------------------------------
+
+
+def tokens_document(folder: Path, text: str, *, special_tokens: str, as_json: bool) -> str | Iterator[bytes]:
+    """The tokens of `text`: position (from 1), id, label (the text it covers) and the tokenizer's own piece."""
+    from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS
+    from attncli.sources.checkpoints.tokens import load_tokenizer, not_applied_note, tokenize_text
+
+    if special_tokens not in SPECIAL_TOKENS:
+        raise AttnError(f"found {special_tokens!r}", key="--special-tokens", expected="auto (as the tokenizer adds them) or none")
+    if not folder.is_dir():
+        raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a folder with tokenizer.json")
+    tokenizer, not_applied = load_tokenizer(folder)
+    add = special_tokens == "auto"
+    ids, labels = tokenize_text(tokenizer, text, special_tokens=add)
+    pieces = tokenizer.encode(text, add_special_tokens=add).tokens
+    rows = [{"position": n, "id": token_id, "label": label, "piece": piece} for n, (token_id, label, piece) in enumerate(zip(ids, labels, pieces), 1)]
+    if as_json:
+        return _json({"schema": TOKENS_SCHEMA, "folder": str(folder), "text": text, "tokens": rows, "not_applied": not_applied})
+    header = ("position", "id", "label", "piece")
+    table = [header, *((str(r["position"]), str(r["id"]), visible(str(r["label"])), visible(str(r["piece"]))) for r in rows)]
+    widths = [max(len(row[i]) for row in table) for i in range(4)]
+    lines = ["  ".join(cell.rjust(w) if i < 2 else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip() for row in table]
+    marked = "; ␣ marks a leading space" if any(label.startswith("␣") for label in labels) else ""
+    notes = "".join(visible(note) + "\n" for note in not_applied_note(not_applied))
+    return "\n".join(lines) + f"\n{len(rows)} token{'s' * (len(rows) != 1)}{marked}\n" + notes
+
+
+def _aligned(rows: list[tuple[str, str]]) -> str:
+    width = max(len(key) for key, _ in rows)
+    return "".join(f"{key:<{width}}  {visible(value)}\n" for key, value in rows)
+
+
+def _json(doc: dict[str, Any]) -> Iterator[bytes]:
+    from attncli.formats import jsonout
+
+    return jsonout.document(doc)

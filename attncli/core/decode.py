@@ -1,0 +1,156 @@
+"""Causal generation step by step with a KV cache: the data behind `attncli decode`.
+
+Pure: takes the engine's RunResult (or a Scenario, which it runs) and lays one head's causal
+self-attention out as generation does it. At step t the new token brings its q, k and v (k
+and q rotated by position p = t − 1 under RoPE, so positions simply continue); k and v join
+the cache; the new query meets every cached key; the weights mix the cached values.
+
+Why the steps are taken from the full run instead of being computed again: a step's numbers
+are row t of the run restricted to the cached keys. Computing the step on its own (a (1, d_k)
+query against a (c, d_k) cache) gives the same value mathematically, but not always the same
+float64 bits: a single-row product may be evaluated by a different BLAS kernel than the full
+(L, L) one, and NumPy sums a short row of exponentials in a different grouping than the full
+row with its zeros. Either would show a last-digit difference that says nothing about caching.
+Taking the run's own arrays makes every step's output row t of the full run bit for bit, and
+under --round-steps it keeps the one hand-rounded chain that run and explain show. The tests
+recompute every step from its cache alone and find the same numbers to 1e-12, which is what
+proves that the cache holds every key the query reads.
+
+The cache holds, after step t, the keys j ≤ t that query t or a later query still reads; a key
+that no later query reads leaves it (outside a sliding window, say, unless it is a sink), and
+a key no query reads (padding) never stays. Dimension names:
+    L    tokens (L_q = L_k: decoding is self-attention)
+    c    keys in the cache at a step
+    d_k  width of a query/key         d_v  width of a value
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import NamedTuple, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from attncli.core import engine
+from attncli.core.engine import RunResult
+from attncli.core.scenario import Scenario
+from attncli.errors import AttnError
+
+Array = npt.NDArray[np.float64]
+Positions = npt.NDArray[np.int64]
+Flags = npt.NDArray[np.bool_]
+AnyArray = TypeVar("AnyArray", bound=npt.NDArray[np.generic])
+
+MAX_CACHED_NUMBERS = 32 * 2**20  # every step keeps its own copy of the cache: L²/2 rows of K and V in all
+
+
+class DecodeStep(NamedTuple):
+    """Generation step t: the new token, the cache it joins, and its attention over the cache."""
+
+    position: int  # t, from 1; RoPE turns the new q and k by p = t − 1
+    token: str
+    label: str  # the token, with its position when the word repeats
+    q: Array  # (d_k,) the new query as it meets the keys (rotated under RoPE)
+    k: Array  # (d_k,) the new key as it is cached (rotated under RoPE)
+    v: Array  # (d_v,) the new value
+    cache: Positions  # (c,) positions of the cached keys after the new one joined, from 1, in order
+    dropped: Positions  # (·,) positions that leave the cache at this step: no query from t on reads them
+    K: Array  # (c, d_k) the cached keys
+    V: Array  # (c, d_v) the cached values
+    visible: Flags  # (c,) False for a cached key this query does not read (only an explicit mask matrix does that)
+    scores: Array  # (c,) q·k for each cached key
+    logits: Array  # (c,) scores / divisor + bias and ALiBi: what the softmax sees
+    weights: Array  # (c,) the softmax over the visible cached keys; 0 where not visible
+    output: Array  # (d_v,) weights·V: row t of the full run's head output, bit for bit
+
+
+class Decode(NamedTuple):
+    """One head's causal self-attention as L generation steps."""
+
+    result: RunResult
+    head: int  # the query head, from 1
+    kv_head: int  # the key/value head whose cache it reads, from 1 (grouped-query attention)
+    steps: tuple[DecodeStep, ...]  # L of them
+
+    @property
+    def scenario(self) -> Scenario:
+        return self.result.scenario
+
+
+def causal_version(scenario: Scenario) -> tuple[Scenario, bool]:
+    """The scenario with the causal rule added to its mask (generation cannot see ahead), and whether it had to be added.
+
+    A window, sinks and padding stay as they are; an explicit mask matrix is left alone
+    (decode then refuses it if it lets a query see a later key).
+    """
+    mask = scenario.mask
+    if mask.causal or mask.matrix is not None or scenario.cross:
+        return scenario, False
+    return replace(scenario, mask=replace(mask, causal=True)), True
+
+
+def decode(source: RunResult | Scenario, head: int) -> Decode:
+    """Head `head` (from 1) of a causal self-attention scenario, step by step with a KV cache."""
+    result = source if isinstance(source, RunResult) else engine.run(source)
+    scenario = result.scenario
+    scenario.head_numbers(head)  # refuses a head that does not exist
+    if scenario.cross:
+        raise AttnError(
+            "decode needs self-attention: in cross-attention the keys come from the context, not from generated tokens",
+            key="context",
+            expected="a scenario without a context",
+        )
+    h = result.head(head)
+    visible = h.visible  # (L, L)
+    ahead = np.argwhere(np.triu(visible, 1))  # (·, 2) pairs where a query sees a later key
+    if ahead.size:
+        i, j = (int(n) + 1 for n in ahead[0])
+        raise AttnError(
+            f"decode needs a causal mask: query {i} sees key {j}, which comes after it",
+            key="mask",
+            expected="mask: causal (with any window, sinks or padding)",
+        )
+    L = visible.shape[0]
+    read_until = np.where(visible.any(axis=0), L - np.argmax(visible[::-1], axis=0), 0)  # (L,) last query reading key j
+    positions = np.arange(1, L + 1)  # (L,)
+    cached = int(np.maximum(read_until - positions + 1, 0).sum())  # rows of K and V held over all steps
+    if cached * (scenario.d_k + scenario.d_v) > MAX_CACHED_NUMBERS:
+        raise AttnError(
+            f"decoding {L} tokens holds {cached:,} cached rows of K and V across its steps, "
+            f"more than the {MAX_CACHED_NUMBERS:,} numbers decode keeps",
+            key="tokens",
+            expected="a shorter sentence (a few hundred tokens), or `run` for the whole causal head at once",
+        )
+    steps = []
+    for t in range(1, L + 1):
+        cache = positions[(positions <= t) & (read_until >= t)]  # (c,)
+        was = positions[(positions < t) & (read_until >= t - 1)]  # (·,) the cache after step t − 1
+        dropped = np.setdiff1d(np.append(was, t), cache)  # (·,)
+        columns = cache - 1  # (c,)
+        steps.append(
+            DecodeStep(
+                position=t,
+                token=scenario.tokens[t - 1],
+                label=scenario.query_labels[t - 1],
+                q=h.q[t - 1],
+                k=h.k[t - 1],
+                v=h.V[t - 1],
+                cache=_frozen(cache.astype(np.int64)),
+                dropped=_frozen(dropped.astype(np.int64)),
+                K=_frozen(h.k[columns]),  # (c, d_k)
+                V=_frozen(h.V[columns]),  # (c, d_v)
+                visible=_frozen(visible[t - 1, columns]),  # (c,)
+                scores=_frozen(h.scores[t - 1, columns]),  # (c,)
+                logits=_frozen(h.logits[t - 1, columns]),  # (c,)
+                weights=_frozen(h.weights[t - 1, columns]),  # (c,)
+                output=h.output[t - 1],  # (d_v,) read-only in the result already
+            )
+        )
+    return Decode(result, head, h.kv_head, tuple(steps))
+
+
+def _frozen(array: AnyArray) -> AnyArray:
+    """The array (a fresh copy from fancy indexing), read-only."""
+    array.setflags(write=False)
+    return array

@@ -1,0 +1,23 @@
+"""The scenario's sizes and settings in a few plain lines, the same in every format's header."""
+
+from __future__ import annotations
+
+from attncli.core.scenario import Scenario
+
+
+def describe(s: Scenario) -> list[str]:
+    """'L = 6 tokens · d_model = 2 · …', then the settings: scale, mask, and any variant."""
+    heads = f"{s.heads} head" + ("s" if s.heads > 1 else "")
+    if s.heads != s.G:
+        heads += f" sharing {s.G} key/value head" + ("s" if s.G > 1 else "")
+    size = f"L = {s.L} tokens"
+    if s.cross:
+        size = f"L_q = {s.L} queries × L_k = {s.L_k} keys (cross-attention)"
+    width = "Q, K, V given" if s.direct else f"d_model = {s.d_model}"
+    lines = [f"{size} · {width} · {heads} · d_k = {s.d_k} · d_v = {s.d_v} · d_out = {s.d_out}"]
+    scale = {"sqrt_dk": f"÷ √d_k = {s.scale.divisor:.4g}", "none": "none", "value": f"÷ {s.scale.divisor:g}"}[s.scale.mode]
+    settings = [f"scale: {scale}", f"mask: {s.mask.describe()}"]
+    settings += [variant.describe() for variant in (s.rope, s.bias, s.alibi) if variant is not None]
+    lines.append(" · ".join(settings))
+    lines += list(s.notes)
+    return lines

@@ -1,0 +1,172 @@
+"""HTML: each matrix a semantic <table> with token labels in <th>, shaded by value; a whole page, or a fragment for a post.
+
+Self-contained: no scripts, no fetched fonts or styles. Cells are shaded with the palette's
+light ramp; a page switches to its dark ramp (and dark background) under
+`prefers-color-scheme: dark`. Every shade carries its own text colour (WCAG AA). A fragment
+repeats the light colours in `style` attributes, so it stays readable where a site strips
+<style> elements, and scopes its class names under `.attncli`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from attncli.document import escape
+from attncli.document.numbers import fixed
+from attncli.formats import palette
+
+if TYPE_CHECKING:
+    from attncli.document.views import MatrixView
+
+FONTS = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'
+
+
+class Heading(NamedTuple):
+    """A heading between the tables; level 1-6."""
+
+    text: str
+    level: int = 2
+
+
+class Paragraph(NamedTuple):
+    text: str
+
+
+class Code(NamedTuple):
+    """Lines of arithmetic, set as a <pre> block."""
+
+    lines: tuple[str, ...]
+
+
+def html_document(
+    parts: Sequence[MatrixView | Heading | Paragraph | Code | str],
+    *,
+    fragment: bool,
+    precision: int = 4,
+    title: str = "attncli",
+    shade: Collection[str] | None = None,
+    dark_mode: bool | None = None,
+) -> str:
+    """The parts as HTML: a complete page, or (fragment=True) one <div class="attncli"> with its <style> to paste into a post.
+
+    Tokens × tokens views (`view.square`) are shaded, or those whose key is in `shade` when
+    given: weights on 0..1, other stages from their smallest to their largest shown value.
+    Text goes through `escape.html`. `dark_mode` (default: a page yes, a fragment no) adds the
+    dark shades for `prefers-color-scheme: dark`; a fragment cannot know whether the site
+    around it turns dark too, and its light cells, each with its own text colour, read on both.
+    """
+    dark = not fragment if dark_mode is None else dark_mode
+    body = []
+    for part in parts:
+        if isinstance(part, Heading):
+            level = min(6, max(1, part.level))
+            body.append(f"<h{level}>{escape.html(part.text)}</h{level}>")
+        elif isinstance(part, Code):
+            body.append('<pre class="attn-steps">' + "\n".join(escape.html(line) for line in part.lines) + "</pre>")
+        elif isinstance(part, Paragraph | str):
+            body.append(f"<p>{escape.html(part if isinstance(part, str) else part.text)}</p>")
+        else:
+            shaded = part.square if shade is None else part.key in shade
+            body.append(matrix_table(part, precision=precision, shaded=shaded, inline=fragment))
+    content = "\n".join(body)
+    if fragment:
+        return f'<div class="attncli">\n<style>\n{stylesheet(dark=dark)}</style>\n{content}\n</div>\n'
+    schemes = "light dark" if dark else "light"
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">\n<meta name="color-scheme" content="{schemes}">\n'
+        f"<title>{escape.html(title)}</title>\n<style>\n{stylesheet(page=True, dark=dark)}</style>\n</head>\n"
+        f'<body>\n<main class="attncli">\n{content}\n</main>\n</body>\n</html>\n'
+    )
+
+
+def matrix_table(view: MatrixView, *, precision: int, shaded: bool, inline: bool = False) -> str:
+    """One view as a <table> (in a scrolling <div>), with a legend of the shades when shaded."""
+    low, high = palette.bounds(view.data, view.hidden, probabilities=view.key == "weights") if shaded else (0.0, 1.0)
+    head = f"Head {view.head} · " if view.head is not None else ""
+    caption = (
+        f'<caption><span class="attn-title">{escape.html(head + view.title)}</span> '
+        f'<span class="attn-formula">{escape.html(view.formula)}</span> <span class="attn-shape">({view.shape})</span></caption>'
+    )
+    header = ['<td class="attn-corner"></td>']
+    header += [f'<th scope="col">{escape.html(label)}</th>' for label in view.cols]
+    header += [f'<th scope="col" class="attn-extra">{escape.html(name)}</th>' for name, _ in view.extra]
+    rows = []
+    for r, label in enumerate(view.rows):
+        cells = [f'<th scope="row">{escape.html(label)}</th>']
+        for c in range(view.data.shape[1]):
+            x = float(view.data[r, c])
+            text = escape.html(fixed(x, precision))
+            masked = view.hidden is not None and bool(view.hidden[r, c])
+            if masked and shaded:
+                style = _style(palette.LIGHT.masked, inline)
+                cells.append(f'<td class="attn-masked"{style}>{text}</td>')
+            elif shaded:
+                level = palette.level(x, low, high)
+                cells.append(f'<td class="attn-l{level}"{_style(palette.LIGHT.shades[level], inline)}>{text}</td>')
+            else:
+                cells.append(f"<td>{text}</td>" if not inline else f'<td style="text-align:right">{text}</td>')
+        cells += [f'<td class="attn-extra">{escape.html(fixed(float(vector[r]), precision))}</td>' for _, vector in view.extra]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    table = (
+        '<div class="attn-scroll"><table class="attn-matrix">\n' + caption + "\n<thead><tr>" + "".join(header)
+        + "</tr></thead>\n<tbody>\n" + "\n".join(rows) + "\n</tbody>\n</table></div>"
+    )  # fmt: skip
+    if shaded:
+        table += "\n" + _legend(low, high, precision, masked=view.hidden is not None and bool(view.hidden.any()), inline=inline)
+    return table
+
+
+def _style(fill: str, inline: bool) -> str:
+    return f' style="background:{fill};color:{palette.ink(fill)};text-align:right"' if inline else ""
+
+
+def _legend(low: float, high: float, precision: int, *, masked: bool, inline: bool) -> str:
+    swatches = "".join(
+        f'<span class="attn-swatch attn-l{level}"{_swatch_style(shade, inline)}></span>' for level, shade in enumerate(palette.LIGHT.shades)
+    )
+    text = f'<p class="attn-legend">Shade: {escape.html(fixed(low, precision))} {swatches} {escape.html(fixed(high, precision))}'
+    if masked:
+        text += f' · <span class="attn-swatch attn-masked"{_swatch_style(palette.LIGHT.masked, inline)}></span> hidden by the mask'
+    return text + "</p>"
+
+
+def _swatch_style(fill: str, inline: bool) -> str:
+    return f' style="display:inline-block;width:1.2em;height:0.9em;background:{fill}"' if inline else ""
+
+
+def stylesheet(*, page: bool = False, dark: bool = True) -> str:
+    """The CSS, every rule under `.attncli` (a page adds its body's colours): layout, light shades, dark ones if `dark`."""
+
+    def shades(ramp: palette.Ramp, important: str) -> list[str]:
+        rules = [f".attncli .attn-l{i} {{ background: {fill}{important}; color: {palette.ink(fill)}{important}; }}"
+                 for i, fill in enumerate(ramp.shades)]  # fmt: skip
+        rules.append(f".attncli .attn-masked {{ background: {ramp.masked}{important}; color: {palette.ink(ramp.masked)}{important}; }}")
+        return rules
+
+    light, night = palette.LIGHT, palette.DARK
+    rules = [
+        f".attncli {{ font-family: {FONTS}; line-height: 1.4; }}",
+        ".attncli .attn-scroll { overflow-x: auto; margin: 0 0 0.5em; }",
+        ".attncli table.attn-matrix { border-collapse: collapse; font-variant-numeric: tabular-nums; }",
+        ".attncli caption { caption-side: top; text-align: left; padding: 0 0 0.4em; font-weight: 600; white-space: nowrap; }",
+        ".attncli caption .attn-formula, .attncli caption .attn-shape { font-weight: normal; margin-left: 0.4em; }",
+        ".attncli th, .attncli td { padding: 0.2em 0.55em; white-space: pre; }",
+        ".attncli td { text-align: right; }",
+        ".attncli th[scope=col] { text-align: right; border-bottom: 1px solid; }",
+        ".attncli th[scope=row] { text-align: left; border-right: 1px solid; }",
+        ".attncli .attn-extra { border-left: 3px double; }",
+        ".attncli .attn-masked { font-style: italic; }",
+        ".attncli pre.attn-steps { font-family: ui-monospace, Menlo, Consolas, monospace; overflow-x: auto; }",
+        ".attncli .attn-legend { margin: 0 0 1.5em; font-size: 0.9em; }",
+        ".attncli .attn-swatch { display: inline-block; width: 1.2em; height: 0.9em; vertical-align: -0.1em; }",
+        *shades(light, ""),
+    ]
+    if dark:
+        rules += ["@media (prefers-color-scheme: dark) {", *("  " + rule for rule in shades(night, " !important")), "}"]  # over style=""
+    if page:
+        rules[:0] = [f"body {{ margin: 2em; background: {light.background}; color: {light.text}; }}"]
+        if dark:
+            rules.insert(1, f"@media (prefers-color-scheme: dark) {{ body {{ background: {night.background}; color: {night.text}; }} }}")
+    return "\n".join(rules) + "\n"

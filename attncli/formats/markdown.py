@@ -1,0 +1,152 @@
+"""GitHub-flavoured Markdown: tables a blog post can paste as they are.
+
+Every input text goes through `escape.markdown`, so `<eos>`, `*x*` or `a_b` render literally.
+The top heading's level is chosen by `heading_level` (0 leaves it out). A run is streamed:
+a block of table rows at a time, its numbers written at once by `fixedtext`, as UTF-8.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from attncli.core.engine import RunResult
+from attncli.core.explain import Explanation
+from attncli.document import escape
+from attncli.document.numbers import fixed, smart, vector
+from attncli.document.summary import describe
+from attncli.document.views import MatrixView
+from attncli.walkthroughs import narration
+
+md = escape.markdown  # every input text (token, name, sentence) goes through it
+
+
+def table(header: list[str], rows: list[list[str]], *, align: list[str] | None = None) -> list[str]:
+    """A GFM table; align holds "l" or "r" per column (default: first left, others right)."""
+    align = align or ["l"] + ["r"] * (len(header) - 1)
+    lines = ["| " + " | ".join(_cell(h) for h in header) + " |"]
+    lines.append("|" + "|".join(":---" if a == "l" else "---:" for a in align) + "|")
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def _cell(text: str) -> str:
+    return text or " "  # input text arrives escaped by `attncli.document.escape.markdown`
+
+
+def heading(level: int, text: str) -> list[str]:
+    """A heading at `level` (1-6), followed by a blank line; nothing at level 0."""
+    return [f"{'#' * min(level, 6)} {text}", ""] if level > 0 else []
+
+
+def _levels(level: int) -> tuple[int, int]:
+    """The top heading's level (0: none) and the level of the sections under it."""
+    return level, min(6, max(level, 1) + 1) if level else 2
+
+
+def run_markdown(result: RunResult, views: list[MatrixView], *, precision: int, heading_level: int = 1) -> Iterator[bytes]:
+    """The scenario's header, then a heading and a table per view, streamed."""
+    top, section = _levels(heading_level)
+    yield ("\n".join(_run_header(result, top)) + "\n").encode()
+    s = result.scenario
+    for view in views:
+        prefix = f"Head {view.head} · " if s.heads > 1 and view.head is not None else ""
+        yield ("\n" + "#" * section + f" {prefix}{md(view.title)}: `{view.formula}` ({view.shape})\n\n").encode()
+        yield from matrix_table(view, precision)
+    if result.exact is not None and any(v.key in ("output", "final") for v in views):
+        lines = ["", "#" * section + f" Hand-rounded ({result.round_steps} decimals) vs exact output", ""]
+        rows = [
+            [md(label), vector(r, precision, whole=False), vector(e, precision + 1, whole=False), vector(r - e, precision + 1, whole=False)]
+            for label, r, e in zip(s.query_labels, result.output, result.exact.output)
+        ]
+        lines += table(["", "hand-rounded", "exact", "difference"], rows)
+        yield ("\n".join(lines) + "\n").encode()
+
+
+def _run_header(result: RunResult, top: int) -> list[str]:
+    s = result.scenario
+    lines = heading(top, md(s.name)) + [md(" ".join(s.tokens)), ""]
+    if s.description:
+        lines += [md(s.description), ""]
+    lines.append(md("; ".join(describe(s)) + "."))
+    if result.round_steps is not None:
+        lines += ["", f"Every intermediate is rounded to {result.round_steps} decimals before the next step, as by hand."]
+    return lines
+
+
+BLOCK_VALUES = 1 << 16  # numbers formatted at once: about 1 MB of text
+
+
+def matrix_table(view: MatrixView, precision: int) -> Iterator[bytes]:
+    """A view as GFM table lines in UTF-8, a block of rows at a time: labels in bold, numbers right-aligned, −∞ where masked."""
+    import numpy as np
+
+    from attncli.formats import fixedtext
+
+    header = [""] + [md(col) for col in view.cols] + [name for name, _ in view.extra]
+    lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "|:---|" + "---:|" * (len(header) - 1)]
+    yield ("\n".join(lines) + "\n").encode()
+    width = view.data.shape[1] + len(view.extra)
+    step = max(1, BLOCK_VALUES // max(1, width))
+    end = b" |\n" if width else b" |  |\n"
+    for start in range(0, len(view.rows), step):
+        block = view.data[start : start + step]  # (rows, cols), then the extra columns beside it
+        if view.extra:
+            block = np.column_stack([block, *(vec[start : start + step] for _, vec in view.extra)])
+        numbers = fixedtext.rows(fixedtext.cells(block, precision, fixed, b" | "))
+        labels = view.rows[start : start + step]
+        yield b"".join([b"| **" + md(label).encode() + b"**" + row + end for label, row in zip(labels, numbers)])
+
+
+def explain_markdown(expl: Explanation, *, precision: int, heading_level: int = 1, full: bool = False) -> str:
+    """The article's tables (embeddings; pair, score, exponential; pair, weight; weighted values; output), then the steps."""
+    p = precision
+    s = expl.scenario
+    word = md(expl.token)
+    top, h2 = _levels(heading_level)
+    h3 = "#" * min(6, h2 + 1)
+    lines = heading(top, f"Attention for “{word}”")
+    for sentence in narration.intro(expl):
+        lines += [md(sentence), ""]
+
+    if expl.result.X is not None:
+        lines += ["#" * h2 + " Embeddings", ""]
+        lines += table(["Word", "Embedding (E)"], [[md(label), vector(expl.result.X[i], p)] for i, label in enumerate(s.query_labels)],
+                       align=["l", "l"])  # fmt: skip
+        lines.append("")
+
+    scaled = s.scale.mode != "none"
+    lines += ["#" * h2 + " Scores and exponentials", ""]
+    header = ["Pair", "Score"] + (["Scaled"] if scaled else []) + (["Biased"] if s.has_bias else []) + ["Exponential"]
+    rows = []
+    for key in expl.keys:
+        row = [f"{word} &amp; {md(key.label)}", "−∞ (masked)" if key.masked else smart(key.score, p)]
+        row += [("−∞" if key.masked else smart(key.scaled, p))] if scaled else []
+        row += [("−∞" if key.masked else smart(key.logit, p))] if s.has_bias else []
+        rows.append(row + [smart(key.exp, p)])
+    lines += table(header, rows)
+    lines += ["", f"Sum of the exponentials: {fixed(expl.exp_sum, p)}"]
+
+    lines += ["", "#" * h2 + " Attention weights", ""]
+    lines += table(["Pair", "Weight (α)"], [[f"{word} &amp; {md(k.label)}", fixed(k.weight, p)] for k in expl.keys])
+
+    lines += ["", "#" * h2 + " Weighted values", ""]
+    rows = [[f"{word} &amp; {md(k.label)}", fixed(k.weight, p), vector(k.v, p), vector(k.weighted_v, p, whole=False)] for k in expl.visible]
+    lines += table(["Pair", "Weight (α)", "Value (V)", "Weighted value (α·V)"], rows, align=["l", "r", "l", "l"])
+
+    lines += ["", "#" * h2 + " Output", "", f"Output({word}) = {vector(expl.output, p, whole=False)}"]
+    if expl.exact_output is not None:
+        difference = expl.output - expl.exact_output
+        lines += ["", f"Exact arithmetic gives {vector(expl.exact_output, p + 1, whole=False)} "
+                      f"(difference {vector(difference, p + 1, whole=False)})."]
+
+    lines += ["", "#" * h2 + " Step by step"]
+    for number, step in enumerate(narration.steps(expl, precision, full=full), 1):
+        lines += ["", f"{h3} Step {number}: {md(step.title)} ({md(step.formula)})", ""]
+        body = [escape.visible(line) for line in narration.step_lines(step, p)]
+        if body:
+            fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", "".join(body))), default=0))
+            lines += [fence + "text", *body, fence]
+        for note in step.notes:
+            lines += ["", md(note)]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,53 @@
+"""`attncli explain` in the terminal: the numbered steps of the hand calculation."""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.console import RenderableType
+from rich.padding import Padding
+from rich.text import Text
+
+from attncli.core.explain import Explanation
+from attncli.document.escape import visible
+from attncli.document.numbers import smart
+from attncli.formats.grid import Wrapped
+from attncli.walkthroughs import narration
+
+MATRIX_ROWS = 16  # a weight matrix in the narration shows at most this many rows (half from the top, half from the bottom)
+
+
+def explain_renderables(expl: Explanation, *, precision: int, full: bool = False) -> list[RenderableType]:
+    intro = narration.intro(expl)
+    parts: list[RenderableType] = [Text(visible(intro[0]), style="bold")]
+    parts += [Text(visible(line), style="yellow" if "rounded" in line else "") for line in intro[1:]]
+    for number, step in enumerate(narration.steps(expl, precision, full=full), 1):
+        heading = Text(f"\nStep {number} · {step.title}", style="bold")
+        heading.append(f"   {step.formula}", style="cyan")
+        parts.append(heading)
+        lines = narration.step_lines(step._replace(matrix=None), precision)
+        shortened = None
+        if step.matrix is not None:
+            matrix_lines, shortened = matrix_lines_of(*step.matrix, precision, full=full)
+            lines[1:1] = matrix_lines
+        lines = ["  " + line for line in lines]
+        if lines:
+            parts.append(Wrapped("\n".join(map(visible, lines))))  # arithmetic: wrapped at spaces only, never cut
+        if shortened:
+            parts.append(Padding(Text(shortened, style="dim"), (0, 0, 0, 2), expand=False))
+        parts += [Padding(Text(visible(note), style="italic"), (0, 0, 0, 2), expand=False) for note in step.notes]
+    return parts
+
+
+def matrix_lines_of(name: str, matrix: np.ndarray, precision: int, *, full: bool = False) -> tuple[list[str], str | None]:
+    """`W_Q =` and the matrix's rows, right-aligned (unless `full`, at most MATRIX_ROWS of them around a ⋮), and a note when shortened."""
+    n = matrix.shape[0]
+    rows: list[int] = list(range(n))
+    if n > MATRIX_ROWS and not full:
+        half = MATRIX_ROWS // 2
+        rows = [*range(half), -1, *range(n - half, n)]
+    cells = [[smart(float(x), precision) for x in matrix[r]] if r >= 0 else [] for r in rows]
+    width = max((len(cell) for row in cells for cell in row), default=0)
+    columns = matrix.shape[1]
+    lines = [f"{name} ="] + ["  " + "  ".join(cell.rjust(width) for cell in (row or ["⋮"] * columns)) for row in cells]
+    note = None if len(rows) == n else f"Showing {MATRIX_ROWS} of the {n:,} rows of {name}: --format json or csv has them all."
+    return lines, note

@@ -1,0 +1,350 @@
+r"""A matrix in TeX with its row labels on the left and column labels above, for pdflatex, KaTeX and MathJax alike.
+
+The numbers sit in `\left[\begin{array}{rr…r} … \end{array}\right]`, which has no column
+limit (amsmath's bmatrix stops at 10). The labels are two more arrays: the column labels
+above, the row labels to the left. Two arrays line up column by column only if their
+columns are equally wide, so each header cell carries an invisible copy of its column's
+widest number under it and each first-row number an invisible copy of its label over it
+(`\hphantom`, with `\smash` so neither adds height); each row of numbers carries an
+invisible copy of its label (`\vphantom`) so the rows line up with the labels too.
+
+`standalone` wraps display blocks into a complete article that pdflatex compiles.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from attncli.document import escape
+from attncli.document.numbers import HUGE, fixed
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from attncli.document.views import MatrixView
+
+# Rough widths in em of what a number is made of, to pick a column's widest number.
+_WIDTHS = {"-": 0.78, ".": 0.28, r"\infty": 1.0}
+
+
+def number(x: float, precision: int) -> str:
+    r"""x with `precision` decimals in TeX; masked cells are `-\infty`."""
+    if math.isinf(x):
+        return r"-\infty" if x < 0 else r"\infty"
+    return fixed(x, precision)
+
+
+def _width(tex: str) -> float:
+    infinities = tex.count(r"\infty")
+    rest = tex.replace(r"\infty", "")
+    return infinities * _WIDTHS[r"\infty"] + sum(_WIDTHS.get(c, 0.5) for c in rest)
+
+
+def labelled_matrix(
+    data: npt.NDArray[np.float64],
+    *,
+    precision: int,
+    rows: Sequence[str] | None = None,
+    cols: Sequence[str] | None = None,
+    extra: Sequence[tuple[str, npt.NDArray[np.float64]]] = (),
+) -> str:
+    r"""The matrix (rows, cols) as math-mode TeX, labelled with `rows` on the left and `cols` above when given.
+
+    `extra` columns (such as ("Σ", row sums)) follow a vertical rule. Labels are input text
+    and go through `escape.latex`; "Σ" becomes `\Sigma`.
+    """
+    labels = _Labels(rows, None if cols is None else [*cols, *(name for name, _ in extra)])
+    band = _Band(data, [vector for _, vector in extra], precision, labels, 0)
+    return band.matrices(0, band.width, 1, extra=len(extra))[0].decode()
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _label(text: str) -> str:
+    return r"\Sigma" if text == "Σ" else escape.latex(text)
+
+
+def _table(texts: list[str]) -> npt.NDArray[np.uint8]:
+    """Texts as the rows of a byte table, each padded with zero bytes (which `escape.latex` never writes)."""
+    import numpy as np
+
+    encoded = [text.encode() for text in texts]
+    width = max(map(len, encoded), default=0) or 1
+    return np.array(encoded, dtype=f"S{width}").view(np.uint8).reshape(len(encoded), width)
+
+
+def _joined(*parts: npt.NDArray[np.uint8]) -> tuple[bytes, list[int]]:
+    """Row i of every part (each (N, width_i), or (width,) for every row), one after another, and where each row starts."""
+    import numpy as np
+
+    n = max(len(part) for part in parts if part.ndim == 2)
+    table = np.concatenate([part if part.ndim == 2 else np.broadcast_to(part, (n, len(part))) for part in parts], axis=1)
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.count_nonzero(table, axis=1), out=starts[1:])
+    return table.tobytes().translate(None, b"\0"), starts.tolist()
+
+
+class _Labels:
+    """A matrix's row and column labels in TeX, and the pieces of text around them, written once for all its bands."""
+
+    def __init__(self, rows: Sequence[str] | None, cols: Sequence[str] | None) -> None:
+        import numpy as np
+
+        self.rows = None if rows is None else [_label(text) for text in rows]
+        self.cols = None if cols is None else [_label(text) for text in cols]
+        self.phantoms = None if self.rows is None else _table([rf"\vphantom{{{head}}}" for head in self.rows])  # (R, P)
+        self.over = self.under = np.zeros((0, 0), dtype=np.uint8)
+        if self.cols is not None:  # the labels' widths over the first row's numbers; the widest numbers' under the labels
+            self.over = _table([rf" & \smash[t]{{\overset{{\hphantom{{\textstyle {head}}}}}{{{{" for head in self.cols])  # (C', A)
+            self.under = _table([rf"}}}}{{{head}}}}}" for head in self.cols])  # (C', B)
+
+
+class _Band:
+    r"""Some rows of a matrix (and of its extra columns) written at once, then cut into display blocks of columns.
+
+    Every number is written into one NumPy byte table (`fixedtext.cells`), each after " & ";
+    the rows of a run of equally wide blocks are laid out, each block's first number followed
+    by its row's `\vphantom`, each row by " \\ ", and the empty places dropped in one pass.
+    """
+
+    def __init__(self, data: npt.NDArray[np.float64], extra: Sequence[npt.NDArray[np.float64]], precision: int, labels: _Labels, r0: int) -> None:
+        import numpy as np
+
+        from attncli.formats import fixedtext
+
+        self.values = np.column_stack([data, *extra]) if extra else np.asarray(data, dtype=np.float64)  # (R, C')
+        self.cells = fixedtext.cells(self.values, precision, number, b" & ")  # (R, C', W)
+        self.n_rows, self.width = int(self.values.shape[0]), int(self.values.shape[1])
+        self.labels = labels
+        rows = labels.rows
+        self.phantoms = None if labels.phantoms is None else labels.phantoms[r0 : r0 + self.n_rows]  # (R, P)
+        self.headed = labels.cols is not None and self.n_rows > 0  # the first row carries the labels' widths
+        self.left = ""
+        if rows is not None:
+            tallest = r"\vphantom{0\infty}"  # numbers never make a row taller than these
+            # \;: MathJax sets arrays without outer padding, which would put the labels against the "="
+            self.left = r"\; \begin{array}{r} " + r" \\ ".join(tallest + head for head in rows[r0 : r0 + self.n_rows]) + r" \end{array}"
+        self.header, self.header_at = b"", [0] * (self.width + 1)
+        if labels.cols is not None:
+            widest = self._widest() if self.n_rows else np.zeros((self.width, 1), dtype=np.uint8)
+            before = np.frombuffer(rb" & \smash[b]{\underset{\hphantom{\textstyle ", dtype=np.uint8)
+            self.header, self.header_at = _joined(before, widest, labels.under)
+        self.first, self.first_at = b"", [0] * (self.width + 1)
+        if self.headed:
+            self.first, self.first_at = _joined(labels.over, self.cells[0, :, 3:], np.frombuffer(b"}}}", dtype=np.uint8))
+
+    def _widest(self) -> npt.NDArray[np.uint8]:
+        """Each column's widest number, (C', W): its largest, its smallest or its first non-finite one, as `_width` measures them."""
+        import numpy as np
+
+        values, cells = self.values, self.cells  # (R, C'), (R, C', W)
+        columns = np.arange(self.width)
+        by_column = np.ascontiguousarray(values.T)  # (C', R): NumPy finds maxima along a row several times faster
+        finite = np.isfinite(by_column)
+        every = bool(finite.all())
+        picks = np.stack([  # (3, C') the rows of the largest, the smallest and the first non-finite number
+            (by_column if every else np.where(finite, by_column, -np.inf)).argmax(axis=1),
+            (by_column if every else np.where(finite, by_column, np.inf)).argmin(axis=1),
+            (~finite).argmax(axis=1),
+        ])  # fmt: skip
+        size = cells.shape[2]
+        at = (picks * self.width + columns).ravel()  # (3·C',) in the band's cells, one row after another
+        flat = np.take(cells.reshape(-1, size), at, axis=0)  # (3·C', W)
+        flat[:, :3] = 0  # the " & " before each
+        candidates = flat.reshape(3, self.width, size)
+        # texts alike in length, sign, exponent, infinity and NaN are alike character by character (all digits weigh the
+        # same), so `_width` of one text of each kind gives every width exactly
+        start = (flat != 0).argmax(axis=1)  # where each (right-aligned) text begins
+        shown = np.take(values.ravel(), at)  # (3·C',)
+        signed = flat[np.arange(len(flat)), start] == ord("-")
+        kind = (size - start) * 16 + signed * 8 + np.isinf(shown) * 4 + np.isnan(shown) * 2 + (np.abs(shown) >= HUGE)  # ±∞ is HUGE too
+        example = np.full(int(kind.max()) + 1, -1)
+        example[kind[::-1]] = np.arange(len(kind))[::-1]  # a text of each kind (its first)
+        width_of = np.zeros(len(example))
+        for k in np.flatnonzero(example >= 0).tolist():
+            width_of[k] = _width(flat[example[k]].tobytes().translate(None, b"\0").decode())
+        widths = width_of[kind].reshape(3, -1)
+        widths[0:2, ~finite.any(axis=1)] = -np.inf
+        widths[2, finite.all(axis=1)] = -np.inf
+        best = np.zeros(self.width, dtype=np.intp)  # max() keeps the first of equally wide candidates
+        for k in (1, 2):
+            best[widths[k] > widths[best, columns]] = k
+        chosen: npt.NDArray[np.uint8] = candidates[best, columns]  # (C', W)
+        return chosen
+
+    def matrices(self, c0: int, width: int, count: int, *, extra: int = 0) -> list[bytes]:
+        r"""`count` blocks of `width` columns from column c0, each a labelled matrix in UTF-8; the last `extra` of a block's columns follow a rule."""
+        import numpy as np
+
+        skip = 1 if self.headed else 0
+        body_rows = self.n_rows - skip
+        cell = self.cells.shape[2]
+        phantom = self.phantoms[skip:] if self.phantoms is not None and width else np.zeros((body_rows, 0), dtype=np.uint8)  # (R', P)
+        gap = phantom.shape[1]
+        grid = self.cells[skip:, c0 : c0 + count * width].reshape(body_rows, count, width * cell)  # (R', K, w·W)
+        out = np.zeros((count, body_rows, width * cell + gap + 4), dtype=np.uint8)  # (K, R', a row of a block)
+        out[:, :, 3:cell] = grid[:, :, 3:cell].transpose(1, 0, 2)  # the first number, without " & "
+        out[:, :, cell : cell + gap] = phantom
+        out[:, :, cell + gap : width * cell + gap] = grid[:, :, cell:].transpose(1, 0, 2)
+        out[:, :-1, -4:] = np.frombuffer(rb" \\ ", dtype=np.uint8)
+
+        labels = self.labels
+        spec = ("r" * (width - extra) + ("|" + "r" * extra if extra else "")).encode()
+        left = self.left.encode()
+        blocks = []
+        for k in range(count):
+            first, last = c0 + k * width, c0 + (k + 1) * width
+            body = out[k].tobytes().translate(None, b"\0")
+            if self.headed:
+                at = self.first_at
+                top_row = self.first[at[first] + 3 : at[first + 1]]
+                if self.phantoms is not None and width:
+                    top_row += self.phantoms[0].tobytes().translate(None, b"\0")
+                top_row += self.first[at[first + 1] : at[last]]
+                body = top_row + (rb" \\ " + body if body_rows else b"")
+            matrix = [rb"\left[\begin{array}{", spec, b"} ", body, rb" \end{array}\right]"]
+            if labels.cols is None:
+                blocks.append(b"".join([left, *matrix]))
+            else:
+                header = self.header[self.header_at[first] + 3 : self.header_at[last]]
+                top = [rb"\begin{array}{", spec.replace(b"|", b""), b"} ", header, rb" \end{array}"]
+                blocks.append(b"".join([rb"\begin{array}{rc} & ", *top, rb" \\ ", left, b" & ", *matrix, rb" \end{array}"]))
+        return blocks
+
+
+def matrix_blocks(
+    symbol: str,
+    data: npt.NDArray[np.float64],
+    *,
+    precision: int,
+    rows: Sequence[str] | None = None,
+    cols: Sequence[str] | None = None,
+    extra: Sequence[tuple[str, npt.NDArray[np.float64]]] = (),
+    max_rows: int | None = None,
+    max_cols: int | None = None,
+) -> list[str]:
+    r"""Display-block bodies `symbol = matrix`, split into pieces of at most max_rows × max_cols, each saying which part it is.
+
+    `symbol` is TeX ("S = QK^\top" gives "S = QK^\top = [matrix]"). Extra columns go with
+    the last piece of columns.
+    """
+    blocks = iter_blocks(symbol, data, precision=precision, rows=rows, cols=cols, extra=extra, max_rows=max_rows, max_cols=max_cols)
+    return [block.decode() for block in blocks]
+
+
+def iter_blocks(
+    symbol: str,
+    data: npt.NDArray[np.float64],
+    *,
+    precision: int,
+    rows: Sequence[str] | None = None,
+    cols: Sequence[str] | None = None,
+    extra: Sequence[tuple[str, npt.NDArray[np.float64]]] = (),
+    max_rows: int | None = None,
+    max_cols: int | None = None,
+    before: bytes = b"",
+    after: bytes = b"",
+) -> Iterator[bytes]:
+    """The blocks of `matrix_blocks` one at a time in UTF-8, each between `before` and `after`, each band of rows formatted at once."""
+    n_rows, n_cols = int(data.shape[0]), int(data.shape[1])
+    row_step = max_rows or max(n_rows, 1)
+    col_step = max_cols or max(n_cols, 1)
+    labels = _Labels(rows, None if cols is None else [*cols, *(name for name, _ in extra)])
+    starts = list(range(0, max(n_cols, 1), col_step))
+    # blocks of exactly col_step columns are laid out together; the last one, with the extra columns, alone
+    alike = sum(1 for c0 in starts if c0 + col_step < n_cols or (c0 + col_step == n_cols and not extra))
+    for r0 in range(0, max(n_rows, 1), row_step):
+        r1 = min(r0 + row_step, n_rows)
+        band = _Band(data[r0:r1], [vector[r0:r1] for _, vector in extra], precision, labels, r0)
+        matrices = band.matrices(0, col_step, alike) if alike else []
+        if alike < len(starts):
+            last = starts[alike]
+            matrices += band.matrices(last, band.width - last, 1, extra=len(extra))
+        for c0, matrix in zip(starts, matrices):
+            c1 = min(c0 + col_step, n_cols)
+            part = []
+            if r1 - r0 < n_rows:
+                part.append(f"rows {r0 + 1} to {r1}")
+            if c1 - c0 < n_cols:
+                part.append(f"columns {c0 + 1} to {c1}")
+            note = r" \quad \text{(" + ", ".join(part) + ")}" if part else ""
+            yield b"".join([before, f"{symbol}{note} = ".encode(), matrix, after])
+
+
+def view_blocks(view: MatrixView, *, precision: int, max_rows: int | None = None, max_cols: int | None = None) -> list[str]:
+    """A view's display-block bodies, `view.tex = [labelled matrix]`, split as `matrix_blocks` does."""
+    return matrix_blocks(view.tex, view.data, precision=precision, rows=view.rows, cols=view.cols, extra=view.extra,
+                         max_rows=max_rows, max_cols=max_cols)  # fmt: skip
+
+
+# -- a complete document ---------------------------------------------------------------------------
+
+PREAMBLE = r"""\documentclass{article}
+\usepackage[T1]{fontenc}  % real < > | _ glyphs, accented letters as glyphs (lmodern below has them as Type 1 fonts)
+\usepackage{lmodern}
+\usepackage{amsmath}
+\usepackage{graphicx}  % \resizebox: displays wider than the page are scaled down to fit
+\usepackage[a4paper,margin=2cm]{geometry}
+\allowdisplaybreaks  % long align* steps may break across pages
+\newsavebox{\attnclibox}
+\newcommand{\attnclifit}[1]{%
+  \sbox{\attnclibox}{$\displaystyle #1$}%
+  \ifdim\wd\attnclibox>\linewidth\resizebox{\linewidth}{!}{\usebox{\attnclibox}}\else\usebox{\attnclibox}\fi}
+"""
+
+_BLOCK = re.compile(r"^\$\$ (.*) \$\$$")
+_ARRAY_COLUMNS = re.compile(r"\\begin\{array\}\{([lcr|]+)\}")
+PORTRAIT_COLUMNS = 9  # columns of 4-decimal numbers an A4 portrait page holds at full size, with labels
+_ALIGNED = re.compile(r"^\\begin\{aligned\} (.*) \\end\{aligned\}$")
+
+
+def standalone(body: str, *, title: str | None = None, landscape: bool | None = None) -> str:
+    r"""A complete article holding `body`: lines of `$$ … $$` display blocks, `%` comments and blank lines.
+
+    Each `$$ X $$` becomes `\[ X \]`, scaled down to the page width if wider; a block that is
+    one `aligned` becomes `align*`, so its steps may break across pages. Other lines pass
+    through unchanged. The page is A4, landscape when a matrix has more than PORTRAIT_COLUMNS
+    columns (unless `landscape` says otherwise). Needs amsmath, graphicx, geometry and lmodern
+    (in every TeX Live and MiKTeX; Debian: texlive-latex-recommended and lmodern).
+    """
+    if landscape is None:
+        widest = max((len(spec.replace("|", "")) for spec in _ARRAY_COLUMNS.findall(body)), default=0)
+        landscape = widest > PORTRAIT_COLUMNS
+    lines = [document_start(title=title, landscape=landscape)]
+    lines += [document_line(line) for line in body.splitlines()]
+    lines.append(DOCUMENT_END)
+    return "\n".join(lines) + "\n"
+
+
+DOCUMENT_END = r"\end{document}"
+
+
+def document_start(*, title: str | None = None, landscape: bool = False) -> str:
+    r"""The preamble and `\begin{document}` (and the title) of a standalone article."""
+    out = [PREAMBLE.replace("a4paper,", "a4paper,landscape,") if landscape else PREAMBLE]
+    if title is not None:
+        out.append(r"\title{" + _plain_title(title) + "}\n\\date{}")
+    out.append(r"\begin{document}")
+    if title is not None:
+        out.append(r"\maketitle")
+    return "\n".join(out)
+
+
+def document_line(line: str) -> str:
+    r"""One line of a `$$ … $$` body as the article writes it: `\[ … \]` fitted to the page, or `align*`."""
+    block = _BLOCK.match(line)
+    if not block:
+        return line
+    inner = block.group(1)
+    aligned = _ALIGNED.match(inner)
+    if aligned and r"\begin{aligned}" not in aligned.group(1):
+        return r"\begin{align*} " + aligned.group(1) + r" \end{align*}"
+    return r"\[ \attnclifit{" + inner + r"} \]"
+
+
+def _plain_title(title: str) -> str:
+    return "$" + escape.latex(title) + "$"

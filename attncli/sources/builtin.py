@@ -1,0 +1,24 @@
+"""The built-in scenarios shipped with attncli (the `scenarios/` folder)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def folder() -> Path:
+    """Where the built-in scenario files are: inside the installed package, or the source checkout."""
+    package = Path(__file__).parent.parent
+    installed = package / "scenarios"  # the wheel puts scenarios/ here
+    return installed if installed.is_dir() else package.parent / "scenarios"
+
+
+def names() -> list[str]:
+    return sorted(p.stem for p in folder().glob("*.yaml"))
+
+
+def exists(name: str) -> bool:
+    return "/" not in name and "\\" not in name and (folder() / f"{name}.yaml").is_file()
+
+
+def path(name: str) -> Path:
+    return folder() / f"{name}.yaml"

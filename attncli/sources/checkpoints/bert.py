@@ -1,0 +1,83 @@
+"""BERT: word + position + token-type embeddings, then LayerNorm; post-LN layers; bidirectional attention."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from attncli.sources.checkpoints.blocks import (
+    AttentionWeights,
+    LayerInputs,
+    Weights,
+    activate,
+    layer_norm,
+    self_attention,
+    storage_note,
+    through,
+)
+from attncli.sources.checkpoints.config import ModelConfig
+from attncli.sources.checkpoints.safetensors import Checkpoint
+
+
+def _norm(cfg: ModelConfig, w: Weights, name: str, x: np.ndarray) -> np.ndarray:
+    """LayerNorm `name`; files converted from TensorFlow call its weight and bias gamma and beta."""
+    d = cfg.hidden_size
+    weight = w.get((name + ".weight", name + ".gamma"), (d,))
+    bias = w.get((name + ".bias", name + ".beta"), (d,))
+    return layer_norm(x, weight, bias, cfg.norm_eps)
+
+
+def _linear(w: Weights, name: str, n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
+    """nn.Linear stored as (out, in), returned as (in, out) and its bias."""
+    return w.get(name + ".weight", (n_out, n_in)).T, w.get(name + ".bias", (n_out,))
+
+
+def _attention(cfg: ModelConfig, w: Weights, index: int) -> AttentionWeights:
+    d = cfg.hidden_size
+    p = f"encoder.layer.{index}.attention."
+    W_Q, b_Q = _linear(w, p + "self.query", d, d)
+    W_K, b_K = _linear(w, p + "self.key", d, d)
+    W_V, b_V = _linear(w, p + "self.value", d, d)
+    W_O, b_O = _linear(w, p + "output.dense", d, d)
+    return AttentionWeights(
+        W_Q=W_Q, W_K=W_K, W_V=W_V, b_Q=b_Q, b_K=b_K, b_V=b_V, W_O=W_O, b_O=b_O,
+        heads=cfg.heads, kv_heads=cfg.heads, head_dim=cfg.head_dim,
+        divisor=math.sqrt(cfg.head_dim), causal=cfg.causal, window=None, rope=None,
+    )  # fmt: skip
+
+
+def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray) -> np.ndarray:
+    """(L, d) the hidden state after layer `index`: attention, add, LayerNorm; MLP, add, LayerNorm."""
+    d, inner = cfg.hidden_size, cfg.intermediate_size
+    p = f"encoder.layer.{index}."
+    h = _norm(cfg, w, p + "attention.output.LayerNorm", self_attention(h, _attention(cfg, w, index)) + h)  # (L, d)
+    W_in, b_in = _linear(w, p + "intermediate.dense", d, inner)
+    W_out, b_out = _linear(w, p + "output.dense", inner, d)
+    return _norm(cfg, w, p + "output.LayerNorm", activate(cfg.activation, h @ W_in + b_in) @ W_out + b_out + h)  # (L, d)
+
+
+def layer_inputs(cfg: ModelConfig, checkpoint: Checkpoint, ids: tuple[int, ...], layer: int) -> LayerInputs:
+    """X = the hidden state entering `layer` (from 1): BERT normalises after attention, so no norm comes first."""
+    w = Weights(checkpoint, probe="embeddings.word_embeddings.weight", prefixes=("bert.", ""))
+    d = cfg.hidden_size
+    embeddings = (
+        w.rows("embeddings.word_embeddings.weight", ids, d)
+        + w.rows("embeddings.token_type_embeddings.weight", [0] * len(ids), d)  # one sentence: segment 0 throughout
+        + w.rows("embeddings.position_embeddings.weight", range(len(ids)), d)
+    )  # (L, d)
+    h = _norm(cfg, w, "embeddings.LayerNorm", embeddings)
+    for index in range(layer - 1):
+        h = _layer(cfg, w, index, h)
+    index = layer - 1
+    attention = _attention(cfg, w, index)
+    dtype = w.dtype(f"encoder.layer.{index}.attention.self.query.weight")
+    notes = (
+        f"X = the hidden state entering layer {layer}: word + position + token-type embeddings, LayerNorm{through(layer)}; "
+        "BERT normalises after attention (post-LN), so the layer's input is the residual stream itself",
+        f"scores divided by √d_k = √{cfg.head_dim} = {attention.divisor:g}",
+        "causal mask (is_decoder)" if cfg.causal else "bidirectional: every token sees every token",
+        "W_O is attention.output.dense; its output is added to X and normalised by LayerNorm",
+        storage_note(dtype),
+    )
+    return LayerInputs(X=h, attention=attention, dtype=dtype, notes=notes)

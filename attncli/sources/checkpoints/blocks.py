@@ -1,0 +1,193 @@
+"""Float64 building blocks of the supported models: reading a layer's tensors, norms, activations, self-attention.
+
+Dimension names: L tokens, d = d_model, H query heads, G key/value heads, d_k head size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from attncli.errors import AttnError
+from attncli.sources.checkpoints.rope import RopeSpec, rotate
+from attncli.sources.checkpoints.safetensors import Checkpoint
+
+
+class Weights:
+    """A checkpoint's tensors under one key prefix ('transformer.', 'model.', 'bert.' or none), checked for shape."""
+
+    def __init__(self, checkpoint: Checkpoint, *, probe: str, prefixes: Sequence[str]) -> None:
+        self.checkpoint = checkpoint
+        found = next((p for p in prefixes if checkpoint.has(p + probe)), None)
+        if found is None:
+            tried = " or ".join(f"'{p}{probe}'" for p in prefixes)
+            raise AttnError(f"the checkpoint has no tensor {tried}", file=str(checkpoint.folder / checkpoint.described_by))
+        self.prefix = found
+
+    def _name(self, names: str | Sequence[str]) -> str:
+        """The first of the alternative names present (old BERT files say LayerNorm.gamma for .weight)."""
+        options = [names] if isinstance(names, str) else list(names)
+        for name in options:
+            if self.checkpoint.has(self.prefix + name):
+                return self.prefix + name
+        return self.prefix + options[0]  # missing: reading it names it in the error
+
+    def has(self, name: str) -> bool:
+        return self.checkpoint.has(self.prefix + name)
+
+    def get(self, names: str | Sequence[str], shape: tuple[int, ...]) -> np.ndarray:
+        """One tensor in float64, refused unless it has the shape the config implies."""
+        name = self._name(names)
+        value = self.checkpoint.read(name)
+        if value.shape != shape:
+            raise AttnError(
+                f"tensor '{name}' has shape {list(value.shape)} but config.json implies {list(shape)}",
+                file=str(self.checkpoint.file_of(name)),
+            )
+        return value
+
+    def rows(self, name: str, rows: Sequence[int], width: int) -> np.ndarray:
+        """(len(rows), width) chosen rows of an embedding table, without reading the rest."""
+        full = self._name(name)
+        value = self.checkpoint.read_rows(full, rows)
+        if value.shape[1] != width:
+            raise AttnError(
+                f"tensor '{full}' has rows of {value.shape[1]} numbers but config.json says the hidden size is {width}",
+                file=str(self.checkpoint.file_of(full)),
+            )
+        return value
+
+    def dtype(self, name: str) -> str:
+        return self.checkpoint.stored_dtype(self._name(name))
+
+
+def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
+    """(L, d) normalised per row to mean 0 and variance 1, then scaled and shifted."""
+    centred = x - x.mean(axis=-1, keepdims=True)  # (L, d)
+    variance = (centred * centred).mean(axis=-1, keepdims=True)  # (L, 1)
+    normed: np.ndarray = centred / np.sqrt(variance + eps) * weight + bias
+    return normed
+
+
+def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
+    """(L, d) divided per row by its root mean square, then scaled (RMSNorm)."""
+    mean_square = (x * x).mean(axis=-1, keepdims=True)  # (L, 1)
+    normed: np.ndarray = x / np.sqrt(mean_square + eps) * weight
+    return normed
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)  # exact erf per element; numpy has none
+
+
+def activate(name: str, x: np.ndarray) -> np.ndarray:
+    """The activation function transformers names `name`, in float64."""
+    y: np.ndarray
+    if name in ("gelu", "gelu_python"):
+        y = x * 0.5 * (1.0 + np.asarray(_erf(x / math.sqrt(2.0)), dtype=np.float64))
+    elif name in ("gelu_new", "gelu_pytorch_tanh", "gelu_python_tanh"):
+        y = 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+    elif name == "gelu_fast":
+        y = 0.5 * x * (1.0 + np.tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)))
+    elif name == "quick_gelu":
+        y = x / (1.0 + np.exp(-1.702 * x))
+    elif name in ("silu", "swish"):
+        y = x / (1.0 + np.exp(-x))
+    elif name == "relu":
+        y = np.maximum(x, 0.0)
+    elif name == "tanh":
+        y = np.tanh(x)
+    elif name == "sigmoid":
+        y = 1.0 / (1.0 + np.exp(-x))
+    elif name == "linear":
+        y = x
+    else:
+        raise AttnError(f"the activation {name!r} is not supported")
+    return y
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionWeights:
+    """One layer's self-attention in the row-vector convention: Q = X·W_Q + b_Q, out = concat·W_O + b_O."""
+
+    W_Q: np.ndarray  # (d, H·d_k)
+    W_K: np.ndarray  # (d, G·d_k)
+    W_V: np.ndarray  # (d, G·d_k)
+    b_Q: np.ndarray | None  # (H·d_k,)
+    b_K: np.ndarray | None  # (G·d_k,)
+    b_V: np.ndarray | None  # (G·d_k,)
+    W_O: np.ndarray  # (H·d_k, d)
+    b_O: np.ndarray | None  # (d,)
+    heads: int
+    kv_heads: int
+    head_dim: int
+    divisor: float
+    causal: bool
+    window: int | None  # query i sees keys i − window … i (and … i + window without the causal rule)
+    rope: RopeSpec | None
+
+
+def visible(L: int, *, causal: bool, window: int | None) -> np.ndarray:
+    """(L, L) bool: True where query i sees key j."""
+    i = np.arange(L)[:, None]  # (L, 1)
+    j = np.arange(L)[None, :]  # (1, L)
+    seen = np.ones((L, L), dtype=bool)
+    if causal:
+        seen &= j <= i
+    if window is not None:
+        seen &= np.abs(i - j) <= window
+    return seen
+
+
+def split_heads(x: np.ndarray, heads: int, head_dim: int) -> np.ndarray:
+    """(L, heads·d_k) → (heads, L, d_k): head h owns columns h·d_k … (h+1)·d_k − 1."""
+    return x.reshape(x.shape[0], heads, head_dim).transpose(1, 0, 2)
+
+
+def self_attention(X: np.ndarray, w: AttentionWeights) -> np.ndarray:
+    """(L, d) the attention block's output, before any residual: softmax(mask(rope(Q)·rope(K)ᵀ / divisor))·V·W_O + b_O."""
+    L = X.shape[0]
+    Q = split_heads(X @ w.W_Q + (0.0 if w.b_Q is None else w.b_Q), w.heads, w.head_dim)  # (H, L, d_k)
+    K = split_heads(X @ w.W_K + (0.0 if w.b_K is None else w.b_K), w.kv_heads, w.head_dim)  # (G, L, d_k)
+    V = split_heads(X @ w.W_V + (0.0 if w.b_V is None else w.b_V), w.kv_heads, w.head_dim)  # (G, L, d_k)
+    if w.rope is not None:
+        Q, K = rotate(Q, w.rope), rotate(K, w.rope)
+    group = w.heads // w.kv_heads
+    K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)  # (H, L, d_k): head h reads kv head h // group
+    scores = Q @ K.transpose(0, 2, 1) / w.divisor  # (H, L, L)
+    scores = np.where(visible(L, causal=w.causal, window=w.window), scores, -np.inf)  # (H, L, L)
+    exp = np.exp(scores - scores.max(axis=-1, keepdims=True))  # (H, L, L)
+    weights = exp / exp.sum(axis=-1, keepdims=True)  # (H, L, L)
+    heads_out = (weights @ V).transpose(1, 0, 2).reshape(L, w.heads * w.head_dim)  # (L, H·d_k)
+    out: np.ndarray = heads_out @ w.W_O + (0.0 if w.b_O is None else w.b_O)  # (L, d)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class LayerInputs:
+    """What an architecture module returns: the chosen layer's attention input, its weights, and where they came from."""
+
+    X: np.ndarray  # (L, d) exactly what the layer's attention projects
+    attention: AttentionWeights
+    dtype: str  # how the attention weights are stored
+    notes: tuple[str, ...]
+
+
+def storage_note(dtype: str) -> str:
+    return f"weights stored as {dtype}, arithmetic in float64"
+
+
+def window_note(window: int | None) -> str | None:
+    """'sliding window: query i sees keys i−3 … i (sliding_window = 4)' or None."""
+    if window is None:
+        return None
+    return f"sliding window: query i sees keys i−{window} … i (sliding_window = {window + 1})"
+
+
+def through(layer: int) -> str:
+    """', then layers 1–4 (attention and MLP)' for the layers before `layer` (from 1)."""
+    if layer == 1:
+        return ""
+    return ", then " + ("layer 1" if layer == 2 else f"layers 1–{layer - 1}") + " (attention and MLP)"

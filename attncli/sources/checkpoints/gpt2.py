@@ -1,0 +1,81 @@
+"""GPT-2: learned positions, pre-LN blocks (ln_1 before attention), Conv1D weights stored as (in, out), causal."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from attncli.sources.checkpoints.blocks import (
+    AttentionWeights,
+    LayerInputs,
+    Weights,
+    activate,
+    layer_norm,
+    self_attention,
+    storage_note,
+    through,
+)
+from attncli.sources.checkpoints.config import ModelConfig
+from attncli.sources.checkpoints.safetensors import Checkpoint
+
+
+def _attention(cfg: ModelConfig, w: Weights, index: int) -> AttentionWeights:
+    """Layer `index` (from 0): c_attn's columns are [q | k | v]; Conv1D is already x·W + b."""
+    d = cfg.hidden_size
+    p = f"h.{index}.attn."
+    c_attn = w.get(p + "c_attn.weight", (d, 3 * d))  # (d, 3d)
+    c_bias = w.get(p + "c_attn.bias", (3 * d,))  # (3d,)
+    divisor = math.sqrt(cfg.head_dim) if cfg.scale_attn_weights else 1.0
+    if cfg.scale_attn_by_inverse_layer_idx:
+        divisor *= index + 1
+    return AttentionWeights(
+        W_Q=c_attn[:, :d], W_K=c_attn[:, d : 2 * d], W_V=c_attn[:, 2 * d :],
+        b_Q=c_bias[:d], b_K=c_bias[d : 2 * d], b_V=c_bias[2 * d :],
+        W_O=w.get(p + "c_proj.weight", (d, d)), b_O=w.get(p + "c_proj.bias", (d,)),
+        heads=cfg.heads, kv_heads=cfg.heads, head_dim=cfg.head_dim,
+        divisor=divisor, causal=True, window=None, rope=None,
+    )  # fmt: skip
+
+
+def _ln(cfg: ModelConfig, w: Weights, name: str, x: np.ndarray) -> np.ndarray:
+    d = cfg.hidden_size
+    return layer_norm(x, w.get(name + ".weight", (d,)), w.get(name + ".bias", (d,)), cfg.norm_eps)
+
+
+def _block(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray) -> np.ndarray:
+    """(L, d) the residual stream after block `index`: attention, then the MLP, each pre-normalised."""
+    d, inner = cfg.hidden_size, cfg.intermediate_size
+    p = f"h.{index}."
+    h = h + self_attention(_ln(cfg, w, p + "ln_1", h), _attention(cfg, w, index))  # (L, d)
+    hidden = activate(
+        cfg.activation,
+        _ln(cfg, w, p + "ln_2", h) @ w.get(p + "mlp.c_fc.weight", (d, inner)) + w.get(p + "mlp.c_fc.bias", (inner,)),
+    )
+    out: np.ndarray = h + hidden @ w.get(p + "mlp.c_proj.weight", (inner, d)) + w.get(p + "mlp.c_proj.bias", (d,))  # (L, d)
+    return out
+
+
+def layer_inputs(cfg: ModelConfig, checkpoint: Checkpoint, ids: tuple[int, ...], layer: int) -> LayerInputs:
+    """X = ln_1 of the residual entering `layer` (from 1), and that layer's attention weights."""
+    w = Weights(checkpoint, probe="wte.weight", prefixes=("", "transformer."))
+    d = cfg.hidden_size
+    h = w.rows("wte.weight", ids, d) + w.rows("wpe.weight", range(len(ids)), d)  # (L, d)
+    for index in range(layer - 1):
+        h = _block(cfg, w, index, h)
+    index = layer - 1
+    X = _ln(cfg, w, f"h.{index}.ln_1", h)  # (L, d)
+    attention = _attention(cfg, w, index)
+    dtype = w.dtype(f"h.{index}.attn.c_attn.weight")
+    scale = f"√d_k = √{cfg.head_dim}" if cfg.scale_attn_weights else "1 (scale_attn_weights is false)"
+    if cfg.scale_attn_by_inverse_layer_idx:
+        scale += f" × {layer} (scale_attn_by_inverse_layer_idx: × the layer number)"
+    notes = (
+        f"X = ln_1 of the residual entering layer {layer}: token + position embeddings{through(layer)}",
+        "W_Q, W_K, W_V are the three column blocks of c_attn (Conv1D, stored as input × output)",
+        f"scores divided by {scale} = {attention.divisor:g}",
+        "causal mask: each token sees itself and the tokens before it",
+        "W_O is c_proj; its output is added to the residual stream",
+        storage_note(dtype),
+    )
+    return LayerInputs(X=X, attention=attention, dtype=dtype, notes=notes)

@@ -1,0 +1,142 @@
+"""One attention layer of a local Hugging Face checkpoint, as exact float64 inputs: X, the weights, scaling, mask, RoPE.
+
+The public entry points: `load_layer`, `model_info`, `tokenize`. Nothing here touches the network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from attncli.errors import AttnError
+from attncli.sources.checkpoints import bert, gpt2, llama
+from attncli.sources.checkpoints.config import SUPPORTED, ModelConfig, read_config, read_raw
+from attncli.sources.checkpoints.rope import RopeSpec, rope_spec
+from attncli.sources.checkpoints.safetensors import FLOAT_NAMES, Checkpoint
+from attncli.sources.checkpoints.tokens import Tokens, load_tokenizer, not_applied_note, tokenize_text
+
+__all__ = ["LayerCase", "RopeSpec", "Tokens", "load_layer", "model_info", "tokenize"]
+
+_ARCHITECTURES = {"gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama}
+
+
+@dataclass(frozen=True, eq=False)
+class LayerCase:
+    """Everything one attention layer of a real model computes with, in float64 and the row-vector convention."""
+
+    folder: str
+    model_type: str
+    layer: int  # counted from 1
+    layers: int
+    token_ids: tuple[int, ...]
+    labels: tuple[str, ...]
+    X: np.ndarray  # (L, d_model) exactly what the layer's attention projects
+    heads: int
+    kv_heads: int
+    head_dim: int
+    W_Q: np.ndarray  # (d_model, H·d_k): Q = X·W_Q + b_Q
+    W_K: np.ndarray  # (d_model, G·d_k)
+    W_V: np.ndarray  # (d_model, G·d_k)
+    b_Q: np.ndarray | None
+    b_K: np.ndarray | None
+    b_V: np.ndarray | None
+    W_O: np.ndarray  # (H·d_k, d_model): out = concat·W_O + b_O
+    b_O: np.ndarray | None
+    divisor: float  # scores are divided by this
+    causal: bool
+    window: int | None  # query i sees keys i − window … i (with causal; |i − j| ≤ window without)
+    rope: RopeSpec | None
+    dtype: str  # how the weights are stored, e.g. "bfloat16"
+    notes: tuple[str, ...]  # provenance, for the header
+
+
+def tokenize(folder: Path, text: str, *, special_tokens: bool = True) -> Tokens:
+    """The checkpoint's tokens of `text`: (ids, labels), with `.positions` from 1."""
+    return tokenize_text(load_tokenizer(folder).tokenizer, text, special_tokens=special_tokens)
+
+
+def load_layer(folder: Path, *, layer: int, text: str, special_tokens: bool = True) -> LayerCase:
+    """Run `text` through layers 1 … layer−1 of the checkpoint in float64 and return layer `layer`'s attention inputs."""
+    cfg = read_config(folder)
+    if not 1 <= layer <= cfg.layers:
+        raise AttnError(
+            f"layer {layer} is out of range: the model has {cfg.layers} layers", key="layer", expected=f"1 to {cfg.layers}"
+        )
+    tokenizer, not_applied = load_tokenizer(folder)
+    ids, labels = tokenize_text(tokenizer, text, special_tokens=special_tokens)
+    if not ids:
+        raise AttnError("the sentence gives no tokens", key="sentence", expected="some text")
+    if len(ids) > cfg.max_positions:
+        raise AttnError(
+            f"the sentence is {len(ids):,} tokens long, more than the model's {cfg.max_positions:,} positions",
+            key="sentence",
+            expected=f"at most {cfg.max_positions:,} tokens",
+        )
+    inputs = _ARCHITECTURES[cfg.model_type].layer_inputs(cfg, Checkpoint(folder), ids, layer)
+    w = inputs.attention
+    return LayerCase(
+        folder=str(folder), model_type=cfg.model_type, layer=layer, layers=cfg.layers,
+        token_ids=ids, labels=labels, X=inputs.X,
+        heads=w.heads, kv_heads=w.kv_heads, head_dim=w.head_dim,
+        W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O,
+        divisor=w.divisor, causal=w.causal, window=w.window, rope=w.rope,
+        dtype=inputs.dtype, notes=(*inputs.notes, *not_applied_note(not_applied)),
+    )  # fmt: skip
+
+
+def model_info(folder: Path) -> dict[str, Any]:
+    """What a checkpoint folder holds and whether attncli can read it (with the reason when not)."""
+    raw, _ = read_raw(folder)
+    info: dict[str, Any] = {
+        "folder": str(folder),
+        "model_type": raw.get("model_type"),
+        "architectures": raw.get("architectures"),
+        "supported": False,
+        "reason": None,
+    }
+    try:
+        cfg = read_config(folder)
+    except AttnError as error:
+        info["reason"] = str(error)
+        return info
+    info.update(_describe(cfg))
+    try:
+        checkpoint = Checkpoint(folder)
+        stored = checkpoint.stored_dtypes()
+        floats = {FLOAT_NAMES[k]: n for k, n in stored.items() if k in FLOAT_NAMES}
+        info["weights"] = checkpoint.described_by
+        info["stored_dtype"] = max(floats, key=lambda k: floats[k]) if floats else None
+    except AttnError as error:
+        info["reason"] = str(error)
+        return info
+    if not (folder / "tokenizer.json").is_file():
+        info["reason"] = f"{folder / 'tokenizer.json'}: no tokenizer.json in the checkpoint folder"
+        return info
+    info["supported"] = True
+    return info
+
+
+def _describe(cfg: ModelConfig) -> dict[str, Any]:
+    rope = None
+    if cfg.rope is not None:
+        spec = rope_spec(cfg.rope, cfg.head_dim)
+        rope = {"theta": spec.theta, "scaling": spec.scaling, "style": spec.style, "inv_freq": spec.inv_freq.tolist()}
+    windows = sorted({w for w in cfg.windows if w is not None})
+    return {
+        "layers": cfg.layers,
+        "hidden_size": cfg.hidden_size,
+        "heads": cfg.heads,
+        "kv_heads": cfg.kv_heads,
+        "head_dim": cfg.head_dim,
+        "max_positions": cfg.max_positions,
+        "causal": cfg.causal,
+        "activation": cfg.activation,
+        "dtype": cfg.dtype,
+        "rope": rope,
+        "sliding_window": windows[0] if windows else None,  # transformers' spelling: keys i − w + 1 … i
+        "sliding_layers": [i + 1 for i, w in enumerate(cfg.windows) if w is not None],
+        "supported_types": list(SUPPORTED),
+    }

@@ -1,0 +1,108 @@
+"""Llama, Qwen2 and Mistral: RMSNorm before attention and MLP, RoPE rotate-half, grouped-query attention, SwiGLU."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from attncli.sources.checkpoints.blocks import (
+    AttentionWeights,
+    LayerInputs,
+    Weights,
+    activate,
+    rms_norm,
+    self_attention,
+    storage_note,
+    through,
+    window_note,
+)
+from attncli.sources.checkpoints.config import ModelConfig
+from attncli.sources.checkpoints.rope import RopeSpec, rope_spec
+from attncli.sources.checkpoints.safetensors import Checkpoint
+
+
+def _projection(w: Weights, name: str, n_in: int, n_out: int, bias: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """nn.Linear stored as (out, in), returned as (in, out), with its bias when the model has one."""
+    weight = w.get(name + ".weight", (n_out, n_in)).T
+    return weight, w.get(name + ".bias", (n_out,)) if bias else None
+
+
+def _attention(cfg: ModelConfig, w: Weights, index: int, rope: RopeSpec) -> AttentionWeights:
+    d, H, G, d_k = cfg.hidden_size, cfg.heads, cfg.kv_heads, cfg.head_dim
+    p = f"layers.{index}.self_attn."
+    W_Q, b_Q = _projection(w, p + "q_proj", d, H * d_k, cfg.qkv_bias)
+    W_K, b_K = _projection(w, p + "k_proj", d, G * d_k, cfg.qkv_bias)
+    W_V, b_V = _projection(w, p + "v_proj", d, G * d_k, cfg.qkv_bias)
+    W_O, b_O = _projection(w, p + "o_proj", H * d_k, d, cfg.output_bias)
+    window = cfg.windows[index]
+    return AttentionWeights(
+        W_Q=W_Q, W_K=W_K, W_V=W_V, b_Q=b_Q, b_K=b_K, b_V=b_V, W_O=W_O, b_O=b_O,
+        heads=H, kv_heads=G, head_dim=d_k, divisor=math.sqrt(d_k), causal=True,
+        window=None if window is None else window - 1,  # transformers: key j seen when j > i − sliding_window
+        rope=rope,
+    )  # fmt: skip
+
+
+def _norm(cfg: ModelConfig, w: Weights, name: str, x: np.ndarray) -> np.ndarray:
+    return rms_norm(x, w.get(name + ".weight", (cfg.hidden_size,)), cfg.norm_eps)
+
+
+def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: RopeSpec) -> np.ndarray:
+    """(L, d) the residual stream after layer `index`: h + attention(norm h), then + down(act(gate)·up)."""
+    d, inner = cfg.hidden_size, cfg.intermediate_size
+    p = f"layers.{index}."
+    h = h + self_attention(_norm(cfg, w, p + "input_layernorm", h), _attention(cfg, w, index, rope))  # (L, d)
+    x = _norm(cfg, w, p + "post_attention_layernorm", h)  # (L, d)
+    W_gate, b_gate = _projection(w, p + "mlp.gate_proj", d, inner, cfg.mlp_bias)
+    W_up, b_up = _projection(w, p + "mlp.up_proj", d, inner, cfg.mlp_bias)
+    W_down, b_down = _projection(w, p + "mlp.down_proj", inner, d, cfg.mlp_bias)
+    gate = activate(cfg.activation, x @ W_gate + (0.0 if b_gate is None else b_gate))  # (L, inner)
+    up = x @ W_up + (0.0 if b_up is None else b_up)  # (L, inner)
+    out: np.ndarray = h + (gate * up) @ W_down + (0.0 if b_down is None else b_down)  # (L, d)
+    return out
+
+
+def layer_inputs(cfg: ModelConfig, checkpoint: Checkpoint, ids: tuple[int, ...], layer: int) -> LayerInputs:
+    """X = input_layernorm (RMSNorm) of the residual entering `layer` (from 1), and that layer's attention weights."""
+    assert cfg.rope is not None
+    w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", ""))
+    rope = rope_spec(cfg.rope, cfg.head_dim)
+    h = w.rows("embed_tokens.weight", ids, cfg.hidden_size)  # (L, d)
+    for index in range(layer - 1):
+        h = _layer(cfg, w, index, h, rope)
+    index = layer - 1
+    X = _norm(cfg, w, f"layers.{index}.input_layernorm", h)  # (L, d)
+    attention = _attention(cfg, w, index, rope)
+    dtype = w.dtype(f"layers.{index}.self_attn.q_proj.weight")
+    H, G = cfg.heads, cfg.kv_heads
+    sharing = (
+        f"grouped-query attention: {H} query heads share {G} key/value heads, {H // G} each (head h reads key/value head ⌊(h−1)·G/H⌋ + 1)"
+        if 1 < G < H
+        else f"multi-query attention: all {H} query heads read one key/value head"
+        if G == 1 and H > 1
+        else None
+    )
+    scaling = f", {rope.scaling.replace(' (', ' scaling (', 1)}" if rope.scaling else ""
+    biases = (
+        "q, k, v and o projections have biases"
+        if cfg.output_bias
+        else "q, k and v projections have biases"
+        if cfg.qkv_bias
+        else None
+    )
+    notes = tuple(
+        note
+        for note in (
+            f"X = input_layernorm (RMSNorm) of the residual entering layer {layer}: token embeddings{through(layer)}",
+            f"RoPE (rotate-half) on q and k at positions 0, 1, 2, …: θ = {rope.theta:g}{scaling}",
+            sharing,
+            biases,
+            f"scores divided by √d_k = √{cfg.head_dim} = {attention.divisor:g}",
+            "causal mask: each token sees itself and the tokens before it",
+            window_note(attention.window),
+            storage_note(dtype),
+        )
+        if note is not None
+    )
+    return LayerInputs(X=X, attention=attention, dtype=dtype, notes=notes)

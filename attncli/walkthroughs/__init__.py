@@ -1,0 +1,1 @@
+"""Results turned into the steps and reports people read: explain's narration, tiling, decoding."""

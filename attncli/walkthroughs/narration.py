@@ -1,0 +1,584 @@
+"""The worked example as numbered steps, like a hand calculation, written once for every notation.
+
+`steps(expl, precision, writer)` builds the steps with a `Writer` (Unicode for the terminal
+and Markdown) or a `TexWriter` (LaTeX): the same function says the same thing in both, and
+each variant (RoPE, grouped-query heads, a bias, a mask) adds its own step or sentence here.
+
+Every `=` between shown numbers holds at the shown precision: a result that the shown terms do
+not give exactly (they are rounded) is written with `≈`, and one note says why. Long sums show
+their largest terms and add up the rest in one number; `full` shows every term.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from typing import NamedTuple
+
+import numpy as np
+
+from attncli.core.explain import Explanation, KeyStep
+from attncli.document.notation import Notation, Writer
+from attncli.document.numbers import smart
+
+LONG_SUM = 12  # sums of more terms, and sequences of more keys, are shortened (unless full)
+LONG_TERMS = 6  # a shortened sum shows its largest terms and adds up the rest in one number
+LONG_KEYS = 8  # a shortened sequence shows the keys with the largest weights
+BIG_MATRIX = 10  # a matrix with more rows or columns than this is left out (unless full)
+
+
+class Line(NamedTuple):
+    """One line of arithmetic: `lhs = rhs`, `token: rhs` (sep ":"), or (lhs empty) a continuation such as `+ [0.1, 0.2]`."""
+
+    lhs: str
+    rhs: str
+    sep: str = "="
+
+
+class Step(NamedTuple):
+    title: str  # "The query"
+    formula: str  # "q = e·W_Q", in the writer's notation
+    lines: tuple[Line, ...] | list[Line] = ()  # the arithmetic
+    notes: tuple[str, ...] | list[str] = ()  # sentences after the arithmetic (plain Unicode prose)
+    matrix: tuple[str, np.ndarray] | None = None  # a matrix shown after the first line, e.g. ("W_Q", W_Q)
+
+
+def quoted(text: str) -> str:
+    """'text' in prose: quoted as written (not repr(), whose backslashes the escaping would double)."""
+    return f"'{text}'"
+
+
+def step_lines(step: Step, precision: int) -> list[str]:
+    """The arithmetic of a step as plain Unicode lines; a continuation lines up under the first `=`."""
+    lines: list[str] = []
+    pad = ""
+    for line in step.lines:
+        if line.sep == ":":
+            lines.append(f"{line.lhs}: {line.rhs}")
+        elif line.lhs:
+            pad = " " * (len(line.lhs) + 1)
+            lines.append(f"{line.lhs} = {line.rhs}")
+        else:
+            lines.append(f"{pad}{line.rhs}")
+    if step.matrix is not None:
+        name, matrix = step.matrix
+        cells = [[smart(float(x), precision) for x in row] for row in matrix]
+        width = max(len(cell) for row in cells for cell in row)
+        lines[1:1] = [f"{name} ="] + ["  " + "  ".join(cell.rjust(width) for cell in row) for row in cells]
+    return lines
+
+
+def _keyed(w: Writer, key: KeyStep, rhs: str) -> Line:
+    """A line about one key: `cat: e^1 = 2.718`."""
+    return Line(w.label(key.label), rhs, ":")
+
+
+def intro(expl: Explanation) -> list[str]:
+    """Sentences before the steps: which word, where, which head, which rounding."""
+    s = expl.scenario
+    keys = "" if not s.cross else " → " + " ".join(s.key_tokens)
+    lines = [f"Explaining {quoted(expl.token)}, position {expl.position} of {s.L} in {quoted(s.name)}: " + " ".join(s.tokens) + keys]
+    if expl.other_positions:
+        where = ", ".join(map(str, expl.other_positions))
+        lines.append(f"{quoted(expl.token)} also occurs at position {where}; pick one with --position N.")
+    if s.cross:
+        lines.append(f"Cross-attention: the query comes from this sentence, the {s.L_k} keys and values from the context.")
+    if s.heads > 1:
+        h, d_k, d_v = expl.head.head, s.d_k, s.d_v
+        lines.append(f"Head {h} of {s.heads}: it uses columns {(h - 1) * d_k + 1}–{h * d_k} of W_Q" + (
+            f" and W_K and {(h - 1) * d_v + 1}–{h * d_v} of W_V (d_k = {d_k}, d_v = {d_v})." if s.heads == s.G else f" (d_k = {d_k})."))
+    if s.heads != s.G:
+        g = expl.head.kv_head
+        share = s.heads // s.G
+        lines.append(
+            f"Grouped-query attention: head {expl.head.head} reads key/value head {g} of {s.G}, which {share} query heads share "
+            f"(heads {(g - 1) * share + 1}–{g * share}); its keys and values are columns {(g - 1) * s.d_k + 1}–{g * s.d_k} of "
+            f"W_K and {(g - 1) * s.d_v + 1}–{g * s.d_v} of W_V."
+        )
+    if s.scale.mode == "none":
+        lines.append("This scenario does not scale the scores (scale: none): they go into the softmax as they are.")
+    if expl.result.round_steps is not None:
+        lines.append(
+            f"Every intermediate number is rounded to {expl.result.round_steps} decimals before the next step "
+            "uses it, as in a hand calculation; the exact result is given at the end."
+        )
+    return lines
+
+
+def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False) -> list[Step]:
+    """The steps at `p` decimals (decided once, by `numbers.decimals`), written by `w`; `full`: every term, key and matrix."""
+    s = expl.scenario
+    check = Arithmetic(w, p)
+    out = [_query(expl, p, w, check, full)]
+    if expl.e is not None and any(key.e is not None for key in expl.keys) and expl.head.W_K is not None:
+        out.append(_keys_values(expl, p, w, check, full))
+    if s.rope is not None:
+        out.append(_rotation(expl, p, w))
+    out.append(_dot_products(expl, p, w, check, full))
+    if s.scale.mode != "none":
+        out.append(_scaling(expl, p, w, check, full))
+    if s.has_bias:
+        out.append(_bias(expl, p, w, check, full))
+    if s.mask.hides_anything:
+        out.append(_mask(expl, w))
+    out += [_exponentials(expl, p, w, check, full), _sum(expl, p, w, check, full), _weights(expl, p, w, check, full),
+            _weighted(expl, p, w, check, full), _output(expl, p, w, check, full)]  # fmt: skip
+    if s.W_O is not None or s.b_O is not None:
+        out.append(_projection(expl, p, w, check, full))
+    if expl.online is not None:
+        from attncli.walkthroughs.online_steps import online_steps
+
+        out += online_steps(expl, p, w)
+    if check.first is not None:  # one note, on the first step that needed ≈
+        index = next(i for i, step in enumerate(out) if any(w.approx in line.rhs for line in step.lines))
+        out[index] = out[index]._replace(notes=[*out[index].notes, check.note()])
+    return out
+
+
+# -- arithmetic a reader can check ------------------------------------------------------------------------
+
+
+def shown(x: float, p: int, *, whole: bool = True) -> Decimal:
+    """The number a reader sees for x, as an exact decimal."""
+    return Decimal(Writer().num(x, p, whole=whole).replace("−", "-"))
+
+
+class Arithmetic:
+    """Decides between = and ≈: = only when the shown numbers give the shown result at the shown precision."""
+
+    def __init__(self, w: Writer, p: int) -> None:
+        self.w, self.p = w, p
+        self.first: tuple[str, float] | None = None  # the first result that needed ≈, for the note
+
+    def relation(self, reader: Decimal | Sequence[Decimal], result: float | np.ndarray, *, name: str, whole: bool = True) -> str:
+        """'=' when each of `reader` (worked out from the shown numbers) rounds to the shown `result`, else '≈'."""
+        readers = [reader] if isinstance(reader, Decimal) else list(reader)
+        results = [float(x) for x in np.ravel(np.asarray(result, dtype=np.float64))]
+        tolerance = Decimal(5) * Decimal(10) ** -(self.p + 1)
+        if all(abs(r - shown(x, self.p, whole=whole)) <= tolerance for r, x in zip(readers, results) if math.isfinite(x)):
+            return "="
+        if self.first is None:
+            self.first = (name, results[0])
+        return self.w.approx
+
+    def note(self) -> str:
+        name, exact = self.first or ("", 0.0)
+        return (
+            f"≈ marks a result worked out from the unrounded numbers, which carry about 16 significant digits ({name} is "
+            f"{exact!r}); the numbers shown are rounded to {self.p} decimals, so adding them up can miss the last digit."
+        )
+
+
+def _dot(values: Sequence[Decimal], matrix: np.ndarray, p: int, bias: np.ndarray | None) -> list[Decimal]:
+    """A row vector of shown numbers times a shown matrix (plus a shown bias), exactly."""
+    out = []
+    for j in range(matrix.shape[1]):
+        total = sum((a * shown(float(matrix[i, j]), p) for i, a in enumerate(values)), Decimal(0))
+        out.append(total + (shown(float(bias[j]), p) if bias is not None else 0))
+    return out
+
+
+def _vec(w: Writer, values: np.ndarray, p: int, full: bool, *, whole: bool = True) -> str:
+    """A vector, its middle left out when it is long (unless full)."""
+    values = np.ravel(values)
+    if full or len(values) <= 2 * LONG_TERMS:
+        return w.vec(values, p, whole=whole)
+    cells = [w.num(float(v), p, whole=whole) for v in values[:4]] + [w.ellipsis] + [w.num(float(v), p, whole=whole) for v in values[-2:]]
+    if w.tex:
+        return r"\begin{bmatrix} " + " & ".join(cells) + r" \end{bmatrix}"
+    return "[" + ", ".join(cells) + f"] ({len(values)} numbers)"
+
+
+def _small(matrix: np.ndarray | None, full: bool) -> bool:
+    return matrix is not None and (full or max(matrix.shape) <= BIG_MATRIX)
+
+
+def _keys_shown(expl: Explanation, full: bool) -> list[KeyStep]:
+    """Every key, or for a long sequence the LONG_KEYS keys with the largest weights, in order."""
+    keys = list(expl.keys)
+    if full or len(keys) <= LONG_SUM:
+        return keys
+    top = sorted(sorted(range(len(keys)), key=lambda j: -keys[j].weight)[:LONG_KEYS])
+    return [keys[j] for j in top]
+
+
+def _fewer_keys(expl: Explanation, keys: list[KeyStep]) -> list[str]:
+    if len(keys) == len(expl.keys):
+        return []
+    return [f"{len(keys)} of the {len(expl.keys)} keys are shown, those with the largest weights; --full shows them all."]
+
+
+class Terms(NamedTuple):
+    text: str  # the terms joined by +, the rest as one number
+    shown: list[int]  # indices of the terms written out
+    rest: float | np.ndarray | None  # the sum of the others; None when all are written out
+
+
+def _terms(w: Writer, sizes: list[float], texts: list[str], rest_of: Callable[[list[int]], float | np.ndarray], p: int, full: bool) -> Terms:
+    """Terms joined by +; a long sum shows its LONG_TERMS largest (by `sizes`) in order and adds the others up in one number."""
+    if full or len(texts) <= LONG_SUM:
+        return Terms(" + ".join(texts), list(range(len(texts))), None)
+    top = sorted(sorted(range(len(texts)), key=lambda j: -abs(sizes[j]))[:LONG_TERMS])
+    others = sorted(set(range(len(texts))) - set(top))
+    rest = rest_of(others)
+    value = w.num(float(rest), p, whole=False) if np.ndim(rest) == 0 else w.vec(rest, p, whole=False)
+    tail = rf"\underbrace{{{value}}}_{{\text{{{len(others)} more terms}}}}" if w.tex else f"[{len(others)} more terms: {value}]"
+    return Terms(" + ".join([texts[j] for j in top] + [tail]), top, rest)
+
+
+def _rest(terms: Terms, p: int) -> Decimal:
+    return Decimal(0) if terms.rest is None else shown(float(terms.rest), p, whole=False)
+
+
+# -- the steps ---------------------------------------------------------------------------------------------
+
+
+def _head(expl: Explanation, w: Writer) -> Notation:
+    return Notation(expl.head.head if expl.scenario.heads > 1 else None, w.tex)
+
+
+def _projected(
+    w: Writer, check: Arithmetic, e: np.ndarray, matrix: np.ndarray | None, bias: np.ndarray | None, result: np.ndarray,
+    p: int, full: bool, *, symbol: str, name: str,
+) -> str:
+    """'[e] · W + [b] = [result]', with = only when the shown numbers give the shown result."""
+    product = f"{_vec(w, e, p, full)} {w.dot} {symbol}" + (f" + {_vec(w, bias, p, full)}" if bias is not None else "")
+    relation = "="
+    if _small(matrix, full) and len(e) <= 2 * LONG_TERMS or full:
+        assert matrix is not None
+        relation = check.relation(_dot([shown(float(x), p) for x in e], matrix, p, bias), result, name=name)
+    return f"{product} {relation} {_vec(w, result, p, full)}"
+
+
+def _query(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
+    n = _head(expl, w)
+    word = w.label(expl.token)
+    if expl.e is None:
+        return Step("The query", f"q = {w.text('row')} {expl.position} {w.text('of')} {n('Q')}",
+                    [Line(w.of("q", word), _vec(w, expl.q_raw, p, full))], [f"Q is given directly: this is its row {expl.position}."])
+    head = expl.head
+    formula = f"q = e{w.dot}{n('W_Q')}" + (f" + {n('b_Q')}" if head.b_Q is not None else "")
+    rhs = _projected(w, check, expl.e, head.W_Q, head.b_Q, expl.q_raw, p, full, symbol=n("W_Q"), name="q")
+    lines = [Line(w.of("e", word), _vec(w, expl.e, p, full)), Line("q", rhs)]
+    notes = []
+    matrix = None
+    if _small(head.W_Q, full):
+        matrix = (n("W_Q"), head.W_Q)
+    elif head.W_Q is not None:
+        notes.append(f"W_Q ({head.W_Q.shape[0]} × {head.W_Q.shape[1]}) is too big to show here; --full shows it.")
+    return Step("The query", formula, lines, notes, matrix=matrix)  # type: ignore[arg-type]
+
+
+def _keys_values(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
+    s = expl.scenario
+    head = expl.head
+    kv = Notation(head.kv_head if s.heads > 1 and s.heads != s.G else (head.head if s.heads > 1 else None), w.tex)
+    keys = _keys_shown(expl, full)
+    lines = []
+    for symbol, matrix in (("W_K", head.W_K), ("W_V", head.W_V)):
+        if _small(matrix, full):
+            lines.append(Line(kv(symbol), w.mat(matrix, p)))
+    for key in keys:
+        assert key.e is not None
+        label = w.label(key.label)
+        lines.append(Line(w.of("e", label), _vec(w, key.e, p, full)))
+        lines.append(Line(w.of("k", label), _projected(w, check, key.e, head.W_K, head.b_K, key.k_raw, p, full, symbol=kv("W_K"),
+                                                       name=f"k({key.label})")))  # fmt: skip
+        lines.append(Line(w.of("v", label), _projected(w, check, key.e, head.W_V, head.b_V, key.v, p, full, symbol=kv("W_V"),
+                                                       name=f"v({key.label})")))  # fmt: skip
+    notes = [f"Each key word's embedding e gives its key k = e·W_K{' + b_K' if head.b_K is not None else ''} and its value "
+             f"v = e·W_V{' + b_V' if head.b_V is not None else ''}."]  # fmt: skip
+    if not all(_small(m, full) for m in (head.W_K, head.W_V)):
+        notes.append("W_K and W_V are too big to show here; --full shows them.")
+    return Step("The keys and the values", f"k = e{w.dot}{kv('W_K')}, \\quad v = e{w.dot}{kv('W_V')}" if w.tex
+                else f"k = e·{kv('W_K')}, v = e·{kv('W_V')}", lines, notes + _fewer_keys(expl, keys))  # fmt: skip
+
+
+def _dot_products(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
+    q = w.prime("q") if expl.scenario.rope is not None else "q"
+    k = w.prime("k") if expl.scenario.rope is not None else "k"
+    keys = _keys_shown(expl, full)
+    lines = []
+    q_shown = [shown(float(a), p) for a in expl.q]
+    for key in keys:
+        texts = [f"({w.num(float(a), p)} {w.times} {w.num(float(b), p)})" for a, b in zip(expl.q, key.k)]
+        products = [float(a * b) for a, b in zip(expl.q, key.k)]
+        terms = _terms(w, products, texts, functools.partial(_partial_dot, expl.q, key.k), p, full)
+        reader = sum((q_shown[j] * shown(float(key.k[j]), p) for j in terms.shown), Decimal(0)) + _rest(terms, p)
+        relation = check.relation(reader, key.score, name=f"{'q′' if q != 'q' else 'q'}·k({key.label})")
+        lines.append(Line(f"{q}{w.dot}{w.of(k, w.label(key.label))}", f"{terms.text} {relation} {w.num(key.score, p)}"))
+    notes = []
+    if len(expl.q) > LONG_SUM and not full:
+        notes.append(f"The vectors have {len(expl.q)} numbers: each sum shows its {LONG_TERMS} largest terms and adds up the "
+                     "others in one number; --full shows every term.")  # fmt: skip
+    return Step("One dot product per key", f"{w.text('score')} = {q}{w.dot}{k}", lines, notes + _fewer_keys(expl, keys))
+
+
+def _partial_dot(q: np.ndarray, k: np.ndarray, others: list[int]) -> float:
+    """The sum of the products q_j·k_j over `others`."""
+    return float(q[others] @ k[others])
+
+
+def _scaling(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
+    scale = expl.scenario.scale
+    sqrt = scale.mode == "sqrt_dk"
+    keys = _keys_shown(expl, full)
+    divisor = shown(scale.divisor, p)
+    lines = []
+    for key in keys:
+        relation = check.relation(shown(key.score, p) / divisor, key.scaled, name=f"the scaled score of {key.label}")
+        lines.append(_keyed(w, key, f"{w.frac(w.num(key.score, p), w.num(scale.divisor, p))} {relation} {w.num(key.scaled, p)}"))
+    by = w.sqrt("d_k") if sqrt else w.num(scale.divisor, p)
+    said = f"√d_k = √{expl.scenario.d_k} = {Writer().num(scale.divisor, p)}" if sqrt else Writer().num(scale.divisor, p)
+    return Step("Scaling", f"{w.text('scaled')} = {w.frac(w.text('score'), by)}", lines,
+                [f"Each score is divided by {said}, which keeps the softmax from saturating as d_k grows."] + _fewer_keys(expl, keys))
+
+
+def _bias(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
+    s = expl.scenario
+    h = expl.head.head
+    lines = []
+    i = expl.position
+    for key in _keys_shown(expl, full):
+        sum_ = w.num(key.scaled, p)
+        reader = shown(key.scaled, p)
+        exact = True
+        if s.bias is not None:
+            b = float(s.bias.matrix(h, s.L, s.L_k)[i - 1, key.position - 1])
+            sum_ += f" {w.minus} {w.num(-b, p)}" if b < 0 else f" + {w.num(b, p)}"
+            reader += shown(b, p)
+        if s.alibi is not None:
+            slope = s.alibi.slopes[h - 1]
+            sum_ += f" {w.minus} {slope:.6g} {w.times} ({i} {w.minus} {key.position})"
+            reader -= Decimal(f"{slope:.6g}") * (i - key.position)
+            exact = f"{slope:.6g}" == repr(float(slope))
+        relation = check.relation(reader, key.logit, name=f"the biased score of {key.label}") if exact else w.approx
+        lines.append(_keyed(w, key, f"{sum_} {relation} {w.num(key.logit, p)}"))
+    notes = []
+    if s.alibi is not None:
+        notes.append(
+            f"ALiBi adds −m·(i − j) with this head's slope m = {s.alibi.slopes[h - 1]:.6g}: the farther key j lies from "
+            "the query at position i, the more its score is lowered, so no position embedding is needed."
+        )
+    if s.bias is not None:
+        notes.append("The scenario's bias matrix adds its entry (query row, key column) to each scaled score.")
+    return Step("Adding the bias", f"{w.text('logit')} = {w.text('scaled')} + b", lines, notes)
+
+
+def _exponentials(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
+    lines, notes = [], []
+    shift = expl.shift
+    keys = _keys_shown(expl, full)
+    for key in keys:
+        if key.masked:
+            lines.append(_keyed(w, key, f"{w.exp(w.minus_infinity)} = 0" + (r" \quad \text{(hidden)}" if w.tex else " (hidden)")))
+            continue
+        exponent = shown(key.logit, p) - (shown(shift, p) if shift else 0)
+        relation = check.relation(exponent.exp(), key.exp, name=f"e^{Writer().num(key.logit, p)}") if abs(exponent) < 700 else "="
+        argument = w.exp(f"{w.num(key.logit, p)} {w.minus} {w.num(shift, p)}", grouped=True) if shift else w.exp(w.num(key.logit, p))
+        lines.append(_keyed(w, key, f"{argument} {relation} {w.num(key.exp, p)}"))
+    if shift:
+        notes.append(
+            f"Some scores lie beyond ±700, where e^x overflows float64, so each is first shifted by the row's "
+            f"largest score m = {Writer().num(shift, p)}. The shift cancels in the next steps: e^(x − m) / Σ e^(x − m) = e^x / Σ e^x."
+        )
+    formula = w.exp(w.text("score")) if not shift else w.exp(f"{w.text('score')} {w.minus} m", grouped=True)
+    return Step("Exponentials", formula, lines, notes + _fewer_keys(expl, keys))
+
+
+def _sum(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
+    visible = expl.visible
+    exps = np.array([key.exp for key in visible])
+    terms = _terms(w, list(exps), [w.num(float(x), p) for x in exps], lambda others: float(exps[others].sum()), p, full)
+    reader = sum((shown(float(exps[j]), p) for j in terms.shown), Decimal(0)) + _rest(terms, p)
+    relation = check.relation(reader, expl.exp_sum, name="Σ", whole=False)
+    return Step("The sum of the exponentials", f"{w.sigma} = {w.sigma}_j {w.exp(w.text('score') + '_j')}",
+                [Line(w.sigma, f"{terms.text} {relation} {w.num(expl.exp_sum, p, whole=False)}")])
+
+
+def _weights(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
+    lines = []
+    keys = _keys_shown(expl, full)
+    total = shown(expl.exp_sum, p, whole=False)
+    for key in keys:
+        lhs = w.of(w.alpha, w.label(key.label))
+        if key.masked:
+            lines.append(Line(lhs, "0" + (r" \quad \text{(hidden)}" if w.tex else " (hidden)")))
+        else:
+            relation = check.relation(shown(key.exp, p) / total, key.weight, name=f"α({key.label})", whole=False) if total else "="
+            lines.append(Line(lhs, f"{w.frac(w.num(key.exp, p), w.num(expl.exp_sum, p, whole=False))} {relation} "
+                                   f"{w.num(key.weight, p, whole=False)}"))  # fmt: skip
+    weights = sum(key.weight for key in expl.keys)
+    if expl.result.round_steps is not None and round(weights, 12) != 1:
+        note = f"The rounded weights sum to {Writer().num(weights, p, whole=False)}, not exactly 1: that is the rounding."
+    else:
+        note = f"The weights sum to {Writer().num(weights, p, whole=False)}."
+    return Step("The weights", f"{w.alpha} = {w.frac(w.exp(w.text('score')), w.sigma)}", lines, [note] + _fewer_keys(expl, keys))
+
+
+def _weighted(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
+    lines = []
+    keys = [key for key in _keys_shown(expl, full) if not key.masked]
+    for key in keys:
+        weight = shown(key.weight, p, whole=False)
+        reader = [weight * shown(float(x), p) for x in key.v]
+        relation = check.relation(reader, key.weighted_v, name=f"α·v({key.label})", whole=False)
+        lines.append(_keyed(w, key, f"{w.num(key.weight, p, whole=False)} {w.times} {_vec(w, key.v, p, full)} {relation} "
+                                    f"{_vec(w, key.weighted_v, p, full, whole=False)}"))  # fmt: skip
+    return Step("The weighted values", f"{w.alpha} {w.times} v", lines, _fewer_keys(expl, _keys_shown(expl, full)))
+
+
+def _output(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
+    visible = expl.visible
+    parts = np.array([key.weighted_v for key in visible])  # (visible keys, d_v)
+    texts = [_vec(w, part, p, full, whole=False) for part in parts]
+    terms = _terms(w, [key.weight for key in visible], texts, lambda others: parts[others].sum(axis=0), p, full)
+    lhs = w.of(w.text("output"), w.label(expl.token))
+    pieces = terms.text.split(" + ")
+    rest = terms.rest
+    reader = [
+        sum((shown(float(parts[j, c]), p, whole=False) for j in terms.shown), Decimal(0))
+        + (shown(float(np.ravel(rest)[c]), p, whole=False) if rest is not None else 0)
+        for c in range(parts.shape[1])
+    ]
+    relation = check.relation(reader, expl.output, name=f"output({expl.token})", whole=False)
+    lines = [Line(lhs, pieces[0])] + [Line("", f"+ {piece}") for piece in pieces[1:]]
+    lines.append(Line("", f"{relation} {_vec(w, expl.output, p, full, whole=False)}"))
+    notes = [_reading(expl, p)]
+    if expl.exact_output is not None:
+        difference = expl.output - expl.exact_output
+        plain = Writer()
+        notes.append(
+            f"Hand-rounded: {plain.vec(expl.output, p, whole=False)}; exact: {plain.vec(expl.exact_output, p + 1, whole=False)}; "
+            f"difference: {plain.vec(difference, p + 1, whole=False)}."
+        )
+    s = expl.scenario
+    if s.heads > 1 and s.W_O is None and s.b_O is None:
+        h, d_v = expl.head.head, s.d_v
+        final = expl.result.output[expl.position - 1]
+        notes.append(f"This head's output fills columns {(h - 1) * d_v + 1}–{h * d_v} of the heads' concatenation; "
+                     f"the final output for {quoted(expl.token)} is {Writer().vec(final, p, whole=False)}.")  # fmt: skip
+    return Step("The output", f"{w.text('output')} = {w.sigma} {w.alpha}{w.dot}v", lines, notes)
+
+
+def _projection(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
+    """The final step after the heads: c (the heads side by side) through W_O and b_O."""
+    s = expl.scenario
+    i = expl.position - 1
+    c = expl.result.concat[i]  # (H·d_v,)
+    y = expl.result.output[i]  # (d_out,)
+    word = w.label(expl.token)
+    lines = []
+    if s.heads > 1:
+        h, d_v = expl.head.head, s.d_v
+        parts = ", ".join(Notation(head, w.tex)("o") for head in range(1, s.heads + 1))
+        lines.append(Line(w.of("c", word), f"[{parts}] = {_vec(w, c, p, full, whole=False)}"))
+        where = f"This head's output fills columns {(h - 1) * d_v + 1}–{h * d_v} of the heads' concatenation c; the other heads fill the rest."
+    else:
+        lines.append(Line(w.of("c", word), f"{w.of(w.text('output'), word)} = {_vec(w, c, p, full, whole=False)}"))
+        where = "With one head, c is that head's output."
+    if s.W_O is not None:
+        product = _projected(w, check, c, s.W_O, s.b_O, y, p, full, symbol="W_O", name=f"y({expl.token})")
+        formula = "y = c" + w.dot + "W_O" + (" + b_O" if s.b_O is not None else "")
+    else:
+        assert s.b_O is not None
+        reader = [shown(float(a), p, whole=False) + shown(float(b), p) for a, b in zip(c, s.b_O)]
+        product = f"{_vec(w, c, p, full, whole=False)} + {_vec(w, s.b_O, p, full)} {check.relation(reader, y, name='y')} {_vec(w, y, p, full)}"
+        formula = "y = c + b_O"
+    lines.append(Line(w.of("y", word), product))
+    notes = [where]
+    matrix = None
+    if _small(s.W_O, full):
+        matrix = ("W_O", s.W_O)
+    elif s.W_O is not None:
+        notes.append(f"W_O ({s.W_O.shape[0]} × {s.W_O.shape[1]}) is too big to show here; --full shows it.")
+    return Step("The output projection", formula, lines, notes, matrix=matrix)  # type: ignore[arg-type]
+
+
+def _rotation(expl: Explanation, p: int, w: Writer) -> Step:
+    s = expl.scenario
+    rope = s.rope
+    assert rope is not None
+    d_k = s.d_k
+    position = expl.position - 1  # RoPE counts positions from 0
+    angles = rope.angles(np.array([position]), d_k)[0]  # (d_k/2,)
+    first, second = rope.pairs(d_k)
+    lines = []
+    for i, (a, b, angle) in enumerate(zip(first, second, angles)):
+        x, y = expl.q_raw[a], expl.q_raw[b]
+        lines.append(Line(
+            f"{w.text('pair')}\\ {i + 1} \\ ({a + 1}, {b + 1}): {w.phi}" if w.tex else f"pair {i + 1} ({a + 1}, {b + 1}): φ",
+            f"{position} {w.times} {w.num(float(rope.frequencies(d_k)[i]), p + 2)} = {w.num(float(angle), p)}, "
+            f"({w.num(float(x), p)}, {w.num(float(y), p)}) {w.text('turns to')} ({w.num(float(expl.q[a]), p)}, {w.num(float(expl.q[b]), p)})",
+        ))  # fmt: skip
+    lines.append(Line(w.prime("q"), w.vec(expl.q, p)))
+    shown = expl.keys if len(expl.keys) <= LONG_SUM else expl.keys[:5] + expl.keys[-2:]
+    for key in shown:
+        lines.append(Line(w.of(w.prime("k"), w.label(key.label)), f"{w.text('RoPE')}({w.vec(key.k_raw, p)}, {key.position - 1}) = {w.vec(key.k, p)}"))
+    notes = [
+        f"{rope.describe()}: the query at position {position} (counted from 0) turns its pair i by the angle "
+        f"{position}·ω_i, with ω_i = θ^(−2i/d_k); each key turns by its own position the same way.",
+        "Turning both by their positions makes q′·k′ depend on the positions only through their distance i − j: "
+        "rotations compose, so rotating q by i and k by j is, for the dot product, rotating k by j − i.",
+    ]
+    if len(shown) < len(expl.keys):
+        notes.append(f"{len(expl.keys) - len(shown)} of the {len(expl.keys)} rotated keys are left out here.")
+    return Step("Rotating the query and the keys (RoPE)", f"{w.prime('q')} = {w.text('RoPE')}(q, i)", lines, notes)
+
+
+
+def _mask(expl: Explanation, w: Writer) -> Step:
+    s = expl.scenario
+    hidden = [key for key in expl.keys if key.masked]
+    sinks = [key for key in expl.keys if not key.masked and key.why]
+    lines = [] if s.mask.name == "causal" else [
+        _keyed(w, key, f"{w.minus_infinity} \\quad {w.text('(' + (key.why or '') + ')')}" if w.tex else f"−∞ ({key.why})") for key in hidden
+    ]
+    rule = s.mask.rule()
+    if not hidden:
+        note = f"{quoted(expl.token)} at position {expl.position} sees every key ({rule}): nothing is hidden."
+    elif s.mask.name == "causal":
+        names = ", ".join(f"{key.token} ({key.position})" for key in hidden)
+        note = (
+            f"The mask is causal: {quoted(expl.token)} at position {expl.position} may only look at positions "
+            f"1–{expl.position}, the words before it and itself. Hidden: {names}. Their scores become −∞, "
+            "so their exponentials are e^−∞ = 0 and their weights 0."
+        )
+    else:
+        names = ", ".join(f"{key.token} ({key.position})" for key in hidden)
+        note = (
+            f"The mask is {s.mask.describe()}: {rule}. Hidden from {quoted(expl.token)} at position {expl.position}: {names}. "
+            "Their scores become −∞, so their exponentials are e^−∞ = 0 and their weights 0."
+        )
+    notes = [note] + [f"{key.token} ({key.position}) is {key.why}, although it lies outside the window." for key in sinks]
+    title = "The causal mask" if s.mask.name == "causal" else "The mask"
+    formula = w.text("query i sees keys 1..i") if s.mask.name == "causal" else w.text(rule.replace("query i sees key j when ", "seen when "))
+    return Step(title, formula, lines, notes)
+
+
+
+def _reading(expl: Explanation, p: int) -> str:
+    """One sentence: which keys got the most attention, and which the least."""
+    visible = expl.visible
+    weights = np.array([key.weight for key in visible])
+    plain = Writer()
+    if len(visible) == 1:
+        return f"{quoted(expl.token)} sees only {visible[0].label if expl.scenario.cross else 'itself'}, so its output is that value vector."
+    if np.ptp(weights) <= 1e-12:
+        return f"{quoted(expl.token)} attends equally to all {len(visible)} words it sees."
+    most = [k.label for k, x in zip(visible, weights) if x >= weights.max() - 1e-12]
+    least = [k.label for k, x in zip(visible, weights) if x <= weights.min() + 1e-12]
+    return (
+        f"{quoted(expl.token)} attends most to {_and(most)} ({plain.num(float(weights.max()), p, whole=False)}{_each(most)}) "
+        f"and least to {_and(least)} ({plain.num(float(weights.min()), p, whole=False)}{_each(least)})."
+    )
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _each(names: list[str]) -> str:
+    return " each" if len(names) > 1 else ""

@@ -1,0 +1,260 @@
+"""The tiled head (`run --block-size`) and the KV-cache decode (`attncli decode`) as reports for every format.
+
+The numbers come from online.py and decode.py; this module picks what a reader needs,
+writes each number once at the decimals `numbers.decimals` chose, and shortens long
+listings unless `full` (the JSON always carries everything).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attncli.core import online
+from attncli.core.decode import Decode, DecodeStep
+from attncli.core.engine import RunResult
+from attncli.core.online import Tiling
+from attncli.document.numbers import decimals, fixed, smart
+from attncli.errors import AttnError
+from attncli.formats import Document, Format, Options, report
+from attncli.formats.report import Report, Section, Table
+from attncli.walkthroughs.narration import quoted
+
+MAX_TILES = 24  # tile rows shown per head unless --full
+MAX_STEPS = 12  # decode steps shown unless --full (the first ten and the last two)
+MAX_CACHE_ROWS = 12  # cached keys listed per step unless --full
+MAX_VECTOR = 8  # numbers shown of a long vector unless --full
+MAX_TILES_KEPT = 100_000  # tiles computed and kept for one report (each holds its rows' running state)
+
+
+def vec(values: np.ndarray, p: int, *, full: bool, whole: bool = True) -> str:
+    """[1, 0.5] or, shortened, [0.1, 0.2, 0.3, 0.4, …, 0.9, 1.0] (64 numbers)."""
+    write = smart if whole else fixed
+    cells = [write(float(x), p) for x in values]
+    if full or len(cells) <= MAX_VECTOR:
+        return "[" + ", ".join(cells) + "]"
+    return "[" + ", ".join(cells[:4] + ["…"] + cells[-2:]) + f"] ({len(cells)} numbers)"
+
+
+def ulps(values: np.ndarray) -> str:
+    """The largest absolute difference: 0, or in scientific notation (fixed decimals would hide it)."""
+    biggest = float(np.abs(values).max()) if values.size else 0.0
+    return "0" if biggest == 0 else f"{biggest:.1e}"
+
+
+def span(positions: np.ndarray) -> str:
+    """1–4, or 3, or 1, 2, 5 when not consecutive."""
+    ps = [int(x) for x in positions]
+    if not ps:
+        return "none"
+    if ps == list(range(ps[0], ps[-1] + 1)):
+        return str(ps[0]) if len(ps) == 1 else f"{ps[0]}–{ps[-1]}"
+    return ", ".join(map(str, ps))
+
+
+def _shortened(rows: list[list[str]], limit: int, what: str, *, full: bool, width: int) -> tuple[list[list[str]], list[str]]:
+    """At most `limit` rows (the first ones and the last two) and a note saying what was left out."""
+    if full or len(rows) <= limit:
+        return rows, []
+    kept = rows[: limit - 2] + [["…"] + [""] * (width - 1)] + rows[-2:]
+    return kept, [f"{len(rows) - limit} {what} left out; --full shows every one."]
+
+
+# -- run --block-size -------------------------------------------------------------------------------
+
+
+def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: int, full: bool) -> Report:
+    """FlashAttention's loops over each head: every tile's running maxima and sums, the output and the memory."""
+    s, p = result.scenario, precision
+    any_tiling = next(iter(tilings.values()))
+    B_q, B_k = any_tiling.query_block_size, any_tiling.block_size
+    intro = [
+        f"Queries {B_q} at a time (outer loop), keys {B_k} at a time (inner loop). Each tile updates its queries' running "
+        "maximum m and sum l, multiplying what came before by the rescale factor e^(m_old − m) when m grows; the output "
+        "rows are divided by l once their last key block is done. A tile the mask hides entirely is skipped.",
+    ]
+    if result.round_steps is not None:
+        intro.append(f"Every intermediate is rounded to {result.round_steps} decimals, as by hand.")
+    sections = []
+    csv_rows: list[list[str]] = []
+    for head, tiling in tilings.items():
+        name = f"Head {head}: " if s.heads > 1 else ""
+        rows = []
+        for tile in tiling.tiles:
+            cells = [f"{tile.query_block}, {tile.key_block}", span(tile.queries), span(tile.keys)]
+            if tile.skipped:
+                rows.append(cells + ["skipped: hidden by the mask", "", ""])
+            else:
+                rows.append(cells + [vec(tile.max, p, full=full), vec(tile.sum, p, full=full, whole=False), vec(tile.rescale, p, full=full)])
+            for i, query in enumerate(tile.queries):
+                csv_rows.append([str(head), str(tile.query_block), str(tile.key_block), str(int(query)), span(tile.keys),
+                                 "true" if tile.skipped else "false", repr(float(tile.rescale[i])), _number(tile.max[i]), repr(float(tile.sum[i]))])  # fmt: skip
+        rows, notes = _shortened(rows, MAX_TILES, "tiles", full=full, width=6)
+        table = Table(["tile (query block, key block)", "queries", "keys", "m per query", "l per query", "rescale per query"], rows,
+                      [False, False, False, False, False, False])  # fmt: skip
+        sections.append(Section(f"{name}{len(tiling.tiles)} tiles", table=table, notes=notes))
+        ordinary = result.head(head).output  # (L_q, d_v)
+        memory = tiling.memory
+        lines = [
+            ("largest difference from the ordinary output", ulps(tiling.output - ordinary)),
+            ("working memory, tiled", f"{memory.tiled:,} numbers ({memory.tiled_bytes:,} bytes): B_q·d_k + B_k·d_k + B_k·d_v + B_q·B_k + 2·B_q + B_q·d_v"),
+            ("working memory, ordinary", f"{memory.ordinary:,} numbers ({memory.ordinary_bytes:,} bytes): the L_q × L_k scores and weights"),
+        ]
+        out_rows = [[label, vec(row, p, full=full, whole=False)] for label, row in zip(s.query_labels, tiling.output)]
+        out_rows, out_notes = _shortened(out_rows, MAX_TILES, "rows", full=full, width=2)
+        out_notes.append("The tiled output is the ordinary one: the rescaling leaves every term with the same factor e^(−m), which "
+                         "cancels; only the order of the additions differs.")  # fmt: skip
+        if result.exact is not None:
+            exact = result.exact.head(head)
+            again = online.tiled(exact.masked, exact.V, block_size=B_k, query_block_size=B_q, d_k=s.d_k)
+            out_notes.append(f"Rounded by hand, the tiles round at other points than the ordinary chain, hence the difference above; "
+                             f"in exact arithmetic the two differ by {ulps(again.output - exact.output)}.")  # fmt: skip
+        sections.append(Section(f"{name}output = o / l", lines, Table(["query", "output"], out_rows, [False, False]), out_notes))
+    csv_table = Table(["head", "query_block", "key_block", "query", "keys", "skipped", "rescale", "max", "sum"], csv_rows,
+                      [True, True, True, True, False, False, True, True, True])  # fmt: skip
+    return Report(f"FlashAttention tiling of {quoted(s.name)}: blocks of {B_q} queries × {B_k} keys", intro, sections, csv_table)
+
+
+def _smallest_block(L_q: int, L_k: int, heads: int) -> int:
+    """The smallest block size whose tiles stay within MAX_TILES_KEPT."""
+    B = 1
+    while heads * -(-L_q // B) * -(-L_k // B) > MAX_TILES_KEPT:
+        B += 1
+    return B
+
+
+def _number(x: float) -> str:
+    return "-inf" if x == -np.inf else repr(float(x))
+
+
+# -- decode -----------------------------------------------------------------------------------------
+
+
+def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool = False) -> Report:
+    """Generation step by step: each new token's q, k and v, the cache it reads, the weights and the output."""
+    s, p = dec.scenario, precision
+    intro = [
+        "Generation is causal: at step t the new token's k and v join the cache, and its q meets every cached key. "
+        "The cache holds only what some query from t on still reads."
+    ]
+    if made_causal:
+        intro.append(f"{quoted(s.name)} has no causal mask; decoding adds one, since a generated token cannot see the tokens after it.")
+    if s.rope is not None:
+        intro.append("Under RoPE, step t turns q and k by position t − 1: the cached keys keep their turn, and positions simply continue.")
+    if s.heads != s.G:
+        share = s.heads // s.G
+        g = dec.kv_head
+        intro.append(f"Head {dec.head} reads the cache of key/value head {g} of {s.G}, which heads {(g - 1) * share + 1}–{g * share} share.")
+    if dec.result.round_steps is not None:
+        intro.append(f"Every intermediate is rounded to {dec.result.round_steps} decimals, as by hand.")
+    steps = list(dec.steps)
+    head_count = MAX_STEPS - 2
+    shown = steps if full or len(steps) <= MAX_STEPS else steps[:head_count] + steps[-2:]
+    sections = []
+    for index, step in enumerate(shown):
+        if len(shown) < len(steps) and index == head_count:
+            sections.append(Section(f"… steps {head_count + 1}–{len(steps) - 2} left out; --full shows every step"))
+        sections.append(_step_section(dec, step, p, full=full))
+    csv_rows = [
+        [str(step.position), step.token, str(int(key)), dec.scenario.tokens[int(key) - 1], "true" if seen else "false",
+         repr(float(score)), _number(logit if seen else -np.inf), repr(float(weight))]
+        for step in steps
+        for key, seen, score, logit, weight in zip(step.cache, step.visible, step.scores, step.logits, step.weights)
+    ]  # fmt: skip
+    csv_table = Table(["step", "token", "key_position", "key_token", "visible", "score", "logit", "weight"], csv_rows,
+                      [True, False, True, False, False, True, True, True])  # fmt: skip
+    head = f", head {dec.head}" if s.heads > 1 else ""
+    return Report(f"Decoding {quoted(s.name)} with a KV cache{head}", intro, sections, csv_table)
+
+
+def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> Section:
+    s = dec.scenario
+    lines = [("q", vec(step.q, p, full=full)), ("k", vec(step.k, p, full=full)), ("v", vec(step.v, p, full=full)),
+             ("cache", f"key{'s' * (len(step.cache) > 1)} {span(step.cache)} ({len(step.cache)} of {step.position} tokens so far)")]  # fmt: skip
+    notes = []
+    if step.dropped.size:
+        notes.append(f"Key{'s' * (step.dropped.size > 1)} {span(step.dropped)} leave{'s' * (step.dropped.size == 1)} the cache: "
+                     "no query from this step on reads " + ("them" if step.dropped.size > 1 else "it") + f" ({_why_dropped(dec, step)}).")  # fmt: skip
+    mask = s.mask
+    if mask.window is not None and mask.sinks:
+        kept = [int(j) for j in step.cache if step.position - int(j) > mask.window]
+        if kept:
+            notes.append(f"Key{'s' * (len(kept) > 1)} {span(np.array(kept))} stay{'s' * (len(kept) == 1)} in the cache outside the window: "
+                         f"attention sink{'s' * (len(kept) > 1)}, seen by every query.")  # fmt: skip
+    show_logit = s.scale.mode != "none" or s.has_bias
+    header = ["key", "position", "k", "v", "q·k"] + (["logit"] if show_logit else []) + ["weight"]
+    rows = []
+    for key, seen, k, v, score, logit, weight in zip(step.cache, step.visible, step.K, step.V, step.scores, step.logits, step.weights):
+        row = [s.query_labels[int(key) - 1], str(int(key)), vec(k, p, full=full), vec(v, p, full=full), fixed(float(score), p)]
+        row += [fixed(float(logit), p) if seen else "hidden"] if show_logit else []
+        rows.append(row + [fixed(float(weight), p)])
+    rows, short = _shortened(rows, MAX_CACHE_ROWS, "cached keys", full=full, width=len(header))
+    numeric = [False, True, False, False, True] + [True] * show_logit + [True]
+    notes += short
+    notes.append(f"output = Σ weight·v = {vec(step.output, p, full=full, whole=False)}")
+    notes.append(_same_as_run(dec, step))
+    return Section(f"Step {step.position}: {quoted(step.label)} (position {step.position})", lines, Table(header, rows, numeric), notes)
+
+
+def _why_dropped(dec: Decode, step: DecodeStep) -> str:
+    mask = dec.scenario.mask
+    if mask.padding and all(int(j) in mask.padding for j in step.dropped):
+        return "padding"
+    return "outside the window" if mask.window is not None else "the mask hides it from every later query"
+
+
+def _same_as_run(dec: Decode, step: DecodeStep) -> str:
+    """The check a reader wants: the cache alone gives row t of the full causal run."""
+    row = step.position
+    if dec.result.round_steps is not None:
+        return f"These are row {row} of the full causal run's hand-rounded chain, restricted to the cached keys."
+    seen = step.visible  # (c,)
+    logits = step.logits[seen]  # (c',)
+    weights = np.exp(logits - logits.max())  # (c',)
+    recomputed = (weights / weights.sum()) @ step.V[seen]  # (d_v,)
+    return (f"The output is row {row} of the full causal run; computed again from the cache alone it differs by "
+            f"{ulps(recomputed - step.output)}.")  # fmt: skip
+
+
+# -- documents --------------------------------------------------------------------------------------
+
+
+def tiling_document(result: RunResult, options: Options, block_size: int) -> Document:
+    """`run --block-size`: the run's JSON with each head's "tiling" added, or the tiling report in any other format."""
+    from attncli.document import stages
+
+    s = result.scenario
+    heads = options.heads or list(range(1, s.heads + 1))
+    count = len(heads) * -(-s.L // block_size) * -(-s.L_k // block_size)  # ⌈L_q / B⌉·⌈L_k / B⌉ per head
+    if count > MAX_TILES_KEPT:
+        raise AttnError(
+            f"--block-size {block_size} cuts {len(heads)} head{'s' * (len(heads) > 1)} of {s.L} × {s.L_k} into {count:,} tiles, "
+            f"more than the {MAX_TILES_KEPT:,} shown at most",
+            key="--block-size",
+            expected=f"a larger block size (at least {_smallest_block(s.L, s.L_k, len(heads))}) or one head with --head",
+        )
+    tilings = {}
+    for head in heads:
+        h = result.head(head)
+        tilings[head] = online.tiled(h.masked, h.V, block_size=block_size, d_k=s.d_k, round_to=result.round_steps)
+    if options.format is Format.json:
+        from attncli.formats import jsonout
+        from attncli.formats.onlinejson import tiling_json
+
+        doc = jsonout.run_json(result, options.stages or stages.STAGE_NAMES, heads)
+        for entry, head in zip(doc["heads"], heads):
+            entry["tiling"] = tiling_json(tilings[head], result.head(head).output)
+        return jsonout.document(doc)
+    p = decimals(options.precision, s.precision, result.round_steps)
+    return report.render(tiling_report(result, tilings, precision=p, full=options.full), options.format.value, to_file=options.to_file)
+
+
+def decode_document(dec: Decode, options: Options, *, made_causal: bool) -> Document:
+    """`attncli decode`: the attncli.core.decode/1 JSON, or the step-by-step report in any other format."""
+    if options.format is Format.json:
+        from attncli.formats import jsonout
+        from attncli.formats.onlinejson import decode_json
+
+        return jsonout.document(decode_json(dec))
+    p = decimals(options.precision, dec.scenario.precision, dec.result.round_steps)
+    rep = decode_report(dec, precision=p, full=options.full, made_causal=made_causal)
+    return report.render(rep, options.format.value, to_file=options.to_file)

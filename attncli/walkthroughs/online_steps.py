@@ -1,0 +1,161 @@
+"""FlashAttention's online softmax told as steps of the hand calculation (`explain --block-size B`).
+
+The same `Step`s as the rest of the walk-through (see narration.py), so the terminal, Markdown
+and LaTeX show them as they show every other step. A line whose shown numbers do not give the
+shown result at the shown precision says ≈ instead of =.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attncli.core.explain import Explanation
+from attncli.core.online import OnlineBlock, OnlineRow
+from attncli.document.notation import Writer
+from attncli.walkthroughs.narration import LONG_SUM, Line, Step
+
+WHY_RESCALE = (
+    "Why rescale: each block's exponentials are taken against the largest score seen so far; when a later block "
+    "brings a larger one, what was summed before was measured against the old maximum, and multiplying it by "
+    "e^(m_old − m_new) puts it on the new one."
+)
+WHY_EXACT = (
+    "Why the answer is exact: at the end every term of l and o carries the same factor e^(−m) for the row's true "
+    "maximum m, which cancels in o / l; only the order of the additions differs from the ordinary softmax, "
+    "so the two agree to the last digit or within a few units in the last place."
+)
+
+
+def online_steps(expl: Explanation, p: int, w: Writer) -> list[Step]:
+    """The steps of the online softmax of the explained row: a start, one per block, and the result."""
+    row = expl.online
+    assert row is not None, "online_steps needs an explanation made with block_size"
+    count = len(row.blocks)
+    start = Step(
+        f"Online softmax: the same row, {row.block_size} key{'s' * (row.block_size > 1)} at a time",
+        f"m = {w.minus_infinity}, \\; l = 0, \\; o = 0" if w.tex else "m = −∞, l = 0, o = 0",
+        notes=[
+            f"FlashAttention never holds the whole row of scores: it reads the {expl.scenario.L_k} keys in {count} "
+            f"block{'s' * (count > 1)} of {row.block_size}, keeping only a running maximum m, a running sum l of "
+            "exponentials and a running output o (not yet divided by l).",
+        ],
+    )
+    out = [start]
+    before: OnlineBlock | None = None
+    for number, block in enumerate(row.blocks, 1):
+        out.append(_block(expl, block, before, number, count, p, w))
+        if not block.skipped:
+            before = block
+    out.append(_result(expl, row, p, w))
+    return out
+
+
+def _block(expl: Explanation, block: OnlineBlock, before: OnlineBlock | None, number: int, count: int, p: int, w: Writer) -> Step:
+    keys = [expl.keys[int(j) - 1] for j in block.keys]
+    first, last = int(block.keys[0]), int(block.keys[-1])
+    title = f"Block {number} of {count}: key{'s' * (last > first)} {first}" + (f"–{last}" if last > first else "")
+    formula = f"m = max(m, {w.text('block max')})" if not w.tex else r"m = \max(m, \max_{\text{block}} s)"
+    if block.skipped:
+        return Step(title, formula, [Line(w.label(k.label), w.text("hidden"), ":") for k in keys],
+                    ["Every key of this block is hidden by the mask: the block is skipped and m, l and o stay as they were."])  # fmt: skip
+    lines = [Line(w.label(k.label), f"s = {w.num(k.logit, p)}" if not k.masked else w.text("hidden"), ":") for k in keys]
+    m_old = None if before is None else before.max
+    if m_old is None:
+        lines.append(Line("m", f"{w.num(block.block_max, p)}"))
+    else:
+        biggest = r"\max" if w.tex else "max"
+        lines.append(Line("m", f"{biggest}({w.num(m_old, p)}, {w.num(block.block_max, p)}) = {w.num(block.max, p)}"))
+    exps = []
+    for k, e, seen in zip(keys, block.exp, block.visible):
+        if seen:
+            exponent = f"{w.num(k.logit, p)} {w.minus} {w.num(block.max, p)}"
+            exps.append(Line(w.label(k.label), f"{w.exp(exponent, grouped=True)} = {w.num(float(e), p)}", ":"))
+    lines += exps
+    shown_exp = [float(e) for e, seen in zip(block.exp, block.visible) if seen]
+    notes: list[str] = []
+    if before is None:
+        terms = _terms([w.num(x, p) for x in shown_exp], w)
+        lines.append(Line("l", f"{terms} {_rel(sum(_r(x, p) for x in shown_exp), block.sum, p, w)} {w.num(block.sum, p)}"))
+        vectors = [w.vec(v, p) for v in block.block_output[None, :]]
+        lines.append(Line("o", f"{w.sigma} e{w.dot}v = {vectors[0]}"))
+        notes.append("The first block sets m: there is nothing before it to rescale.")
+    else:
+        assert m_old is not None
+        rescale = block.rescale
+        lines.append(Line(w.text("rescale"), f"{w.exp(f'{w.num(m_old, p)} {w.minus} {w.num(block.max, p)}', grouped=True)} "
+                                             f"{_rel(np.exp(_r(m_old, p) - _r(block.max, p)), rescale, p, w)} {w.num(rescale, p)}"))  # fmt: skip
+        terms = _terms([w.num(x, p) for x in shown_exp], w)
+        expected = _r(rescale, p) * _r(before.sum, p) + sum(_r(x, p) for x in shown_exp)
+        lines.append(Line("l", f"{w.num(rescale, p)} {w.times} {w.num(before.sum, p)} + {terms} "
+                               f"{_rel(expected, block.sum, p, w)} {w.num(block.sum, p)}"))  # fmt: skip
+        expected_o = _r(rescale, p) * _rv(before.output, p) + _rv(block.block_output, p)
+        lines.append(Line("o", f"{w.num(rescale, p)} {w.times} {w.vec(before.output, p)} + {w.vec(block.block_output, p)} "
+                               f"{_rel_vec(expected_o, block.output, p, w)} {w.vec(block.output, p)}"))  # fmt: skip
+        if block.max > m_old:
+            notes.append(f"This block holds a larger score, so what came before is multiplied by {Writer().num(rescale, p)}.")
+        else:
+            notes.append("No larger score here: the maximum stays and the rescale factor is 1.")
+    plain = Writer()  # notes are prose in Unicode, whatever the writer
+    contributions = " + ".join(f"{plain.num(float(e), p)} × {plain.vec(k.v, p)}" for k, e, seen in zip(keys, block.exp, block.visible) if seen)
+    notes.insert(0, f"This block's weighted values: Σ e·v = {contributions} = {plain.vec(block.block_output, p)}.")
+    return Step(title, formula, lines, notes)
+
+
+def _result(expl: Explanation, row: OnlineRow, p: int, w: Writer) -> Step:
+    plain = Writer()
+    ordinary = expl.output  # (d_v,)
+    difference = row.output - ordinary  # (d_v,)
+    lines = [
+        Line(w.text("output"), f"o / l = {w.frac(w.vec(_last_output(row), p), w.num(row.sum, p))} "
+                               f"{_rel_vec(_rv(_last_output(row), p) / _r(row.sum, p), row.output, p, w)} {w.vec(row.output, p, whole=False)}"),  # fmt: skip
+        Line(w.text("ordinary"), w.vec(ordinary, p, whole=False)),
+        Line(w.text("difference"), _differences(difference, w)),
+    ]
+    notes = [WHY_RESCALE, WHY_EXACT]
+    if expl.exact_online is not None and expl.exact_output is not None:
+        exact_difference = expl.exact_online.output - expl.exact_output
+        notes.append(
+            f"Rounded by hand, the two orders of work round at different points, so they may differ: online "
+            f"{plain.vec(row.output, p, whole=False)} against ordinary {plain.vec(ordinary, p, whole=False)}. "
+            f"In exact arithmetic the online result is {plain.vec(expl.exact_online.output, p + 1, whole=False)}, "
+            f"differing from the exact ordinary one by {_differences(exact_difference, plain)}."
+        )
+    return Step("The online result", "output = o / l", lines, notes)
+
+
+def _last_output(row: OnlineRow) -> np.ndarray:
+    """The running output after the last block that was not skipped."""
+    return next(block.output for block in reversed(row.blocks) if not block.skipped)
+
+
+def _differences(values: np.ndarray, w: Writer) -> str:
+    """Each difference as 0 or in scientific notation: ulps would vanish at any fixed precision."""
+    cells = ["0" if x == 0 else f"{x:.1e}" for x in values]
+    if w.tex:
+        cells = [c if c == "0" else rf"{float(c.split('e')[0])}\times 10^{{{int(c.split('e')[1])}}}" for c in cells]
+        return r"\begin{bmatrix} " + " & ".join(cells) + r" \end{bmatrix}"
+    return "[" + ", ".join(cells) + "]"
+
+
+def _terms(terms: list[str], w: Writer) -> str:
+    if len(terms) > LONG_SUM:
+        terms = terms[:5] + [w.ellipsis] + terms[-2:]
+    return " + ".join(terms) if len(terms) > 1 else terms[0]
+
+
+def _r(x: float, p: int) -> float:
+    """x as shown at p decimals."""
+    return round(float(x), p)
+
+
+def _rv(values: np.ndarray, p: int) -> np.ndarray:
+    return np.round(np.asarray(values, dtype=np.float64), p)
+
+
+def _rel(from_shown: float, result: float, p: int, w: Writer) -> str:
+    """= when the shown terms give the shown result at p decimals, else ≈."""
+    return "=" if _r(from_shown, p) == _r(result, p) else w.approx
+
+
+def _rel_vec(from_shown: np.ndarray, result: np.ndarray, p: int, w: Writer) -> str:
+    return "=" if np.array_equal(_rv(from_shown, p), _rv(result, p)) else w.approx
