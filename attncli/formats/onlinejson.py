@@ -13,7 +13,7 @@ from attncli.core.decode import Decode
 from attncli.core.online import OnlineRow, Tiling
 from attncli.formats.jsonout import scenario_json
 
-DECODE_SCHEMA = "attncli.core.decode/1"
+DECODE_SCHEMA = "attncli.decode/1"
 
 
 def online_json(row: OnlineRow, ordinary: np.ndarray) -> dict[str, Any]:
@@ -68,7 +68,7 @@ def tiling_json(tiling: Tiling, ordinary: np.ndarray) -> dict[str, Any]:
 
 
 def decode_json(dec: Decode) -> dict[str, Any]:
-    """The attncli.core.decode/1 document: one object per generation step."""
+    """The attncli.decode/1 document: one object per generation step."""
     return {
         "schema": DECODE_SCHEMA,
         "scenario": scenario_json(dec.scenario),

@@ -249,7 +249,7 @@ def tiling_document(result: RunResult, options: Options, block_size: int) -> Doc
 
 
 def decode_document(dec: Decode, options: Options, *, made_causal: bool) -> Document:
-    """`attncli decode`: the attncli.core.decode/1 JSON, or the step-by-step report in any other format."""
+    """`attncli decode`: the attncli.decode/1 JSON, or the step-by-step report in any other format."""
     if options.format is Format.json:
         from attncli.formats import jsonout
         from attncli.formats.onlinejson import decode_json
