@@ -223,10 +223,9 @@ def run(
       attncli run --model models/gpt2 --layer 5 --sentence "When Mary and John went to the store" --head 3
       attncli run journey-causal --block-size 2
     """
+    from attncli import api
     from attncli.cli.model import choose_scenario
-    from attncli.core import engine
     from attncli.document import stages as stage_table
-    from attncli.formats import render_run
 
     if scenario is None and model is None:  # a malformed command line: Click's usage error, status 2
         ctx.fail("Missing argument 'SCENARIO' (or --model DIR --layer N --sentence TEXT).")
@@ -244,13 +243,8 @@ def run(
         standalone=standalone,
         heading_level=heading_level,
     )
-    result = engine.run(loaded, round_steps=round_steps)
-    if block_size is not None:
-        from attncli.walkthroughs.online_report import tiling_document
-
-        emit(tiling_document(result, options, block_size), output, force=force)
-        return
-    emit(render_run(result, options), output, force=force)
+    shown = api.run(loaded, round_steps=round_steps) if block_size is None else api.tiles(loaded, block_size, round_steps=round_steps)
+    emit(shown.document(options), output, force=force)
 
 
 @app.command()
@@ -291,20 +285,17 @@ def explain(
       attncli explain --model models/gpt2 --layer 5 --sentence "When Mary and John went to the store" --word Mary --head 3
       attncli explain --word cat --block-size 2    # ... and FlashAttention's online softmax, 2 keys at a time
     """
+    from attncli import api
     from attncli.cli.model import choose_scenario
-    from attncli.core.explain import explain_scenario, find_word
-    from attncli.formats import render_explain
 
     loaded = choose_scenario(
         scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head,
         limits=_limits(max_cells, max_values), scenario_key="--scenario", default="cat",
     )  # fmt: skip
-    loaded.head_numbers(head)  # a head that does not exist is an error before any work
-    where, others = find_word(loaded, word, position)
-    expl = explain_scenario(loaded, position=where, head=head, round_steps=round_steps, others=others, block_size=block_size)  # only the row it needs
+    explained = api.explain(loaded, word, position=position, head=head, round_steps=round_steps, block_size=block_size)
     options = Options(format=format, precision=precision, full=full, to_file=output is not None, standalone=standalone,
                       heading_level=heading_level)  # fmt: skip
-    emit(render_explain(expl, options), output, force=force)
+    emit(explained.document(options), output, force=force)
 
 
 @app.command()
@@ -405,22 +396,16 @@ def decode(
       attncli decode cat --format json | jq '.steps[-1].cache.K'
       attncli decode --model models/gpt2 --layer 5 --sentence "When Mary and John went" --head 3
     """
+    from attncli import api
     from attncli.cli.model import choose_scenario
-    from attncli.core import engine
-    from attncli.core.decode import causal_version
-    from attncli.core.decode import decode as decode_head
-    from attncli.walkthroughs.online_report import decode_document
 
     if scenario is None and model is None:  # a malformed command line: Click's usage error, status 2
         ctx.fail("Missing argument 'SCENARIO' (or --model DIR --layer N --sentence TEXT).")
     loaded = choose_scenario(
         scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=_limits(max_cells, max_values)
     )
-    loaded.head_numbers(head)
-    causal, made_causal = causal_version(loaded)
-    dec = decode_head(engine.run(causal, round_steps=round_steps), head)
     options = Options(format=format, precision=precision, full=full, to_file=output is not None)
-    emit(decode_document(dec, options, made_causal=made_causal), output, force=force)
+    emit(api.decode(loaded, head=head, round_steps=round_steps).document(options), output, force=force)
 
 
 @app.command()

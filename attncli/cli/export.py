@@ -95,18 +95,16 @@ def _render(
     source: str, *, options: Options, head: int | None, round_steps: int | None, word: str | None, limits: Limits
 ) -> Document | None:
     """The document of one scenario; None when it lacks the word to explain."""
-    from attncli.core import engine
-    from attncli.core.explain import explain, find_word
-    from attncli.formats import render_explain, render_run
-    from attncli.sources.yaml_scenario import load
+    from attncli import api
 
-    scenario = load(source, limits=limits)
+    scenario = api.load(source, limits=limits)
     heads = scenario.head_numbers(head)
     if word is not None:
         try:
-            position, others = find_word(scenario, word, None)
-        except AttnError:
+            explained = api.explain(scenario, word, head=head or 1, round_steps=round_steps)
+        except AttnError as error:
+            if error.key != "--word":  # the scenario has no such token: skipped, not failed
+                raise
             return None
-        result = engine.run(scenario, round_steps=round_steps)
-        return render_explain(explain(result, position=position, head=head or 1, others=others), options._replace(to_file=True))
-    return render_run(engine.run(scenario, round_steps=round_steps), options._replace(heads=heads, to_file=True))
+        return explained.document(options._replace(to_file=True))
+    return api.run(scenario, round_steps=round_steps).document(options._replace(heads=heads, to_file=True))

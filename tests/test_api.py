@@ -1,0 +1,97 @@
+"""The Python API: the commands are thin shells over it, so it gives the same bytes; its results show as tables in Jupyter."""
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import attncli.api as attn
+from attncli.core import engine
+from attncli.errors import AttnError
+from attncli.sources.yaml_scenario import load
+from tests.test_checkpoints import HERE
+
+NOTEBOOK = Path(__file__).parent.parent / "docs" / "examples" / "api.ipynb"
+
+
+@pytest.mark.parametrize(
+    ("command", "call"),
+    [
+        (["run", "multihead", "--format", "markdown"], lambda: attn.run("multihead").render("markdown")),
+        (["run", "cat", "--format", "latex", "--stages", "scores,weights", "--precision", "3"],
+         lambda: attn.run("cat").render("latex", stages=["scores", "weights"], precision=3)),
+        (["run", "cat", "--format", "json", "--round-steps", "3"], lambda: attn.run("cat", round_steps=3).render("json")),
+        (["run", "journey-causal", "--block-size", "2", "--format", "markdown"], lambda: attn.tiles("journey-causal", 2).render("markdown")),
+        (["explain", "--word", "cat", "--round-steps", "3", "--format", "markdown"], lambda: attn.explain("cat", "cat", round_steps=3).render("markdown")),
+        (["explain", "-s", "llama-style", "--word", "grass", "--head", "2", "--format", "html", "--fragment"],
+         lambda: attn.explain("llama-style", "grass", head=2).render("html", standalone=False)),
+        (["decode", "sliding-window", "--format", "csv"], lambda: attn.decode("sliding-window").render("csv")),
+    ],
+)  # fmt: skip
+def test_the_api_renders_what_the_command_prints(cli, tmp_path, command, call):
+    """The command and the API give the same bytes: the command is the API plus option parsing."""
+    target = tmp_path / "out"
+    result = cli(*command, "--output", str(target))
+    assert result.exit_code == 0, result.stderr
+    assert call() == target.read_text(encoding="utf-8")
+
+
+def test_results_hold_the_engines_arrays():
+    """`run(...).head(h)` is the engine's head h; a Scenario, a name and a path are the same input."""
+    path = Path(__file__).parent.parent / "scenarios" / "multihead.yaml"
+    by_name, by_path, by_scenario = attn.run("multihead"), attn.run(path), attn.run(load("multihead"))
+    expected = engine.run(load("multihead")).head(2)
+    for ran in (by_name, by_path, by_scenario):
+        np.testing.assert_array_equal(ran.head(2).weights, expected.weights)
+        assert not ran.head(2).weights.flags.writeable
+    with pytest.raises(AttnError, match="head"):
+        by_name.head(9)
+
+
+def test_a_checkpoint_through_the_api():
+    """`load_model` gives the layer the command shows; its weights are transformers' golden ones."""
+    golden = np.load(HERE / "gpt2" / "golden.npz")
+    scenario = attn.load_model(HERE / "gpt2", layer=2, sentence=str(golden["text"]))
+    weights = np.array([attn.run(scenario).head(h).weights for h in scenario.head_numbers(None)])
+    np.testing.assert_allclose(weights, golden["attentions"][1], rtol=0, atol=1e-12)
+
+
+def test_notebook_reprs_are_fragments_not_pages():
+    """`_repr_html_` is a fragment (no <html>), `_repr_markdown_` the Markdown document."""
+    ran = attn.run("cat")
+    html, markdown = ran._repr_html_(), ran._repr_markdown_()
+    assert "<table" in html and "<html" not in html.lower()
+    assert markdown == ran.render("markdown")
+
+
+def test_errors_are_attn_errors():
+    """A word the scenario lacks is the same AttnError the command prints."""
+    with pytest.raises(AttnError, match="did you mean 'cat'"):
+        attn.explain("cat", "catt")
+
+
+def test_the_notebook_runs_in_a_real_kernel_and_shows_tables(tmp_path):
+    """docs/examples/api.ipynb executed in an IPython kernel: each result cell displays HTML tables and Markdown."""
+    nbclient = pytest.importorskip("nbclient", reason="the notebook tier needs nbclient, nbformat and ipykernel (.ci/run installs them)")
+    nbformat = pytest.importorskip("nbformat")
+    pytest.importorskip("ipykernel")
+    if shutil.which("python") is None:
+        pytest.skip("no python on PATH for the kernel")
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    client = nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    client.execute()
+    outputs = [cell.outputs for cell in notebook.cells if cell.cell_type == "code"]
+    assert all(not any(o.output_type == "error" for o in out) for out in outputs)
+    weights = outputs[0][0]["data"]["text/plain"]
+    assert weights.startswith("array([[") and "0.0" in weights  # the (6, 6) weights of cat
+    for out in outputs[1:4]:  # run, explain, decode: shown as HTML tables, with Markdown beside
+        data = out[0]["data"]
+        assert "<table" in data["text/html"] and "text/markdown" in data
+    assert "1.066" in outputs[2][0]["data"]["text/html"] and "0.398" in outputs[2][0]["data"]["text/html"]
+    printed = outputs[4][0]
+    assert printed.output_type == "stream" and "| " in printed.text
+    assert json.dumps(notebook)  # the executed notebook is still valid JSON
