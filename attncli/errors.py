@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+import re
+from collections.abc import Callable
 
 
 class ExitStatus(enum.IntEnum):
@@ -24,6 +26,28 @@ MAX_LINE = 300  # characters of an error line after "attncli: error: "
 _HIDDEN = [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
 _NAMED = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
 _VISIBLE = {c: _NAMED.get(c) or (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _HIDDEN}
+
+
+_OPTION = re.compile("\x1e([a-z_]+)\x1f")  # what `option()` writes into a message
+
+
+def option(name: str) -> str:
+    """A mention of the option `name` (its Python keyword, "round_steps") inside a message.
+
+    Below the command line nothing knows flag names: the CLI shows the mention as its flag
+    (`--round-steps`), the Python API as the keyword itself.
+    """
+    return f"\x1e{name}\x1f"
+
+
+def keyword(name: str) -> str:
+    """How the Python API names an option: by its keyword."""
+    return name
+
+
+def named(text: str, names: Callable[[str], str] = keyword) -> str:
+    """`text` with each `option()` mention written as `names` says."""
+    return _OPTION.sub(lambda match: names(match.group(1)), text) if "\x1e" in text else text
 
 
 def visible(text: str) -> str:
@@ -66,21 +90,25 @@ class AttnError(Exception):
         return self
 
     def __str__(self) -> str:
+        return self.text()
+
+    def text(self, names: Callable[[str], str] = keyword) -> str:
+        """FILE:LINE: key: message (expected …), options named as `names` says (the API's keywords by default)."""
         where = ""
         if self.file is not None:
             where = self.file + (f":{self.line}" if self.line is not None else "") + ": "
-        key = f"{self.key}: " if self.key else ""
-        expected = f" (expected {self.expected})" if self.expected else ""
-        return f"{where}{key}{self.message}{expected}"
+        key = f"{named(self.key, names)}: " if self.key else ""
+        expected = f" (expected {named(self.expected, names)})" if self.expected else ""
+        return f"{where}{key}{named(self.message, names)}{expected}"
 
-    def one_line(self, width: int = MAX_LINE) -> str:
-        """`str(self)` made safe to print: control characters visible, at most about `width` characters.
+    def one_line(self, width: int = MAX_LINE, names: Callable[[str], str] = keyword) -> str:
+        """`self.text(names)` made safe to print: control characters visible, at most about `width` characters.
 
         When it is too long, the longest parts are shortened first: a file name keeps its end,
         a message and an expectation keep their start.
         """
         file = visible(self.file) if self.file is not None else None
-        parts = [file or "", visible(self.key or ""), visible(self.message), visible(self.expected or "")]
+        parts = [file or "", *(visible(named(part or "", names)) for part in (self.key, self.message, self.expected))]
         lengths = _fit([len(part) for part in parts], width - 20)  # 20: room for ":LINE: ", ": " and " (expected )"
         file_part, key, message, expected = (
             shorten(part, length, keep_end=index == 0) for index, (part, length) in enumerate(zip(parts, lengths))

@@ -25,12 +25,12 @@ import re
 import signal
 import stat
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from attncli.errors import AttnError, visible
+from attncli.errors import AttnError, keyword, option, visible
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -143,7 +143,7 @@ def write_stdout(document: str | Iterable[bytes]) -> None:
     """The document on stdout; a full disk or a closed stdout is an AttnError, a reader gone is BrokenPipeError."""
     stream = sys.stdout
     if stream is None:  # started with stdout closed (`>&-`)
-        raise AttnError("stdout is closed, so there is nowhere to print the result", expected="an open stdout, or --output FILE")
+        raise AttnError("stdout is closed, so there is nowhere to print the result", expected=f"an open stdout, or {option('output')} FILE")
     binary = getattr(stream, "buffer", None)
     try:
         for chunk in _chunks(document):
@@ -182,7 +182,7 @@ def write_file(
     *,
     inputs: Iterable[Path | str] = (),
     force: bool = False,
-    key: str = "--output",
+    key: str = option("output"),
 ) -> None:
     """Write `document` to `path` without ever losing what was there (see the module's docstring), or raise AttnError."""
     descriptor = _descriptor_number(path)
@@ -235,7 +235,7 @@ def _descriptor_number(path: Path) -> int | None:
     return None
 
 
-def check_target(path: Path | None, key: str = "--output") -> None:
+def check_target(path: Path | None, key: str = option("output")) -> None:
     """Refuse at once an output path that write_file would refuse whatever is written (a folder, a missing folder).
 
     For commands that work long before they write, so that a typo costs nothing.
@@ -285,7 +285,7 @@ def _check_replaceable(path: Path, target: Path, info: os.stat_result, *, inputs
         raise AttnError(
             f"cannot write {path}: the file is read-only",
             key=key,
-            expected="a writable file: make it writable (chmod u+w), or pass --force to replace it",
+            expected=f"a writable file: make it writable (chmod u+w), or pass {option('force')} to replace it",
         )
 
 
@@ -490,22 +490,23 @@ def _signals_held() -> Iterator[None]:
 # -- errors ----------------------------------------------------------------------------------
 
 
-def print_error(error: AttnError | str) -> None:
+def print_error(error: AttnError | str, names: Callable[[str], str] = keyword) -> None:
     """One line on stderr: `attncli: error: FILE:LINE: key: what is wrong (what was expected)`.
 
-    Control characters are made visible and the line is kept short (see AttnError.one_line).
+    Control characters are made visible and the line is kept short (see AttnError.one_line);
+    options are named as `names` says (the command line passes its flags).
     """
     if isinstance(error, str):
         error = AttnError(error)
-    print_line(f"attncli: error: {error.one_line()}")
+    print_line(f"attncli: error: {error.one_line(names=names)}")
 
 
-def print_internal_error(error: BaseException) -> None:
+def print_internal_error(error: BaseException, names: Callable[[str], str] = keyword) -> None:
     """A bug of attncli: one line that names it, instead of a traceback."""
     from attncli.errors import shorten
 
     what = shorten(visible(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__), 200)
-    print_line(f"attncli: internal error: {what} (run with --traceback to see where)")
+    print_line(f"attncli: internal error: {what} (run with {names('traceback')} to see where)")
 
 
 def print_line(text: str) -> None:

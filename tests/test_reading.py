@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from attncli.cli.app import flag
 from attncli.errors import AttnError
 from attncli.sources import builtin, reading
 from attncli.sources.reading import read_text
@@ -231,10 +232,11 @@ def test_too_many_tokens_are_refused_before_the_rest_is_parsed():
     """4 tokens, max 10 cells: refused at the tokens line, before the broken YAML after it is even read."""
     with pytest.raises(AttnError) as caught:
         guarded_parse("tokens: [a, b, c, d]\n" + LATER_SYNTAX_ERROR, max_cells=10)
-    assert caught.value.line == 1 and str(caught.value) == (
+    assert caught.value.line == 1 and caught.value.text(flag) == (
         "tokens: 4 tokens × 4 × 1 head(s) = 16 attention cells, more than the limit of 10 "
         "(expected a smaller scenario, or raise the limit with --max-cells)"
     )
+    assert str(caught.value).endswith("raise the limit with max_cells)")  # the Python API names its keyword
 
 
 @pytest.mark.parametrize("order", ["heads first", "heads after"])

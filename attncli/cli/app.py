@@ -106,6 +106,16 @@ BlockOption = Annotated[
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def flag(name: str) -> str:
+    """The command line's name of the option `name` (a Python keyword): Typer's own rule, round_steps → --round-steps."""
+    return "--" + name.replace("_", "-")
+
+
+def show_error(error: AttnError | str) -> None:
+    """The one error line on stderr, options named as flags."""
+    print_error(error, flag)
+
+
 def guard(command: F) -> F:
     """The one error path: a domain error becomes one line on stderr and a non-zero exit; so does anything else, with no traceback."""
 
@@ -121,7 +131,7 @@ def guard(command: F) -> F:
         except AttnError as error:
             if _traceback_wanted():
                 raise
-            print_error(error)
+            show_error(error)
             raise typer.Exit(ExitStatus.ERROR) from None
         except KeyboardInterrupt:
             print_line("attncli: interrupted")
@@ -133,12 +143,12 @@ def guard(command: F) -> F:
             if _traceback_wanted():
                 raise
             problem = reading.os_error(error) if isinstance(error, OSError) else AttnError("out of memory", expected="a smaller scenario")
-            print_error(problem)
+            show_error(problem)
             raise typer.Exit(ExitStatus.ERROR) from None
         except Exception as error:
             if _traceback_wanted():
                 raise
-            print_internal_error(error)
+            print_internal_error(error, flag)
             raise typer.Exit(ExitStatus.INTERNAL) from None
 
     return wrapper  # type: ignore[return-value]
@@ -352,7 +362,7 @@ def export(
             round_steps=round_steps,
             explain_word=explain_word,
             limits=_limits(max_cells, max_values),
-            report_error=print_error,
+            report_error=show_error,
             note=_note,
             advance=lambda: advance(1),
         )
@@ -623,7 +633,7 @@ def main() -> None:
     except typer.TyperException as error:  # Click's usage errors
         status = _usage_error(error)
     except AttnError as error:  # from a command or callback without @guard (`scenarios`)
-        print_error(error)
+        show_error(error)
         status = ExitStatus.ERROR
     except typer.Abort:
         print_line("attncli: aborted")
@@ -633,7 +643,7 @@ def main() -> None:
         status = ExitStatus.BROKEN_PIPE
     except OSError as error:  # Click printing --help or --version into a full disk (`> /dev/full`)
         _silence_stdout()
-        print_error(f"cannot write to stdout: {(error.strerror or str(error)).lower()}; the output is incomplete")
+        show_error(f"cannot write to stdout: {(error.strerror or str(error)).lower()}; the output is incomplete")
         status = ExitStatus.ERROR
     except SystemExit:
         if type(sys.stdout).__name__ != "PacifyFlushWrapper":
@@ -647,7 +657,7 @@ def main() -> None:
     except Exception as error:
         if _traceback_wanted():
             raise
-        print_internal_error(error)
+        print_internal_error(error, flag)
         status = ExitStatus.INTERNAL
     sys.exit(status if isinstance(status, int) else ExitStatus.OK)
 
@@ -660,7 +670,7 @@ def _usage_error(error: Exception) -> int:
     message = shorten(visible(getattr(error, "message", str(error))), 200)
     missing = type(error).__name__ == "MissingParameter"  # `export` without --out-dir: a usage error, status 2
     if isinstance(error, typer.BadParameter) and not missing and param is not None and param.name in ("output", "out_dir"):
-        print_error(AttnError(message, key=param.opts[0] if param.opts else None))
+        show_error(AttnError(message, key=param.opts[0] if param.opts else None))
         return ExitStatus.ERROR
     if type(error).__name__ != "NoArgsIsHelpError":  # that one's message is the whole --help
         error.message = message  # type: ignore[attr-defined]

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attncli.errors import AttnError
+from attncli.errors import AttnError, option
 from attncli.formats import Document, Options
 from attncli.io import write_atomic
 from attncli.sources.limits import Limits
@@ -103,7 +103,7 @@ def _render(
         try:
             explained = api.explain(scenario, word, head=head or 1, round_steps=round_steps)
         except AttnError as error:
-            if error.key != "--word":  # the scenario has no such token: skipped, not failed
+            if error.key != option("word"):  # the scenario has no such token: skipped, not failed
                 raise
             return None
         return explained.document(options._replace(to_file=True))

@@ -18,7 +18,7 @@ from typing import NamedTuple, NoReturn
 import numpy as np
 
 from attncli.core.scenario import Scenario
-from attncli.errors import AttnError
+from attncli.errors import AttnError, option
 
 SHIFT_FREE = 700.0  # e^±700 is still an ordinary float64, so such scores need no shift
 SHIFT_LIMIT = 709.0  # a row's e^max · count must stay below float64's max, e^709.78
@@ -255,8 +255,8 @@ def _head(
         raise AttnError(
             f"head {h}, query {i + 1} ({s.tokens[i]!r}): every exponential of its row rounds to 0 at {decimals} decimals, "
             "so the weights would divide by a sum of 0",
-            key="--round-steps",
-            expected="more decimals, e.g. --round-steps 4",
+            key=option("round_steps"),
+            expected=f"more decimals, e.g. {option('round_steps')} 4",
         )
     weights = r(exp / exp_sum[:, None])  # (L_q, L_k)
     output = finite(weighted_sum(weights, V, decimals), "output", "weights·V", s, h, queries)  # (L_q, d_v)

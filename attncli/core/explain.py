@@ -25,7 +25,7 @@ from attncli.core.engine import (
     weighted_sum,
 )  # fmt: skip
 from attncli.core.scenario import Scenario
-from attncli.errors import AttnError
+from attncli.errors import AttnError, option
 
 if TYPE_CHECKING:
     from attncli.core.online import OnlineRow
@@ -87,10 +87,10 @@ def find_word(scenario: Scenario, word: str | None, position: int | None) -> tup
     """The 1-based position to explain, and the other positions of the same word."""
     tokens = scenario.tokens
     if position is not None and not 1 <= position <= len(tokens):
-        raise AttnError(f"position {position} is outside the sentence", key="--position", expected=f"a position from 1 to {len(tokens)}")
+        raise AttnError(f"position {position} is outside the sentence", key=option("position"), expected=f"a position from 1 to {len(tokens)}")
     if word is None:
         if position is None:
-            raise AttnError("no word to explain", key="--word", expected="--word WORD or --position N")
+            raise AttnError("no word to explain", key=option("word"), expected=f"{option('word')} WORD or {option('position')} N")
         word = tokens[position - 1]
     matches = [i for i, token in enumerate(tokens, 1) if scenario.fold(token) == scenario.fold(word)]
     if not matches:
@@ -100,7 +100,7 @@ def find_word(scenario: Scenario, word: str | None, position: int | None) -> tup
         shown = " ".join(tokens) if len(tokens) <= 40 else " ".join(tokens[:40]) + f" … ({len(tokens)} tokens)"
         raise AttnError(
             f"{word!r} is not a token of the scenario {scenario.name!r}{hint}",
-            key="--word",
+            key=option("word"),
             expected=f"one of its tokens{case}: {shown}",
         )
     if position is None:
@@ -108,7 +108,7 @@ def find_word(scenario: Scenario, word: str | None, position: int | None) -> tup
     elif position not in matches:
         raise AttnError(
             f"position {position} holds {tokens[position - 1]!r}, not {word!r}",
-            key="--position",
+            key=option("position"),
             expected=f"{' or '.join(map(str, matches))} for {word!r}",
         )
     return position, tuple(p for p in matches if p != position)
@@ -257,8 +257,8 @@ def _row_run_quietly(s: Scenario, head: int, i: int, decimals: int | None) -> tu
             raise AttnError(
                 f"head {h}, query {zero + 1} ({s.tokens[zero]!r}): every exponential of its row rounds to 0 at {decimals} decimals, "
                 "so the weights would divide by a sum of 0",
-                key="--round-steps",
-                expected="more decimals, e.g. --round-steps 4",
+                key=option("round_steps"),
+                expected=f"more decimals, e.g. {option('round_steps')} 4",
             )
         stage /= exp_sum[:, None]
         rows["weights"] = r_in_place(stage)[i].copy()

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from attncli.core.variants import Alibi, Mask, Rope, ScoreBias
-from attncli.errors import AttnError
+from attncli.errors import AttnError, option
 
 
 class Scale(NamedTuple):
@@ -131,7 +131,7 @@ class Scenario:
         if not 1 <= head <= self.heads:
             raise AttnError(
                 f"head {head} does not exist: the scenario has {self.heads} head{'s' if self.heads > 1 else ''}",
-                key="--head",
+                key=option("head"),
                 expected=f"a head from 1 to {self.heads}",
             )
         return [head]

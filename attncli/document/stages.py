@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from attncli.document.notation import Notation
-from attncli.errors import AttnError
+from attncli.errors import AttnError, option
 
 if TYPE_CHECKING:
     import numpy as np
@@ -221,16 +221,16 @@ ROWS = (
 )  # fmt: skip
 
 
-def parse(option: str | None) -> tuple[str, ...] | None:
+def parse(listed: str | None) -> tuple[str, ...] | None:
     """A comma list of stage names, in pipeline order; None when not given."""
-    if option is None:
+    if listed is None:
         return None
-    wanted = [name.strip().lower() for name in option.split(",") if name.strip()]
+    wanted = [name.strip().lower() for name in listed.split(",") if name.strip()]
     unknown = [name for name in wanted if name not in STAGE_NAMES]
     if unknown or not wanted:
         raise AttnError(
             f"unknown stage {', '.join(map(repr, unknown))}" if unknown else "no stage named",
-            key="--stages",
+            key=option("stages"),
             expected="a comma list of: " + ", ".join(STAGE_NAMES),
         )
     return tuple(name for name in STAGE_NAMES if name in wanted)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from attncli.document.numbers import decimals
-from attncli.errors import AttnError
+from attncli.errors import AttnError, option
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -133,8 +133,8 @@ def _one_stage(stages: tuple[str, ...] | None) -> str:
     if len(stages) > 1:
         raise AttnError(
             f"CSV holds one matrix, but {len(stages)} stages were asked for ({', '.join(stages)})",
-            key="--stages",
-            expected="a single stage, e.g. --stages scores",
+            key=option("stages"),
+            expected=f"a single stage, e.g. {option('stages')} scores",
         )
     return stages[0]
 

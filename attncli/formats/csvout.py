@@ -17,7 +17,7 @@ from attncli.core.explain import Explanation
 from attncli.document import stages
 from attncli.document.escape import csv_cell
 from attncli.document.views import view_of
-from attncli.errors import AttnError
+from attncli.errors import AttnError, option
 
 
 def number(x: float, precision: int | None) -> str:
@@ -34,7 +34,7 @@ def run_csv(result: RunResult, *, stage: str, head: int, precision: int | None) 
     """The matrix of one stage of one head, with its labels, written a block of rows at a time."""
     view = view_of(result, stages.main_row(stage).key, head)
     if view is None:
-        raise AttnError(f"this scenario has no {stage!r} stage", key="--stages", expected="a stage it has, e.g. weights")
+        raise AttnError(f"this scenario has no {stage!r} stage", key=option("stages"), expected="a stage it has, e.g. weights")
     return _matrix_rows(view.data, view.rows, view.cols, precision)
 
 

@@ -10,7 +10,7 @@ import json
 
 import numpy as np
 
-from attncli.errors import AttnError
+from attncli.errors import AttnError, option
 from attncli.sources.yaml_scenario import split_sentence
 
 
@@ -23,12 +23,12 @@ def new_scenario(
         raise AttnError("the sentence has no words", key="SENTENCE", expected="a sentence such as 'The cat sat.'")
     G = heads if kv_heads is None else kv_heads
     if d_model % heads:
-        raise AttnError(f"d_model = {d_model} does not split into {heads} heads", key="--d-model", expected=f"a multiple of {heads}")
+        raise AttnError(f"d_model = {d_model} does not split into {heads} heads", key=option("d_model"), expected=f"a multiple of {heads}")
     if heads % G:
-        raise AttnError(f"--kv-heads {G} does not divide --heads {heads}", key="--kv-heads", expected=f"a divisor of {heads}")
+        raise AttnError(f"{option('kv_heads')} {G} does not divide {option('heads')} {heads}", key=option("kv_heads"), expected=f"a divisor of {heads}")
     d_k = d_model // heads
     if rope and d_k % 2:
-        raise AttnError(f"RoPE needs an even d_k, but d_model / heads = {d_k}", key="--rope", expected="d_model a multiple of 2·heads")
+        raise AttnError(f"RoPE needs an even d_k, but d_model / heads = {d_k}", key=option("rope"), expected="d_model a multiple of 2·heads")
     rng = np.random.default_rng(seed)
 
     def rows(n: int, m: int, scale: float) -> list[str]:

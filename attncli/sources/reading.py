@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attncli.errors import AttnError, shorten
+from attncli.errors import AttnError, option, shorten
 
 if TYPE_CHECKING:
     from attncli.sources.limits import Limits
@@ -275,7 +275,7 @@ def size_guard(text: str, limits: Limits) -> Callable[[str, Value], None]:
                 f"more than the limit of {limits.max_cells:,}",
                 line=token_value.line,
                 key=token_key,
-                expected="a smaller scenario, or raise the limit with --max-cells",
+                expected=f"a smaller scenario, or raise the limit with {option('max_cells')}",
             )
 
     return on_top_level

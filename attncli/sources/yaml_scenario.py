@@ -17,7 +17,7 @@ import numpy as np
 
 from attncli.core.scenario import Scale, Scenario
 from attncli.core.variants import Alibi, Mask, Rope, ScoreBias, alibi_slopes
-from attncli.errors import AttnError
+from attncli.errors import AttnError, option
 from attncli.sources import builtin, reading
 from attncli.sources.limits import Limits
 from attncli.sources.yamltree import Map, Scalar, Seq, Value, describe, parse, to_number, to_word
@@ -207,7 +207,7 @@ class _Validator:
                 f"{L_q:,} tokens × {L_k:,} × {heads} head(s) = {cells:,} attention cells, "
                 f"more than the limit of {self.limits.max_cells:,}",
                 "tokens" if "tokens" in self.tree.items else "sentence",
-                "a smaller scenario, or raise the limit with --max-cells",
+                f"a smaller scenario, or raise the limit with {option('max_cells')}",
             )
 
     def _identity(self, key: str, size: int, value: Value | None) -> np.ndarray:
@@ -216,7 +216,7 @@ class _Validator:
             raise self._error(
                 f"an identity {key} for d_model = {size:,} would hold {size * size:,} numbers, more than the limit of {self.limits.max_cells:,}",
                 key if value is not None else "embeddings",
-                "a smaller d_model, explicit weight matrices, or a higher --max-cells",
+                f"a smaller d_model, explicit weight matrices, or a higher {option('max_cells')}",
                 value,
             )
         return np.eye(size)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import yaml
 
-from attncli.errors import AttnError, shorten
+from attncli.errors import AttnError, option, shorten
 from attncli.sources.limits import Limits
 
 _STANDARD_TAG = "tag:yaml.org,2002:"
@@ -284,7 +284,7 @@ class _Builder:
                 + f" to more than {self.limits.max_values:,} values",
                 line=line,
                 key=self._path(),
-                expected="a teaching-sized scenario; raise the limit with --max-values if it is meant",
+                expected=f"a teaching-sized scenario; raise the limit with {option('max_values')} if it is meant",
             )
 
     def _check_tag(self, tag: str | None, line: int) -> None:

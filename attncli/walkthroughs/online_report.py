@@ -14,7 +14,7 @@ from attncli.core.decode import Decode, DecodeStep
 from attncli.core.engine import RunResult
 from attncli.core.online import Tiling
 from attncli.document.numbers import decimals, fixed, smart
-from attncli.errors import AttnError
+from attncli.errors import AttnError, option
 from attncli.formats import Document, Format, Options, report
 from attncli.formats.report import Report, Section, Table
 from attncli.walkthroughs.narration import quoted
@@ -227,10 +227,10 @@ def tiling_document(result: RunResult, options: Options, block_size: int) -> Doc
     count = len(heads) * -(-s.L // block_size) * -(-s.L_k // block_size)  # ⌈L_q / B⌉·⌈L_k / B⌉ per head
     if count > MAX_TILES_KEPT:
         raise AttnError(
-            f"--block-size {block_size} cuts {len(heads)} head{'s' * (len(heads) > 1)} of {s.L} × {s.L_k} into {count:,} tiles, "
+            f"{option('block_size')} {block_size} cuts {len(heads)} head{'s' * (len(heads) > 1)} of {s.L} × {s.L_k} into {count:,} tiles, "
             f"more than the {MAX_TILES_KEPT:,} shown at most",
-            key="--block-size",
-            expected=f"a larger block size (at least {_smallest_block(s.L, s.L_k, len(heads))}) or one head with --head",
+            key=option("block_size"),
+            expected=f"a larger block size (at least {_smallest_block(s.L, s.L_k, len(heads))}) or one head with {option('head')}",
         )
     tilings = {}
     for head in heads:

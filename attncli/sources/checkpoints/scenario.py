@@ -12,7 +12,7 @@ import numpy as np
 
 from attncli.core.scenario import Scale, Scenario
 from attncli.core.variants import Mask, Rope
-from attncli.errors import AttnError
+from attncli.errors import AttnError, option
 from attncli.sources import reading
 from attncli.sources.checkpoints.layer import LayerCase, load_layer
 from attncli.sources.checkpoints.tokens import SPACE_MARK
@@ -42,7 +42,7 @@ def load_scenario(
             f"{len(case.labels):,} tokens × {len(case.labels):,} × {case.heads} heads = {cells:,} attention cells, "
             f"more than the limit of {limits.max_cells:,}",
             key="sentence",
-            expected="a shorter sentence, or raise the limit with --max-cells",
+            expected=f"a shorter sentence, or raise the limit with {option('max_cells')}",
         )
     for path in folder.iterdir():  # no --output may replace a file of the checkpoint
         if path.name in ("config.json", "tokenizer.json") or path.name.endswith((".safetensors", ".safetensors.index.json")):

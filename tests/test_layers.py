@@ -1,0 +1,75 @@
+"""The architecture's rules that import-linter cannot see: flag names live only in the command line layer."""
+
+import ast
+import re
+from pathlib import Path
+
+import click
+import pytest
+import typer.main
+
+from attncli.cli.app import app, flag
+
+PACKAGE = Path(__file__).parent.parent / "attncli"
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z-]*")
+OPTION = re.compile(r"""\boption\(\s*["']([a-z_]+)["']\s*\)""")
+
+# Modules below cli/ whose shown text still names flags (hints such as "--full shows them all");
+# the one document model gives them option mentions too. Never add to it.
+NAMING_FLAGS_STILL = {
+    "formats/narration.py",
+    "formats/tables.py",
+    "walkthroughs/narration.py",
+    "walkthroughs/online_report.py",
+}
+
+
+def below_cli() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "cli" not in p.relative_to(PACKAGE).parts[:1])
+
+
+def shown_strings(path: Path) -> list[tuple[int, str]]:
+    """Every string constant of the module that is not a docstring, with its line."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                docstrings.add(id(first.value))
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+
+
+def flag_names(path: Path) -> list[str]:
+    return [f"{path.relative_to(PACKAGE)}:{line}: {text!r}" for line, text in shown_strings(path) if FLAG.search(text)]
+
+
+@pytest.mark.parametrize("path", below_cli(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_flag_name_below_the_command_line(path):
+    """Below cli/ an option is mentioned as option("round_steps"); only the CLI turns that into --round-steps."""
+    found = flag_names(path)
+    if str(path.relative_to(PACKAGE)) in NAMING_FLAGS_STILL:
+        assert found, f"{path.name} names no flag any more: take it off NAMING_FLAGS_STILL"
+    else:
+        assert not found, "flag names below the CLI:\n" + "\n".join(found)
+
+
+def test_every_option_mentioned_is_a_real_option():
+    """Each option("name") below the CLI is, as `flag(name)`, an option of some attncli command."""
+    command = typer.main.get_command(app)
+    flags: set[str] = set()
+
+    def collect(cmd: click.Command) -> None:
+        for param in cmd.params:
+            flags.update(param.opts)
+        for sub in getattr(cmd, "commands", {}).values():
+            collect(sub)
+
+    collect(command)
+    mentioned = {name for path in below_cli() for name in OPTION.findall(path.read_text(encoding="utf-8"))}
+    assert mentioned, "no option() mentions found: the scan is broken"
+    assert {flag(name) for name in mentioned} <= flags, sorted({flag(n) for n in mentioned} - flags)
