@@ -243,8 +243,8 @@ def differs(family: str, layers: range, *, config_change: dict[str, Any] | None 
 
 
 def test_leaving_out_a_mechanism_breaks_the_agreement():
-    """Without Gemma 2's cap, window or query_pre_attn_scalar, or gpt-oss's sinks, or with Gemma 3's (1 + w) QK-norm
-    taken as plain w, the reference misses the fixture by far more than the bound: the fixtures can catch each."""
+    """Without Gemma 2's cap, window or query_pre_attn_scalar, or gpt-oss's sinks, or with OLMo 2's QK-norm ε wrong,
+    the reference misses the fixture by far more than the bound: the fixtures can catch each."""
     assert differs("gemma2", range(3), config_change={"attn_logit_softcapping": None}) > 1e-2
     assert differs("gemma2", range(3), config_change={"sliding_window": 100}) > 1e-2
     assert differs("gemma2", range(3), config_change={"query_pre_attn_scalar": 8}) > 1e-2

@@ -450,3 +450,26 @@ def test_mla_against_transformers_deepseek_v3():
             theta=config.rope_parameters["rope_theta"], style="interleaved", scale=8**-0.5, absorbed=absorbed,
         )  # fmt: skip
         np.testing.assert_allclose(result["weights"], hf["weights"], rtol=0, atol=FLOAT32)
+
+
+@pytest.mark.parametrize("style", ["half", "interleaved"])
+@pytest.mark.parametrize("rotated", [2, 4, 8])
+def test_rope_table_angles_and_offset_agree(style, rotated):
+    """The three ways to give RoPE agree on a head of 8 with the first `rotated` dimensions turned: angles from θ,
+    a cos/sin table laid out as transformers lays it (halves alike for rotate-half, each angle twice in a row for
+    interleaved), and a position offset (position 97 + 3 = position 100); the unrotated dimensions pass through."""
+    rng = random.Random(rotated)
+    vector = [rng.gauss(0, 1) for _ in range(8)]
+    angles = ref.rope_angles(100, rotated, 500.0)
+    assert angles == ref.rope_angles(3, rotated, 500.0, offset=97)
+    if style == "half":
+        cos, sin = [math.cos(a) for a in angles] * 2, [math.sin(a) for a in angles] * 2
+    else:
+        cos = [math.cos(a) for a in angles for _ in range(2)]
+        sin = [math.sin(a) for a in angles for _ in range(2)]
+    by_angles = ref.rotate_by_angles(vector, angles, style)
+    np.testing.assert_allclose(ref.rotate_by_table(vector, cos, sin, style), by_angles, rtol=0, atol=1e-15)
+    assert by_angles[rotated:] == vector[rotated:]
+    if rotated == 8:  # the whole head: the engine's existing reference rotation, from position and θ
+        np.testing.assert_allclose(by_angles, ref.rotate(vector, 100, 500.0, style), rtol=0, atol=1e-15)
+    assert math.fsum(x * x for x in by_angles) == pytest.approx(math.fsum(x * x for x in vector), rel=1e-14)
