@@ -473,3 +473,23 @@ def test_rope_table_angles_and_offset_agree(style, rotated):
     if rotated == 8:  # the whole head: the engine's existing reference rotation, from position and θ
         np.testing.assert_allclose(by_angles, ref.rotate(vector, 100, 500.0, style), rtol=0, atol=1e-15)
     assert math.fsum(x * x for x in by_angles) == pytest.approx(math.fsum(x * x for x in vector), rel=1e-14)
+
+
+def test_mla_cache_per_token_is_deepseek_v2_table_1():
+    """MLA's cache holds c (d_c numbers) and the shared RoPE key (d_h^R) per token and layer: (d_c + d_h^R) = 9/2·d_h.
+
+    Source: DeepSeek-AI, "DeepSeek-V2" (arXiv:2405.04434), §2.1.4 Table 1 ("KV Cache per Token": MHA 2·n_h·d_h·l,
+    GQA 2·n_g·d_h·l, MQA 2·d_h·l, MLA (d_c + d_h^R)·l ≈ 9/2·d_h·l) with §3.1.2's sizes d_h = 128, d_c = 512
+    (4·d_h), d_h^R = 64 (d_h / 2), n_h = 128: 576 numbers against MHA's 32 768. The reference runs one token
+    through the absorbed form at those latent sizes (one head; the latent cache does not depend on heads).
+    """
+    rng = random.Random(9)
+    d_h, d_c, rope_dim, d = 128, 512, 64, 4
+    result = ref.mla(
+        random_matrix(rng, 1, d), heads=1, W_q=random_matrix(rng, d, d_h + rope_dim, 0.1),
+        W_dkv=random_matrix(rng, d, d_c + rope_dim, 0.1), kv_norm=([1.0] * d_c, 1e-6),
+        W_ukv=random_matrix(rng, d_c, d_h + d_h, 0.1), nope=d_h, rope_dim=rope_dim, v_dim=d_h, theta=10000.0,
+        style="interleaved", scale=(d_h + rope_dim) ** -0.5, absorbed=True,
+    )  # fmt: skip
+    assert result["cache_per_token"] == 576 == 9 * d_h // 2
+    assert result["weights"] == [[[1.0]]]
