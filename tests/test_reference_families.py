@@ -250,3 +250,41 @@ def test_leaving_out_a_mechanism_breaks_the_agreement():
     assert differs("gemma2", range(3), config_change={"query_pre_attn_scalar": 8}) > 1e-2
     assert differs("gpt_oss", range(1), tensor_change={"model.layers.0.self_attn.sinks": np.full(4, -1e9)}) > 1e-2
     assert differs("olmo2", range(2), config_change={"rms_norm_eps": 1.0}) > 1e-3
+
+
+@pytest.mark.parametrize("family", [*sorted(DECODER_ONLY), "bart"])
+def test_fixture_tokenizer_gives_the_golden_ids(family):
+    """The fixture's tokenizer.json turns the golden text into the golden ids (BART: and the decoder prefix)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(CHECKPOINTS / family / "tokenizer.json"))
+    golden = np.load(CHECKPOINTS / family / "golden.npz")
+    assert tokenizer.encode(str(golden["text"])).ids == golden["ids"].tolist()
+    if family == "bart":
+        prefix = tokenizer.encode(str(golden["decoder_text"]), add_special_tokens=False).ids
+        assert golden["decoder_ids"].tolist() == [2, 0, *prefix]
+
+
+@pytest.mark.parametrize("family", [*sorted(DECODER_ONLY), "bart"])
+def test_live_transformers_still_gives_the_goldens(family):
+    """transformers, run now on the fixture by the fixture script's own code, gives every committed golden array to
+    1e-12 (skips without torch): a transformers upgrade that changes a family shows here first."""
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except Exception as error:
+        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_checkpoints", Path(__file__).parent.parent / "scripts" / "make_checkpoints.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    golden = np.load(CHECKPOINTS / family / "golden.npz")
+    if family == "bart":
+        live = script.golden_encoder_decoder(CHECKPOINTS / family, golden["ids"].tolist(), golden["decoder_ids"].tolist())
+    else:
+        live = script.golden_with_inputs(CHECKPOINTS / family, golden["ids"].tolist(), moe=script.FAMILIES[family].get("moe", False))
+    assert set(live) <= set(golden.files)
+    for name, array in live.items():
+        np.testing.assert_allclose(array, golden[name], rtol=0, atol=1e-12, err_msg=name)

@@ -493,3 +493,16 @@ def test_mla_cache_per_token_is_deepseek_v2_table_1():
     )  # fmt: skip
     assert result["cache_per_token"] == 576 == 9 * d_h // 2
     assert result["weights"] == [[[1.0]]]
+
+
+def test_decoding_from_a_cache_gives_the_full_passs_last_rows():
+    """Prefix caching changes nothing: the new queries' weights and outputs against (cached keys + new keys) equal
+    rows P… of the full causal pass over all tokens; a new query never sees a later new key."""
+    rng = random.Random(12)
+    Q, K, V = random_matrix(rng, 6, 3), random_matrix(rng, 6, 3), random_matrix(rng, 6, 2)
+    full = ref.head_attention(Q, K, V, scale=3**-0.5, sees=ref.causal_window(None))
+    P = 4
+    decoded = ref.decode_from_cache(Q[P:], K[:P], V[:P], K[P:], V[P:], scale=3**-0.5)
+    np.testing.assert_allclose(decoded["weights"], full["weights"][P:], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(decoded["output"], full["output"][P:], rtol=0, atol=1e-15)
+    assert decoded["weights"][0][P + 1] == 0.0
