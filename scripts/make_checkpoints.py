@@ -7,7 +7,10 @@
 Each fixture is saved by transformers' own `save_pretrained` (safetensors) with a tokenizer.json
 trained offline with the `tokenizers` library, then loaded back from disk in float64 with eager
 attention; `golden.npz` holds the sentence, its token ids and every layer's and head's attention
-weights (layers, heads, L, L). Weights are redrawn with a standard deviation of 0.3 (norm scales
+weights (layers, heads, L, L). The fixtures of issue 20's families (qwen3 … bart) also hold, for each layer,
+the input of its attention block (`attention_inputs`, after the block's own norm), the cos/sin table
+transformers handed that block (`cos`, `sin`), and every layer's output (`hidden_states`); BART holds its
+encoder, decoder and cross attentions and their inputs apart (see `golden_encoder_decoder`). Weights are redrawn with a standard deviation of 0.3 (norm scales
 around 1) so that attention is far from uniform, which transformers' small default initialisation hides.
 The tests read only these files; they never need torch.
 """
@@ -59,6 +62,27 @@ def byte_level_tokenizer(*, bos: bool, special: list[str], trim_offsets: bool) -
     return tokenizer
 
 
+def bart_tokenizer() -> Any:
+    """BART's: byte-level BPE with <s> (0), <pad> (1), </s> (2), and <s> $A </s> around a sentence."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=290, special_tokens=["<s>", "<pad>", "</s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )  # fmt: skip
+    tokenizer.train_from_iterator(CORPUS, trainer)
+    tokenizer.post_processor = processors.Sequence(
+        [
+            processors.ByteLevel(trim_offsets=False),
+            processors.TemplateProcessing(single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", 0), ("</s>", 2)]),
+        ]
+    )
+    return tokenizer
+
+
 def wordpiece_tokenizer() -> Any:
     """BERT's: lower-cased WordPiece, [CLS] sentence [SEP]; the vocabulary written out (WordPiece training is not
     deterministic): specials, every character alone and as a ##continuation, every word of the corpus."""
@@ -85,16 +109,18 @@ def wordpiece_tokenizer() -> Any:
 # ---------------------------------------------------------------- models
 
 
-def redraw(model: Any, seed: int) -> None:
-    """Every parameter anew: N(0, 0.3²), norm scales N(1, 0.3²)."""
+NORM_SCALES = ("ln_1.weight", "ln_2.weight", "ln_f.weight", "LayerNorm.weight", "norm.weight", "layer_norm.weight")
+
+
+def redraw(model: Any, seed: int, *, norm_centre: float = 1.0) -> None:
+    """Every parameter anew: N(0, 0.3²), norm scales N(norm_centre, 0.3²) (0 for Gemma's (1 + w) norms)."""
     import torch
 
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             noise = torch.randn(parameter.shape, generator=generator, dtype=torch.float64) * STD
-            is_norm_scale = name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight", "LayerNorm.weight", "norm.weight"))
-            parameter.copy_(noise + 1.0 if is_norm_scale else noise)
+            parameter.copy_(noise + norm_centre if name.endswith(NORM_SCALES) else noise)
 
 
 def gpt2(*, prefixed: bool, **options: Any) -> Callable[[int], Any]:
@@ -229,6 +255,129 @@ FIXTURES: dict[str, dict[str, Any]] = {
 }
 
 
+def family(config_name: str, model_name: str, **options: Any) -> Callable[[int], Any]:
+    """Any transformers family by its class names: config_name(vocab_size=…, **options) → model_name."""
+
+    def build(vocab: int) -> Any:
+        import transformers
+
+        return getattr(transformers, model_name)(getattr(transformers, config_name)(vocab_size=vocab, **options))
+
+    return build
+
+
+# Issue 20's families. Each is as small as transformers allows and sets the mechanism's parameters away from
+# their defaults where a default would hide a mistake (a cap low enough to bend logits, a window shorter than
+# the sentence, query_pre_attn_scalar ≠ head_dim, a partial rotary fraction ≠ 1). Every one is float32 on disk.
+FAMILIES: dict[str, dict[str, Any]] = {
+    # QK-norm per head (q_norm, k_norm over head_dim), GQA 4:2, head_dim 8 ≠ 16 / 4, θ = 1e6, tied embeddings
+    "qwen3": {
+        "build": family(
+            "Qwen3Config", "Qwen3ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64, rms_norm_eps=1e-6,
+            tie_word_embeddings=True, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        ),  # fmt: skip
+        "tokenizer": "qwen2",
+    },
+    # QK-norm over the whole projection (q_norm of size H·d, k_norm of size G·d), post-norms only (no input norm)
+    "olmo2": {
+        "build": family(
+            "Olmo2Config", "Olmo2ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6,
+            bos_token_id=0, eos_token_id=0, pad_token_id=0, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "qwen2",
+    },
+    # soft-cap 5 (50 in the real model: too high to bend random logits), query_pre_attn_scalar 12 ≠ head_dim 8,
+    # layers sliding (window 4) / full / sliding, (1 + w) RMSNorm, √d embedding scale, pre- and post-norms
+    "gemma2": {
+        "build": family(
+            "Gemma2Config", "Gemma2ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64,
+            query_pre_attn_scalar=12, attn_logit_softcapping=5.0, final_logit_softcapping=30.0, sliding_window=4,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+            bos_token_id=0, eos_token_id=1, pad_token_id=1,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+        "norm_centre": 0.0,
+    },
+    # QK-norm per head ((1 + w) form), 5 sliding layers (window 4, θ = 10 000) then 1 full layer (θ = 1e6)
+    "gemma3": {
+        "build": family(
+            "Gemma3TextConfig", "Gemma3ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=6,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64,
+            query_pre_attn_scalar=8, sliding_window=4, layer_types=["sliding_attention"] * 5 + ["full_attention"],
+            rope_parameters={
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+            },
+            bos_token_id=0, eos_token_id=1, pad_token_id=1,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+        "norm_centre": 0.0,
+    },
+    # fused qkv_proj [q | k | v] (GQA 4:2), fused gate_up_proj, partial rotary 0.5 (Phi-4-mini's is 0.75; Phi-3's 1)
+    "phi3": {
+        "build": family(
+            "Phi3Config", "Phi3ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, original_max_position_embeddings=64,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
+    # Pythia-style: fused query_key_value laid out per head [q | k | v], rotary_pct 0.25, parallel residual, biases
+    "gpt_neox": {
+        "build": family(
+            "GPTNeoXConfig", "GPTNeoXForCausalLM", hidden_size=16, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=2, max_position_embeddings=64, rotary_pct=0.25, use_parallel_residual=True,
+            bos_token_id=0, eos_token_id=0, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "gpt2",
+    },
+    # learned sinks, sliding (window 4) / full, q/k/v/o biases, MoE (4 experts, top 2) in every layer; default RoPE
+    # here, YaRN (factor 32) in the real model
+    "gpt_oss": {
+        "build": family(
+            "GptOssConfig", "GptOssForCausalLM", hidden_size=16, intermediate_size=16, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=4, max_position_embeddings=64, sliding_window=4,
+            layer_types=["sliding_attention", "full_attention"], num_local_experts=4, num_experts_per_tok=2,
+            rope_parameters={"rope_type": "default", "rope_theta": 150000.0},
+            bos_token_id=0, eos_token_id=0, pad_token_id=0, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "qwen2",
+        "moe": True,
+    },
+    # MLA: q through q_a (rank 8) → RMSNorm → q_b; kv latent rank 6 + one shared RoPE part of 4 per token; nope 4,
+    # v 4; a dense MLP in layer 1, then MoE (4 routed experts in 2 groups, top 2, one shared expert); default RoPE
+    # here, YaRN with mscale in the real model
+    "deepseek_v3": {
+        "build": family(
+            "DeepseekV3Config", "DeepseekV3ForCausalLM", hidden_size=16, intermediate_size=32, moe_intermediate_size=8,
+            num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2, q_lora_rank=8, kv_lora_rank=6,
+            qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=4, n_routed_experts=4, num_experts_per_tok=2,
+            n_shared_experts=1, n_group=2, topk_group=1, first_k_dense_replace=1, max_position_embeddings=64,
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+        "moe": True,
+    },
+    # encoder–decoder: bidirectional encoder, causal decoder self-attention, cross-attention on the encoder's output;
+    # learned positions offset by 2, post-norms, biases everywhere
+    "bart": {
+        "build": family(
+            "BartConfig", "BartForConditionalGeneration", d_model=16, encoder_layers=2, decoder_layers=2,
+            encoder_attention_heads=2, decoder_attention_heads=4, encoder_ffn_dim=32, decoder_ffn_dim=32,
+            max_position_embeddings=64, bos_token_id=0, pad_token_id=1, eos_token_id=2, decoder_start_token_id=2,
+            forced_eos_token_id=None,
+        ),  # fmt: skip
+        "tokenizer": "bart",
+        "encoder_decoder": True,
+    },
+}
+TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
+
+
 def to_transformers4_spelling(folder: Path) -> None:
     """config.json as transformers 4 wrote it: rope_theta + rope_scaling {type: ...}, torch_dtype."""
     path = folder / "config.json"
@@ -248,6 +397,8 @@ def make_tokenizer(kind: str) -> Any:
         return byte_level_tokenizer(bos=True, special=["<s>", "</s>"], trim_offsets=False)
     if kind == "qwen2":
         return byte_level_tokenizer(bos=False, special=["<|endoftext|>"], trim_offsets=False)
+    if kind == "bart":
+        return bart_tokenizer()
     return byte_level_tokenizer(bos=False, special=["<|endoftext|>"], trim_offsets=True)  # gpt2: offsets without the space
 
 
@@ -260,6 +411,120 @@ def golden(folder: Path, ids: list[int]) -> np.ndarray:
     with torch.no_grad():
         out = model(input_ids=torch.tensor([ids]), output_attentions=True)
     return np.stack([a[0].numpy() for a in out.attentions])
+
+
+def attention_modules(model: Any) -> dict[str, Any]:
+    """Each attention block of a model by its module path, in layer order (self_attn, attention, encoder_attn)."""
+    return {
+        name: module
+        for name, module in model.named_modules()
+        if name.rsplit(".", 1)[-1] in ("self_attn", "attention", "encoder_attn") and type(module).__name__.endswith("Attention")
+    }
+
+
+def recording(model: Any) -> tuple[dict[str, dict[str, np.ndarray]], list[Any]]:
+    """Forward pre-hooks that keep each attention block's input hidden states (and the cos/sin it was given)."""
+    seen: dict[str, dict[str, np.ndarray]] = {}
+    handles = []
+    for name, module in attention_modules(model).items():
+
+        def hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str = name) -> None:
+            hidden = args[0] if args else kwargs["hidden_states"]
+            record = {"input": hidden[0].detach().numpy().copy()}
+            if kwargs.get("position_embeddings") is not None:
+                cos, sin = kwargs["position_embeddings"]
+                record["cos"], record["sin"] = cos[0].detach().numpy().copy(), sin[0].detach().numpy().copy()
+            seen[name] = record
+
+        handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
+    return seen, handles
+
+
+def golden_with_inputs(folder: Path, ids: list[int], *, moe: bool = False) -> dict[str, np.ndarray]:
+    """golden() and, per layer, the attention block's input and cos/sin table, and every layer's output. Experts
+    run one by one (experts_implementation="eager"): the default grouped_mm kernel refuses float64."""
+    import torch
+    from transformers import AutoModel
+
+    options = {"experts_implementation": "eager"} if moe else {}
+    model = AutoModel.from_pretrained(folder, attn_implementation="eager", dtype=torch.float64, **options).double().eval()
+    seen, handles = recording(model)
+    with torch.no_grad():
+        out = model(input_ids=torch.tensor([ids]), output_attentions=True, output_hidden_states=True)
+    for handle in handles:
+        handle.remove()
+    records = list(seen.values())
+    arrays = {
+        "attentions": np.stack([a[0].numpy() for a in out.attentions]),
+        "attention_inputs": np.stack([r["input"] for r in records]),
+        "hidden_states": np.stack([h[0].numpy() for h in out.hidden_states]),
+    }
+    if all("cos" in r for r in records):
+        arrays["cos"] = np.stack([r["cos"] for r in records])
+        arrays["sin"] = np.stack([r["sin"] for r in records])
+    return arrays
+
+
+def golden_encoder_decoder(folder: Path, ids: list[int], decoder_ids: list[int]) -> dict[str, np.ndarray]:
+    """An encoder–decoder's three attentions: encoder self-attention (layers, heads, L, L), the decoder's causal
+    self-attention (layers, heads, T, T) and its cross-attention (layers, heads, T, L) over the encoder's output,
+    with each block's input and the encoder's output (the cross-attention's keys and values come from it)."""
+    import torch
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(folder, attn_implementation="eager", dtype=torch.float64).double().eval()
+    seen, handles = recording(model)
+    with torch.no_grad():
+        out = model(
+            input_ids=torch.tensor([ids]), decoder_input_ids=torch.tensor([decoder_ids]), output_attentions=True,
+            output_hidden_states=True,
+        )  # fmt: skip
+    for handle in handles:
+        handle.remove()
+
+    def inputs(part: str, kind: str) -> np.ndarray:
+        return np.stack([r["input"] for name, r in seen.items() if name.startswith(part) and name.endswith(kind)])
+
+    return {
+        "encoder_attentions": np.stack([a[0].numpy() for a in out.encoder_attentions]),
+        "decoder_attentions": np.stack([a[0].numpy() for a in out.decoder_attentions]),
+        "cross_attentions": np.stack([a[0].numpy() for a in out.cross_attentions]),
+        "encoder_attention_inputs": inputs("encoder.", "self_attn"),
+        "decoder_attention_inputs": inputs("decoder.", "self_attn"),
+        "cross_attention_inputs": inputs("decoder.", "encoder_attn"),
+        "encoder_output": out.encoder_last_hidden_state[0].numpy(),
+        "encoder_hidden_states": np.stack([h[0].numpy() for h in out.encoder_hidden_states]),
+        "decoder_hidden_states": np.stack([h[0].numpy() for h in out.decoder_hidden_states]),
+    }
+
+
+def make_family_fixture(name: str, spec: dict[str, Any], seed: int) -> None:
+    """One of issue 20's families: float32 on disk, golden.npz with every layer's inputs (see the module's doc)."""
+    import torch
+
+    folder = OUT / name
+    shutil.rmtree(folder, ignore_errors=True)
+    tokenizer = make_tokenizer(spec["tokenizer"])
+    torch.manual_seed(seed)
+    model = spec["build"](tokenizer.get_vocab_size())
+    redraw(model, seed, norm_centre=spec.get("norm_centre", 1.0))
+    model.to(torch.float32).save_pretrained(folder)
+    (folder / "generation_config.json").unlink(missing_ok=True)
+    tokenizer.save(str(folder / "tokenizer.json"))
+    ids = tokenizer.encode(SENTENCE).ids
+    extra: dict[str, np.ndarray] = {}
+    if spec.get("encoder_decoder"):
+        prefix = tokenizer.encode(TARGET_PREFIX, add_special_tokens=False).ids
+        decoder_ids = [model.config.decoder_start_token_id, 0, *prefix]  # </s> <s> The cat, as BART's shift makes it
+        arrays = golden_encoder_decoder(folder, ids, decoder_ids)
+        extra = {"decoder_text": np.array(TARGET_PREFIX), "decoder_ids": np.array(decoder_ids, dtype=np.int64)}
+        shape = arrays["cross_attentions"].shape
+    else:
+        arrays = golden_with_inputs(folder, ids, moe=spec.get("moe", False))
+        shape = arrays["attentions"].shape
+    np.savez_compressed(folder / "golden.npz", text=np.array(SENTENCE), ids=np.array(ids, dtype=np.int64), **extra, **arrays)
+    size = sum(p.stat().st_size for p in folder.iterdir())
+    print(f"{name:12} {len(ids):3} tokens  {shape}  {size / 1024:.1f} KB")
 
 
 def make_fixture(name: str, spec: dict[str, Any], seed: int) -> None:
@@ -392,6 +657,9 @@ def main() -> None:
     for seed, (name, spec) in enumerate(FIXTURES.items(), start=1):
         if args.only in (None, name):
             make_fixture(name, spec, seed)
+    for seed, (name, spec) in enumerate(FAMILIES.items(), start=101):
+        if args.only in (None, name):
+            make_family_fixture(name, spec, seed)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ maximum, the textbook way), no matrix products.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 
 def matmul(A: list[list[float]], B: list[list[float]]) -> list[list[float]]:
@@ -134,3 +135,255 @@ def variant_attention(
         all_weights.append(weights)
         outputs.append([[sum(weights[i][j] * V[j][t] for j in range(L_k)) for t in range(d_v)] for i in range(L_q)])
     return {"weights": all_weights, "head_outputs": outputs}
+
+
+# ---------------------------------------------------------------- the mechanisms of 2024–26 models (issue 20)
+# Each function below is one mechanism, by hand, with loops and the math module; a row is a list of floats,
+# a matrix a list of rows. Positions count from 0 here, as in the papers' formulas.
+
+
+def rms_norm(vector: list[float], weight: list[float], eps: float, *, offset: float = 0.0) -> list[float]:
+    """RMSNorm, x / √(mean(x²) + ε) · (offset + w): Zhang & Sennrich, "Root Mean Square Layer Normalization"
+    (NeurIPS 2019), eq. 4; offset = 1 is Gemma's (1 + w) form (transformers' Gemma2RMSNorm, Gemma3RMSNorm)."""
+    mean_square = sum(x * x for x in vector) / len(vector)
+    inverse = 1.0 / math.sqrt(mean_square + eps)
+    return [x * inverse * (offset + w) for x, w in zip(vector, weight)]
+
+
+def qk_norm_per_head(rows: list[list[float]], heads: int, weight: list[float], eps: float, *, offset: float = 0.0) -> list[list[float]]:
+    """QK-norm as Qwen3 and Gemma 3 do it: RMSNorm of each head's slice (d_k) of each projected row (H·d_k),
+    one weight of length d_k shared by all heads, before RoPE. Sources: Qwen3 Technical Report (arXiv:2505.09388)
+    §2 "QK-Norm"; transformers' Qwen3Attention (q_norm, k_norm applied to the (…, heads, head_dim) view)."""
+    d_k = len(rows[0]) // heads
+    out = []
+    for row in rows:
+        normed: list[float] = []
+        for h in range(heads):
+            normed += rms_norm(row[h * d_k : (h + 1) * d_k], weight, eps, offset=offset)
+        out.append(normed)
+    return out
+
+
+def qk_norm_whole(rows: list[list[float]], weight: list[float], eps: float) -> list[list[float]]:
+    """QK-norm as OLMo 2 does it: one RMSNorm over the whole projection (H·d_k, or G·d_k for keys) before the
+    split into heads. Sources: OLMo et al., "2 OLMo 2 Furious" (arXiv:2501.00656) §3.1; transformers'
+    Olmo2Attention (q_norm, k_norm sized num_heads·head_dim, applied to q_proj(x) and k_proj(x))."""
+    return [rms_norm(row, weight, eps) for row in rows]
+
+
+def soft_cap(score: float, cap: float) -> float:
+    """Logit soft-capping, cap · tanh(score / cap): Gemma Team, "Gemma 2" (arXiv:2408.00118) §2, attention
+    logits capped at 50; transformers' Gemma2 eager_attention_forward (after scaling, before the mask)."""
+    return cap * math.tanh(score / cap)
+
+
+def rope_angles(position: int, rotary_dim: int, theta: float, *, offset: int = 0) -> list[float]:
+    """The angle of each of the rotary_dim / 2 pairs at a position: (offset + position) · θ^(−2i / rotary_dim).
+    Su et al., "RoFormer" (arXiv:2104.09864) eq. 15; with a partial rotary the exponent's denominator is the
+    rotated width, as in transformers' default RoPE init (dim = head_dim · partial_rotary_factor)."""
+    return [(offset + position) * theta ** (-2 * i / rotary_dim) for i in range(rotary_dim // 2)]
+
+
+def rotate_by_angles(vector: list[float], angles: list[float], style: str) -> list[float]:
+    """RoPE on the first 2·len(angles) dimensions only, the rest passed through (partial rotary: GPT-NeoX
+    rotary_pct, Phi partial_rotary_factor, DeepSeek's decoupled part). Pairs (i, i + r/2) for "half"
+    (GPT-NeoX's rotate_half) or (2i, 2i + 1) for "interleaved" (RoFormer, GPT-J), r the rotated width."""
+    r = 2 * len(angles)
+    out = list(vector)
+    for i, angle in enumerate(angles):
+        a, b = (i, i + r // 2) if style == "half" else (2 * i, 2 * i + 1)
+        out[a] = vector[a] * math.cos(angle) - vector[b] * math.sin(angle)
+        out[b] = vector[b] * math.cos(angle) + vector[a] * math.sin(angle)
+    return out
+
+
+def rotate_by_table(vector: list[float], cos: list[float], sin: list[float], style: str = "half") -> list[float]:
+    """RoPE from a given cos/sin table row, one entry per rotated dimension (length r ≤ d), as transformers
+    applies it: x·cos + rotate_half(x)·sin on the first r dimensions (style "half"), or the same with the
+    pairs (2i, 2i + 1) ("interleaved"); dimensions past r pass through."""
+    r = len(cos)
+    out = list(vector)
+    for t in range(r):
+        if style == "half":
+            partner = vector[t + r // 2] * -1.0 if t < r // 2 else vector[t - r // 2]
+        else:
+            partner = -vector[t + 1] if t % 2 == 0 else vector[t - 1]
+        out[t] = vector[t] * cos[t] + partner * sin[t]
+    return out
+
+
+def softmax_with_sink(logits: dict[int, float], sink: float | None) -> tuple[dict[int, float], float]:
+    """Softmax over the seen keys' logits with an optional learned sink logit in the denominator only:
+    w_j = e^{s_j} / (Σ_k e^{s_k} + e^{sink}); returns (weights, weight the sink took). Source: OpenAI,
+    "gpt-oss-120b & gpt-oss-20b Model Card" (arXiv:2508.10925) §2.1 "learned bias in the denominator";
+    transformers' GptOss eager_attention_forward (sinks concatenated as one more column, dropped after softmax)."""
+    terms = list(logits.values()) + ([] if sink is None else [sink])
+    biggest = max(terms)
+    exps = {j: math.exp(s - biggest) for j, s in logits.items()}
+    sink_exp = 0.0 if sink is None else math.exp(sink - biggest)
+    total = sum(exps.values()) + sink_exp
+    return {j: e / total for j, e in exps.items()}, sink_exp / total
+
+
+def head_attention(
+    Q: list[list[float]],
+    K: list[list[float]],
+    V: list[list[float]],
+    *,
+    scale: float,
+    sees: Callable[[int, int], bool] | None = None,
+    cap: float | None = None,
+    sink: float | None = None,
+) -> dict:
+    """One head from its own q, k, v rows (already normed and rotated): logit = scale · q·k, soft-capped
+    (before the mask, as Gemma 2), masked by sees(i, j) (0-based; None sees everything), softmax with the
+    optional sink. Returns {"logits", "weights", "sink_weights", "output"}."""
+    L_q, L_k, d_v = len(Q), len(K), len(V[0])
+    all_logits, weights, sink_weights = [], [], []
+    for i in range(L_q):
+        row = [scale * sum(a * b for a, b in zip(Q[i], K[j])) for j in range(L_k)]
+        if cap is not None:
+            row = [soft_cap(s, cap) for s in row]
+        all_logits.append(row)
+        seen = {j: row[j] for j in range(L_k) if sees is None or sees(i, j)}
+        w, taken = softmax_with_sink(seen, sink)
+        weights.append([w.get(j, 0.0) for j in range(L_k)])
+        sink_weights.append(taken)
+    output = [[sum(weights[i][j] * V[j][t] for j in range(L_k)) for t in range(d_v)] for i in range(L_q)]
+    return {"logits": all_logits, "weights": weights, "sink_weights": sink_weights, "output": output}
+
+
+def causal_window(window: int | None) -> Callable[[int, int], bool]:
+    """Causal mask with an optional window counted as transformers counts `sliding_window`: query i sees key j
+    when j ≤ i and i − j < window (the query itself included, so window keys at most)."""
+    return lambda i, j: j <= i and (window is None or i - j < window)
+
+
+def layer_windows(layer_types: list[str], sliding_window: int) -> list[int | None]:
+    """Local and global layers: the window of each layer from a config's layer_types ("sliding_attention" or
+    "full_attention"), None for full. Gemma 2 alternates 1:1 (Gemma 2 report §2), Gemma 3 has five local
+    layers per global one (Gemma 3 report, arXiv:2503.19786, §2), gpt-oss alternates banded and dense."""
+    return [sliding_window if kind == "sliding_attention" else None for kind in layer_types]
+
+
+def decode_from_cache(
+    q_rows: list[list[float]],
+    K_cache: list[list[float]],
+    V_cache: list[list[float]],
+    K_new: list[list[float]],
+    V_new: list[list[float]],
+    *,
+    scale: float,
+) -> dict:
+    """Decoding with keys and values already cached: new query n (0-based) sits at position len(cache) + n and
+    sees every cached key and the new keys up to itself (prefix caching, vLLM's paged attention: Kwon et al.,
+    SOSP 2023, §4.1). Returns head_attention's dict over the concatenated keys."""
+    P = len(K_cache)
+    return head_attention(q_rows, K_cache + K_new, V_cache + V_new, scale=scale, sees=lambda i, j: j <= P + i)
+
+
+def mla(
+    X: list[list[float]],
+    *,
+    heads: int,
+    W_q: list[list[float]],
+    W_dkv: list[list[float]],
+    kv_norm: tuple[list[float], float],
+    W_ukv: list[list[float]],
+    nope: int,
+    rope_dim: int,
+    v_dim: int,
+    theta: float,
+    style: str,
+    scale: float,
+    absorbed: bool,
+) -> dict:
+    """Multi-head latent attention (DeepSeek-V2, arXiv:2405.04434, §2.1, eqs. 9–19), causal, both ways.
+
+    q_h = (X W_q)_h = [q_nope | q_rope] per head (nope + rope_dim); the down-projection X W_dkv gives the
+    latent c (kv_lora_rank, then RMSNorm with kv_norm's weight and ε, as DeepSeek's kv_a_layernorm) and one
+    shared k_rope (rope_dim) per token; W_ukv expands c into [k_nope | v] per head (nope + v_dim).
+    expanded: k_h = [W_uk,h c | RoPE(k_rope)], scores q_h·k_h, output Σ w v_h.
+    absorbed (§2.1.3 "absorb W^UK into W^Q and W^UV into W^O"): scores (W_uk,hᵀ q_nope)·c + RoPE(q_rope)·RoPE(k_rope),
+    output W_uv,h (Σ w c): only c and k_rope are cached. Returns {"weights", "head_outputs", "cache_per_token"}.
+    """
+    L = len(X)
+    q_all = matmul(X, W_q)
+    down = matmul(X, W_dkv)
+    rank = len(down[0]) - rope_dim
+    latent = [rms_norm(row[:rank], kv_norm[0], kv_norm[1]) for row in down]
+    k_rope = [rotate_by_angles(row[rank:], rope_angles(p, rope_dim, theta), style) for p, row in enumerate(down)]
+    width = nope + v_dim
+    all_weights, outputs = [], []
+    for h in range(heads):
+        q_h = [row[h * (nope + rope_dim) : (h + 1) * (nope + rope_dim)] for row in q_all]
+        q_nope = [row[:nope] for row in q_h]
+        q_rope = [rotate_by_angles(row[nope:], rope_angles(p, rope_dim, theta), style) for p, row in enumerate(q_h)]
+        W_uk = [row[h * width : h * width + nope] for row in W_ukv]  # (rank, nope)
+        W_uv = [row[h * width + nope : (h + 1) * width] for row in W_ukv]  # (rank, v_dim)
+        if not absorbed:
+            k_nope = matmul(latent, W_uk)
+            v = matmul(latent, W_uv)
+            result = head_attention(
+                [a + b for a, b in zip(q_nope, q_rope)], [a + b for a, b in zip(k_nope, k_rope)], v,
+                scale=scale, sees=causal_window(None),
+            )  # fmt: skip
+            all_weights.append(result["weights"])
+            outputs.append(result["output"])
+            continue
+        q_latent = [[sum(W_uk[r][t] * q[t] for t in range(nope)) for r in range(rank)] for q in q_nope]  # W_ukᵀ q
+        weights = []
+        for i in range(L):
+            logits = {
+                j: scale * (sum(a * b for a, b in zip(q_latent[i], latent[j])) + sum(a * b for a, b in zip(q_rope[i], k_rope[j])))
+                for j in range(i + 1)
+            }
+            w, _ = softmax_with_sink(logits, None)
+            weights.append([w.get(j, 0.0) for j in range(L)])
+        mixed = [[sum(weights[i][j] * latent[j][r] for j in range(L)) for r in range(rank)] for i in range(L)]  # Σ w c
+        all_weights.append(weights)
+        outputs.append(matmul(mixed, W_uv))
+    return {"weights": all_weights, "head_outputs": outputs, "cache_per_token": rank + rope_dim if absorbed else heads * (nope + rope_dim + v_dim)}
+
+
+def elu_plus_one(x: float) -> float:
+    """φ(x) = elu(x) + 1: Katharopoulos et al., "Transformers are RNNs" (ICML 2020), eq. 7."""
+    return x + 1.0 if x > 0 else math.exp(x)
+
+
+def linear_attention(
+    Q: list[list[float]], K: list[list[float]], V: list[list[float]], *, causal: bool, feature: Callable[[float], float] = elu_plus_one
+) -> list[list[float]]:
+    """Attention without softmax (Katharopoulos et al. 2020, eq. 4 and, causal, eq. 9):
+    out_i = Σ_j (φ(q_i)·φ(k_j)) v_j / Σ_j φ(q_i)·φ(k_j), j over all keys or j ≤ i."""
+    phi_q = [[feature(x) for x in row] for row in Q]
+    phi_k = [[feature(x) for x in row] for row in K]
+    out = []
+    for i, q in enumerate(phi_q):
+        keys = range(i + 1) if causal else range(len(K))
+        sims = {j: sum(a * b for a, b in zip(q, phi_k[j])) for j in keys}
+        total = sum(sims.values())
+        out.append([sum(sims[j] * V[j][t] for j in keys) / total for t in range(len(V[0]))])
+    return out
+
+
+def retention(Q: list[list[float]], K: list[list[float]], V: list[list[float]], gamma: float) -> dict:
+    """Retention's parallel form (Sun et al., "Retentive Network", arXiv:2307.08621, eq. 5, without xPos and
+    GroupNorm): out = (Q Kᵀ ⊙ D) V with the decay mask D_ij = γ^(i−j) for j ≤ i, 0 above the diagonal.
+    Returns {"mask": D, "scores": QKᵀ ⊙ D, "output"}."""
+    L = len(Q)
+    decay = [[gamma ** (i - j) if j <= i else 0.0 for j in range(L)] for i in range(L)]
+    scores = [[decay[i][j] * sum(a * b for a, b in zip(Q[i], K[j])) for j in range(L)] for i in range(L)]
+    output = [[sum(scores[i][j] * V[j][t] for j in range(L)) for t in range(len(V[0]))] for i in range(L)]
+    return {"mask": decay, "scores": scores, "output": output}
+
+
+def retention_recurrent(Q: list[list[float]], K: list[list[float]], V: list[list[float]], gamma: float) -> list[list[float]]:
+    """Retention's recurrent form (Sun et al. 2023, eq. 6): S_n = γ S_{n−1} + k_nᵀ v_n, out_n = q_n S_n."""
+    d_k, d_v = len(K[0]), len(V[0])
+    state = [[0.0] * d_v for _ in range(d_k)]
+    out = []
+    for q, k, v in zip(Q, K, V):
+        state = [[gamma * state[a][b] + k[a] * v[b] for b in range(d_v)] for a in range(d_k)]
+        out.append([sum(q[a] * state[a][b] for a in range(d_k)) for b in range(d_v)])
+    return out
