@@ -74,3 +74,25 @@ def test_key_and_type_errors_of_the_corpus_fail_the_schema(name):
     data = as_editor_sees_it(parse((BAD / name).read_text()))
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(data, SCHEMA, cls=jsonschema.Draft202012Validator)
+
+
+def test_the_shipped_schema_is_generated_from_the_table_of_keys():
+    """attncli/scenario.schema.json is exactly what scripts/make_schema.py writes from attncli/sources/fields.py."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_schema", Path(__file__).parent.parent / "scripts" / "make_schema.py")
+    assert spec is not None and spec.loader is not None
+    make_schema = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_schema)
+    shipped = (Path(__file__).parent.parent / "attncli" / "scenario.schema.json").read_text(encoding="utf-8")
+    assert shipped == make_schema.text(), "run: python scripts/make_schema.py"
+
+
+def test_the_reader_knows_exactly_the_schemas_keys():
+    """The YAML reader's key lists are the schema's: a key in one is a key in the other."""
+    from attncli.sources import yaml_scenario
+
+    assert list(yaml_scenario.KEYS) == list(SCHEMA["properties"])
+    assert set(yaml_scenario.MASK_KEYS) == set(SCHEMA["properties"]["mask"]["anyOf"][1]["properties"])
+    model_only_excluded = {key["required"][0] for key in SCHEMA["dependentSchemas"]["model"]["not"]["anyOf"]}
+    assert set(yaml_scenario.MODEL_KEYS) == set(SCHEMA["properties"]) - model_only_excluded

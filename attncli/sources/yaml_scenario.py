@@ -18,21 +18,12 @@ import numpy as np
 from attncli.core.scenario import Scale, Scenario
 from attncli.core.variants import Alibi, Mask, Rope, ScoreBias, alibi_slopes
 from attncli.errors import AttnError, option
-from attncli.sources import builtin, reading
+from attncli.sources import builtin, fields, reading
 from attncli.sources.limits import Limits
 from attncli.sources.yamltree import Map, Scalar, Seq, Value, describe, parse, to_number, to_word
 
-KEYS = (
-    "name", "description", "source",
-    "tokens", "sentence", "case_sensitive", "embeddings", "context",
-    "heads", "kv_heads", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V", "Q", "K", "V", "W_O", "b_O",
-    "scale", "mask", "bias", "alibi", "rope", "precision",
-    "model", "layer", "special_tokens",
-)  # fmt: skip
-MODEL_KEYS = ("name", "description", "source", "model", "layer", "sentence", "special_tokens", "precision")  # a real checkpoint's layer
-CONTEXT_KEYS = ("tokens", "sentence", "embeddings")
-MASK_KEYS = ("causal", "window", "sinks", "padding")
-ROPE_KEYS = ("theta", "style")
+KEYS, MODEL_KEYS = fields.KEYS, fields.MODEL_KEYS  # every key, and those a real checkpoint's layer may have
+CONTEXT_KEYS, MASK_KEYS, ROPE_KEYS = (fields.mapping_keys(name) for name in ("context", "mask", "rope"))
 MAX_PRECISION = 15  # float64 carries 15-17 significant digits; more decimals would be noise
 _PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~" + "“”‘’«»…—–"  # string.punctuation and typographic marks
 

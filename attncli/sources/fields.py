@@ -1,0 +1,217 @@
+"""The one table of scenario keys: each key's JSON Schema, and whether it goes with `model:`.
+
+The YAML reader's key lists (`KEYS`, `MODEL_KEYS`, the keys of `context`, `mask` and `rope`)
+and the shipped JSON Schema (`attncli/scenario.schema.json`, written by
+`scripts/make_schema.py`; a test fails when they differ) both come from here, so a new key
+is one row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+Schema = Mapping[str, Any]
+
+VECTOR: Schema = {"$ref": "#/$defs/vector"}
+MATRIX: Schema = {"$ref": "#/$defs/matrix"}
+MATRICES: Schema = {"type": "array", "minItems": 1, "items": MATRIX}  # one per head
+DEFS: Schema = {
+    "vector": {"type": "array", "minItems": 1, "items": {"type": "number"}},
+    "matrix": {"type": "array", "minItems": 1, "items": VECTOR},
+    "projection": {"anyOf": [{"const": "identity"}, MATRIX, MATRICES]},
+}
+ONE_OF_TOKENS_OR_SENTENCE = [
+    {"required": ["tokens"], "not": {"required": ["sentence"]}},
+    {"required": ["sentence"], "not": {"required": ["tokens"]}},
+]
+TOKENS: Schema = {
+    "type": "array",
+    "minItems": 1,
+    "items": {"type": ["string", "number", "boolean", "null"]},
+    "description": "The words, in order. Every item is read as the word written: on, yes, null and 2024 stay words.",
+}
+SENTENCE: Schema = {
+    "type": "string",
+    "minLength": 1,
+    "description": 'Instead of tokens: split on whitespace, surrounding punctuation stripped ("mat." -> "mat").',
+}
+EMBEDDINGS: Schema = {
+    "description": "A mapping word -> vector (one entry per distinct word), or a list of rows, one per token (the input matrix X).",
+    "oneOf": [{"type": "object", "minProperties": 1, "additionalProperties": VECTOR}, MATRIX],
+}
+
+
+class Field(NamedTuple):
+    """One top-level key of a scenario file."""
+
+    name: str
+    schema: Schema  # its JSON Schema, with the description editors show
+    with_model: bool = False  # may stand beside `model:` (a checkpoint's layer)
+    needs_model: bool = False  # means something only beside `model:`
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("name", {"type": "string", "description": "Free text; defaults to the file name without .yaml."}, with_model=True),
+    Field("description", {"type": "string", "description": "Free text, shown by `attncli scenarios`."}, with_model=True),
+    Field("source", {"type": "string", "description": "Free text: where the example comes from."}, with_model=True),
+    Field("tokens", TOKENS),
+    Field("sentence", SENTENCE, with_model=True),
+    Field(
+        "case_sensitive",
+        {"type": "boolean", "default": False, "description": 'Whether "The" and "the" are different words when embeddings are looked up by word.'},
+    ),
+    Field("embeddings", EMBEDDINGS),
+    Field(
+        "context",
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "Cross-attention: the keys' and values' sequence. Queries come from the top-level tokens.",
+            "properties": {"tokens": TOKENS, "sentence": SENTENCE, "embeddings": EMBEDDINGS},
+            "oneOf": ONE_OF_TOKENS_OR_SENTENCE,
+        },
+    ),
+    Field("heads", {"type": "integer", "minimum": 1, "default": 1, "description": "Number of attention heads H."}),
+    Field(
+        "kv_heads",
+        {"type": "integer", "minimum": 1, "description": "Key/value heads G for grouped-query attention (G divides H; 1: multi-query). Default: H."},
+    ),
+    Field("W_Q", {"$ref": "#/$defs/projection", "description": "d_model x (H*d_k), a list of H per-head d_model x d_k matrices, or identity."}),
+    Field("W_K", {"$ref": "#/$defs/projection", "description": "d_model x (G*d_k), a list of G per-head d_model x d_k matrices, or identity."}),
+    Field("W_V", {"$ref": "#/$defs/projection", "description": "d_model x (G*d_v), a list of G per-head d_model x d_v matrices, or identity."}),
+    Field("b_Q", {**VECTOR, "description": "Query bias, length H*d_k."}),
+    Field("b_K", {**VECTOR, "description": "Key bias, length H*d_k."}),
+    Field("b_V", {**VECTOR, "description": "Value bias, length H*d_v."}),
+    Field(
+        "Q",
+        {"anyOf": [MATRIX, MATRICES], "description": "Q given directly instead of embeddings and weights: L_q x (H*d_k), or a list of per-head matrices."},
+    ),
+    Field(
+        "K",
+        {"anyOf": [MATRIX, MATRICES], "description": "K given directly instead of embeddings and weights: L_k x (G*d_k), or a list of per-head matrices."},
+    ),
+    Field(
+        "V",
+        {"anyOf": [MATRIX, MATRICES], "description": "V given directly instead of embeddings and weights: L_k x (G*d_v), or a list of per-head matrices."},
+    ),
+    Field("W_O", {"anyOf": [{"const": "identity"}, MATRIX], "description": "Output projection (H*d_v) x d_out."}),
+    Field("b_O", {**VECTOR, "description": "Output bias, length d_out."}),
+    Field(
+        "scale",
+        {
+            "anyOf": [{"enum": ["sqrt_dk", "none"]}, {"type": "number", "exclusiveMinimum": 0}],
+            "default": "sqrt_dk",
+            "description": "Divide the scores by sqrt(d_k), by nothing, or by this positive number.",
+        },
+    ),
+    Field(
+        "mask",
+        {
+            "default": "none",
+            "description": "none, causal (query i sees keys 1..i), a mapping of rules, or an L_q x L_k matrix of 0/1 (1 = the query sees the key).",
+            "anyOf": [
+                {"enum": ["none", "causal"]},
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "causal": {"type": "boolean"},
+                        "window": {"type": "integer", "minimum": 0, "description": "query i sees key j only when |i - j| <= window"},
+                        "sinks": {"type": "integer", "minimum": 0, "description": "keys 1..sinks are seen whatever the window"},
+                        "padding": {
+                            "type": "array",
+                            "items": {"type": "integer", "minimum": 1},
+                            "description": "key positions (from 1) hidden from every query",
+                        },
+                    },
+                },
+                {"type": "array", "minItems": 1, "items": {"type": "array", "minItems": 1, "items": {"enum": [0, 1]}}},
+            ],
+        },
+    ),
+    Field("bias", {"description": "An additive L_q x L_k matrix added to the scaled scores, or a list of H of them.", "anyOf": [MATRIX, MATRICES]}),
+    Field(
+        "alibi",
+        {
+            "description": "true for the ALiBi paper's slopes, or {slopes: [m_1 ... m_H]}: head h adds -m_h*(i - j).",
+            "anyOf": [
+                {"type": "boolean"},
+                {"type": "object", "additionalProperties": False, "required": ["slopes"], "properties": {"slopes": VECTOR}},
+            ],
+        },
+    ),
+    Field(
+        "rope",
+        {
+            "description": "true for RoPE with theta = 10000, rotate-half; or {theta, style: half | interleaved}.",
+            "anyOf": [
+                {"type": "boolean"},
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"theta": {"type": "number", "exclusiveMinimum": 1}, "style": {"enum": ["half", "interleaved"]}},
+                },
+            ],
+        },
+    ),
+    Field("precision", {"type": "integer", "minimum": 0, "maximum": 15, "default": 4, "description": "Decimals shown in tables."}, with_model=True),
+    Field(
+        "model",
+        {
+            "type": "string",
+            "minLength": 1,
+            "description": "A local Hugging Face checkpoint folder (config.json, *.safetensors, tokenizer.json), relative to this "
+            "file's folder: the scenario is then one layer of that model, for `sentence`. Never downloads.",
+        },
+        with_model=True,
+    ),
+    Field("layer", {"type": "integer", "minimum": 1, "description": "With `model`: the layer to show, counted from 1."}, with_model=True, needs_model=True),
+    Field(
+        "special_tokens",
+        {
+            "enum": ["auto", "none"],
+            "default": "auto",
+            "description": "With `model`: `auto` adds special tokens as the tokenizer's post-processor does ([CLS] … [SEP], <s>); "
+            "`none` leaves them out.",
+        },
+        with_model=True,
+        needs_model=True,
+    ),
+)
+
+BY_NAME = {field.name: field for field in FIELDS}
+KEYS = tuple(BY_NAME)
+MODEL_KEYS = tuple(field.name for field in FIELDS if field.with_model)  # what a checkpoint's layer may have
+
+
+def mapping_keys(name: str) -> tuple[str, ...]:
+    """The keys of the mapping form of field `name` (`context`, `mask`, `rope`), as its schema lists them."""
+    schema = BY_NAME[name].schema
+    forms = [schema, *schema.get("anyOf", ())]
+    return next(tuple(form["properties"]) for form in forms if form.get("type") == "object")
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of scenario files, built from FIELDS."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "urn:attncli:scenario:1",
+        "title": "attncli scenario",
+        "description": "A worked example of transformer attention for attncli: tokens, embeddings and weights (or Q, K and V), "
+        "and the variants of attention. Shapes are checked by attncli itself.",
+        "type": "object",
+        "additionalProperties": False,
+        "required": [],
+        "oneOf": ONE_OF_TOKENS_OR_SENTENCE,
+        "properties": {field.name: field.schema for field in FIELDS},
+        "$defs": DEFS,
+        "anyOf": [{"required": ["embeddings"]}, {"required": ["Q", "K", "V"]}, {"required": ["model"]}],
+        "dependentSchemas": {
+            "model": {
+                "required": ["layer", "sentence"],
+                "not": {"anyOf": [{"required": [field.name]} for field in FIELDS if not field.with_model]},
+            },
+            **{field.name: {"required": ["model"]} for field in FIELDS if field.needs_model},
+        },
+    }
