@@ -200,3 +200,18 @@ def test_variance_table_and_bad_dims(cli):
     assert "theory in brackets" in cli("variance", "--dims", "2", "--samples", "100").stdout
     result = cli("variance", "--dims", "2,zero")
     assert result.exit_code == 1 and "--dims: found '2,zero'" in result.stderr
+
+
+def test_explain_with_a_scenario_argument_says_how_explain_takes_it(cli):
+    """`attncli explain cat`, natural after `attncli run cat`, is a usage error that shows the right spelling."""
+    result = cli("explain", "cat")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "explain takes the scenario with -s and the word with --word, e.g. attncli explain -s cat --word cat" in result.stderr
+
+
+def test_a_misspelt_builtin_gets_a_did_you_mean(cli):
+    """`scenarios show catt` names the built-in it probably meant, as `run catt` does."""
+    for args in (["scenarios", "show", "catt"], ["run", "catt"]):
+        result = cli(*args)
+        assert result.exit_code == 1 and result.stdout == ""
+        assert "did you mean" in result.stderr and "'cat'" in result.stderr

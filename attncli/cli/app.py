@@ -527,7 +527,9 @@ def scenarios_show(
 ) -> None:
     """Print a built-in scenario's YAML to start your own from: attncli scenarios show cat > my.yaml"""
     if not builtin.exists(name):
-        raise AttnError(f"no built-in scenario {name!r}", expected="one of: " + ", ".join(builtin.names()))
+        close = builtin.closest(name)
+        hint = f"; did you mean {close!r}?" if close else ""
+        raise AttnError(f"no built-in scenario {name!r}{hint}", expected="one of: " + ", ".join(builtin.names()))
     emit(builtin.path(name).read_text(encoding="utf-8"))
 
 
@@ -672,6 +674,10 @@ def _usage_error(error: Exception) -> int:
     if isinstance(error, typer.BadParameter) and not missing and param is not None and param.name in ("output", "out_dir"):
         show_error(AttnError(message, key=param.opts[0] if param.opts else None))
         return ExitStatus.ERROR
+    context = getattr(error, "ctx", None)
+    if context is not None and context.command.name == "explain" and message.startswith("Got unexpected extra argument"):
+        # `attncli explain cat`, natural after `attncli run cat`: say how explain takes its scenario and word
+        message += "; explain takes the scenario with -s and the word with --word, e.g. attncli explain -s cat --word cat"
     if type(error).__name__ != "NoArgsIsHelpError":  # that one's message is the whole --help
         error.message = message  # type: ignore[attr-defined]
     error.show()  # type: ignore[attr-defined]

@@ -22,3 +22,11 @@ def exists(name: str) -> bool:
 
 def path(name: str) -> Path:
     return folder() / f"{name}.yaml"
+
+
+def closest(name: str) -> str | None:
+    """The built-in scenario whose name is closest to a misspelt `name` ("catt" → "cat"), or None."""
+    import difflib
+
+    close = difflib.get_close_matches(name.removesuffix(".yaml").removesuffix(".yml"), names(), n=1)
+    return close[0] if close else None

@@ -151,13 +151,12 @@ def os_error(error: OSError, shown: str | None = None, *, path: Path | None = No
 
 
 def _missing(path: Path, shown: str) -> AttnError:
-    import difflib
 
     from attncli.sources import builtin
 
     names = builtin.names()
-    close = difflib.get_close_matches(path.name.removesuffix(".yaml"), names, n=1)
-    hint = f"; did you mean the built-in {close[0]!r}?" if close else ""
+    close = builtin.closest(path.name)
+    hint = f"; did you mean the built-in {close!r}?" if close else ""
     return AttnError(
         f"no such file or built-in scenario{hint}",
         file=shown,
