@@ -202,11 +202,13 @@ def test_variance_table_and_bad_dims(cli):
     assert result.exit_code == 1 and "--dims: found '2,zero'" in result.stderr
 
 
-def test_explain_with_a_scenario_argument_says_how_explain_takes_it(cli):
-    """`attncli explain cat`, natural after `attncli run cat`, is a usage error that shows the right spelling."""
-    result = cli("explain", "cat")
-    assert result.exit_code == 2 and result.stdout == ""
-    assert "explain takes the scenario with -s and the word with --word, e.g. attncli explain -s cat --word cat" in result.stderr
+def test_explain_takes_the_scenario_as_run_does(cli):
+    """`attncli explain journey --word starts`, natural after `attncli run journey`, is `explain -s journey --word starts`."""
+    assert cli("explain", "journey", "--word", "starts").stdout == cli("explain", "-s", "journey", "--word", "starts").stdout
+    bare = cli("explain", "cat")
+    assert bare.exit_code == 1 and bare.stdout == "" and "no word to explain (expected --word WORD or --position N)" in bare.stderr
+    both = cli("explain", "cat", "-s", "journey", "--word", "the")
+    assert both.exit_code == 1 and "both SCENARIO ('cat') and --scenario ('journey') are given" in both.stderr
 
 
 def test_a_misspelt_builtin_gets_a_did_you_mean(cli):

@@ -260,6 +260,15 @@ def run(
 @app.command()
 @guard
 def explain(
+    scenario_argument: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[SCENARIO]",
+            help="The scenario, as for `run` (the same as --scenario).",
+            autocompletion=_complete_scenario,
+            show_default=False,
+        ),
+    ] = None,
     word: Annotated[str | None, typer.Option("--word", "-w", metavar="WORD", help="The query word to follow (case is ignored unless the scenario is case-sensitive).")] = None,
     scenario: Annotated[
         str | None,
@@ -289,7 +298,7 @@ def explain(
     Examples:
       attncli explain --word cat                   # the Q, K, V guide's walk-through, exact
       attncli explain --word cat --round-steps 3   # ... with the guide's hand rounding: [1.066, 0.398]
-      attncli explain -s journey-causal --word starts
+      attncli explain journey-causal --word starts   # the scenario as for run, or with -s
       attncli explain -s multihead --word sat --head 2
       attncli explain -s my.yaml --word the --position 5 --format json
       attncli explain --model models/gpt2 --layer 5 --sentence "When Mary and John went to the store" --word Mary --head 3
@@ -298,6 +307,9 @@ def explain(
     from attncli import api
     from attncli.cli.model import choose_scenario
 
+    if scenario_argument is not None and scenario is not None:
+        raise AttnError(f"both SCENARIO ({scenario_argument!r}) and --scenario ({scenario!r}) are given", key="--scenario", expected="one of them")
+    scenario = scenario or scenario_argument
     loaded = choose_scenario(
         scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head,
         limits=_limits(max_cells, max_values), scenario_key="--scenario", default="cat",
@@ -674,10 +686,6 @@ def _usage_error(error: Exception) -> int:
     if isinstance(error, typer.BadParameter) and not missing and param is not None and param.name in ("output", "out_dir"):
         show_error(AttnError(message, key=param.opts[0] if param.opts else None))
         return ExitStatus.ERROR
-    context = getattr(error, "ctx", None)
-    if context is not None and context.command.name == "explain" and message.startswith("Got unexpected extra argument"):
-        # `attncli explain cat`, natural after `attncli run cat`: say how explain takes its scenario and word
-        message += "; explain takes the scenario with -s and the word with --word, e.g. attncli explain -s cat --word cat"
     if type(error).__name__ != "NoArgsIsHelpError":  # that one's message is the whole --help
         error.message = message  # type: ignore[attr-defined]
     error.show()  # type: ignore[attr-defined]
