@@ -312,3 +312,18 @@ def test_model_tokens_prints_the_ids_the_computation_uses(cli, tmp_path):
     table = cli("model", "tokens", str(copy), "The cat").stdout
     assert "4 tokens" in table and "not applied" in table
     assert json.loads(cli("model", "tokens", str(HERE / "bert"), "The cat", "--format", "json").stdout)["not_applied"] is None
+
+
+def test_a_checkpoint_path_is_shown_as_written_never_expanded(cli, tmp_path, monkeypatch):
+    """`model: ~/models/gpt2` is named so in every header and in JSON: a published post shows no home folder."""
+    import shutil
+
+    home = tmp_path / "home"
+    shutil.copytree(HERE / "gpt2", home / "models" / "gpt2")
+    monkeypatch.setenv("HOME", str(home))
+    scenario = tmp_path / "post.yaml"
+    scenario.write_text("model: ~/models/gpt2\nlayer: 1\nsentence: The cat sat\n", encoding="utf-8")
+    for fmt in ("markdown", "html", "json", "latex", "table"):
+        result = cli("run", str(scenario), "--format", fmt)
+        assert result.exit_code == 0, result.stderr
+        assert "~/models/gpt2" in result.stdout and str(home) not in result.stdout, fmt

@@ -151,7 +151,8 @@ class _Validator:
                 raise AttnError(f"`model` needs `{key}`", line=self.tree.line, key=key, expected=what)
         model_value = self._get("model")
         assert model_value is not None
-        folder = Path(to_word(model_value, "model")).expanduser()
+        written = to_word(model_value, "model")
+        folder = Path(written).expanduser()
         if not folder.is_absolute():
             folder = self.base / folder
         special_tokens = self._text("special_tokens", default="auto")
@@ -167,6 +168,7 @@ class _Validator:
                 special_tokens=special_tokens,
                 name=self._text("name", default=self.stem),
                 limits=self.limits,
+                shown=written,
             )
         except AttnError as error:
             if error.file is not None:  # a file of the checkpoint: named in the message, the scenario's `model:` line in front

@@ -31,8 +31,13 @@ def load_scenario(
     head: int | None = None,
     name: str | None = None,
     limits: Limits = Limits(),
+    shown: str | None = None,
 ) -> Scenario:
-    """The scenario of layer `layer` (from 1) of the checkpoint in `folder`, for `sentence`."""
+    """The scenario of layer `layer` (from 1) of the checkpoint in `folder`, for `sentence`.
+
+    `shown` is the folder as the person wrote it (a scenario's `model: ~/models/gpt2`), which the
+    header and JSON name instead of the path it expands to: a published post shows no home folder.
+    """
     if special_tokens not in SPECIAL_TOKENS:
         raise AttnError(f"found {special_tokens!r}", key="special_tokens", expected="auto (as the tokenizer adds them) or none")
     case = load_layer(folder, layer=layer, text=sentence, special_tokens=special_tokens == "auto")
@@ -47,12 +52,12 @@ def load_scenario(
     for path in folder.iterdir():  # no --output may replace a file of the checkpoint
         if path.name in ("config.json", "tokenizer.json") or path.name.endswith((".safetensors", ".safetensors.index.json")):
             reading.note_read(path)
-    return layer_scenario(case, head=head, name=name)
+    return layer_scenario(case, head=head, name=name, shown=shown)
 
 
-def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None = None) -> Scenario:
+def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None = None, shown: str | None = None) -> Scenario:
     """`case` as a Scenario: X, the heads' blocks, biases, RoPE, key/value heads, mask, divisor, W_O and the header's notes."""
-    folder = Path(case.folder)
+    folder = Path(shown or case.folder)
     divisor = case.divisor
     scale = Scale("sqrt_dk", divisor) if divisor == math.sqrt(case.head_dim) else Scale("value", divisor)
     rope = None
