@@ -12,7 +12,8 @@ from attncli import engine
 from attncli.errors import AttnError
 from attncli.scenario import from_text
 from attncli.variants import Mask, Rope, alibi_slopes
-from tests.reference import matmul, variant_attention
+from tests import reference
+from tests.reference import document_attention
 
 finite = st.floats(min_value=-3, max_value=3, allow_nan=False, allow_infinity=False)
 
@@ -66,29 +67,6 @@ def variant_scenarios(draw):
     return doc, mask
 
 
-def _expected(doc: dict, mask: dict) -> dict:
-    if "Q" in doc:
-        Q, K, V = doc["Q"], doc["K"], doc["V"]
-    else:
-        keys_from = doc.get("context", {}).get("embeddings", doc["embeddings"])
-        Q, K, V = matmul(doc["embeddings"], doc["W_Q"]), matmul(keys_from, doc["W_K"]), matmul(keys_from, doc["W_V"])
-    heads = doc["heads"]
-    d_k = len(Q[0]) // heads
-    divisor = {"sqrt_dk": math.sqrt(d_k), "none": 1.0}.get(doc["scale"], doc["scale"])
-    rope = doc.get("rope")
-    if rope is True:
-        rope = {"theta": 10000, "style": "half"}
-    alibi = doc.get("alibi")
-    slopes = list(alibi_slopes(heads)) if alibi is True else (alibi or {}).get("slopes")
-    bias = doc.get("bias")
-    if bias is not None and not isinstance(bias[0][0], list):
-        bias = [bias]
-    return variant_attention(
-        Q, K, V, heads=heads, kv_heads=doc["kv_heads"], divisor=divisor, mask=mask,
-        rope=None if rope is None else (rope["theta"], rope["style"]), bias=bias, slopes=slopes,
-    )  # fmt: skip
-
-
 @settings(max_examples=300, deadline=None)
 @given(variant_scenarios())
 def test_every_variant_agrees_with_the_naive_reference(case):
@@ -100,7 +78,7 @@ def test_every_variant_agrees_with_the_naive_reference(case):
         assume("would see no key" not in str(error))
         raise
     result = engine.run(scenario)
-    expected = _expected(doc, mask)
+    expected = document_attention(doc, mask)
     for h, head in enumerate(result.heads):
         np.testing.assert_allclose(head.weights, expected["weights"][h], rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(head.output, expected["head_outputs"][h], rtol=1e-9, atol=1e-9)
@@ -145,6 +123,7 @@ def test_alibi_slopes_are_the_papers():
     assert alibi_slopes(8) == tuple(2.0 ** -k for k in range(1, 9))
     assert alibi_slopes(4) == (2**-2, 2**-4, 2**-6, 2**-8)
     assert alibi_slopes(6) == (2**-2, 2**-4, 2**-6, 2**-8, 2**-1, 2**-3)
+    assert [reference.alibi_slopes(n) for n in (8, 4, 6)] == [list(alibi_slopes(n)) for n in (8, 4, 6)]  # the reference's own
 
 
 def test_grouped_heads_share_their_key_value_head():
