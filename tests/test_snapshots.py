@@ -69,6 +69,7 @@ def _commands(source: str) -> dict[str, list[str]]:
         "explain-round-steps": ["explain", *explains, *word, "--round-steps", "2"],
         "explain-block-size": ["explain", *explains, *word, "--block-size", "2"],
         "decode": ["decode", *runs, *head],
+        "decode-round-steps": ["decode", *runs, *head, "--round-steps", "2"],
     }
 
 
