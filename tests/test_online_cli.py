@@ -12,7 +12,6 @@ import pytest
 from attncli import builtin
 from attncli.scenario import load
 from tests import reference, renderers
-from tests.test_publish import katex_modules, latex_tools  # noqa: F401  (fixtures)
 
 FORMATS = ["table", "json", "markdown", "latex", "csv", "html", "svg"]
 
@@ -83,7 +82,7 @@ def test_shown_arithmetic_adds_up_or_says_approximately(cli):
             assert round(sum(float(t) for t in terms.split("+")), 2) == float(result)
 
 
-def test_online_steps_render_in_katex(cli, katex_modules):  # noqa: F811
+def test_online_steps_render_in_katex(cli, katex_modules):
     """Every display block of explain --block-size in LaTeX renders in KaTeX's strict mode."""
     tex = cli("explain", "-s", "llama-style", "--word", "grass", "--block-size", "2", "--format", "latex").stdout
     blocks = [block.strip() for block in tex.split("$$")[1::2]]
@@ -211,7 +210,7 @@ def test_every_format_parses(cli, what, fmt):
 
 
 @pytest.mark.parametrize("what", ["decode", "tiling"])
-def test_latex_reports_compile(cli, what, latex_tools, tmp_path):  # noqa: F811
+def test_latex_reports_compile(cli, what, latex_tools, tmp_path):
     """The LaTeX of decode and of the tiling compiles in a plain article and prints its tokens."""
     tex = cli(*COMMANDS[what], "--format", "latex").stdout
     document = "\\documentclass{article}\n\\usepackage{amsmath}\n\\begin{document}\n" + tex + "\\end{document}\n"
