@@ -5,52 +5,13 @@ import json
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
-from hypothesis import strategies as st
 
 from attncli import builtin, engine
 from attncli.decode import decode
 from attncli.errors import AttnError
 from attncli.scenario import from_text, load
 from tests import reference
-from tests.test_variants import matrix
-
-
-@st.composite
-def causal_documents(draw):
-    """A random causal self-attention scenario with any mix of RoPE, GQA, window, sinks, padding, bias and ALiBi."""
-    L = draw(st.integers(1, 7))
-    G = draw(st.integers(1, 2))
-    heads = G * draw(st.integers(1, 2))
-    d_k, d_v = 2 * draw(st.integers(1, 2)), draw(st.integers(1, 3))
-    doc: dict = {"tokens": [f"w{i}" for i in range(L)], "heads": heads, "kv_heads": G}
-    if draw(st.booleans()):
-        doc["Q"], doc["K"], doc["V"] = draw(matrix(L, heads * d_k)), draw(matrix(L, G * d_k)), draw(matrix(L, G * d_v))
-    else:
-        d_model = draw(st.integers(1, 4))
-        doc["embeddings"] = draw(matrix(L, d_model))
-        doc["W_Q"], doc["W_K"], doc["W_V"] = (
-            draw(matrix(d_model, heads * d_k)),
-            draw(matrix(d_model, G * d_k)),
-            draw(matrix(d_model, G * d_v)),
-        )
-    if draw(st.booleans()):
-        mask: object = {"causal": True}
-        if draw(st.booleans()):
-            mask["window"], mask["sinks"] = draw(st.integers(0, 3)), draw(st.integers(0, L))  # type: ignore[index]
-        if draw(st.booleans()):
-            mask["padding"] = draw(st.lists(st.integers(1, L), max_size=2, unique=True))  # type: ignore[index]
-    else:  # an explicit lower-triangular matrix, with the diagonal
-        rows = draw(st.lists(st.lists(st.integers(0, 1), min_size=L, max_size=L), min_size=L, max_size=L))
-        mask = [[1 if j == i else (row[j] if j < i else 0) for j in range(L)] for i, row in enumerate(rows)]
-    doc["mask"] = mask
-    if draw(st.booleans()):
-        doc["bias"] = draw(matrix(L, L))
-    if draw(st.booleans()):
-        doc["alibi"] = True
-    if draw(st.booleans()):
-        doc["rope"] = True if draw(st.booleans()) else {"theta": 100, "style": draw(st.sampled_from(["half", "interleaved"]))}
-    doc["scale"] = draw(st.sampled_from(["sqrt_dk", "none", 2.0]))
-    return json.dumps(doc)
+from tests.strategies import causal_documents
 
 
 def scenario_of(document: str):

@@ -12,7 +12,7 @@ from attncli.explain import explain, find_word
 from attncli.render.jsonout import dumps, explain_json
 from attncli.scenario import from_text, load
 from tests import reference
-from tests.test_engine import divisor_of, scenarios
+from tests.strategies import divisor_of, scenarios
 
 ARTICLE_LINES = [
     "q·k(The) = (0 × 0) + (1 × 1) = 1",

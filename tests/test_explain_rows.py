@@ -14,7 +14,7 @@ from attncli.explain import explain, explain_scenario
 from attncli.render import jsonout
 from attncli.scenario import from_text, load
 from tests.reference import document_attention
-from tests.test_variants import variant_scenarios
+from tests.strategies import variant_scenarios
 
 
 def assert_same(scenario, *, position, head, round_steps=None, block_size=None):

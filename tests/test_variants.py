@@ -6,7 +6,6 @@ import math
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
-from hypothesis import strategies as st
 
 from attncli import engine
 from attncli.errors import AttnError
@@ -14,57 +13,7 @@ from attncli.scenario import from_text
 from attncli.variants import Mask, Rope, alibi_slopes
 from tests import reference
 from tests.reference import document_attention
-
-finite = st.floats(min_value=-3, max_value=3, allow_nan=False, allow_infinity=False)
-
-
-def matrix(rows: int, cols: int):
-    return st.lists(st.lists(finite, min_size=cols, max_size=cols), min_size=rows, max_size=rows)
-
-
-@st.composite
-def variant_scenarios(draw):
-    """A random scenario using any mix of cross-attention, direct Q/K/V, GQA, masks, bias, ALiBi and RoPE."""
-    L_q = draw(st.integers(1, 6))
-    cross = draw(st.booleans())
-    L_k = draw(st.integers(1, 6)) if cross else L_q
-    G = draw(st.integers(1, 2))
-    heads = G * draw(st.integers(1, 2))
-    d_k = 2 * draw(st.integers(1, 2))
-    d_v = draw(st.integers(1, 3))
-    doc: dict = {"tokens": [f"q{i}" for i in range(L_q)], "heads": heads, "kv_heads": G}
-    if cross:
-        doc["context"] = {"tokens": [f"k{i}" for i in range(L_k)]}
-    if draw(st.booleans()):  # Q, K, V given directly
-        doc["Q"], doc["K"], doc["V"] = draw(matrix(L_q, heads * d_k)), draw(matrix(L_k, G * d_k)), draw(matrix(L_k, G * d_v))
-    else:
-        d_model = draw(st.integers(1, 4))
-        doc["embeddings"] = draw(matrix(L_q, d_model))
-        if cross:
-            doc["context"]["embeddings"] = draw(matrix(L_k, d_model))
-        doc["W_Q"], doc["W_K"], doc["W_V"] = draw(matrix(d_model, heads * d_k)), draw(matrix(d_model, G * d_k)), draw(matrix(d_model, G * d_v))
-    mask: dict = {}
-    kind = draw(st.sampled_from(["none", "rules", "matrix"]))
-    if kind == "rules":
-        if L_q == L_k and draw(st.booleans()):
-            mask["causal"] = True
-        if draw(st.booleans()):
-            mask["window"] = draw(st.integers(0, 3))
-            mask["sinks"] = draw(st.integers(0, L_k))
-        if draw(st.booleans()):
-            mask["padding"] = draw(st.lists(st.integers(1, L_k), max_size=2, unique=True))
-        doc["mask"] = mask
-    elif kind == "matrix":
-        mask["matrix"] = draw(st.lists(st.lists(st.integers(0, 1), min_size=L_k, max_size=L_k), min_size=L_q, max_size=L_q))
-        doc["mask"] = mask["matrix"]
-    if draw(st.booleans()):
-        doc["bias"] = draw(matrix(L_q, L_k)) if draw(st.booleans()) else [draw(matrix(L_q, L_k)) for _ in range(heads)]
-    if draw(st.booleans()):
-        doc["alibi"] = True if draw(st.booleans()) else {"slopes": draw(st.lists(st.floats(0, 1), min_size=heads, max_size=heads))}
-    if draw(st.booleans()):
-        doc["rope"] = True if draw(st.booleans()) else {"theta": draw(st.sampled_from([100, 10000, 500000])), "style": draw(st.sampled_from(["half", "interleaved"]))}
-    doc["scale"] = draw(st.sampled_from(["sqrt_dk", "none", 2.0]))
-    return doc, mask
+from tests.strategies import variant_scenarios
 
 
 @settings(max_examples=300, deadline=None)
