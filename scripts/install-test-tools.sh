@@ -1,24 +1,58 @@
 #!/usr/bin/env bash
-# Installs what the publication tests (tests/test_publish.py) render with: pdflatex with amsmath
-# and lmodern (TeX Live) and poppler's pdftotext and pdffonts, from Debian or Ubuntu packages.
-# KaTeX and MathJax come from npm: the tests install them into .pytest_cache on first use (node
-# and npm must be present). Without these tools those tests skip and say which tool is missing.
-# Measured on Debian 12: about 75 s (apt-get update included), about 65 MB downloaded, 210 MB installed.
+# Installs what the publication tests render with, before the tests run (they never install anything):
+# - pdflatex with amsmath and lmodern (TeX Live) and poppler's pdftotext and pdffonts, from Debian or
+#   Ubuntu packages (tests/test_publish.py);
+# - KaTeX and MathJax 3 from npm into .test-tools/node of this checkout, or the folder
+#   $ATTNCLI_NODE_TOOLS names (tests/renderers.py reads the same variable); node and npm must be present.
+# Without a tool the tests that need it skip and say which tool is missing and that this script installs it.
+# Measured on Debian 12: TeX Live about 75 s (apt-get update included), about 65 MB downloaded, 210 MB
+# installed; KaTeX and MathJax about 20 s and 60 MB.
+# Exit status: 0 when everything is installed, 1 when something could not be (the rest is still tried).
 set -euo pipefail
+cd "$(dirname "$0")/.."
+status=0
 
-if command -v pdflatex >/dev/null && command -v pdftotext >/dev/null && kpsewhich lmodern.sty >/dev/null 2>&1; then
-  echo "install-test-tools: pdflatex, lmodern and pdftotext are already installed"
-  exit 0
-fi
-if ! command -v apt-get >/dev/null; then
-  echo "install-test-tools: no apt-get here; install TeX Live (with amsmath and lmodern) and poppler-utils yourself" >&2
-  exit 1
-fi
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-  sudo="sudo"
-fi
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -q
-$sudo apt-get install -y -q --no-install-recommends \
-  texlive-latex-base texlive-latex-recommended texlive-fonts-recommended lmodern poppler-utils
+install_tex() {
+  if command -v pdflatex >/dev/null && command -v pdftotext >/dev/null && kpsewhich lmodern.sty >/dev/null 2>&1; then
+    echo "install-test-tools: pdflatex, lmodern and pdftotext are already installed"
+    return 0
+  fi
+  if ! command -v apt-get >/dev/null; then
+    echo "install-test-tools: no apt-get here; install TeX Live (with amsmath and lmodern) and poppler-utils yourself" >&2
+    return 1
+  fi
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    sudo="sudo"
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -q &&
+    $sudo apt-get install -y -q --no-install-recommends \
+      texlive-latex-base texlive-latex-recommended texlive-fonts-recommended lmodern poppler-utils
+}
+
+install_node_packages() {
+  local folder="${ATTNCLI_NODE_TOOLS:-.test-tools/node}"
+  if [ -f "$folder/node_modules/katex/package.json" ] && [ -f "$folder/node_modules/mathjax-full/package.json" ]; then
+    echo "install-test-tools: KaTeX and MathJax are already installed in $folder"
+    return 0
+  fi
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "install-test-tools: node and npm are not installed; the KaTeX and MathJax tests will skip" >&2
+    return 1
+  fi
+  mkdir -p "$folder"
+  local attempt
+  for attempt in 1 2; do # the registry may fail once; a second failure is a real one
+    if npm install --no-save --no-audit --no-fund --prefix "$folder" katex@0.16 mathjax-full@3; then
+      echo "install-test-tools: KaTeX and MathJax installed in $folder"
+      return 0
+    fi
+    echo "install-test-tools: npm install failed (attempt $attempt of 2)" >&2
+  done
+  return 1
+}
+
+install_tex || status=1
+install_node_packages || status=1
+exit "$status"

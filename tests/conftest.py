@@ -1,4 +1,7 @@
 import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -23,3 +26,35 @@ def cli():
         return runner.invoke(app, list(args), input=input, catch_exceptions=False)
 
     return invoke
+
+
+def _node_modules(module: str) -> Path:
+    from tests import renderers
+
+    try:
+        return renderers.node_modules(module)
+    except RuntimeError as missing:
+        pytest.skip(str(missing))
+
+
+@pytest.fixture(scope="session")
+def katex_modules() -> Path:
+    """node_modules holding KaTeX, as scripts/install-test-tools.sh installs it; skips, saying so, when it is absent."""
+    return _node_modules("katex")
+
+
+@pytest.fixture(scope="session")
+def mathjax_modules() -> Path:
+    """node_modules holding MathJax 3 (mathjax-full), as scripts/install-test-tools.sh installs it; skips when absent."""
+    return _node_modules("mathjax-full")
+
+
+@pytest.fixture(scope="session")
+def latex_tools() -> None:
+    """Skips unless pdflatex, lmodern and poppler's pdftotext are installed (scripts/install-test-tools.sh installs them)."""
+    missing = [tool for tool in ("pdflatex", "kpsewhich", "pdftotext", "pdffonts") if not shutil.which(tool)]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed: scripts/install-test-tools.sh installs TeX Live and poppler")
+    found = subprocess.run(["kpsewhich", "lmodern.sty"], capture_output=True, text=True).stdout.strip()
+    if not found:
+        pytest.skip("the LaTeX package lmodern is not installed: scripts/install-test-tools.sh installs it")

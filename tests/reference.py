@@ -103,11 +103,15 @@ def variant_attention(
     bias: list[list[list[float]]] | None = None,
     slopes: list[float] | None = None,
 ) -> dict:
-    """Every variant, from projected Q (L_q × H·d_k), K and V (L_k × G·d): {"weights": per head, "head_outputs": per head}."""
+    """Every variant, from projected Q (L_q × H·d_k), K and V (L_k × G·d).
+
+    Returns {"weights", "head_outputs", "Q", "K", "V"}, each a list over the heads; Q and K as the
+    head's dot products see them (rotated under RoPE), K and V those of the head's key/value head.
+    """
     L_q, L_k = len(Q_all), len(K_all)
     d_k = len(Q_all[0]) // heads
     d_v = len(V_all[0]) // kv_heads
-    all_weights, outputs = [], []
+    all_weights, outputs, queries, keys, values = [], [], [], [], []
     for h in range(heads):
         g = h * kv_heads // heads
         Q = columns(Q_all, h * d_k, (h + 1) * d_k)
@@ -134,8 +138,10 @@ def variant_attention(
             weights.append([exps[j] / total if j in exps else 0.0 for j in range(L_k)])
         all_weights.append(weights)
         outputs.append([[sum(weights[i][j] * V[j][t] for j in range(L_k)) for t in range(d_v)] for i in range(L_q)])
-    return {"weights": all_weights, "head_outputs": outputs}
-
+        queries.append(Q)
+        keys.append(K)
+        values.append(V)
+    return {"weights": all_weights, "head_outputs": outputs, "Q": queries, "K": keys, "V": values}
 
 # ---------------------------------------------------------------- the mechanisms of 2024–26 models (issue 20)
 # Each function below is one mechanism, by hand, with loops and the math module; a row is a list of floats,
@@ -387,3 +393,75 @@ def retention_recurrent(Q: list[list[float]], K: list[list[float]], V: list[list
         state = [[gamma * state[a][b] + k[a] * v[b] for b in range(d_v)] for a in range(d_k)]
         out.append([sum(q[a] * state[a][b] for a in range(d_k)) for b in range(d_v)])
     return out
+
+def alibi_slopes(heads: int) -> list[float]:
+    """ALiBi's slopes as Press et al. give them: 2^(−8k/n) for the largest power of two n ≤ heads, then every other of 2n."""
+    n = 2 ** int(math.log2(heads))
+    slopes = [2.0 ** (-8 * k / n) for k in range(1, n + 1)]
+    return slopes + [2.0 ** (-8 * k / (2 * n)) for k in range(1, 2 * n + 1, 2)][: heads - n]
+
+
+def mask_of(document: dict) -> dict:
+    """A scenario document's `mask` in the form `sees` reads."""
+    mask = document.get("mask", "none")
+    if isinstance(mask, list):
+        return {"matrix": mask}
+    if isinstance(mask, str):
+        return {"causal": True} if mask == "causal" else {}
+    return dict(mask)
+
+
+def document_attention(document: dict, mask: dict | None = None) -> dict:
+    """`variant_attention` of a scenario document (tokens, embeddings and W_* or Q/K/V, heads, kv_heads, mask, scale,
+    bias, alibi, rope), read by hand from the document; `mask` overrides the document's (in the form `sees` reads)."""
+    if "Q" in document:
+        Q, K, V = document["Q"], document["K"], document["V"]
+    else:
+        keys_from = document.get("context", {}).get("embeddings", document["embeddings"])
+        Q = matmul(document["embeddings"], document["W_Q"])
+        K, V = matmul(keys_from, document["W_K"]), matmul(keys_from, document["W_V"])
+    heads = document.get("heads", 1)
+    d_k = len(Q[0]) // heads
+    scale = document.get("scale", "sqrt_dk")
+    divisor = {"sqrt_dk": math.sqrt(d_k), "none": 1.0}.get(scale, scale) if isinstance(scale, str) else float(scale)
+    rope = document.get("rope")
+    if rope is True:
+        rope = {"theta": 10000, "style": "half"}
+    alibi = document.get("alibi")
+    slopes = alibi_slopes(heads) if alibi is True else (alibi or {}).get("slopes")
+    bias = document.get("bias")
+    if bias is not None and not isinstance(bias[0][0], list):
+        bias = [bias]
+    return variant_attention(
+        Q, K, V, heads=heads, kv_heads=document.get("kv_heads", heads), divisor=divisor,
+        mask=mask_of(document) if mask is None else mask,
+        rope=None if rope is None else (rope.get("theta", 10000), rope.get("style", "half")), bias=bias, slopes=slopes,
+    )  # fmt: skip
+
+
+def scenario_document(scenario, *, causal: bool = False) -> dict:
+    """A loaded scenario's inputs (embeddings and weights or Q, K, V; the divisor; the mask's rules; RoPE; ALiBi) as a
+    document `document_attention` reads, with the causal rule added when `causal` (what `decode` computes).
+    Inputs only: nothing attncli computed."""
+    s = scenario
+    document: dict = {"tokens": list(s.tokens), "heads": s.heads, "kv_heads": s.G, "scale": s.scale.divisor}
+    if s.X is None:
+        document.update(Q=s.Q.tolist(), K=s.K.tolist(), V=s.V.tolist())
+    else:
+        document["embeddings"] = s.X.tolist()
+        if s.X_kv is not None:
+            document["context"] = {"embeddings": s.X_kv.tolist()}
+        document.update(W_Q=s.W_Q.tolist(), W_K=s.W_K.tolist(), W_V=s.W_V.tolist())
+    assert s.b_Q is None and s.b_K is None and s.b_V is None and s.bias is None  # no built-in has them
+    if s.mask.matrix is not None:
+        assert not causal
+        document["mask"] = s.mask.matrix.astype(int).tolist()
+    else:
+        document["mask"] = {"causal": causal or s.mask.causal, "sinks": s.mask.sinks, "padding": list(s.mask.padding)}
+        if s.mask.window is not None:
+            document["mask"]["window"] = s.mask.window
+    if s.rope is not None:
+        document["rope"] = {"theta": s.rope.theta, "style": s.rope.style}
+    if s.alibi is not None:
+        document["alibi"] = {"slopes": list(s.alibi.slopes)}
+    return document

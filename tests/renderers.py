@@ -7,6 +7,7 @@ the tool's own message; the tests decide what to skip when a tool is absent.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -22,22 +23,20 @@ HERE = Path(__file__).parent
 # -- node: KaTeX and MathJax ---------------------------------------------------------------------
 
 
-def npm_install(folder: Path, spec: str, module: str) -> Path:
-    """node_modules in `folder` holding `spec` (e.g. "katex@0.16"), installed on first use; RuntimeError with npm's message."""
-    npm = shutil.which("npm")
-    modules = folder / "node_modules"
-    if (modules / module).is_dir():
-        return modules
-    if npm is None:
-        raise RuntimeError("npm is not installed")
-    install = [npm, "install", "--no-save", "--no-audit", "--no-fund", "--prefix", str(folder), spec]
-    for attempt in (1, 2):  # the registry may fail once; a second failure is a real one
-        done = subprocess.run(install, capture_output=True, text=True, timeout=300)
-        if (modules / module).is_dir():
-            return modules
-        if attempt == 2:
-            raise RuntimeError(f"npm could not install {spec}:\n{done.stderr[-2000:]}")
-    raise AssertionError("unreachable")
+# scripts/install-test-tools.sh installs these npm packages into NODE_TOOLS before the tests run;
+# the tests never install anything themselves. ATTNCLI_NODE_TOOLS names another folder.
+NODE_PACKAGES = {"katex": "katex@0.16", "mathjax-full": "mathjax-full@3"}
+NODE_TOOLS = Path(os.environ.get("ATTNCLI_NODE_TOOLS") or HERE.parent / ".test-tools" / "node")
+
+
+def node_modules(module: str) -> Path:
+    """The node_modules folder holding `module` (a key of NODE_PACKAGES); RuntimeError saying what is missing and how to install it."""
+    if shutil.which("node") is None:
+        raise RuntimeError(f"node is not installed, so {module} cannot render TeX here")
+    modules = NODE_TOOLS / "node_modules"
+    if not (modules / module / "package.json").is_file():
+        raise RuntimeError(f"{NODE_PACKAGES[module]} is not installed in {NODE_TOOLS}: scripts/install-test-tools.sh installs it with npm")
+    return modules
 
 
 class Rendered(NamedTuple):

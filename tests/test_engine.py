@@ -10,47 +10,7 @@ from hypothesis import strategies as st
 from attncli.core import engine
 from attncli.sources.yaml_scenario import from_text
 from tests.reference import attention
-
-finite = st.floats(min_value=-4, max_value=4, allow_nan=False, allow_infinity=False)
-
-
-def matrix(rows: int, cols: int):
-    return st.lists(st.lists(finite, min_size=cols, max_size=cols), min_size=rows, max_size=rows)
-
-
-@st.composite
-def scenarios(draw, max_tokens: int = 7):
-    """A random scenario document (as a dict) and the parameters the reference needs."""
-    L = draw(st.integers(1, max_tokens))
-    d_model = draw(st.integers(1, 5))
-    heads = draw(st.integers(1, 3))
-    d_k = draw(st.integers(1, 3))
-    d_v = draw(st.integers(1, 3))
-    doc = {
-        "tokens": [f"w{i}" for i in range(L)],
-        "embeddings": draw(matrix(L, d_model)),
-        "heads": heads,
-        "W_Q": draw(matrix(d_model, heads * d_k)),
-        "W_K": draw(matrix(d_model, heads * d_k)),
-        "W_V": draw(matrix(d_model, heads * d_v)),
-        "mask": draw(st.sampled_from(["none", "causal"])),
-        "scale": draw(st.sampled_from(["sqrt_dk", "none", 0.5, 3.0])),
-    }
-    if draw(st.booleans()):
-        doc["b_Q"] = draw(matrix(1, heads * d_k))[0]
-        doc["b_K"] = draw(matrix(1, heads * d_k))[0]
-        doc["b_V"] = draw(matrix(1, heads * d_v))[0]
-    if draw(st.booleans()):
-        d_out = draw(st.integers(1, 4))
-        doc["W_O"] = draw(matrix(heads * d_v, d_out))
-        if draw(st.booleans()):
-            doc["b_O"] = draw(matrix(1, d_out))[0]
-    return doc
-
-
-def divisor_of(doc) -> float:
-    d_k = len(doc["W_Q"][0]) // doc["heads"]
-    return {"sqrt_dk": math.sqrt(d_k), "none": 1.0}.get(doc["scale"], doc["scale"])
+from tests.strategies import divisor_of, scenarios
 
 
 @settings(max_examples=200, deadline=None)

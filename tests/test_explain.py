@@ -12,7 +12,8 @@ from attncli.core.explain import explain, find_word
 from attncli.formats.jsonout import dumps, explain_json
 from attncli.sources import builtin
 from attncli.sources.yaml_scenario import from_text, load
-from tests.test_engine import scenarios
+from tests import reference
+from tests.strategies import divisor_of, scenarios
 
 ARTICLE_LINES = [
     "q·k(The) = (0 × 0) + (1 × 1) = 1",
@@ -143,14 +144,38 @@ def test_explain_works_on_every_builtin_word_and_head(cli, name):
 
 @settings(max_examples=100, deadline=None)
 @given(scenarios(), st.data())
-def test_explain_agrees_with_run(doc, data):
-    """For random scenarios, the explained row is the run's row: weights, exponentials, output."""
+def test_explain_agrees_with_the_naive_reference(doc, data):
+    """For random scenarios (biases, W_O, causal or not), every number of the explained row is the loop reference's."""
     result = engine.run(from_text(json.dumps(doc)))
     position = data.draw(st.integers(1, len(doc["tokens"])))
     head = data.draw(st.integers(1, doc["heads"]))
     expl = explain(result, position=position, head=head)
-    run_head = result.head(head)
-    np.testing.assert_array_equal([k.weight for k in expl.keys], run_head.weights[position - 1])
-    np.testing.assert_array_equal([k.exp for k in expl.keys], run_head.exp[position - 1])
-    np.testing.assert_array_equal(expl.output, run_head.output[position - 1])
+    causal = doc["mask"] == "causal"
+    expected = reference.attention(
+        doc["embeddings"], doc["W_Q"], doc["W_K"], doc["W_V"],
+        heads=doc["heads"], divisor=divisor_of(doc), causal=causal,
+        b_Q=doc.get("b_Q"), b_K=doc.get("b_K"), b_V=doc.get("b_V"), W_O=doc.get("W_O"), b_O=doc.get("b_O"),
+    )  # fmt: skip
+    d_k, d_v = len(doc["W_Q"][0]) // doc["heads"], len(doc["W_V"][0]) // doc["heads"]
+    h, i = head - 1, position - 1
+    Q, K, V = (
+        reference.columns(reference.add_bias(reference.matmul(doc["embeddings"], doc[w]), doc.get(b)), h * d, (h + 1) * d)
+        for w, b, d in (("W_Q", "b_Q", d_k), ("W_K", "b_K", d_k), ("W_V", "b_V", d_v))
+    )
+
+    def close(actual, wanted, atol=1e-9):
+        np.testing.assert_allclose(actual, wanted, rtol=1e-9, atol=atol)
+
+    close(expl.q, Q[i])
+    for j, key in enumerate(expl.keys):
+        assert key.position == j + 1 and key.masked == (causal and j > i)
+        close(key.k, K[j])
+        close(key.v, V[j])
+        score = sum(a * b for a, b in zip(Q[i], K[j]))
+        close(key.score, score)
+        close(key.scaled, score / divisor_of(doc))
+        close(key.weight, expected["weights"][h][i][j], atol=1e-12)
+        close(key.weighted_v, [expected["weights"][h][i][j] * v for v in V[j]])
+        close(key.exp / expl.exp_sum, expected["weights"][h][i][j], atol=1e-12)  # the shown e^x over the shown Σ
+    close(expl.output, expected["head_outputs"][h][i])
     np.testing.assert_allclose(sum(k.weighted_v for k in expl.keys), expl.output, rtol=1e-9, atol=1e-12)

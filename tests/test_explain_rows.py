@@ -14,7 +14,8 @@ from attncli.errors import AttnError
 from attncli.formats import jsonout
 from attncli.sources import builtin
 from attncli.sources.yaml_scenario import from_text, load
-from tests.test_variants import variant_scenarios
+from tests.reference import document_attention
+from tests.strategies import variant_scenarios
 
 
 def assert_same(scenario, *, position, head, round_steps=None, block_size=None):
@@ -45,8 +46,8 @@ def test_builtins_every_head_and_position(name, round_steps):
 @settings(max_examples=120, deadline=None)
 @given(variant_scenarios(), st.data(), st.sampled_from([None, 1, 4]))
 def test_random_variants(case, data, round_steps):
-    """Cross-attention, direct Q/K/V, GQA, masks, bias, ALiBi and RoPE: the lean path agrees bit for bit."""
-    doc, _ = case
+    """Cross-attention, direct Q/K/V, GQA, masks, bias, ALiBi and RoPE: the lean path agrees bit for bit, and with the reference."""
+    doc, mask = case
     try:
         scenario = from_text(json.dumps(doc))
     except AttnError as error:
@@ -55,6 +56,12 @@ def test_random_variants(case, data, round_steps):
     position = data.draw(st.integers(1, scenario.L))
     head = data.draw(st.integers(1, scenario.heads))
     assert_same(scenario, position=position, head=head, round_steps=round_steps)
+    if round_steps is None:  # the lean path on its own against the loop reference
+        expected = document_attention(doc, mask)
+        lean = explain_scenario(scenario, position=position, head=head)
+        np.testing.assert_allclose([k.weight for k in lean.keys], expected["weights"][head - 1][position - 1], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(lean.q, expected["Q"][head - 1][position - 1], rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(lean.output, expected["head_outputs"][head - 1][position - 1], rtol=1e-9, atol=1e-9)
 
 
 def test_only_one_row_is_kept(monkeypatch):

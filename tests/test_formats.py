@@ -4,11 +4,8 @@ import csv
 import io
 import json
 import os
-import shutil
-import subprocess
 import xml.etree.ElementTree as ElementTree
 from html.parser import HTMLParser
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +14,7 @@ from markdown_it import MarkdownIt
 from attncli.core import engine
 from attncli.sources import builtin
 from attncli.sources.yaml_scenario import load
+from tests import renderers
 
 # -- Markdown ---------------------------------------------------------------------------------
 
@@ -101,25 +99,11 @@ def test_explain_markdown_masked_pairs(cli):
 
 
 @pytest.fixture(scope="session")
-def katex(request):
-    """A function that renders TeX strings with KaTeX (node); installs katex from npm on first use."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if not node or not npm:
-        pytest.skip("node and npm are needed to render LaTeX with KaTeX")
-    folder = Path(request.config.cache.mkdir("katex"))
-    install = [npm, "install", "--no-save", "--no-audit", "--no-fund", "--prefix", str(folder), "katex@0.16"]
-    for attempt in (1, 2):  # the registry may fail once; a second failure is a real one
-        if (folder / "node_modules" / "katex").is_dir():
-            break
-        done = subprocess.run(install, capture_output=True, text=True, timeout=300)
-        if done.returncode != 0 and attempt == 2:
-            pytest.fail(f"npm could not install katex:\n{done.stderr[-2000:]}")
-    script = Path(__file__).with_name("katex_render.js")
+def katex(katex_modules):
+    """A function that renders TeX strings with KaTeX in strict mode: [(index, message)] of those that fail."""
 
-    def render(blocks: list[str]) -> list:
-        env = dict(os.environ, NODE_PATH=str(folder / "node_modules"))
-        done = subprocess.run([node, str(script)], input=json.dumps(blocks), capture_output=True, text=True, env=env, timeout=120, check=True)
-        return json.loads(done.stdout)["errors"]
+    def render(blocks: list[str]) -> list[tuple[int, str]]:
+        return [(i, r.error) for i, r in enumerate(renderers.katex(katex_modules, blocks)) if r.error is not None]
 
     return render
 

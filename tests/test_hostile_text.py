@@ -8,9 +8,7 @@ import functools
 import io
 import json
 import re
-import shutil
 import xml.etree.ElementTree as ElementTree
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -180,17 +178,6 @@ def latex_blocks(text: str) -> list[str]:
             assert line.startswith("$$ ") and line.endswith(" $$"), line
             blocks.append(line[3:-3])
     return blocks
-
-
-@pytest.fixture(scope="module")
-def katex_modules(request) -> Path:
-    """node_modules holding katex (the cache folder the other LaTeX tests use), installed from npm on first use."""
-    if not shutil.which("node") or not shutil.which("npm"):
-        pytest.skip("node and npm are needed to render LaTeX with KaTeX")
-    try:
-        return renderers.npm_install(Path(request.config.cache.mkdir("katex")), "katex@0.16", "katex")
-    except RuntimeError as error:
-        pytest.skip(f"KaTeX could not be installed: {error}")
 
 
 def test_latex_stays_blocks_and_comments_and_renders_in_katex(katex_modules):

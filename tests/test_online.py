@@ -7,13 +7,12 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 
 from attncli.core import engine
 from attncli.core.online import OnlineRow, online_row, peak_memory, tiled
 from attncli.errors import AttnError
 from attncli.sources.yaml_scenario import from_text
-from tests.test_variants import variant_scenarios
+from tests.strategies import logits, scenario_documents, variant_scenarios
 
 EXACT = 1e-12  # relative to Σ_j w_j·|v_j|, the size of the terms of each output component
 SUBNORMAL = 1e-321  # below 2.2e-308 float64 steps are absolute (5e-324), so subnormal values get this much slack
@@ -30,27 +29,6 @@ def ordinary(masked: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 def assert_exact(actual: np.ndarray, expected: np.ndarray, scale: np.ndarray) -> None:
     error = np.abs(actual - expected)
     assert np.all(error <= EXACT * scale + SUBNORMAL), np.max(error)
-
-
-@st.composite
-def logits(draw, rows: int | None = None, spread: float = 30.0):
-    """A (L_q, L_k) matrix of final logits (scores, a bias, an ALiBi term, −inf where hidden) and V (L_k, d_v)."""
-    L_q = rows if rows is not None else draw(st.integers(1, 9))
-    L_k = draw(st.integers(1, 24))
-    d_v = draw(st.integers(1, 4))
-    finite = st.floats(-spread, spread, allow_nan=False, allow_infinity=False)
-    offset = draw(st.sampled_from([0.0, 1000.0, -1000.0]))  # ±1000: where e^x overflows or vanishes
-    scores = offset + draw(arrays(np.float64, (L_q, L_k), elements=finite))
-    if draw(st.booleans()):
-        scores = scores + draw(arrays(np.float64, (L_q, L_k), elements=st.floats(-5, 5)))  # an additive bias
-    if draw(st.booleans()):
-        slope = draw(st.floats(0.01, 2.0))
-        scores = scores - slope * np.abs(np.arange(L_q)[:, None] - np.arange(L_k)[None, :])  # ALiBi
-    visible = draw(arrays(np.bool_, (L_q, L_k)))
-    always = draw(arrays(np.int64, (L_q,), elements=st.integers(0, L_k - 1)))
-    visible[np.arange(L_q), always] = True  # every query sees at least one key
-    V = draw(arrays(np.float64, (L_k, d_v), elements=st.floats(-10, 10)))
-    return np.where(visible, scores, -np.inf), V
 
 
 @settings(max_examples=300, deadline=None)
@@ -89,33 +67,6 @@ def test_tiled_rows_are_the_online_rows_bit_for_bit(case, query_block_size, bloc
             assert tile.max[r] == rows[query - 1].blocks[block].max
             assert tile.sum[r] == rows[query - 1].blocks[block].sum
             assert tile.rescale[r] == rows[query - 1].blocks[block].rescale
-
-
-def scenario_documents():
-    """A random scenario (none or causal mask, any scaling, biases) as a JSON document."""
-    finite = st.floats(-3, 3, allow_nan=False, allow_infinity=False)
-
-    def matrix(rows, cols):
-        return st.lists(st.lists(finite, min_size=cols, max_size=cols), min_size=rows, max_size=rows)
-
-    @st.composite
-    def build(draw):
-        L, d_model = draw(st.integers(1, 7)), draw(st.integers(1, 4))
-        heads, d_k, d_v = draw(st.integers(1, 2)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
-        doc = {
-            "tokens": [f"w{i}" for i in range(L)],
-            "embeddings": draw(matrix(L, d_model)),
-            "heads": heads,
-            "W_Q": draw(matrix(d_model, heads * d_k)),
-            "W_K": draw(matrix(d_model, heads * d_k)),
-            "W_V": draw(matrix(d_model, heads * d_v)),
-            "b_K": draw(matrix(1, heads * d_k))[0],
-            "mask": draw(st.sampled_from(["none", "causal"])),
-            "scale": draw(st.sampled_from(["sqrt_dk", "none", 0.25])),
-        }
-        return json.dumps(doc)
-
-    return build()
 
 
 @settings(max_examples=100, deadline=None)

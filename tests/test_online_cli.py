@@ -9,12 +9,9 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from attncli.core import engine
-from attncli.core.decode import causal_version
 from attncli.sources import builtin
 from attncli.sources.yaml_scenario import load
-from tests import renderers
-from tests.test_publish import katex_modules, latex_tools  # noqa: F401  (fixtures)
+from tests import reference, renderers
 
 FORMATS = ["table", "json", "markdown", "latex", "csv", "html", "svg"]
 
@@ -85,7 +82,7 @@ def test_shown_arithmetic_adds_up_or_says_approximately(cli):
             assert round(sum(float(t) for t in terms.split("+")), 2) == float(result)
 
 
-def test_online_steps_render_in_katex(cli, katex_modules):  # noqa: F811
+def test_online_steps_render_in_katex(cli, katex_modules):
     """Every display block of explain --block-size in LaTeX renders in KaTeX's strict mode."""
     tex = cli("explain", "-s", "llama-style", "--word", "grass", "--block-size", "2", "--format", "latex").stdout
     blocks = [block.strip() for block in tex.split("$$")[1::2]]
@@ -99,11 +96,13 @@ def test_online_steps_render_in_katex(cli, katex_modules):  # noqa: F811
 
 @pytest.mark.parametrize("name", builtin.names())
 def test_run_block_size_tiles_every_builtin(cli, name):
-    """Every built-in tiles: the tiled output of every head within 1e-12 of the ordinary one, tiles in loop order."""
+    """Every built-in tiles: the tiled output of every head is the loop reference's (1e-9), tiles in loop order."""
     doc = run_json(cli, "run", name, "--block-size", "2")
     scenario = load(name)
+    expected = reference.document_attention(reference.scenario_document(scenario))
     for entry in doc["heads"]:
         tiling = entry["tiling"]
+        np.testing.assert_allclose(tiling["output"], expected["head_outputs"][entry["head"] - 1], rtol=1e-9, atol=1e-9)
         assert tiling["max_difference"] <= 1e-12
         order = [(t["query_block"], t["key_block"]) for t in tiling["tiles"]]
         assert order == [(q, k) for q in range(1, math.ceil(scenario.L / 2) + 1) for k in range(1, math.ceil(scenario.L_k / 2) + 1)]
@@ -131,18 +130,19 @@ def test_run_block_size_shortens_many_tiles_unless_full(cli):
 
 
 @pytest.mark.parametrize("name", decodable())
-def test_decode_steps_equal_the_causal_run_rows(cli, name):
-    """Each step's weights over its cache are row t of the causal run's weights, and its output is row t, exactly."""
-    scenario, _ = causal_version(load(name))
-    result = engine.run(scenario)
+def test_decode_json_steps_are_the_reference_rows(cli, name):
+    """Each step's weights over its cache and its output, as the JSON gives them, are the loop reference's row t (1e-9)."""
+    scenario = load(name)
+    expected = reference.document_attention(reference.scenario_document(scenario, causal=True))
     for head in range(1, scenario.heads + 1):
         doc = run_json(cli, "decode", name, "--head", str(head))
-        assert doc["schema"] == "attncli.decode/1" and doc["head"] == head
-        h = result.head(head)
+        assert doc["schema"] == "attncli.decode/1" and doc["head"] == head and len(doc["steps"]) == scenario.L
+        weights, outputs = expected["weights"][head - 1], expected["head_outputs"][head - 1]
         for step in doc["steps"]:
-            t, cached = step["position"], np.array(step["cache"]["positions"]) - 1
-            assert step["output"] == h.output[t - 1].tolist()
-            assert step["weights"] == h.weights[t - 1, cached].tolist()
+            t, cached = step["position"], step["cache"]["positions"]
+            np.testing.assert_allclose(step["output"], outputs[t - 1], rtol=1e-9, atol=1e-9)
+            np.testing.assert_allclose(step["weights"], [weights[t - 1][j - 1] for j in cached], rtol=1e-9, atol=1e-12)
+            assert sum(weights[t - 1][j - 1] for j in cached) == pytest.approx(1.0, abs=1e-12)  # no weight outside the cache
             assert len(step["cache"]["K"]) == len(cached)
 
 
@@ -210,7 +210,7 @@ def test_every_format_parses(cli, what, fmt):
 
 
 @pytest.mark.parametrize("what", ["decode", "tiling"])
-def test_latex_reports_compile(cli, what, latex_tools, tmp_path):  # noqa: F811
+def test_latex_reports_compile(cli, what, latex_tools, tmp_path):
     """The LaTeX of decode and of the tiling compiles in a plain article and prints its tokens."""
     tex = cli(*COMMANDS[what], "--format", "latex").stdout
     document = "\\documentclass{article}\n\\usepackage{amsmath}\n\\begin{document}\n" + tex + "\\end{document}\n"
@@ -248,14 +248,21 @@ def test_tiling_under_round_steps_names_the_rounding(cli):
 
 
 def test_decode_a_real_checkpoint_layer(cli):
-    """`decode --model` on the Llama fixture: grouped heads read their key/value head's cache, every step equal to run's row."""
+    """`decode --model` on the Llama fixture: head 3 reads key/value head 2's cache, and every step's weights over its
+    cache are transformers' own attention weights of row t (the golden file), to 1e-5."""
+    from tests.test_checkpoints import TOLERANCE, golden
     from tests.test_models import model_args
 
-    args = model_args("llama", 2, "the cat sat on the mat")
-    run = run_json(cli, "run", *args)
-    doc = run_json(cli, "decode", *args, "--head", "3")
-    assert doc["kv_head"] == run["heads"][2]["kv_head"]
-    assert [step["output"] for step in doc["steps"]] == run["heads"][2]["output"]
+    expected = golden("llama")
+    doc = run_json(cli, "decode", *model_args("llama", 2, str(expected["text"])), "--head", "3")
+    assert doc["kv_head"] == 2  # 4 query heads over 2 key/value heads: heads 3 and 4 share the second
+    rows = expected["attentions"][1][2]  # layer 2, head 3: (L, L)
+    assert len(doc["steps"]) == rows.shape[0]
+    for step in doc["steps"]:
+        t, cached = step["position"], np.array(step["cache"]["positions"]) - 1
+        np.testing.assert_allclose(step["weights"], rows[t - 1, cached], rtol=0, atol=TOLERANCE["llama"])
+        assert rows[t - 1].sum() - rows[t - 1, cached].sum() < TOLERANCE["llama"]  # transformers gives no weight outside the cache
+        np.testing.assert_allclose(step["output"], rows[t - 1, cached] @ np.array(step["cache"]["V"]), rtol=0, atol=1e-4)
 
 
 def test_report_html_rows_have_one_row_header_and_data_cells():

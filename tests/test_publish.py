@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import re
-import shutil
-import subprocess
 import tempfile
 import xml.etree.ElementTree as ElementTree
 from decimal import Decimal
@@ -110,39 +108,6 @@ def test_latex_pieces_for_the_awkward_tokens():
 
 
 # -- escape: TeX engines -----------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def katex_modules(request) -> Path:
-    """node_modules holding katex, installed from npm on first use (the folder test_formats.py uses)."""
-    if not shutil.which("node") or not shutil.which("npm"):
-        pytest.skip("node and npm are needed to render TeX with KaTeX")
-    try:
-        return renderers.npm_install(Path(request.config.cache.mkdir("katex")), "katex@0.16", "katex")
-    except RuntimeError as error:
-        pytest.fail(str(error))
-
-
-@pytest.fixture(scope="session")
-def mathjax_modules(request) -> Path:
-    """node_modules holding mathjax-full 3, installed from npm on first use."""
-    if not shutil.which("node") or not shutil.which("npm"):
-        pytest.skip("node and npm are needed to render TeX with MathJax")
-    try:
-        return renderers.npm_install(Path(request.config.cache.mkdir("mathjax")), "mathjax-full@3", "mathjax-full")
-    except RuntimeError as error:
-        pytest.fail(str(error))
-
-
-@pytest.fixture(scope="session")
-def latex_tools() -> None:
-    """Skips unless pdflatex, lmodern and poppler's pdftotext are installed (scripts/install-test-tools.sh installs them)."""
-    missing = [tool for tool in ("pdflatex", "kpsewhich", "pdftotext", "pdffonts") if not shutil.which(tool)]
-    if missing:
-        pytest.skip(f"{', '.join(missing)} not installed: scripts/install-test-tools.sh installs TeX Live and poppler")
-    found = subprocess.run(["kpsewhich", "lmodern.sty"], capture_output=True, text=True).stdout.strip()
-    if not found:
-        pytest.skip("the LaTeX package lmodern is not installed: scripts/install-test-tools.sh installs it")
 
 
 PLAIN_ARTICLE = "\\documentclass{article}\n\\usepackage{amsmath}\n"  # OT1, Computer Modern: LaTeX's defaults

@@ -6,87 +6,14 @@ import math
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
-from hypothesis import strategies as st
 
 from attncli.core import engine
 from attncli.core.variants import Mask, Rope, alibi_slopes
 from attncli.errors import AttnError
 from attncli.sources.yaml_scenario import from_text
-from tests.reference import matmul, variant_attention
-
-finite = st.floats(min_value=-3, max_value=3, allow_nan=False, allow_infinity=False)
-
-
-def matrix(rows: int, cols: int):
-    return st.lists(st.lists(finite, min_size=cols, max_size=cols), min_size=rows, max_size=rows)
-
-
-@st.composite
-def variant_scenarios(draw):
-    """A random scenario using any mix of cross-attention, direct Q/K/V, GQA, masks, bias, ALiBi and RoPE."""
-    L_q = draw(st.integers(1, 6))
-    cross = draw(st.booleans())
-    L_k = draw(st.integers(1, 6)) if cross else L_q
-    G = draw(st.integers(1, 2))
-    heads = G * draw(st.integers(1, 2))
-    d_k = 2 * draw(st.integers(1, 2))
-    d_v = draw(st.integers(1, 3))
-    doc: dict = {"tokens": [f"q{i}" for i in range(L_q)], "heads": heads, "kv_heads": G}
-    if cross:
-        doc["context"] = {"tokens": [f"k{i}" for i in range(L_k)]}
-    if draw(st.booleans()):  # Q, K, V given directly
-        doc["Q"], doc["K"], doc["V"] = draw(matrix(L_q, heads * d_k)), draw(matrix(L_k, G * d_k)), draw(matrix(L_k, G * d_v))
-    else:
-        d_model = draw(st.integers(1, 4))
-        doc["embeddings"] = draw(matrix(L_q, d_model))
-        if cross:
-            doc["context"]["embeddings"] = draw(matrix(L_k, d_model))
-        doc["W_Q"], doc["W_K"], doc["W_V"] = draw(matrix(d_model, heads * d_k)), draw(matrix(d_model, G * d_k)), draw(matrix(d_model, G * d_v))
-    mask: dict = {}
-    kind = draw(st.sampled_from(["none", "rules", "matrix"]))
-    if kind == "rules":
-        if L_q == L_k and draw(st.booleans()):
-            mask["causal"] = True
-        if draw(st.booleans()):
-            mask["window"] = draw(st.integers(0, 3))
-            mask["sinks"] = draw(st.integers(0, L_k))
-        if draw(st.booleans()):
-            mask["padding"] = draw(st.lists(st.integers(1, L_k), max_size=2, unique=True))
-        doc["mask"] = mask
-    elif kind == "matrix":
-        mask["matrix"] = draw(st.lists(st.lists(st.integers(0, 1), min_size=L_k, max_size=L_k), min_size=L_q, max_size=L_q))
-        doc["mask"] = mask["matrix"]
-    if draw(st.booleans()):
-        doc["bias"] = draw(matrix(L_q, L_k)) if draw(st.booleans()) else [draw(matrix(L_q, L_k)) for _ in range(heads)]
-    if draw(st.booleans()):
-        doc["alibi"] = True if draw(st.booleans()) else {"slopes": draw(st.lists(st.floats(0, 1), min_size=heads, max_size=heads))}
-    if draw(st.booleans()):
-        doc["rope"] = True if draw(st.booleans()) else {"theta": draw(st.sampled_from([100, 10000, 500000])), "style": draw(st.sampled_from(["half", "interleaved"]))}
-    doc["scale"] = draw(st.sampled_from(["sqrt_dk", "none", 2.0]))
-    return doc, mask
-
-
-def _expected(doc: dict, mask: dict) -> dict:
-    if "Q" in doc:
-        Q, K, V = doc["Q"], doc["K"], doc["V"]
-    else:
-        keys_from = doc.get("context", {}).get("embeddings", doc["embeddings"])
-        Q, K, V = matmul(doc["embeddings"], doc["W_Q"]), matmul(keys_from, doc["W_K"]), matmul(keys_from, doc["W_V"])
-    heads = doc["heads"]
-    d_k = len(Q[0]) // heads
-    divisor = {"sqrt_dk": math.sqrt(d_k), "none": 1.0}.get(doc["scale"], doc["scale"])
-    rope = doc.get("rope")
-    if rope is True:
-        rope = {"theta": 10000, "style": "half"}
-    alibi = doc.get("alibi")
-    slopes = list(alibi_slopes(heads)) if alibi is True else (alibi or {}).get("slopes")
-    bias = doc.get("bias")
-    if bias is not None and not isinstance(bias[0][0], list):
-        bias = [bias]
-    return variant_attention(
-        Q, K, V, heads=heads, kv_heads=doc["kv_heads"], divisor=divisor, mask=mask,
-        rope=None if rope is None else (rope["theta"], rope["style"]), bias=bias, slopes=slopes,
-    )  # fmt: skip
+from tests import reference
+from tests.reference import document_attention
+from tests.strategies import variant_scenarios
 
 
 @settings(max_examples=300, deadline=None)
@@ -100,7 +27,7 @@ def test_every_variant_agrees_with_the_naive_reference(case):
         assume("would see no key" not in str(error))
         raise
     result = engine.run(scenario)
-    expected = _expected(doc, mask)
+    expected = document_attention(doc, mask)
     for h, head in enumerate(result.heads):
         np.testing.assert_allclose(head.weights, expected["weights"][h], rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(head.output, expected["head_outputs"][h], rtol=1e-9, atol=1e-9)
@@ -145,6 +72,7 @@ def test_alibi_slopes_are_the_papers():
     assert alibi_slopes(8) == tuple(2.0 ** -k for k in range(1, 9))
     assert alibi_slopes(4) == (2**-2, 2**-4, 2**-6, 2**-8)
     assert alibi_slopes(6) == (2**-2, 2**-4, 2**-6, 2**-8, 2**-1, 2**-3)
+    assert [reference.alibi_slopes(n) for n in (8, 4, 6)] == [list(alibi_slopes(n)) for n in (8, 4, 6)]  # the reference's own
 
 
 def test_grouped_heads_share_their_key_value_head():

@@ -1,0 +1,160 @@
+"""Reviewed byte snapshots of what attncli shows, in every format, for a few scenarios and one checkpoint.
+
+The numbers have their own tests (the naive reference, published values, transformers' goldens);
+these catch changes in the words, formulas, labels and layout around them, which no number test
+sees: a head counted from 0, a mask left out of an equation, "=" where "≈" belongs, a column with
+one decimal too few. Each case's stdout is compared byte for byte with its file under
+tests/snapshots/<source>/<command>.<extension>; a failure prints a unified diff.
+
+When an output changes on purpose, regenerate the snapshots, review the diff, commit both:
+
+    ATTNCLI_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_snapshots.py
+    git diff tests/snapshots/
+
+Full-precision numbers (JSON, CSV, and the unrounded value explain's "≈" note quotes) come from
+BLAS, whose last bit may differ from one CPU to another; so two outputs also match when they
+differ only in numbers of 12 or more significant digits that agree to 1e-12. Everything else
+(words, symbols, layout, every number with fewer digits) must match byte for byte. To demand
+identical bytes throughout, on one machine (say, before and after a refactoring), set
+ATTNCLI_SNAPSHOTS_EXACT=1.
+
+The terminal is fixed by tests/conftest.py (no colour, 120 columns), and the tests run from the
+repository's root so that the file paths shown (tests/scenarios/…, tests/checkpoints/gpt2) are
+the same everywhere.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
+UPDATE = os.environ.get("ATTNCLI_UPDATE_SNAPSHOTS") == "1"
+EXACT = os.environ.get("ATTNCLI_SNAPSHOTS_EXACT") == "1"
+
+FORMATS = {"table": "txt", "markdown": "md", "latex": "tex", "html": "html", "svg": "svg", "csv": "csv", "json": "json"}
+
+# source name: (how to name it to `run`/`decode`, how to name it to `explain`, the word, the head)
+SOURCES: dict[str, tuple[list[str], list[str], list[str]]] = {
+    # The seed article's example: one head, d_model = 2, no mask.
+    "cat": (["cat"], ["-s", "cat"], ["--word", "cat"]),
+    # Two heads with d_k = 2 and d_v = 3: a swapped d_k and d_v shows; head 2 so that a head off by one shows.
+    "two-heads-dv3": (["tests/scenarios/two-heads-dv3.yaml"], ["-s", "tests/scenarios/two-heads-dv3.yaml"],
+                      ["--word", "ran", "--head", "2"]),
+    # RoPE, grouped-query heads (4 heads read 2 key/value heads), causal mask.
+    "llama-style": (["llama-style"], ["-s", "llama-style"], ["--word", "fresh", "--head", "3"]),
+    # ALiBi slopes per head and a causal mask; the word "the" occurs twice.
+    "alibi": (["alibi"], ["-s", "alibi"], ["--word", "on", "--head", "2"]),
+    # A real checkpoint folder: GPT-2's tokenizer, biases, W_O, layer 2 of 3.
+    "gpt2": (["--model", "tests/checkpoints/gpt2", "--layer", "2", "--sentence", "The cat sat", "--head", "2"],
+             ["--model", "tests/checkpoints/gpt2", "--layer", "2", "--sentence", "The cat sat"],
+             ["--word", "cat", "--head", "2"]),
+}  # fmt: skip
+
+
+def _commands(source: str) -> dict[str, list[str]]:
+    """The command lines of one source, by the snapshot's file stem."""
+    runs, explains, word = SOURCES[source]
+    head = [] if "--head" in runs else word[word.index("--head") :] if "--head" in word else []
+    return {
+        "run": ["run", *runs],
+        "run-round-steps": ["run", *runs, "--round-steps", "2"],
+        "run-block-size": ["run", *runs, "--block-size", "2", *head],
+        "explain": ["explain", *explains, *word],
+        "explain-round-steps": ["explain", *explains, *word, "--round-steps", "2"],
+        "explain-block-size": ["explain", *explains, *word, "--block-size", "2"],
+        "decode": ["decode", *runs, *head],
+        "decode-round-steps": ["decode", *runs, *head, "--round-steps", "2"],
+    }
+
+
+CASES = [(source, stem, fmt) for source in SOURCES for stem in _commands(source) for fmt in FORMATS]
+
+
+def snapshot_path(source: str, stem: str, fmt: str) -> Path:
+    return SNAPSHOTS / source / f"{stem}.{FORMATS[fmt]}"
+
+
+def shown(cli, source: str, stem: str, fmt: str) -> bytes:
+    """What the command prints: its stdout, or for a refusal the exit code and its stderr."""
+    result = cli(*_commands(source)[stem], "--format", fmt)
+    if result.exit_code != 0:
+        return f"exit code {result.exit_code}\nstderr:\n{result.stderr}".encode()
+    assert result.stderr == "", result.stderr
+    return result.stdout_bytes
+
+
+def unified_diff(expected: bytes, actual: bytes, name: str, limit: int = 120) -> str:
+    """A unified diff of two outputs, at most `limit` lines of it."""
+    before = expected.decode("utf-8", errors="backslashreplace").splitlines(keepends=True)
+    after = actual.decode("utf-8", errors="backslashreplace").splitlines(keepends=True)
+    lines = list(difflib.unified_diff(before, after, f"{name} (snapshot)", f"{name} (now)", n=2))
+    if not lines:  # the same text but different bytes (line endings, invalid UTF-8)
+        return f"{name}: the same lines but different bytes"
+    more = f"\n… {len(lines) - limit} more diff lines" if len(lines) > limit else ""
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines[:limit]) + more
+
+
+_NUMBER = re.compile(rb"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _digits(number: bytes) -> int:
+    return len(re.sub(rb"[eE].*|\D", b"", number).lstrip(b"0"))
+
+
+def same_but_last_bits(expected: bytes, actual: bytes) -> bool:
+    """The same bytes, except numbers of 12 or more significant digits that agree to 1e-12 (BLAS's last bit)."""
+    if _NUMBER.split(expected) != _NUMBER.split(actual):
+        return False
+    for a, b in zip(_NUMBER.findall(expected), _NUMBER.findall(actual)):
+        if a == b:
+            continue
+        if max(_digits(a), _digits(b)) < 12:
+            return False
+        x, y = float(a), float(b)
+        if abs(x - y) > 1e-12 * max(abs(x), abs(y)) + 1e-15:
+            return False
+    return True
+
+
+@pytest.fixture
+def at_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+
+@pytest.mark.parametrize(("source", "stem", "fmt"), CASES, ids=[f"{s}/{c}.{FORMATS[f]}" for s, c, f in CASES])
+def test_output_matches_its_reviewed_snapshot(cli, at_root, source, stem, fmt):
+    path = snapshot_path(source, stem, fmt)
+    actual = shown(cli, source, stem, fmt)
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.is_file() or path.read_bytes() != actual:
+            path.write_bytes(actual)
+        return
+    if not path.is_file():
+        pytest.fail(
+            f"no snapshot {path.relative_to(ROOT)}: make it with ATTNCLI_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_snapshots.py"
+        )
+    expected = path.read_bytes()
+    if actual != expected and (EXACT or not same_but_last_bits(expected, actual)):
+        pytest.fail(f"{path.relative_to(ROOT)} differs from what attncli shows now "
+                    f"(ATTNCLI_UPDATE_SNAPSHOTS=1 rewrites it, on purpose):\n" + unified_diff(expected, actual, path.name),
+                    pytrace=False)  # fmt: skip
+
+
+def test_every_snapshot_file_belongs_to_a_case():
+    """A snapshot left over from a removed case would be reviewed but never compared."""
+    expected = {snapshot_path(*case) for case in CASES}
+    stray = sorted(str(p.relative_to(ROOT)) for p in SNAPSHOTS.rglob("*") if p.is_file() and p not in expected)
+    assert stray == [], "snapshot files that no case compares (delete them): " + ", ".join(stray)
+
+
+def test_the_snapshots_stay_small():
+    """A few MB at most: a case that suddenly prints a megabyte belongs elsewhere."""
+    total = sum(p.stat().st_size for p in SNAPSHOTS.rglob("*") if p.is_file())
+    assert total < 3_000_000, total
