@@ -12,7 +12,8 @@ MKL_NUM_THREADS set to 1 in the child's environment; `--blas-threads 0` leaves t
 CPU time moves far less than wall time when other work shares the machine; `--wall` measures
 wall time instead. A comparison's ratio is the median of its pairs' ratios (each pair ran
 back to back, under the same load), and its spread is the lowest and highest of them; the
-verdict says "close" when the spread is wider than the distance between ratio and target.
+verdict says "close" when the spread is larger than the distance from the ratio to the target
+(some pair fell on the other side of it).
 Read the ratios, not the absolute times. Needs attncli installed in this Python.
 """
 
@@ -135,8 +136,8 @@ def compare(ours: list[str], baseline: list[str], pairs: int, *, status: int = 0
     mem_ratios = [a / b for a, b in zip(a_mem, b_mem)]
     return {
         "ours": statistics.median(a_times), "baseline": statistics.median(b_times),
-        "ratio": statistics.median(ratios), "spread": (min(ratios), max(ratios)),
-        "mem_ratio": statistics.median(mem_ratios), "mem_spread": (min(mem_ratios), max(mem_ratios)),
+        "ratio": statistics.median(ratios), "spread": (min(ratios), max(ratios)), "ratios": tuple(ratios),
+        "mem_ratio": statistics.median(mem_ratios), "mem_spread": (min(mem_ratios), max(mem_ratios)), "mem_ratios": tuple(mem_ratios),
         "ours_mem": statistics.median(a_mem), "baseline_mem": statistics.median(b_mem),
     }  # fmt: skip
 
@@ -181,11 +182,15 @@ def main() -> None:
               f"spread: the lowest and highest of them. Python {sys.version.split()[0]}, numpy {np.__version__}, "
               f"{os.cpu_count()} CPUs, {os.uname().machine}, load average {load:.1f} at the start")  # fmt: skip
     print(table + "\n\n" + footer)
-    missed = [each.name.strip(" .") for each in rows if verdict(each).startswith("MISSES")]
-    close = [each.name.strip(" .") for each in rows if verdict(each).endswith("close")]
+    labels, number = [], ""
+    for each in rows:  # "6 ... --format html vs --format json": a continuation row named with its comparison's number
+        number = each.name.split(".")[0].strip() if re.match(r"\s*\d+\.", each.name) else number
+        labels.append(f"{number} " * (not re.match(r"\s*\d+\.", each.name)) + each.name.strip())
+    missed = [label for label, each in zip(labels, rows) if verdict(each).startswith("MISSES")]
+    close = [label for label, each in zip(labels, rows) if verdict(each).endswith("close")]
     print(f"\n{len(missed)} missed: " + "; ".join(missed) if missed else "\nevery row with a target meets it")
     if close:
-        print(f"{len(close)} with a spread wider than their margin: " + "; ".join(close))
+        print(f"{len(close)} close (their spread reaches past the target): " + "; ".join(close))
     if args.docs is not None:
         write_docs(args.docs, table + "\n\n" + footer)
     if args.save is not None:
@@ -205,10 +210,11 @@ class Row(NamedTuple):
     target: str
     value: float | None = None
     spread: tuple[float, float] | None = None
+    pairs: tuple[float, ...] = ()  # every pair's ratio, in the order they ran
 
 
 def verdict(r: Row) -> str:
-    """meets or MISSES its target ("<= 2x" on the ratio, "< 1024 MiB" on ours), with "close" when the spread is wider than the margin."""
+    """meets or MISSES its target ("<= 2x" on the ratio, "< 1024 MiB" on ours), with "close" when the spread reaches past the target."""
     if r.target == "yes":
         return "meets" if r.ratio == "yes" else "MISSES"
     bound = re.fullmatch(r"(<=?) *([0-9.]+) *(x|MiB)", r.target)
@@ -218,8 +224,8 @@ def verdict(r: Row) -> str:
     value = float(r.ours) if unit == "MiB" else r.value if r.value is not None else float(r.ratio.rstrip("x"))
     meets = value < limit if strict else value <= limit
     word = "meets" if meets else "MISSES"
-    if unit == "x" and r.spread is not None and r.spread[1] - r.spread[0] > abs(limit - value):
-        word += ", close"
+    if unit == "x" and r.spread is not None and r.spread[0] <= limit <= r.spread[1]:
+        word += ", close"  # the spread on the target's side is larger than the distance to it: some pair fell on the other side
     return word
 
 
@@ -253,13 +259,13 @@ IMPORT_FLOOR = [PY, "-c", "import numpy, yaml, typer, rich.console, rich.table"]
 
 def row(name: str, r: dict, target: str, *, digits: int = 2) -> Row:
     """The time of one comparison: medians, the ratio and its spread."""
-    return Row(name, f"{r['ours']:.3f}", f"{r['baseline']:.3f}", f"{r['ratio']:.{digits}f}x", target, r["ratio"], r["spread"])
+    return Row(name, f"{r['ours']:.3f}", f"{r['baseline']:.3f}", f"{r['ratio']:.{digits}f}x", target, r["ratio"], r["spread"], r["ratios"])
 
 
 def memory_row(r: dict, target: str, name: str = "   ... peak memory (MiB)") -> Row:
     """The peak memory of one comparison, in MiB: medians, the ratio and its spread."""
     mem = (f"{r['ours_mem'] / 1024:.0f}", f"{r['baseline_mem'] / 1024:.0f}", f"{r['mem_ratio']:.2f}x")
-    return Row(name, *mem, target, r["mem_ratio"], r["mem_spread"])
+    return Row(name, *mem, target, r["mem_ratio"], r["mem_spread"], r["mem_ratios"])
 
 
 def scenario_file(folder: Path, L: int, *, heads: int = 1, d_model: int = 64, d_k: int = 64, seed: int = 1, heads_last: bool = False) -> Path:
