@@ -161,7 +161,11 @@ def main() -> None:
     parser.add_argument("--blas-threads", type=int, default=1, help="BLAS/OpenMP threads in each child (default 1; 0 leaves the environment alone)")
     parser.add_argument("--docs", type=Path, help="also write the table into this Markdown file, between its bench markers")
     parser.add_argument("--save", type=Path, help="also write every row, with its verdict, as JSON to this file (to compare two runs)")
+    parser.add_argument("--table-from", type=Path, help="measure nothing: print (and with --docs write) the table of a run saved with --save")
     args = parser.parse_args()
+    if args.table_from is not None:
+        reprint(args.table_from, args.docs)
+        return
     Settings.wall, Settings.blas_threads = args.wall, max(0, args.blas_threads)
     pairs = max(5, args.pairs)
     only = {part.strip() for part in args.only.split(",") if part.strip()}
@@ -175,12 +179,34 @@ def main() -> None:
             rows += real_model_rows(Path(folder), pairs)
 
     rows = [Row(*each) for each in rows]  # a row built as a plain tuple of five has no spread
-    table = markdown_table(rows)
     measure = "wall time" if Settings.wall else "CPU time of the child (user + system)"
     threads = f"{Settings.blas_threads} BLAS thread{'s' if Settings.blas_threads > 1 else ''}" if Settings.blas_threads else "BLAS threads as the machine sets them"
     footer = (f"{measure}, {threads}; {pairs} alternating pairs each, medians; ratio: the median of the pairs' ratios, "
               f"spread: the lowest and highest of them. Python {sys.version.split()[0]}, numpy {np.__version__}, "
               f"{os.cpu_count()} CPUs, {os.uname().machine}, load average {load:.1f} at the start")  # fmt: skip
+    report(rows, footer, args.docs)
+    if args.save is not None:
+        import json
+
+        saved = [{**each._asdict(), "verdict": verdict(each)} for each in rows]
+        run = {"measure": measure, "threads": threads, "pairs": pairs, "load": load, "wall": Settings.wall, "footer": footer, "rows": saved}
+        args.save.write_text(json.dumps(run, indent=1))
+
+
+def reprint(saved: Path, docs: Path | None) -> None:
+    """The table of a run saved with --save, its verdicts judged again."""
+    import json
+
+    run = json.loads(saved.read_text())
+    Settings.wall = bool(run.get("wall", False))
+    fields = Row._fields
+    rows = [Row(**{key: tuple(value) if isinstance(value, list) else value for key, value in each.items() if key in fields}) for each in run["rows"]]
+    report(rows, run["footer"], docs)
+
+
+def report(rows: list[Row], footer: str, docs: Path | None) -> None:
+    """Print the table, its footer and which rows missed or are close; write it into `docs` when given."""
+    table = markdown_table(rows)
     print(table + "\n\n" + footer)
     labels, number = [], ""
     for each in rows:  # "6 ... --format html vs --format json": a continuation row named with its comparison's number
@@ -191,13 +217,8 @@ def main() -> None:
     print(f"\n{len(missed)} missed: " + "; ".join(missed) if missed else "\nevery row with a target meets it")
     if close:
         print(f"{len(close)} close (their spread reaches past the target): " + "; ".join(close))
-    if args.docs is not None:
-        write_docs(args.docs, table + "\n\n" + footer)
-    if args.save is not None:
-        import json
-
-        saved = [{**each._asdict(), "verdict": verdict(each)} for each in rows]
-        args.save.write_text(json.dumps({"measure": measure, "threads": threads, "pairs": pairs, "load": load, "rows": saved}, indent=1))
+    if docs is not None:
+        write_docs(docs, table + "\n\n" + footer)
 
 
 class Row(NamedTuple):
@@ -221,7 +242,7 @@ def verdict(r: Row) -> str:
     if bound is None:
         return "-"
     strict, limit, unit = bound[1] == "<", float(bound[2]), bound[3]
-    value = float(r.ours) if unit == "MiB" else r.value if r.value is not None else float(r.ratio.rstrip("x"))
+    value = float(r.ours if unit == "MiB" else r.ratio.rstrip("x"))  # as shown: "1.25x" meets "<= 1.25x"
     meets = value < limit if strict else value <= limit
     word = "meets" if meets else "MISSES"
     if unit == "x" and r.spread is not None and r.spread[0] <= limit <= r.spread[1]:
