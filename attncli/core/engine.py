@@ -23,7 +23,7 @@ from attncli.errors import AttnError, option
 SHIFT_FREE = 700.0  # e^±700 is still an ordinary float64, so such scores need no shift
 SHIFT_LIMIT = 709.0  # a row's e^max · count must stay below float64's max, e^709.78
 EXACT_FROM = 2.0**52  # a float64 this large is a whole number: rounding to decimals leaves it as it is
-WEIGHTED_BLOCK = 4_000_000  # hand-rounded outputs: weighted value vectors held at once (32 MB)
+WEIGHTED_BLOCK = 1 << 18  # hand-rounded outputs: weighted value vectors held at once (2 MiB; at 32 MB each pass went to memory and back)
 
 Rounder = Callable[[np.ndarray], np.ndarray]
 
@@ -98,8 +98,14 @@ def rounder(decimals: int | None) -> Rounder:
 
     def round_by_hand(a: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore", invalid="ignore"):  # np.round multiplies by 10^decimals: 1e306 would overflow
-            rounded = np.round(a, decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
-        return np.where(np.abs(a) < EXACT_FROM, rounded, a)  # huge values are whole already (and -inf stays -inf)
+            rounded = np.round(a, decimals)
+        if type(a) is not np.ndarray or not a.ndim or a.dtype != np.float64:  # a number, say: as below, without the in-place steps
+            return np.where(np.abs(a) < EXACT_FROM, rounded + 0.0, a)
+        # In place: --round-steps rounds tens of millions of weighted values, and each new array of them costs more than the arithmetic.
+        rounded += 0.0  # turns -0.0 into 0.0
+        if rounded.size and not (a.min() > -EXACT_FROM and a.max() < EXACT_FROM):  # NaN fails both tests
+            np.copyto(rounded, a, where=~(np.abs(a) < EXACT_FROM))  # huge values are whole already (and -inf stays -inf)
+        return rounded
 
     return round_by_hand
 

@@ -8,6 +8,7 @@ more; every pair meets WCAG AA for normal text (contrast ≥ 4.5, checked in the
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ def contrast(a: str, b: str) -> float:
     return (light + 0.05) / (dark + 0.05)
 
 
+@cache  # a heatmap asks once per cell, about the same nine colours
 def ink(fill: str) -> str:
     """Black or white, whichever reads better on `fill`."""
     return BLACK if contrast(fill, BLACK) >= contrast(fill, WHITE) else WHITE

@@ -113,23 +113,26 @@ def _figure(view: MatrixView, precision: int) -> Figure:
         out.append(f'<text class="fg" x="{x0 - 8:.1f}" y="{y:.1f}" text-anchor="end" font-size="{LABEL_SIZE}" '
                    f'fill="{palette.LIGHT.text}">{_label_text(label, view.rows[r])}</text>')  # fmt: skip
 
+    # numbers need no escaping (digits, sign, point, e, ∞), and escaping is character by character: each label once
+    row_tips, col_tips = [escape.xml(label) for label in view.rows], [escape.xml(label) for label in view.cols]
+    values, hidden = view.data.tolist(), [[False] * n_cols] * n_rows if view.hidden is None else view.hidden.tolist()
     for r in range(n_rows):
         for c in range(n_cols):
             x, y = x0 + cell_w * c, y0 + cell_h * r
-            masked = view.hidden is not None and bool(view.hidden[r, c])
+            masked = hidden[r][c]
             if masked:
                 cls, fill, ink = "cell masked", "url(#attncli-hatch)", palette.ink(palette.LIGHT.masked)
                 text_cls = "km"
             else:
-                level = palette.level(float(view.data[r, c]), low, high)
+                level = palette.level(values[r][c], low, high)
                 cls, fill, ink = f"cell l{level}", palette.LIGHT.shades[level], palette.ink(palette.LIGHT.shades[level])
                 text_cls = f"k{level}"
-            tip = f"{view.rows[r]} → {view.cols[c]}: {numbers[r][c]}" + (" (masked)" if masked else "")
+            tip = f"{row_tips[r]} → {col_tips[c]}: {numbers[r][c]}" + (" (masked)" if masked else "")
             out.append(f'<rect class="{cls}" x="{x:.1f}" y="{y:.1f}" width="{cell_w:.1f}" height="{cell_h:.1f}" fill="{fill}">'
-                       f"<title>{escape.xml(tip)}</title></rect>")  # fmt: skip
+                       f"<title>{tip}</title></rect>")  # fmt: skip
             if show_numbers:
                 out.append(f'<text class="{text_cls}" x="{x + cell_w / 2:.1f}" y="{y + cell_h / 2 + NUMBER_SIZE * 0.35:.1f}" '
-                           f'text-anchor="middle" font-size="{NUMBER_SIZE}" fill="{ink}">{escape.xml(numbers[r][c])}</text>')  # fmt: skip
+                           f'text-anchor="middle" font-size="{NUMBER_SIZE}" fill="{ink}">{numbers[r][c]}</text>')  # fmt: skip
     out.append(f'<rect class="frame" x="{x0:.1f}" y="{y0:.1f}" width="{grid_w:.1f}" height="{grid_h:.1f}" fill="none" '
                f'stroke="{palette.LIGHT.text}" stroke-width="0.5"/>')  # fmt: skip
     out += _colour_bar(bar_x, y0, low, high, precision, masked=view.hidden is not None and bool(view.hidden.any()))
