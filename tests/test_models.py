@@ -327,3 +327,11 @@ def test_a_checkpoint_path_is_shown_as_written_never_expanded(cli, tmp_path, mon
         result = cli("run", str(scenario), "--format", fmt)
         assert result.exit_code == 0, result.stderr
         assert "~/models/gpt2" in result.stdout and str(home) not in result.stdout, fmt
+
+
+def test_decode_refuses_an_encoder(cli):
+    """BERT reads a whole text at once: decode says so in one line instead of building a KV cache it never has."""
+    result = cli("decode", *model_args("bert", 1, "The cat sat"))
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "decode needs a model that generates, but bert is an encoder" in result.stderr
+    assert cli("decode", *model_args("gpt2", 1, "The cat sat")).exit_code == 0

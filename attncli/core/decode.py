@@ -95,6 +95,13 @@ def decode(source: RunResult | Scenario, head: int) -> Decode:
     result = source if isinstance(source, RunResult) else engine.run(source)
     scenario = result.scenario
     scenario.head_numbers(head)  # refuses a head that does not exist
+    if scenario.encoder is not None:
+        raise AttnError(
+            f"decode needs a model that generates, but {scenario.encoder} is an encoder: every token sees the whole text "
+            "at once, so it has no KV cache to build",
+            key="model",
+            expected="a decoder checkpoint (gpt2, llama, qwen2, mistral), or run/explain for this one",
+        )
     if scenario.cross:
         raise AttnError(
             "decode needs self-attention: in cross-attention the keys come from the context, not from generated tokens",

@@ -60,6 +60,7 @@ class Scenario:
     path: str | None = None  # the file it was read from; None when built in code
     notes: tuple[str, ...] = ()  # where the numbers come from, for the summary (e.g. a checkpoint's layer)
     word_marks: tuple[str, ...] = ()  # a real tokenizer's marks for a leading space ("␣", "Ġ", "▁"): words match without them
+    encoder: str | None = None  # the architecture of an encoder checkpoint's layer ("bert"): it reads, it does not generate
 
     # -- sizes ---------------------------------------------------------------------------------
 

@@ -91,6 +91,7 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
         rope=rope,
         word_marks=WORD_MARKS,
         notes=tuple(notes),
+        encoder=None if case.causal else case.model_type,
     )
 
 
