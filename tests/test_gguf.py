@@ -390,3 +390,14 @@ def test_real_smollm2_q4_1_equals_transformers_on_the_same_file():
         assert case.token_ids == tuple(ids.tolist())
         worst.append(float(np.abs(attention_weights(case) - attentions[layer - 1]).max()))
     assert max(worst) <= 2e-6, worst
+
+
+@pytest.mark.parametrize("name", ["llama", "qwen2", "mistral", "gpt2"])
+def test_live_transformers_gguf_tokenizer_gives_the_same_ids(name):
+    """Where transformers is installed: its tokenizer built from the GGUF file gives attncli's ids."""
+    transformers = pytest.importorskip("transformers")
+    from attncli.checkpoints.layer import tokenize
+
+    reference = transformers.AutoTokenizer.from_pretrained(str(FIXTURES), gguf_file=f"{name}.gguf")
+    for text in ["The cat sat on the mat.", "  two spaces\tand é ü 日本", "<s>cat</s>"]:
+        assert tuple(reference(text)["input_ids"]) == tokenize(FIXTURES / f"{name}.gguf", text).ids, text
