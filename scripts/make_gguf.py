@@ -3,7 +3,7 @@
     pip install gguf tokenizers          # no torch, no transformers
     python scripts/make_gguf.py          # tests/checkpoints/gguf/*.gguf
 
-From the tiny Hugging Face fixtures of tests/checkpoints (llama, qwen2, mistral, gpt2), each
+From the tiny Hugging Face fixtures of tests/checkpoints (llama, qwen2, mistral, gpt2, bert), each
 tensor is renamed as convert_hf_to_gguf.py names it (blk.N.attn_q.weight …), the rows of W_Q and
 W_K of llama-architecture models are permuted per head as the converter permutes them (rotate-half
 pairs (i, i + d/2) become interleaved pairs (2i, 2i + 1)), GPT-2's Conv1D weights are transposed to
@@ -210,6 +210,57 @@ def write_gpt2(path: Path) -> None:
     _finish(writer)
 
 
+BERT_NAMES = {
+    "embeddings.word_embeddings.weight": "token_embd.weight", "embeddings.position_embeddings.weight": "position_embd.weight",
+    "embeddings.token_type_embeddings.weight": "token_types.weight",
+    "embeddings.LayerNorm.weight": "token_embd_norm.weight", "embeddings.LayerNorm.bias": "token_embd_norm.bias",
+    **{f"attention.self.{hf}.{p}": f"{gg}.{p}" for hf, gg in (("query", "attn_q"), ("key", "attn_k"), ("value", "attn_v")) for p in ("weight", "bias")},
+    **{f"{hf}.{p}": f"{gg}.{p}" for hf, gg in (("attention.output.dense", "attn_output"), ("attention.output.LayerNorm", "attn_output_norm"),
+                                               ("intermediate.dense", "ffn_up"), ("output.dense", "ffn_down"),
+                                               ("output.LayerNorm", "layer_output_norm")) for p in ("weight", "bias")},
+}  # fmt: skip
+
+
+def write_bert(path: Path) -> None:
+    """The BERT fixture as llama.cpp's converter writes it: WordPiece tokens respelled ("▁" starts a word, "##" dropped)."""
+    import gguf
+
+    folder = HF / "bert"
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    raw = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    vocab = raw["model"]["vocab"]
+    pieces = sorted(vocab, key=vocab.get)
+    special = {t["content"] for t in raw["added_tokens"] if t["special"]}
+    tokens = [t if t.startswith("[") and t.endswith("]") else t[2:] if t.startswith("##") else "▁" + t for t in pieces]
+    writer = gguf.GGUFWriter(path, "bert")
+    writer.add_name("attncli tiny bert")
+    writer.add_block_count(config["num_hidden_layers"])
+    writer.add_context_length(config["max_position_embeddings"])
+    writer.add_embedding_length(config["hidden_size"])
+    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_head_count(config["num_attention_heads"])
+    writer.add_layer_norm_eps(config["layer_norm_eps"])
+    writer.add_causal_attention(False)
+    writer.add_tokenizer_model("bert")
+    writer.add_token_list(tokens)
+    writer.add_token_types([CONTROL if t in special else NORMAL for t in pieces])
+    writer.add_unk_token_id(vocab["[UNK]"])
+    writer.add_sep_token_id(vocab["[SEP]"])
+    writer.add_pad_token_id(vocab["[PAD]"])
+    writer.add_uint32("tokenizer.ggml.cls_token_id", vocab["[CLS]"])
+    writer.add_mask_token_id(vocab["[MASK]"])
+    for hf, value in hf_tensors(folder).items():
+        name = hf.removeprefix("bert.")
+        if name.startswith("encoder.layer."):
+            index, _, rest = name[len("encoder.layer.") :].partition(".")
+            target = f"blk.{index}.{BERT_NAMES[rest]}" if rest in BERT_NAMES else None
+        else:
+            target = BERT_NAMES.get(name)
+        if target is not None:
+            writer.add_tensor(target, np.ascontiguousarray(value))
+    _finish(writer)
+
+
 # ---------------------------------------------------------------- every quantisation type in one model
 
 QUANTISED_TYPES = {
@@ -277,6 +328,7 @@ def main() -> None:
     for name in ("llama", "qwen2", "mistral"):
         write_llama_family(name, OUT / f"{name}.gguf")
     write_gpt2(OUT / "gpt2.gguf")
+    write_bert(OUT / "bert.gguf")
     write_quantised(OUT / "quantised.gguf")
     for path in sorted(OUT.glob("*.gguf")):
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size:,} bytes")

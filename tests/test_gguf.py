@@ -109,7 +109,7 @@ def without_windows(name: str, tmp_path: Path) -> Path:
     return folder
 
 
-CONVERTED = {"llama": 3, "qwen2": 3, "mistral": 2, "gpt2": 3}
+CONVERTED = {"llama": 3, "qwen2": 3, "mistral": 2, "gpt2": 3, "bert": 2}
 
 
 @pytest.mark.parametrize(("name", "layer"), [(n, layer) for n, count in CONVERTED.items() for layer in range(1, count + 1)])
@@ -120,7 +120,7 @@ def test_a_converted_file_gives_the_folder_s_attention(name, layer, tmp_path):
     llama3 scaling is stored as float32 factors (rope_freqs), so agreement is to 1e-9, not bit for bit.
     """
     text = str(golden(name)["text"])
-    folder = HF / name if name in ("llama", "gpt2") else without_windows(name, tmp_path)
+    folder = HF / name if name in ("llama", "gpt2", "bert") else without_windows(name, tmp_path)
     from_folder = load_layer(folder, layer=layer, text=text)
     from_file = load_layer(FIXTURES / f"{name}.gguf", layer=layer, text=text)
     assert from_file.token_ids == from_folder.token_ids
@@ -129,7 +129,7 @@ def test_a_converted_file_gives_the_folder_s_attention(name, layer, tmp_path):
     np.testing.assert_allclose(attention_weights(from_file), attention_weights(from_folder), rtol=0, atol=1e-9)
 
 
-@pytest.mark.parametrize("name", ["llama", "gpt2"])
+@pytest.mark.parametrize("name", ["llama", "gpt2", "bert"])
 def test_a_converted_file_gives_transformers_goldens(name):
     """Where the folder has no sliding window, the GGUF file meets transformers' own weights.
 
@@ -156,9 +156,12 @@ def test_the_row_permutation_is_undone():
 
 
 def test_tokens_equal_the_folder_s_tokenizer():
-    """The tokenizer rebuilt from the metadata gives the ids of the folder's tokenizer.json, special tokens included."""
-    texts = ["The cat sat on the mat.", "  two spaces, a tab\tand é ü 日本", "<s> inside text </s>", ""]
-    for name in ("llama", "qwen2", "mistral", "gpt2"):
+    """The tokenizer rebuilt from the metadata gives the ids of the folder's tokenizer.json, special tokens included.
+
+    BERT's too, although llama.cpp respells its WordPiece vocabulary ("▁cat" for "cat", "ing" for "##ing").
+    """
+    texts = ["The cat sat on the mat.", "  two spaces, a tab\tand é ü 日本", "<s> inside text </s>", "", "When MARY went [SEP] there"]
+    for name in ("llama", "qwen2", "mistral", "gpt2", "bert"):
         folder_tokenizer = load_tokenizer(HF / name).tokenizer
         from attncli.checkpoints.gguf_tokens import gguf_tokenizer
 
