@@ -95,7 +95,7 @@ ModelOption = Annotated[
     Path | None,
     typer.Option(
         "--model",
-        metavar="DIR",
+        metavar="MODEL",
         help="A local model instead of a scenario: a Hugging Face checkpoint folder (config.json, *.safetensors, tokenizer.json), a GGUF file or a folder holding one, or ollama:NAME[:TAG] from Ollama's store; never downloads.",
     ),
 ]
