@@ -261,6 +261,29 @@ def write_bert(path: Path) -> None:
     _finish(writer)
 
 
+def write_sentencepiece(path: Path) -> None:
+    """A one-layer file whose tokenizer is SentencePiece BPE as Llama 2 GGUFs store it: scores, byte tokens, no merges."""
+    import gguf
+
+    pieces = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    types = [2, CONTROL, CONTROL] + [6] * 256  # unknown, control, bytes
+    words = ["▁", "t", "h", "e", "c", "a", "s", "o", "n", "m", "▁t", "he", "▁the", "▁c", "at", "▁cat", "▁s", "▁sat", "on", "▁on",
+             "▁m", "▁mat", "▁a", "▁ca", "th", "▁th"]  # fmt: skip
+    writer = gguf.GGUFWriter(path, "llama")
+    for add, value in ((writer.add_block_count, 1), (writer.add_context_length, 64), (writer.add_embedding_length, 8),
+                       (writer.add_feed_forward_length, 16), (writer.add_head_count, 2)):  # fmt: skip
+        add(value)
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(pieces + words)
+    writer.add_token_types(types + [NORMAL] * len(words))
+    writer.add_token_scores([0.0] * len(pieces) + [-float(i) for i in range(len(words))])
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_unk_token_id(0)
+    writer.add_tensor("token_embd.weight", np.zeros((len(pieces) + len(words), 8), np.float32))
+    _finish(writer)
+
+
 # ---------------------------------------------------------------- every quantisation type in one model
 
 QUANTISED_TYPES = {

@@ -440,3 +440,14 @@ def test_live_transformers_gguf_tokenizer_gives_the_same_ids(name):
     reference = transformers.AutoTokenizer.from_pretrained(str(FIXTURES), gguf_file=f"{name}.gguf")
     for text in ["The cat sat on the mat.", "  two spaces\tand é ü 日本", "<s>cat</s>"]:
         assert tuple(reference(text)["input_ids"]) == tokenize(FIXTURES / f"{name}.gguf", text).ids, text
+
+
+def test_live_transformers_sentencepiece_tokenizer_gives_the_same_ids(tmp_path):
+    """Where transformers is installed: a SentencePiece vocabulary without merges (as Llama 2 files store it) gives its ids."""
+    transformers = pytest.importorskip("transformers")
+    from attncli.checkpoints.layer import tokenize
+
+    make_gguf.write_sentencepiece(tmp_path / "spm.gguf")
+    reference = transformers.AutoTokenizer.from_pretrained(str(tmp_path), gguf_file="spm.gguf")
+    for text in ["the cat sat on the mat", " the  cat", "The cät", "cat\nsat", "a"]:
+        assert tuple(reference(text)["input_ids"]) == tokenize(tmp_path / "spm.gguf", text).ids, text
