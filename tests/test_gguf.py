@@ -248,6 +248,9 @@ def test_the_walk_through_rebuilds_the_reference_s_weights(tensor, kind):
             if kind == "Q4_K":
                 assert all(s["base"] == -doc["fields"]["dmin"]["value"] * s["min"] for s in subs)
                 assert doc["weights"][0]["bits"] == "byte 17 bits 0–3" and doc["weights"][32]["bits"] == "byte 17 bits 4–7"
+                # ggml's get_scale_min_k4: scales 1–4 are the low six bits of bytes 5–8; 5–8 take two bits there and four from bytes 13–16
+                assert subs[0]["scale_bits"] == "byte 5 bits 0–5" and subs[4]["scale_bits"] == "byte 5 bits 6–7 + byte 13 bits 0–3"
+                assert subs[4]["min_bits"] == "byte 9 bits 6–7 + byte 13 bits 4–7"
         if kind == "Q8_0":
             assert doc["weights"][0]["bits"] == "byte 3 bits 0–7"
             assert all(w["code"] == int(np.int8(raw[2 + i])) for i, w in enumerate(doc["weights"]))

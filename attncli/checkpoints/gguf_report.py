@@ -133,16 +133,20 @@ def info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
 # -- model dequant ---------------------------------------------------------------------------
 
 
-def _bit_sources(kind: str, block: np.ndarray) -> list[list[tuple[int, int]]]:
-    """For each weight of the block: the (byte, bit) pairs, from 0, whose value changes its code."""
+def _bit_sources(kind: str, block: np.ndarray) -> dict[str, list[list[tuple[int, int]]]]:
+    """For each code, sub-block scale and minimum of the block: the (byte, bit) pairs, from 0, whose value changes it."""
     n_bytes = block.shape[0]
     flipped = np.repeat(block[None, :], n_bytes * 8, axis=0)  # (bits, bytes)
     index = np.arange(n_bytes * 8)
     flipped[index, index // 8] ^= (1 << (index % 8)).astype(np.uint8)
-    codes = decode(kind, flipped).codes  # (bits, E)
-    base = decode(kind, block[None, :]).codes[0]  # (E,)
-    changed = codes != base[None, :]  # (bits, E)
-    return [[(int(b) // 8, int(b) % 8) for b in np.nonzero(changed[:, w])[0]] for w in range(codes.shape[1])]
+    changed_all = decode(kind, flipped)
+    original = decode(kind, block[None, :])
+    out = {}
+    for name, now, then in (("codes", changed_all.codes, original.codes),
+                            *((key, changed_all.fields[key], original.fields[key]) for key in ("scales", "mins") if key in original.fields)):  # fmt: skip
+        changed = now != then  # (bits, count)
+        out[name] = [[(int(b) // 8, int(b) % 8) for b in np.nonzero(changed[:, i])[0]] for i in range(then.shape[1])]
+    return out
 
 
 def _describe_bits(bits: list[tuple[int, int]]) -> str:
@@ -216,24 +220,26 @@ def dequant_data(path: Path, tensor: str, block: int) -> dict[str, Any]:
     doc["fields"] = fields
     doc["formula"] = FORMULAS[kind]
     S = decoded.step.shape[1]
+    sources = _bit_sources(kind, raw)
     if S > 1:
         doc["sub_blocks"] = [
             {
                 "sub_block": s + 1,
                 "weights": [s * decoded.sub_block + 1, (s + 1) * decoded.sub_block],
                 "scale": int(decoded.fields["scales"][0, s]),
+                "scale_bits": _describe_bits(sources["scales"][s]),
                 "min": int(decoded.fields["mins"][0, s]) if "mins" in decoded.fields else None,
+                "min_bits": _describe_bits(sources["mins"][s]) if "mins" in sources else None,
                 "step": float(decoded.step[0, s]),
                 "base": float(decoded.base[0, s]) if decoded.base is not None else 0.0,
             }
             for s in range(S)
         ]
-    sources = _bit_sources(kind, raw)
     doc["weights"] = [
         {
             "index": w + 1,
             "column": first + w + 1,
-            "bits": _describe_bits(sources[w]),
+            "bits": _describe_bits(sources["codes"][w]),
             "code": int(decoded.codes[0, w]),
             "step": float(decoded.step[0, w // decoded.sub_block]),
             "base": float(decoded.base[0, w // decoded.sub_block]) if decoded.base is not None else 0.0,
@@ -270,15 +276,17 @@ def dequant_report(doc: dict[str, Any]) -> Report:
         sections.append(Section("What the block stores", lines))
     if "sub_blocks" in doc:
         has_min = doc["sub_blocks"][0]["min"] is not None
-        header = ["sub-block", "weights", "scale"] + (["min"] if has_min else []) + ["step = d·scale"] + (["base = −dmin·min"] if has_min else [])
+        header = ["sub-block", "weights", "scale", "packed in"] + (["min", "packed in"] if has_min else []) + ["step = d·scale"]
+        header += ["base = −dmin·min"] if has_min else []
         rows = [
-            [str(s["sub_block"]), f"{s['weights'][0]}–{s['weights'][1]}", str(s["scale"])]
-            + ([str(s["min"])] if has_min else [])
+            [str(s["sub_block"]), f"{s['weights'][0]}–{s['weights'][1]}", str(s["scale"]), s["scale_bits"]]
+            + ([str(s["min"]), str(s["min_bits"])] if has_min else [])
             + [repr(s["step"])]
             + ([repr(s["base"])] if has_min else [])
             for s in doc["sub_blocks"]
         ]
-        sections.append(Section("Sub-block scales", table=Table(header, rows, [True] * len(header))))
+        numeric = [True, True, True, False] + ([True, False] if has_min else []) + [True] + ([True] if has_min else [])
+        sections.append(Section("Sub-block scales", table=Table(header, rows, numeric)))
     header = ["weight", "column", "packed in", "code", "step", "base", "value"]
     rows = [
         [str(w["index"]), str(w["column"]), w["bits"], "" if w["code"] is None else str(w["code"]),
