@@ -454,3 +454,22 @@ def test_live_transformers_sentencepiece_tokenizer_gives_the_same_ids(tmp_path):
     reference = transformers.AutoTokenizer.from_pretrained(str(tmp_path), gguf_file="spm.gguf")
     for text in ["the cat sat on the mat", " the  cat", "The cät", "cat\nsat", "a"]:
         assert tuple(reference(text)["input_ids"]) == tokenize(tmp_path / "spm.gguf", text).ids, text
+
+
+def test_live_transformers_reads_every_quantisation_type_alike():
+    """Where torch and transformers are installed: transformers' own GGUF loading of quantised.gguf gives attncli's weights.
+
+    An oracle independent of gguf-py: transformers' dequantisation (its own code) and its undoing of
+    the row permutation. Bound 1e-5 (4e-7 and 1.6e-6 measured): its Llama computes RMSNorm, RoPE and the softmax in float32.
+    """
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    text = "The cat sat on the mat, then the cat slept."
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        str(FIXTURES), gguf_file="quantised.gguf", dtype=torch.float64, attn_implementation="eager"
+    )
+    cases = [load_layer(FIXTURES / "quantised.gguf", layer=layer, text=text) for layer in (1, 2)]
+    with torch.no_grad():
+        out = model(torch.tensor([cases[0].token_ids]), output_attentions=True)
+    for case, reference in zip(cases, out.attentions):
+        np.testing.assert_allclose(attention_weights(case), reference[0].numpy(), rtol=0, atol=1e-5)
