@@ -12,8 +12,8 @@ most 11 + 7 + 6 = 24 significant bits. In float64 the sum is exact too (no fp16 
 than 44 bits of span), so attncli's weights are the format's exact numbers. The reference
 (gguf-py's `gguf.quants.dequantize`, and llama.cpp) computes in float32 and so rounds the final
 sum once for the types with a minimum (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K): their float32 value is
-this float64 value rounded to float32. The others (Q4_0, Q5_0, Q8_0, Q3_K, Q6_K, IQ4_NL, F16,
-BF16, F32) are exact in both.
+this float64 value rounded to float32. The others (Q4_0, Q5_0, Q8_0, Q3_K, Q6_K, IQ4_NL, IQ4_XS,
+TQ2_0, F16, BF16, F32) are exact in both.
 
 Dimension names: n blocks, E weights per block, S sub-blocks per block.
 """
@@ -192,9 +192,24 @@ def _q6_k(b: np.ndarray) -> Decoded:
     return Decoded(d[:, None] * sc, None, (low | (high << 4)) - 32, {"d": d, "scales": sc})
 
 
+def _tq2_0(b: np.ndarray) -> Decoded:
+    d = _half(b, 64)
+    codes = np.concatenate([_bits(b[:, h * 32 : (h + 1) * 32], 4, 2) for h in range(2)], axis=1) - 1  # (n, 256): −1, 0, 1
+    return Decoded(d[:, None], None, codes, {"d": d})
+
+
+def _iq4_xs(b: np.ndarray) -> Decoded:
+    d = _half(b, 0)
+    high = _bits(b[:, 2:4].copy().view("<u2").astype(np.uint16), 8, 2)  # (n, 8) two bits of each scale from a 16-bit word
+    low = np.stack([b[:, 4:8] & 0x0F, b[:, 4:8] >> 4], axis=2).reshape(-1, 8).astype(np.int16)  # (n, 8) sub-block 2j, 2j+1
+    sc = (low | (high << 4)) - 32
+    codes = np.concatenate([IQ4_LEVELS[_nibbles(b[:, 8 + s * 16 : 8 + (s + 1) * 16])] for s in range(8)], axis=1)  # (n, 256)
+    return Decoded(d[:, None] * sc, None, codes, {"d": d, "scales": sc})
+
+
 DECODERS = {
     "Q4_0": _q4_0, "Q4_1": _q4_1, "Q5_0": _q5_0, "Q5_1": _q5_1, "Q8_0": _q8_0, "IQ4_NL": _iq4_nl,
-    "Q2_K": _q2_k, "Q3_K": _q3_k, "Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k,
+    "Q2_K": _q2_k, "Q3_K": _q3_k, "Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k, "IQ4_XS": _iq4_xs, "TQ2_0": _tq2_0,
 }  # fmt: skip
 READABLE = (*FLOAT_TYPES, *DECODERS)
 CHUNK_BLOCKS = 16_384  # blocks decoded at once: bounds the temporary codes and steps to a few MiB

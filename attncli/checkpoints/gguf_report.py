@@ -39,6 +39,9 @@ LAYOUTS: dict[str, list[tuple[str, int, str]]] = {
     "Q5_K": [("d", 2, "fp16 scale of the scales"), ("dmin", 2, "fp16 scale of the minimums"),
              ("scales", 12, "8 six-bit scales and 8 six-bit minimums"), ("qh", 32, "the fifth bit of each code"),
              ("qs", 128, "the low four bits")],
+    "IQ4_XS": [("d", 2, "fp16 scale of the scales"), ("scales_h", 2, "the top two bits of 8 six-bit scales"),
+               ("scales_l", 4, "their low four bits"), ("qs", 128, "256 four-bit indices into 16 fixed levels")],
+    "TQ2_0": [("qs", 64, "256 two-bit codes, stored +1 (ternary −1, 0, 1)"), ("d", 2, "fp16 scale")],
     "Q6_K": [("ql", 128, "the low four bits of each code"), ("qh", 64, "the top two bits"),
              ("scales", 16, "16 signed eight-bit scales"), ("d", 2, "fp16 scale of the scales")],
 }  # fmt: skip
@@ -48,6 +51,7 @@ FORMULAS = {
     "Q3_K": "w = d·(scale − 32) · q (per sub-block of 16; q = low bits − 4 when its high bit is 0)",
     "Q4_K": "w = d·scale · q − dmin·min (per sub-block of 32)", "Q5_K": "w = d·scale · q − dmin·min (per sub-block of 32)",
     "Q6_K": "w = d·scale · (q − 32) (per sub-block of 16)",
+    "IQ4_XS": "w = d·(scale − 32) · level[q] (per sub-block of 32)", "TQ2_0": "w = d · (q − 1)",
 }  # fmt: skip
 ROUNDED_BY_REFERENCE = ("Q4_1", "Q5_1", "Q2_K", "Q4_K", "Q5_K")  # llama.cpp's float32 rounds the final sum once
 
