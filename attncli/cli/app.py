@@ -36,7 +36,10 @@ app = typer.Typer(
 )
 scenarios_app = typer.Typer(help="List the built-in scenarios, or print one to copy and edit.")
 app.add_typer(scenarios_app, name="scenarios")
-model_app = typer.Typer(help="Look into a local Hugging Face checkpoint folder: its architecture, and how it tokenizes a text.", no_args_is_help=True)
+model_app = typer.Typer(
+    help="Look into a local model (a Hugging Face checkpoint folder, a GGUF file, or ollama:NAME): its architecture, how it tokenizes a text, how its quantised weights become numbers.",
+    no_args_is_help=True,
+)
 app.add_typer(model_app, name="model")
 
 
@@ -91,7 +94,11 @@ FullOption = Annotated[bool, typer.Option("--full", help="Show every row and col
 # Real models: one layer of a local Hugging Face checkpoint instead of a scenario file (run, explain).
 ModelOption = Annotated[
     Path | None,
-    typer.Option("--model", metavar="DIR", help="A local Hugging Face checkpoint folder (config.json, *.safetensors, tokenizer.json) instead of a scenario; never downloads."),
+    typer.Option(
+        "--model",
+        metavar="MODEL",
+        help="A local model instead of a scenario: a Hugging Face checkpoint folder (config.json, *.safetensors, tokenizer.json), a GGUF file or a folder holding one, or ollama:NAME[:TAG] from Ollama's store; never downloads.",
+    ),
 ]
 LayerOption = Annotated[int | None, typer.Option("--layer", metavar="N", help="With --model: the layer to show, counted from 1.")]
 SentenceOption = Annotated[str | None, typer.Option("--sentence", metavar="TEXT", help="With --model: the text, tokenized by the checkpoint's own tokenizer.json.")]
@@ -573,7 +580,7 @@ def scenarios_new(
 @model_app.command("info")
 @guard
 def model_info(
-    folder: Annotated[Path, typer.Argument(metavar="DIR", help="A local Hugging Face checkpoint folder.")],
+    folder: Annotated[Path, typer.Argument(metavar="MODEL", help="A Hugging Face checkpoint folder, a GGUF file, or ollama:NAME[:TAG].")],
     format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = Format.table,
 ) -> None:
     """What a checkpoint holds: architecture, layers, heads and key/value heads, sizes, positions, RoPE, dtype, and whether attncli reads it.
@@ -581,6 +588,7 @@ def model_info(
     \b
     Example:
       attncli model info models/gpt2
+      attncli model info smollm2-135m-instruct-q4_1.gguf
     """
     from attncli.cli.model import info_document
 
@@ -590,7 +598,7 @@ def model_info(
 @model_app.command("tokens")
 @guard
 def model_tokens(
-    folder: Annotated[Path, typer.Argument(metavar="DIR", help="A local Hugging Face checkpoint folder.")],
+    folder: Annotated[Path, typer.Argument(metavar="MODEL", help="A Hugging Face checkpoint folder, a GGUF file, or ollama:NAME[:TAG].")],
     text: Annotated[str, typer.Argument(metavar="TEXT", help="The text to tokenize.")],
     special_tokens: SpecialTokensOption = "auto",
     format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = Format.table,
@@ -604,6 +612,28 @@ def model_tokens(
     from attncli.cli.model import tokens_document
 
     emit(tokens_document(folder, text, special_tokens=special_tokens, as_json=_table_or_json(format)))
+
+
+@model_app.command("dequant")
+@guard
+def model_dequant(
+    model: Annotated[Path, typer.Argument(metavar="MODEL", help="A GGUF file, a folder holding one, or ollama:NAME[:TAG].")],
+    tensor: Annotated[str, typer.Argument(metavar="TENSOR", help="A tensor as the file names it, e.g. blk.0.attn_q.weight (see `attncli model info`).")],
+    block: Annotated[int, typer.Option("--block", min=1, metavar="N", help="The block to take apart, counted from 1 along the stored rows.")] = 1,
+    format: FormatOption = Format.table,
+    output: OutputOption = None,
+    force: ForceOption = False,
+) -> None:
+    """How one block of a quantised tensor becomes numbers: the stored scales and minimums, the packed codes, each weight rebuilt exactly.
+
+    \b
+    Examples:
+      attncli model dequant model.gguf blk.0.attn_q.weight
+      attncli model dequant model.gguf blk.5.ffn_down.weight --block 3 --format markdown
+    """
+    from attncli.cli.model import dequant_document
+
+    emit(dequant_document(model, tensor, block=block, fmt=format.value, to_file=output is not None), output, force=force)
 
 
 def _table_or_json(format: Format) -> bool:

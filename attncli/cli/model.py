@@ -75,6 +75,8 @@ def _info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
     architectures = info.get("architectures")
     kind = str(info["model_type"]) + (f" ({', '.join(map(str, architectures))})" if isinstance(architectures, list) and architectures else "")
     rows = [("folder", str(info["folder"])), ("architecture", kind)]
+    if info.get("format") == "gguf":
+        rows = [("file", str(info["file"])), ("architecture", f"{info['model_type']} (GGUF architecture {info['gguf_architecture']!r})")]
     if "layers" in info:
         heads, kv_heads = info["heads"], info["kv_heads"]
         sharing = (
@@ -101,6 +103,10 @@ def _info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
     if "stored_dtype" in info:
         declared = f" (config.json says {info['dtype']})" if info.get("dtype") and info["dtype"] != info["stored_dtype"] else ""
         rows += [("dtype", f"{info['stored_dtype']}{declared}; arithmetic in float64"), ("weights", str(info["weights"]))]
+    if info.get("format") == "gguf":
+        from attncli.walkthroughs.dequant import info_rows
+
+        rows += info_rows(info)
     if info["supported"]:
         rows.append(("supported", f"yes: attncli run --model {info['folder']} --layer 1..{info['layers']} --sentence TEXT"))
     else:
@@ -114,13 +120,15 @@ def _info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
 def tokens_document(folder: Path, text: str, *, special_tokens: str, as_json: bool) -> str | Iterator[bytes]:
     """The tokens of `text`: position (from 1), id, label (the text it covers) and the tokenizer's own piece."""
     from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS
-    from attncli.sources.checkpoints.tokens import load_tokenizer, not_applied_note, tokenize_text
+    from attncli.sources.checkpoints.tokens import not_applied_note, tokenize_text
 
     if special_tokens not in SPECIAL_TOKENS:
         raise AttnError(f"found {special_tokens!r}", key="--special-tokens", expected="auto (as the tokenizer adds them) or none")
-    if not folder.is_dir():
-        raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a folder with tokenizer.json")
-    tokenizer, not_applied = load_tokenizer(folder)
+    from attncli.sources.checkpoints.layer import checkpoint_tokenizer
+
+    if not folder.is_dir() and not folder.is_file() and not str(folder).startswith("ollama:"):
+        raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a folder with tokenizer.json, or a GGUF file")
+    tokenizer, not_applied = checkpoint_tokenizer(folder)
     add = special_tokens == "auto"
     ids, labels = tokenize_text(tokenizer, text, special_tokens=add)
     pieces = tokenizer.encode(text, add_special_tokens=add).tokens
@@ -145,3 +153,22 @@ def _json(doc: dict[str, Any]) -> Iterator[bytes]:
     from attncli.formats import jsonout
 
     return jsonout.document(doc)
+
+
+# -- attncli model dequant ------------------------------------------------------------------
+
+
+def dequant_document(model: Path, tensor: str, *, block: int, fmt: str, to_file: bool) -> str | Iterator[bytes]:
+    """One block of a GGUF tensor becoming numbers: an attncli.gguf-dequant/1 JSON document, or the walk-through in any other format."""
+    from attncli.formats import report
+    from attncli.sources.checkpoints.gguf import gguf_path
+    from attncli.sources.checkpoints.gguf_data import dequant_data
+    from attncli.walkthroughs.dequant import dequant_report
+
+    path = gguf_path(model)
+    if path is None:
+        raise AttnError("not a GGUF file", file=str(model), expected="a .gguf file, a folder holding one, or ollama:NAME[:TAG]")
+    doc = dequant_data(path, tensor, block)
+    if fmt == "json":
+        return _json(doc)
+    return report.render(dequant_report(doc), fmt, to_file=to_file)

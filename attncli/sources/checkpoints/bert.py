@@ -17,7 +17,7 @@ from attncli.sources.checkpoints.blocks import (
     through,
 )
 from attncli.sources.checkpoints.config import ModelConfig
-from attncli.sources.checkpoints.safetensors import Checkpoint
+from attncli.sources.checkpoints.source import TensorSource
 
 
 def _norm(cfg: ModelConfig, w: Weights, name: str, x: np.ndarray) -> np.ndarray:
@@ -57,7 +57,7 @@ def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray) -> np.ndarra
     return _norm(cfg, w, p + "output.LayerNorm", activate(cfg.activation, h @ W_in + b_in) @ W_out + b_out + h)  # (L, d)
 
 
-def layer_inputs(cfg: ModelConfig, checkpoint: Checkpoint, ids: tuple[int, ...], layer: int) -> LayerInputs:
+def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
     """X = the hidden state entering `layer` (from 1): BERT normalises after attention, so no norm comes first."""
     w = Weights(checkpoint, probe="embeddings.word_embeddings.weight", prefixes=("bert.", ""))
     d = cfg.hidden_size

@@ -13,13 +13,13 @@ import numpy as np
 
 from attncli.errors import AttnError
 from attncli.sources.checkpoints.rope import RopeSpec, rotate
-from attncli.sources.checkpoints.safetensors import Checkpoint
+from attncli.sources.checkpoints.source import TensorSource
 
 
 class Weights:
     """A checkpoint's tensors under one key prefix ('transformer.', 'model.', 'bert.' or none), checked for shape."""
 
-    def __init__(self, checkpoint: Checkpoint, *, probe: str, prefixes: Sequence[str]) -> None:
+    def __init__(self, checkpoint: TensorSource, *, probe: str, prefixes: Sequence[str]) -> None:
         self.checkpoint = checkpoint
         found = next((p for p in prefixes if checkpoint.has(p + probe)), None)
         if found is None:
@@ -44,7 +44,7 @@ class Weights:
         value = self.checkpoint.read(name)
         if value.shape != shape:
             raise AttnError(
-                f"tensor '{name}' has shape {list(value.shape)} but config.json implies {list(shape)}",
+                f"tensor '{name}' has shape {list(value.shape)} but {self.checkpoint.config_source} implies {list(shape)}",
                 file=str(self.checkpoint.file_of(name)),
             )
         return value
@@ -55,7 +55,7 @@ class Weights:
         value = self.checkpoint.read_rows(full, rows)
         if value.shape[1] != width:
             raise AttnError(
-                f"tensor '{full}' has rows of {value.shape[1]} numbers but config.json says the hidden size is {width}",
+                f"tensor '{full}' has rows of {value.shape[1]} numbers but {self.checkpoint.config_source} says the hidden size is {width}",
                 file=str(self.checkpoint.file_of(full)),
             )
         return value

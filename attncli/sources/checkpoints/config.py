@@ -124,6 +124,10 @@ def read_raw(folder: Path) -> tuple[dict[str, Any], str]:
     """config.json as a dict, with the path for messages."""
     path = folder / "config.json"
     where = str(path)
+    if folder.is_file():
+        raise AttnError(
+            "a file that is neither a checkpoint folder nor a GGUF file", file=str(folder), expected="a Hugging Face checkpoint folder or a .gguf file"
+        )
     if not folder.is_dir():
         raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a folder with config.json")
     try:

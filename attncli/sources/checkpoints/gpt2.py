@@ -17,7 +17,7 @@ from attncli.sources.checkpoints.blocks import (
     through,
 )
 from attncli.sources.checkpoints.config import ModelConfig
-from attncli.sources.checkpoints.safetensors import Checkpoint
+from attncli.sources.checkpoints.source import TensorSource
 
 
 def _attention(cfg: ModelConfig, w: Weights, index: int) -> AttentionWeights:
@@ -56,7 +56,7 @@ def _block(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray) -> np.ndarra
     return out
 
 
-def layer_inputs(cfg: ModelConfig, checkpoint: Checkpoint, ids: tuple[int, ...], layer: int) -> LayerInputs:
+def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
     """X = ln_1 of the residual entering `layer` (from 1), and that layer's attention weights."""
     w = Weights(checkpoint, probe="wte.weight", prefixes=("", "transformer."))
     d = cfg.hidden_size

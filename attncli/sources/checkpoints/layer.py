@@ -13,10 +13,13 @@ import numpy as np
 
 from attncli.errors import AttnError
 from attncli.sources.checkpoints import bert, gpt2, llama
-from attncli.sources.checkpoints.config import SUPPORTED, ModelConfig, read_config, read_raw
-from attncli.sources.checkpoints.rope import RopeSpec, rope_spec
+from attncli.sources.checkpoints.config import read_config, read_raw
+from attncli.sources.checkpoints.describe import describe_config
+from attncli.sources.checkpoints.gguf import gguf_path, open_model
+from attncli.sources.checkpoints.rope import RopeSpec
 from attncli.sources.checkpoints.safetensors import FLOAT_NAMES, Checkpoint
-from attncli.sources.checkpoints.tokens import Tokens, load_tokenizer, not_applied_note, tokenize_text
+from attncli.sources.checkpoints.source import TensorSource
+from attncli.sources.checkpoints.tokens import CheckpointTokenizer, Tokens, load_tokenizer, not_applied_note, tokenize_text
 
 __all__ = ["LayerCase", "RopeSpec", "Tokens", "load_layer", "model_info", "tokenize"]
 
@@ -51,21 +54,46 @@ class LayerCase:
     rope: RopeSpec | None
     dtype: str  # how the weights are stored, e.g. "bfloat16"
     notes: tuple[str, ...]  # provenance, for the header
+    gguf: str | None = None  # the GGUF file read, when the model is one
+    tokens_from: str = "its tokenizer.json"
+
+
+def checkpoint_tokenizer(model: Path) -> CheckpointTokenizer:
+    """The tokenizer of a checkpoint folder (tokenizer.json) or of a GGUF file (its metadata)."""
+    gguf = gguf_path(model)
+    if gguf is None:
+        return load_tokenizer(model)
+    from attncli.sources.checkpoints.gguf import GgufFile
+    from attncli.sources.checkpoints.gguf_tokens import gguf_tokenizer
+
+    return gguf_tokenizer(GgufFile(gguf))
 
 
 def tokenize(folder: Path, text: str, *, special_tokens: bool = True) -> Tokens:
     """The checkpoint's tokens of `text`: (ids, labels), with `.positions` from 1."""
-    return tokenize_text(load_tokenizer(folder).tokenizer, text, special_tokens=special_tokens)
+    return tokenize_text(checkpoint_tokenizer(folder).tokenizer, text, special_tokens=special_tokens)
 
 
 def load_layer(folder: Path, *, layer: int, text: str, special_tokens: bool = True) -> LayerCase:
     """Run `text` through layers 1 … layer−1 of the checkpoint in float64 and return layer `layer`'s attention inputs."""
-    cfg = read_config(folder)
+    gguf = gguf_path(folder)
+    checkpoint: TensorSource
+    if gguf is not None:
+        from attncli.sources.checkpoints.gguf_tokens import gguf_tokenizer
+
+        model = open_model(gguf)
+        cfg, checkpoint = model.cfg, model.checkpoint
+    else:
+        cfg = read_config(folder)
     if not 1 <= layer <= cfg.layers:
         raise AttnError(
             f"layer {layer} is out of range: the model has {cfg.layers} layers", key="layer", expected=f"1 to {cfg.layers}"
         )
-    tokenizer, not_applied = load_tokenizer(folder)
+    if gguf is not None:
+        tokenizer, not_applied = gguf_tokenizer(model.file)
+    else:
+        tokenizer, not_applied = load_tokenizer(folder)
+        checkpoint = Checkpoint(folder)
     ids, labels = tokenize_text(tokenizer, text, special_tokens=special_tokens)
     if not ids:
         raise AttnError("the sentence gives no tokens", key="sentence", expected="some text")
@@ -75,20 +103,29 @@ def load_layer(folder: Path, *, layer: int, text: str, special_tokens: bool = Tr
             key="sentence",
             expected=f"at most {cfg.max_positions:,} tokens",
         )
-    inputs = _ARCHITECTURES[cfg.model_type].layer_inputs(cfg, Checkpoint(folder), ids, layer)
+    inputs = _ARCHITECTURES[cfg.model_type].layer_inputs(cfg, checkpoint, ids, layer)
     w = inputs.attention
+    notes = inputs.notes
+    if gguf is not None:  # say which matrix was stored how, in place of the one storage line
+        notes = (*(n for n in notes if not n.startswith("weights stored as")), *model.checkpoint.provenance(layer))
     return LayerCase(
         folder=str(folder), model_type=cfg.model_type, layer=layer, layers=cfg.layers,
         token_ids=ids, labels=labels, X=inputs.X,
         heads=w.heads, kv_heads=w.kv_heads, head_dim=w.head_dim,
         W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O,
         divisor=w.divisor, causal=w.causal, window=w.window, rope=w.rope,
-        dtype=inputs.dtype, notes=(*inputs.notes, *not_applied_note(not_applied)),
+        dtype=inputs.dtype, notes=(*notes, *not_applied_note(not_applied)),
+        gguf=None if gguf is None else str(gguf), tokens_from="its tokenizer.json" if gguf is None else "the GGUF metadata",
     )  # fmt: skip
 
 
 def model_info(folder: Path) -> dict[str, Any]:
-    """What a checkpoint folder holds and whether attncli can read it (with the reason when not)."""
+    """What a checkpoint folder or GGUF file holds and whether attncli can read it (with the reason when not)."""
+    gguf = gguf_path(folder)
+    if gguf is not None:
+        from attncli.sources.checkpoints.gguf_data import gguf_info
+
+        return gguf_info(gguf, str(folder))
     raw, _ = read_raw(folder)
     info: dict[str, Any] = {
         "folder": str(folder),
@@ -102,7 +139,7 @@ def model_info(folder: Path) -> dict[str, Any]:
     except AttnError as error:
         info["reason"] = str(error)
         return info
-    info.update(_describe(cfg))
+    info.update(describe_config(cfg))
     try:
         checkpoint = Checkpoint(folder)
         stored = checkpoint.stored_dtypes()
@@ -117,26 +154,3 @@ def model_info(folder: Path) -> dict[str, Any]:
         return info
     info["supported"] = True
     return info
-
-
-def _describe(cfg: ModelConfig) -> dict[str, Any]:
-    rope = None
-    if cfg.rope is not None:
-        spec = rope_spec(cfg.rope, cfg.head_dim)
-        rope = {"theta": spec.theta, "scaling": spec.scaling, "style": spec.style, "inv_freq": spec.inv_freq.tolist()}
-    windows = sorted({w for w in cfg.windows if w is not None})
-    return {
-        "layers": cfg.layers,
-        "hidden_size": cfg.hidden_size,
-        "heads": cfg.heads,
-        "kv_heads": cfg.kv_heads,
-        "head_dim": cfg.head_dim,
-        "max_positions": cfg.max_positions,
-        "causal": cfg.causal,
-        "activation": cfg.activation,
-        "dtype": cfg.dtype,
-        "rope": rope,
-        "sliding_window": windows[0] if windows else None,  # transformers' spelling: keys i − w + 1 … i
-        "sliding_layers": [i + 1 for i, w in enumerate(cfg.windows) if w is not None],
-        "supported_types": list(SUPPORTED),
-    }

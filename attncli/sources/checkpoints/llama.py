@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -19,7 +20,7 @@ from attncli.sources.checkpoints.blocks import (
 )
 from attncli.sources.checkpoints.config import ModelConfig
 from attncli.sources.checkpoints.rope import RopeSpec, rope_spec
-from attncli.sources.checkpoints.safetensors import Checkpoint
+from attncli.sources.checkpoints.source import TensorSource
 
 
 def _projection(w: Weights, name: str, n_in: int, n_out: int, bias: bool) -> tuple[np.ndarray, np.ndarray | None]:
@@ -63,11 +64,14 @@ def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: RopeSp
     return out
 
 
-def layer_inputs(cfg: ModelConfig, checkpoint: Checkpoint, ids: tuple[int, ...], layer: int) -> LayerInputs:
+def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
     """X = input_layernorm (RMSNorm) of the residual entering `layer` (from 1), and that layer's attention weights."""
     assert cfg.rope is not None
     w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", ""))
     rope = rope_spec(cfg.rope, cfg.head_dim)
+    factors = getattr(checkpoint, "rope_factors", None)  # a GGUF file's llama3 scaling: llama.cpp's per-frequency divisors
+    if factors is not None:
+        rope = dataclasses.replace(rope, inv_freq=rope.inv_freq / factors, scaling="per-frequency factors (rope_freqs)")
     h = w.rows("embed_tokens.weight", ids, cfg.hidden_size)  # (L, d)
     for index in range(layer - 1):
         h = _layer(cfg, w, index, h, rope)

@@ -188,6 +188,8 @@ def _is_count(value: object) -> bool:
 class Checkpoint:
     """The weights of a checkpoint folder: model.safetensors, or the shards named by model.safetensors.index.json."""
 
+    config_source = "config.json"
+
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._files: dict[str, SafetensorsFile] = {}

@@ -49,9 +49,12 @@ def load_scenario(
             key="sentence",
             expected=f"a shorter sentence, or raise the limit with {option('max_cells')}",
         )
-    for path in folder.iterdir():  # no --output may replace a file of the checkpoint
-        if path.name in ("config.json", "tokenizer.json") or path.name.endswith((".safetensors", ".safetensors.index.json")):
-            reading.note_read(path)
+    if case.gguf is not None:  # no --output may replace a file of the checkpoint
+        reading.note_read(Path(case.gguf))
+    elif folder.is_dir():
+        for path in folder.iterdir():
+            if path.name in ("config.json", "tokenizer.json") or path.name.endswith((".safetensors", ".safetensors.index.json")):
+                reading.note_read(path)
     return layer_scenario(case, head=head, name=name, shown=shown)
 
 
@@ -98,7 +101,7 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
 def _tokens_note(case: LayerCase) -> str:
     """'12 tokens from its tokenizer.json (ids 464, 3797, …)'."""
     ids = ", ".join(map(str, case.token_ids[:8])) + (", …" if len(case.token_ids) > 8 else "")
-    return f"{len(case.token_ids)} tokens from its tokenizer.json (ids {ids})"
+    return f"{len(case.token_ids)} tokens from {case.tokens_from} (ids {ids})"
 
 
 def _frozen(array: np.ndarray | None) -> np.ndarray | None:

@@ -1,0 +1,454 @@
+"""GGUF files (llama.cpp, Ollama, LM Studio) as another source of a model's tensors and config.
+
+The header is first walked with bounds (gguf_header.py); then llama.cpp's own Python reader
+(gguf-py, the `gguf` package, imported only here) maps the file and reads the metadata. Only the
+tensors a layer needs are dequantised (gguf_quants.py), exactly, to float64.
+
+`GgufCheckpoint` answers to the Hugging Face tensor names the architecture modules ask for
+(`layers.3.self_attn.q_proj.weight`) with the tensors llama.cpp's converter (convert_hf_to_gguf.py)
+wrote (`blk.3.attn_q.weight`), undoing what the converter changed:
+- shapes are stored innermost first; read outermost first they are nn.Linear's (out, in) again;
+- for the llama architecture (Llama, Mistral) the converter permutes the rows of W_Q and W_K
+  within each head, from Hugging Face's rotate-half pairing (i, i + d_k/2) to llama.cpp's
+  interleaved pairs (2i, 2i + 1); the rows are put back, so the numbers equal the Hugging Face
+  model's (qwen2 files keep the rotate-half order: llama.cpp applies that model's RoPE as NeoX does);
+- GPT-2's Conv1D weights are stored transposed (as nn.Linear); they are transposed back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from attncli.errors import AttnError, option
+from attncli.sources.checkpoints.config import ModelConfig, RopeConfig
+from attncli.sources.checkpoints.gguf_header import Header, TensorInfo, read_header
+from attncli.sources.checkpoints.gguf_quants import READABLE, dequantize
+
+if TYPE_CHECKING:
+    from gguf import GGUFReader
+
+SUFFIX = ".gguf"
+OLLAMA_PREFIX = "ollama:"
+OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
+ARCHITECTURES = {"llama": "llama", "qwen2": "qwen2", "gpt2": "gpt2", "bert": "bert"}  # GGUF arch -> attncli's model type
+
+
+# -- finding the file ------------------------------------------------------------------------
+
+
+def gguf_path(model: Path) -> Path | None:
+    """The GGUF file `--model` names (a .gguf file, a folder holding exactly one, or ollama:NAME[:TAG]), else None."""
+    text = str(model)
+    if text.startswith(OLLAMA_PREFIX):
+        return ollama_blob(text[len(OLLAMA_PREFIX) :])
+    if model.is_file():
+        with model.open("rb") as stream:
+            if stream.read(4) == b"GGUF" or model.suffix.lower() == SUFFIX:
+                return model
+        return None
+    if model.suffix.lower() == SUFFIX and not model.exists():
+        raise AttnError("the GGUF file does not exist", file=text, expected="a .gguf file, a checkpoint folder, or ollama:NAME[:TAG]")
+    if model.is_dir() and not (model / "config.json").is_file():
+        found = sorted(p for p in model.iterdir() if p.suffix.lower() == SUFFIX and p.is_file())
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            names = ", ".join(p.name for p in found[:4]) + (", …" if len(found) > 4 else "")
+            raise AttnError(f"the folder holds {len(found)} GGUF files ({names})", file=text, expected="the path of one of them")
+    return None
+
+
+def ollama_root() -> Path:
+    """Where Ollama keeps its models: $OLLAMA_MODELS, else ~/.ollama/models."""
+    configured = os.environ.get("OLLAMA_MODELS")
+    return Path(configured).expanduser() if configured else Path.home() / ".ollama" / "models"
+
+
+def ollama_blob(name: str) -> Path:
+    """The GGUF blob of an Ollama model: manifests/HOST/NAMESPACE/MODEL/TAG names it by digest, blobs/sha256-HEX holds it.
+
+    `smollm2`, `smollm2:135m`, `user/model:tag` and `host/namespace/model:tag` are read as Ollama
+    reads them: host registry.ollama.ai, namespace library and tag latest unless given.
+    """
+    model, _, tag = name.partition(":")
+    parts = [p for p in model.split("/") if p]
+    if not parts or len(parts) > 3 or not all(re.fullmatch(r"[\w.\-]+", p) and p not in (".", "..") for p in [*parts, tag or "x"]):
+        raise AttnError(f"found {name!r}", key=option("model"), expected="ollama:NAME[:TAG], e.g. ollama:smollm2:135m")
+    host, namespace = "registry.ollama.ai", "library"
+    if len(parts) == 3:
+        host, namespace = parts[0], parts[1]
+    elif len(parts) == 2:
+        namespace = parts[0]
+    root = ollama_root()
+    manifest = root / "manifests" / host / namespace / parts[-1] / (tag or "latest")
+    if not manifest.is_file():
+        raise AttnError(
+            f"Ollama has no model {name!r} here (no manifest {manifest})",
+            expected="a model `ollama pull` fetched, or OLLAMA_MODELS set to the store that holds it",
+        )
+    try:
+        doc = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise AttnError(f"the manifest is not readable JSON: {error}", file=str(manifest)) from None
+    layers = doc.get("layers") if isinstance(doc, dict) else None
+    model_layers = [layer for layer in layers or [] if isinstance(layer, dict) and layer.get("mediaType") == OLLAMA_MODEL_LAYER]
+    if len(model_layers) != 1:
+        raise AttnError(f"the manifest lists {len(model_layers)} model layers", file=str(manifest), expected=f"one layer of mediaType {OLLAMA_MODEL_LAYER}")
+    digest = model_layers[0].get("digest")
+    if not isinstance(digest, str) or not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+        raise AttnError(f"the model layer's digest is {digest!r}", file=str(manifest), expected="sha256: and 64 hex digits")
+    blob = root / "blobs" / digest.replace(":", "-")
+    if not blob.is_file():
+        raise AttnError("the blob the manifest names is missing", file=str(blob), expected="the store as `ollama pull` left it")
+    return blob
+
+
+# -- the file --------------------------------------------------------------------------------
+
+
+class GgufFile:
+    """A checked GGUF file: its header, its metadata through gguf-py's reader, its tensors mapped and dequantised on demand."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.where = str(path)
+        self.header: Header = read_header(path)
+        self._reader = _open_reader(path)
+
+    @property
+    def tensors(self) -> dict[str, TensorInfo]:
+        return self.header.tensors
+
+    def fail(self, message: str, key: str | None = None, expected: str | None = None) -> AttnError:
+        return AttnError(message, file=self.where, key=key, expected=expected)
+
+    def has_key(self, key: str) -> bool:
+        return key in self._reader.fields
+
+    def value(self, key: str) -> Any:
+        """A metadata value as Python: int, float, bool, str, or a list; None when absent."""
+        field = self._reader.fields.get(key)
+        if field is None:
+            return None
+        try:
+            return field.contents()
+        except (UnicodeDecodeError, ValueError, IndexError) as error:
+            raise self.fail(f"the metadata value cannot be read: {error}", key=key) from None
+
+    def count(self, key: str, *, default: int | None = None, minimum: int = 1) -> int:
+        value = self.value(key)
+        if value is None:
+            if default is not None:
+                return default
+            raise self.fail("the metadata key is missing", key=key, expected=f"a whole number {minimum} or more")
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.fail(f"found {value!r}", key=key, expected=f"a whole number {minimum} or more")
+        return value
+
+    def number(self, key: str, *, default: float | None = None) -> float:
+        value = self.value(key)
+        if value is None and default is not None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value <= 0:
+            raise self.fail(f"found {value!r}", key=key, expected="a positive number")
+        return float(value)
+
+    def info(self, name: str) -> TensorInfo:
+        entry = self.tensors.get(name)
+        if entry is None:
+            raise self.fail(f"no tensor '{name}' in the file")
+        return entry
+
+    def raw(self, entry: TensorInfo) -> np.ndarray:
+        """(nbytes,) uint8: the tensor's bytes, a view into the memory map (nothing copied)."""
+        view: np.ndarray = self._reader.data[entry.begin : entry.begin + entry.nbytes]
+        return view
+
+    def _readable(self, entry: TensorInfo) -> None:
+        if entry.kind.name not in READABLE:
+            raise self.fail(
+                f"tensor '{entry.name}' is stored as {entry.kind.name}, which attncli does not dequantise",
+                expected="one of " + ", ".join(READABLE),
+            )
+
+    def read(self, name: str) -> np.ndarray:
+        """The whole tensor in float64, outermost dimension first."""
+        entry = self.info(name)
+        self._readable(entry)
+        return dequantize(entry.kind.name, self.raw(entry), entry.count).reshape(entry.shape)
+
+    def read_rows(self, name: str, rows: Sequence[int]) -> np.ndarray:
+        """(len(rows), row length) chosen rows of a 2-d tensor in float64; only their blocks are decoded."""
+        entry = self.info(name)
+        self._readable(entry)
+        if len(entry.dims) != 2:
+            raise self.fail(f"tensor '{name}' has shape {list(entry.shape)}", expected="a 2-d table")
+        n_rows, width = entry.shape
+        bad = [r for r in rows if not 0 <= r < n_rows]
+        if bad:
+            raise self.fail(f"row {bad[0]} of tensor '{name}' does not exist: it has {n_rows:,} rows")
+        table = self.raw(entry).reshape(n_rows, -1)  # (rows, bytes per row)
+        picked = np.ascontiguousarray(table[np.asarray(rows, dtype=np.int64)])  # (k, bytes per row)
+        return dequantize(entry.kind.name, picked, len(rows) * width).reshape(len(rows), width)
+
+
+def _open_reader(path: Path) -> GGUFReader:
+    try:
+        from gguf import GGUFReader
+    except ImportError:
+        raise AttnError("reading a GGUF file needs llama.cpp's gguf library", expected='pip install "attncli[models]"') from None
+    try:
+        return GGUFReader(path, "r")
+    except (ValueError, KeyError, IndexError, OverflowError, OSError) as error:  # the header walk makes these unexpected
+        raise AttnError(f"llama.cpp's reader refused the file: {error}", file=str(path)) from None
+
+
+# -- Hugging Face names -> GGUF names --------------------------------------------------------
+
+_LLAMA_NAMES = [
+    (r"embed_tokens\.weight", "token_embd.weight"),
+    (r"norm\.weight", "output_norm.weight"),
+    (r"layers\.(\d+)\.input_layernorm\.weight", r"blk.\1.attn_norm.weight"),
+    (r"layers\.(\d+)\.post_attention_layernorm\.weight", r"blk.\1.ffn_norm.weight"),
+    (r"layers\.(\d+)\.self_attn\.q_proj\.(weight|bias)", r"blk.\1.attn_q.\2"),
+    (r"layers\.(\d+)\.self_attn\.k_proj\.(weight|bias)", r"blk.\1.attn_k.\2"),
+    (r"layers\.(\d+)\.self_attn\.v_proj\.(weight|bias)", r"blk.\1.attn_v.\2"),
+    (r"layers\.(\d+)\.self_attn\.o_proj\.(weight|bias)", r"blk.\1.attn_output.\2"),
+    (r"layers\.(\d+)\.mlp\.gate_proj\.(weight|bias)", r"blk.\1.ffn_gate.\2"),
+    (r"layers\.(\d+)\.mlp\.up_proj\.(weight|bias)", r"blk.\1.ffn_up.\2"),
+    (r"layers\.(\d+)\.mlp\.down_proj\.(weight|bias)", r"blk.\1.ffn_down.\2"),
+]
+_GPT2_NAMES = [
+    (r"wte\.weight", "token_embd.weight"),
+    (r"wpe\.weight", "position_embd.weight"),
+    (r"h\.(\d+)\.ln_1\.(weight|bias)", r"blk.\1.attn_norm.\2"),
+    (r"h\.(\d+)\.attn\.c_attn\.(weight|bias)", r"blk.\1.attn_qkv.\2"),
+    (r"h\.(\d+)\.attn\.c_proj\.(weight|bias)", r"blk.\1.attn_output.\2"),
+    (r"h\.(\d+)\.ln_2\.(weight|bias)", r"blk.\1.ffn_norm.\2"),
+    (r"h\.(\d+)\.mlp\.c_fc\.(weight|bias)", r"blk.\1.ffn_up.\2"),
+    (r"h\.(\d+)\.mlp\.c_proj\.(weight|bias)", r"blk.\1.ffn_down.\2"),
+]
+_BERT_NAMES = [
+    (r"embeddings\.word_embeddings\.weight", "token_embd.weight"),
+    (r"embeddings\.position_embeddings\.weight", "position_embd.weight"),
+    (r"embeddings\.token_type_embeddings\.weight", "token_types.weight"),
+    (r"embeddings\.LayerNorm\.(weight|bias)", r"token_embd_norm.\1"),
+    (r"encoder\.layer\.(\d+)\.attention\.self\.query\.(weight|bias)", r"blk.\1.attn_q.\2"),
+    (r"encoder\.layer\.(\d+)\.attention\.self\.key\.(weight|bias)", r"blk.\1.attn_k.\2"),
+    (r"encoder\.layer\.(\d+)\.attention\.self\.value\.(weight|bias)", r"blk.\1.attn_v.\2"),
+    (r"encoder\.layer\.(\d+)\.attention\.output\.dense\.(weight|bias)", r"blk.\1.attn_output.\2"),
+    (r"encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.(weight|bias)", r"blk.\1.attn_output_norm.\2"),
+    (r"encoder\.layer\.(\d+)\.intermediate\.dense\.(weight|bias)", r"blk.\1.ffn_up.\2"),
+    (r"encoder\.layer\.(\d+)\.output\.dense\.(weight|bias)", r"blk.\1.ffn_down.\2"),
+    (r"encoder\.layer\.(\d+)\.output\.LayerNorm\.(weight|bias)", r"blk.\1.layer_output_norm.\2"),
+]
+_NAMES = {"llama": _LLAMA_NAMES, "qwen2": _LLAMA_NAMES, "gpt2": _GPT2_NAMES, "bert": _BERT_NAMES}
+_GPT2_TRANSPOSED = re.compile(r"h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight")
+
+# what each kind of tensor is, for `model info` and the header ("W_Q of layer 5 stored as Q4_1")
+ROLES = {
+    "attn_q": "W_Q", "attn_k": "W_K", "attn_v": "W_V", "attn_qkv": "W_Q, W_K, W_V (fused)", "attn_output": "W_O",
+    "ffn_gate": "MLP gate", "ffn_up": "MLP up", "ffn_down": "MLP down",
+    "attn_norm": "attention norm", "ffn_norm": "MLP norm", "attn_output_norm": "attention output norm",
+    "layer_output_norm": "layer output norm", "token_embd": "token embeddings", "position_embd": "position embeddings",
+    "token_types": "token-type embeddings", "token_embd_norm": "embedding norm", "output_norm": "final norm",
+    "output": "output (unembedding)", "rope_freqs": "RoPE frequency factors",
+}  # fmt: skip
+
+
+def kind_of(name: str) -> str:
+    """'attn_q.weight' of 'blk.5.attn_q.weight'; 'token_embd.weight' stays."""
+    return re.sub(r"^blk\.\d+\.", "", name)
+
+
+def unpermute(rows: np.ndarray, heads: int) -> np.ndarray:
+    """Undo llama.cpp's per-head row order (pairs 2i, 2i+1) back to Hugging Face's rotate-half order (i, i + d_k/2).
+
+    The converter reshapes a head's d_k rows as (2, d_k/2) and swaps the two axes; this reshapes
+    them as (d_k/2, 2) and swaps back. Works on a weight (rows, in) and on a bias (rows,).
+    """
+    n = rows.shape[0]
+    half = n // heads // 2
+    back: np.ndarray = rows.reshape(heads, half, 2, *rows.shape[1:]).swapaxes(1, 2).reshape(rows.shape)
+    return back
+
+
+@dataclass(frozen=True)
+class Stored:
+    """Where a Hugging Face tensor lives in the file and what must be undone."""
+
+    gguf_name: str
+    permute_heads: int | None  # llama's W_Q / W_K rows
+    transpose: bool  # GPT-2's Conv1D
+
+
+class GgufCheckpoint:
+    """A GGUF file seen through Hugging Face's tensor names: the same interface as safetensors.Checkpoint."""
+
+    config_source = "the GGUF metadata"
+
+    def __init__(self, file: GgufFile, arch: str, cfg: ModelConfig) -> None:
+        self.file = file
+        self.arch = arch
+        self.cfg = cfg
+        self.folder = file.path.parent
+        self.described_by = file.path.name
+        self.rope_factors = rope_factors(file, cfg.head_dim) if cfg.rope is not None else None
+
+    def locate(self, name: str) -> Stored | None:
+        for pattern, target in _NAMES[self.arch]:
+            if re.fullmatch(pattern, name):
+                gguf_name = re.sub(pattern, target, name)
+                heads = None
+                if self.arch == "llama" and re.search(r"\.attn_[qk]\.", gguf_name):
+                    heads = self.cfg.heads if ".attn_q." in gguf_name else self.cfg.kv_heads
+                transpose = self.arch == "gpt2" and bool(_GPT2_TRANSPOSED.fullmatch(name))
+                return Stored(gguf_name, heads, transpose)
+        return None
+
+    def _stored(self, name: str) -> Stored:
+        stored = self.locate(name)
+        if stored is None or stored.gguf_name not in self.file.tensors:
+            wanted = f"'{stored.gguf_name}' (Hugging Face's '{name}')" if stored else f"for '{name}'"
+            raise AttnError(f"the file has no tensor {wanted}", file=self.file.where)
+        return stored
+
+    def has(self, name: str) -> bool:
+        stored = self.locate(name)
+        return stored is not None and stored.gguf_name in self.file.tensors
+
+    def file_of(self, name: str) -> Path:
+        return self.file.path
+
+    def read(self, name: str) -> np.ndarray:
+        stored = self._stored(name)
+        value = self.file.read(stored.gguf_name)
+        if stored.permute_heads is not None:
+            value = unpermute(value, stored.permute_heads)
+        if stored.transpose:
+            value = np.ascontiguousarray(value.T)
+        return value
+
+    def read_rows(self, name: str, rows: Sequence[int]) -> np.ndarray:
+        return self.file.read_rows(self._stored(name).gguf_name, rows)
+
+    def stored_dtype(self, name: str) -> str:
+        return self.file.info(self._stored(name).gguf_name).kind.name
+
+    def provenance(self, layer: int) -> tuple[str, ...]:
+        """'W_Q of layer 5 stored as Q4_1 (5.0 bits per weight), dequantised exactly to float64', one line per matrix."""
+        lines = []
+        for kind in ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_output"):
+            entry = self.file.tensors.get(f"blk.{layer - 1}.{kind}.weight")
+            if entry is not None:
+                how = "widened exactly" if entry.kind.name in ("F32", "F16", "BF16", "F64") else "dequantised exactly"
+                lines.append(
+                    f"{ROLES[kind]} of layer {layer} stored as {entry.kind.name} ({entry.kind.bits_per_weight:g} bits per weight), {how} to float64"
+                )
+        return tuple(lines)
+
+
+# -- config from the metadata ----------------------------------------------------------------
+
+
+def architecture(file: GgufFile) -> tuple[str, str]:
+    """(GGUF architecture, attncli model type), or one clear error naming what is supported."""
+    arch = file.value("general.architecture")
+    if not isinstance(arch, str):
+        raise file.fail(f"found {arch!r}", key="general.architecture", expected="the model's architecture name")
+    if arch not in ARCHITECTURES:
+        raise file.fail(f"the architecture {arch!r} is not supported", key="general.architecture", expected="one of " + ", ".join(ARCHITECTURES))
+    return arch, ARCHITECTURES[arch]
+
+
+def read_config(file: GgufFile) -> tuple[str, ModelConfig]:
+    """The GGUF architecture and a ModelConfig from the metadata under `{arch}.…`."""
+    arch, model_type = architecture(file)
+    a = arch + "."
+    layers = file.count(a + "block_count")
+    hidden = file.count(a + "embedding_length")
+    heads = file.count(a + "attention.head_count")
+    positions = file.count(a + "context_length")
+    inter = file.count(a + "feed_forward_length")
+    common: dict[str, Any] = {"layers": layers, "hidden_size": hidden, "heads": heads, "intermediate_size": inter, "max_positions": positions, "dtype": None}
+    if model_type in ("gpt2", "bert"):
+        if hidden % heads:
+            raise file.fail(f"{heads} heads do not divide the hidden size {hidden}", key=a + "attention.head_count")
+        bias = f"blk.0.attn_{'qkv' if model_type == 'gpt2' else 'q'}.bias" in file.tensors
+        if model_type == "gpt2":
+            return arch, ModelConfig(
+                model_type="gpt2", kv_heads=heads, head_dim=hidden // heads, norm_eps=file.number(a + "attention.layer_norm_epsilon", default=1e-5),
+                activation="gelu_new", rope=None, windows=(None,) * layers, causal=True, qkv_bias=bias, output_bias=bias, mlp_bias=bias, **common,
+            )  # fmt: skip
+        types = file.tensors.get("token_types.weight")
+        return arch, ModelConfig(
+            model_type="bert", kv_heads=heads, head_dim=hidden // heads, norm_eps=file.number(a + "attention.layer_norm_epsilon", default=1e-12),
+            activation="gelu", rope=None, windows=(None,) * layers, causal=bool(file.value(a + "attention.causal") or False),
+            qkv_bias=True, output_bias=True, mlp_bias=True, type_vocab_size=types.shape[0] if types else 0, **common,
+        )  # fmt: skip
+    kv_heads = file.count(a + "attention.head_count_kv", default=heads)
+    if heads % kv_heads:
+        raise file.fail(f"{kv_heads} key/value heads do not divide {heads} heads", key=a + "attention.head_count_kv")
+    if not file.has_key(a + "attention.key_length") and hidden % heads:
+        raise file.fail(f"{heads} heads do not divide the hidden size {hidden}", key=a + "attention.head_count")
+    head_dim = file.count(a + "attention.key_length", default=hidden // heads)
+    value_dim = file.count(a + "attention.value_length", default=head_dim)
+    if value_dim != head_dim:
+        raise file.fail(f"values of {value_dim} numbers beside keys of {head_dim}", key=a + "attention.value_length", expected="d_v = d_k")
+    rotary = file.count(a + "rope.dimension_count", default=head_dim)
+    if rotary != head_dim:
+        raise file.fail(f"RoPE turns {rotary} of the {head_dim} numbers of each head", key=a + "rope.dimension_count", expected="RoPE on the whole head")
+    if head_dim % 2:
+        raise file.fail(f"the head size {head_dim} is odd", key=a + "attention.key_length", expected="an even head size (RoPE turns pairs)")
+    return arch, ModelConfig(
+        model_type=model_type, kv_heads=kv_heads, head_dim=head_dim,
+        norm_eps=file.number(a + "attention.layer_norm_rms_epsilon", default=1e-6 if model_type == "qwen2" else 1e-5),
+        activation="silu", rope=_rope(file, a), windows=(None,) * layers, causal=True,
+        qkv_bias="blk.0.attn_q.bias" in file.tensors, output_bias="blk.0.attn_output.bias" in file.tensors,
+        mlp_bias="blk.0.ffn_up.bias" in file.tensors, **common,
+    )  # fmt: skip
+
+
+def _rope(file: GgufFile, a: str) -> RopeConfig:
+    theta = file.number(a + "rope.freq_base", default=10_000.0)
+    kind = file.value(a + "rope.scaling.type")
+    if kind in (None, "none"):
+        return RopeConfig(theta=theta, kind="default")
+    if kind == "linear":
+        return RopeConfig(theta=theta, kind="linear", factor=file.number(a + "rope.scaling.factor"))
+    raise file.fail(f"the RoPE scaling {kind!r} is not supported", key=a + "rope.scaling.type", expected="none or linear (llama3 scaling comes as rope_freqs)")
+
+
+def rope_factors(file: GgufFile, head_dim: int) -> np.ndarray | None:
+    """(d_k/2,) llama.cpp's per-frequency divisors (`rope_freqs.weight`, how its converter stores llama3 scaling), or None."""
+    if "rope_freqs.weight" not in file.tensors:
+        return None
+    factors = file.read("rope_freqs.weight").reshape(-1)
+    if factors.shape != (head_dim // 2,) or not np.all(factors > 0):
+        raise file.fail(f"rope_freqs.weight has {factors.size} numbers", expected=f"{head_dim // 2} positive factors, one per frequency")
+    return factors
+
+
+@dataclass(frozen=True, eq=False)
+class GgufModel:
+    """A GGUF file opened for attncli: its architecture, config and tensors under Hugging Face's names."""
+
+    file: GgufFile
+    arch: str
+    cfg: ModelConfig
+    checkpoint: GgufCheckpoint
+
+
+def open_model(path: Path) -> GgufModel:
+    """The checked file, its config from the metadata, and its tensors; any flaw is one AttnError."""
+    file = GgufFile(path)
+    arch, cfg = read_config(file)
+    return GgufModel(file, arch, cfg, GgufCheckpoint(file, arch, cfg))

@@ -1,0 +1,269 @@
+"""A bounded walk over a GGUF file's header, before llama.cpp's reader sees it.
+
+The format (little-endian): "GGUF", a uint32 version (2 or 3), a uint64 tensor count, a uint64
+metadata count; the metadata entries (a string key, a uint32 value type, the value; strings are a
+uint64 length and UTF-8 bytes; arrays a uint32 item type, a uint64 count and the items); the tensor
+infos (a string name, a uint32 dimension count, that many uint64 dimensions innermost first, a
+uint32 GGML type and a uint64 offset); padding to `general.alignment` (default 32); the data.
+
+Why a walk of our own first: gguf-py's GGUFReader trusts every count. An array that claims 2⁴⁰
+items makes it loop (and allocate) 2⁴⁰ times, a truncated file surfaces as an IndexError or a
+silently short tensor, and an unknown type as a ValueError deep inside. This walk checks every
+count and length against the bytes left in the file before anything is allocated, caps the
+number of metadata items (each costs the reader two small NumPy objects), and checks that each
+tensor's data lies inside the file; only then is the reader run. It reads no values except
+`general.alignment`, and needs no import beyond the standard library.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from attncli.errors import AttnError
+from attncli.sources.checkpoints.gguf_quants import TYPES, GgmlType
+
+MAGIC = b"GGUF"
+VERSIONS = (2, 3)
+MAX_DIMS = 4  # GGML_MAX_DIMS
+MAX_METADATA_ITEMS = 2_000_000  # values over all entries; the largest vocabularies need under 1,000,000
+MAX_NAME_BYTES = 65_535  # the longest key or tensor name the format allows
+MAX_NESTING = 3  # arrays of arrays, deeper than any real file
+DEFAULT_ALIGNMENT = 32
+SCALAR_BYTES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+STRING, ARRAY, UINT32 = 8, 9, 4
+VALUE_TYPES = "0–12 (uint8 … float64, bool, string, array)"
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One tensor as the header describes it, checked: its type is known and its bytes lie in the file."""
+
+    name: str
+    dims: tuple[int, ...]  # innermost first, as stored
+    kind: GgmlType
+    begin: int  # absolute offset of its data in the file
+    nbytes: int
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """NumPy's order: outermost first (a matrix of ne = [in, out] is (out, in), as nn.Linear keeps it)."""
+        return tuple(reversed(self.dims))
+
+    @property
+    def count(self) -> int:
+        n = 1
+        for d in self.dims:
+            n *= d
+        return n
+
+
+@dataclass(frozen=True)
+class Header:
+    version: int
+    keys: tuple[str, ...]
+    tensors: dict[str, TensorInfo]
+    alignment: int
+    data_start: int
+    size: int
+
+
+class _Walk:
+    """A cursor over the file that refuses to read past its end."""
+
+    def __init__(self, stream: BinaryIO, size: int, where: str) -> None:
+        self.stream, self.size, self.where = stream, size, where
+        self.pos = 0
+        self.items = 0
+
+    def fail(self, message: str, expected: str | None = None) -> AttnError:
+        return AttnError(message, file=self.where, expected=expected)
+
+    @property
+    def left(self) -> int:
+        return self.size - self.pos
+
+    def take(self, n: int, what: str) -> bytes:
+        if n > self.left:
+            raise self.fail(
+                f"the file ends inside the header ({what} needs {n:,} bytes at byte {self.pos:,}, {self.left:,} left)",
+                "a complete GGUF file; was the download cut short?",
+            )
+        data = self.stream.read(n)
+        if len(data) != n:
+            raise self.fail(f"the file could not be read at byte {self.pos:,}")
+        self.pos += n
+        return data
+
+    def skip(self, n: int, what: str) -> None:
+        if n > self.left:
+            raise self.fail(
+                f"the file ends inside the header ({what} needs {n:,} bytes at byte {self.pos:,}, {self.left:,} left)",
+                "a complete GGUF file; was the download cut short?",
+            )
+        self.stream.seek(n, 1)
+        self.pos += n
+
+    def u32(self, what: str) -> int:
+        value: int = struct.unpack("<I", self.take(4, what))[0]
+        return value
+
+    def u64(self, what: str) -> int:
+        value: int = struct.unpack("<Q", self.take(8, what))[0]
+        return value
+
+    def string(self, what: str, *, keep: bool, limit: int | None = None) -> str:
+        n = self.u64(f"the length of {what}")
+        if limit is not None and n > limit:
+            raise self.fail(f"{what} claims {n:,} bytes, more than the {limit:,} the format allows")
+        if n > self.left:
+            raise self.fail(
+                f"{what} claims {n:,} bytes at byte {self.pos:,}, but only {self.left:,} are left in the file",
+                "a complete GGUF file",
+            )
+        if not keep:
+            self.skip(n, what)
+            return ""
+        raw = self.take(n, what)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise self.fail(f"{what} is not UTF-8 text", "UTF-8 names") from None
+
+    def count_items(self, n: int, key: str) -> None:
+        self.items += n
+        if self.items > MAX_METADATA_ITEMS:
+            raise self.fail(
+                f"the metadata holds more than {MAX_METADATA_ITEMS:,} values (at '{key}')",
+                "metadata of a real model (under 1,000,000 values); the file is damaged or hostile",
+            )
+
+    def value(self, kind: int, key: str, depth: int = 0) -> None:
+        """Step over one value of type `kind`, checking every length first."""
+        if kind in SCALAR_BYTES:
+            self.skip(SCALAR_BYTES[kind], f"the value of '{key}'")
+            return
+        if kind == STRING:
+            self.string(f"the text of '{key}'", keep=False)
+            return
+        if kind != ARRAY:
+            raise self.fail(f"the metadata key '{key}' has the unknown value type {kind}", VALUE_TYPES)
+        if depth >= MAX_NESTING:
+            raise self.fail(f"the metadata key '{key}' nests arrays more than {MAX_NESTING} deep")
+        item = self.u32(f"the item type of '{key}'")
+        n = self.u64(f"the length of '{key}'")
+        smallest = SCALAR_BYTES.get(item, 8 if item == STRING else 12)
+        if item not in SCALAR_BYTES and item not in (STRING, ARRAY):
+            raise self.fail(f"the metadata array '{key}' has the unknown item type {item}", VALUE_TYPES)
+        if n * smallest > self.left:
+            raise self.fail(
+                f"the metadata array '{key}' claims {n:,} items, more than the {self.left:,} bytes left in the file can hold",
+                "a complete GGUF file",
+            )
+        self.count_items(n, key)
+        if item in SCALAR_BYTES:
+            self.skip(n * smallest, f"the items of '{key}'")
+            return
+        for _ in range(n):
+            self.value(item, key, depth + 1)
+
+
+def read_header(path: Path) -> Header:
+    """The checked header of a GGUF file; any flaw is one AttnError naming the file and what is wrong."""
+    where = str(path)
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as stream:
+            return _walk(_Walk(stream, size, where))
+    except OSError as error:
+        raise AttnError(f"cannot read the file: {error.strerror or error}", file=where) from None
+
+
+def _walk(w: _Walk) -> Header:
+    magic = w.take(4, "the magic number") if w.size >= 4 else b""
+    if magic != MAGIC:
+        shown = magic[:4].decode("latin-1").encode("unicode_escape").decode("ascii") if magic else "nothing"
+        raise w.fail(f"not a GGUF file: it starts with {shown!r}, not 'GGUF'", "a GGUF file (llama.cpp, Ollama, LM Studio)")
+    version = w.u32("the version")
+    if version not in VERSIONS:
+        big_endian = version & 0xFFFF == 0 and version >> 16 in VERSIONS
+        why = "a big-endian GGUF file, which attncli does not read" if big_endian else f"GGUF version {version}"
+        raise w.fail(f"{why}", "GGUF version 2 or 3, little-endian")
+    tensor_count = w.u64("the tensor count")
+    kv_count = w.u64("the metadata count")
+    if kv_count * 13 > w.left:  # a key length (8), a value type (4) and at least one byte of value
+        raise w.fail(f"the header claims {kv_count:,} metadata entries, more than the file's {w.size:,} bytes can hold")
+    if tensor_count * 32 > w.left:  # name length, dimension count, one dimension, type, offset
+        raise w.fail(f"the header claims {tensor_count:,} tensors, more than the file's {w.size:,} bytes can hold")
+    keys: list[str] = []
+    alignment = DEFAULT_ALIGNMENT
+    for _ in range(kv_count):
+        key = w.string("a metadata key", keep=True, limit=MAX_NAME_BYTES)
+        if key in keys:
+            raise w.fail(f"the metadata key '{key}' appears twice")
+        keys.append(key)
+        kind = w.u32(f"the value type of '{key}'")
+        w.count_items(1, key)
+        if key == "general.alignment":
+            if kind != UINT32:
+                raise w.fail(f"general.alignment has value type {kind}", "a uint32 power of two")
+            alignment = w.u32("general.alignment")
+            if alignment == 0 or alignment & (alignment - 1):
+                raise w.fail(f"general.alignment is {alignment}", "a power of two")
+            continue
+        w.value(kind, key)
+    infos = []
+    for _ in range(tensor_count):
+        name = w.string("a tensor name", keep=True, limit=MAX_NAME_BYTES)
+        n_dims = w.u32(f"the dimension count of tensor '{name}'")
+        if not 1 <= n_dims <= MAX_DIMS:
+            raise w.fail(f"tensor '{name}' has {n_dims} dimensions", f"1 to {MAX_DIMS}")
+        dims = tuple(w.u64(f"the dimensions of tensor '{name}'") for _ in range(n_dims))
+        number = w.u32(f"the type of tensor '{name}'")
+        offset = w.u64(f"the offset of tensor '{name}'")
+        infos.append((name, dims, number, offset))
+    data_start = -(-w.pos // alignment) * alignment
+    if data_start > w.size:
+        raise w.fail(f"the data area would start at byte {data_start:,}, past the end of the file ({w.size:,} bytes)")
+    data_bytes = w.size - data_start
+    tensors: dict[str, TensorInfo] = {}
+    for name, dims, number, offset in infos:
+        tensors[name] = _tensor(w, name, dims, number, offset, data_start, data_bytes, alignment, tensors)
+    return Header(version, tuple(keys), tensors, alignment, data_start, w.size)
+
+
+def _tensor(
+    w: _Walk, name: str, dims: tuple[int, ...], number: int, offset: int, data_start: int, data_bytes: int, alignment: int,
+    seen: dict[str, TensorInfo],
+) -> TensorInfo:  # fmt: skip
+    label = f"tensor '{name}'"
+    if name in seen:
+        raise w.fail(f"{label} appears twice")
+    kind = TYPES.get(number)
+    if kind is None:
+        known = ", ".join(t.name for t in TYPES.values())
+        raise w.fail(f"{label} has the unknown quantisation type {number}", f"one of GGML's types: {known}")
+    if any(d < 1 for d in dims):
+        raise w.fail(f"{label} has the dimensions {list(dims)}", "whole numbers 1 or more")
+    count = 1
+    for d in dims:
+        count *= d
+        if count > data_bytes * kind.block:  # even at one byte per block it could not fit: stop before the product grows
+            raise w.fail(
+                f"{label} claims dimensions {list(dims)}, more weights than the file's {data_bytes:,} bytes of data can hold",
+                "dimensions that fit the file",
+            )
+    if dims[0] % kind.block:
+        raise w.fail(f"{label} has rows of {dims[0]} weights, not a whole number of {kind.name} blocks of {kind.block}")
+    nbytes = count // kind.block * kind.bytes
+    if offset % alignment:
+        raise w.fail(f"{label} starts at offset {offset:,}, not a multiple of the alignment {alignment}")
+    if offset + nbytes > data_bytes:
+        raise w.fail(
+            f"{label} ({kind.name}, {list(dims)}) lies at bytes {offset:,}–{offset + nbytes:,} of the data area, "
+            f"outside the {data_bytes:,} bytes the file holds",
+            "tensor data inside the file; is it complete?",
+        )
+    return TensorInfo(name, dims, kind, data_start + offset, nbytes)

@@ -1,0 +1,191 @@
+"""The tokenizer a GGUF file describes in its metadata, rebuilt with the `tokenizers` library.
+
+A GGUF file has no tokenizer.json; llama.cpp's converter stores the vocabulary
+(`tokenizer.ggml.tokens`), the BPE merges, each token's type (1 normal, 2 unknown, 3 control,
+4 user-defined, 5 unused, 6 byte), the pre-tokenizer's name (`tokenizer.ggml.pre`), the special
+token ids and whether a BOS/EOS token is added. This rebuilds the tokenizer transformers builds
+from the same file (its GGUF loading, transformers/integrations/gguf), so the ids are the same:
+- `gpt2` (byte-level BPE: GPT-2, Llama 3, Qwen2, SmolLM): the vocabulary and merges, split by
+  the pre-tokenizer's regular expression where the name is one transformers knows, else GPT-2's;
+- `llama` (SentencePiece BPE: Llama 2, Mistral): byte fallback, "▁" for spaces, a prefix space
+  on the first word, BOS added unless the file says not;
+- `bert` (WordPiece as llama.cpp stores it: "▁" marks a word's start, continuations bare).
+Control tokens become special tokens (never split); user-defined ones are added whole.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from attncli.errors import AttnError
+from attncli.sources.checkpoints.tokens import CheckpointTokenizer
+
+if TYPE_CHECKING:
+    from attncli.sources.checkpoints.gguf import GgufFile
+
+CONTROL, USER_DEFINED = 3, 4
+
+_LLAMA3_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+_QWEN2_SPLIT = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+# tokenizer.ggml.pre -> the split transformers applies before byte-level BPE (others: GPT-2's own)
+SPLITS = {
+    **dict.fromkeys(("llama3", "llama-v3", "llama-bpe", "falcon3", "smaug-bpe", "dbrx", "pixtral"), _LLAMA3_SPLIT),
+    **dict.fromkeys(("qwen2", "deepseek-r1-qwen", "megrez"), _QWEN2_SPLIT),
+}
+
+
+def _byte_alphabet() -> dict[int, str]:
+    """GPT-2's spelling of each byte as one printable character."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    extra = iter(range(256, 512))
+    return {b: chr(b if b in printable else next(extra)) for b in range(256)}
+
+
+def gguf_tokenizer(file: GgufFile) -> CheckpointTokenizer:
+    """The file's tokenizer, or one clear error (missing library, missing or malformed metadata)."""
+    try:
+        import tokenizers  # noqa: F401
+    except ImportError:
+        raise AttnError("reading a model's tokenizer needs the tokenizers library", expected='pip install "attncli[models]"') from None
+    model = file.value("tokenizer.ggml.model")
+    tokens = file.value("tokenizer.ggml.tokens")
+    if not isinstance(tokens, list) or not tokens or not all(isinstance(t, str) for t in tokens):
+        raise file.fail("no vocabulary", key="tokenizer.ggml.tokens", expected="the list of the model's tokens")
+    types = file.value("tokenizer.ggml.token_type")
+    if types is not None and (not isinstance(types, list) or len(types) != len(tokens)):
+        raise file.fail(f"{len(types) if isinstance(types, list) else types!r} token types for {len(tokens)} tokens", key="tokenizer.ggml.token_type")
+    types = types or [1] * len(tokens)
+    if model == "gpt2":
+        tokenizer = _byte_level(file, tokens)
+        default_bos = False
+    elif model == "llama":
+        tokenizer = _sentencepiece(file, tokens)
+        default_bos = True
+    elif model == "bert":
+        tokenizer = _wordpiece(file, tokens, types)
+        default_bos = True
+    else:
+        raise file.fail(f"the tokenizer model {model!r} is not supported", key="tokenizer.ggml.model", expected="gpt2, llama or bert")
+    _add_special(tokenizer, tokens, types, byte_level=model == "gpt2")
+    _post_processor(file, tokenizer, tokens, default_bos=default_bos, bert=model == "bert")
+    return CheckpointTokenizer(tokenizer, None)
+
+
+def _merges(file: GgufFile, tokens: list[str]) -> list[tuple[str, str]]:
+    merges = file.value("tokenizer.ggml.merges")
+    if merges is None:
+        return _merges_from_scores(file, tokens)
+    if not isinstance(merges, list) or not all(isinstance(m, str) and len(m.split(" ")) == 2 for m in merges):
+        raise file.fail("the merges are not pairs of tokens", key="tokenizer.ggml.merges", expected='strings "left right"')
+    pairs = [m.split(" ") for m in merges]
+    return [(left, right) for left, right in pairs]
+
+
+def _merges_from_scores(file: GgufFile, tokens: list[str]) -> list[tuple[str, str]]:
+    """SentencePiece files list no merges: every split of a token into two tokens is one, best token score first."""
+    scores = file.value("tokenizer.ggml.scores")
+    if not isinstance(scores, list) or len(scores) != len(tokens):
+        raise file.fail("neither merges nor one score per token", key="tokenizer.ggml.merges", expected="the BPE merges or the token scores")
+    vocab = {token: i for i, token in enumerate(tokens)}
+    found = []
+    for token, score in zip(tokens, scores):
+        for cut in range(1, len(token)):
+            left, right = token[:cut], token[cut:]
+            if left in vocab and right in vocab:
+                found.append((score, vocab[left], vocab[right], left, right))
+    found.sort(key=lambda m: (-m[0], m[1], m[2]))
+    return [(left, right) for _, _, _, left, right in found]
+
+
+def _byte_level(file: GgufFile, tokens: list[str]) -> Any:
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    alphabet = _byte_alphabet()
+    spelled = set(alphabet.values())
+    vocab = {(t if set(t) <= spelled else "".join(alphabet[b] for b in t.encode("utf-8"))): i for i, t in enumerate(tokens)}
+    tokenizer = Tokenizer(models.BPE(vocab, _merges(file, tokens), continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False))
+    split = SPLITS.get(str(file.value("tokenizer.ggml.pre")))
+    if split is None:
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    else:
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.Split(Regex(split), behavior="isolated"), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]
+        )
+    tokenizer.decoder = decoders.ByteLevel()
+    return tokenizer
+
+
+def _sentencepiece(file: GgufFile, tokens: list[str]) -> Any:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = {t: i for i, t in enumerate(tokens)}
+    unk = file.value("tokenizer.ggml.unknown_token_id")
+    bpe = models.BPE(vocab, _merges(file, tokens), fuse_unk=True, byte_fallback=True, unk_token=tokens[unk] if isinstance(unk, int) and 0 <= unk < len(tokens) else None)
+    tokenizer = Tokenizer(bpe)
+    prefix = file.value("tokenizer.ggml.add_space_prefix")
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first" if prefix is not False else "never", split=False)
+    tokenizer.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(content=" ", left=1)])
+    return tokenizer
+
+
+def _wordpiece(file: GgufFile, tokens: list[str], types: list[int]) -> Any:
+    """llama.cpp writes BERT's "##ing" as "ing" and "cat" as "▁cat"; specials ([CLS]) as they are."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+    vocab: dict[str, int] = {}
+    for i, (t, kind) in enumerate(zip(tokens, types)):
+        piece = t if kind == CONTROL or (t.startswith("[") and t.endswith("]")) else t[1:] if t.startswith("▁") else "##" + t
+        vocab.setdefault(piece, i)
+    unk = file.value("tokenizer.ggml.unknown_token_id")
+    unk_token = tokens[unk] if isinstance(unk, int) and 0 <= unk < len(tokens) else "[UNK]"
+    tokenizer = Tokenizer(models.WordPiece(vocab, unk_token=unk_token))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.decoder = decoders.WordPiece()
+    return tokenizer
+
+
+def _add_special(tokenizer: Any, tokens: list[str], types: list[int], *, byte_level: bool) -> None:
+    from tokenizers import AddedToken
+
+    spelled = set(_byte_alphabet().values()) if byte_level else None
+    control = [
+        AddedToken(t, normalized=False, special=True)
+        for t, kind in zip(tokens, types)
+        if kind == CONTROL and (spelled is None or set(t) <= spelled)
+    ]
+    if control:
+        tokenizer.add_special_tokens(control)
+    vocab = tokenizer.get_vocab()
+    user = [AddedToken(t, normalized=False, special=False) for t, kind in zip(tokens, types) if kind == USER_DEFINED and t in vocab]
+    if user:
+        tokenizer.add_tokens(user)
+
+
+def _post_processor(file: GgufFile, tokenizer: Any, tokens: list[str], *, default_bos: bool, bert: bool) -> None:
+    """BOS/EOS as `tokenizer.ggml.add_bos_token` / `add_eos_token` say ([CLS] … [SEP] for BERT)."""
+    from tokenizers import processors
+
+    def special(key: str) -> tuple[str, int] | None:
+        token_id = file.value(f"tokenizer.ggml.{key}")
+        if isinstance(token_id, int) and not isinstance(token_id, bool) and 0 <= token_id < len(tokens):
+            return tokens[token_id], token_id
+        return None
+
+    if bert:
+        cls, sep = special("cls_token_id") or special("bos_token_id"), special("seperator_token_id") or special("eos_token_id")
+        if cls and sep:
+            tokenizer.post_processor = processors.TemplateProcessing(
+                single=f"{cls[0]} $A {sep[0]}", pair=f"{cls[0]} $A {sep[0]} $B:1 {sep[0]}:1", special_tokens=[cls, sep]
+            )
+        return
+    add_bos = file.value("tokenizer.ggml.add_bos_token")
+    add_eos = file.value("tokenizer.ggml.add_eos_token")
+    bos = special("bos_token_id") if (default_bos if add_bos is None else bool(add_bos)) else None
+    eos = special("eos_token_id") if add_eos else None
+    single = " ".join([*([f"{bos[0]}:0"] if bos else []), "$A:0", *([f"{eos[0]}:0"] if eos else [])])
+    pair = single + " " + " ".join([*([f"{bos[0]}:1"] if bos else []), "$B:1", *([f"{eos[0]}:1"] if eos else [])])
+    tokenizer.post_processor = processors.TemplateProcessing(single=single, pair=pair, special_tokens=[t for t in (bos, eos) if t])
