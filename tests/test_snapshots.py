@@ -158,3 +158,14 @@ def test_the_snapshots_stay_small():
     """A few MB at most: a case that suddenly prints a megabyte belongs elsewhere."""
     total = sum(p.stat().st_size for p in SNAPSHOTS.rglob("*") if p.is_file())
     assert total < 3_000_000, total
+
+
+def test_only_the_last_bits_of_long_numbers_may_differ():
+    """The tolerance for BLAS's last bit covers numbers of 12+ digits only, never words or the shown decimals."""
+    assert same_but_last_bits(b"x = 0.30000000000000004 (exact)", b"x = 0.30000000000000010 (exact)")
+    assert same_but_last_bits(b'{"w": [1.2345678901234567]}', b'{"w": [1.2345678901234565]}')
+    assert not same_but_last_bits(b"x = 0.30000000000000004", b"x = 0.30000000000100004")  # beyond 1e-12
+    assert not same_but_last_bits(b"x = 0.300", b"x = 0.301")  # a shown decimal
+    assert not same_but_last_bits(b"d_k = 2 \xc2\xb7 d_v = 3", b"d_k = 3 \xc2\xb7 d_v = 2")
+    assert not same_but_last_bits(b"x = 0.30000000000000004 =", b"x = 0.30000000000000004 \xe2\x89\x88")  # = against ≈
+    assert "-x = 1\n+x = 2\n" in unified_diff(b"x = 1\n", b"x = 2\n", "f")
