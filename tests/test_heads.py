@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +22,7 @@ from attncli.core.heads import (
     thumbnail,
 )
 from attncli.sources.checkpoints.headmap import model_map
+from tests.renderers import html_elements
 
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
 GOLDEN_TOLERANCE = {"gpt2": 1e-12, "gpt2-bare": 1e-12, "bert": 1e-12, "llama": 1e-5, "qwen2": 1e-5, "mistral": 1e-5, "llama-old": 1e-5}
@@ -161,3 +164,161 @@ def test_every_statistic_equals_one_from_transformers_attentions(name):
             for stat in STATISTICS:
                 got = heads.table(stat)[layer, h]
                 assert got == pytest.approx(expected[stat], rel=0, abs=tolerance), (stat, layer + 1, h + 1)
+
+
+# -- the command and its formats ---------------------------------------------------------------------
+
+GPT2 = str(CHECKPOINTS / "gpt2")
+SENTENCE = "The cat sat on the mat. The cat sat"
+
+
+def test_json_has_a_schema_and_one_entry_per_layer_and_head(cli):
+    """attncli.heads/1: layer and head from 1, every statistic, kv_head for GQA, the induction scores when asked for."""
+    result = cli("heads", "--model", str(CHECKPOINTS / "llama"), "--sentence", SENTENCE, "--induction", "6", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "attncli.heads/1" and doc["layers"] == 3 and doc["heads_per_layer"] == 4 and doc["kv_heads"] == 2
+    assert [(h["layer"], h["head"]) for h in doc["heads"]] == [(layer, head) for layer in (1, 2, 3) for head in (1, 2, 3, 4)]
+    assert [h["kv_head"] for h in doc["heads"][:4]] == [1, 1, 2, 2]
+    for name in (*STATISTICS, "induction_score", "previous_token_score", "duplicate_token_score"):
+        assert all(isinstance(h[name], float) for h in doc["heads"]), name
+    assert len(doc["induction"]["tokens"]) == 13 and doc["induction"]["tokens"][1:7] == doc["induction"]["tokens"][7:]
+    assert doc["tokens"][0] == {"position": 1, "label": "<s>", "id": 0} and doc["induction"]["tokens"][0] == 0  # the same first special token
+
+
+def test_sort_and_top_order_the_rows(cli):
+    """--sort first_token --top 3: the three heads with the most weight on the first token, largest first."""
+    result = cli("heads", "--model", GPT2, "--sentence", SENTENCE, "--sort", "first_token", "--top", "3", "--format", "json")
+    firsts = [h["first_token"] for h in json.loads(result.stdout)["heads"]]
+    every = json.loads(cli("heads", "--model", GPT2, "--sentence", SENTENCE, "--format", "json").stdout)["heads"]
+    assert firsts == sorted((h["first_token"] for h in every), reverse=True)[:3]
+
+
+def test_csv_has_a_row_per_head_at_full_precision(cli):
+    """CSV: a header of full names, then one row per head whose numbers read back to the JSON's."""
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(cli("heads", "--model", GPT2, "--sentence", SENTENCE, "--format", "csv").stdout)))
+    heads = json.loads(cli("heads", "--model", GPT2, "--sentence", SENTENCE, "--format", "json").stdout)["heads"]
+    assert rows[0] == ["layer", "head", *STATISTICS] and len(rows) == 1 + 12
+    assert [float(x) for x in rows[5][2:]] == [heads[4][name] for name in STATISTICS]
+
+
+def test_the_terminal_grid_and_table_fit_80_columns(cli, monkeypatch):
+    """At 80 columns every line of the grid and the table fits (the explain commands are never wrapped, so they may not)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    out = cli("heads", "--model", GPT2, "--sentence", SENTENCE).stdout
+    lines = [line for line in out.splitlines() if not line.lstrip().startswith("attncli explain")]
+    assert max(map(len, lines)) <= 80
+    assert lines[0].split() == ["H1", "H2", "H3", "H4"] and lines[1].startswith("L1 ")
+
+
+def test_the_grid_wraps_heads_that_do_not_fit():
+    """40 heads at 80 columns: several bands, each line within the width."""
+    from attncli.formats.headgrid import HeadGrid, grid_lines
+
+    grid = HeadGrid("t", np.zeros((2, 40, 4, 4)), 1, ("a", "b", "c", "d"), [["tip"] * 40] * 2)
+    lines = [text.plain for text in grid_lines(grid, width=80, colour=False)]  # type: ignore[union-attr]
+    assert max(map(len, lines)) <= 80 and sum(1 for line in lines if line.lstrip().startswith("H1 ")) == 1
+    assert sum(1 for line in lines if line.startswith("L1")) > 1
+
+
+HOSTILE = """\
+name: hostile
+tokens: ["<b>bold</b>", "a&b", '"q"', "</svg>"]
+heads: 2
+embeddings:
+  <b>bold</b>: [1, 0, 0, 1]
+  a&b: [0, 1, 0, 0]
+  '"q"': [0, 0, 1, 0]
+  </svg>: [1, 1, 0, 0]
+W_Q: identity
+W_K: identity
+W_V: identity
+mask: causal
+"""
+
+
+def test_svg_and_html_parse_and_show_tokens_as_text(cli, tmp_path):
+    """The SVG is well-formed XML with a <title> per head; the HTML page parses, holds the same grid, and tokens on hover."""
+    scenario = tmp_path / "hostile.yaml"
+    scenario.write_text(HOSTILE, encoding="utf-8")
+    svg = cli("heads", str(scenario), "--format", "svg").stdout
+    root = ElementTree.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    assert root.tag == ns + "svg"
+    groups = [g for g in root.iter(ns + "g") if g.find(ns + "title") is not None]
+    assert len(groups) == 2  # one layer × 2 heads
+    html = cli("heads", str(scenario), "--format", "html").stdout
+    elements = html_elements(html)
+    assert [e.tag for e in elements if e.tag in ("script", "link", "img")] == []
+    tips = [e.text for e in elements if e.tag == "title"]
+    assert any("<b>bold</b>" in tip and "→" in tip for tip in tips)  # a cell's tokens, as text
+    inline = html[html.index("<svg") : html.index("</svg>") + len("</svg>")]
+    ElementTree.fromstring(inline)  # the page's grid is well-formed too
+    assert "prefers-color-scheme: dark" in html and "prefers-color-scheme: dark" in svg
+
+
+def test_a_scenario_file_with_model_maps_every_layer(cli, tmp_path):
+    """`model:` + `sentence:` in a scenario file: every layer of that checkpoint, as --model would."""
+    scenario = tmp_path / "gpt2.yaml"
+    scenario.write_text(f"model: {GPT2}\nlayer: 2\nsentence: {SENTENCE}\n", encoding="utf-8")
+    from_file = json.loads(cli("heads", str(scenario), "--format", "json").stdout)
+    direct = json.loads(cli("heads", "--model", GPT2, "--sentence", SENTENCE, "--format", "json").stdout)
+    assert from_file["heads"] == direct["heads"] and from_file["layers"] == 3
+
+
+def test_a_scenario_maps_its_one_layer_and_names_the_explain_command():
+    """multihead: one layer, 2 heads; a notable head's reading in words and an explain command that runs."""
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from attncli import api
+    from attncli.cli.app import app
+
+    mapped = api.heads("multihead")
+    assert mapped.map.layers == 1 and mapped.map.heads == 2
+    notable = mapped.notable()
+    assert notable and notable[0].reading is not None and notable[0].reading.startswith("layer 1 head ")
+    assert notable[0].explain is not None
+    from attncli.cli.model import explain_command
+
+    args = shlex.split(explain_command(notable[0].explain))[1:]
+    assert CliRunner().invoke(app, args).exit_code == 0
+
+
+def test_the_explain_command_of_a_model_head_runs(cli):
+    """A reading built for a checkpoint head gives a command explain accepts, on the row where the behaviour is strongest."""
+    import shlex
+
+    from attncli import api
+    from attncli.cli.model import explain_command
+    from attncli.walkthroughs.heads import _explain, python_call
+
+    mapped = api.heads(model=GPT2, sentence=SENTENCE)
+    call = _explain(mapped.source, mapped.map, 2, 3, "previous_token")
+    command = explain_command(call)
+    assert command.startswith(f"attncli explain --model {GPT2} --layer 2 --head 3 ")
+    assert python_call(call).startswith(f"attn.explain(attn.load_model({GPT2!r}, layer=2, sentence={SENTENCE!r})")
+    result = cli(*shlex.split(command)[1:], "--format", "json")
+    assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("cat", "--induction", "4"), "--induction: the induction score needs a model"),
+        (("--model", GPT2, "--sentence", SENTENCE, "--sort", "nope"), "--sort: found 'nope'"),
+        (("--model", GPT2, "--sentence", SENTENCE, "--sort", "induction_score"), "--sort: found 'induction_score' (computed with --induction N)"),
+        (("--model", GPT2, "--sentence", SENTENCE, "--format", "latex"), "--format: heads prints a table, json, csv, svg or html"),
+        (("--model", GPT2, "--sentence", SENTENCE, "--induction", "20"), "--induction: the repeated random sequence is 40 tokens long"),
+        (("--model", GPT2), "--sentence: a model needs a sentence"),
+    ],
+)
+def test_bad_requests_get_one_line(cli, args, message):
+    """Each mistake: one line on stderr naming the option, status 1, nothing on stdout."""
+    result = cli("heads", *args)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr

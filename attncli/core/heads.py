@@ -20,8 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from attncli.core.scenario import Scenario
 
 STATISTICS = ("entropy", "entropy_ratio", "max_weight", "first_token", "previous_token", "self", "mean_distance")
 PATTERNS = ("induction_score", "previous_token_score", "duplicate_token_score")
@@ -60,6 +64,23 @@ def statistics(weights: np.ndarray, visible: np.ndarray | None = None) -> dict[s
         "previous_token": previous,
         "self": weights[:, i, i].mean(axis=-1),
         "mean_distance": (weights * distance).sum(axis=-1).mean(axis=-1),
+    }
+
+
+def strongest_rows(weights: np.ndarray) -> dict[str, np.ndarray]:
+    """(H,) for first_token, previous_token and self: the query row (from 0, among rows 1 … L−1) where that weight is largest.
+
+    Row 0 is left out: a causal row 0 sees only itself, so it is trivially all three.
+    """
+    H, L, _ = weights.shape
+    if L < 2:
+        zero = np.zeros(H, dtype=int)
+        return {"first_token": zero, "previous_token": zero, "self": zero}
+    i = np.arange(1, L)
+    return {
+        "first_token": 1 + weights[:, 1:, 0].argmax(axis=-1),
+        "previous_token": 1 + weights[:, i, i - 1].argmax(axis=-1),
+        "self": 1 + weights[:, i, i].argmax(axis=-1),
     }
 
 
@@ -116,12 +137,15 @@ class HeadMap:
     first_layer: int = 1  # the number of the first layer summarised (a scenario's one layer: 1)
     stats: dict[str, list[np.ndarray]] = field(default_factory=dict)  # name → one (H,) array per layer
     thumbnails: list[np.ndarray] = field(default_factory=list)  # one (H, s, s) per layer
+    rows: dict[str, list[np.ndarray]] = field(default_factory=dict)  # name → one (H,) array per layer: strongest_rows
     patterns: dict[str, list[np.ndarray]] | None = None  # name → one (H,) array per layer, when asked for
 
     def add(self, weights: np.ndarray, visible: np.ndarray | None = None) -> None:
         """Summarise one layer's (H, L, L) weights; the weights themselves are not kept."""
         for name, values in statistics(weights, visible).items():
             self.stats.setdefault(name, []).append(values)
+        for name, rows in strongest_rows(weights).items():
+            self.rows.setdefault(name, []).append(rows)
         self.thumbnails.append(thumbnail(weights))
 
     def add_patterns(self, weights: np.ndarray, tokens: Sequence[int]) -> None:
@@ -140,6 +164,10 @@ class HeadMap:
         source = self.stats if name in self.stats else (self.patterns or {})
         return np.stack(source[name])
 
+    def strongest_row(self, name: str, layer: int, head: int) -> int:
+        """The query row (from 0) where head `head` of layer `layer` (both from 1) puts most weight on `name`'s key."""
+        return int(self.rows[name][layer - self.first_layer][head - 1])
+
     def kv_head(self, head: int) -> int:
         """The key/value head (from 1) query head `head` (from 1) reads."""
         return (head - 1) * self.kv_heads // self.heads + 1
@@ -152,3 +180,22 @@ def repeated_random_tokens(vocabulary: int, length: int, *, seed: int, avoid: Se
     chosen = rng.choice(pool, size=min(length, pool.size), replace=False)
     half = tuple(int(t) for t in chosen)
     return half + half
+
+
+def scenario_map(scenario: Scenario) -> HeadMap:
+    """A scenario's one layer as a HeadMap: its heads' weights from the engine, summarised."""
+    from attncli.core import engine
+    from attncli.errors import AttnError
+
+    if scenario.cross:
+        raise AttnError(
+            "the scenario is cross-attention (its queries and keys are different tokens)",
+            key="context",
+            expected="a self-attention scenario: the head statistics compare query i with key i",
+        )
+    result = engine.run(scenario)
+    weights = np.stack([head.weights for head in result.heads])  # (H, L, L)
+    visible = np.asarray(np.stack([head.visible for head in result.heads]).any(axis=0))  # (L, L)
+    heads = HeadMap(heads=scenario.heads, kv_heads=scenario.G, tokens=tuple(scenario.tokens))
+    heads.add(weights, visible)
+    return heads

@@ -47,13 +47,15 @@ def model_map(
     from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS
 
     if special_tokens not in SPECIAL_TOKENS:
-        raise AttnError(f"found {special_tokens!r}", key="special_tokens", expected="auto (as the tokenizer adds them) or none")
+        raise AttnError(f"found {special_tokens!r}", key=option("special_tokens"), expected="auto (as the tokenizer adds them) or none")
     cfg = read_config(folder)
     tokenizer, _ = load_tokenizer(folder)
     ids, labels = tokenize_text(tokenizer, sentence, special_tokens=special_tokens == "auto")
     if not ids:
-        raise AttnError("the sentence gives no tokens", key="sentence", expected="some text")
+        raise AttnError("the sentence gives no tokens", key=option("sentence"), expected="some text")
     _check_length(cfg, len(ids), "sentence", limits)
+    if induction is not None and induction < 1:
+        raise AttnError(f"found {induction}", key=option("induction"), expected="a number of random tokens, at least 1 (they are repeated once)")
     checkpoint = Checkpoint(folder)
     for path in folder.iterdir():  # no --output may replace a file of the checkpoint
         if path.name in ("config.json", "tokenizer.json") or path.name.endswith((".safetensors", ".safetensors.index.json")):
@@ -94,13 +96,37 @@ def _check_length(cfg: ModelConfig, L: int, key: str, limits: Limits) -> None:
     if cfg.max_positions < L:
         raise AttnError(
             f"the {'sentence' if key == 'sentence' else 'repeated random sequence'} is {L:,} tokens long, more than the model's {cfg.max_positions:,} positions",
-            key=key,
-            expected=f"at most {cfg.max_positions:,} tokens",
+            key=option(key),
+            expected=f"at most {cfg.max_positions:,} tokens" + (" in all: n random tokens twice, after the first special token the sentence starts with" if key == "induction" else ""),
         )
     cells = cfg.heads * L * L
     if cells > limits.max_cells:
         raise AttnError(
             f"{L:,} tokens × {L:,} × {cfg.heads} heads = {cells:,} attention cells per layer, more than the limit of {limits.max_cells:,}",
-            key=key,
-            expected=f"a shorter sentence, or raise the limit with {option('max_cells')}",
+            key=option(key),
+            expected=f"a shorter {'sentence' if key == 'sentence' else 'sequence'}, or raise the limit with {option('max_cells')}",
         )
+
+
+class ModelFile(NamedTuple):
+    """What a scenario file with `model:` asks for: the folder (relative to the file), the sentence, the special tokens."""
+
+    folder: Path
+    sentence: str
+    special_tokens: str
+
+
+def model_of_file(path: Path, *, limits: Limits = Limits()) -> ModelFile | None:
+    """The `model:`, `sentence:` and `special_tokens:` of a scenario file, or None when it has no `model:` (or is not a file)."""
+    from attncli.sources.yamltree import Map, parse, to_word
+
+    if not path.is_file():
+        return None
+    tree = parse(reading.read_text(path, str(path), max_bytes=limits.max_bytes), limits=limits)
+    if not isinstance(tree, Map) or "model" not in tree.items:
+        return None
+    folder = Path(to_word(tree.items["model"], "model")).expanduser()
+    words = {key: to_word(tree.items[key], key) for key in ("sentence", "special_tokens") if key in tree.items}
+    if "sentence" not in words:
+        raise AttnError("`model` needs `sentence`", file=str(path), key="sentence", expected="`sentence: The cat sat on the mat.`")
+    return ModelFile(folder if folder.is_absolute() else path.parent / folder, words["sentence"], words.get("special_tokens", "auto"))
