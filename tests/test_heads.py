@@ -322,3 +322,34 @@ def test_bad_requests_get_one_line(cli, args, message):
     result = cli("heads", *args)
     assert result.exit_code == 1 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+
+def _browser() -> str | None:
+    import shutil
+
+    return next((found for name in ("chromium", "chromium-browser", "google-chrome") if (found := shutil.which(name))), None)
+
+
+@pytest.mark.skipif(_browser() is None, reason="no Chromium to look at the grid with (apt-get install chromium)")
+@pytest.mark.parametrize("fmt", ["svg", "html"])
+def test_a_browser_draws_the_grid(cli, tmp_path, fmt):
+    """Headless Chromium opens the SVG and the HTML page and draws them (a screenshot with some colour in it)."""
+    import subprocess
+    import zlib
+
+    page = tmp_path / f"heads.{fmt}"
+    assert cli("heads", "--model", GPT2, "--sentence", SENTENCE, "--format", fmt, "--output", str(page)).exit_code == 0
+    shot = tmp_path / "shot.png"
+    command = [_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--hide-scrollbars",
+               "--window-size=400,400", f"--screenshot={shot}", page.as_uri()]  # fmt: skip
+    subprocess.run(command, capture_output=True, timeout=120, check=False)
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    chunks, at = [], 8  # the image data, to see that the thumbnails' blues are there and not just a blank page
+    while at < len(data):
+        length = int.from_bytes(data[at : at + 4], "big")
+        if data[at + 4 : at + 8] == b"IDAT":
+            chunks.append(data[at + 8 : at + 8 + length])
+        at += 12 + length
+    pixels = zlib.decompress(b"".join(chunks))
+    assert len(set(pixels)) > 50  # many distinct byte values: shades, text, not one background colour

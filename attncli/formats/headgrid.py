@@ -3,7 +3,8 @@
 Input is plain data (`HeadGrid`, `HeadTable`), built by attncli.walkthroughs.heads. Thumbnails
 are shaded on the weights' own scale 0 … 1 with the palette's ramps (light, and dark under
 `prefers-color-scheme: dark`). The SVG draws each head's cells of one shade as one <path>, so
-a 30 × 9 map stays small; the HTML page draws each cell as a <rect> with its tokens as a tooltip.
+a 30 × 9 map stays small; the HTML page adds to each thumbnail row a tooltip: its query tokens and the keys
+that take most of its weight.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ class HeadTable(NamedTuple):
 
 
 def grid_svg(grid: HeadGrid, *, tooltips: bool = False, standalone: bool = True) -> str:
-    """All heads as one SVG; `tooltips` draws each shaded cell as its own <rect> with its tokens (larger: for the HTML page)."""
+    """All heads as one SVG; `tooltips` adds each thumbnail row's tokens as a hover text (larger: for the HTML page)."""
     from attncli.formats.svgheatmap import text_width
 
     layers, H = grid.thumbnails.shape[:2]
@@ -99,28 +100,35 @@ def grid_svg(grid: HeadGrid, *, tooltips: bool = False, standalone: bool = True)
 
 
 def _thumbnail(grid: HeadGrid, li: int, h: int, x: float, y: float, tooltips: bool) -> str:
+    """One head: its cells of each shade as one path of horizontal runs, in cell units scaled to THUMB px; rows' tooltips if asked."""
     cells = grid.thumbnails[li, h]  # (s, s)
     s = cells.shape[0]
-    side = THUMB / s
     tip = escape.xml(grid.tips[li][h])
     parts = [f'<g transform="translate({x:.0f} {y:.0f})"><title>{tip}</title>',
-             f'<rect class="l0" width="{THUMB}" height="{THUMB}" fill="{palette.LIGHT.shades[0]}"/>']  # fmt: skip
+             f'<rect class="l0" width="{THUMB}" height="{THUMB}" fill="{palette.LIGHT.shades[0]}"/>',
+             f'<g transform="scale({THUMB / s:.6g})">']  # fmt: skip
     levels = np.minimum(palette.LEVELS - 1, (np.clip(cells, 0.0, 1.0) * palette.LEVELS).astype(int))  # palette.level, vectorised
-    L = len(grid.tokens)
     for level in range(1, palette.LEVELS):
-        where = np.argwhere(levels == level)
-        if not len(where):
-            continue
-        fill = palette.LIGHT.shades[level]
-        if tooltips:
-            for r, c in where:
-                label = f"{_span(grid.tokens, r, s, L)} → {_span(grid.tokens, c, s, L)}: {cells[r, c]:.2f}"
-                parts.append(f'<rect class="l{level}" x="{c * side:.2f}" y="{r * side:.2f}" width="{side:.2f}" height="{side:.2f}" '
-                             f'fill="{fill}"><title>{escape.xml(label)}</title></rect>')  # fmt: skip
-        else:
-            d = "".join(f"M{c * side:.4g} {r * side:.4g}h{side:.4g}v{side:.4g}h-{side:.4g}z" for r, c in where)
-            parts.append(f'<path class="l{level}" fill="{fill}" d="{d}"/>')
-    parts.append(f'<rect class="frame" width="{THUMB}" height="{THUMB}" fill="none" stroke="{palette.LIGHT.text}" stroke-width="0.5"/></g>')
+        runs = []
+        for r in range(s):
+            c = 0
+            while c < s:
+                if levels[r, c] != level:
+                    c += 1
+                    continue
+                start = c
+                while c < s and levels[r, c] == level:
+                    c += 1
+                runs.append(f"M{start} {r}h{c - start}v1h-{c - start}z")
+        if runs:
+            parts.append(f'<path class="l{level}" fill="{palette.LIGHT.shades[level]}" d="{"".join(runs)}"/>')
+    if tooltips:  # one transparent band per query row: its tokens and where most of its weight goes
+        L = len(grid.tokens)
+        for r in range(s):
+            top = np.argsort(-cells[r], kind="stable")[:3]
+            keys = ", ".join(f"{_span(grid.tokens, int(c), s, L)} {cells[r, c]:.2f}" for c in top if cells[r, c] > 0)
+            parts.append(f'<rect y="{r}" width="{s}" height="1" fill="transparent"><title>{escape.xml(_span(grid.tokens, r, s, L))} → {escape.xml(keys)}</title></rect>')
+    parts.append(f'</g><rect class="frame" width="{THUMB}" height="{THUMB}" fill="none" stroke="{palette.LIGHT.text}" stroke-width="0.5"/></g>')
     return "".join(parts)
 
 
@@ -150,18 +158,19 @@ def grid_html(grid: HeadGrid, table: HeadTable, *, precision: int = 3) -> str:
         "table { border-collapse: collapse; font-variant-numeric: tabular-nums; }",
         "th, td { padding: 0.15em 0.6em; text-align: right; } th { border-bottom: 1px solid; }",
         "code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.9em; }",
-        ".legend { font-size: 0.9em; }",
+        ".legend { font-size: 0.9em; }", ".scroll { overflow-x: auto; }",
         f"@media (prefers-color-scheme: dark) {{ body {{ background: {night.background}; color: {night.text}; }} }}",
     ])  # fmt: skip
     readings = "\n".join(f"<li>{escape.html(text)}<br><code>{escape.html(command)}</code></li>" for text, command in table.readings)
-    header = "".join(f'<th scope="col">{escape.html(c)}</th>' for c in table.columns)
+    header = "".join(f'<th scope="col" title="{escape.html(c)}">{escape.html(SHORT.get(c, c))}</th>' for c in table.columns)
     body = "\n".join("<tr>" + "".join(f"<td>{escape.html(_number(v, precision))}</td>" for v in row) + "</tr>" for row in table.rows)
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n<meta name="color-scheme" content="light dark">\n'
         f"<title>{escape.html(grid.title)}</title>\n<style>\n{css}\n</style>\n</head>\n<body>\n<main>\n"
         f"<h1>{escape.html(grid.title)}</h1>\n"
-        f"{grid_svg(grid, tooltips=True, standalone=False)}"
+        f'<div class="scroll">\n{grid_svg(grid, tooltips=True, standalone=False)}</div>\n'
+        "<p class=\"legend\">Hover over a thumbnail's row: its query tokens and the keys that take most of its weight.</p>\n"
         f"<h2>Notable heads</h2>\n<ul>\n{readings or '<li>none stands out</li>'}\n</ul>\n"
         f"<h2>Statistics</h2>\n<p class=\"legend\">{escape.html(table.legend)}</p>\n"
         f"<table>\n<thead><tr>{header}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>\n</main>\n</body>\n</html>\n"
@@ -231,7 +240,7 @@ def table_renderables(table: HeadTable, *, precision: int = 3) -> list[Renderabl
     if table.readings:
         out.append(Text("Notable heads:"))
         for text, command in table.readings:
-            out += [Text("  " + escape.visible(text)), Block(["    " + escape.visible(command)])]  # a command is never wrapped: copy it whole
+            out.append(Block(["  " + escape.visible(text), "    " + escape.visible(command)]))  # never wrapped: a command is copied whole
     else:
         out.append(Text("No head stands out (none puts half its weight on the first token, 40% on the previous token or on itself)."))
     return out

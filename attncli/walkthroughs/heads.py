@@ -212,5 +212,8 @@ def thumbnails(heads: HeadMap) -> np.ndarray:
 
 
 def title(source: Source, heads: HeadMap) -> str:
-    what = f"{source.model_type} checkpoint {source.name}" if source.kind == "model" else f"scenario {source.name}"
+    from pathlib import PurePath
+
+    short = PurePath(source.name).name or source.name  # the folder's own name: a full path would run off the figure
+    what = f"{source.model_type} checkpoint {short}" if source.kind == "model" else f"scenario {short}"
     return f"Every head of {what}: {heads.layers} layer{'s' * (heads.layers != 1)} × {heads.heads} heads, {len(heads.tokens)} tokens"
