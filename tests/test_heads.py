@@ -270,7 +270,7 @@ def test_a_scenario_file_with_model_maps_every_layer(cli, tmp_path):
 
 
 def test_a_scenario_maps_its_one_layer_and_names_the_explain_command():
-    """multihead: one layer, 2 heads; a notable head's reading in words and an explain command that runs."""
+    """multihead: one layer, 2 heads, none beating uniform weights by much; alibi's head keeps 84% on each token itself."""
     import shlex
 
     from typer.testing import CliRunner
@@ -279,9 +279,9 @@ def test_a_scenario_maps_its_one_layer_and_names_the_explain_command():
     from attncli.cli.app import app
 
     mapped = api.heads("multihead")
-    assert mapped.map.layers == 1 and mapped.map.heads == 2
-    notable = mapped.notable()
-    assert notable and notable[0].reading is not None and notable[0].reading.startswith("layer 1 head ")
+    assert mapped.map.layers == 1 and mapped.map.heads == 2 and mapped.notable() == []
+    notable = api.heads("alibi").notable()
+    assert notable and notable[0].reading == "layer 1 head 1: 84% of the weight on the token itself"
     assert notable[0].explain is not None
     from attncli.cli.model import explain_command
 
@@ -353,3 +353,76 @@ def test_a_browser_draws_the_grid(cli, tmp_path, fmt):
         at += 12 + length
     pixels = zlib.decompress(b"".join(chunks))
     assert len(set(pixels)) > 50  # many distinct byte values: shades, text, not one background colour
+
+
+def _write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    """A float64 safetensors file (header, then the tensors in order)."""
+    header, offset = {}, 0
+    for name, array in tensors.items():
+        header[name] = {"dtype": "F64", "shape": list(array.shape), "data_offsets": [offset, offset + array.size * 8]}
+        offset += array.size * 8
+    encoded = json.dumps(header).encode()
+    encoded += b" " * (-len(encoded) % 8)
+    with open(path, "wb") as stream:
+        stream.write(len(encoded).to_bytes(8, "little") + encoded)
+        for array in tensors.values():
+            stream.write(np.ascontiguousarray(array, dtype="<f8").tobytes())
+
+
+def induction_model(folder: Path) -> None:
+    """A 2-layer, 1-head GPT-2 built by hand to have an induction head (Olsson et al.'s two-head circuit).
+
+    The residual stream has three blocks: the token (one-hot), the position (one-hot) and "the
+    previous token". Layer 1's head attends from position p to p − 1 (queries and keys read
+    the positions) and writes the token it finds into the previous-token block. Layer 2's head
+    matches the current token (query) against that block (key): it attends to the token just
+    after an earlier copy of the current one. The MLPs are zero.
+    """
+    config = json.loads((CHECKPOINTS / "gpt2" / "config.json").read_text())
+    V, P = config["vocab_size"], config["n_positions"]
+    TOK, POS, PREV = 0, V, V + P
+    d = 2 * V + P
+    config |= {"n_embd": d, "n_head": 1, "n_layer": 2, "n_inner": 1}
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "tokenizer.json").write_bytes((CHECKPOINTS / "gpt2" / "tokenizer.json").read_bytes())
+    t, p = np.arange(V), np.arange(P)
+    wte, wpe = np.zeros((V, d)), np.zeros((P, d))
+    wte[t, TOK + t] = 1.0
+    wpe[p, POS + p] = 1.0
+    tensors = {"wte.weight": wte, "wpe.weight": wpe}
+    for index in range(2):
+        c_attn, c_proj = np.zeros((d, 3 * d)), np.zeros((d, d))
+        if index == 0:  # previous-token head: query position p meets key position p − 1; copies that token
+            c_attn[POS + p, POS + p] = 1.0  # W_Q
+            c_attn[POS + p[:-1], d + POS + p[:-1] + 1] = 1.0  # W_K: key position j answers query j + 1
+            c_attn[TOK + t, 2 * d + TOK + t] = 1.0  # W_V: the token
+            c_proj[TOK + t, PREV + t] = 1.0 / np.sqrt(d / 2)  # into the previous-token block, about as large as the others
+        else:  # induction head: query token t meets keys whose previous token is t
+            c_attn[TOK + t, TOK + t] = 1.0
+            c_attn[PREV + t, d + TOK + t] = 1.0
+        p_ = f"h.{index}."
+        tensors |= {
+            p_ + "ln_1.weight": np.ones(d), p_ + "ln_1.bias": np.zeros(d), p_ + "ln_2.weight": np.ones(d), p_ + "ln_2.bias": np.zeros(d),
+            p_ + "attn.c_attn.weight": c_attn, p_ + "attn.c_attn.bias": np.zeros(3 * d),
+            p_ + "attn.c_proj.weight": c_proj, p_ + "attn.c_proj.bias": np.zeros(d),
+            p_ + "mlp.c_fc.weight": np.zeros((d, 1)), p_ + "mlp.c_fc.bias": np.zeros(1),
+            p_ + "mlp.c_proj.weight": np.zeros((1, d)), p_ + "mlp.c_proj.bias": np.zeros(d),
+        }  # fmt: skip
+    tensors |= {"ln_f.weight": np.ones(d), "ln_f.bias": np.zeros(d)}
+    _write_safetensors(folder / "model.safetensors", tensors)
+
+
+def test_the_induction_score_finds_the_induction_head_of_a_model_built_to_have_one(tmp_path):
+    """Layer 2's head scores about 0.5 on induction (every row of the repeated half), layer 1's is the previous-token head."""
+    from attncli import api
+
+    induction_model(tmp_path / "induction")
+    mapped = api.heads(model=tmp_path / "induction", sentence="The cat sat", induction=15, sort="induction_score")
+    induction, previous = mapped.map.table("induction_score")[:, 0], mapped.map.table("previous_token_score")[:, 0]
+    assert induction[1] > 0.45 and induction[0] < 0.1  # at most 0.5: the first half has nothing to copy yet
+    assert previous[0] > 0.9 and previous[1] < 0.1
+    rows = mapped.rows()
+    assert (rows[0].layer, rows[0].head) == (2, 1)
+    readings = [r.reading for r in mapped.notable()]
+    assert any(r is not None and r.startswith("layer 2 head 1: induction: ") for r in readings)

@@ -67,6 +67,22 @@ def statistics(weights: np.ndarray, visible: np.ndarray | None = None) -> dict[s
     }
 
 
+def uniform_baseline(visible: np.ndarray) -> dict[str, float]:
+    """What first_token, previous_token and self would be if every row spread its weight evenly over its visible keys.
+
+    A short causal sentence puts much weight on its first token by counting alone (row 1 sees
+    only it, row 2 gives it half); a reading compares a head with this, not with 0.
+    """
+    L = visible.shape[-1]
+    share = visible / visible.sum(axis=-1, keepdims=True)  # (L, L) uniform weights
+    i = np.arange(L)
+    return {
+        "first_token": float(share[:, 0].mean()),
+        "previous_token": float(share[i[1:], i[:-1]].mean()) if L > 1 else 0.0,
+        "self": float(share[i, i].mean()),
+    }
+
+
 def strongest_rows(weights: np.ndarray) -> dict[str, np.ndarray]:
     """(H,) for first_token, previous_token and self: the query row (from 0, among rows 1 … L−1) where that weight is largest.
 
@@ -138,6 +154,7 @@ class HeadMap:
     stats: dict[str, list[np.ndarray]] = field(default_factory=dict)  # name → one (H,) array per layer
     thumbnails: list[np.ndarray] = field(default_factory=list)  # one (H, s, s) per layer
     rows: dict[str, list[np.ndarray]] = field(default_factory=dict)  # name → one (H,) array per layer: strongest_rows
+    uniform: dict[str, list[float]] = field(default_factory=dict)  # name → one value per layer: uniform_baseline
     patterns: dict[str, list[np.ndarray]] | None = None  # name → one (H,) array per layer, when asked for
 
     def add(self, weights: np.ndarray, visible: np.ndarray | None = None) -> None:
@@ -146,6 +163,9 @@ class HeadMap:
             self.stats.setdefault(name, []).append(values)
         for name, rows in strongest_rows(weights).items():
             self.rows.setdefault(name, []).append(rows)
+        seen = np.ones(weights.shape[-2:], dtype=bool) if visible is None else np.broadcast_to(visible, weights.shape[-2:])
+        for name, value in uniform_baseline(seen).items():
+            self.uniform.setdefault(name, []).append(value)
         self.thumbnails.append(thumbnail(weights))
 
     def add_patterns(self, weights: np.ndarray, tokens: Sequence[int]) -> None:

@@ -29,8 +29,9 @@ FORMULAS = {
     "duplicate_token_score": "on the repeated random tokens: Σ a_ij over earlier copies j of token i, ÷ Σ a_ij",
 }
 SORTABLE = (*STATISTICS, *PATTERNS)
-# When a head is notable: the share of the weight a behaviour must reach
+# When a head is notable: the share of the weight a behaviour must reach, and by how much it must beat uniform weights
 SINK, PREVIOUS, SELF, INDUCTION, DUPLICATE = 0.5, 0.4, 0.4, 0.3, 0.3
+ABOVE_UNIFORM = 0.2
 
 
 class Source(NamedTuple):
@@ -96,14 +97,19 @@ def _reading(values: dict[str, float], heads: HeadMap, layer: int, head: int) ->
     """'layer 3 head 5: 62% of the weight on the previous token', how strong, and which behaviour."""
     tokens = heads.tokens
     candidates: list[tuple[float, str, str]] = []
+
+    def beats(name: str, threshold: float) -> bool:
+        value = values[name]
+        return value >= threshold and value >= heads.uniform[name][layer - heads.first_layer] + ABOVE_UNIFORM
+
     first = values["first_token"]
-    if len(tokens) > 2 and first >= SINK:
+    if beats("first_token", SINK):
         candidates.append((first, "first_token", f"{first:.0%} of the weight on the first token {_quoted(tokens[0])}: a sink, not meaning"))
     previous = values["previous_token"]
-    if len(tokens) > 2 and previous >= PREVIOUS:
+    if beats("previous_token", PREVIOUS):
         candidates.append((previous, "previous_token", f"{previous:.0%} of the weight on the previous token"))
     itself = values["self"]
-    if len(tokens) > 2 and itself >= SELF:
+    if beats("self", SELF):
         candidates.append((itself, "self", f"{itself:.0%} of the weight on the token itself"))
     induction = values.get("induction_score")
     if induction is not None and induction >= INDUCTION:
