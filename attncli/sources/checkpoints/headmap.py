@@ -16,7 +16,7 @@ from attncli.core.heads import HeadMap, repeated_random_tokens
 from attncli.errors import AttnError, option
 from attncli.sources import reading
 from attncli.sources.checkpoints import layer as layers
-from attncli.sources.checkpoints.blocks import AttentionWeights, self_attention, visible, weights_seen
+from attncli.sources.checkpoints.blocks import AttentionWeights, WeightsSeen, self_attention, visible, weights_seen
 from attncli.sources.checkpoints.config import ModelConfig, read_config
 from attncli.sources.checkpoints.safetensors import Checkpoint
 from attncli.sources.checkpoints.tokens import load_tokenizer, tokenize_text
@@ -72,10 +72,10 @@ def model_map(
     return ModelMap(heads, str(folder), cfg.model_type, ids, causal, repeated)
 
 
-def _forward(cfg: ModelConfig, checkpoint: Checkpoint, ids: tuple[int, ...], seen: object) -> None:
+def _forward(cfg: ModelConfig, checkpoint: Checkpoint, ids: tuple[int, ...], seen: WeightsSeen) -> None:
     """One pass through every layer; the last layer's attention is computed only for its weights."""
     architecture = layers._ARCHITECTURES[cfg.model_type]  # the same table load_layer reads
-    with weights_seen(seen):  # type: ignore[arg-type]
+    with weights_seen(seen):
         last = architecture.layer_inputs(cfg, checkpoint, ids, cfg.layers)  # layers 1 … N−1, each reported
         self_attention(last.X, last.attention)  # layer N
 
