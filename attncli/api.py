@@ -22,6 +22,7 @@ the command prints. Heads and positions count from 1, as everywhere in attncli.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,12 +33,14 @@ if TYPE_CHECKING:
     from attncli.core.decode import Decode
     from attncli.core.engine import HeadResult, RunResult
     from attncli.core.explain import Explanation
+    from attncli.core.heads import HeadMap
     from attncli.core.scenario import Scenario
     from attncli.sources.limits import Limits
+    from attncli.walkthroughs.heads import ExplainCall, HeadRow, Source
 
 __all__ = [
-    "Decoded", "Explained", "Ran", "Tiled",
-    "decode", "explain", "load", "load_model", "render_options", "run", "text_of", "tiles",
+    "Decoded", "Explained", "Mapped", "Ran", "Tiled",
+    "decode", "explain", "heads", "load", "load_model", "render_options", "run", "text_of", "tiles",
 ]  # fmt: skip
 
 
@@ -211,3 +214,130 @@ def decode(scenario: Scenario | str | Path, *, head: int = 1, round_steps: int |
     causal, made_causal = causal_version(loaded)
     return Decoded(decode_head(engine.run(causal, round_steps=round_steps), head), made_causal)
 
+
+
+@dataclass(frozen=True, eq=False)
+class Mapped(_Shown):
+    """Every head of every layer: `map` holds the statistics (`map.table("first_token")` is (layers, H)) and the thumbnails.
+
+    Renders as the terminal grid and table (table), attncli.heads/1 (json), one row per head
+    (csv), the grid figure (svg) or a page with grid, notable heads and table (html).
+    """
+
+    map: HeadMap
+    source: Source
+    sort: str | None = None
+    top: int | None = None
+    spell: Callable[[ExplainCall], str] | None = None  # how a notable head's explain call is written (default: this API's call)
+
+    def rows(self) -> list[HeadRow]:
+        """One row per head (layer and head from 1), sorted and cut as asked."""
+        from attncli.walkthroughs import heads as walk
+
+        return walk.sorted_rows(walk.rows(self.map, self.source), self.sort, self.top)
+
+    def notable(self) -> list[HeadRow]:
+        """The heads with a reading in words, strongest first."""
+        from attncli.walkthroughs import heads as walk
+
+        return walk.notable(walk.rows(self.map, self.source))
+
+    def document(self, options: Options) -> Document:
+        from attncli.formats import headgrid
+        from attncli.walkthroughs import heads as walk
+
+        every = walk.rows(self.map, self.source)
+        shown = walk.sorted_rows(every, self.sort, self.top)
+        spell = self.spell or walk.python_call
+        fmt = options.format
+        if fmt is Format.json:
+            from attncli.formats import jsonout
+
+            return jsonout.document(walk.document(self.map, self.source, shown, every, spell))
+        shared = self.map.kv_heads != self.map.heads
+        names = list(every[0].values)
+        table = headgrid.HeadTable(
+            columns=("layer", "head", *(("kv_head",) if shared else ()), *names),
+            rows=[(r.layer, r.head, *((r.kv_head,) if shared else ()), *(r.values[n] for n in names)) for r in shown],
+            readings=[(r.reading or "", spell(r.explain) if r.explain else "") for r in walk.notable(every)],
+            legend=headgrid.LEGEND + (headgrid.PATTERN_LEGEND if self.map.patterns else ""),
+        )
+        if fmt is Format.csv:
+            return headgrid.table_csv(table)
+        tips = [[r.reading or _tip(r) for r in every[li * self.map.heads : (li + 1) * self.map.heads]] for li in range(self.map.layers)]
+        grid = headgrid.HeadGrid(walk.title(self.source, self.map), walk.thumbnails(self.map), self.map.first_layer, self.map.tokens, tips)
+        precision = 3 if options.precision is None else options.precision
+        if fmt is Format.svg:
+            return headgrid.grid_svg(grid)
+        if fmt is Format.html:
+            return headgrid.grid_html(grid, table, precision=precision)
+        if fmt is not Format.table:
+            from attncli.errors import AttnError, option
+
+            raise AttnError(f"heads prints a table, json, csv, svg or html, not {fmt.value}", key=option("format"), expected="table, json, csv, svg or html")
+        from attncli import io as output
+        from attncli.formats.heatmap import terminal_ramp
+
+        console = output.console(to_file=options.to_file)
+        colour = console.color_system is not None
+        lines = headgrid.grid_lines(grid, width=console.width, colour=colour, ramp=terminal_ramp())
+        return output.render(console, [*lines, *headgrid.table_renderables(table, precision=precision)])
+
+
+def _tip(row: HeadRow) -> str:
+    v = row.values
+    return (f"layer {row.layer} head {row.head}: first token {v['first_token']:.0%}, previous {v['previous_token']:.0%}, "
+            f"self {v['self']:.0%}, entropy {v['entropy']:.2f} nats")  # fmt: skip
+
+
+def heads(
+    scenario: Scenario | str | Path | None = None,
+    *,
+    model: str | Path | None = None,
+    sentence: str | None = None,
+    special_tokens: str = "auto",
+    induction: int | None = None,
+    seed: int = 0,
+    sort: str | None = None,
+    top: int | None = None,
+    limits: Limits | None = None,
+) -> Mapped:
+    """Every head of every layer of a checkpoint for `sentence` (one forward pass), or of a scenario's one layer.
+
+    A scenario file with `model:` maps that checkpoint for its `sentence`. `induction` = n adds
+    the induction, previous- and duplicate-token scores on n random tokens repeated twice (seeded).
+    `sort` orders the rows by a statistic, largest first; `top` keeps that many.
+    """
+    from attncli.core.heads import PATTERNS, scenario_map
+    from attncli.errors import AttnError, option
+    from attncli.sources.checkpoints.headmap import model_map, model_of_file
+    from attncli.sources.limits import Limits
+    from attncli.walkthroughs.heads import SORTABLE, Source
+
+    limits = limits or Limits()
+    if sort is not None and sort not in SORTABLE:
+        raise AttnError(f"found {sort!r}", key=option("sort"), expected=f"one of {', '.join(SORTABLE)}")
+    if sort in PATTERNS and induction is None:
+        raise AttnError(f"found {sort!r} (computed with {option('induction')} N)", key=option("sort"), expected=f"{option('induction')} N beside it")
+    if top is not None and top < 1:
+        raise AttnError(f"found {top}", key=option("top"), expected="a number of heads, at least 1")
+    if model is None and isinstance(scenario, str | Path):
+        found = model_of_file(Path(scenario), limits=limits)
+        if found is not None:
+            model, sentence, special_tokens = found.folder, found.sentence, found.special_tokens
+            scenario = None
+    if model is not None:
+        if scenario is not None:
+            raise AttnError("both a scenario and a model are given", key=option("model"), expected="either a scenario or a model folder")
+        if sentence is None:
+            raise AttnError("a model needs a sentence", key=option("sentence"), expected="the text to run through the model")
+        mapped = model_map(Path(model), sentence=sentence, special_tokens=special_tokens, induction=induction, seed=seed, limits=limits)
+        source = Source("model", str(model), sentence, mapped.model_type, mapped.token_ids, special_tokens, mapped.induction_tokens, seed)
+        return Mapped(mapped.map, source, sort, top)
+    if induction is not None:
+        raise AttnError("the induction score needs a model", key=option("induction"), expected=f"{option('model')} DIR beside it")
+    if sentence is not None:
+        raise AttnError("a sentence needs a model", key=option("sentence"), expected=f"{option('model')} DIR beside it")
+    loaded = scenario if scenario is not None and not isinstance(scenario, str | Path) else load(scenario or "cat", limits=limits)
+    name = str(scenario) if isinstance(scenario, str | Path) else loaded.name
+    return Mapped(scenario_map(loaded), Source("scenario", name, None, None, None), sort, top)

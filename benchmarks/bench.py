@@ -469,10 +469,18 @@ def real_model_rows(folder: Path, pairs: int) -> list[Row]:
     ours = [*attncli, "run", "--model", str(model), "--layer", "6", "--sentence", text, "--format", "json"]
     r = compare(ours, [*attncli, "run", "cat", "--format", "json"], pairs)
     size = (model / "model.safetensors").stat().st_size / 2**20
+    # the map: every layer and head in one pass (statistics and the SVG grid) vs run of the last layer for one head
+    svg = folder / "heads.svg"
+    whole = [*attncli, "heads", "--model", str(model), "--sentence", text, "--format", "svg", "--output", str(svg), "--force"]
+    last = [*attncli, "run", "--model", str(model), "--layer", str(GPT2_SIZE["n_layer"]), "--head", "1", "--sentence", text, "--format", "json"]
+    m = compare(whole, last, pairs)
     return [
         (f"5. run --model GPT-2 124M ({size:.0f} MiB), {count} tokens, layer 6 vs run cat", f"{r['ours']:.3f}", f"{r['baseline']:.3f}",
          f"{r['ratio']:.2f}x", "a few seconds"),
         ("   ... peak memory (MiB)", f"{r['ours_mem'] / 1024:.0f}", f"{r['baseline_mem'] / 1024:.0f}", f"{r['mem_ratio']:.2f}x", "< 1024 MiB"),
+        (f"5b. heads --model (12 × 12 heads, statistics and SVG grid, {svg.stat().st_size // 1024} KiB) vs run --layer 12 --head 1",
+         f"{m['ours']:.3f}", f"{m['baseline']:.3f}", f"{m['ratio']:.2f}x", "<= 1.3x"),
+        ("   ... peak memory (MiB)", f"{m['ours_mem'] / 1024:.0f}", f"{m['baseline_mem'] / 1024:.0f}", f"{m['mem_ratio']:.2f}x", "<= 1.3x"),
     ]  # fmt: skip
 
 if __name__ == "__main__":

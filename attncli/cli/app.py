@@ -439,6 +439,67 @@ def decode(
 
 @app.command()
 @guard
+def heads(
+    scenario: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[SCENARIO]",
+            help="A scenario file (one with `model:` maps that model) or built-in name; or give --model and --sentence instead.",
+            autocompletion=_complete_scenario,
+            show_default=False,
+        ),
+    ] = None,
+    model: ModelOption = None,
+    sentence: SentenceOption = None,
+    special_tokens: SpecialTokensOption = "auto",
+    sort: Annotated[
+        str | None,
+        typer.Option(metavar="STAT", help="Order the heads by this statistic, largest first: entropy, entropy_ratio, max_weight, first_token, previous_token, self, mean_distance (and with --induction: induction_score, previous_token_score, duplicate_token_score)."),
+    ] = None,
+    top: Annotated[int | None, typer.Option(min=1, metavar="N", help="Show only the first N heads (after --sort).")] = None,
+    induction: Annotated[
+        int | None,
+        typer.Option(min=1, metavar="N", help="With --model: also score every head on N random tokens repeated twice (induction, previous- and duplicate-token scores)."),
+    ] = None,
+    seed: Annotated[int, typer.Option(min=0, metavar="S", help="With --induction: the random seed of the tokens.")] = 0,
+    precision: PrecisionOption = None,
+    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table (the grid and the statistics), json, csv, svg (the grid) or html (a page with both).")] = Format.table,
+    output: OutputOption = None,
+    force: ForceOption = False,
+    max_cells: MaxCellsOption = None,
+    max_values: MaxValuesOption = None,
+) -> None:
+    """The map: every layer and head at a glance, with per-head statistics and the heads worth explaining.
+
+    One forward pass computes every layer's attention. Each head gets its entropy, largest
+    weight, weight on the first token (the sink), on the previous token and on itself, and
+    its mean attended distance; notable heads get a reading in words and the `explain`
+    command that shows their arithmetic. A scenario has one layer: its heads are mapped.
+
+    \b
+    Examples:
+      attncli heads --model models/gpt2 --sentence "When Mary and John went to the store"
+      attncli heads --model models/gpt2 --sentence "The cat sat" --sort previous_token --top 10
+      attncli heads --model models/gpt2 --sentence "The cat sat" --induction 20 --sort induction_score
+      attncli heads --model models/gpt2 --sentence "The cat sat" --format svg -o heads.svg
+      attncli heads multihead --format json
+    """
+    import dataclasses
+
+    from attncli import api
+    from attncli.cli.model import explain_command
+
+    check_target(output)  # before the forward pass
+    mapped = api.heads(
+        scenario, model=model, sentence=sentence, special_tokens=special_tokens, induction=induction, seed=seed,
+        sort=sort, top=top, limits=_limits(max_cells, max_values),
+    )  # fmt: skip
+    options = Options(format=format, precision=precision, to_file=output is not None)
+    emit(dataclasses.replace(mapped, spell=explain_command).document(options), output, force=force)
+
+
+@app.command()
+@guard
 def variance(
     dims: Annotated[str, typer.Option(metavar="LIST", help="Comma list of widths d to try.")] = "1,2,8,64,512",
     samples: Annotated[int, typer.Option(min=2, max=10_000_000, metavar="N", help="Random draws per width.")] = 10_000,

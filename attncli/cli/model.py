@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attncli.core.scenario import Scenario
 from attncli.errors import AttnError, visible
 from attncli.sources.limits import Limits
+
+if TYPE_CHECKING:
+    from attncli.walkthroughs.heads import ExplainCall
 
 INFO_SCHEMA = "attncli.model-info/1"
 TOKENS_SCHEMA = "attncli.model-tokens/1"
@@ -56,6 +59,22 @@ def choose_scenario(
         if error.file is None and error.key in _CLI_KEYS:
             error.key = _CLI_KEYS[error.key]
         raise
+
+
+def explain_command(call: ExplainCall) -> str:
+    """`attncli heads`' pointer to one head: the `attncli explain` command line that shows its arithmetic."""
+    import shlex
+
+    pick = ([f"--word {shlex.quote(call.word)}"] if call.word is not None else []) + (
+        [f"--position {call.position}"] if call.position is not None else []
+    )
+    if call.model is not None:
+        special = ["--special-tokens none"] if call.special_tokens == "none" else []
+        where = [f"--model {shlex.quote(call.model)}", f"--layer {call.layer}", f"--head {call.head}",
+                 f"--sentence {shlex.quote(call.sentence or '')}", *special]  # fmt: skip
+    else:
+        where = [f"-s {shlex.quote(call.scenario or '')}", f"--head {call.head}"]
+    return " ".join(["attncli explain", *where, *pick])
 
 
 # -- attncli model info ---------------------------------------------------------------------

@@ -6,7 +6,9 @@ Dimension names: L tokens, d = d_model, H query heads, G key/value heads, d_k he
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -160,9 +162,32 @@ def self_attention(X: np.ndarray, w: AttentionWeights) -> np.ndarray:
     scores = np.where(visible(L, causal=w.causal, window=w.window), scores, -np.inf)  # (H, L, L)
     exp = np.exp(scores - scores.max(axis=-1, keepdims=True))  # (H, L, L)
     weights = exp / exp.sum(axis=-1, keepdims=True)  # (H, L, L)
+    _report_weights(weights, w)
     heads_out = (weights @ V).transpose(1, 0, 2).reshape(L, w.heads * w.head_dim)  # (L, H·d_k)
     out: np.ndarray = heads_out @ w.W_O + (0.0 if w.b_O is None else w.b_O)  # (L, d)
     return out
+
+
+# -- the one-pass hook: every layer's weights, as the forward pass computes them ------------------
+
+WeightsSeen = Callable[[np.ndarray, AttentionWeights], None]  # (H, L, L) weights and the layer they belong to
+_weights_seen: ContextVar[WeightsSeen | None] = ContextVar("attncli_weights_seen", default=None)
+
+
+@contextmanager
+def weights_seen(callback: WeightsSeen) -> Iterator[None]:
+    """Within the block, every self_attention call hands its weights to `callback`, layer after layer (`attncli heads`)."""
+    token = _weights_seen.set(callback)
+    try:
+        yield
+    finally:
+        _weights_seen.reset(token)
+
+
+def _report_weights(weights: np.ndarray, w: AttentionWeights) -> None:
+    callback = _weights_seen.get()
+    if callback is not None:
+        callback(weights, w)
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,270 @@
+"""The head map drawn: every layer × head as a small heatmap (SVG, an HTML page, the terminal), the statistics as a table and CSV.
+
+Input is plain data (`HeadGrid`, `HeadTable`), built by attncli.walkthroughs.heads. Thumbnails
+are shaded on the weights' own scale 0 … 1 with the palette's ramps (light, and dark under
+`prefers-color-scheme: dark`). The SVG draws each head's cells of one shade as one <path>, so
+a 30 × 9 map stays small; the HTML page adds to each thumbnail row a tooltip: its query tokens and the keys
+that take most of its weight.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from attncli.document import escape
+from attncli.formats import palette
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+FONTS = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
+THUMB = 48  # px, one head's square
+GAP = 6  # px between heads
+LABEL_W = 44  # px, the layer labels' column
+HEADER_H = 64  # px, the title and the heads' numbers
+TERMINAL_RAMP = " ·:░▒▒▓█"  # one character per palette level, without colour
+TERMINAL_COLS, TERMINAL_ROWS = 6, 3  # a head in the terminal: up to 6 characters × 3 lines (characters are about twice as tall as wide)
+TERMINAL_MIN_COLS = 4  # narrower heads than this wrap into further bands instead
+
+
+SHORT = {
+    "layer": "L", "head": "H", "kv_head": "kv", "entropy": "ent", "entropy_ratio": "ent/u", "max_weight": "max", "first_token": "first",
+    "previous_token": "prev", "mean_distance": "dist", "induction_score": "ind", "previous_token_score": "prev*",
+    "duplicate_token_score": "dup*",
+}  # fmt: skip
+LEGEND = (
+    "L layer, H head; ent: entropy in nats; ent/u: entropy ÷ that of uniform weights; max: largest weight; first, prev, self: "
+    "weight on the first, the previous, the same token; dist: mean distance in tokens; each a mean over the query rows"
+)
+PATTERN_LEGEND = "; ind, prev*, dup*: induction, previous- and duplicate-token scores on repeated random tokens"
+
+
+SUBTITLE = "rows: query tokens, columns: key tokens; shade: weight 0 to 1, the largest of each block"
+
+
+class HeadGrid(NamedTuple):
+    """Every head's thumbnail and what its tooltip says."""
+
+    title: str
+    thumbnails: np.ndarray  # (layers, H, s, s) weights 0 … 1, shrunk by the largest value per block
+    first_layer: int  # the number of the first row of heads
+    tokens: tuple[str, ...]  # the sentence's tokens, for the tooltips
+    tips: Sequence[Sequence[str]]  # [layer][head] one line about the head (its statistics, its reading)
+
+
+class HeadTable(NamedTuple):
+    """The statistics as rows: headers, then one row per head (ints, floats, None), the readings and their commands."""
+
+    columns: tuple[str, ...]
+    rows: Sequence[Sequence[int | float | None]]
+    readings: Sequence[tuple[str, str]]  # (reading, explain command) of the notable heads
+    legend: str  # what the short column names mean
+
+
+# -- SVG and HTML ---------------------------------------------------------------------------------
+
+
+def grid_svg(grid: HeadGrid, *, tooltips: bool = False, standalone: bool = True) -> str:
+    """All heads as one SVG; `tooltips` adds each thumbnail row's tokens as a hover text (larger: for the HTML page)."""
+    from attncli.formats.svgheatmap import text_width
+
+    layers, H = grid.thumbnails.shape[:2]
+    width = round(max(LABEL_W + H * (THUMB + GAP) + 8, text_width(grid.title, 14) + 16, text_width(SUBTITLE, 11) + 16))
+    height = HEADER_H + layers * (THUMB + GAP) + 8
+    head = '<?xml version="1.0" encoding="UTF-8"?>\n' if standalone else ""
+    out = [
+        f'{head}<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'role="img" aria-labelledby="attncli-heads-title" font-family="{FONTS}" shape-rendering="crispEdges">',
+        f'<title id="attncli-heads-title">{escape.xml(grid.title)}</title>',
+        f"<style>{_svg_stylesheet()}</style>",
+        f'<rect class="bg" width="100%" height="100%" fill="{palette.LIGHT.background}"/>',
+        f'<text class="fg" x="8" y="20" font-size="14" font-weight="600" fill="{palette.LIGHT.text}">{escape.xml(grid.title)}</text>',
+        f'<text class="fg" x="8" y="38" font-size="11" fill="{palette.LIGHT.text}">{escape.xml(SUBTITLE)}</text>',
+    ]
+    for h in range(H):
+        x = LABEL_W + h * (THUMB + GAP) + THUMB / 2
+        out.append(f'<text class="fg" x="{x:.0f}" y="{HEADER_H - 8}" text-anchor="middle" font-size="11" fill="{palette.LIGHT.text}">H{h + 1}</text>')
+    for li in range(layers):
+        y = HEADER_H + li * (THUMB + GAP)
+        out.append(f'<text class="fg" x="{LABEL_W - 6}" y="{y + THUMB / 2 + 4:.0f}" text-anchor="end" font-size="11" '
+                   f'fill="{palette.LIGHT.text}">L{grid.first_layer + li}</text>')  # fmt: skip
+        for h in range(H):
+            x = LABEL_W + h * (THUMB + GAP)
+            out.append(_thumbnail(grid, li, h, x, y, tooltips))
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def _thumbnail(grid: HeadGrid, li: int, h: int, x: float, y: float, tooltips: bool) -> str:
+    """One head: its cells of each shade as one path of horizontal runs, in cell units scaled to THUMB px; rows' tooltips if asked."""
+    cells = grid.thumbnails[li, h]  # (s, s)
+    s = cells.shape[0]
+    tip = escape.xml(grid.tips[li][h])
+    parts = [f'<g transform="translate({x:.0f} {y:.0f})"><title>{tip}</title>',
+             f'<rect class="l0" width="{THUMB}" height="{THUMB}" fill="{palette.LIGHT.shades[0]}"/>',
+             f'<g transform="scale({THUMB / s:.6g})">']  # fmt: skip
+    levels = np.minimum(palette.LEVELS - 1, (np.clip(cells, 0.0, 1.0) * palette.LEVELS).astype(int))  # palette.level, vectorised
+    for level in range(1, palette.LEVELS):
+        runs = []
+        for r in range(s):
+            c = 0
+            while c < s:
+                if levels[r, c] != level:
+                    c += 1
+                    continue
+                start = c
+                while c < s and levels[r, c] == level:
+                    c += 1
+                runs.append(f"M{start} {r}h{c - start}v1h-{c - start}z")
+        if runs:
+            parts.append(f'<path class="l{level}" fill="{palette.LIGHT.shades[level]}" d="{"".join(runs)}"/>')
+    if tooltips:  # one transparent band per query row: its tokens and where most of its weight goes
+        L = len(grid.tokens)
+        for r in range(s):
+            top = np.argsort(-cells[r], kind="stable")[:3]
+            keys = ", ".join(f"{_span(grid.tokens, int(c), s, L)} {cells[r, c]:.2f}" for c in top if cells[r, c] > 0)
+            parts.append(f'<rect y="{r}" width="{s}" height="1" fill="transparent"><title>{escape.xml(_span(grid.tokens, r, s, L))} → {escape.xml(keys)}</title></rect>')
+    parts.append(f'</g><rect class="frame" width="{THUMB}" height="{THUMB}" fill="none" stroke="{palette.LIGHT.text}" stroke-width="0.5"/></g>')
+    return "".join(parts)
+
+
+def _span(tokens: Sequence[str], index: int, s: int, L: int) -> str:
+    """The token (or tokens, when the thumbnail shrank them) that row or column `index` of an s-cell thumbnail stands for."""
+    if s == L:
+        return f"{index + 1} {escape.visible(tokens[index])}"
+    edges = np.linspace(0, L, s + 1).round().astype(int)
+    first, last = int(edges[index]), int(edges[index + 1]) - 1
+    if first == last:
+        return f"{first + 1} {escape.visible(tokens[first])}"
+    return f"{first + 1}–{last + 1} {escape.visible(tokens[first])} … {escape.visible(tokens[last])}"
+
+
+def _svg_stylesheet() -> str:
+    dark = palette.DARK
+    rules = [f".bg{{fill:{dark.background}}}", f".fg{{fill:{dark.text}}}", f".frame{{stroke:{dark.text}}}"]
+    rules += [f".l{i}{{fill:{shade}}}" for i, shade in enumerate(dark.shades)]
+    return "@media (prefers-color-scheme: dark){" + " ".join(rules) + "}"
+
+
+def grid_html(grid: HeadGrid, table: HeadTable, *, precision: int = 3) -> str:
+    """A self-contained page: the grid (tokens on hover), the notable heads with their commands, and the statistics table."""
+    light, night = palette.LIGHT, palette.DARK
+    css = "\n".join([
+        f"body {{ margin: 2em; font-family: {FONTS}; background: {light.background}; color: {light.text}; }}",
+        "table { border-collapse: collapse; font-variant-numeric: tabular-nums; }",
+        "th, td { padding: 0.15em 0.6em; text-align: right; } th { border-bottom: 1px solid; }",
+        "code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.9em; }",
+        ".legend { font-size: 0.9em; }", ".scroll { overflow-x: auto; }",
+        f"@media (prefers-color-scheme: dark) {{ body {{ background: {night.background}; color: {night.text}; }} }}",
+    ])  # fmt: skip
+    readings = "\n".join(f"<li>{escape.html(text)}<br><code>{escape.html(command)}</code></li>" for text, command in table.readings)
+    header = "".join(f'<th scope="col" title="{escape.html(c)}">{escape.html(SHORT.get(c, c))}</th>' for c in table.columns)
+    body = "\n".join("<tr>" + "".join(f"<td>{escape.html(_number(v, precision))}</td>" for v in row) + "</tr>" for row in table.rows)
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n<meta name="color-scheme" content="light dark">\n'
+        f"<title>{escape.html(grid.title)}</title>\n<style>\n{css}\n</style>\n</head>\n<body>\n<main>\n"
+        f"<h1>{escape.html(grid.title)}</h1>\n"
+        f'<div class="scroll">\n{grid_svg(grid, tooltips=True, standalone=False)}</div>\n'
+        "<p class=\"legend\">Hover over a thumbnail's row: its query tokens and the keys that take most of its weight.</p>\n"
+        f"<h2>Notable heads</h2>\n<ul>\n{readings or '<li>none stands out</li>'}\n</ul>\n"
+        f"<h2>Statistics</h2>\n<p class=\"legend\">{escape.html(table.legend)}</p>\n"
+        f"<table>\n<thead><tr>{header}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>\n</main>\n</body>\n</html>\n"
+    )
+
+
+# -- the terminal ---------------------------------------------------------------------------------
+
+
+def grid_lines(grid: HeadGrid, *, width: int, colour: bool, ramp: palette.Ramp | None = None) -> list[RenderableType]:
+    """Every head as 4 to 6 characters × 3 lines, as many heads side by side as fit `width` (more in further bands)."""
+    from rich.text import Text
+
+    layers, H = grid.thumbnails.shape[:2]
+    label_w = len(f"L{grid.first_layer + layers - 1}") + 1
+    cols = max(TERMINAL_MIN_COLS, min(TERMINAL_COLS, (width - label_w) // H - 1))
+    per_band = max(1, (width - label_w) // (cols + 1))
+    small = [[_shrink(grid.thumbnails[li, h], TERMINAL_ROWS, cols) for h in range(H)] for li in range(layers)]
+    shades = (ramp or palette.DARK).shades
+    out: list[RenderableType] = []
+    for start in range(0, H, per_band):
+        band = range(start, min(H, start + per_band))
+        out.append(Text(" " * label_w + " ".join(f"H{h + 1}".ljust(cols) for h in band).rstrip()))
+        for li in range(layers):
+            for line in range(TERMINAL_ROWS):
+                text = Text(f"L{grid.first_layer + li}".ljust(label_w) if line == 0 else " " * label_w)
+                for n, h in enumerate(band):
+                    if n:
+                        text.append(" ")
+                    for value in small[li][h][line]:
+                        level = palette.level(float(value), 0.0, 1.0)
+                        if colour:
+                            text.append(" ", style=f"on {shades[level]}")
+                        else:
+                            text.append(TERMINAL_RAMP[level])
+                out.append(text)
+        out.append(Text(""))
+    return out
+
+
+def _shrink(cells: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """(rows, cols) the largest value of each block of `cells` (repeated when `cells` is smaller)."""
+    s = cells.shape[0]
+    r_edges = (np.arange(rows + 1) * s / rows).astype(int)
+    c_edges = (np.arange(cols + 1) * s / cols).astype(int)
+    out = np.zeros((rows, cols))
+    for r in range(rows):
+        for c in range(cols):
+            block = cells[r_edges[r] : max(r_edges[r + 1], r_edges[r] + 1), c_edges[c] : max(c_edges[c + 1], c_edges[c] + 1)]
+            out[r, c] = block.max()
+    return out
+
+
+def table_renderables(table: HeadTable, *, precision: int = 3) -> list[RenderableType]:
+    """The statistics as a Rich table, then each notable head's reading and the command that explains it."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from attncli.formats.grid import Block
+
+    shown = Table(box=None, padding=(0, 1), show_edge=False)
+    for column in table.columns:
+        shown.add_column(SHORT.get(column, column), justify="right", no_wrap=True)
+    for row in table.rows:
+        shown.add_row(*(_number(v, precision) for v in row))
+    out: list[RenderableType] = [shown, Text(table.legend), Text("")]
+    if table.readings:
+        out.append(Text("Notable heads:"))
+        for text, command in table.readings:
+            out.append(Block(["  " + escape.visible(text), "    " + escape.visible(command)]))  # never wrapped: a command is copied whole
+    else:
+        out.append(Text("No head stands out (none puts half its weight on the first token, 40% on the previous token or on itself)."))
+    return out
+
+
+def _number(value: int | float | None, precision: int) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{precision}f}"
+
+
+# -- CSV ------------------------------------------------------------------------------------------
+
+
+def table_csv(table: HeadTable) -> str:
+    """One row per head: the columns' full names, numbers at full precision (repr), empty for none."""
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([escape.csv_cell(c) for c in table.columns])
+    for row in table.rows:
+        writer.writerow(["" if v is None or (isinstance(v, float) and math.isnan(v)) else repr(v) for v in row])
+    return buffer.getvalue()

@@ -1,0 +1,132 @@
+"""Every layer and head of a checkpoint in one forward pass, each layer summarised as soon as it is computed.
+
+The architecture modules run their layers as usual; `blocks.weights_seen` hands each layer's
+(H, L, L) weights to a `HeadMap`, which keeps only the statistics and a small thumbnail per head.
+Memory: one layer's activations plus that layer's weights, at any time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from attncli.core.heads import HeadMap, repeated_random_tokens
+from attncli.errors import AttnError, option
+from attncli.sources import reading
+from attncli.sources.checkpoints import layer as layers
+from attncli.sources.checkpoints.blocks import AttentionWeights, WeightsSeen, self_attention, visible, weights_seen
+from attncli.sources.checkpoints.config import ModelConfig, read_config
+from attncli.sources.checkpoints.safetensors import Checkpoint
+from attncli.sources.checkpoints.tokens import load_tokenizer, tokenize_text
+from attncli.sources.limits import Limits
+
+
+class ModelMap(NamedTuple):
+    """A checkpoint's head map with what it was computed from."""
+
+    map: HeadMap
+    folder: str
+    model_type: str
+    token_ids: tuple[int, ...]
+    causal: bool
+    induction_tokens: tuple[int, ...] | None  # the repeated random sequence the pattern scores were computed on
+
+
+def model_map(
+    folder: Path,
+    *,
+    sentence: str,
+    special_tokens: str = "auto",
+    induction: int | None = None,
+    seed: int = 0,
+    limits: Limits = Limits(),
+) -> ModelMap:
+    """Every head of every layer for `sentence`; with `induction` = n, the pattern scores on n random tokens repeated twice."""
+    from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS
+
+    if special_tokens not in SPECIAL_TOKENS:
+        raise AttnError(f"found {special_tokens!r}", key=option("special_tokens"), expected="auto (as the tokenizer adds them) or none")
+    cfg = read_config(folder)
+    tokenizer, _ = load_tokenizer(folder)
+    ids, labels = tokenize_text(tokenizer, sentence, special_tokens=special_tokens == "auto")
+    if not ids:
+        raise AttnError("the sentence gives no tokens", key=option("sentence"), expected="some text")
+    _check_length(cfg, len(ids), "sentence", limits)
+    if induction is not None and induction < 1:
+        raise AttnError(f"found {induction}", key=option("induction"), expected="a number of random tokens, at least 1 (they are repeated once)")
+    checkpoint = Checkpoint(folder)
+    for path in folder.iterdir():  # no --output may replace a file of the checkpoint
+        if path.name in ("config.json", "tokenizer.json") or path.name.endswith((".safetensors", ".safetensors.index.json")):
+            reading.note_read(path)
+    heads = HeadMap(heads=cfg.heads, kv_heads=cfg.kv_heads, tokens=labels)
+    _forward(cfg, checkpoint, ids, lambda weights, w: heads.add(weights, _visible(weights, w)))
+    repeated = None
+    if induction is not None:
+        prefix = ids[:1] if special_tokens == "auto" and len(ids) > 1 and ids[0] in _special_ids(tokenizer) else ()
+        repeated = prefix + repeated_random_tokens(tokenizer.get_vocab_size(with_added_tokens=False), induction, seed=seed, avoid=_special_ids(tokenizer))
+        _check_length(cfg, len(repeated), "induction", limits)
+        _forward(cfg, checkpoint, repeated, lambda weights, w: heads.add_patterns(weights, repeated))
+    causal = cfg.causal
+    return ModelMap(heads, str(folder), cfg.model_type, ids, causal, repeated)
+
+
+def _forward(cfg: ModelConfig, checkpoint: Checkpoint, ids: tuple[int, ...], seen: WeightsSeen) -> None:
+    """One pass through every layer; the last layer's attention is computed only for its weights."""
+    architecture = layers._ARCHITECTURES[cfg.model_type]  # the same table load_layer reads
+    with weights_seen(seen):
+        last = architecture.layer_inputs(cfg, checkpoint, ids, cfg.layers)  # layers 1 … N−1, each reported
+        self_attention(last.X, last.attention)  # layer N
+
+
+def _visible(weights: np.ndarray, w: AttentionWeights) -> np.ndarray:
+    return visible(weights.shape[-1], causal=w.causal, window=w.window)
+
+
+def _special_ids(tokenizer: object) -> tuple[int, ...]:
+    """The ids of the tokenizer's special tokens (kept out of the random sequence)."""
+    added = getattr(tokenizer, "get_added_tokens_decoder", None)
+    if added is None:
+        return ()
+    return tuple(int(i) for i, token in added().items() if getattr(token, "special", False))
+
+
+def _check_length(cfg: ModelConfig, L: int, key: str, limits: Limits) -> None:
+    if cfg.max_positions < L:
+        raise AttnError(
+            f"the {'sentence' if key == 'sentence' else 'repeated random sequence'} is {L:,} tokens long, more than the model's {cfg.max_positions:,} positions",
+            key=option(key),
+            expected=f"at most {cfg.max_positions:,} tokens" + (" in all: n random tokens twice, after the first special token the sentence starts with" if key == "induction" else ""),
+        )
+    cells = cfg.heads * L * L
+    if cells > limits.max_cells:
+        raise AttnError(
+            f"{L:,} tokens × {L:,} × {cfg.heads} heads = {cells:,} attention cells per layer, more than the limit of {limits.max_cells:,}",
+            key=option(key),
+            expected=f"a shorter {'sentence' if key == 'sentence' else 'sequence'}, or raise the limit with {option('max_cells')}",
+        )
+
+
+class ModelFile(NamedTuple):
+    """What a scenario file with `model:` asks for: the folder (relative to the file), the sentence, the special tokens."""
+
+    folder: Path
+    sentence: str
+    special_tokens: str
+
+
+def model_of_file(path: Path, *, limits: Limits = Limits()) -> ModelFile | None:
+    """The `model:`, `sentence:` and `special_tokens:` of a scenario file, or None when it has no `model:` (or is not a file)."""
+    from attncli.sources.yamltree import Map, parse, to_word
+
+    if not path.is_file():
+        return None
+    tree = parse(reading.read_text(path, str(path), max_bytes=limits.max_bytes), limits=limits)
+    if not isinstance(tree, Map) or "model" not in tree.items:
+        return None
+    folder = Path(to_word(tree.items["model"], "model")).expanduser()
+    words = {key: to_word(tree.items[key], key) for key in ("sentence", "special_tokens") if key in tree.items}
+    if "sentence" not in words:
+        raise AttnError("`model` needs `sentence`", file=str(path), key="sentence", expected="`sentence: The cat sat on the mat.`")
+    return ModelFile(folder if folder.is_absolute() else path.parent / folder, words["sentence"], words.get("special_tokens", "auto"))

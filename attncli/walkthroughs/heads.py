@@ -1,0 +1,225 @@
+"""The head map turned into what people read: one row per head, a reading in words for the notable ones, and the command that explains each.
+
+Input: a `HeadMap` (attncli.core.heads) and where it came from. Output: plain data (dicts,
+strings, NumPy thumbnails) that attncli.formats.headgrid draws and JSON carries as it is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from attncli.core.heads import PATTERNS, STATISTICS, HeadMap
+from attncli.errors import AttnError, option
+
+SCHEMA = "attncli.heads/1"
+FORMULAS = {
+    "entropy": "mean over rows i of −Σ_j a_ij ln a_ij (nats)",
+    "entropy_ratio": "mean over rows i with ≥ 2 visible keys of that entropy ÷ ln(visible keys): 1 = uniform",
+    "max_weight": "mean over rows i of max_j a_ij",
+    "first_token": "mean over rows i of a_i1",
+    "previous_token": "mean over rows i ≥ 2 of a_i,i−1",
+    "self": "mean over rows i of a_ii",
+    "mean_distance": "mean over rows i of Σ_j a_ij·|i − j| (tokens)",
+    "induction_score": "on n random tokens repeated twice: Σ a_ij over keys j just after an earlier copy of token i, ÷ Σ a_ij",
+    "previous_token_score": "on the repeated random tokens: Σ_i a_i,i−1 ÷ Σ a_ij",
+    "duplicate_token_score": "on the repeated random tokens: Σ a_ij over earlier copies j of token i, ÷ Σ a_ij",
+}
+SORTABLE = (*STATISTICS, *PATTERNS)
+# When a head is notable: the share of the weight a behaviour must reach, and by how much it must beat uniform weights
+SINK, PREVIOUS, SELF, INDUCTION, DUPLICATE = 0.5, 0.4, 0.4, 0.3, 0.3
+ABOVE_UNIFORM = 0.2
+
+
+class Source(NamedTuple):
+    """Where the map came from, to name it and to write the explain commands."""
+
+    kind: str  # "model" or "scenario"
+    name: str  # the folder, or the scenario's file or built-in name
+    sentence: str | None  # the text given with --model
+    model_type: str | None
+    token_ids: tuple[int, ...] | None
+    special_tokens: str = "auto"
+    induction_tokens: tuple[int, ...] | None = None
+    seed: int | None = None
+
+
+class HeadRow(NamedTuple):
+    layer: int
+    head: int
+    kv_head: int | None  # only when key/value heads are shared
+    values: dict[str, float]  # every statistic (and pattern score when computed)
+    reading: str | None  # the one-line reading in words, for a notable head
+    strength: float  # how strongly the reading holds (for ordering the notable heads)
+    explain: ExplainCall | None  # how to explain it
+
+
+def rows(heads: HeadMap, source: Source) -> list[HeadRow]:
+    """One row per layer and head, layers and heads from 1."""
+    names = [*STATISTICS, *(PATTERNS if heads.patterns else ())]
+    tables = {name: heads.table(name) for name in names}
+    shared = heads.kv_heads != heads.heads
+    out = []
+    for li in range(heads.layers):
+        layer = heads.first_layer + li
+        for hi in range(heads.heads):
+            head = hi + 1
+            values = {name: float(tables[name][li, hi]) for name in names}
+            reading, strength, behaviour = _reading(values, heads, layer, head)
+            command = _explain(source, heads, layer, head, behaviour) if reading is not None else None
+            out.append(HeadRow(layer, head, heads.kv_head(head) if shared else None, values, reading, strength, command))
+    return out
+
+
+def sorted_rows(all_rows: list[HeadRow], sort: str | None, top: int | None) -> list[HeadRow]:
+    """Largest first by `sort` (layer and head order when None), the first `top` of them."""
+    if sort is not None:
+        if sort not in all_rows[0].values:
+            hint = f" (computed with {option('induction')} N)" if sort in PATTERNS else ""
+            raise AttnError(f"found {sort!r}{hint}", key=option("sort"), expected=f"one of {', '.join(all_rows[0].values)}")
+        all_rows = sorted(all_rows, key=lambda r: -_sortable(r.values[sort]))
+    return all_rows[:top] if top is not None else all_rows
+
+
+def notable(all_rows: list[HeadRow], limit: int = 10) -> list[HeadRow]:
+    """The heads with a reading, strongest first."""
+    return sorted((r for r in all_rows if r.reading is not None), key=lambda r: -r.strength)[:limit]
+
+
+def _sortable(x: float) -> float:
+    return -math.inf if math.isnan(x) else x
+
+
+def _reading(values: dict[str, float], heads: HeadMap, layer: int, head: int) -> tuple[str | None, float, str]:
+    """'layer 3 head 5: 62% of the weight on the previous token', how strong, and which behaviour."""
+    tokens = heads.tokens
+    candidates: list[tuple[float, str, str]] = []
+
+    def beats(name: str, threshold: float) -> bool:
+        value = values[name]
+        return value >= threshold and value >= heads.uniform[name][layer - heads.first_layer] + ABOVE_UNIFORM
+
+    first = values["first_token"]
+    if beats("first_token", SINK):
+        candidates.append((first, "first_token", f"{first:.0%} of the weight on the first token {_quoted(tokens[0])}: a sink, not meaning"))
+    previous = values["previous_token"]
+    if beats("previous_token", PREVIOUS):
+        candidates.append((previous, "previous_token", f"{previous:.0%} of the weight on the previous token"))
+    itself = values["self"]
+    if beats("self", SELF):
+        candidates.append((itself, "self", f"{itself:.0%} of the weight on the token itself"))
+    induction = values.get("induction_score")
+    if induction is not None and induction >= INDUCTION:
+        candidates.append((induction, "induction_score", f"induction: {induction:.0%} of the weight on the token after an earlier copy of the current one (repeated random tokens)"))  # fmt: skip
+    duplicate = values.get("duplicate_token_score")
+    if duplicate is not None and duplicate >= DUPLICATE:
+        candidates.append((duplicate, "duplicate_token_score", f"{duplicate:.0%} of the weight on earlier copies of the same token (repeated random tokens)"))  # fmt: skip
+    if not candidates:
+        return None, 0.0, ""
+    strength, behaviour, text = max(candidates)
+    if heads.kv_heads != heads.heads:
+        text += f" (reads key/value head {heads.kv_head(head)})"
+    return f"layer {layer} head {head}: {text}", strength, behaviour
+
+
+def _quoted(label: str) -> str:
+    return f"`{label}`"
+
+
+class ExplainCall(NamedTuple):
+    """What `explain` needs to show a head's arithmetic; the command line and the Python API each spell it their own way."""
+
+    model: str | None  # the checkpoint folder, or None for a scenario
+    scenario: str | None  # the scenario's file or built-in name
+    layer: int | None  # with a model
+    head: int
+    sentence: str | None
+    special_tokens: str
+    word: str | None  # the query token as a word, when it is one
+    position: int | None  # from 1, when the word alone does not say which token
+
+
+def _explain(source: Source, heads: HeadMap, layer: int, head: int, behaviour: str) -> ExplainCall:
+    """The explain call at the query row where the behaviour is strongest (induction: the sentence's last token)."""
+    row = heads.strongest_row(behaviour, layer, head) if behaviour in heads.rows else len(heads.tokens) - 1
+    word: str | None = heads.tokens[row].lstrip("␣Ġ▁")
+    assert word is not None
+    repeated = sum(1 for t in heads.tokens if t.lstrip("␣Ġ▁").lower() == word.lower()) > 1
+    position = row + 1 if repeated or not word.isalnum() else None
+    if not word.isalnum():
+        word = None
+    if source.kind == "model":
+        return ExplainCall(source.name, None, layer, head, source.sentence, source.special_tokens, word, position)
+    return ExplainCall(None, source.name, None, head, None, "auto", word, position)
+
+
+def python_call(call: ExplainCall) -> str:
+    """The call in the Python API: attn.explain(attn.load_model(…), "cat", head=3)."""
+    where = (
+        f"attn.load_model({call.model!r}, layer={call.layer}, sentence={call.sentence!r}"
+        + (f", special_tokens={call.special_tokens!r}" if call.special_tokens != "auto" else "")
+        + ")"
+        if call.model is not None
+        else repr(call.scenario)
+    )
+    word = f", {call.word!r}" if call.word is not None else ""
+    position = f", position={call.position}" if call.position is not None else ""
+    return f"attn.explain({where}{word}{position}, head={call.head})"
+
+
+def document(
+    heads: HeadMap, source: Source, shown: list[HeadRow], all_rows: list[HeadRow], spell: Callable[[ExplainCall], str] = python_call
+) -> dict[str, Any]:
+    """The attncli.heads/1 JSON document: every head's statistics, the notable heads' readings and commands."""
+    return {
+        "schema": SCHEMA,
+        "source": {
+            "kind": source.kind,
+            "name": source.name,
+            "sentence": source.sentence,
+            "model_type": source.model_type,
+            "special_tokens": source.special_tokens if source.kind == "model" else None,
+        },
+        "tokens": [{"position": n, "label": label} | ({"id": source.token_ids[n - 1]} if source.token_ids else {})
+                   for n, label in enumerate(heads.tokens, 1)],  # fmt: skip
+        "layers": heads.layers,
+        "heads_per_layer": heads.heads,
+        "kv_heads": heads.kv_heads,
+        "statistics": {name: FORMULAS[name] for name in all_rows[0].values},
+        "induction": None
+        if source.induction_tokens is None
+        else {"tokens": list(source.induction_tokens), "seed": source.seed,
+              "source": "Olsson et al. 2022, In-context Learning and Induction Heads; TransformerLens head_detector (error_measure mul)"},  # fmt: skip
+        "heads": [_head_json(row, spell) for row in shown],
+        "notable": [{"layer": r.layer, "head": r.head, "reading": r.reading, "explain": _call(r, spell)} for r in notable(all_rows)],
+    }
+
+
+def _call(row: HeadRow, spell: Callable[[ExplainCall], str]) -> str | None:
+    return None if row.explain is None else spell(row.explain)
+
+
+def _head_json(row: HeadRow, spell: Callable[[ExplainCall], str]) -> dict[str, Any]:
+    out: dict[str, Any] = {"layer": row.layer, "head": row.head}
+    if row.kv_head is not None:
+        out["kv_head"] = row.kv_head
+    out.update({name: None if math.isnan(x) else x for name, x in row.values.items()})
+    out["reading"] = row.reading
+    out["explain"] = _call(row, spell)
+    return out
+
+
+def thumbnails(heads: HeadMap) -> np.ndarray:
+    """(layers, H, s, s) the small weight grids of every head, for the figure."""
+    return np.stack(heads.thumbnails)
+
+
+def title(source: Source, heads: HeadMap) -> str:
+    from pathlib import PurePath
+
+    short = PurePath(source.name).name or source.name  # the folder's own name: a full path would run off the figure
+    what = f"{source.model_type} checkpoint {short}" if source.kind == "model" else f"scenario {short}"
+    return f"Every head of {what}: {heads.layers} layer{'s' * (heads.layers != 1)} × {heads.heads} heads, {len(heads.tokens)} tokens"

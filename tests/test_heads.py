@@ -1,0 +1,428 @@
+"""`attncli heads`: per-head statistics against a loop computation, and against transformers' own attentions (golden)."""
+
+from __future__ import annotations
+
+import json
+import math
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attncli.core.heads import (
+    STATISTICS,
+    HeadMap,
+    induction_pattern,
+    pattern_scores,
+    repeated_random_tokens,
+    statistics,
+    thumbnail,
+)
+from attncli.sources.checkpoints.headmap import model_map
+from tests.renderers import html_elements
+
+CHECKPOINTS = Path(__file__).parent / "checkpoints"
+GOLDEN_TOLERANCE = {"gpt2": 1e-12, "gpt2-bare": 1e-12, "bert": 1e-12, "llama": 1e-5, "qwen2": 1e-5, "mistral": 1e-5, "llama-old": 1e-5}
+
+
+def loop_statistics(rows: list[list[float]], seen: list[list[bool]]) -> dict[str, float]:
+    """One head's statistics written out plainly from the definitions: a mean over rows of one number per row."""
+    entropy, ratio, largest, first, previous, itself, distance = [], [], [], [], [], [], []
+    for i, row in enumerate(rows):
+        h = -sum(a * math.log(a) for a in row if a > 0)
+        entropy.append(h)
+        n = sum(seen[i])
+        if n >= 2:
+            ratio.append(h / math.log(n))
+        largest.append(max(row))
+        first.append(row[0])
+        if i >= 1:
+            previous.append(row[i - 1])
+        itself.append(row[i])
+        distance.append(sum(a * abs(i - j) for j, a in enumerate(row)))
+
+    def mean(xs: list[float]) -> float:
+        return sum(xs) / len(xs) if xs else math.nan
+
+    return {
+        "entropy": mean(entropy), "entropy_ratio": mean(ratio), "max_weight": mean(largest), "first_token": mean(first),
+        "previous_token": mean(previous), "self": mean(itself), "mean_distance": mean(distance),
+    }  # fmt: skip
+
+
+def random_weights(rng: np.random.Generator, H: int, L: int, *, causal: bool, window: int | None) -> tuple[np.ndarray, np.ndarray]:
+    i, j = np.arange(L)[:, None], np.arange(L)[None, :]
+    seen = np.ones((L, L), dtype=bool)
+    if causal:
+        seen &= j <= i
+    if window is not None:
+        seen &= np.abs(i - j) <= window
+    logits = np.where(seen, rng.normal(scale=3.0, size=(H, L, L)), -np.inf)
+    exp = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return exp / exp.sum(axis=-1, keepdims=True), seen
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    H=st.integers(1, 4),
+    L=st.integers(1, 12),
+    causal=st.booleans(),
+    window=st.none() | st.integers(0, 4),
+)
+def test_statistics_equal_a_loop_over_the_rows(seed, H, L, causal, window):
+    """Every statistic of every head equals the plain loop's, masks and sliding windows included."""
+    weights, seen = random_weights(np.random.default_rng(seed), H, L, causal=causal, window=window)
+    got = statistics(weights, seen)
+    for h in range(H):
+        expected = loop_statistics(weights[h].tolist(), seen.tolist())
+        for name in STATISTICS:
+            if math.isnan(expected[name]):
+                assert math.isnan(got[name][h]), name
+            else:
+                assert got[name][h] == pytest.approx(expected[name], rel=1e-12, abs=1e-14), name
+
+
+def test_statistics_of_known_patterns():
+    """A head that looks only at the previous token, one that looks at the first, and a uniform causal head."""
+    L = 5
+    previous = np.zeros((L, L))
+    previous[0, 0] = 1.0
+    previous[np.arange(1, L), np.arange(L - 1)] = 1.0
+    sink = np.zeros((L, L))
+    sink[:, 0] = 1.0
+    uniform = np.tril(np.ones((L, L))) / np.arange(1, L + 1)[:, None]
+    stats = statistics(np.stack([previous, sink, uniform]), np.tril(np.ones((L, L), dtype=bool)))
+    assert stats["previous_token"].tolist() == [1.0, 0.25, pytest.approx((1 / 2 + 1 / 3 + 1 / 4 + 1 / 5) / 4)]
+    assert stats["first_token"][1] == 1.0 and stats["max_weight"][0] == 1.0
+    assert stats["entropy"][0] == 0.0 and stats["entropy"][1] == 0.0
+    assert stats["entropy_ratio"][2] == pytest.approx(1.0)  # uniform over the visible keys of every row
+    assert stats["self"][2] == pytest.approx(np.mean(1 / np.arange(1, L + 1)))
+    assert stats["mean_distance"][0] == pytest.approx(4 / 5)  # rows 2 … 5 one token back, row 1 on itself
+    assert stats["mean_distance"][1] == pytest.approx(np.mean(np.arange(L)))
+
+
+def test_pattern_scores_follow_the_head_detector():
+    """The induction pattern marks the token after an earlier occurrence; scores are Σ a·P / Σ a (TransformerLens' "mul")."""
+    tokens = [7, 3, 9, 7, 3, 9]
+    pattern = induction_pattern(tokens)
+    assert [tuple(map(int, ij)) for ij in np.argwhere(pattern)] == [(3, 1), (4, 2), (5, 3)]
+    L = len(tokens)
+    perfect = np.zeros((L, L))
+    perfect[np.arange(L), np.arange(L)] = 1.0
+    perfect[3, :], perfect[4, :], perfect[5, :] = 0.0, 0.0, 0.0
+    perfect[3, 1] = perfect[4, 2] = perfect[5, 3] = 1.0
+    scores = pattern_scores(perfect[None], tokens)
+    assert scores["induction_score"][0] == pytest.approx(0.5)  # 3 of the 6 rows' weight on the induction target
+    rng = np.random.default_rng(1)
+    weights, _ = random_weights(rng, 2, L, causal=True, window=None)
+    scores = pattern_scores(weights, tokens)
+    for h in range(2):
+        dup = sum(weights[h, i, j] for i in range(L) for j in range(i) if tokens[i] == tokens[j])
+        ind = sum(weights[h, i, j] for i in range(L) for j in range(1, i + 1) if tokens[j - 1] == tokens[i] and j - 1 < i)
+        prev = sum(weights[h, i, i - 1] for i in range(1, L))
+        assert scores["duplicate_token_score"][h] == pytest.approx(dup / L)
+        assert scores["induction_score"][h] == pytest.approx(ind / L)
+        assert scores["previous_token_score"][h] == pytest.approx(prev / L)
+
+
+def test_repeated_random_tokens_repeat_without_special_ids():
+    """n distinct ids, none of them special, then the same n again; the same seed gives the same sequence."""
+    tokens = repeated_random_tokens(50, 10, seed=3, avoid=(0, 1, 2))
+    assert len(tokens) == 20 and tokens[:10] == tokens[10:] and len(set(tokens)) == 10
+    assert not {0, 1, 2} & set(tokens)
+    assert repeated_random_tokens(50, 10, seed=3, avoid=(0, 1, 2)) == tokens
+
+
+def test_thumbnail_keeps_each_blocks_largest_weight():
+    """64 tokens shrink to 32 × 32 by 2 × 2 blocks; a lone spike survives; small matrices are kept whole."""
+    weights = np.zeros((1, 64, 64))
+    weights[0, 63, 0] = 0.9
+    small = thumbnail(weights)
+    assert small.shape == (1, 32, 32) and small[0, 31, 0] == 0.9 and small.sum() == pytest.approx(0.9)
+    assert thumbnail(weights[:, :10, :10]).shape == (1, 10, 10)
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_TOLERANCE))
+def test_every_statistic_equals_one_from_transformers_attentions(name):
+    """attncli's one-pass map of every layer and head equals the loop statistics of transformers' golden attentions."""
+    with np.load(CHECKPOINTS / name / "golden.npz", allow_pickle=False) as data:
+        text, ids, attentions = str(data["text"]), tuple(data["ids"].tolist()), data["attentions"]
+    result = model_map(CHECKPOINTS / name, sentence=text)
+    assert result.token_ids == ids
+    heads: HeadMap = result.map
+    layers, H = attentions.shape[:2]
+    assert (heads.layers, heads.heads) == (layers, H)
+    tolerance = GOLDEN_TOLERANCE[name]
+    for layer in range(layers):
+        seen = (attentions[layer] > 0).any(axis=0).tolist()  # transformers' masked weights are exactly 0
+        for h in range(H):
+            expected = loop_statistics(attentions[layer, h].tolist(), seen)
+            for stat in STATISTICS:
+                got = heads.table(stat)[layer, h]
+                assert got == pytest.approx(expected[stat], rel=0, abs=tolerance), (stat, layer + 1, h + 1)
+
+
+# -- the command and its formats ---------------------------------------------------------------------
+
+GPT2 = str(CHECKPOINTS / "gpt2")
+SENTENCE = "The cat sat on the mat. The cat sat"
+
+
+def test_json_has_a_schema_and_one_entry_per_layer_and_head(cli):
+    """attncli.heads/1: layer and head from 1, every statistic, kv_head for GQA, the induction scores when asked for."""
+    result = cli("heads", "--model", str(CHECKPOINTS / "llama"), "--sentence", SENTENCE, "--induction", "6", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "attncli.heads/1" and doc["layers"] == 3 and doc["heads_per_layer"] == 4 and doc["kv_heads"] == 2
+    assert [(h["layer"], h["head"]) for h in doc["heads"]] == [(layer, head) for layer in (1, 2, 3) for head in (1, 2, 3, 4)]
+    assert [h["kv_head"] for h in doc["heads"][:4]] == [1, 1, 2, 2]
+    for name in (*STATISTICS, "induction_score", "previous_token_score", "duplicate_token_score"):
+        assert all(isinstance(h[name], float) for h in doc["heads"]), name
+    assert len(doc["induction"]["tokens"]) == 13 and doc["induction"]["tokens"][1:7] == doc["induction"]["tokens"][7:]
+    assert doc["tokens"][0] == {"position": 1, "label": "<s>", "id": 0} and doc["induction"]["tokens"][0] == 0  # the same first special token
+
+
+def test_sort_and_top_order_the_rows(cli):
+    """--sort first_token --top 3: the three heads with the most weight on the first token, largest first."""
+    result = cli("heads", "--model", GPT2, "--sentence", SENTENCE, "--sort", "first_token", "--top", "3", "--format", "json")
+    firsts = [h["first_token"] for h in json.loads(result.stdout)["heads"]]
+    every = json.loads(cli("heads", "--model", GPT2, "--sentence", SENTENCE, "--format", "json").stdout)["heads"]
+    assert firsts == sorted((h["first_token"] for h in every), reverse=True)[:3]
+
+
+def test_csv_has_a_row_per_head_at_full_precision(cli):
+    """CSV: a header of full names, then one row per head whose numbers read back to the JSON's."""
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(cli("heads", "--model", GPT2, "--sentence", SENTENCE, "--format", "csv").stdout)))
+    heads = json.loads(cli("heads", "--model", GPT2, "--sentence", SENTENCE, "--format", "json").stdout)["heads"]
+    assert rows[0] == ["layer", "head", *STATISTICS] and len(rows) == 1 + 12
+    assert [float(x) for x in rows[5][2:]] == [heads[4][name] for name in STATISTICS]
+
+
+def test_the_terminal_grid_and_table_fit_80_columns(cli, monkeypatch):
+    """At 80 columns every line of the grid and the table fits (the explain commands are never wrapped, so they may not)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    out = cli("heads", "--model", GPT2, "--sentence", SENTENCE).stdout
+    lines = [line for line in out.splitlines() if not line.lstrip().startswith("attncli explain")]
+    assert max(map(len, lines)) <= 80
+    assert lines[0].split() == ["H1", "H2", "H3", "H4"] and lines[1].startswith("L1 ")
+
+
+def test_the_grid_wraps_heads_that_do_not_fit():
+    """40 heads at 80 columns: several bands, each line within the width."""
+    from attncli.formats.headgrid import HeadGrid, grid_lines
+
+    grid = HeadGrid("t", np.zeros((2, 40, 4, 4)), 1, ("a", "b", "c", "d"), [["tip"] * 40] * 2)
+    lines = [text.plain for text in grid_lines(grid, width=80, colour=False)]  # type: ignore[union-attr]
+    assert max(map(len, lines)) <= 80 and sum(1 for line in lines if line.lstrip().startswith("H1 ")) == 1
+    assert sum(1 for line in lines if line.startswith("L1")) > 1
+
+
+HOSTILE = """\
+name: hostile
+tokens: ["<b>bold</b>", "a&b", '"q"', "</svg>"]
+heads: 2
+embeddings:
+  <b>bold</b>: [1, 0, 0, 1]
+  a&b: [0, 1, 0, 0]
+  '"q"': [0, 0, 1, 0]
+  </svg>: [1, 1, 0, 0]
+W_Q: identity
+W_K: identity
+W_V: identity
+mask: causal
+"""
+
+
+def test_svg_and_html_parse_and_show_tokens_as_text(cli, tmp_path):
+    """The SVG is well-formed XML with a <title> per head; the HTML page parses, holds the same grid, and tokens on hover."""
+    scenario = tmp_path / "hostile.yaml"
+    scenario.write_text(HOSTILE, encoding="utf-8")
+    svg = cli("heads", str(scenario), "--format", "svg").stdout
+    root = ElementTree.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    assert root.tag == ns + "svg"
+    groups = [g for g in root.iter(ns + "g") if g.find(ns + "title") is not None]
+    assert len(groups) == 2  # one layer × 2 heads
+    html = cli("heads", str(scenario), "--format", "html").stdout
+    elements = html_elements(html)
+    assert [e.tag for e in elements if e.tag in ("script", "link", "img")] == []
+    tips = [e.text for e in elements if e.tag == "title"]
+    assert any("<b>bold</b>" in tip and "→" in tip for tip in tips)  # a cell's tokens, as text
+    inline = html[html.index("<svg") : html.index("</svg>") + len("</svg>")]
+    ElementTree.fromstring(inline)  # the page's grid is well-formed too
+    assert "prefers-color-scheme: dark" in html and "prefers-color-scheme: dark" in svg
+
+
+def test_a_scenario_file_with_model_maps_every_layer(cli, tmp_path):
+    """`model:` + `sentence:` in a scenario file: every layer of that checkpoint, as --model would."""
+    scenario = tmp_path / "gpt2.yaml"
+    scenario.write_text(f"model: {GPT2}\nlayer: 2\nsentence: {SENTENCE}\n", encoding="utf-8")
+    from_file = json.loads(cli("heads", str(scenario), "--format", "json").stdout)
+    direct = json.loads(cli("heads", "--model", GPT2, "--sentence", SENTENCE, "--format", "json").stdout)
+    assert from_file["heads"] == direct["heads"] and from_file["layers"] == 3
+
+
+def test_a_scenario_maps_its_one_layer_and_names_the_explain_command():
+    """multihead: one layer, 2 heads, none beating uniform weights by much; alibi's head keeps 84% on each token itself."""
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from attncli import api
+    from attncli.cli.app import app
+
+    mapped = api.heads("multihead")
+    assert mapped.map.layers == 1 and mapped.map.heads == 2 and mapped.notable() == []
+    notable = api.heads("alibi").notable()
+    assert notable and notable[0].reading == "layer 1 head 1: 84% of the weight on the token itself"
+    assert notable[0].explain is not None
+    from attncli.cli.model import explain_command
+
+    args = shlex.split(explain_command(notable[0].explain))[1:]
+    assert CliRunner().invoke(app, args).exit_code == 0
+
+
+def test_the_explain_command_of_a_model_head_runs(cli):
+    """A reading built for a checkpoint head gives a command explain accepts, on the row where the behaviour is strongest."""
+    import shlex
+
+    from attncli import api
+    from attncli.cli.model import explain_command
+    from attncli.walkthroughs.heads import _explain, python_call
+
+    mapped = api.heads(model=GPT2, sentence=SENTENCE)
+    call = _explain(mapped.source, mapped.map, 2, 3, "previous_token")
+    command = explain_command(call)
+    assert command.startswith(f"attncli explain --model {GPT2} --layer 2 --head 3 ")
+    assert python_call(call).startswith(f"attn.explain(attn.load_model({GPT2!r}, layer=2, sentence={SENTENCE!r})")
+    result = cli(*shlex.split(command)[1:], "--format", "json")
+    assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("cat", "--induction", "4"), "--induction: the induction score needs a model"),
+        (("--model", GPT2, "--sentence", SENTENCE, "--sort", "nope"), "--sort: found 'nope'"),
+        (("--model", GPT2, "--sentence", SENTENCE, "--sort", "induction_score"), "--sort: found 'induction_score' (computed with --induction N)"),
+        (("--model", GPT2, "--sentence", SENTENCE, "--format", "latex"), "--format: heads prints a table, json, csv, svg or html"),
+        (("--model", GPT2, "--sentence", SENTENCE, "--induction", "20"), "--induction: the repeated random sequence is 40 tokens long"),
+        (("--model", GPT2), "--sentence: a model needs a sentence"),
+    ],
+)
+def test_bad_requests_get_one_line(cli, args, message):
+    """Each mistake: one line on stderr naming the option, status 1, nothing on stdout."""
+    result = cli("heads", *args)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+
+def _browser() -> str | None:
+    import shutil
+
+    return next((found for name in ("chromium", "chromium-browser", "google-chrome") if (found := shutil.which(name))), None)
+
+
+@pytest.mark.skipif(_browser() is None, reason="no Chromium to look at the grid with (apt-get install chromium)")
+@pytest.mark.parametrize("fmt", ["svg", "html"])
+def test_a_browser_draws_the_grid(cli, tmp_path, fmt):
+    """Headless Chromium opens the SVG and the HTML page and draws them (a screenshot with some colour in it)."""
+    import subprocess
+    import zlib
+
+    page = tmp_path / f"heads.{fmt}"
+    assert cli("heads", "--model", GPT2, "--sentence", SENTENCE, "--format", fmt, "--output", str(page)).exit_code == 0
+    shot = tmp_path / "shot.png"
+    command = [_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--hide-scrollbars",
+               "--window-size=400,400", f"--screenshot={shot}", page.as_uri()]  # fmt: skip
+    subprocess.run(command, capture_output=True, timeout=120, check=False)
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    chunks, at = [], 8  # the image data, to see that the thumbnails' blues are there and not just a blank page
+    while at < len(data):
+        length = int.from_bytes(data[at : at + 4], "big")
+        if data[at + 4 : at + 8] == b"IDAT":
+            chunks.append(data[at + 8 : at + 8 + length])
+        at += 12 + length
+    pixels = zlib.decompress(b"".join(chunks))
+    assert len(set(pixels)) > 50  # many distinct byte values: shades, text, not one background colour
+
+
+def _write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    """A float64 safetensors file (header, then the tensors in order)."""
+    header, offset = {}, 0
+    for name, array in tensors.items():
+        header[name] = {"dtype": "F64", "shape": list(array.shape), "data_offsets": [offset, offset + array.size * 8]}
+        offset += array.size * 8
+    encoded = json.dumps(header).encode()
+    encoded += b" " * (-len(encoded) % 8)
+    with open(path, "wb") as stream:
+        stream.write(len(encoded).to_bytes(8, "little") + encoded)
+        for array in tensors.values():
+            stream.write(np.ascontiguousarray(array, dtype="<f8").tobytes())
+
+
+def induction_model(folder: Path) -> None:
+    """A 2-layer, 1-head GPT-2 built by hand to have an induction head (Olsson et al.'s two-head circuit).
+
+    The residual stream has three blocks: the token (one-hot), the position (one-hot) and "the
+    previous token". Layer 1's head attends from position p to p − 1 (queries and keys read
+    the positions) and writes the token it finds into the previous-token block. Layer 2's head
+    matches the current token (query) against that block (key): it attends to the token just
+    after an earlier copy of the current one. The MLPs are zero.
+    """
+    config = json.loads((CHECKPOINTS / "gpt2" / "config.json").read_text())
+    V, P = config["vocab_size"], config["n_positions"]
+    TOK, POS, PREV = 0, V, V + P
+    d = 2 * V + P
+    config |= {"n_embd": d, "n_head": 1, "n_layer": 2, "n_inner": 1}
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "tokenizer.json").write_bytes((CHECKPOINTS / "gpt2" / "tokenizer.json").read_bytes())
+    t, p = np.arange(V), np.arange(P)
+    wte, wpe = np.zeros((V, d)), np.zeros((P, d))
+    wte[t, TOK + t] = 1.0
+    wpe[p, POS + p] = 1.0
+    tensors = {"wte.weight": wte, "wpe.weight": wpe}
+    for index in range(2):
+        c_attn, c_proj = np.zeros((d, 3 * d)), np.zeros((d, d))
+        if index == 0:  # previous-token head: query position p meets key position p − 1; copies that token
+            c_attn[POS + p, POS + p] = 1.0  # W_Q
+            c_attn[POS + p[:-1], d + POS + p[:-1] + 1] = 1.0  # W_K: key position j answers query j + 1
+            c_attn[TOK + t, 2 * d + TOK + t] = 1.0  # W_V: the token
+            c_proj[TOK + t, PREV + t] = 1.0 / np.sqrt(d / 2)  # into the previous-token block, about as large as the others
+        else:  # induction head: query token t meets keys whose previous token is t
+            c_attn[TOK + t, TOK + t] = 1.0
+            c_attn[PREV + t, d + TOK + t] = 1.0
+        p_ = f"h.{index}."
+        tensors |= {
+            p_ + "ln_1.weight": np.ones(d), p_ + "ln_1.bias": np.zeros(d), p_ + "ln_2.weight": np.ones(d), p_ + "ln_2.bias": np.zeros(d),
+            p_ + "attn.c_attn.weight": c_attn, p_ + "attn.c_attn.bias": np.zeros(3 * d),
+            p_ + "attn.c_proj.weight": c_proj, p_ + "attn.c_proj.bias": np.zeros(d),
+            p_ + "mlp.c_fc.weight": np.zeros((d, 1)), p_ + "mlp.c_fc.bias": np.zeros(1),
+            p_ + "mlp.c_proj.weight": np.zeros((1, d)), p_ + "mlp.c_proj.bias": np.zeros(d),
+        }  # fmt: skip
+    tensors |= {"ln_f.weight": np.ones(d), "ln_f.bias": np.zeros(d)}
+    _write_safetensors(folder / "model.safetensors", tensors)
+
+
+def test_the_induction_score_finds_the_induction_head_of_a_model_built_to_have_one(tmp_path):
+    """Layer 2's head scores about 0.5 on induction (every row of the repeated half), layer 1's is the previous-token head."""
+    from attncli import api
+
+    induction_model(tmp_path / "induction")
+    mapped = api.heads(model=tmp_path / "induction", sentence="The cat sat", induction=15, sort="induction_score")
+    induction, previous = mapped.map.table("induction_score")[:, 0], mapped.map.table("previous_token_score")[:, 0]
+    assert induction[1] > 0.45 and induction[0] < 0.1  # at most 0.5: the first half has nothing to copy yet
+    assert previous[0] > 0.9 and previous[1] < 0.1
+    rows = mapped.rows()
+    assert (rows[0].layer, rows[0].head) == (2, 1)
+    readings = [r.reading for r in mapped.notable()]
+    assert any(r is not None and r.startswith("layer 2 head 1: induction: ") for r in readings)
