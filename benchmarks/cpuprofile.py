@@ -39,6 +39,22 @@ def where(code: CodeType) -> str:
     return f"{short}:{code.co_name}"
 
 
+PHASES = (  # the first that a sample's stack shows names its phase
+    ("imports", ("(import machinery)",)),
+    ("reading", ("attncli/checkpoints/commands.py:choose_scenario", "attncli/scenario.py:load")),
+    ("engine", ("attncli/engine.py:run", "attncli/explain.py:explain_scenario")),
+    ("writing", ("attncli/output.py:emit", "attncli/render/__init__.py:render_run")),
+)
+
+
+def phase(names: list[str]) -> str:
+    """imports, reading, engine, writing or other: where one sample's stack was."""
+    for name, marks in PHASES:
+        if any(mark in names for mark in marks):
+            return name
+    return "other"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5, help="fresh processes to profile and add up (default 5)")
@@ -54,6 +70,7 @@ def main() -> None:
     env = dict(os.environ) | {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     inclusive: Counter[str] = Counter()
     own: Counter[str] = Counter()
+    phases: Counter[str] = Counter()
     total, count = 0.0, 0
     with tempfile.TemporaryDirectory() as folder:
         raw = os.path.join(folder, "counts.json")
@@ -62,10 +79,12 @@ def main() -> None:
             subprocess.run(command, env=env, check=True)
             with open(raw, encoding="utf-8") as stream:
                 counts = json.load(stream)
-            inclusive.update(counts["inclusive"]), own.update(counts["self"])
+            inclusive.update(counts["inclusive"]), own.update(counts["self"]), phases.update(counts["phases"])
             total, count = total + counts["total"], count + counts["samples"]
     out = sys.stderr
     out.write(f"attncli {' '.join(options.args)}\n{count} samples in {options.runs} runs; shares of all the CPU time sampled\n")
+    shares = ", ".join(f"{name} {100 * phases[name] / (total or 1.0):.0f}%" for name in [*(name for name, _ in PHASES), "other"])
+    out.write(f"phases (each sample counted once, in the first of these its stack shows): {shares}\n")
     for title, counter in (("inclusive", inclusive), ("self", own)):
         out.write(f"\n{title}:\n")
         for name, weight in counter.most_common(options.top):
@@ -111,7 +130,10 @@ def profile_here(args: list[str], seconds: float, raw: str) -> None:
         own[names[0]] += weight
         for name in set(names):
             inclusive[name] += weight
-    counts = {"inclusive": inclusive, "self": own, "total": sum(weight for weight, _ in samples), "samples": len(samples)}
+    phases: Counter[str] = Counter()
+    for weight, stack in samples:
+        phases[phase([where(code) for code in stack])] += weight
+    counts = {"inclusive": inclusive, "self": own, "phases": phases, "total": sum(weight for weight, _ in samples), "samples": len(samples)}
     with open(raw, "w", encoding="utf-8") as stream:
         json.dump(counts, stream)
 
