@@ -12,18 +12,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from attncli.core.engine import (
-    EXACT_FROM,
-    HeadResult,
-    RunResult,
-    finite,
-    head_inputs,
-    no_shift,
-    rounder,
-    row_shift,
-    score_bias,
-    weighted_sum,
-)  # fmt: skip
+from attncli.core.arithmetic import EXACT_FROM, finite, no_shift, rounder, row_shift, weighted_sum
+from attncli.core.engine import HeadResult, RunResult, head_inputs, score_bias
 from attncli.core.scenario import Scenario
 from attncli.errors import AttnError
 

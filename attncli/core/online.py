@@ -31,7 +31,7 @@ from typing import NamedTuple, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from attncli.core.engine import rounder
+from attncli.core.arithmetic import rounder
 
 Array = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]

@@ -1,0 +1,92 @@
+"""The arithmetic around the attention formula: exact or hand-rounded, the overflow checks, and the shift rule.
+
+Pure NumPy in float64. `engine.attention_head` writes the formula; what is rounded, checked
+and kept of each stage, and when a row's exponentials need their maximum subtracted, is
+decided here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from attncli.core.scenario import Scenario
+from attncli.errors import AttnError
+
+SHIFT_FREE = 700.0  # e^±700 is still an ordinary float64, so such scores need no shift
+SHIFT_LIMIT = 709.0  # a row's e^max · count must stay below float64's max, e^709.78
+EXACT_FROM = 2.0**52  # a float64 this large is a whole number: rounding to decimals leaves it as it is
+WEIGHTED_BLOCK = 4_000_000  # hand-rounded outputs: weighted value vectors held at once (32 MB)
+
+Rounder = Callable[[np.ndarray], np.ndarray]
+
+
+def rounder(decimals: int | None) -> Rounder:
+    """Round to `decimals` like a hand calculation, or leave exact when None."""
+    if decimals is None:
+        return lambda a: a
+
+    def round_by_hand(a: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore", invalid="ignore"):  # np.round multiplies by 10^decimals: 1e306 would overflow
+            rounded = np.round(a, decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
+        return np.where(np.abs(a) < EXACT_FROM, rounded, a)  # huge values are whole already (and -inf stays -inf)
+
+    return round_by_hand
+
+
+def finite(array: np.ndarray, stage: str, what: str, s: Scenario, h: int | None, rows: Sequence[str]) -> np.ndarray:
+    """`array` itself when every number is finite, else an AttnError naming the stage, head and row that overflowed.
+
+    `what` is the formula of the stage ("Q·Kᵀ"), `rows` the tokens that label its rows.
+    """
+    if np.isfinite(np.sum(array)):  # one pass, no copy: any inf or NaN makes the sum non-finite
+        return array
+    bad_rows = np.flatnonzero(~np.isfinite(array).reshape(array.shape[0], -1).all(axis=1))
+    if not bad_rows.size:  # only the sum overflowed, every number is finite
+        return array
+    i = int(bad_rows[0])
+    head = "" if h is None else f"head {h}, "
+    raise AttnError(
+        f"{head}row {i + 1} ({rows[i]!r}): {what} overflows float64 (a number beyond ±1.8e308)",
+        file=s.path,
+        key=stage,
+        expected="smaller numbers in the embeddings, weights, bias or scale",
+    )
+
+
+def weighted_sum(weights: np.ndarray, V: np.ndarray, decimals: int | None) -> np.ndarray:
+    """(L_q, d_v) weights·V: one matrix product, or by hand (each weighted value rounded, then their sum)."""
+    if decimals is None:  # exact: one matrix product
+        return np.asarray(weights @ V)  # (L_q, L_k) @ (L_k, d_v) -> (L_q, d_v)
+    r = rounder(decimals)
+    L_q, L_k = weights.shape
+    output = np.empty((L_q, V.shape[1]))  # (L_q, d_v)
+    rows_at_once = max(1, WEIGHTED_BLOCK // max(1, L_k * V.shape[1]))  # bounds the memory
+    for start in range(0, L_q, rows_at_once):
+        rows = weights[start : start + rows_at_once]  # (b, L_k)
+        weighted = r(rows[:, :, None] * V[None, :, :])  # (b, L_k, d_v) weight_ij · v_j, each rounded
+        output[start : start + rows_at_once] = r(weighted.sum(axis=1))  # (b, d_v)
+    return output
+
+
+def no_shift(top: float, bottom: float, L_k: int) -> bool:
+    """True when logits between `bottom` and `top` (all of them, hidden ones too) make row_shift 0 in every row.
+
+    Every visible score then lies in [-700, 700], and a row's max + ln(count) stays below 709
+    with a margin of 1 (so no rounding of the logarithm can matter).
+    """
+    return bool(bottom >= -SHIFT_FREE and top <= SHIFT_FREE and top + np.log(L_k) < SHIFT_LIMIT - 1.0)
+
+
+def row_shift(masked: np.ndarray, visible: np.ndarray) -> np.ndarray:
+    """(L_q,) what each row subtracts before exponentiating: 0 while plain e^x is safe, else the row's maximum.
+
+    Plain e^x is safe when every visible score lies in [-700, 700] and the row's sum cannot
+    overflow either (max + ln(count) stays below ln(float64 max) ≈ 709.78).
+    """
+    row_max = masked.max(axis=1)  # (L_q,) every row sees at least one key
+    row_min = np.min(masked, axis=1, where=visible, initial=np.inf)  # (L_q,) no masked copy
+    count = np.count_nonzero(visible, axis=1)  # (L_q,)
+    safe = (row_max <= SHIFT_FREE) & (row_min >= -SHIFT_FREE) & (row_max + np.log(count) < SHIFT_LIMIT)
+    return np.asarray(np.where(safe, 0.0, row_max))
