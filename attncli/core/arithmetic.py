@@ -90,3 +90,103 @@ def row_shift(masked: np.ndarray, visible: np.ndarray) -> np.ndarray:
     count = np.count_nonzero(visible, axis=1)  # (L_q,)
     safe = (row_max <= SHIFT_FREE) & (row_min >= -SHIFT_FREE) & (row_max + np.log(count) < SHIFT_LIMIT)
     return np.asarray(np.where(safe, 0.0, row_max))
+
+
+ROWS_AT_ONCE = 256  # row_shift works on this many rows at a time: its temporary stays small
+
+
+def round_in_place(a: np.ndarray, decimals: int | None) -> np.ndarray:
+    """`rounder(decimals)(a)`'s numbers, written into `a` itself (no second array of its size)."""
+    if decimals is not None:
+        huge = ~(np.abs(a) < EXACT_FROM)  # whole already (and ±inf, NaN): kept as they are
+        kept = a[huge]
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.round(a, decimals, out=a)
+        a += 0.0  # -0.0 becomes 0.0
+        a[huge] = kept
+    return a
+
+
+# stage -> (the key an overflow names, the formula it names); stages not listed are not checked
+CHECKED = {
+    "scores": ("scores", "Q·Kᵀ"),
+    "scaled": ("scaled", "Q·Kᵀ / divisor"),
+    "bias": ("bias", "the bias B"),
+    "biased": ("bias", "the scaled scores + B"),
+    "output": ("output", "weights·V"),
+}
+UNROUNDED = ("bias", "masked")  # given (a bias), or only hidden (the mask): nothing new to round
+
+
+class Arithmetic:
+    """How one head's stages are computed: rounded (or exact), checked for overflow, and kept.
+
+    With `rows` None every stage is a new array, kept whole. With `rows` (query rows from 0),
+    the tokens × tokens stages are computed in place in one buffer and only those rows of each
+    are kept: the same numbers bit for bit, for a fraction of the memory. The score product is
+    still computed whole, since a product of fewer rows can differ in the last bits.
+    """
+
+    def __init__(self, s: Scenario, h: int, decimals: int | None, rows: Sequence[int] | None) -> None:
+        self.s, self.h, self.decimals, self.rows = s, h, decimals, None if rows is None else list(rows)
+        self.kept: dict[str, np.ndarray] = {}
+
+    def reuse(self, a: np.ndarray) -> np.ndarray | None:
+        """Where the next stage is written: over `a` when only rows are kept, else a new array (None)."""
+        return None if self.rows is None else a
+
+    def round(self, a: np.ndarray) -> np.ndarray:
+        return rounder(self.decimals)(a) if self.rows is None else round_in_place(a, self.decimals)
+
+    def stage(self, name: str, a: np.ndarray, *, whole: bool = False) -> np.ndarray:
+        """Stage `name`, rounded and checked; its rows kept (all of it when `whole`)."""
+        if name not in UNROUNDED:
+            a = self.round(a)
+        if name in CHECKED:
+            finite(a, *CHECKED[name], self.s, self.h, self.s.tokens)
+        self.kept[name] = a if self.rows is None or whole else a[self.rows]  # fancy indexing copies
+        return a
+
+    def shift(self, logits: np.ndarray, visible: np.ndarray) -> np.ndarray:
+        """(L_q,) what each row subtracts before exponentiating (row_shift), read before the mask overwrites the logits."""
+        L_q, L_k = logits.shape
+        if no_shift(logits.max(), logits.min(), L_k):  # every row is safe: row_shift would give only zeros
+            shift = np.zeros(L_q)
+        else:
+            parts = []
+            for a in range(0, L_q, ROWS_AT_ONCE):  # in pieces of rows: the masked copy stays small
+                seen = visible[a : a + ROWS_AT_ONCE]  # (b, L_k)
+                parts.append(row_shift(np.where(seen, logits[a : a + ROWS_AT_ONCE], -np.inf), seen))
+            shift = rounder(self.decimals)(np.concatenate(parts))
+        self.kept["shift"] = shift if self.rows is None else shift[self.rows]
+        return shift
+
+    def hide(self, logits: np.ndarray, visible: np.ndarray) -> np.ndarray:
+        """(L_q, L_k) the logits with −∞ where the mask hides a key."""
+        if self.rows is None:
+            return np.where(visible, logits, -np.inf)
+        np.copyto(logits, -np.inf, where=~visible)
+        return logits
+
+    def exp(self, masked: np.ndarray, shift: np.ndarray) -> np.ndarray:
+        """(L_q, L_k) e^(masked − shift); e^−∞ = 0 where hidden. A shift of 0 is not subtracted (x − 0 is x)."""
+        exponent: np.ndarray = masked if not shift.any() else np.subtract(masked, shift[:, None], out=self.reuse(masked))
+        exp: np.ndarray = np.exp(exponent, out=exponent if exponent is not masked else self.reuse(masked))
+        return exp
+
+    def sums(self, exp: np.ndarray) -> np.ndarray:
+        """(L_q,) each row's sum of exponentials; refused when hand rounding made a whole row 0."""
+        exp_sum = rounder(self.decimals)(exp.sum(axis=1))
+        if self.decimals is not None and not exp_sum.all():  # every exponential of a row rounded away to 0
+            i = int(np.flatnonzero(exp_sum == 0)[0])
+            raise AttnError(
+                f"head {self.h}, query {i + 1} ({self.s.tokens[i]!r}): every exponential of its row rounds to 0 at {self.decimals} decimals, "
+                "so the weights would divide by a sum of 0",
+                key="--round-steps",
+                expected="more decimals, e.g. --round-steps 4",
+            )
+        self.kept["exp_sum"] = exp_sum if self.rows is None else exp_sum[self.rows]
+        return exp_sum
+
+    def weighted_sum(self, weights: np.ndarray, V: np.ndarray) -> np.ndarray:
+        return weighted_sum(weights, V, self.decimals)

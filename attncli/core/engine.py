@@ -11,14 +11,14 @@ side → ·W_O + b_O. Dimension names used in the shape comments:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, NoReturn
+from typing import NamedTuple
 
 import numpy as np
 
-from attncli.core.arithmetic import Rounder, finite, no_shift, rounder, row_shift, weighted_sum
+from attncli.core.arithmetic import Arithmetic, Rounder, finite, rounder
 from attncli.core.scenario import Scenario
-from attncli.errors import AttnError
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,6 +78,7 @@ class RunResult:
     output: np.ndarray  # (L_q, d_out) concat·W_O + b_O, or concat
     round_steps: int | None = None  # decimals every intermediate was rounded to, as by hand
     exact: RunResult | None = None  # the same run without rounding, when round_steps is set
+    rows: tuple[int, ...] | None = None  # query rows (from 0) each head's tokens × tokens stages hold; None: all
 
     def head(self, number: int) -> HeadResult:
         """Head `number`, counted from 1."""
@@ -86,28 +87,31 @@ class RunResult:
 
 
 
-def run(scenario: Scenario, *, round_steps: int | None = None) -> RunResult:
+def run(scenario: Scenario, *, round_steps: int | None = None, rows: Sequence[int] | None = None) -> RunResult:
     """Compute every stage; with round_steps, round each intermediate before the next step uses it.
 
+    With `rows` (query rows, from 0), each head's tokens × tokens stages keep only those rows
+    (the same numbers, computed in place in one buffer: explain's lean path); outputs stay whole.
     A stage whose numbers leave float64's range (±1.8e308) is an AttnError naming the stage,
     the head and the row, never an inf or NaN in the result (nor a numpy warning).
     """
+    kept = None if rows is None else tuple(rows)
     with np.errstate(all="ignore"):  # overflow is caught by `finite` after each stage, with a clear message
-        exact = _run(scenario, None)
+        exact = _run(scenario, None, kept)
         if round_steps is None:
             return exact
-        rounded = _run(scenario, round_steps)
-    return RunResult(scenario, rounded.X, rounded.X_kv, rounded.heads, rounded.concat, rounded.output, round_steps, exact)
+        rounded = _run(scenario, round_steps, kept)
+    return RunResult(scenario, rounded.X, rounded.X_kv, rounded.heads, rounded.concat, rounded.output, round_steps, exact, kept)
 
 
 
 
-def _run(scenario: Scenario, decimals: int | None) -> RunResult:
+def _run(scenario: Scenario, decimals: int | None, rows: tuple[int, ...] | None) -> RunResult:
     r = rounder(decimals)
     X = None if scenario.X is None else r(np.asarray(scenario.X, dtype=np.float64))  # (L_q, d_model)
     X_kv = None if scenario.X_kv is None else r(np.asarray(scenario.X_kv, dtype=np.float64))  # (L_k, d_model)
     kv_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # kv head -> (K, V), shared by its query heads
-    heads = tuple(_head(scenario, X, X_kv, h, decimals, kv_cache) for h in range(1, scenario.heads + 1))
+    heads = tuple(_head(scenario, X, X_kv, h, Arithmetic(scenario, h, decimals, rows), kv_cache) for h in range(1, scenario.heads + 1))
     concat = np.hstack([head.output for head in heads])  # (L_q, H*d_v)
     output = concat
     if scenario.W_O is not None:
@@ -116,7 +120,7 @@ def _run(scenario: Scenario, decimals: int | None) -> RunResult:
     if scenario.b_O is not None:
         output = r(output + scenario.b_O)  # (L_q, d_out)
         finite(output, "output", "concat·W_O + b_O", scenario, None, scenario.tokens)
-    return RunResult(scenario, X, X_kv, heads, concat, output)
+    return RunResult(scenario, X, X_kv, heads, concat, output, rows=rows)
 
 
 def block(matrix: np.ndarray | None, h: int, width: int) -> np.ndarray | None:
@@ -181,69 +185,40 @@ def head_inputs(
     return HeadInputs(g, W_Q, W_K, W_V, b_Q, b_K, b_V, Q, K, V, Q_rope, K_rope)
 
 
+def attention_head(q: np.ndarray, k: np.ndarray, V: np.ndarray, bias: np.ndarray | None, visible: np.ndarray, divisor: float, a: Arithmetic) -> np.ndarray:
+    """(L_q, d_v) softmax(mask(q·kᵀ / divisor + bias))·V for one head; `a` rounds, checks and keeps each stage."""
+    scores = a.stage("scores", q @ k.T)  # (L_q, d_k) @ (d_k, L_k) -> (L_q, L_k)
+    logits = a.stage("scaled", np.divide(scores, divisor, out=a.reuse(scores)))  # (L_q, L_k)
+    if bias is not None:  # (L_q, L_k) every additive term on the logits (a given bias, ALiBi), summed
+        logits = a.stage("biased", np.add(logits, a.stage("bias", bias), out=a.reuse(logits)))  # (L_q, L_k)
+    shift = a.shift(logits, visible)  # (L_q,) 0 unless a row's logits are extreme
+    masked = a.stage("masked", a.hide(logits, visible))  # (L_q, L_k) -inf where hidden
+    exp = a.stage("exp", a.exp(masked, shift))  # (L_q, L_k) e^(masked - shift), 0 where hidden
+    exp_sum = a.sums(exp)  # (L_q,)
+    weights = a.stage("weights", np.divide(exp, exp_sum[:, None], out=a.reuse(exp)))  # (L_q, L_k) each row sums to 1
+    return a.stage("output", a.weighted_sum(weights, V), whole=True)  # (L_q, L_k) @ (L_k, d_v) -> (L_q, d_v)
+
+
 def _head(
     s: Scenario,
     X: np.ndarray | None,
     X_kv: np.ndarray | None,
     h: int,
-    decimals: int | None,
+    a: Arithmetic,
     kv_cache: dict[int, tuple[np.ndarray, np.ndarray]],
 ) -> HeadResult:
-    r = rounder(decimals)
-    queries = s.tokens  # what labels the rows, for an overflow's message
-    inputs = head_inputs(s, h, X, X_kv, r, kv_cache)
-    Q, K, V, Q_rope, K_rope = inputs.Q, inputs.K, inputs.V, inputs.Q_rope, inputs.K_rope
-    L_q, L_k = Q.shape[0], K.shape[0]
-    q, k = (Q, K) if Q_rope is None else (Q_rope, K_rope)
-    scores = r(q @ k.T)  # type: ignore[union-attr]  # (L_q, d_k) @ (d_k, L_k) -> (L_q, L_k)
-    scaled = r(scores / s.scale.divisor)  # (L_q, L_k)
-    bias = score_bias(s, h, L_q, L_k)  # (L_q, L_k) or None
-    biased = None if bias is None else r(scaled + bias)  # (L_q, L_k)
-    logits = scaled if biased is None else biased  # (L_q, L_k)
-    # an inf or NaN in any earlier stage stays one in the logits: two reductions check them all, no copy
-    top, bottom = logits.max(), logits.min()  # NaN when any number is NaN
-    if not (np.isfinite(top) and np.isfinite(bottom)):
-        first_overflow(s, h, scores, scaled, bias, biased)
+    n = head_inputs(s, h, X, X_kv, rounder(a.decimals), kv_cache)
+    L_q, L_k = n.Q.shape[0], n.K.shape[0]
+    q, k = (n.Q, n.K) if n.Q_rope is None else (n.Q_rope, n.K_rope)
     visible = s.mask.visible(L_q, L_k)  # (L_q, L_k)
-    masked = np.where(visible, logits, -np.inf)  # (L_q, L_k)
-    if no_shift(top, bottom, L_k):
-        shift = np.zeros(L_q)  # (L_q,) every row is safe, so row_shift would give only zeros
-        exp = r(np.exp(masked))  # (L_q, L_k); masked - 0.0 is masked itself; e^-inf = 0 where hidden
-    else:
-        shift = r(row_shift(masked, visible))  # (L_q,)
-        exp = np.subtract(masked, shift[:, None])  # (L_q, L_k)
-        exp = r(np.exp(exp, out=exp))  # e^-inf = 0 where hidden
-    exp_sum = r(exp.sum(axis=1))  # (L_q,)
-    if decimals is not None and not exp_sum.all():  # every exponential of a row rounded away to 0
-        i = int(np.flatnonzero(exp_sum == 0)[0])
-        raise AttnError(
-            f"head {h}, query {i + 1} ({s.tokens[i]!r}): every exponential of its row rounds to 0 at {decimals} decimals, "
-            "so the weights would divide by a sum of 0",
-            key="--round-steps",
-            expected="more decimals, e.g. --round-steps 4",
-        )
-    weights = r(exp / exp_sum[:, None])  # (L_q, L_k)
-    output = finite(weighted_sum(weights, V, decimals), "output", "weights·V", s, h, queries)  # (L_q, d_v)
-    arrays = (Q, K, V, Q_rope, K_rope, scores, scaled, bias, biased, visible, masked, shift, exp, exp_sum, weights, output)
-    for array in arrays:
+    attention_head(q, k, n.V, score_bias(s, h, L_q, L_k), visible, s.scale.divisor, a)  # type: ignore[arg-type]
+    t = a.kept
+    a.kept["visible"] = visible if a.rows is None else visible[a.rows]
+    stages = (t["scores"], t["scaled"], t.get("bias"), t.get("biased"), t["visible"], t["masked"], t["shift"], t["exp"], t["exp_sum"], t["weights"], t["output"])
+    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages):
         if array is not None:
             array.setflags(write=False)
-    n = inputs
-    return HeadResult(h, n.kv_head, n.W_Q, n.W_K, n.W_V, n.b_Q, n.b_K, n.b_V, *arrays)  # arrays start with Q, K, V, Q_rope, K_rope
-
-
-def first_overflow(
-    s: Scenario, h: int, scores: np.ndarray, scaled: np.ndarray, bias: np.ndarray | None, biased: np.ndarray | None
-) -> NoReturn:
-    """The AttnError of the first score stage (in the order they are computed) that holds an inf or NaN; the logits do."""
-    queries = s.tokens
-    finite(scores, "scores", "Q·Kᵀ", s, h, queries)
-    finite(scaled, "scaled", "Q·Kᵀ / divisor", s, h, queries)
-    if bias is not None:
-        finite(bias, "bias", "the bias B", s, h, queries)
-    if biased is not None:
-        finite(biased, "bias", "the scaled scores + B", s, h, queries)
-    raise AssertionError("first_overflow: the logits were finite")  # the logits are scaled or biased, checked above
+    return HeadResult(h, *n, *stages)  # HeadInputs' fields are HeadResult's first ones, in its order
 
 
 def score_bias(s: Scenario, h: int, L_q: int, L_k: int) -> np.ndarray | None:
