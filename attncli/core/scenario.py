@@ -21,6 +21,14 @@ from attncli.core.variants import Alibi, Mask, Rope, ScoreBias
 from attncli.errors import AttnError
 
 
+def kv_head(head: int, heads: int, kv_heads: int) -> int:
+    """The key/value head (from 1) that query head `head` (from 1) of `heads` reads when `kv_heads` are shared: ⌊(h−1)·G/H⌋ + 1.
+
+    The one grouped-query map: H/G consecutive query heads share each key/value head.
+    """
+    return (head - 1) * kv_heads // heads + 1
+
+
 class Scale(NamedTuple):
     mode: str  # "sqrt_dk", "none" or "value"
     divisor: float  # what the scores are divided by
@@ -110,8 +118,8 @@ class Scenario:
         return int(self.W_O.shape[1]) if self.W_O is not None else self.heads * self.d_v
 
     def kv_head(self, head: int) -> int:
-        """The key/value head (from 1) that query head `head` (from 1) reads: ⌊(h−1)·G/H⌋ + 1."""
-        return (head - 1) * self.G // self.heads + 1
+        """The key/value head (from 1) that query head `head` (from 1) reads (see kv_head)."""
+        return kv_head(head, self.heads, self.G)
 
     @property
     def has_bias(self) -> bool:

@@ -11,14 +11,15 @@ from typing import Any
 
 import numpy as np
 
+from attncli.core.variants import Rope
 from attncli.errors import AttnError
 from attncli.sources.checkpoints import bert, gpt2, llama
 from attncli.sources.checkpoints.config import SUPPORTED, ModelConfig, read_config, read_raw
-from attncli.sources.checkpoints.rope import RopeSpec, rope_spec
+from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.safetensors import FLOAT_NAMES, Checkpoint
 from attncli.sources.checkpoints.tokens import Tokens, load_tokenizer, not_applied_note, tokenize_text
 
-__all__ = ["LayerCase", "RopeSpec", "Tokens", "load_layer", "model_info", "tokenize"]
+__all__ = ["LayerCase", "Tokens", "load_layer", "model_info", "tokenize"]
 
 _ARCHITECTURES = {"gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama}
 
@@ -48,7 +49,7 @@ class LayerCase:
     divisor: float  # scores are divided by this
     causal: bool
     window: int | None  # query i sees keys i − window … i (with causal; |i − j| ≤ window without)
-    rope: RopeSpec | None
+    rope: Rope | None  # core's, with the checkpoint's frequencies
     dtype: str  # how the weights are stored, e.g. "bfloat16"
     notes: tuple[str, ...]  # provenance, for the header
 
@@ -123,7 +124,7 @@ def _describe(cfg: ModelConfig) -> dict[str, Any]:
     rope = None
     if cfg.rope is not None:
         spec = rope_spec(cfg.rope, cfg.head_dim)
-        rope = {"theta": spec.theta, "scaling": spec.scaling, "style": spec.style, "inv_freq": spec.inv_freq.tolist()}
+        rope = {"theta": spec.theta, "scaling": spec.scaling, "style": spec.style, "inv_freq": spec.frequencies(cfg.head_dim).tolist()}
     windows = sorted({w for w in cfg.windows if w is not None})
     return {
         "layers": cfg.layers,
