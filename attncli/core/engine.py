@@ -11,12 +11,14 @@ side → ·W_O + b_O. Dimension names used in the shape comments:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
+from attncli.core import variants
 from attncli.core.arithmetic import Arithmetic, Rounder, finite, rounder
 from attncli.core.scenario import Scenario
 
@@ -179,9 +181,10 @@ def head_inputs(
             kv_cache[g] = (K, V)
         K, V = kv_cache[g]  # (L_k, d_k), (L_k, d_v)
     Q_rope = K_rope = None
-    if s.rope is not None:
-        Q_rope = finite(r(s.rope.rotate(Q, np.arange(Q.shape[0]))), "rope", "RoPE(Q)", s, h, queries)  # (L_q, d_k) p = 0, 1, ...
-        K_rope = finite(r(s.rope.rotate(K, np.arange(K.shape[0]))), "rope", "RoPE(K)", s, h, keys)  # (L_k, d_k)
+    for variant in variants.active(s, "qk"):  # RoPE: q and k turned by position p = 0, 1, ...
+        q, k = (Q, K) if Q_rope is None or K_rope is None else (Q_rope, K_rope)
+        Q_rope = finite(r(variant.apply(q, np.arange(q.shape[0]))), variant.key, f"{variant.symbol}(Q)", s, h, queries)  # (L_q, d_k)
+        K_rope = finite(r(variant.apply(k, np.arange(k.shape[0]))), variant.key, f"{variant.symbol}(K)", s, h, keys)  # (L_k, d_k)
     return HeadInputs(g, W_Q, W_K, W_V, b_Q, b_K, b_V, Q, K, V, Q_rope, K_rope)
 
 
@@ -210,7 +213,7 @@ def _head(
     n = head_inputs(s, h, X, X_kv, rounder(a.decimals), kv_cache)
     L_q, L_k = n.Q.shape[0], n.K.shape[0]
     q, k = (n.Q, n.K) if n.Q_rope is None else (n.Q_rope, n.K_rope)
-    visible = s.mask.visible(L_q, L_k)  # (L_q, L_k)
+    visible = variants.visibility(s, L_q, L_k)  # (L_q, L_k) the mask
     attention_head(q, k, n.V, score_bias(s, h, L_q, L_k), visible, s.scale.divisor, a)  # type: ignore[arg-type]
     t = a.kept
     a.kept["visible"] = visible if a.rows is None else visible[a.rows]
@@ -222,12 +225,11 @@ def _head(
 
 
 def score_bias(s: Scenario, h: int, L_q: int, L_k: int) -> np.ndarray | None:
-    """(L_q, L_k) everything added to head h's scaled scores: the given bias plus ALiBi; None without."""
-    terms = [term.matrix(h, L_q, L_k) for term in (s.bias, s.alibi) if term is not None]
+    """(L_q, L_k) everything added to head h's scaled scores (the registry's "logits" variants: a given bias, ALiBi); None without."""
+    terms = [variant.matrix(h, L_q, L_k) for variant in variants.active(s, "logits")]
     if not terms:
         return None
-    total = terms[0] if len(terms) == 1 else terms[0] + terms[1]  # (L_q, L_k)
-    return np.array(total, dtype=np.float64)
+    return np.array(functools.reduce(np.add, terms), dtype=np.float64)  # (L_q, L_k)
 
 
 
