@@ -64,10 +64,19 @@ def weighted_sum(weights: np.ndarray, V: np.ndarray, decimals: int | None) -> np
     output = np.empty((L_q, V.shape[1]))  # (L_q, d_v)
     rows_at_once = max(1, WEIGHTED_BLOCK // max(1, L_k * V.shape[1]))  # bounds the memory
     for start in range(0, L_q, rows_at_once):
-        rows = weights[start : start + rows_at_once]  # (b, L_k)
-        weighted = r(rows[:, :, None] * V[None, :, :])  # (b, L_k, d_v) weight_ij · v_j, each rounded
-        output[start : start + rows_at_once] = r(weighted.sum(axis=1))  # (b, d_v)
+        output[start : start + rows_at_once] = summed_by_hand(weights[start : start + rows_at_once], V, r)  # (b, d_v)
     return output
+
+
+def summed_by_hand(weights: np.ndarray, V: np.ndarray, r: Rounder) -> np.ndarray:
+    """(R, d_v) Σ_j weight_ij · v_j as a hand calculation writes it: each weighted value (rounded by r), then their sum.
+
+    Elementwise, never a matrix product, so a row's result does not depend on how many rows are
+    computed together (BLAS may differ in the last bit between one row and a block of rows).
+    weights (R, b), V (b, d_v).
+    """
+    weighted = r(weights[:, :, None] * V[None, :, :])  # (R, b, d_v) weight_ij · v_j, each rounded
+    return r(weighted.sum(axis=1))  # (R, d_v)
 
 
 def no_shift(top: float, bottom: float, L_k: int) -> bool:
