@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import NamedTuple
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -51,11 +51,14 @@ class HeadResult:
     exp_sum: np.ndarray  # (L_q,) row sums of exp
     weights: np.ndarray  # (L_q, L_k) exp / exp_sum; each row sums to 1
     output: np.ndarray  # (L_q, d_v) weights·V
+    reshaped: dict[str, np.ndarray] = field(default_factory=dict)  # variant key -> (L_q, L_k) the scaled scores after it (soft-capping)
 
     @property
     def logits(self) -> np.ndarray:
-        """(L_q, L_k) what the mask and the softmax see: the scaled scores plus any bias."""
-        return self.scaled if self.biased is None else self.biased
+        """(L_q, L_k) what the mask and the softmax see: the scaled scores, reshaped by any variant, plus any bias."""
+        if self.biased is not None:
+            return self.biased
+        return list(self.reshaped.values())[-1] if self.reshaped else self.scaled
 
     @property
     def q(self) -> np.ndarray:
@@ -188,10 +191,15 @@ def head_inputs(
     return HeadInputs(g, W_Q, W_K, W_V, b_Q, b_K, b_V, Q, K, V, Q_rope, K_rope)
 
 
-def attention_head(q: np.ndarray, k: np.ndarray, V: np.ndarray, bias: np.ndarray | None, visible: np.ndarray, divisor: float, a: Arithmetic) -> np.ndarray:
-    """(L_q, d_v) softmax(mask(q·kᵀ / divisor + bias))·V for one head; `a` rounds, checks and keeps each stage."""
+def attention_head(
+    q: np.ndarray, k: np.ndarray, V: np.ndarray, reshapes: Sequence[Any], bias: np.ndarray | None, visible: np.ndarray, divisor: float,
+    a: Arithmetic,
+) -> np.ndarray:  # fmt: skip
+    """(L_q, d_v) softmax(mask(reshape(q·kᵀ / divisor) + bias))·V for one head; `a` rounds, checks and keeps each stage."""
     scores = a.stage("scores", q @ k.T)  # (L_q, d_k) @ (d_k, L_k) -> (L_q, L_k)
     logits = a.stage("scaled", np.divide(scores, divisor, out=a.reuse(scores)))  # (L_q, L_k)
+    for variant in reshapes:  # (L_q, L_k) the registry's "scaled" variants, elementwise: soft-capping cap·tanh(s / cap)
+        logits = a.stage(variant.key, variant.apply(logits, out=a.reuse(logits)))
     if bias is not None:  # (L_q, L_k) every additive term on the logits (a given bias, ALiBi), summed
         logits = a.stage("biased", np.add(logits, a.stage("bias", bias), out=a.reuse(logits)))  # (L_q, L_k)
     shift = a.shift(logits, visible)  # (L_q,) 0 unless a row's logits are extreme
@@ -214,14 +222,16 @@ def _head(
     L_q, L_k = n.Q.shape[0], n.K.shape[0]
     q, k = (n.Q, n.K) if n.Q_rope is None else (n.Q_rope, n.K_rope)
     visible = variants.visibility(s, L_q, L_k)  # (L_q, L_k) the mask
-    attention_head(q, k, n.V, score_bias(s, h, L_q, L_k), visible, s.scale.divisor, a)  # type: ignore[arg-type]
+    reshapes = variants.active(s, "scaled")
+    attention_head(q, k, n.V, reshapes, score_bias(s, h, L_q, L_k), visible, s.scale.divisor, a)  # type: ignore[arg-type]
     t = a.kept
     a.kept["visible"] = visible if a.rows is None else visible[a.rows]
     stages = (t["scores"], t["scaled"], t.get("bias"), t.get("biased"), t["visible"], t["masked"], t["shift"], t["exp"], t["exp_sum"], t["weights"], t["output"])
-    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages):
+    reshaped = {variant.key: t[variant.key] for variant in reshapes}
+    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages, *reshaped.values()):
         if array is not None:
             array.setflags(write=False)
-    return HeadResult(h, *n, *stages)  # HeadInputs' fields are HeadResult's first ones, in its order
+    return HeadResult(h, *n, *stages, reshaped)  # HeadInputs' fields are HeadResult's first ones, in its order
 
 
 def score_bias(s: Scenario, h: int, L_q: int, L_k: int) -> np.ndarray | None:

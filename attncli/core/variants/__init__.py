@@ -6,6 +6,7 @@ the formula it acts on and its place among the scenario JSON's keys. The engine,
 the header summary go through REGISTRY instead of naming variants. Stages, in the order the
 engine meets them:
     "qk"          before the scores, on q and k: apply(x, positions) -> x       (RoPE)
+    "scaled"      on the scaled scores, elementwise: apply(s, out=) -> s        (soft-capping)
     "logits"      added to the scaled scores: matrix(head, L_q, L_k)           (a given bias, ALiBi)
     "visibility"  which keys each query sees: visible(L_q, L_k) -> bool          (the mask)
     "denominator" the softmax's sum (attention sinks, later)
@@ -27,7 +28,7 @@ __all__ = ["REGISTRY", "Alibi", "Mask", "Rope", "ScoreBias", "Variant", "active"
 
 class Variant(Protocol):
     key: ClassVar[str]  # its scenario key, and the Scenario attribute that holds it (None when absent)
-    stage: ClassVar[str]  # "qk", "logits", "visibility" or "denominator"
+    stage: ClassVar[str]  # "qk", "scaled", "logits", "visibility" or "denominator"
     json_key: ClassVar[str]  # its key in the scenario's JSON
     json_slot: ClassVar[int]  # its place among the variants' JSON keys: keys are only ever added, a new one takes the next
     json_absent: ClassVar[Any]  # the JSON value when the scenario does not have it
