@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attncli.core.variants import Alibi, Mask, Rope, ScoreBias
+from attncli.core.variants import Alibi, Mask, Rope, ScoreBias, SoftCap
 from attncli.errors import AttnError
 
 
@@ -64,6 +64,7 @@ class Scenario:
     rope: Rope | None = None
     bias: ScoreBias | None = None
     alibi: Alibi | None = None
+    softcap: SoftCap | None = None
     precision: int = 4  # decimals shown to people
     path: str | None = None  # the file it was read from; None when built in code
     notes: tuple[str, ...] = ()  # where the numbers come from, for the summary (e.g. a checkpoint's layer)

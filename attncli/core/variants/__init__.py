@@ -22,8 +22,9 @@ import numpy as np
 from attncli.core.variants.biases import Alibi, ScoreBias, alibi_slopes
 from attncli.core.variants.masks import Mask
 from attncli.core.variants.positions import Rope
+from attncli.core.variants.softcap import SoftCap
 
-__all__ = ["REGISTRY", "Alibi", "Mask", "Rope", "ScoreBias", "Variant", "active", "alibi_slopes", "in_json_order", "visibility"]
+__all__ = ["REGISTRY", "Alibi", "Mask", "Rope", "ScoreBias", "SoftCap", "Variant", "active", "alibi_slopes", "in_json_order", "visibility"]
 
 
 class Variant(Protocol):
@@ -37,7 +38,7 @@ class Variant(Protocol):
     def as_json(self) -> Any: ...
 
 
-REGISTRY: tuple[type[Variant], ...] = (Rope, ScoreBias, Alibi, Mask)  # in the order the engine meets them
+REGISTRY: tuple[type[Variant], ...] = (Rope, SoftCap, ScoreBias, Alibi, Mask)  # in the order the engine meets them
 
 
 def active(s: object, stage: str | None = None) -> list[Any]:
