@@ -1,8 +1,10 @@
 """The attention engine: softmax(mask(RoPE(Q)·RoPE(K)ᵀ / s + bias))·V with every stage kept.
 
 Pure NumPy in float64: no printing, no I/O. One head, in order: Q, K, V → RoPE on q and k →
-scores q·kᵀ → ÷ divisor → + bias + ALiBi → mask → softmax → ·V; then the heads side by
-side → ·W_O + b_O. Dimension names used in the shape comments:
+scores q·kᵀ → ÷ divisor → soft-cap → + bias + ALiBi → mask → softmax → ·V; then the heads side
+by side → ·W_O + b_O. `attention_head` holds the formula; the variants come from the registry
+(core.variants) by stage, and how each stage is rounded, checked and kept from core.arithmetic.
+Dimension names used in the shape comments:
     L_q     query tokens             L_k   key/value tokens (L_q = L_k in self-attention)
     d_model width of an embedding     H     query heads        G   key/value heads
     d_k     width of a query/key in one head                   d_v width of a value in one head

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from attncli.core import variants
 from attncli.core.variants import Alibi, Mask, Rope, ScoreBias, SoftCap
 from attncli.errors import AttnError
 
@@ -124,7 +125,8 @@ class Scenario:
 
     @property
     def has_bias(self) -> bool:
-        return self.bias is not None or self.alibi is not None
+        """Whether anything is added to the scaled scores (the registry's "logits" variants: a given bias, ALiBi)."""
+        return bool(variants.active(self, "logits"))
 
     @property
     def has_output_stage(self) -> bool:
