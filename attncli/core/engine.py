@@ -227,7 +227,7 @@ def _head(
     reshapes = variants.active(s, "scaled")
     attention_head(q, k, n.V, reshapes, score_bias(s, h, L_q, L_k), visible, s.scale.divisor, a)  # type: ignore[arg-type]
     t = a.kept
-    a.kept["visible"] = visible if a.rows is None else visible[a.rows]
+    t["visible"] = visible if a.rows is None else visible[a.rows]  # (L_q or rows, L_k)
     stages = (t["scores"], t["scaled"], t.get("bias"), t.get("biased"), t["visible"], t["masked"], t["shift"], t["exp"], t["exp_sum"], t["weights"], t["output"])
     reshaped = {variant.key: t[variant.key] for variant in reshapes}
     for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages, *reshaped.values()):
