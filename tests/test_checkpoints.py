@@ -64,7 +64,7 @@ def attention_weights(case: LayerCase) -> np.ndarray:
         g = h * G // H  # head h + 1 reads key/value head ⌊h·G/H⌋ + 1
         q, k = Q[:, h * d_k : (h + 1) * d_k], K[:, g * d_k : (g + 1) * d_k]
         if case.rope is not None:
-            assert case.rope.style == "half" and case.rope.attention_scaling == 1.0
+            assert case.rope.style == "half" and case.rope.inv_freq is not None
             q, k = rotate_half(q, case.rope.inv_freq), rotate_half(k, case.rope.inv_freq)
         for i in range(L):
             seen = [j for j in range(L) if (not case.causal or j <= i) and (case.window is None or abs(i - j) <= case.window)]
@@ -385,3 +385,19 @@ def test_live_transformers_reads_the_config_spellings_alike(name, tmp_path):
     inv_freq = transformers.AutoModel.from_config(hf).rotary_emb.inv_freq.double().numpy()
     assert cfg.rope is not None
     np.testing.assert_allclose(inverse_frequencies(cfg.rope, cfg.head_dim), inv_freq, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_earlier_layers_run_the_engine_that_run_shows(name):
+    """A layer's attention inside the forward pass is engine.run of that layer's scenario, bit for bit: what one layer prints is what the next reads."""
+    from attncli.core import engine
+    from attncli.sources.checkpoints.blocks import AttentionWeights, self_attention
+    from attncli.sources.checkpoints.scenario import layer_scenario
+
+    case = load_layer(HERE / name, layer=layers_of(name), text=str(golden(name)["text"]))
+    weights = AttentionWeights(
+        W_Q=case.W_Q, W_K=case.W_K, W_V=case.W_V, b_Q=case.b_Q, b_K=case.b_K, b_V=case.b_V, W_O=case.W_O, b_O=case.b_O,
+        heads=case.heads, kv_heads=case.kv_heads, head_dim=case.head_dim, divisor=case.divisor, causal=case.causal,
+        window=case.window, rope=case.rope,
+    )  # fmt: skip
+    assert self_attention(case.X, weights).tobytes() == engine.run(layer_scenario(case)).output.tobytes()

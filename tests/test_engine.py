@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attncli.core import engine
+from attncli.core import arithmetic, engine
 from attncli.sources.yaml_scenario import from_text
 from tests.reference import attention
 from tests.strategies import divisor_of, scenarios
@@ -95,7 +95,7 @@ def test_the_shift_is_row_shifts_on_either_path(magnitude, L, causal, sign):
         "scale": "none", "mask": "causal" if causal else "none",
     }  # fmt: skip
     head = engine.run(from_text(json.dumps(doc))).head(1)
-    shift = engine.row_shift(head.masked, head.visible)
+    shift = arithmetic.row_shift(head.masked, head.visible)
     assert head.shift.tobytes() == shift.tobytes()
     assert head.exp.tobytes() == np.exp(head.masked - shift[:, None]).tobytes()
 
@@ -113,9 +113,9 @@ def test_hand_rounded_output_does_not_depend_on_the_block_size(monkeypatch):
     rng = np.random.default_rng(0)
     doc = {"tokens": [f"t{i}" for i in range(50)], "embeddings": rng.standard_normal((50, 3)).tolist(), "mask": "causal"}
     scenario = from_text(json.dumps(doc))
-    monkeypatch.setattr(engine, "WEIGHTED_BLOCK", 10**9)
+    monkeypatch.setattr(arithmetic, "WEIGHTED_BLOCK", 10**9)
     whole = engine.run(scenario, round_steps=4).output
-    monkeypatch.setattr(engine, "WEIGHTED_BLOCK", 1)
+    monkeypatch.setattr(arithmetic, "WEIGHTED_BLOCK", 1)
     np.testing.assert_array_equal(engine.run(scenario, round_steps=4).output, whole)
     assert np.array_equal(whole, np.round(whole, 4))
 

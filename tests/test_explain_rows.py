@@ -1,4 +1,4 @@
-"""explain_scenario keeps only the query's row of each stage and gives explain's numbers bit for bit."""
+"""engine.run(rows=...) (explain's lean path: stages in place, one row kept) gives engine.run's numbers bit for bit."""
 
 import json
 import re
@@ -66,9 +66,9 @@ def test_random_variants(case, data, round_steps):
 
 def test_only_one_row_is_kept(monkeypatch):
     """The kept head's tokens × tokens stages are one row; rows beyond the chunk size are shifted in pieces."""
-    from attncli.core import explain as explain_module
+    from attncli.core import arithmetic
 
-    monkeypatch.setattr(explain_module, "ROWS_AT_ONCE", 2)
+    monkeypatch.setattr(arithmetic, "ROWS_AT_ONCE", 2)
     s = load("journey-causal")
     lean = explain_scenario(s, position=4, head=1)
     assert lean.head.scores.shape == lean.head.weights.shape == lean.head.visible.shape == (1, s.L)

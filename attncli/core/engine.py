@@ -1,8 +1,10 @@
 """The attention engine: softmax(mask(RoPE(Q)·RoPE(K)ᵀ / s + bias))·V with every stage kept.
 
 Pure NumPy in float64: no printing, no I/O. One head, in order: Q, K, V → RoPE on q and k →
-scores q·kᵀ → ÷ divisor → + bias + ALiBi → mask → softmax → ·V; then the heads side by
-side → ·W_O + b_O. Dimension names used in the shape comments:
+scores q·kᵀ → ÷ divisor → soft-cap → + bias + ALiBi → mask → softmax → ·V; then the heads side
+by side → ·W_O + b_O. `attention_head` holds the formula; the variants come from the registry
+(core.variants) by stage, and how each stage is rounded, checked and kept from core.arithmetic.
+Dimension names used in the shape comments:
     L_q     query tokens             L_k   key/value tokens (L_q = L_k in self-attention)
     d_model width of an embedding     H     query heads        G   key/value heads
     d_k     width of a query/key in one head                   d_v width of a value in one head
@@ -11,21 +13,16 @@ side → ·W_O + b_O. Dimension names used in the shape comments:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import NamedTuple, NoReturn
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from attncli.core import variants
+from attncli.core.arithmetic import Arithmetic, Rounder, finite, rounder
 from attncli.core.scenario import Scenario
-from attncli.errors import AttnError, option
-
-SHIFT_FREE = 700.0  # e^±700 is still an ordinary float64, so such scores need no shift
-SHIFT_LIMIT = 709.0  # a row's e^max · count must stay below float64's max, e^709.78
-EXACT_FROM = 2.0**52  # a float64 this large is a whole number: rounding to decimals leaves it as it is
-WEIGHTED_BLOCK = 1 << 18  # hand-rounded outputs: weighted value vectors held at once (2 MiB; at 32 MB each pass went to memory and back)
-
-Rounder = Callable[[np.ndarray], np.ndarray]
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,11 +53,14 @@ class HeadResult:
     exp_sum: np.ndarray  # (L_q,) row sums of exp
     weights: np.ndarray  # (L_q, L_k) exp / exp_sum; each row sums to 1
     output: np.ndarray  # (L_q, d_v) weights·V
+    reshaped: dict[str, np.ndarray] = field(default_factory=dict)  # variant key -> (L_q, L_k) the scaled scores after it (soft-capping)
 
     @property
     def logits(self) -> np.ndarray:
-        """(L_q, L_k) what the mask and the softmax see: the scaled scores plus any bias."""
-        return self.scaled if self.biased is None else self.biased
+        """(L_q, L_k) what the mask and the softmax see: the scaled scores, reshaped by any variant, plus any bias."""
+        if self.biased is not None:
+            return self.biased
+        return list(self.reshaped.values())[-1] if self.reshaped else self.scaled
 
     @property
     def q(self) -> np.ndarray:
@@ -85,71 +85,40 @@ class RunResult:
     output: np.ndarray  # (L_q, d_out) concat·W_O + b_O, or concat
     round_steps: int | None = None  # decimals every intermediate was rounded to, as by hand
     exact: RunResult | None = None  # the same run without rounding, when round_steps is set
+    rows: tuple[int, ...] | None = None  # query rows (from 0) each head's tokens × tokens stages hold; None: all
 
     def head(self, number: int) -> HeadResult:
         """Head `number`, counted from 1."""
         return self.heads[number - 1]
 
 
-def rounder(decimals: int | None) -> Rounder:
-    """Round to `decimals` like a hand calculation, or leave exact when None."""
-    if decimals is None:
-        return lambda a: a
-
-    def round_by_hand(a: np.ndarray) -> np.ndarray:
-        with np.errstate(over="ignore", invalid="ignore"):  # np.round multiplies by 10^decimals: 1e306 would overflow
-            rounded = np.round(a, decimals)
-        if type(a) is not np.ndarray or not a.ndim or a.dtype != np.float64:  # a number, say: as below, without the in-place steps
-            return np.where(np.abs(a) < EXACT_FROM, rounded + 0.0, a)
-        # In place: --round-steps rounds tens of millions of weighted values, and each new array of them costs more than the arithmetic.
-        rounded += 0.0  # turns -0.0 into 0.0
-        if rounded.size and not (a.min() > -EXACT_FROM and a.max() < EXACT_FROM):  # NaN fails both tests
-            np.copyto(rounded, a, where=~(np.abs(a) < EXACT_FROM))  # huge values are whole already (and -inf stays -inf)
-        return rounded
-
-    return round_by_hand
 
 
-def run(scenario: Scenario, *, round_steps: int | None = None) -> RunResult:
+def run(scenario: Scenario, *, round_steps: int | None = None, rows: Sequence[int] | None = None) -> RunResult:
     """Compute every stage; with round_steps, round each intermediate before the next step uses it.
 
+    With `rows` (query rows, from 0), each head's tokens × tokens stages keep only those rows
+    (the same numbers, computed in place in one buffer: explain's lean path); outputs stay whole.
     A stage whose numbers leave float64's range (±1.8e308) is an AttnError naming the stage,
     the head and the row, never an inf or NaN in the result (nor a numpy warning).
     """
+    kept = None if rows is None else tuple(rows)
     with np.errstate(all="ignore"):  # overflow is caught by `finite` after each stage, with a clear message
-        exact = _run(scenario, None)
+        exact = _run(scenario, None, kept)
         if round_steps is None:
             return exact
-        rounded = _run(scenario, round_steps)
-    return RunResult(scenario, rounded.X, rounded.X_kv, rounded.heads, rounded.concat, rounded.output, round_steps, exact)
+        rounded = _run(scenario, round_steps, kept)
+    return RunResult(scenario, rounded.X, rounded.X_kv, rounded.heads, rounded.concat, rounded.output, round_steps, exact, kept)
 
 
-def finite(array: np.ndarray, stage: str, what: str, s: Scenario, h: int | None, rows: Sequence[str]) -> np.ndarray:
-    """`array` itself when every number is finite, else an AttnError naming the stage, head and row that overflowed.
-
-    `what` is the formula of the stage ("Q·Kᵀ"), `rows` the tokens that label its rows.
-    """
-    if np.isfinite(np.sum(array)):  # one pass, no copy: any inf or NaN makes the sum non-finite
-        return array
-    bad_rows = np.flatnonzero(~np.isfinite(array).reshape(array.shape[0], -1).all(axis=1))
-    if not bad_rows.size:  # only the sum overflowed, every number is finite
-        return array
-    i = int(bad_rows[0])
-    head = "" if h is None else f"head {h}, "
-    raise AttnError(
-        f"{head}row {i + 1} ({rows[i]!r}): {what} overflows float64 (a number beyond ±1.8e308)",
-        file=s.path,
-        key=stage,
-        expected="smaller numbers in the embeddings, weights, bias or scale",
-    )
 
 
-def _run(scenario: Scenario, decimals: int | None) -> RunResult:
+def _run(scenario: Scenario, decimals: int | None, rows: tuple[int, ...] | None) -> RunResult:
     r = rounder(decimals)
     X = None if scenario.X is None else r(np.asarray(scenario.X, dtype=np.float64))  # (L_q, d_model)
     X_kv = None if scenario.X_kv is None else r(np.asarray(scenario.X_kv, dtype=np.float64))  # (L_k, d_model)
     kv_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # kv head -> (K, V), shared by its query heads
-    heads = tuple(_head(scenario, X, X_kv, h, decimals, kv_cache) for h in range(1, scenario.heads + 1))
+    heads = tuple(_head(scenario, X, X_kv, h, Arithmetic(scenario, h, decimals, rows), kv_cache) for h in range(1, scenario.heads + 1))
     concat = np.hstack([head.output for head in heads])  # (L_q, H*d_v)
     output = concat
     if scenario.W_O is not None:
@@ -158,7 +127,7 @@ def _run(scenario: Scenario, decimals: int | None) -> RunResult:
     if scenario.b_O is not None:
         output = r(output + scenario.b_O)  # (L_q, d_out)
         finite(output, "output", "concat·W_O + b_O", scenario, None, scenario.tokens)
-    return RunResult(scenario, X, X_kv, heads, concat, output)
+    return RunResult(scenario, X, X_kv, heads, concat, output, rows=rows)
 
 
 def block(matrix: np.ndarray | None, h: int, width: int) -> np.ndarray | None:
@@ -217,10 +186,30 @@ def head_inputs(
             kv_cache[g] = (K, V)
         K, V = kv_cache[g]  # (L_k, d_k), (L_k, d_v)
     Q_rope = K_rope = None
-    if s.rope is not None:
-        Q_rope = finite(r(s.rope.rotate(Q, np.arange(Q.shape[0]))), "rope", "RoPE(Q)", s, h, queries)  # (L_q, d_k) p = 0, 1, ...
-        K_rope = finite(r(s.rope.rotate(K, np.arange(K.shape[0]))), "rope", "RoPE(K)", s, h, keys)  # (L_k, d_k)
+    for variant in variants.active(s, "qk"):  # RoPE: q and k turned by position p = 0, 1, ...
+        q, k = (Q, K) if Q_rope is None or K_rope is None else (Q_rope, K_rope)
+        Q_rope = finite(r(variant.apply(q, np.arange(q.shape[0]))), variant.key, f"{variant.symbol}(Q)", s, h, queries)  # (L_q, d_k)
+        K_rope = finite(r(variant.apply(k, np.arange(k.shape[0]))), variant.key, f"{variant.symbol}(K)", s, h, keys)  # (L_k, d_k)
     return HeadInputs(g, W_Q, W_K, W_V, b_Q, b_K, b_V, Q, K, V, Q_rope, K_rope)
+
+
+def attention_head(
+    q: np.ndarray, k: np.ndarray, V: np.ndarray, reshapes: Sequence[Any], bias: np.ndarray | None, visible: np.ndarray, divisor: float,
+    a: Arithmetic,
+) -> np.ndarray:  # fmt: skip
+    """(L_q, d_v) softmax(mask(reshape(q·kᵀ / divisor) + bias))·V for one head; `a` rounds, checks and keeps each stage."""
+    scores = a.stage("scores", q @ k.T)  # (L_q, d_k) @ (d_k, L_k) -> (L_q, L_k)
+    logits = a.stage("scaled", np.divide(scores, divisor, out=a.reuse(scores)))  # (L_q, L_k)
+    for variant in reshapes:  # (L_q, L_k) the registry's "scaled" variants, elementwise: soft-capping cap·tanh(s / cap)
+        logits = a.stage(variant.key, variant.apply(logits, out=a.reuse(logits)))
+    if bias is not None:  # (L_q, L_k) every additive term on the logits (a given bias, ALiBi), summed
+        logits = a.stage("biased", np.add(logits, a.stage("bias", bias), out=a.reuse(logits)))  # (L_q, L_k)
+    shift = a.shift(logits, visible)  # (L_q,) 0 unless a row's logits are extreme
+    masked = a.stage("masked", a.hide(logits, visible))  # (L_q, L_k) -inf where hidden
+    exp = a.stage("exp", a.exp(masked, shift))  # (L_q, L_k) e^(masked - shift), 0 where hidden
+    exp_sum = a.sums(exp)  # (L_q,)
+    weights = a.stage("weights", np.divide(exp, exp_sum[:, None], out=a.reuse(exp)))  # (L_q, L_k) each row sums to 1
+    return a.stage("output", a.weighted_sum(weights, V), whole=True)  # (L_q, L_k) @ (L_k, d_v) -> (L_q, d_v)
 
 
 def _head(
@@ -228,107 +217,33 @@ def _head(
     X: np.ndarray | None,
     X_kv: np.ndarray | None,
     h: int,
-    decimals: int | None,
+    a: Arithmetic,
     kv_cache: dict[int, tuple[np.ndarray, np.ndarray]],
 ) -> HeadResult:
-    r = rounder(decimals)
-    queries = s.tokens  # what labels the rows, for an overflow's message
-    inputs = head_inputs(s, h, X, X_kv, r, kv_cache)
-    Q, K, V, Q_rope, K_rope = inputs.Q, inputs.K, inputs.V, inputs.Q_rope, inputs.K_rope
-    L_q, L_k = Q.shape[0], K.shape[0]
-    q, k = (Q, K) if Q_rope is None else (Q_rope, K_rope)
-    scores = r(q @ k.T)  # type: ignore[union-attr]  # (L_q, d_k) @ (d_k, L_k) -> (L_q, L_k)
-    scaled = r(scores / s.scale.divisor)  # (L_q, L_k)
-    bias = score_bias(s, h, L_q, L_k)  # (L_q, L_k) or None
-    biased = None if bias is None else r(scaled + bias)  # (L_q, L_k)
-    logits = scaled if biased is None else biased  # (L_q, L_k)
-    # an inf or NaN in any earlier stage stays one in the logits: two reductions check them all, no copy
-    top, bottom = logits.max(), logits.min()  # NaN when any number is NaN
-    if not (np.isfinite(top) and np.isfinite(bottom)):
-        first_overflow(s, h, scores, scaled, bias, biased)
-    visible = s.mask.visible(L_q, L_k)  # (L_q, L_k)
-    masked = np.where(visible, logits, -np.inf)  # (L_q, L_k)
-    if no_shift(top, bottom, L_k):
-        shift = np.zeros(L_q)  # (L_q,) every row is safe, so row_shift would give only zeros
-        exp = r(np.exp(masked))  # (L_q, L_k); masked - 0.0 is masked itself; e^-inf = 0 where hidden
-    else:
-        shift = r(row_shift(masked, visible))  # (L_q,)
-        exp = np.subtract(masked, shift[:, None])  # (L_q, L_k)
-        exp = r(np.exp(exp, out=exp))  # e^-inf = 0 where hidden
-    exp_sum = r(exp.sum(axis=1))  # (L_q,)
-    if decimals is not None and not exp_sum.all():  # every exponential of a row rounded away to 0
-        i = int(np.flatnonzero(exp_sum == 0)[0])
-        raise AttnError(
-            f"head {h}, query {i + 1} ({s.tokens[i]!r}): every exponential of its row rounds to 0 at {decimals} decimals, "
-            "so the weights would divide by a sum of 0",
-            key=option("round_steps"),
-            expected=f"more decimals, e.g. {option('round_steps')} 4",
-        )
-    weights = r(exp / exp_sum[:, None])  # (L_q, L_k)
-    output = finite(weighted_sum(weights, V, decimals), "output", "weights·V", s, h, queries)  # (L_q, d_v)
-    arrays = (Q, K, V, Q_rope, K_rope, scores, scaled, bias, biased, visible, masked, shift, exp, exp_sum, weights, output)
-    for array in arrays:
+    n = head_inputs(s, h, X, X_kv, rounder(a.decimals), kv_cache)
+    L_q, L_k = n.Q.shape[0], n.K.shape[0]
+    q, k = (n.Q, n.K) if n.Q_rope is None else (n.Q_rope, n.K_rope)
+    visible = variants.visibility(s, L_q, L_k)  # (L_q, L_k) the mask
+    reshapes = variants.active(s, "scaled")
+    attention_head(q, k, n.V, reshapes, score_bias(s, h, L_q, L_k), visible, s.scale.divisor, a)  # type: ignore[arg-type]
+    t = a.kept
+    t["visible"] = visible if a.rows is None else visible[a.rows]  # (L_q or rows, L_k)
+    stages = (t["scores"], t["scaled"], t.get("bias"), t.get("biased"), t["visible"], t["masked"], t["shift"], t["exp"], t["exp_sum"], t["weights"], t["output"])
+    reshaped = {variant.key: t[variant.key] for variant in reshapes}
+    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages, *reshaped.values()):
         if array is not None:
             array.setflags(write=False)
-    n = inputs
-    return HeadResult(h, n.kv_head, n.W_Q, n.W_K, n.W_V, n.b_Q, n.b_K, n.b_V, *arrays)  # arrays start with Q, K, V, Q_rope, K_rope
-
-
-def first_overflow(
-    s: Scenario, h: int, scores: np.ndarray, scaled: np.ndarray, bias: np.ndarray | None, biased: np.ndarray | None
-) -> NoReturn:
-    """The AttnError of the first score stage (in the order they are computed) that holds an inf or NaN; the logits do."""
-    queries = s.tokens
-    finite(scores, "scores", "Q·Kᵀ", s, h, queries)
-    finite(scaled, "scaled", "Q·Kᵀ / divisor", s, h, queries)
-    if bias is not None:
-        finite(bias, "bias", "the bias B", s, h, queries)
-    if biased is not None:
-        finite(biased, "bias", "the scaled scores + B", s, h, queries)
-    raise AssertionError("first_overflow: the logits were finite")  # the logits are scaled or biased, checked above
+    return HeadResult(h, *n, *stages, reshaped)  # HeadInputs' fields are HeadResult's first ones, in its order
 
 
 def score_bias(s: Scenario, h: int, L_q: int, L_k: int) -> np.ndarray | None:
-    """(L_q, L_k) everything added to head h's scaled scores: the given bias plus ALiBi; None without."""
-    terms = [term.matrix(h, L_q, L_k) for term in (s.bias, s.alibi) if term is not None]
+    """(L_q, L_k) everything added to head h's scaled scores (the registry's "logits" variants: a given bias, ALiBi); None without."""
+    terms = [variant.matrix(h, L_q, L_k) for variant in variants.active(s, "logits")]
     if not terms:
         return None
-    total = terms[0] if len(terms) == 1 else terms[0] + terms[1]  # (L_q, L_k)
-    return np.array(total, dtype=np.float64)
+    return np.array(functools.reduce(np.add, terms), dtype=np.float64)  # (L_q, L_k)
 
 
-def weighted_sum(weights: np.ndarray, V: np.ndarray, decimals: int | None) -> np.ndarray:
-    """(L_q, d_v) weights·V: one matrix product, or by hand (each weighted value rounded, then their sum)."""
-    if decimals is None:  # exact: one matrix product
-        return np.asarray(weights @ V)  # (L_q, L_k) @ (L_k, d_v) -> (L_q, d_v)
-    r = rounder(decimals)
-    L_q, L_k = weights.shape
-    output = np.empty((L_q, V.shape[1]))  # (L_q, d_v)
-    rows_at_once = max(1, WEIGHTED_BLOCK // max(1, L_k * V.shape[1]))  # bounds the memory
-    for start in range(0, L_q, rows_at_once):
-        rows = weights[start : start + rows_at_once]  # (b, L_k)
-        weighted = r(rows[:, :, None] * V[None, :, :])  # (b, L_k, d_v) weight_ij · v_j, each rounded
-        output[start : start + rows_at_once] = r(weighted.sum(axis=1))  # (b, d_v)
-    return output
 
 
-def no_shift(top: float, bottom: float, L_k: int) -> bool:
-    """True when logits between `bottom` and `top` (all of them, hidden ones too) make row_shift 0 in every row.
 
-    Every visible score then lies in [-700, 700], and a row's max + ln(count) stays below 709
-    with a margin of 1 (so no rounding of the logarithm can matter).
-    """
-    return bool(bottom >= -SHIFT_FREE and top <= SHIFT_FREE and top + np.log(L_k) < SHIFT_LIMIT - 1.0)
-
-
-def row_shift(masked: np.ndarray, visible: np.ndarray) -> np.ndarray:
-    """(L_q,) what each row subtracts before exponentiating: 0 while plain e^x is safe, else the row's maximum.
-
-    Plain e^x is safe when every visible score lies in [-700, 700] and the row's sum cannot
-    overflow either (max + ln(count) stays below ln(float64 max) ≈ 709.78).
-    """
-    row_max = masked.max(axis=1)  # (L_q,) every row sees at least one key
-    row_min = np.min(masked, axis=1, where=visible, initial=np.inf)  # (L_q,) no masked copy
-    count = np.count_nonzero(visible, axis=1)  # (L_q,)
-    safe = (row_max <= SHIFT_FREE) & (row_min >= -SHIFT_FREE) & (row_max + np.log(count) < SHIFT_LIMIT)
-    return np.asarray(np.where(safe, 0.0, row_max))

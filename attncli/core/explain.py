@@ -12,18 +12,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from attncli.core.engine import (
-    EXACT_FROM,
-    HeadResult,
-    RunResult,
-    finite,
-    head_inputs,
-    no_shift,
-    rounder,
-    row_shift,
-    score_bias,
-    weighted_sum,
-)  # fmt: skip
+from attncli.core import engine
+from attncli.core.arithmetic import rounder
+from attncli.core.engine import HeadResult, RunResult
 from attncli.core.scenario import Scenario
 from attncli.errors import AttnError, option
 
@@ -117,9 +108,13 @@ def find_word(scenario: Scenario, word: str | None, position: int | None) -> tup
 def explain(
     result: RunResult, *, position: int, head: int = 1, others: tuple[int, ...] = (), block_size: int | None = None
 ) -> Explanation:
-    """The worked example for the query at `position` (1-based) in head `head` (1-based); with block_size, also online."""
+    """The worked example for the query at `position` (1-based) in head `head` (1-based); with block_size, also online.
+
+    `result` holds every query row, or (run with `rows`) the query's row among the rows it keeps.
+    """
     exact = result.exact.head(head) if result.exact is not None else None
-    return _explanation(result, result.head(head), exact, position=position, row=position - 1, others=others, block_size=block_size)
+    row = position - 1 if result.rows is None else result.rows.index(position - 1)
+    return _explanation(result, result.head(head), exact, position=position, row=row, others=others, block_size=block_size)
 
 
 def explain_scenario(
@@ -128,17 +123,10 @@ def explain_scenario(
 ) -> Explanation:
     """`explain(engine.run(scenario, round_steps=...), ...)`, the same numbers bit for bit, holding far less.
 
-    Each head's tokens × tokens stages are computed in one buffer, in place, and only the
-    query's row of each is kept (the full score product is still computed: a one-row product
-    can differ in the last bits). The heads' outputs, small, are kept whole for W_O.
+    The engine keeps only the query's row of each tokens × tokens stage (see engine.run's `rows`).
     """
-    i = position - 1
-    result, h = _row_run(scenario, head, i, round_steps)
-    exact = None
-    if round_steps is not None:
-        exact_result, exact = _row_run(scenario, head, i, None)
-        result = RunResult(scenario, result.X, result.X_kv, result.heads, result.concat, result.output, round_steps, exact_result)
-    return _explanation(result, h, exact, position=position, row=0, others=others, block_size=block_size)
+    result = engine.run(scenario, round_steps=round_steps, rows=[position - 1])
+    return explain(result, position=position, head=head, others=others, block_size=block_size)
 
 
 def _explanation(
@@ -190,98 +178,6 @@ def _explanation(
         online=None if block_size is None else _online(h, row, block_size, result.round_steps),
         exact_online=None if block_size is None or exact is None else _online(exact, row, block_size, None),
     )
-
-
-ROWS_AT_ONCE = 256  # row_shift works on this many rows at a time: its temporary stays small
-
-
-def _row_run(s: Scenario, head: int, i: int, decimals: int | None) -> tuple[RunResult, HeadResult]:
-    """engine.run's result for what explain needs: every head's output and, of head `head`, row i of each stage.
-
-    The same operations as engine._head, in the same order, with the same overflow checks;
-    the RunResult's `heads` holds only that head, whose tokens × tokens stages have the one row.
-    """
-    with np.errstate(all="ignore"):  # overflow is caught by `finite` after each stage, as in engine.run
-        return _row_run_quietly(s, head, i, decimals)
-
-
-def _row_run_quietly(s: Scenario, head: int, i: int, decimals: int | None) -> tuple[RunResult, HeadResult]:
-    r = rounder(decimals)
-
-    def r_in_place(a: np.ndarray) -> np.ndarray:  # engine.rounder's numbers, without a second L × L array
-        if decimals is not None:
-            huge = ~(np.abs(a) < EXACT_FROM)  # whole already (and ±inf, NaN): kept as they are
-            kept = a[huge]
-            np.round(a, decimals, out=a)
-            a += 0.0  # -0.0 becomes 0.0
-            a[huge] = kept
-        return a
-
-    X = None if s.X is None else r(np.asarray(s.X, dtype=np.float64))  # (L_q, d_model)
-    X_kv = None if s.X_kv is None else r(np.asarray(s.X_kv, dtype=np.float64))  # (L_k, d_model)
-    queries = s.tokens
-    kv_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    outputs: list[np.ndarray] = []
-    kept: HeadResult | None = None
-    for h in range(1, s.heads + 1):
-        inputs = head_inputs(s, h, X, X_kv, r, kv_cache)  # the engine's own, bit for bit
-        Q, K, V, Q_rope, K_rope = inputs.Q, inputs.K, inputs.V, inputs.Q_rope, inputs.K_rope
-        L_q, L_k = Q.shape[0], K.shape[0]
-        q, k = (Q, K) if Q_rope is None else (Q_rope, K_rope)
-        stage = finite(r_in_place(q @ k.T), "scores", "Q·Kᵀ", s, h, queries)  # type: ignore[union-attr]  # (L_q, L_k); later stages overwrite it
-        rows = {"scores": stage[i].copy()}
-        np.divide(stage, s.scale.divisor, out=stage)
-        rows["scaled"] = finite(r_in_place(stage), "scaled", "Q·Kᵀ / divisor", s, h, queries)[i].copy()
-        bias = score_bias(s, h, L_q, L_k)  # (L_q, L_k) or None
-        bias_row = None
-        if bias is not None:
-            finite(bias, "bias", "the bias B", s, h, queries)
-            stage += bias
-            bias_row = bias[i].copy()
-            del bias
-            rows["biased"] = finite(r_in_place(stage), "bias", "the scaled scores + B", s, h, queries)[i].copy()
-        shift_free = no_shift(stage.max(), stage.min(), L_k)  # as engine._head: every row's shift is 0
-        visible = s.mask.visible(L_q, L_k)  # (L_q, L_k)
-        np.copyto(stage, -np.inf, where=~visible)  # the masked logits
-        rows["masked"] = stage[i].copy()
-        if shift_free:
-            shift = np.zeros(L_q)  # (L_q,) and stage - 0.0 is stage itself
-        else:
-            shift = r(np.concatenate([row_shift(stage[a : a + ROWS_AT_ONCE], visible[a : a + ROWS_AT_ONCE]) for a in range(0, L_q, ROWS_AT_ONCE)]))
-            stage -= shift[:, None]
-        np.exp(stage, out=stage)
-        rows["exp"] = r_in_place(stage)[i].copy()
-        exp_sum = r(stage.sum(axis=1))  # (L_q,)
-        if decimals is not None and not exp_sum.all():
-            zero = int(np.flatnonzero(exp_sum == 0)[0])
-            raise AttnError(
-                f"head {h}, query {zero + 1} ({s.tokens[zero]!r}): every exponential of its row rounds to 0 at {decimals} decimals, "
-                "so the weights would divide by a sum of 0",
-                key=option("round_steps"),
-                expected=f"more decimals, e.g. {option('round_steps')} 4",
-            )
-        stage /= exp_sum[:, None]
-        rows["weights"] = r_in_place(stage)[i].copy()
-        output = finite(weighted_sum(stage, V, decimals), "output", "weights·V", s, h, queries)  # (L_q, d_v)
-        del stage
-        outputs.append(output)
-        if h == head:
-            one = {key: value[None, :] for key, value in rows.items()}  # (1, L_k) each
-            n = inputs
-            kept = HeadResult(
-                h, n.kv_head, n.W_Q, n.W_K, n.W_V, n.b_Q, n.b_K, n.b_V, Q, K, V, Q_rope, K_rope, one["scores"], one["scaled"],
-                None if bias_row is None else bias_row[None, :], one.get("biased"), visible[i][None, :].copy(), one["masked"],
-                shift[i : i + 1].copy(), one["exp"], exp_sum[i : i + 1].copy(), one["weights"], output,
-            )  # fmt: skip
-        del visible
-    assert kept is not None
-    concat = np.hstack(outputs)  # (L_q, H*d_v)
-    final = concat
-    if s.W_O is not None:
-        final = finite(r(final @ s.W_O), "output", "concat·W_O", s, None, queries)  # (L_q, d_out)
-    if s.b_O is not None:
-        final = finite(r(final + s.b_O), "output", "concat·W_O + b_O", s, None, queries)
-    return RunResult(s, X, X_kv, (kept,), concat, final), kept
 
 
 def _online(h: HeadResult, i: int, block_size: int, round_to: int | None) -> OnlineRow:

@@ -31,7 +31,7 @@ from typing import NamedTuple, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from attncli.core.engine import rounder
+from attncli.core.arithmetic import rounder, summed_by_hand
 
 Array = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
@@ -142,9 +142,8 @@ def _step(m: Array, l: Array, o: Array, scores: Array, visible: Mask, V: Array, 
     """One key block for R query rows; a row that sees none of the block's keys keeps its state exactly.
 
     m (R,), l (R,), o (R, d_v): the state before; scores (R, b), visible (R, b), V (b, d_v).
-    The weighted values are summed elementwise, not by a matrix product, so a row's result
-    does not depend on how many rows are updated together (a BLAS product may differ in the
-    last bit between a single row and a block of rows).
+    The weighted values are summed as the engine sums them by hand (arithmetic.summed_by_hand),
+    so a row's result does not depend on how many rows are updated together.
     """
     R, b = scores.shape
     seen = visible.any(axis=1)  # (R,)
@@ -156,8 +155,7 @@ def _step(m: Array, l: Array, o: Array, scores: Array, visible: Mask, V: Array, 
     exponent = np.subtract(scores, m_new[:, None], out=np.full((R, b), -np.inf), where=visible)  # (R, b) ≤ 0
     exp = r(np.exp(exponent))  # (R, b); e^-inf = 0 where hidden
     block_sum = r(exp.sum(axis=1))  # (R,)
-    weighted = r(exp[:, :, None] * V[None, :, :])  # (R, b, d_v) e^(s − m)·v, each rounded by hand
-    block_output = r(weighted.sum(axis=1))  # (R, d_v)
+    block_output = summed_by_hand(exp, V, r)  # (R, d_v) Σ e^(s − m)·v, each term rounded by hand
     l_new = r(r(rescale * l) + block_sum)  # (R,)
     o_new = r(r(rescale[:, None] * o) + block_output)  # (R, d_v)
     return _State(block_max, m_new, rescale, exp, block_sum, block_output, l_new, o_new)

@@ -17,8 +17,17 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attncli.core.variants import Alibi, Mask, Rope, ScoreBias
+from attncli.core import variants
+from attncli.core.variants import Alibi, Mask, Rope, ScoreBias, SoftCap
 from attncli.errors import AttnError, option
+
+
+def kv_head(head: int, heads: int, kv_heads: int) -> int:
+    """The key/value head (from 1) that query head `head` (from 1) of `heads` reads when `kv_heads` are shared: ⌊(h−1)·G/H⌋ + 1.
+
+    The one grouped-query map: H/G consecutive query heads share each key/value head.
+    """
+    return (head - 1) * kv_heads // heads + 1
 
 
 class Scale(NamedTuple):
@@ -56,6 +65,7 @@ class Scenario:
     rope: Rope | None = None
     bias: ScoreBias | None = None
     alibi: Alibi | None = None
+    softcap: SoftCap | None = None
     precision: int = 4  # decimals shown to people
     path: str | None = None  # the file it was read from; None when built in code
     notes: tuple[str, ...] = ()  # where the numbers come from, for the summary (e.g. a checkpoint's layer)
@@ -111,12 +121,13 @@ class Scenario:
         return int(self.W_O.shape[1]) if self.W_O is not None else self.heads * self.d_v
 
     def kv_head(self, head: int) -> int:
-        """The key/value head (from 1) that query head `head` (from 1) reads: ⌊(h−1)·G/H⌋ + 1."""
-        return (head - 1) * self.G // self.heads + 1
+        """The key/value head (from 1) that query head `head` (from 1) reads (see kv_head)."""
+        return kv_head(head, self.heads, self.G)
 
     @property
     def has_bias(self) -> bool:
-        return self.bias is not None or self.alibi is not None
+        """Whether anything is added to the scaled scores (the registry's "logits" variants: a given bias, ALiBi)."""
+        return bool(variants.active(self, "logits"))
 
     @property
     def has_output_stage(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from attncli.core import variants
 from attncli.core.scenario import Scenario
 
 
@@ -17,7 +18,7 @@ def describe(s: Scenario) -> list[str]:
     lines = [f"{size} · {width} · {heads} · d_k = {s.d_k} · d_v = {s.d_v} · d_out = {s.d_out}"]
     scale = {"sqrt_dk": f"÷ √d_k = {s.scale.divisor:.4g}", "none": "none", "value": f"÷ {s.scale.divisor:g}"}[s.scale.mode]
     settings = [f"scale: {scale}", f"mask: {s.mask.describe()}"]
-    settings += [variant.describe() for variant in (s.rope, s.bias, s.alibi) if variant is not None]
+    settings += [variant.describe() for variant in variants.active(s) if variant.stage != "visibility"]  # the mask is said above
     lines.append(" · ".join(settings))
     lines += list(s.notes)
     return lines

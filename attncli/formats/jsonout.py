@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from attncli.core import variants
 from attncli.core.engine import HeadResult, RunResult
 from attncli.core.explain import Explanation
 from attncli.core.scenario import Scenario
@@ -42,12 +43,11 @@ def scenario_json(s: Scenario) -> dict[str, Any]:
         "labels": list(s.query_labels),
         "kv_heads": s.G,
         "context": None if s.context is None else {"tokens": list(s.context), "labels": list(s.key_labels)},
-        "masking": s.mask.as_json(),
-        "rope": None if s.rope is None else s.rope.as_json(),
-        "alibi": None if s.alibi is None else {"slopes": list(s.alibi.slopes)},
-        "bias": s.bias is not None,
-        "notes": list(s.notes),
     }
+    for kind in variants.in_json_order():  # masking, rope, alibi, bias, then any variant added later
+        variant = getattr(s, kind.key)
+        doc[kind.json_key] = kind.json_absent if variant is None else variant.as_json()
+    doc["notes"] = list(s.notes)
     return doc
 
 

@@ -157,6 +157,14 @@ FIELDS: tuple[Field, ...] = (
     ),
     Field("precision", {"type": "integer", "minimum": 0, "maximum": 15, "default": 4, "description": "Decimals shown in tables."}, with_model=True),
     Field(
+        "softcap",
+        {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": "Logit soft-capping (Gemma 2): each scaled score s becomes softcap·tanh(s / softcap) before the mask.",
+        },
+    ),
+    Field(
         "model",
         {
             "type": "string",

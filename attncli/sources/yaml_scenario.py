@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from attncli.core.scenario import Scale, Scenario
-from attncli.core.variants import Alibi, Mask, Rope, ScoreBias, alibi_slopes
+from attncli.core.variants import Alibi, Mask, Rope, ScoreBias, SoftCap, alibi_slopes
 from attncli.errors import AttnError, option
 from attncli.sources import builtin, fields, reading
 from attncli.sources.limits import Limits
@@ -132,6 +132,7 @@ class _Validator:
             rope=self._rope(d_k),
             bias=self._score_bias(heads, L_q, L_k),
             alibi=self._alibi(heads),
+            softcap=self._softcap(),
             precision=self._int("precision", default=4, minimum=0, maximum=MAX_PRECISION),
             path=self.path,
         )
@@ -622,6 +623,18 @@ class _Validator:
         stacked = np.array(matrices, dtype=np.float64)  # (1 or H, L_q, L_k)
         stacked.setflags(write=False)
         return ScoreBias(stacked)
+
+    def _softcap(self) -> SoftCap | None:
+        value = self._get("softcap")
+        if value is None:
+            return None
+        expected = "a positive number, the cap of cap·tanh(s / cap) (Gemma 2 uses 50.0)"
+        if not (isinstance(value, Scalar) and value.plain):
+            raise self._error(f"found {describe(value)}", "softcap", expected, value)
+        cap = to_number(value, "softcap")
+        if not (math.isfinite(cap) and cap > 0):
+            raise self._error(f"found {value.text}", "softcap", expected, value)
+        return SoftCap(cap)
 
     def _alibi(self, heads: int) -> Alibi | None:
         value = self._get("alibi")

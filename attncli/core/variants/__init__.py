@@ -1,11 +1,57 @@
-"""The pieces that change attention beyond the textbook: masks, positions (RoPE) and score biases (ALiBi).
+"""The pieces that change attention beyond the textbook, one module each, and the registry the engine iterates.
 
-Each is a small frozen object that knows what it does to the numbers and how to say it in
-words; the engine asks it for arrays, the walk-through and the renderers for sentences.
+Each variant is a small frozen object that holds what it does to the numbers and says it in
+words (`describe()`) and as JSON (`as_json()`); its class names its scenario key, the stage of
+the formula it acts on and its place among the scenario JSON's keys. The engine, the JSON and
+the header summary go through REGISTRY instead of naming variants. Stages, in the order the
+engine meets them:
+    "qk"          before the scores, on q and k: apply(x, positions) -> x       (RoPE)
+    "scaled"      on the scaled scores, elementwise: apply(s, out=) -> s        (soft-capping)
+    "logits"      added to the scaled scores: matrix(head, L_q, L_k)           (a given bias, ALiBi)
+    "visibility"  which keys each query sees: visible(L_q, L_k) -> bool          (the mask)
+    "denominator" the softmax's sum (attention sinks, later)
 """
+
+from __future__ import annotations
+
+import functools
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
 
 from attncli.core.variants.biases import Alibi, ScoreBias, alibi_slopes
 from attncli.core.variants.masks import Mask
 from attncli.core.variants.positions import Rope
+from attncli.core.variants.softcap import SoftCap
 
-__all__ = ["Alibi", "Mask", "Rope", "ScoreBias", "alibi_slopes"]
+__all__ = ["REGISTRY", "Alibi", "Mask", "Rope", "ScoreBias", "SoftCap", "Variant", "active", "alibi_slopes", "in_json_order", "visibility"]
+
+
+class Variant(Protocol):
+    key: ClassVar[str]  # its scenario key, and the Scenario attribute that holds it (None when absent)
+    stage: ClassVar[str]  # "qk", "scaled", "logits", "visibility" or "denominator"
+    json_key: ClassVar[str]  # its key in the scenario's JSON
+    json_slot: ClassVar[int]  # its place among the variants' JSON keys: keys are only ever added, a new one takes the next
+    json_absent: ClassVar[Any]  # the JSON value when the scenario does not have it
+
+    def describe(self) -> str: ...
+    def as_json(self) -> Any: ...
+
+
+REGISTRY: tuple[type[Variant], ...] = (Rope, SoftCap, ScoreBias, Alibi, Mask)  # in the order the engine meets them
+
+
+def active(s: object, stage: str | None = None) -> list[Any]:
+    """The variants a Scenario holds (at `stage`, or all), in registry order. (`s` is a Scenario: core.scenario imports this module.)"""
+    found = (getattr(s, kind.key) for kind in REGISTRY if stage is None or kind.stage == stage)
+    return [variant for variant in found if variant is not None]
+
+
+def in_json_order() -> list[type[Variant]]:
+    return sorted(REGISTRY, key=lambda kind: kind.json_slot)
+
+
+def visibility(s: object, L_q: int, L_k: int) -> np.ndarray:
+    """(L_q, L_k) bool: True where query i sees key j under every visibility variant."""
+    seen = [variant.visible(L_q, L_k) for variant in active(s, "visibility")]
+    return functools.reduce(np.logical_and, seen) if seen else np.ones((L_q, L_k), dtype=bool)

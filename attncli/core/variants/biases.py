@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -27,6 +28,12 @@ def alibi_slopes(heads: int) -> tuple[float, ...]:
 class Alibi:
     """Attention with Linear Biases (Press et al., 2022): head h adds −m_h·(i − j) to its scaled scores."""
 
+    key: ClassVar[str] = "alibi"
+    stage: ClassVar[str] = "logits"
+    json_key: ClassVar[str] = "alibi"
+    json_slot: ClassVar[int] = 2
+    json_absent: ClassVar[None] = None
+
     slopes: tuple[float, ...]  # m_1..m_H
     given: bool = False  # the scenario listed the slopes itself
 
@@ -40,10 +47,19 @@ class Alibi:
         source = "given slopes" if self.given else "the paper's slopes"
         return f"ALiBi, {source} m = " + ", ".join(f"{m:.6g}" for m in self.slopes)
 
+    def as_json(self) -> dict[str, object]:
+        return {"slopes": list(self.slopes)}
+
 
 @dataclass(frozen=True, eq=False)
 class ScoreBias:
     """An explicit additive bias: one (L_q, L_k) matrix for every head, or one per head."""
+
+    key: ClassVar[str] = "bias"
+    stage: ClassVar[str] = "logits"
+    json_key: ClassVar[str] = "bias"
+    json_slot: ClassVar[int] = 3
+    json_absent: ClassVar[bool] = False
 
     matrices: np.ndarray  # (1 or H, L_q, L_k)
 
@@ -53,3 +69,6 @@ class ScoreBias:
 
     def describe(self) -> str:
         return "a given bias matrix" + (" per head" if len(self.matrices) > 1 else "")
+
+    def as_json(self) -> bool:
+        return True  # the matrices themselves are a head's `bias` stage

@@ -6,6 +6,7 @@ Positions are counted from 1, as people count them: query i, key j.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -13,6 +14,12 @@ import numpy as np
 @dataclass(frozen=True, eq=False)
 class Mask:
     """A mask is any combination of the rules below, or one explicit 0/1 matrix."""
+
+    key: ClassVar[str] = "mask"
+    stage: ClassVar[str] = "visibility"
+    json_key: ClassVar[str] = "masking"
+    json_slot: ClassVar[int] = 0
+    json_absent: ClassVar[None] = None  # a scenario always has one (Mask() sees everything)
 
     causal: bool = False
     window: int | None = None  # query i sees key j only when |i − j| ≤ window

@@ -9,12 +9,20 @@ as the RoFormer paper and every implementation count them. Two pairings exist:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 
 @dataclass(frozen=True, eq=False)
 class Rope:
+    key: ClassVar[str] = "rope"
+    stage: ClassVar[str] = "qk"
+    json_key: ClassVar[str] = "rope"
+    json_slot: ClassVar[int] = 1
+    json_absent: ClassVar[None] = None
+    symbol: ClassVar[str] = "RoPE"  # how a formula names it: RoPE(Q)
+
     theta: float = 10000.0
     style: str = "half"  # "half" or "interleaved"
     inv_freq: np.ndarray | None = None  # (d_k/2,) given frequencies (a checkpoint's, after its scaling)
@@ -48,6 +56,10 @@ class Rope:
         out[:, first] = a * cos - b * sin
         out[:, second] = b * cos + a * sin
         return out
+
+    def apply(self, x: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """(L, d_k) the rows of q or k as the scores meet them: rotated (the registry's "qk" stage)."""
+        return self.rotate(x, positions)
 
     def describe(self) -> str:
         style = "rotate-half pairs (i, i + d_k/2)" if self.style == "half" else "interleaved pairs (2i, 2i+1)"

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attncli.core import engine
+from attncli.core.scenario import Scale, Scenario
+from attncli.core.variants import Mask, Rope
 from attncli.errors import AttnError
-from attncli.sources.checkpoints.rope import RopeSpec, rotate
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -128,44 +130,31 @@ class AttentionWeights:
     divisor: float
     causal: bool
     window: int | None  # query i sees keys i − window … i (and … i + window without the causal rule)
-    rope: RopeSpec | None
+    rope: Rope | None
 
-
-def visible(L: int, *, causal: bool, window: int | None) -> np.ndarray:
-    """(L, L) bool: True where query i sees key j."""
-    i = np.arange(L)[:, None]  # (L, 1)
-    j = np.arange(L)[None, :]  # (1, L)
-    seen = np.ones((L, L), dtype=bool)
-    if causal:
-        seen &= j <= i
-    if window is not None:
-        seen &= np.abs(i - j) <= window
-    return seen
-
-
-def split_heads(x: np.ndarray, heads: int, head_dim: int) -> np.ndarray:
-    """(L, heads·d_k) → (heads, L, d_k): head h owns columns h·d_k … (h+1)·d_k − 1."""
-    return x.reshape(x.shape[0], heads, head_dim).transpose(1, 0, 2)
+    @property
+    def mask(self) -> Mask:
+        return Mask(causal=self.causal, window=self.window)
 
 
 def self_attention(X: np.ndarray, w: AttentionWeights) -> np.ndarray:
-    """(L, d) the attention block's output, before any residual: softmax(mask(rope(Q)·rope(K)ᵀ / divisor))·V·W_O + b_O."""
-    L = X.shape[0]
-    Q = split_heads(X @ w.W_Q + (0.0 if w.b_Q is None else w.b_Q), w.heads, w.head_dim)  # (H, L, d_k)
-    K = split_heads(X @ w.W_K + (0.0 if w.b_K is None else w.b_K), w.kv_heads, w.head_dim)  # (G, L, d_k)
-    V = split_heads(X @ w.W_V + (0.0 if w.b_V is None else w.b_V), w.kv_heads, w.head_dim)  # (G, L, d_k)
-    if w.rope is not None:
-        Q, K = rotate(Q, w.rope), rotate(K, w.rope)
-    group = w.heads // w.kv_heads
-    K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)  # (H, L, d_k): head h reads kv head h // group
-    scores = Q @ K.transpose(0, 2, 1) / w.divisor  # (H, L, L)
-    scores = np.where(visible(L, causal=w.causal, window=w.window), scores, -np.inf)  # (H, L, L)
-    exp = np.exp(scores - scores.max(axis=-1, keepdims=True))  # (H, L, L)
-    weights = exp / exp.sum(axis=-1, keepdims=True)  # (H, L, L)
-    _report_weights(weights, w)
-    heads_out = (weights @ V).transpose(1, 0, 2).reshape(L, w.heads * w.head_dim)  # (L, H·d_k)
-    out: np.ndarray = heads_out @ w.W_O + (0.0 if w.b_O is None else w.b_O)  # (L, d)
-    return out
+    """(L, d) the attention block's output, before any residual: attncli's engine on this layer.
+
+    The same engine, mask, RoPE and key/value-head map as the layer `run` shows, so what one
+    layer prints is exactly what the next one reads. It keeps no stage unless `weights_seen`
+    asks for every layer's weights (`attncli heads`).
+    """
+    layer = Scenario(
+        name="", tokens=tuple(f"token {i}" for i in range(1, X.shape[0] + 1)), heads=w.heads,
+        kv_heads=None if w.kv_heads == w.heads else w.kv_heads, scale=Scale("value", w.divisor),
+        X=X, W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O, mask=w.mask, rope=w.rope,
+    )  # fmt: skip
+    seen = _weights_seen.get()
+    if seen is None:
+        return engine.run(layer, rows=()).output  # (L, d)
+    result = engine.run(layer)
+    seen(np.stack([head.weights for head in result.heads]), w)  # (H, L, L)
+    return result.output  # (L, d)
 
 
 # -- the one-pass hook: every layer's weights, as the forward pass computes them ------------------
@@ -182,12 +171,6 @@ def weights_seen(callback: WeightsSeen) -> Iterator[None]:
         yield
     finally:
         _weights_seen.reset(token)
-
-
-def _report_weights(weights: np.ndarray, w: AttentionWeights) -> None:
-    callback = _weights_seen.get()
-    if callback is not None:
-        callback(weights, w)
 
 
 @dataclass(frozen=True, eq=False)

@@ -13,7 +13,7 @@ def describe_config(cfg: ModelConfig) -> dict[str, Any]:
     rope = None
     if cfg.rope is not None:
         spec = rope_spec(cfg.rope, cfg.head_dim)
-        rope = {"theta": spec.theta, "scaling": spec.scaling, "style": spec.style, "inv_freq": spec.inv_freq.tolist()}
+        rope = {"theta": spec.theta, "scaling": spec.scaling, "style": spec.style, "inv_freq": spec.frequencies(cfg.head_dim).tolist()}
     windows = sorted({w for w in cfg.windows if w is not None})
     return {
         "layers": cfg.layers,

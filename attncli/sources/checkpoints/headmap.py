@@ -16,7 +16,7 @@ from attncli.core.heads import HeadMap, repeated_random_tokens
 from attncli.errors import AttnError, option
 from attncli.sources import reading
 from attncli.sources.checkpoints import layer as layers
-from attncli.sources.checkpoints.blocks import AttentionWeights, WeightsSeen, self_attention, visible, weights_seen
+from attncli.sources.checkpoints.blocks import AttentionWeights, WeightsSeen, self_attention, weights_seen
 from attncli.sources.checkpoints.config import ModelConfig, read_config
 from attncli.sources.checkpoints.safetensors import Checkpoint
 from attncli.sources.checkpoints.tokens import load_tokenizer, tokenize_text
@@ -81,7 +81,9 @@ def _forward(cfg: ModelConfig, checkpoint: Checkpoint, ids: tuple[int, ...], see
 
 
 def _visible(weights: np.ndarray, w: AttentionWeights) -> np.ndarray:
-    return visible(weights.shape[-1], causal=w.causal, window=w.window)
+    """(L, L) which keys the layer's mask lets each query see: the same Mask the engine applied."""
+    L = weights.shape[-1]
+    return np.asarray(w.mask.visible(L, L), dtype=bool)
 
 
 def _special_ids(tokenizer: object) -> tuple[int, ...]:

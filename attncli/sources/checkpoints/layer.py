@@ -11,17 +11,17 @@ from typing import Any
 
 import numpy as np
 
+from attncli.core.variants import Rope
 from attncli.errors import AttnError
 from attncli.sources.checkpoints import bert, gpt2, llama
 from attncli.sources.checkpoints.config import read_config, read_raw
 from attncli.sources.checkpoints.describe import describe_config
 from attncli.sources.checkpoints.gguf import gguf_path, open_model
-from attncli.sources.checkpoints.rope import RopeSpec
 from attncli.sources.checkpoints.safetensors import FLOAT_NAMES, Checkpoint
 from attncli.sources.checkpoints.source import TensorSource
 from attncli.sources.checkpoints.tokens import CheckpointTokenizer, Tokens, load_tokenizer, not_applied_note, tokenize_text
 
-__all__ = ["LayerCase", "RopeSpec", "Tokens", "load_layer", "model_info", "tokenize"]
+__all__ = ["LayerCase", "Tokens", "load_layer", "model_info", "tokenize"]
 
 _ARCHITECTURES = {"gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama}
 
@@ -51,7 +51,7 @@ class LayerCase:
     divisor: float  # scores are divided by this
     causal: bool
     window: int | None  # query i sees keys i − window … i (with causal; |i − j| ≤ window without)
-    rope: RopeSpec | None
+    rope: Rope | None  # core's, with the checkpoint's frequencies
     dtype: str  # how the weights are stored, e.g. "bfloat16"
     notes: tuple[str, ...]  # provenance, for the header
     gguf: str | None = None  # the GGUF file read, when the model is one

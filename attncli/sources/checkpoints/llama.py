@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from attncli.core.variants import Rope
 from attncli.sources.checkpoints.blocks import (
     AttentionWeights,
     LayerInputs,
@@ -19,7 +20,7 @@ from attncli.sources.checkpoints.blocks import (
     window_note,
 )
 from attncli.sources.checkpoints.config import ModelConfig
-from attncli.sources.checkpoints.rope import RopeSpec, rope_spec
+from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -29,7 +30,7 @@ def _projection(w: Weights, name: str, n_in: int, n_out: int, bias: bool) -> tup
     return weight, w.get(name + ".bias", (n_out,)) if bias else None
 
 
-def _attention(cfg: ModelConfig, w: Weights, index: int, rope: RopeSpec) -> AttentionWeights:
+def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> AttentionWeights:
     d, H, G, d_k = cfg.hidden_size, cfg.heads, cfg.kv_heads, cfg.head_dim
     p = f"layers.{index}.self_attn."
     W_Q, b_Q = _projection(w, p + "q_proj", d, H * d_k, cfg.qkv_bias)
@@ -49,7 +50,7 @@ def _norm(cfg: ModelConfig, w: Weights, name: str, x: np.ndarray) -> np.ndarray:
     return rms_norm(x, w.get(name + ".weight", (cfg.hidden_size,)), cfg.norm_eps)
 
 
-def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: RopeSpec) -> np.ndarray:
+def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) -> np.ndarray:
     """(L, d) the residual stream after layer `index`: h + attention(norm h), then + down(act(gate)·up)."""
     d, inner = cfg.hidden_size, cfg.intermediate_size
     p = f"layers.{index}."

@@ -1,24 +1,16 @@
-"""Rotary position embeddings as Hugging Face's Llama applies them: inverse frequencies after scaling, rotate-half."""
+"""A checkpoint's RoPE read into core's Rope: inverse frequencies after the config's scaling, rotate-half as Hugging Face's Llama.
+
+The rotation itself is core's (attncli.core.variants.positions), the same for a scenario and every layer of a checkpoint.
+"""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
+from attncli.core.variants import Rope
 from attncli.sources.checkpoints.config import RopeConfig
-
-
-@dataclass(frozen=True, eq=False)
-class RopeSpec:
-    """How q and k are rotated: the pair i of a head turns by position·inv_freq[i]."""
-
-    theta: float
-    inv_freq: np.ndarray  # (d_k/2,) after any scaling, float64
-    style: str  # "half": dimension i pairs with i + d_k/2 (rotate-half, as HF llama)
-    scaling: str | None  # e.g. "llama3 (factor 8, original 8192 positions)"
-    attention_scaling: float  # multiplies cos and sin; 1.0 unless the scaling type says otherwise
 
 
 def inverse_frequencies(rope: RopeConfig, head_dim: int) -> np.ndarray:
@@ -39,24 +31,8 @@ def inverse_frequencies(rope: RopeConfig, head_dim: int) -> np.ndarray:
     return inv_freq
 
 
-def rope_spec(rope: RopeConfig, head_dim: int) -> RopeSpec:
-    """The RoPE of a config for heads of size head_dim."""
-    return RopeSpec(
-        theta=rope.theta,
-        inv_freq=inverse_frequencies(rope, head_dim),
-        style="half",
-        scaling=rope.describe(),
-        attention_scaling=1.0,  # only yarn and longrope change it, and attncli refuses those
-    )
-
-
-def rotate(x: np.ndarray, spec: RopeSpec) -> np.ndarray:
-    """(..., L, d_k) rotated by positions 0 … L−1: x·cos + rotate_half(x)·sin."""
-    L, d_k = x.shape[-2], x.shape[-1]
-    angles = np.arange(L, dtype=np.float64)[:, None] * spec.inv_freq[None, :]  # (L, d_k/2)
-    angles = np.concatenate([angles, angles], axis=-1)  # (L, d_k)
-    cos, sin = np.cos(angles) * spec.attention_scaling, np.sin(angles) * spec.attention_scaling
-    half = d_k // 2
-    rotated_half = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)  # (..., L, d_k)
-    rotated: np.ndarray = x * cos + rotated_half * sin
-    return rotated
+def rope_spec(rope: RopeConfig, head_dim: int) -> Rope:
+    """The RoPE of a config for heads of size head_dim (yarn and longrope, which would also scale cos and sin, are refused earlier)."""
+    inv_freq = np.ascontiguousarray(inverse_frequencies(rope, head_dim), dtype=np.float64)  # (d_k/2,)
+    inv_freq.setflags(write=False)
+    return Rope(theta=rope.theta, style="half", inv_freq=inv_freq, scaling=rope.describe())

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from attncli.core.scenario import Scale, Scenario
-from attncli.core.variants import Mask, Rope
+from attncli.core.scenario import Scale, Scenario, kv_head
+from attncli.core.variants import Mask
 from attncli.errors import AttnError, option
 from attncli.sources import reading
 from attncli.sources.checkpoints.layer import LayerCase, load_layer
@@ -63,15 +63,11 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
     folder = Path(shown or case.folder)
     divisor = case.divisor
     scale = Scale("sqrt_dk", divisor) if divisor == math.sqrt(case.head_dim) else Scale("value", divisor)
-    rope = None
-    if case.rope is not None:
-        rope = Rope(theta=case.rope.theta, style=case.rope.style, inv_freq=_frozen(case.rope.inv_freq), scaling=case.rope.scaling)
     notes = [f"{case.model_type} checkpoint {folder}: layer {case.layer} of {case.layers}, {_tokens_note(case)}", *case.notes]
     if head is not None and 1 <= head <= case.heads:
         first, last = (head - 1) * case.head_dim + 1, head * case.head_dim
         if case.kv_heads != case.heads:
-            kv_head = (head - 1) * case.kv_heads // case.heads + 1
-            notes.append(f"head {head} reads key/value head {kv_head} of {case.kv_heads}")
+            notes.append(f"head {head} reads key/value head {kv_head(head, case.heads, case.kv_heads)} of {case.kv_heads}")
         notes.append(f"head {head}'s output meets rows {first}–{last} of W_O")
     return Scenario(
         name=name or f"{folder.name} layer {case.layer}",
@@ -91,7 +87,7 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
         W_O=_frozen(case.W_O),
         b_O=_frozen(case.b_O),
         mask=Mask(causal=case.causal, window=case.window),
-        rope=rope,
+        rope=case.rope,
         word_marks=WORD_MARKS,
         notes=tuple(notes),
         encoder=None if case.causal else case.model_type,
