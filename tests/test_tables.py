@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from rich.console import Console
 from rich.table import Table
 
-from attncli import io as output
 from attncli.core import engine
 from attncli.document import views
 from attncli.formats import grid, tables
+from attncli.formats import terminal as output
 from attncli.sources.yaml_scenario import from_text
 
 

@@ -465,7 +465,7 @@ def variance(
         emit(jsonout.document(jsonout.variance_json(rows, keys=keys, seed=seed)), output, force=force)
         return
     from attncli.formats.tables import variance_table
-    from attncli.io import console, render
+    from attncli.formats.terminal import console, render
 
     con = console(to_file=output is not None)
     emit(render(con, variance_table(rows, keys=keys)), output, force=force)

@@ -141,7 +141,7 @@ def _one_stage(stages: tuple[str, ...] | None) -> str:
 
 def _rich(build: Callable[[Console], list[RenderableType]], options: Options) -> str:
     """Render Rich renderables for the terminal (or plain text for a file)."""
-    from attncli import io as output
+    from attncli.formats import terminal
 
-    console = output.console(to_file=options.to_file)
-    return output.render(console, build(console))
+    console = terminal.console(to_file=options.to_file)
+    return terminal.render(console, build(console))

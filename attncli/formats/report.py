@@ -78,9 +78,9 @@ def terminal(report: Report, *, to_file: bool) -> str:
     """The report for the terminal: bold titles when colour is on, else the plain text."""
     from rich.text import Text
 
-    from attncli import io as output
+    from attncli.formats import terminal
 
-    console = output.console(to_file=to_file)
+    console = terminal.console(to_file=to_file)
     if console.color_system is None:
         return "\n".join(text_lines(report)) + "\n"
     parts: list[Text] = [Text(escape.visible(report.title), style="bold")]
@@ -93,7 +93,7 @@ def terminal(report: Report, *, to_file: bool) -> str:
         if body:
             parts.append(Text("\n".join(body), no_wrap=True, overflow="ignore"))
         parts += [Text("  " + escape.visible(note), style="italic") for note in section.notes]
-    return output.render(console, list(parts))
+    return terminal.render(console, list(parts))
 
 
 # -- Markdown ---------------------------------------------------------------------------------------
