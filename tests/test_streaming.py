@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from attncli.core import engine
 from attncli.formats import csvout, jsonout
 from attncli.sources.yaml_scenario import load
+from attncli.walkthroughs import data
 
 
 def whole_json(doc: dict) -> bytes:
@@ -20,7 +21,7 @@ def whole_json(doc: dict) -> bytes:
 def test_json_blocks_join_to_the_same_bytes(monkeypatch):
     """A matrix cut into blocks of one or two rows gives the same text as one block."""
     result = engine.run(load("journey-causal"))
-    doc = jsonout.run_json(result, ("embeddings", "q", "scores", "masked", "weights", "output"), [1])
+    doc = data.run_json(result, ("embeddings", "q", "scores", "masked", "weights", "output"), [1])
     whole = whole_json(doc)
     for values in (1, 2, 7):
         monkeypatch.setattr(jsonout, "CHUNK_VALUES", values)

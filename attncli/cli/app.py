@@ -223,10 +223,10 @@ def run(
       attncli run --model models/gpt2 --layer 5 --sentence "When Mary and John went to the store" --head 3
       attncli run journey-causal --block-size 2
     """
+    from attncli.api import render_run
     from attncli.cli.model import choose_scenario
     from attncli.core import engine
     from attncli.document import stages as stage_table
-    from attncli.formats import render_run
 
     if scenario is None and model is None:  # a malformed command line: Click's usage error, status 2
         ctx.fail("Missing argument 'SCENARIO' (or --model DIR --layer N --sentence TEXT).")
@@ -246,9 +246,9 @@ def run(
     )
     result = engine.run(loaded, round_steps=round_steps)
     if block_size is not None:
-        from attncli.walkthroughs.online_report import tiling_document
+        from attncli.api import render_tiling
 
-        emit(tiling_document(result, options, block_size), output, force=force)
+        emit(render_tiling(result, options, block_size), output, force=force)
         return
     emit(render_run(result, options), output, force=force)
 
@@ -291,9 +291,9 @@ def explain(
       attncli explain --model models/gpt2 --layer 5 --sentence "When Mary and John went to the store" --word Mary --head 3
       attncli explain --word cat --block-size 2    # ... and FlashAttention's online softmax, 2 keys at a time
     """
+    from attncli.api import render_explain
     from attncli.cli.model import choose_scenario
     from attncli.core.explain import explain_scenario, find_word
-    from attncli.formats import render_explain
 
     loaded = choose_scenario(
         scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head,
@@ -405,11 +405,11 @@ def decode(
       attncli decode cat --format json | jq '.steps[-1].cache.K'
       attncli decode --model models/gpt2 --layer 5 --sentence "When Mary and John went" --head 3
     """
+    from attncli.api import render_decode
     from attncli.cli.model import choose_scenario
     from attncli.core import engine
     from attncli.core.decode import causal_version
     from attncli.core.decode import decode as decode_head
-    from attncli.walkthroughs.online_report import decode_document
 
     if scenario is None and model is None:  # a malformed command line: Click's usage error, status 2
         ctx.fail("Missing argument 'SCENARIO' (or --model DIR --layer N --sentence TEXT).")
@@ -420,7 +420,7 @@ def decode(
     causal, made_causal = causal_version(loaded)
     dec = decode_head(engine.run(causal, round_steps=round_steps), head)
     options = Options(format=format, precision=precision, full=full, to_file=output is not None)
-    emit(decode_document(dec, options, made_causal=made_causal), output, force=force)
+    emit(render_decode(dec, options, made_causal=made_causal), output, force=force)
 
 
 @app.command()
@@ -446,8 +446,6 @@ def variance(
       attncli variance --dims 4,16,256,4096 --samples 50000 --seed 7 --format json
     """
     from attncli.core.variance import experiment
-    from attncli.formats import jsonout
-
     if format not in (Format.table, Format.json):
         raise AttnError(f"variance prints a table or JSON, not {format.value}", key="--format", expected="table or json")
     widths = _whole_numbers(dims, "--dims", low=1, high=65_536)
@@ -462,7 +460,10 @@ def variance(
     with _progress(total, label="Sampling", show=sys.stderr.isatty() and samples * keys * sum(widths) > 50_000_000) as advance:
         rows = experiment(widths, samples=samples, keys=keys, seed=seed, advance=advance)
     if format is Format.json:
-        emit(jsonout.document(jsonout.variance_json(rows, keys=keys, seed=seed)), output, force=force)
+        from attncli.formats import jsonout
+        from attncli.walkthroughs.data import variance_json
+
+        emit(jsonout.document(variance_json(rows, keys=keys, seed=seed)), output, force=force)
         return
     from attncli.formats.tables import variance_table
     from attncli.formats.terminal import console, render

@@ -95,9 +95,9 @@ def _render(
     source: str, *, options: Options, head: int | None, round_steps: int | None, word: str | None, limits: Limits
 ) -> Document | None:
     """The document of one scenario; None when it lacks the word to explain."""
+    from attncli.api import render_explain, render_run
     from attncli.core import engine
     from attncli.core.explain import explain, find_word
-    from attncli.formats import render_explain, render_run
     from attncli.sources.yaml_scenario import load
 
     scenario = load(source, limits=limits)

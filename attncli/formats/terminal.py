@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -79,3 +80,9 @@ def _fits(text: Text, width: int) -> bool:
     if text.justify not in (None, "default", "left") or text.end != "\n":
         return False
     return all((len(line) if line.isascii() else cell_len(line)) <= width for line in text.plain.split("\n"))
+
+
+def text_of(build: Callable[[Console], list[RenderableType]], *, to_file: bool) -> str:
+    """Render what `build` makes for the terminal's console (or plain text for a file)."""
+    con = console(to_file=to_file)
+    return render(con, build(con))
