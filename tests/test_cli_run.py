@@ -176,7 +176,7 @@ def test_variance_matches_the_theory(cli):
     import json as json_module
 
     doc = json_module.loads(cli("variance", "--dims", "1,16,256", "--samples", "20000", "--format", "json").stdout)
-    assert doc["schema"] == "attncli.core.variance/1"
+    assert doc["schema"] == "attncli.variance/1"
     assert [row["d"] for row in doc["rows"]] == [1, 16, 256]
     for row in doc["rows"]:
         assert set(row) == {"d", "samples", "mean_raw", "var_raw", "var_scaled", "max_weight_raw", "max_weight_scaled"}

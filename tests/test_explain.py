@@ -57,7 +57,7 @@ def test_explain_json_round_steps_holds_the_rounded_chain():
     scenario = load("cat")
     position, others = find_word(scenario, "cat", None)
     doc = json.loads(dumps(explain_json(explain(engine.run(scenario, round_steps=3), position=position, others=others))))
-    assert doc["schema"] == "attncli.core.explain/1" and doc["head"] == 1
+    assert doc["schema"] == "attncli.explain/1" and doc["head"] == 1
     assert {key: doc["query"][key] for key in ("position", "token", "q")} == {"position": 2, "token": "cat", "q": [0.0, 1.0]}
     assert [k["exp"] for k in doc["keys"]] == [2.718, 1.0, 2.718, 1.0, 2.718, 1.0]
     assert doc["exp_sum"] == 11.154

@@ -189,7 +189,7 @@ def test_model_info_describes_the_checkpoint(cli):
 def test_model_info_json_and_an_unsupported_model(cli):
     """JSON carries the same facts; an unsupported model_type is described, with the supported ones listed."""
     doc = json.loads(cli("model", "info", GPT2, "--format", "json").stdout)
-    assert doc["schema"] == "attncli.core.scenario-info/1" and doc["heads"] == 4 and doc["supported"] is True
+    assert doc["schema"] == "attncli.model-info/1" and doc["heads"] == 4 and doc["supported"] is True
     result = cli("model", "info", str(HERE / "bad" / "unsupported-model-type"))
     assert result.exit_code == 0
     assert "no: " in result.stdout and "expected one of gpt2, bert, llama, qwen2, mistral" in result.stdout

@@ -137,7 +137,7 @@ def test_decode_steps_equal_the_causal_run_rows(cli, name):
     result = engine.run(scenario)
     for head in range(1, scenario.heads + 1):
         doc = run_json(cli, "decode", name, "--head", str(head))
-        assert doc["schema"] == "attncli.core.decode/1" and doc["head"] == head
+        assert doc["schema"] == "attncli.decode/1" and doc["head"] == head
         h = result.head(head)
         for step in doc["steps"]:
             t, cached = step["position"], np.array(step["cache"]["positions"]) - 1

@@ -13,8 +13,8 @@ from attncli.core.scenario import Scenario
 from attncli.errors import AttnError, visible
 from attncli.sources.limits import Limits
 
-INFO_SCHEMA = "attncli.core.scenario-info/1"
-TOKENS_SCHEMA = "attncli.core.scenario-tokens/1"
+INFO_SCHEMA = "attncli.model-info/1"
+TOKENS_SCHEMA = "attncli.model-tokens/1"
 _CLI_KEYS = {"layer": "--layer", "sentence": "--sentence", "special_tokens": "--special-tokens"}
 
 
@@ -62,7 +62,7 @@ def choose_scenario(
 
 
 def info_document(folder: Path, *, as_json: bool) -> str | Iterator[bytes]:
-    """What a checkpoint folder holds, as aligned lines or an attncli.core.scenario-info/1 JSON document."""
+    """What a checkpoint folder holds, as aligned lines or an attncli.model-info/1 JSON document."""
     from attncli.sources.checkpoints.layer import model_info
 
     info = model_info(folder)

@@ -20,8 +20,8 @@ from attncli.core.variance import VarianceRow
 from attncli.document import stages
 
 RUN_SCHEMA = "attncli.run/1"
-EXPLAIN_SCHEMA = "attncli.core.explain/1"
-VARIANCE_SCHEMA = "attncli.core.variance/1"
+EXPLAIN_SCHEMA = "attncli.explain/1"
+VARIANCE_SCHEMA = "attncli.variance/1"
 
 
 def scenario_json(s: Scenario) -> dict[str, Any]:
@@ -88,7 +88,7 @@ def _head_json(result: RunResult, head: HeadResult, wanted: tuple[str, ...]) -> 
 
 
 def explain_json(expl: Explanation) -> dict[str, Any]:
-    """The attncli.core.explain/1 document. A masked key keeps its score and scaled score; exp and weight are 0."""
+    """The attncli.explain/1 document. A masked key keeps its score and scaled score; exp and weight are 0."""
     s = expl.scenario
     return {
         "schema": EXPLAIN_SCHEMA,
@@ -131,7 +131,7 @@ def _online(expl: Explanation) -> dict[str, Any]:
 
 
 def variance_json(rows: list[VarianceRow], *, keys: int, seed: int) -> dict[str, Any]:
-    """The attncli.core.variance/1 document: one row per width d."""
+    """The attncli.variance/1 document: one row per width d."""
     return {
         "schema": VARIANCE_SCHEMA,
         "keys": keys,
@@ -144,7 +144,7 @@ def variance_json(rows: list[VarianceRow], *, keys: int, seed: int) -> dict[str,
     }  # fmt: skip
 
 
-DECODE_SCHEMA = "attncli.core.decode/1"
+DECODE_SCHEMA = "attncli.decode/1"
 
 
 def online_json(row: OnlineRow, ordinary: np.ndarray) -> dict[str, Any]:
@@ -199,7 +199,7 @@ def tiling_json(tiling: Tiling, ordinary: np.ndarray) -> dict[str, Any]:
 
 
 def decode_json(dec: Decode) -> dict[str, Any]:
-    """The attncli.core.decode/1 document: one object per generation step."""
+    """The attncli.decode/1 document: one object per generation step."""
     return {
         "schema": DECODE_SCHEMA,
         "scenario": scenario_json(dec.scenario),
