@@ -77,27 +77,34 @@ def render_explain(expl: Explanation, options: Options) -> Document:
         from attncli.formats import csvout
 
         return csvout.explain_csv(expl, precision=options.precision)
+    from attncli.document.blocks import Steps
+    from attncli.document.notation import TexWriter, Writer
+    from attncli.walkthroughs import narration
+
     precision = decimals(options.precision, expl.scenario.precision, expl.result.round_steps)
-    if fmt is Format.markdown:
-        from attncli.formats import markdown
-
-        return markdown.explain_markdown(expl, precision=precision, heading_level=options.heading_level, full=options.full)
-    if fmt is Format.latex:
-        from attncli.formats import latex
-
-        return latex.explain_latex(expl, precision=precision, standalone=bool(options.standalone), full=options.full)
-    if fmt is Format.html:
-        from attncli.formats import publish
-
-        return publish.explain_html(expl, precision=precision, options=options)
     if fmt is Format.svg:
         from attncli.formats import publish
 
         return publish.explain_svg(expl, precision=precision)
+    intro = narration.intro(expl)
+    tex = fmt is Format.latex
+    steps = Steps(narration.steps(expl, precision, TexWriter() if tex else Writer(), full=options.full), precision, "tex" if tex else "unicode")
+    if fmt is Format.markdown:
+        from attncli.formats import markdown
+
+        return markdown.explain_markdown(expl, intro, steps, precision=precision, heading_level=options.heading_level)
+    if fmt is Format.latex:
+        from attncli.formats import latex
+
+        return latex.explain_latex(expl, intro, steps, precision=precision, standalone=bool(options.standalone))
+    if fmt is Format.html:
+        from attncli.formats import publish
+
+        return publish.explain_html(expl, intro, steps, precision=precision, options=options)
     from attncli.formats import terminal
     from attncli.formats.narration import explain_renderables
 
-    return terminal.text_of(lambda console: explain_renderables(expl, precision=precision, full=options.full), to_file=options.to_file)
+    return terminal.text_of(lambda console: explain_renderables(intro, steps, full=options.full), to_file=options.to_file)
 
 
 def _one_stage(stages: tuple[str, ...] | None) -> str:

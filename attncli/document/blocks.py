@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from attncli.document.numbers import smart
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,52 @@ class Note:
     text: str
 
 
-Block = Heading | Paragraph | Values | Table | Note
+class Line(NamedTuple):
+    """One line of arithmetic: `lhs = rhs`, `token: rhs` (sep ":"), or (lhs empty) a continuation such as `+ [0.1, 0.2]`."""
+
+    lhs: str
+    rhs: str
+    sep: str = "="
+
+
+class Step(NamedTuple):
+    title: str  # "The query"
+    formula: str  # "q = e·W_Q", in the writer's notation
+    lines: tuple[Line, ...] | list[Line] = ()  # the arithmetic
+    notes: tuple[str, ...] | list[str] = ()  # sentences after the arithmetic (plain Unicode prose)
+    matrix: tuple[str, np.ndarray] | None = None  # a matrix shown after the first line, e.g. ("W_Q", W_Q)
+
+
+def step_lines(step: Step, precision: int) -> list[str]:
+    """The arithmetic of a step as plain Unicode lines; a continuation lines up under the first `=`."""
+    lines: list[str] = []
+    pad = ""
+    for line in step.lines:
+        if line.sep == ":":
+            lines.append(f"{line.lhs}: {line.rhs}")
+        elif line.lhs:
+            pad = " " * (len(line.lhs) + 1)
+            lines.append(f"{line.lhs} = {line.rhs}")
+        else:
+            lines.append(f"{pad}{line.rhs}")
+    if step.matrix is not None:
+        name, matrix = step.matrix
+        cells = [[smart(float(x), precision) for x in row] for row in matrix]
+        width = max(len(cell) for row in cells for cell in row)
+        lines[1:1] = [f"{name} ="] + ["  " + "  ".join(cell.rjust(width) for cell in row) for row in cells]
+    return lines
+
+
+@dataclass(frozen=True)
+class Steps:
+    """The numbered steps of a hand calculation, written in one notation (`notation`: "unicode" or "tex")."""
+
+    steps: Sequence[Step]
+    precision: int  # decimals of the numbers of a step's matrix
+    notation: str = "unicode"
+
+
+Block = Heading | Paragraph | Values | Table | Note | Steps
 
 
 @dataclass(frozen=True)

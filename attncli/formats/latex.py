@@ -19,11 +19,11 @@ from attncli.core.engine import RunResult
 from attncli.core.explain import Explanation
 from attncli.core.scenario import Scenario
 from attncli.document import escape, stages
-from attncli.document.notation import Notation, TexWriter
+from attncli.document.blocks import Line, Steps
+from attncli.document.notation import Notation
 from attncli.document.summary import describe
 from attncli.document.views import MatrixView
 from attncli.formats import texmatrix
-from attncli.walkthroughs import narration
 
 MAX_COLS = 16  # a wider matrix is split into blocks of columns
 MAX_ROWS = 48  # a taller one into blocks of rows
@@ -150,7 +150,7 @@ def run_latex(result: RunResult, views: list[MatrixView], *, precision: int, sta
     return _document(lines(), standalone=standalone, title=s.name, landscape=wide)
 
 
-def _aligned_row(line: narration.Line) -> str:
+def _aligned_row(line: Line) -> str:
     """One line of arithmetic as a row of `aligned`, aligned at its first relation."""
     if line.sep == ":":
         rhs = line.rhs
@@ -167,21 +167,26 @@ def _aligned_row(line: narration.Line) -> str:
     return rf"&\quad {line.rhs}"
 
 
-def explain_latex(expl: Explanation, *, precision: int, standalone: bool = False, full: bool = False) -> Iterator[bytes]:
+def steps_latex(steps: Steps) -> Iterator[str]:
+    """Each step (written in TeX notation): a comment with its title, its arithmetic as one `aligned` block, its notes as comments."""
+    for number, step in enumerate(steps.steps, 1):
+        yield ""
+        yield comment(f"Step {number}: {step.title}")
+        rows = [_aligned_row(line) for line in step.lines]
+        if step.matrix is not None:
+            name, matrix = step.matrix
+            rows.insert(1, f"{name} &= {texmatrix.labelled_matrix(np.atleast_2d(matrix), precision=steps.precision)}")
+        if rows:
+            yield block(r"\begin{aligned} " + r" \\ ".join(rows) + r" \end{aligned}")
+        yield from (comment(note) for note in step.notes)
+
+
+def explain_latex(expl: Explanation, intro: list[str], steps: Steps, *, precision: int, standalone: bool = False) -> Iterator[bytes]:
     """The explain chain as aligned steps: the same steps as the terminal's, each a column of equations."""
 
     def lines() -> Iterator[str]:
-        yield from (comment(line) for line in narration.intro(expl))
-        for number, step in enumerate(narration.steps(expl, precision, TexWriter(), full=full), 1):
-            yield ""
-            yield comment(f"Step {number}: {step.title}")
-            rows = [_aligned_row(line) for line in step.lines]
-            if step.matrix is not None:
-                name, matrix = step.matrix
-                rows.insert(1, f"{name} &= {texmatrix.labelled_matrix(np.atleast_2d(matrix), precision=precision)}")
-            if rows:
-                yield block(r"\begin{aligned} " + r" \\ ".join(rows) + r" \end{aligned}")
-            yield from (comment(note) for note in step.notes)
+        yield from (comment(line) for line in intro)
+        yield from steps_latex(steps)
         if expl.exact_output is not None:
             yield comment("exact arithmetic, without rounding each step")
             yield block(r"\text{output}_{" + text(expl.token) + r"}^{\text{exact}} = "

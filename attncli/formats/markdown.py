@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from attncli.core.engine import RunResult
 from attncli.core.explain import Explanation
 from attncli.document import escape
+from attncli.document.blocks import Steps, step_lines
 from attncli.document.numbers import fixed, smart, vector
 from attncli.document.summary import describe
 from attncli.document.views import MatrixView
-from attncli.walkthroughs import narration
 
 md = escape.markdown  # every input text (token, name, sentence) goes through it
 
@@ -98,7 +98,7 @@ def matrix_table(view: MatrixView, precision: int) -> Iterator[bytes]:
         yield b"".join([b"| **" + md(label).encode() + b"**" + row + end for label, row in zip(labels, numbers)])
 
 
-def explain_markdown(expl: Explanation, *, precision: int, heading_level: int = 1, full: bool = False) -> str:
+def explain_markdown(expl: Explanation, intro: list[str], steps: Steps, *, precision: int, heading_level: int = 1) -> str:
     """The article's tables (embeddings; pair, score, exponential; pair, weight; weighted values; output), then the steps."""
     p = precision
     s = expl.scenario
@@ -106,7 +106,7 @@ def explain_markdown(expl: Explanation, *, precision: int, heading_level: int = 
     top, h2 = _levels(heading_level)
     h3 = "#" * min(6, h2 + 1)
     lines = heading(top, f"Attention for “{word}”")
-    for sentence in narration.intro(expl):
+    for sentence in intro:
         lines += [md(sentence), ""]
 
     if expl.result.X is not None:
@@ -141,12 +141,19 @@ def explain_markdown(expl: Explanation, *, precision: int, heading_level: int = 
                       f"(difference {vector(difference, p + 1, whole=False)})."]
 
     lines += ["", "#" * h2 + " Step by step"]
-    for number, step in enumerate(narration.steps(expl, precision, full=full), 1):
+    lines += steps_markdown(steps, h3)
+    return "\n".join(lines) + "\n"
+
+
+def steps_markdown(steps: Steps, h3: str) -> list[str]:
+    """Each step: a heading `h3` with its formula, its arithmetic in a fenced block, its notes; every step begins with a blank line."""
+    lines: list[str] = []
+    for number, step in enumerate(steps.steps, 1):
         lines += ["", f"{h3} Step {number}: {md(step.title)} ({md(step.formula)})", ""]
-        body = [escape.visible(line) for line in narration.step_lines(step, p)]
+        body = [escape.visible(line) for line in step_lines(step, steps.precision)]
         if body:
             fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", "".join(body))), default=0))
             lines += [fence + "text", *body, fence]
         for note in step.notes:
             lines += ["", md(note)]
-    return "\n".join(lines) + "\n"
+    return lines

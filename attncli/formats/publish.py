@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from attncli.document.blocks import Steps, step_lines
 from attncli.document.summary import describe
 from attncli.document.views import MatrixView
 from attncli.formats.htmltable import Code, Heading, Paragraph, html_document
-from attncli.walkthroughs import narration
 
 if TYPE_CHECKING:
     from attncli.core.engine import RunResult
@@ -82,21 +82,28 @@ def key_table(expl: Explanation) -> MatrixView:
                       tex="", data=np.array(rows, dtype=np.float64), rows=[key.label for key in expl.keys], cols=columns)  # fmt: skip
 
 
-def explain_html(expl: Explanation, *, precision: int, options: Options) -> str:
+def explain_html(expl: Explanation, intro: list[str], steps: Steps, *, precision: int, options: Options) -> str:
     """The walk-through: the intro, a table of the keys, the weights shaded, then every step."""
     level = options.heading_level
     sub = max(level, 1) + 1 if level else 2
     parts = _top(f"Attention for “{expl.token}”", level)
-    parts += [Paragraph(line) for line in narration.intro(expl)]
+    parts += [Paragraph(line) for line in intro]
     parts += [key_table(expl), query_weights(expl)]
-    for number, step in enumerate(narration.steps(expl, precision, full=options.full), 1):
-        parts.append(Heading(f"Step {number}: {step.title}   {step.formula}", sub))
-        body = narration.step_lines(step, precision)
+    parts += steps_parts(steps, sub)
+    return html_document(parts, fragment=options.standalone is False, precision=precision,
+                         title=f"attncli: {expl.token}", shade={"weights"})  # fmt: skip
+
+
+def steps_parts(steps: Steps, level: int) -> list[Heading | Paragraph | Code]:
+    """Each step: a heading at `level` with its formula, its arithmetic as a <pre> block, its notes as paragraphs."""
+    parts: list[Heading | Paragraph | Code] = []
+    for number, step in enumerate(steps.steps, 1):
+        parts.append(Heading(f"Step {number}: {step.title}   {step.formula}", level))
+        body = step_lines(step, steps.precision)
         if body:
             parts.append(Code(tuple(body)))
         parts += [Paragraph(note) for note in step.notes]
-    return html_document(parts, fragment=options.standalone is False, precision=precision,
-                         title=f"attncli: {expl.token}", shade={"weights"})  # fmt: skip
+    return parts
 
 
 def explain_svg(expl: Explanation, *, precision: int) -> str:

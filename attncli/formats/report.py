@@ -1,4 +1,4 @@
-"""Documents of headings, paragraphs, `name = value` lines, tables and notes, in every output format.
+"""Documents of headings, paragraphs, `name = value` lines, tables, notes and steps, in every output format.
 
 The tiled head (`run --block-size`) and the KV-cache decode (`attncli decode`) are such
 documents: their builders (attncli.walkthroughs.online_report) format the numbers once, and
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from attncli.document import escape
-from attncli.document.blocks import Block, Document, Heading, Note, Paragraph, Table, Values
+from attncli.document.blocks import Block, Document, Heading, Note, Paragraph, Steps, Table, Values, step_lines
 
 
 def render(document: Document, fmt: str, *, to_file: bool) -> str:
@@ -49,6 +49,13 @@ def _text_block(block: Block) -> list[str]:
         return [f"  {escape.visible(name)} = {escape.visible(value)}" for name, value in block.pairs]
     if isinstance(block, Table):
         return ["  " + line for line in _aligned(block)]
+    if isinstance(block, Steps):
+        out: list[str] = []
+        for number, step in enumerate(block.steps, 1):
+            out += ["", escape.visible(f"Step {number} · {step.title}   {step.formula}")]
+            out += ["  " + escape.visible(line) for line in step_lines(step, block.precision)]
+            out += ["  " + escape.visible(note) for note in step.notes]
+        return out
     return ["  " + escape.visible(block.text)]
 
 
@@ -65,14 +72,16 @@ def _aligned(table: Table) -> list[str]:
 
 def terminal(document: Document, *, to_file: bool) -> str:
     """The document for the terminal: bold titles, italic notes when colour is on, else the plain text."""
+    from rich.console import RenderableType
     from rich.text import Text
 
     from attncli.formats import terminal as term
+    from attncli.formats.narration import steps_renderables
 
     console = term.console(to_file=to_file)
     if console.color_system is None:
         return "\n".join(text_lines(document)) + "\n"
-    parts: list[Text] = []
+    parts: list[RenderableType] = []
     for block in document.blocks:
         if isinstance(block, Heading):
             parts.append(Text(escape.visible(block.text) if block.level == 1 else "\n" + escape.visible(block.text), style="bold"))
@@ -82,6 +91,8 @@ def terminal(document: Document, *, to_file: bool) -> str:
             parts.append(Text("  " + escape.visible(block.text), style="italic"))
         elif isinstance(block, Values) and not block.pairs:
             continue
+        elif isinstance(block, Steps):
+            parts += steps_renderables(block)
         else:
             parts.append(Text("\n".join(_text_block(block)), no_wrap=True, overflow="ignore"))
     return term.render(console, list(parts))
@@ -101,6 +112,10 @@ def markdown(document: Document, *, level: int = 1) -> str:
         elif isinstance(block, Values):
             if block.pairs:
                 out += [f"- {escape.markdown(name)} = {escape.markdown(value)}" for name, value in block.pairs] + [""]
+        elif isinstance(block, Steps):
+            from attncli.formats.markdown import steps_markdown
+
+            out += steps_markdown(block, "#" * min(6, level + 1))[1:] + [""]
         else:
             out.append("| " + " | ".join(map(escape.markdown, block.header)) + " |")
             out.append("|" + "|".join("---:" if right else ":---" for right in block.numeric) + "|")
@@ -122,6 +137,10 @@ def latex(document: Document) -> str:
             out.append(_tex(block.text) + r"\par")
         elif isinstance(block, Values):
             out += [rf"{_tex(name)} $=$ {_tex(value)}\par" for name, value in block.pairs]
+        elif isinstance(block, Steps):
+            from attncli.formats.latex import steps_latex
+
+            out += steps_latex(block)
         else:
             columns = "".join("r" if right else "l" for right in block.numeric)
             out += [r"\par\noindent\begin{tabular}{" + columns + "}", " & ".join(map(_tex, block.header)) + r" \\ \hline"]
@@ -171,6 +190,12 @@ def html(document: Document, *, fragment: bool = False) -> str:
             if block.pairs:
                 items = "".join(f"<li>{escape.html(name)} = {escape.html(value)}</li>" for name, value in block.pairs)
                 body.append(f"<ul>{items}</ul>")
+        elif isinstance(block, Steps):
+            for number, step in enumerate(block.steps, 1):
+                body.append(f"<h3>{escape.html(f'Step {number}: {step.title}   {step.formula}')}</h3>")
+                if lines := step_lines(step, block.precision):
+                    body.append('<pre class="attn-steps">' + "\n".join(escape.html(line) for line in lines) + "</pre>")
+                body += [f"<p>{escape.html(note)}</p>" for note in step.notes]
         else:
             head = "".join(f'<th scope="col">{escape.html(cell)}</th>' for cell in block.header)
             rows = "\n".join(

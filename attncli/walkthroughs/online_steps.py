@@ -11,8 +11,9 @@ import numpy as np
 
 from attncli.core.explain import Explanation
 from attncli.core.online import OnlineBlock, OnlineRow
+from attncli.document.blocks import Line, Step
 from attncli.document.notation import Writer
-from attncli.walkthroughs.narration import LONG_SUM, Line, Step
+from attncli.walkthroughs.lengths import LONG_SUM
 
 WHY_RESCALE = (
     "Why rescale: each block's exponentials are taken against the largest score seen so far; when a later block "
