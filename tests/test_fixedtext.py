@@ -4,8 +4,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from attncli.document import fixedtext
 from attncli.document.numbers import fixed
-from attncli.formats import fixedtext, texmatrix
+from attncli.formats import texmatrix
 
 
 def reference_matrix(data, *, precision, rows=None, cols=None, extra=()):

@@ -1,7 +1,8 @@
 """CSV: one stage of one head as a plain matrix, or the keys of an explanation, for spreadsheets and scripts.
 
 Numbers carry full float64 precision (the shortest text that reads back to the same
-float) unless --precision asks for fewer decimals; a masked cell is -inf.
+float) unless --precision asks for fewer decimals (then a number that rounds to zero is
+0.00, never -0.00, as in every other format); a masked cell is -inf.
 """
 
 from __future__ import annotations
@@ -16,12 +17,11 @@ from attncli.core.engine import RunResult
 from attncli.core.explain import Explanation
 from attncli.document import stages
 from attncli.document.escape import csv_cell
+from attncli.document.numbers import plain, plain_writer
 from attncli.document.views import view_of
 from attncli.errors import AttnError
 
-
-def number(x: float, precision: int | None) -> str:
-    return repr(float(x)) if precision is None else f"{x:.{precision}f}"
+number = plain  # CSV's numbers: full precision, or fixed decimals without "-0.00"
 
 
 def _write(rows: list[list[str]]) -> str:
@@ -43,7 +43,7 @@ BLOCK_VALUES = 1 << 16  # numbers per chunk: about 1.5 MB of text
 
 def _matrix_rows(data: np.ndarray, rows: list[str], cols: list[str], precision: int | None) -> Iterator[bytes]:
     yield _write([["token", *map(csv_cell, cols)]]).encode("utf-8")
-    write = repr if precision is None else (f"%.{precision}f").__mod__  # a whole row through one map() each
+    write = plain_writer(precision)  # a whole row through one map() each
     step = max(1, BLOCK_VALUES // max(1, data.shape[1]))
     for start in range(0, data.shape[0], step):
         block = data[start : start + step].tolist()  # Python floats, formatted as number() does

@@ -81,7 +81,7 @@ def matrix_table(view: MatrixView, precision: int) -> Iterator[bytes]:
     """A view as GFM table lines in UTF-8, a block of rows at a time: labels in bold, numbers right-aligned, −∞ where masked."""
     import numpy as np
 
-    from attncli.formats import fixedtext
+    from attncli.document import fixedtext
 
     header = [""] + [md(col) for col in view.cols] + [name for name, _ in view.extra]
     lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "|:---|" + "---:|" * (len(header) - 1)]

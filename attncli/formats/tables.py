@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -10,7 +9,7 @@ from rich.text import Text
 from attncli.core.engine import RunResult
 from attncli.core.variance import VarianceRow
 from attncli.document.escape import visible
-from attncli.document.numbers import HUGE, MINUS_INFINITY, fixed
+from attncli.document.numbers import fixed, fixed_many
 from attncli.document.summary import describe
 from attncli.document.views import MatrixView
 from attncli.formats import grid
@@ -189,16 +188,7 @@ def _column_cells(view: MatrixView, c: int, rows: list[int], precision: int, hea
     return cells
 
 
-def formatted(values: np.ndarray, precision: int) -> list[str]:
-    """`numbers.fixed` of each value, formatted in one pass: −∞ for -inf, no "-0.000"."""
-    pattern = f"%.{precision}f"
-    zero = pattern % 0.0
-    special = {"-" + zero: zero, "-inf": MINUS_INFINITY, "inf": "∞"}
-    texts = [special.get(t, t) for t in [pattern % x for x in values.tolist()]]
-    huge = np.flatnonzero(np.isfinite(values) & (np.abs(values) >= HUGE))  # rare: written as numbers.fixed writes them
-    for i in huge.tolist():
-        texts[i] = fixed(float(values.flat[i]), precision)
-    return texts
+formatted = fixed_many  # the name the tests know
 
 
 def _fit(columns: _Columns, n: int, room: int) -> list[int]:
