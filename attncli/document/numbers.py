@@ -76,6 +76,11 @@ def vector(values: Iterable[float], precision: int, *, whole: bool = True) -> st
     return "[" + ", ".join(write(float(v), precision) for v in values) + "]"
 
 
+def exact_decimals(precision: int) -> int:
+    """Decimals of an exact number shown beside hand-rounded ones: one more, so the difference shows."""
+    return precision + 1
+
+
 def decimals(option: int | None, scenario_precision: int, round_steps: int | None) -> int:
     """The one rule for how many decimals people see.
 

@@ -21,6 +21,7 @@ from attncli.core.scenario import Scenario
 from attncli.document import escape, stages
 from attncli.document.blocks import Line, Steps
 from attncli.document.notation import Notation
+from attncli.document.numbers import exact_decimals
 from attncli.document.summary import describe
 from attncli.document.views import MatrixView
 from attncli.formats import texmatrix
@@ -143,7 +144,7 @@ def run_latex(result: RunResult, views: list[MatrixView], *, precision: int, sta
         if result.exact is not None and any(v.key in ("output", "final") for v in views):
             yield ""
             yield comment("exact output, without rounding")
-            exact = texmatrix.labelled_matrix(result.exact.output, precision=precision + 1, rows=list(s.query_labels))
+            exact = texmatrix.labelled_matrix(result.exact.output, precision=exact_decimals(precision), rows=list(s.query_labels))
             yield block(r"Y_{\text{exact}} = " + exact)
 
     wide = any(min(view.data.shape[1], MAX_COLS) > texmatrix.PORTRAIT_COLUMNS for view in views)
@@ -190,6 +191,6 @@ def explain_latex(expl: Explanation, intro: list[str], steps: Steps, *, precisio
         if expl.exact_output is not None:
             yield comment("exact arithmetic, without rounding each step")
             yield block(r"\text{output}_{" + text(expl.token) + r"}^{\text{exact}} = "
-                        + texmatrix.labelled_matrix(np.atleast_2d(expl.exact_output), precision=precision + 1))  # fmt: skip
+                        + texmatrix.labelled_matrix(np.atleast_2d(expl.exact_output), precision=exact_decimals(precision)))  # fmt: skip
 
     return _document(lines(), standalone=standalone, title=f"Attention for {expl.token}", landscape=False)

@@ -14,7 +14,7 @@ from attncli.core.engine import RunResult
 from attncli.core.explain import Explanation
 from attncli.document import escape
 from attncli.document.blocks import Steps, step_lines
-from attncli.document.numbers import fixed, smart, vector
+from attncli.document.numbers import exact_decimals, fixed, smart, vector
 from attncli.document.summary import describe
 from attncli.document.views import MatrixView
 
@@ -56,7 +56,7 @@ def run_markdown(result: RunResult, views: list[MatrixView], *, precision: int, 
     if result.exact is not None and any(v.key in ("output", "final") for v in views):
         lines = ["", "#" * section + f" Hand-rounded ({result.round_steps} decimals) vs exact output", ""]
         rows = [
-            [md(label), vector(r, precision, whole=False), vector(e, precision + 1, whole=False), vector(r - e, precision + 1, whole=False)]
+            [md(label), vector(r, precision, whole=False), vector(e, exact_decimals(precision), whole=False), vector(r - e, exact_decimals(precision), whole=False)]
             for label, r, e in zip(s.query_labels, result.output, result.exact.output)
         ]
         lines += table(["", "hand-rounded", "exact", "difference"], rows)
@@ -137,8 +137,8 @@ def explain_markdown(expl: Explanation, intro: list[str], steps: Steps, *, preci
     lines += ["", "#" * h2 + " Output", "", f"Output({word}) = {vector(expl.output, p, whole=False)}"]
     if expl.exact_output is not None:
         difference = expl.output - expl.exact_output
-        lines += ["", f"Exact arithmetic gives {vector(expl.exact_output, p + 1, whole=False)} "
-                      f"(difference {vector(difference, p + 1, whole=False)})."]
+        lines += ["", f"Exact arithmetic gives {vector(expl.exact_output, exact_decimals(p), whole=False)} "
+                      f"(difference {vector(difference, exact_decimals(p), whole=False)})."]
 
     lines += ["", "#" * h2 + " Step by step"]
     lines += steps_markdown(steps, h3)

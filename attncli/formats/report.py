@@ -178,7 +178,7 @@ TEXT_CELLS = ".attncli td.attn-text { text-align: left; }\n"  # vectors and word
 
 def html(document: Document, *, fragment: bool = False) -> str:
     """Semantic HTML: a heading per section, a <table> with <th> headers; a page, or a fragment to paste."""
-    from attncli.formats.htmltable import stylesheet
+    from attncli.formats.htmltable import page
 
     body: list[str] = []
     for block in document.blocks:
@@ -205,15 +205,7 @@ def html(document: Document, *, fragment: bool = False) -> str:
                 for row in block.rows
             )  # the first cell names the row; numbers right-aligned, text left
             body.append(f'<div class="attn-scroll"><table class="attn-matrix">\n<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}\n</tbody></table></div>')
-    content = "\n".join(body)
-    if fragment:
-        return f'<div class="attncli">\n<style>\n{stylesheet(dark=False)}{TEXT_CELLS}</style>\n{content}\n</div>\n'
-    return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n<meta name="color-scheme" content="light dark">\n'
-        f"<title>{escape.html(document.title)}</title>\n<style>\n{stylesheet(page=True)}{TEXT_CELLS}</style>\n</head>\n"
-        f'<body>\n<main class="attncli">\n{content}\n</main>\n</body>\n</html>\n'
-    )
+    return page("\n".join(body), fragment=fragment, title=document.title, dark=not fragment, css=TEXT_CELLS)
 
 
 LINE_HEIGHT = 18

@@ -9,7 +9,7 @@ from rich.text import Text
 from attncli.core.engine import RunResult
 from attncli.core.variance import VarianceRow
 from attncli.document.escape import visible
-from attncli.document.numbers import fixed, fixed_many
+from attncli.document.numbers import exact_decimals, fixed, fixed_many
 from attncli.document.summary import describe
 from attncli.document.views import MatrixView
 from attncli.formats import grid
@@ -252,7 +252,7 @@ def rounding_table(result: RunResult, *, precision: int, console: Console | None
     labels = result.scenario.query_labels
     shown = [r for r in rows if r >= 0]
     vectors = [
-        (formatted(rounded[r], precision), formatted(exact[r], precision + 1), formatted(rounded[r] - exact[r], precision + 1)) for r in shown
+        (formatted(rounded[r], precision), formatted(exact[r], exact_decimals(precision)), formatted(rounded[r] - exact[r], exact_decimals(precision))) for r in shown
     ]
     d = rounded.shape[1]
     cap = None if full or console is None else max(MIN_LABEL, console.width // 3)

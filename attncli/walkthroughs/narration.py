@@ -22,6 +22,7 @@ import numpy as np
 from attncli.core.explain import Explanation, KeyStep
 from attncli.document.blocks import Line, Step
 from attncli.document.notation import Notation, Writer
+from attncli.document.numbers import exact_decimals
 from attncli.walkthroughs.lengths import BIG_MATRIX, LONG_KEYS, LONG_SUM, LONG_TERMS
 from attncli.walkthroughs.online_steps import online_steps
 
@@ -410,8 +411,8 @@ def _output(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool)
         difference = expl.output - expl.exact_output
         plain = Writer()
         notes.append(
-            f"Hand-rounded: {plain.vec(expl.output, p, whole=False)}; exact: {plain.vec(expl.exact_output, p + 1, whole=False)}; "
-            f"difference: {plain.vec(difference, p + 1, whole=False)}."
+            f"Hand-rounded: {plain.vec(expl.output, p, whole=False)}; exact: {plain.vec(expl.exact_output, exact_decimals(p), whole=False)}; "
+            f"difference: {plain.vec(difference, exact_decimals(p), whole=False)}."
         )
     s = expl.scenario
     if s.heads > 1 and s.W_O is None and s.b_O is None:
