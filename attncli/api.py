@@ -35,7 +35,11 @@ def render_run(result: RunResult, options: Options) -> Document:
     if fmt is Format.csv:
         from attncli.formats import csvout
 
-        return csvout.run_csv(result, stage=_one_stage(options.stages), head=heads[0], precision=options.precision)
+        stage = _one_stage(options.stages)
+        view = views.view_of(result, stages.main_row(stage).key, heads[0])
+        if view is None:
+            raise AttnError(f"this scenario has no {stage!r} stage", key="--stages", expected="a stage it has, e.g. weights")
+        return csvout.run_csv(view, precision=options.precision)
     precision = decimals(options.precision, result.scenario.precision, result.round_steps)
     shown = views.views(result, options.stages or stages.default(result.scenario), heads)
     if fmt is Format.markdown:
@@ -74,9 +78,11 @@ def render_explain(expl: Explanation, options: Options) -> Document:
 
         return jsonout.document(data.explain_json(expl))
     if fmt is Format.csv:
-        from attncli.formats import csvout
+        from attncli.document import blocks
+        from attncli.formats import report
+        from attncli.walkthroughs import data
 
-        return csvout.explain_csv(expl, precision=options.precision)
+        return report.csv(blocks.Document(expl.token, [], tidy=data.explain_table(expl, precision=options.precision)))
     from attncli.document.blocks import Steps
     from attncli.document.notation import TexWriter, Writer
     from attncli.walkthroughs import narration

@@ -7,7 +7,8 @@ from rich.table import Table
 from rich.text import Text
 
 from attncli.core.engine import RunResult
-from attncli.core.variance import VarianceRow
+from attncli.document import blocks
+from attncli.document.blocks import Document
 from attncli.document.escape import visible
 from attncli.document.numbers import exact_decimals, fixed, fixed_many
 from attncli.document.summary import describe
@@ -295,21 +296,17 @@ def _vector_width(vectors: list[tuple[list[str], list[str], list[str]]], i: int,
     return max([len(_vector(v[i], keep)) for v in vectors], default=0)
 
 
-def variance_table(rows: list[VarianceRow], *, keys: int) -> list[RenderableType]:
-    """The √d experiment: each measurement beside its theory, and how the softmax saturates without scaling."""
-    samples = f"{rows[0].samples:,} samples per d; " if rows else ""
-    table = Table(title=f"q·k for q, k ~ N(0, I_d): {samples}scaled = q·k/√d; theory in brackets", title_justify="left", title_style="bold")
-    for name in ("d", "mean q·k", "var q·k", "var scaled", "max α", "max α scaled"):
-        table.add_column(name, justify="right", no_wrap=True)
-    for r in rows:
-        table.add_row(
-            str(r.d), f"{r.mean_raw:.3f} (0)", f"{r.var_raw:.2f} ({r.d})", f"{r.var_scaled:.3f} (1)",
-            f"{r.max_weight_raw:.3f}", f"{r.max_weight_scaled:.3f}",
-        )  # fmt: skip
-    note = Text(
-        f"max α: the mean largest softmax weight of a query over {keys} random keys (1/{keys} = {1 / keys:.3f} would be "
-        "uniform). Without scaling the variance of q·k grows like d and the softmax heads for one-hot; dividing by √d "
-        "keeps the variance at 1 and the weights spread.",
-        style="italic",
-    )
-    return [table, note]
+def table_renderables(document: Document) -> list[RenderableType]:
+    """A document of tables and notes for the terminal: each table a Rich table under the document's title, notes in italics."""
+    out: list[RenderableType] = []
+    for block in document.blocks:
+        if isinstance(block, blocks.Table):
+            table = Table(title=document.title, title_justify="left", title_style="bold")
+            for name, numeric in zip(block.header, block.numeric):
+                table.add_column(name, justify="right" if numeric else "left", no_wrap=True)
+            for row in block.rows:
+                table.add_row(*row)
+            out.append(table)
+        elif isinstance(block, blocks.Note):
+            out.append(Text(block.text, style="italic"))
+    return out

@@ -18,6 +18,9 @@ from attncli.core.online import OnlineRow, Tiling
 from attncli.core.scenario import Scenario
 from attncli.core.variance import VarianceRow
 from attncli.document import stages
+from attncli.document.blocks import Table
+from attncli.document.escape import csv_cell
+from attncli.document.numbers import plain
 
 RUN_SCHEMA = "attncli.run/1"
 EXPLAIN_SCHEMA = "attncli.explain/1"
@@ -128,6 +131,33 @@ def explain_json(expl: Explanation) -> dict[str, Any]:
 def _online(expl: Explanation) -> dict[str, Any]:
     assert expl.online is not None
     return online_json(expl.online, expl.output)
+
+
+def explain_table(expl: Explanation, *, precision: int | None) -> Table:
+    """One row per key, for CSV: its score, scaled score, exponential, weight, value and weighted value (and, with block_size, its block's running state)."""
+    number = plain
+    d_v = len(expl.output)
+    biased = expl.scenario.has_bias
+    header = ["position", "token", "score", "scaled"] + ["bias", "logit"] * biased + ["masked", "exp", "weight"]
+    header += [f"v{i}" for i in range(1, d_v + 1)] + [f"weighted_v{i}" for i in range(1, d_v + 1)]
+    numeric = [True, False, True, True] + [True, True] * biased + [False, True, True] + [True] * (2 * d_v)
+    rows = [header]
+    for key in expl.keys:
+        rows.append(
+            [str(key.position), csv_cell(key.token), number(key.score, precision), number(key.scaled, precision)]
+            + ([number(key.bias or 0.0, precision), number(key.logit, precision)] if biased else [])
+            + ["true" if key.masked else "false", number(key.exp, precision), number(key.weight, precision)]
+            + [number(x, precision) for x in key.v]
+            + [number(x, precision) for x in key.weighted_v]
+        )  # fmt: skip
+    if expl.online is not None:  # each key's block and the running state after it (--block-size)
+        rows[0] += ["block", "running_max", "rescale", "running_sum"] + [f"running_output{i}" for i in range(1, d_v + 1)]
+        numeric += [True] * (4 + d_v)
+        for number_, block in enumerate(expl.online.blocks, 1):
+            for j in block.keys:
+                rows[int(j)] += [str(number_), number(block.max, precision), number(block.rescale, precision),
+                                 number(block.sum, precision)] + [number(x, precision) for x in block.output]  # fmt: skip
+    return Table(rows[0], rows[1:], numeric)
 
 
 def variance_json(rows: list[VarianceRow], *, keys: int, seed: int) -> dict[str, Any]:
