@@ -41,11 +41,17 @@ def render_run(result: RunResult, options: Options) -> Document:
             raise AttnError(f"this scenario has no {stage!r} stage", key="--stages", expected="a stage it has, e.g. weights")
         return csvout.run_csv(view, precision=options.precision)
     precision = decimals(options.precision, result.scenario.precision, result.round_steps)
+    if fmt is Format.svg:
+        from attncli.formats import publish
+
+        return publish.run_svg(views.views(result, options.stages or ("weights",), heads), precision=precision)
+    from attncli.walkthroughs.run import run_document
+
     shown = views.views(result, options.stages or stages.default(result.scenario), heads)
     if fmt is Format.markdown:
         from attncli.formats import markdown
 
-        return markdown.run_markdown(result, shown, precision=precision, heading_level=options.heading_level)
+        return markdown.run_markdown(run_document(result, shown), precision=precision, heading_level=options.heading_level)
     if fmt is Format.latex:
         from attncli.formats import latex
 
@@ -53,17 +59,13 @@ def render_run(result: RunResult, options: Options) -> Document:
     if fmt is Format.html:
         from attncli.formats import publish
 
-        return publish.run_html(result, shown, precision=precision, options=options)
-    if fmt is Format.svg:
-        from attncli.formats import publish
-
-        return publish.run_svg(result, heads, stages=options.stages, precision=precision)
+        return publish.run_html(run_document(result, shown), precision=precision, options=options)
     from attncli.formats import terminal
     from attncli.formats.tables import run_tables
 
     def tables(console: Console) -> list[RenderableType]:
         on_screen = console.is_terminal
-        return run_tables(result, shown, precision=precision, console=console, full=options.full,
+        return run_tables(run_document(result, shown), precision=precision, console=console, full=options.full,
                           shade_all=options.heatmap, shade_weights=on_screen)  # fmt: skip
 
     return terminal.text_of(tables, to_file=options.to_file)

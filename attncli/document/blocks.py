@@ -8,7 +8,7 @@ arrays, never the syntax of a format: each format escapes text with its own rule
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -98,6 +98,65 @@ class Steps:
 
 
 Block = Heading | Paragraph | Values | Table | Note | Steps
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A labelled matrix of a stage: title, formula in Unicode and TeX, the numbers, the labels of rows and columns."""
+
+    key: str  # stable name: "X", "W_Q", "Q", "scores", ... "concat", "final"
+    stage: str  # the --stages name it belongs to
+    head: int | None  # 1-based head, None for what all heads share
+    title: str  # "Scores"
+    formula: str  # "S = Q·Kᵀ", Unicode for people
+    tex: str  # "S = Q K^\top", TeX
+    data: np.ndarray  # (rows, cols)
+    rows: list[str]
+    cols: list[str]
+    hidden: np.ndarray | None = None  # (rows, cols) bool, True where the mask hides the cell
+    extra: list[tuple[str, np.ndarray]] = field(default_factory=list)  # extra columns, e.g. ("Σ", exp_sum)
+    square: bool = False  # tokens × tokens: may be shaded as a heatmap
+
+    @property
+    def shape(self) -> str:
+        return f"{self.data.shape[0]} × {self.data.shape[1]}"
+
+    def heading(self, heads: int) -> str:
+        """'Head 2 · Scores  S⁽²⁾ = Q⁽²⁾·K⁽²⁾ᵀ  (4 × 4)', the head only when there are several."""
+        prefix = f"Head {self.head} · " if heads > 1 and self.head is not None else ""
+        return f"{prefix}{self.title}  {self.formula}  ({self.shape})"
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A run's header: the scenario's name and sentence (and context), its description, sizes and settings, any hand rounding."""
+
+    name: str
+    tokens: Sequence[str]
+    context: Sequence[str] | None
+    description: str
+    settings: Sequence[str]  # 'L = 6 tokens · d_model = 2 · …', then scale, mask and variants
+    round_steps: int | None
+    heads: int
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A hand-rounded output beside the exact one (--round-steps)."""
+
+    decimals: int
+    labels: Sequence[str]
+    rounded: np.ndarray  # (L, d)
+    exact: np.ndarray  # (L, d)
+
+
+@dataclass(frozen=True)
+class RunDocument:
+    """`attncli run`: the header, the matrices of the shown stages, and the comparison with exact arithmetic when rounded by hand."""
+
+    summary: Summary
+    matrices: Sequence[Matrix]
+    comparison: Comparison | None
 
 
 @dataclass(frozen=True)

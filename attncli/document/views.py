@@ -8,40 +8,16 @@ table, `attncli.document.stages`; the renderers only decide how to draw them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from attncli.core.engine import HeadResult, RunResult
 from attncli.core.scenario import Scenario
 from attncli.document import stages
+from attncli.document.blocks import Matrix
 from attncli.document.notation import Notation
 from attncli.document.stages import Row
 
-
-@dataclass(frozen=True)
-class MatrixView:
-    key: str  # stable name: "X", "W_Q", "Q", "scores", ... "concat", "final"
-    stage: str  # the --stages name it belongs to
-    head: int | None  # 1-based head, None for what all heads share
-    title: str  # "Scores"
-    formula: str  # "S = Q·Kᵀ", Unicode for people
-    tex: str  # "S = Q K^\top", TeX
-    data: np.ndarray  # (rows, cols)
-    rows: list[str]
-    cols: list[str]
-    hidden: np.ndarray | None = None  # (rows, cols) bool, True where the mask hides the cell
-    extra: list[tuple[str, np.ndarray]] = field(default_factory=list)  # extra columns, e.g. ("Σ", exp_sum)
-    square: bool = False  # tokens × tokens: may be shaded as a heatmap
-
-    @property
-    def shape(self) -> str:
-        return f"{self.data.shape[0]} × {self.data.shape[1]}"
-
-    def heading(self, heads: int) -> str:
-        """'Head 2 · Scores  S⁽²⁾ = Q⁽²⁾·K⁽²⁾ᵀ  (4 × 4)', the head only when there are several."""
-        prefix = f"Head {self.head} · " if heads > 1 and self.head is not None else ""
-        return f"{prefix}{self.title}  {self.formula}  ({self.shape})"
+MatrixView = Matrix  # the name the renderers know
 
 
 def dims(prefix: str, n: int) -> list[str]:

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.escape import csv_cell
 from attncli.document.numbers import plain, plain_writer
-from attncli.document.views import MatrixView
 
 number = plain  # CSV's numbers: full precision, or fixed decimals without "-0.00"
 

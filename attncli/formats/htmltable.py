@@ -17,7 +17,7 @@ from attncli.document.numbers import fixed
 from attncli.formats import palette
 
 if TYPE_CHECKING:
-    from attncli.document.views import MatrixView
+    from attncli.document.blocks import Matrix as MatrixView
 
 FONTS = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'
 

@@ -20,10 +20,10 @@ from attncli.core.explain import Explanation
 from attncli.core.scenario import Scenario
 from attncli.document import escape, stages
 from attncli.document.blocks import Line, Steps
+from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.notation import Notation
 from attncli.document.numbers import exact_decimals
 from attncli.document.summary import describe
-from attncli.document.views import MatrixView
 from attncli.formats import texmatrix
 
 MAX_COLS = 16  # a wider matrix is split into blocks of columns

@@ -10,13 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from attncli.core.engine import RunResult
 from attncli.core.explain import Explanation
 from attncli.document import escape
-from attncli.document.blocks import Steps, step_lines
+from attncli.document.blocks import Matrix as MatrixView
+from attncli.document.blocks import RunDocument, Steps, Summary, step_lines
 from attncli.document.numbers import exact_decimals, fixed, smart, vector
-from attncli.document.summary import describe
-from attncli.document.views import MatrixView
 
 md = escape.markdown  # every input text (token, name, sentence) goes through it
 
@@ -44,33 +42,31 @@ def _levels(level: int) -> tuple[int, int]:
     return level, min(6, max(level, 1) + 1) if level else 2
 
 
-def run_markdown(result: RunResult, views: list[MatrixView], *, precision: int, heading_level: int = 1) -> Iterator[bytes]:
+def run_markdown(page: RunDocument, *, precision: int, heading_level: int = 1) -> Iterator[bytes]:
     """The scenario's header, then a heading and a table per view, streamed."""
     top, section = _levels(heading_level)
-    yield ("\n".join(_run_header(result, top)) + "\n").encode()
-    s = result.scenario
-    for view in views:
-        prefix = f"Head {view.head} · " if s.heads > 1 and view.head is not None else ""
+    yield ("\n".join(_run_header(page.summary, top)) + "\n").encode()
+    for view in page.matrices:
+        prefix = f"Head {view.head} · " if page.summary.heads > 1 and view.head is not None else ""
         yield ("\n" + "#" * section + f" {prefix}{md(view.title)}: `{view.formula}` ({view.shape})\n\n").encode()
         yield from matrix_table(view, precision)
-    if result.exact is not None and any(v.key in ("output", "final") for v in views):
-        lines = ["", "#" * section + f" Hand-rounded ({result.round_steps} decimals) vs exact output", ""]
+    if (c := page.comparison) is not None:
+        lines = ["", "#" * section + f" Hand-rounded ({c.decimals} decimals) vs exact output", ""]
         rows = [
             [md(label), vector(r, precision, whole=False), vector(e, exact_decimals(precision), whole=False), vector(r - e, exact_decimals(precision), whole=False)]
-            for label, r, e in zip(s.query_labels, result.output, result.exact.output)
+            for label, r, e in zip(c.labels, c.rounded, c.exact)
         ]
         lines += table(["", "hand-rounded", "exact", "difference"], rows)
         yield ("\n".join(lines) + "\n").encode()
 
 
-def _run_header(result: RunResult, top: int) -> list[str]:
-    s = result.scenario
+def _run_header(s: Summary, top: int) -> list[str]:
     lines = heading(top, md(s.name)) + [md(" ".join(s.tokens)), ""]
     if s.description:
         lines += [md(s.description), ""]
-    lines.append(md("; ".join(describe(s)) + "."))
-    if result.round_steps is not None:
-        lines += ["", f"Every intermediate is rounded to {result.round_steps} decimals before the next step, as by hand."]
+    lines.append(md("; ".join(s.settings) + "."))
+    if s.round_steps is not None:
+        lines += ["", f"Every intermediate is rounded to {s.round_steps} decimals before the next step, as by hand."]
     return lines
 
 

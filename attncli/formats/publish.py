@@ -12,13 +12,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attncli.document.blocks import Steps, step_lines
-from attncli.document.summary import describe
-from attncli.document.views import MatrixView
+from attncli.document.blocks import Matrix as MatrixView
+from attncli.document.blocks import RunDocument, Steps, step_lines
 from attncli.formats.htmltable import Code, Heading, Paragraph, html_document
 
 if TYPE_CHECKING:
-    from attncli.core.engine import RunResult
     from attncli.core.explain import Explanation
     from attncli.formats import Options
 
@@ -28,17 +26,17 @@ def _top(text: str, level: int) -> list[Heading | Paragraph | Code | MatrixView 
     return [Heading(text, level)] if level > 0 else []
 
 
-def run_html(result: RunResult, shown: list[MatrixView], *, precision: int, options: Options) -> str:
+def run_html(page: RunDocument, *, precision: int, options: Options) -> str:
     """Every shown stage as a table: weights shaded, every tokens × tokens stage with --heatmap."""
-    s = result.scenario
+    s = page.summary
     parts = _top(s.name, options.heading_level)
     parts.append(Paragraph(" ".join(s.tokens)))
     if s.description:
         parts.append(Paragraph(s.description))
-    parts += [Paragraph(line) for line in describe(s)]
-    if result.round_steps is not None:
-        parts.append(Paragraph(f"Every intermediate is rounded to {result.round_steps} decimals before the next step, as by hand."))
-    parts += shown
+    parts += [Paragraph(line) for line in s.settings]
+    if s.round_steps is not None:
+        parts.append(Paragraph(f"Every intermediate is rounded to {s.round_steps} decimals before the next step, as by hand."))
+    parts += page.matrices
     return html_document(
         parts,
         fragment=options.standalone is False,
@@ -48,14 +46,11 @@ def run_html(result: RunResult, shown: list[MatrixView], *, precision: int, opti
     )
 
 
-def run_svg(result: RunResult, heads: list[int], *, stages: tuple[str, ...] | None, precision: int) -> str:
-    """The heatmaps of `stages` (default: the weights), one figure per head, stacked in one SVG."""
-    from attncli.document import views
+def run_svg(matrices: list[MatrixView], *, precision: int) -> str:
+    """The heatmaps of the shown stages (default: the weights), one figure per head, stacked in one SVG."""
     from attncli.formats.svgheatmap import heatmap_svgs
 
-    wanted = stages or ("weights",)
-    figures = views.views(result, wanted, heads)
-    return heatmap_svgs(figures, precision=precision)
+    return heatmap_svgs(matrices, precision=precision)
 
 
 def query_weights(expl: Explanation) -> MatrixView:

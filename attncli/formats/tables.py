@@ -6,13 +6,11 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from attncli.core.engine import RunResult
 from attncli.document import blocks
-from attncli.document.blocks import Document
+from attncli.document.blocks import Comparison, Document, RunDocument, Summary
+from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.escape import visible
 from attncli.document.numbers import exact_decimals, fixed, fixed_many
-from attncli.document.summary import describe
-from attncli.document.views import MatrixView
 from attncli.formats import grid
 from attncli.formats.heatmap import Heat
 
@@ -20,42 +18,39 @@ ELLIPSIS_COLUMN = "…"
 ELLIPSIS_ROW = "⋮"
 
 
-def summary(result: RunResult) -> Text:
+def summary(s: Summary) -> Text:
     """The scenario in a few lines: its name and sentence, then its sizes and settings."""
-    s = result.scenario
     text = Text()
     text.append(visible(s.name), style="bold")
     text.append(" — " + visible(" ".join(s.tokens)))
     if s.context is not None:
         text.append(" → " + visible(" ".join(s.context)))
     text.append("\n")
-    for line in describe(s):
+    for line in s.settings:
         text.append(line + "\n", style="dim")
     text.rstrip()
-    if result.round_steps is not None:
-        text.append(f"\nEvery intermediate is rounded to {result.round_steps} decimals before the next step, as by hand.", style="yellow")
+    if s.round_steps is not None:
+        text.append(f"\nEvery intermediate is rounded to {s.round_steps} decimals before the next step, as by hand.", style="yellow")
     return text
 
 
 MIN_LABEL = 16  # labels are shortened only past max(MIN_LABEL, a third of the width), and never with --full
 
 
-def run_tables(
-    result: RunResult, views: list[MatrixView], *, precision: int, console: Console, full: bool, shade_all: bool, shade_weights: bool
-) -> list[RenderableType]:
+def run_tables(page: RunDocument, *, precision: int, console: Console, full: bool, shade_all: bool, shade_weights: bool) -> list[RenderableType]:
     """The renderables for `attncli run`: summary, a table per view (shading tokens × tokens views), then notes."""
-    parts: list[RenderableType] = [summary(result)]
-    for view in views:
+    parts: list[RenderableType] = [summary(page.summary)]
+    for view in page.matrices:
         parts.append(Text(""))
-        parts.append(Text(view.heading(result.scenario.heads), style="bold"))
+        parts.append(Text(view.heading(page.summary.heads), style="bold"))
         heat = None
         if view.square and (shade_all or (shade_weights and view.key == "weights")):
             colour = console.color_system in ("256", "truecolor")  # 16 colours cannot tell the blues apart: use the ramp
             heat = Heat(view.data, view.hidden, probabilities=view.key == "weights", colour=colour)
         parts += matrix_table(view, precision=precision, console=console, full=full, heat=heat)
-    if result.exact is not None and any(v.key in ("output", "final") for v in views):
+    if page.comparison is not None:
         parts.append(Text(""))
-        parts += rounding_table(result, precision=precision, console=console, full=full)
+        parts += rounding_table(page.comparison, precision=precision, console=console, full=full)
     return parts
 
 
@@ -239,10 +234,9 @@ def _blocks(columns: _Columns, n: int, room: int, extra_width: int) -> list[list
     return blocks
 
 
-def rounding_table(result: RunResult, *, precision: int, console: Console | None = None, full: bool = True) -> list[RenderableType]:
+def rounding_table(comparison: Comparison, *, precision: int, console: Console | None = None, full: bool = True) -> list[RenderableType]:
     """Hand-rounded output beside the exact one, with the difference; shortened like the other tables unless `full`."""
-    assert result.exact is not None
-    rounded, exact = result.output, result.exact.output
+    rounded, exact = comparison.rounded, comparison.exact
     n_rows = rounded.shape[0]
     rows = list(range(n_rows))
     if console is not None and not full:
@@ -250,7 +244,7 @@ def rounding_table(result: RunResult, *, precision: int, console: Console | None
         if n_rows > max_rows:
             half = max_rows // 2
             rows = list(range(half)) + [-1] + list(range(n_rows - (max_rows - half - 1), n_rows))
-    labels = result.scenario.query_labels
+    labels = comparison.labels
     shown = [r for r in rows if r >= 0]
     vectors = [
         (formatted(rounded[r], precision), formatted(exact[r], exact_decimals(precision)), formatted(rounded[r] - exact[r], exact_decimals(precision))) for r in shown
@@ -273,7 +267,7 @@ def rounding_table(result: RunResult, *, precision: int, console: Console | None
             continue
         body.append([row_labels[k], *(_vector(vectors[k][i], keep) for i in range(3))])
         k += 1
-    title = Text(f"Hand-rounded ({result.round_steps} decimals) vs exact output", style="bold")
+    title = Text(f"Hand-rounded ({comparison.decimals} decimals) vs exact output", style="bold")
     parts: list[RenderableType] = [title, grid.Block([grid.Grid(header, body, styles=["bold"])])]
     notes = []
     if keep < d:

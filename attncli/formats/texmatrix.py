@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from attncli.document.views import MatrixView
+    from attncli.document.blocks import Matrix as MatrixView
 
 # Rough widths in em of what a number is made of, to pick a column's widest number.
 _WIDTHS = {"-": 0.78, ".": 0.28, r"\infty": 1.0}
