@@ -55,7 +55,7 @@ def render_run(result: RunResult, options: Options) -> Document:
     if fmt is Format.latex:
         from attncli.formats import latex
 
-        return latex.run_latex(result, shown, precision=precision, standalone=bool(options.standalone))
+        return latex.run_latex(run_document(result, shown), precision=precision, standalone=bool(options.standalone))
     if fmt is Format.html:
         from attncli.formats import publish
 
@@ -92,8 +92,9 @@ def render_explain(expl: Explanation, options: Options) -> Document:
     precision = decimals(options.precision, expl.scenario.precision, expl.result.round_steps)
     if fmt is Format.svg:
         from attncli.formats import publish
+        from attncli.walkthroughs.explain import query_weights
 
-        return publish.explain_svg(expl, precision=precision)
+        return publish.explain_svg(query_weights(expl), precision=precision)
     intro = narration.intro(expl)
     tex = fmt is Format.latex
     steps = Steps(narration.steps(expl, precision, TexWriter() if tex else Writer(), full=options.full), precision, "tex" if tex else "unicode")
@@ -104,11 +105,12 @@ def render_explain(expl: Explanation, options: Options) -> Document:
     if fmt is Format.latex:
         from attncli.formats import latex
 
-        return latex.explain_latex(expl, intro, steps, precision=precision, standalone=bool(options.standalone))
+        return latex.explain_latex(expl.token, intro, steps, expl.exact_output, precision=precision, standalone=bool(options.standalone))
     if fmt is Format.html:
         from attncli.formats import publish
+        from attncli.walkthroughs.explain import key_table, query_weights
 
-        return publish.explain_html(expl, intro, steps, precision=precision, options=options)
+        return publish.explain_html(expl.token, intro, [key_table(expl), query_weights(expl)], steps, precision=precision, options=options)
     from attncli.formats import terminal
     from attncli.formats.narration import explain_renderables
 

@@ -116,6 +116,8 @@ class Matrix:
     hidden: np.ndarray | None = None  # (rows, cols) bool, True where the mask hides the cell
     extra: list[tuple[str, np.ndarray]] = field(default_factory=list)  # extra columns, e.g. ("Σ", exp_sum)
     square: bool = False  # tokens × tokens: may be shaded as a heatmap
+    equation: str = ""  # TeX, symbol first: `S = QK^\top`, `M = \operatorname{mask}(…)` (LaTeX's display of the matrix)
+    remarks: tuple[str, ...] = ()  # plain sentences beyond the formula: what the mask did, the divisor, the shift
 
     @property
     def shape(self) -> str:
