@@ -1,5 +1,8 @@
 """The vocabulary every output shares: a document is a title and a sequence of blocks.
 
+Blocks are NamedTuples (immutable, and about a fifth of a frozen dataclass's creation cost at
+start-up); Matrix, which carries arrays and defaults, is a frozen dataclass.
+
 The walk-throughs (attncli.walkthroughs) turn results into documents; each format
 (attncli.formats) draws every block type its own way. Blocks hold plain text and NumPy
 arrays, never the syntax of a format: each format escapes text with its own rule (escape.py).
@@ -16,28 +19,24 @@ import numpy as np
 from attncli.document.numbers import smart
 
 
-@dataclass(frozen=True)
-class Heading:
+class Heading(NamedTuple):
     text: str
     level: int = 1  # 1: the document's title; 2: a section
 
 
-@dataclass(frozen=True)
-class Paragraph:
+class Paragraph(NamedTuple):
     """A paragraph of prose at the top of a document."""
 
     text: str
 
 
-@dataclass(frozen=True)
-class Values:
+class Values(NamedTuple):
     """A few `name = value` lines: "q = [1, 0]"."""
 
     pairs: Sequence[tuple[str, str]]
 
 
-@dataclass(frozen=True)
-class Table:
+class Table(NamedTuple):
     """A table of text cells; `numeric` says per column whether it holds right-aligned numbers."""
 
     header: Sequence[str]
@@ -45,8 +44,7 @@ class Table:
     numeric: Sequence[bool]
 
 
-@dataclass(frozen=True)
-class Note:
+class Note(NamedTuple):
     """A remark inside a section: what was left out, what a check found."""
 
     text: str
@@ -88,8 +86,7 @@ def step_lines(step: Step, precision: int) -> list[str]:
     return lines
 
 
-@dataclass(frozen=True)
-class Steps:
+class Steps(NamedTuple):
     """The numbered steps of a hand calculation, written in one notation (`notation`: "unicode" or "tex")."""
 
     steps: Sequence[Step]
@@ -129,8 +126,7 @@ class Matrix:
         return f"{prefix}{self.title}  {self.formula}  ({self.shape})"
 
 
-@dataclass(frozen=True)
-class Summary:
+class Summary(NamedTuple):
     """A run's header: the scenario's name and sentence (and context), its description, sizes and settings, any hand rounding."""
 
     name: str
@@ -142,8 +138,7 @@ class Summary:
     heads: int
 
 
-@dataclass(frozen=True)
-class Comparison:
+class Comparison(NamedTuple):
     """A hand-rounded output beside the exact one (--round-steps)."""
 
     decimals: int
@@ -152,8 +147,7 @@ class Comparison:
     exact: np.ndarray  # (L, d)
 
 
-@dataclass(frozen=True)
-class RunDocument:
+class RunDocument(NamedTuple):
     """`attncli run`: the header, the matrices of the shown stages, and the comparison with exact arithmetic when rounded by hand."""
 
     summary: Summary
@@ -161,8 +155,7 @@ class RunDocument:
     comparison: Comparison | None
 
 
-@dataclass(frozen=True)
-class Document:
+class Document(NamedTuple):
     title: str
     blocks: Sequence[Block]
     tidy: Table | None = None  # the one table a CSV file holds: every row of every section, tidy

@@ -24,7 +24,6 @@ from attncli.document.blocks import Line, Step
 from attncli.document.notation import Notation, Writer
 from attncli.document.numbers import exact_decimals
 from attncli.walkthroughs.lengths import BIG_MATRIX, LONG_KEYS, LONG_SUM, LONG_TERMS
-from attncli.walkthroughs.online_steps import online_steps
 
 
 def quoted(text: str) -> str:
@@ -90,6 +89,8 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
     if s.W_O is not None or s.b_O is not None:
         out.append(_projection(expl, p, w, check, full))
     if expl.online is not None:
+        from attncli.walkthroughs.online_steps import online_steps  # only with --block-size: core.online stays unimported
+
         out += online_steps(expl, p, w)
     if check.first is not None:  # one note, on the first step that needed ≈
         index = next(i for i, step in enumerate(out) if any(w.approx in line.rhs for line in step.lines))
