@@ -9,9 +9,10 @@ from hypothesis import strategies as st
 
 from attncli.core import engine
 from attncli.core.explain import explain, find_word
-from attncli.formats.jsonout import dumps, explain_json
+from attncli.formats.jsonout import dumps
 from attncli.sources import builtin
 from attncli.sources.yaml_scenario import from_text, load
+from attncli.walkthroughs.data import explain_json
 from tests import reference
 from tests.strategies import divisor_of, scenarios
 

@@ -14,6 +14,7 @@ from attncli.errors import AttnError
 from attncli.formats import jsonout
 from attncli.sources import builtin
 from attncli.sources.yaml_scenario import from_text, load
+from attncli.walkthroughs import data
 from tests.reference import document_attention
 from tests.strategies import variant_scenarios
 
@@ -27,7 +28,7 @@ def assert_same(scenario, *, position, head, round_steps=None, block_size=None):
             explain_scenario(scenario, position=position, head=head, round_steps=round_steps, block_size=block_size)
         return
     lean = explain_scenario(scenario, position=position, head=head, round_steps=round_steps, block_size=block_size)
-    assert jsonout.dumps(jsonout.explain_json(lean)) == jsonout.dumps(jsonout.explain_json(full))
+    assert jsonout.dumps(data.explain_json(lean)) == jsonout.dumps(data.explain_json(full))
     assert np.array_equal(lean.result.output, full.result.output) and np.array_equal(lean.head.output, full.head.output)
     with np.printoptions(precision=17, threshold=10**6):
         assert repr(lean.online) == repr(full.online) and repr(lean.exact_online) == repr(full.exact_online)

@@ -4,8 +4,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from attncli.document import fixedtext
 from attncli.document.numbers import fixed
-from attncli.formats import fixedtext, texmatrix
+from attncli.formats import texmatrix
 
 
 def reference_matrix(data, *, precision, rows=None, cols=None, extra=()):
@@ -139,10 +140,12 @@ def test_markdown_blocks_join_to_the_same_bytes(monkeypatch):
     from attncli.document import stages, views
     from attncli.formats import markdown
     from attncli.sources.yaml_scenario import load
+    from attncli.walkthroughs.run import run_document
 
     result = engine.run(load("llama-style"))
     shown = views.views(result, stages.STAGE_NAMES, [1, 2, 3, 4])
-    whole = b"".join(markdown.run_markdown(result, shown, precision=4))
+    page = run_document(result, shown)
+    whole = b"".join(markdown.run_markdown(page, precision=4))
     for values in (1, 7):
         monkeypatch.setattr(markdown, "BLOCK_VALUES", values)
-        assert b"".join(markdown.run_markdown(result, shown, precision=4)) == whole
+        assert b"".join(markdown.run_markdown(page, precision=4)) == whole

@@ -360,3 +360,30 @@ def test_hostile_tokens_are_text_in_the_terminal(cli, tmp_path):
         result = cli(*args)
         assert result.exit_code == 0, result.stderr
         assert "[bold]x[/]" in result.stdout and "red\\x1b[31m" in result.stdout and "\x1b" not in result.stdout
+
+
+NEGATIVE_ZEROS = """name: negzero
+sentence: a b
+embeddings:
+  a: [-0.001, 0.5]
+  b: [0.002, -0.0004]
+W_Q: [[1, 0], [0, 1]]
+W_K: [[1, 0], [0, 1]]
+W_V: [[1, 0], [0, -1]]
+scale: none
+mask: none
+"""
+
+
+def test_a_number_rounding_to_zero_is_written_without_a_sign_in_every_format(cli, tmp_path):
+    """CSV with --precision once wrote -0.00 where Markdown and the terminal write 0.00 (fixed on purpose)."""
+    path = tmp_path / "negzero.yaml"
+    path.write_text(NEGATIVE_ZEROS)
+    csv_text = cli("run", str(path), "--format", "csv", "--stages", "embeddings", "--precision", "2").stdout
+    markdown_text = cli("run", str(path), "--format", "markdown", "--stages", "embeddings", "--precision", "2").stdout
+    table_text = cli("run", str(path), "--stages", "embeddings", "--precision", "2").stdout
+    assert list(csv.reader(io.StringIO(csv_text)))[1:] == [["a", "0.00", "0.50"], ["b", "0.00", "0.00"]]
+    for text in (csv_text, markdown_text, table_text):
+        assert "-0.00" not in text and "0.00" in text
+    explained = cli("explain", "-s", str(path), "--word", "b", "--format", "csv", "--precision", "3").stdout
+    assert "-0.000" not in explained and "0.000" in explained

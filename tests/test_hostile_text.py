@@ -14,11 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from attncli.api import render_explain, render_run
 from attncli.core import engine
 from attncli.core.explain import explain
 from attncli.core.scenario import Scenario
 from attncli.document import escape
-from attncli.formats import Format, Options, render_explain, render_run
+from attncli.formats import Format, Options
 from attncli.sources.yaml_scenario import from_text
 from tests import renderers
 from tests.test_formats import markdown_tables

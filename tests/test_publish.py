@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from attncli.core import engine
 from attncli.document import escape, stages, views
+from attncli.document.blocks import step_lines
 from attncli.document.views import MatrixView
 from attncli.errors import AttnError
 from attncli.formats import htmltable, palette, svgheatmap, texmatrix
@@ -587,7 +588,7 @@ def test_every_displayed_sum_adds_up_or_says_approximately(words, d_model, seed,
         assume(False)
     p = decimals(precision, scenario.precision, round_steps)
     expl = explain.explain(result, position=words, head=1)
-    lines = [line for step in narration.steps(expl, p) for line in narration.step_lines(step, p)]
+    lines = [line for step in narration.steps(expl, p) for line in step_lines(step, p)]
     _checked_sums(lines, p)
     notes = [note for step in narration.steps(expl, p) for note in step.notes if note.startswith("≈")]
     assert len(notes) == (1 if any("≈" in line for line in lines) else 0)
@@ -600,7 +601,7 @@ def test_cat_checks_by_hand():
 
     result = engine.run(load("cat"))
     expl = explain.explain(result, position=2, head=1)
-    lines = [line for step in narration.steps(expl, 3) for line in narration.step_lines(step, 3)]
+    lines = [line for step in narration.steps(expl, 3) for line in step_lines(step, 3)]
     assert "Σ = 2.718 + 1 + 2.718 + 1 + 2.718 + 1 ≈ 11.155" in lines
     assert "sat: 0.244 × [2, 0] ≈ [0.487, 0.000]" in lines
     assert _checked_sums(lines, 3) == 6  # the six dot products
@@ -615,9 +616,9 @@ def test_long_dot_products_show_the_largest_terms_and_the_rest(tmp_path):
     path = tmp_path / "wide.yaml"
     path.write_text(new_scenario("a b c", d_model=64, seed=1), encoding="utf-8")
     expl = explain.explain(engine.run(load(str(path))), position=1, head=1)
-    short = [line for step in narration.steps(expl, 3) for line in narration.step_lines(step, 3)]
+    short = [line for step in narration.steps(expl, 3) for line in step_lines(step, 3)]
     dots = [line for line in short if line.startswith("q·k")]
     assert all("[58 more terms: " in line and line.count(" × ") == 6 for line in dots)
     assert _checked_sums(short, 3) >= 0 and not any(line.startswith("W_Q =") for line in short)
-    full = [line for step in narration.steps(expl, 3, full=True) for line in narration.step_lines(step, 3)]
+    full = [line for step in narration.steps(expl, 3, full=True) for line in step_lines(step, 3)]
     assert all(line.count(" × ") == 64 for line in full if line.startswith("q·k"))

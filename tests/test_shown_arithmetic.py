@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attncli.core import engine, explain
+from attncli.document import blocks
 from attncli.document.numbers import decimals
 from attncli.sources.yaml_scenario import load
 from attncli.walkthroughs import narration
@@ -50,7 +51,7 @@ def _turned(a: float, b: float, angle: float) -> tuple[float, float]:
 def checked_rotation(expl: explain.Explanation, p: int) -> int:
     """Checks the RoPE step of `expl` at `p` decimals against what it shows; returns how many lines it checked."""
     step = next(s for s in narration.steps(expl, p) if s.title.startswith("Rotating the query"))
-    lines = narration.step_lines(step, p)
+    lines = blocks.step_lines(step, p)
     h = 0.5 * 10.0**-p  # half a unit in the last shown decimal
     h_omega = 0.5 * 10.0 ** -(p + 2)  # ω is shown with two more decimals
     position = expl.position - 1  # RoPE counts from 0; the explained word's position is counted from 1
@@ -136,7 +137,7 @@ def test_random_rotations_add_up(words, heads, d_k, theta, style, seed, precisio
 @pytest.mark.parametrize("wrong", ["position", "angle", "turn"])
 def test_the_check_fails_on_a_wrong_line(wrong, monkeypatch):
     """The check itself can fail: a line with the wrong position, angle or rotated pair is refused."""
-    real = narration.step_lines
+    real = blocks.step_lines
 
     def planted(step, p):
         lines = real(step, p)
@@ -152,7 +153,7 @@ def test_the_check_fails_on_a_wrong_line(wrong, monkeypatch):
         assert first != lines[0]
         return [first, *lines[1:]]
 
-    monkeypatch.setattr(narration, "step_lines", planted)
+    monkeypatch.setattr(blocks, "step_lines", planted)
     expl = explain.explain(engine.run(load("llama-style")), position=3, head=3)
     with pytest.raises(AssertionError):
         checked_rotation(expl, 3)
@@ -206,7 +207,7 @@ def online_lines(expl: explain.Explanation, p: int, *, notes: bool = False) -> l
     steps = narration.steps(expl, p)
     online = [s for s in steps if s.title.startswith(("Online softmax", "Block ", "The online result"))]
     assert online, [s.title for s in steps]
-    return [line for s in online for line in [*narration.step_lines(s, p), *(s.notes if notes else [])]]
+    return [line for s in online for line in [*blocks.step_lines(s, p), *(s.notes if notes else [])]]
 
 
 def test_cat_online_story_checks_by_hand():

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from attncli.core import engine
 from attncli.core.variants import SoftCap
 from attncli.errors import AttnError
-from attncli.formats import jsonout
 from attncli.sources.yaml_scenario import from_text
+from attncli.walkthroughs import data
 from tests.test_explain_rows import assert_same
 
 DOC = "tokens: [a, b, c]\nembeddings: [[10, 0], [0, 10], [7, 7]]\nscale: none\nmask: causal\nsoftcap: 50.0\n"
@@ -54,8 +54,8 @@ def test_explain_reads_the_same_rows():
 
 
 def test_json_names_the_cap_and_null_without_it():
-    assert jsonout.scenario_json(from_text(DOC))["softcap"] == {"cap": 50.0}
-    assert jsonout.scenario_json(from_text(DOC.replace("softcap: 50.0\n", "")))["softcap"] is None
+    assert data.scenario_json(from_text(DOC))["softcap"] == {"cap": 50.0}
+    assert data.scenario_json(from_text(DOC.replace("softcap: 50.0\n", "")))["softcap"] is None
 
 
 @pytest.mark.parametrize("value", ["0", "-3", "[1, 2]", "big", ".inf"])

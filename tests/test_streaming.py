@@ -8,8 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attncli.core import engine
+from attncli.document import views
 from attncli.formats import csvout, jsonout
 from attncli.sources.yaml_scenario import load
+from attncli.walkthroughs import data
 
 
 def whole_json(doc: dict) -> bytes:
@@ -20,7 +22,7 @@ def whole_json(doc: dict) -> bytes:
 def test_json_blocks_join_to_the_same_bytes(monkeypatch):
     """A matrix cut into blocks of one or two rows gives the same text as one block."""
     result = engine.run(load("journey-causal"))
-    doc = jsonout.run_json(result, ("embeddings", "q", "scores", "masked", "weights", "output"), [1])
+    doc = data.run_json(result, ("embeddings", "q", "scores", "masked", "weights", "output"), [1])
     whole = whole_json(doc)
     for values in (1, 2, 7):
         monkeypatch.setattr(jsonout, "CHUNK_VALUES", values)
@@ -48,8 +50,10 @@ def test_csv_field_quotes_as_the_csv_module_does(label):
 def test_csv_blocks_join_to_the_same_text(monkeypatch):
     """The CSV of a stage is the same whatever the block size, and reads back to the engine's numbers."""
     result = engine.run(load("journey-causal"))
-    whole = b"".join(csvout.run_csv(result, stage="masked", head=1, precision=None)).decode()
+    view = views.view_of(result, "masked", 1)
+    assert view is not None
+    whole = b"".join(csvout.run_csv(view, precision=None)).decode()
     monkeypatch.setattr(csvout, "BLOCK_VALUES", 1)
-    assert b"".join(csvout.run_csv(result, stage="masked", head=1, precision=None)).decode() == whole
+    assert b"".join(csvout.run_csv(view, precision=None)).decode() == whole
     rows = list(csv.reader(io.StringIO(whole)))
     assert np.array_equal(np.array([[float(x) for x in row[1:]] for row in rows[1:]]), result.head(1).masked)

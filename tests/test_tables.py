@@ -10,11 +10,12 @@ from hypothesis import strategies as st
 from rich.console import Console
 from rich.table import Table
 
-from attncli import io as output
 from attncli.core import engine
 from attncli.document import views
 from attncli.formats import grid, tables
+from attncli.formats import terminal as output
 from attncli.sources.yaml_scenario import from_text
+from attncli.walkthroughs.run import run_document
 
 
 def rich_plain(header: list[str], body: list[list[str]]) -> str:
@@ -49,7 +50,7 @@ def run_text(text: str, *args: str, columns: int, lines: int = 40) -> str:
     result = engine.run(from_text(text))
     shown = views.views(result, ("scores", "weights", "exp", "output"), [1])
     console = Console(file=io.StringIO(), width=max(columns, output.MIN_WIDTH), height=lines, color_system=None, no_color=True)
-    parts = tables.run_tables(result, shown, precision=4, console=console, full="--full" in args, shade_all=False, shade_weights=False)
+    parts = tables.run_tables(run_document(result, shown), precision=4, console=console, full="--full" in args, shade_all=False, shade_weights=False)
     return output.render(console, parts)
 
 
@@ -117,11 +118,13 @@ def test_rounding_table_is_shortened_like_the_others_unless_full():
     s = from_text(text.replace("mask: causal\n", "mask: causal\nW_V: [[1, 2, 3, 4, 5, 6, 7, 8], [8, 7, 6, 5, 4, 3, 2, 1]]\n"))
     result = engine.run(s, round_steps=2)
     console = Console(file=io.StringIO(), width=80, height=30, color_system=None, no_color=True)
-    short = output.render(console, tables.rounding_table(result, precision=2, console=console, full=False))
+    comparison = run_document(result, views.views(result, ("output",), [1])).comparison
+    assert comparison is not None
+    short = output.render(console, tables.rounding_table(comparison, precision=2, console=console, full=False))
     assert all(len(line) <= 80 for line in short.splitlines())
     assert "⋮" in short and "values of each vector" in short
     console = Console(file=io.StringIO(), width=80, height=30, color_system=None, no_color=True)
-    full = output.render(console, tables.rounding_table(result, precision=2, console=console, full=True))
+    full = output.render(console, tables.rounding_table(comparison, precision=2, console=console, full=True))
     assert "⋮" not in full and full.count("│ w") == 40
 
 
@@ -139,7 +142,7 @@ def test_colour_tables_keep_their_styles():
     result = engine.run(from_text(scenario(["a", "b", "c"])))
     shown = views.views(result, ("weights",), [1])
     console = Console(file=io.StringIO(), width=30, height=40, force_terminal=True, color_system="truecolor", no_color=False)
-    text = output.render(console, tables.run_tables(result, shown, precision=4, console=console, full=True, shade_all=False, shade_weights=True))
+    text = output.render(console, tables.run_tables(run_document(result, shown), precision=4, console=console, full=True, shade_all=False, shade_weights=True))
     assert "\x1b[1m" in text and "48;2;" in text  # bold, and a background colour
     assert "│ a │" in re.sub(r"\x1b\[[0-9;]*m", "", text)
 

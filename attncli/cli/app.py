@@ -521,8 +521,6 @@ def variance(
       attncli variance --dims 4,16,256,4096 --samples 50000 --seed 7 --format json
     """
     from attncli.core.variance import experiment
-    from attncli.formats import jsonout
-
     if format not in (Format.table, Format.json):
         raise AttnError(f"variance prints a table or JSON, not {format.value}", key="--format", expected="table or json")
     widths = _whole_numbers(dims, "--dims", low=1, high=65_536)
@@ -537,13 +535,17 @@ def variance(
     with _progress(total, label="Sampling", show=sys.stderr.isatty() and samples * keys * sum(widths) > 50_000_000) as advance:
         rows = experiment(widths, samples=samples, keys=keys, seed=seed, advance=advance)
     if format is Format.json:
-        emit(jsonout.document(jsonout.variance_json(rows, keys=keys, seed=seed)), output, force=force)
+        from attncli.formats import jsonout
+        from attncli.walkthroughs.data import variance_json
+
+        emit(jsonout.document(variance_json(rows, keys=keys, seed=seed)), output, force=force)
         return
-    from attncli.formats.tables import variance_table
-    from attncli.io import console, render
+    from attncli.formats.tables import table_renderables
+    from attncli.formats.terminal import console, render
+    from attncli.walkthroughs.variance import variance_document
 
     con = console(to_file=output is not None)
-    emit(render(con, variance_table(rows, keys=keys)), output, force=force)
+    emit(render(con, table_renderables(variance_document(rows, keys=keys))), output, force=force)
 
 
 def _note(line: str) -> None:

@@ -156,14 +156,14 @@ class TexWriter(Writer):
         return _matrix(body, rows.shape[1])
 
     def label(self, words: str) -> str:
-        from attncli.formats.latex import text
+        from attncli.document.escape import latex
 
-        return text(words)
+        return latex(words)
 
     def text(self, words: str) -> str:
-        from attncli.formats.latex import text
+        from attncli.document.escape import latex
 
-        return text(words)
+        return latex(words)
 
     def of(self, symbol: str, label: str) -> str:
         return f"{symbol}_{{{label}}}"

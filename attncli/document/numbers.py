@@ -1,9 +1,18 @@
-"""How numbers are written for people: fixed decimals, −∞ for masked cells, no "-0.000"."""
+"""How numbers are written: fixed decimals, −∞ for masked cells, no "-0.000", in every format.
+
+For people: `fixed` (one number), `fixed_many` (a row at once), `smart`, `vector`; the
+vectorised byte writer for huge tables is `attncli.document.fixedtext`. For machines (CSV):
+`plain`, full precision unless decimals are asked for, then with the same "no -0.00" rule.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MINUS_INFINITY = "−∞"
 HUGE = 1e15  # from here on numbers are written in scientific notation
@@ -19,6 +28,41 @@ def fixed(x: float, precision: int) -> str:
     return text[1:] if text.startswith("-") and not text.strip("-0.") else text
 
 
+def fixed_many(values: Sequence[float] | np.ndarray, precision: int) -> list[str]:
+    """`fixed` of each value, formatted in one pass: −∞ for -inf, no "-0.000"."""
+    import numpy as np
+
+    array = np.asarray(values, dtype=np.float64)
+    pattern = f"%.{precision}f"
+    zero = pattern % 0.0
+    special = {"-" + zero: zero, "-inf": MINUS_INFINITY, "inf": "∞"}
+    texts = [special.get(t, t) for t in [pattern % x for x in array.tolist()]]
+    huge = np.flatnonzero(np.isfinite(array) & (np.abs(array) >= HUGE))  # rare: written as fixed writes them
+    for i in huge.tolist():
+        texts[i] = fixed(float(array.flat[i]), precision)
+    return texts
+
+
+def plain(x: float, precision: int | None) -> str:
+    """A number for machines (CSV): the shortest text that reads back to the same float, or `precision` decimals without "-0.00"."""
+    return repr(float(x)) if precision is None else plain_writer(precision)(float(x))
+
+
+def plain_writer(precision: int | None) -> Callable[[float], str]:
+    """`plain` as one function of a Python float, for writing a whole row through map()."""
+    if precision is None:
+        return repr
+    pattern = f"%.{precision}f"
+    zero = pattern % 0.0
+    negative_zero = "-" + zero
+
+    def write(x: float) -> str:
+        text = pattern % x
+        return zero if text == negative_zero else text
+
+    return write
+
+
 def smart(x: float, precision: int) -> str:
     """Whole numbers as whole numbers ("1", like the articles write e^1), others with decimals."""
     if math.isfinite(x) and x == round(x) and abs(x) < 1e15:
@@ -30,6 +74,11 @@ def vector(values: Iterable[float], precision: int, *, whole: bool = True) -> st
     """[1, -1] or [0.244, 0.244]."""
     write = smart if whole else fixed
     return "[" + ", ".join(write(float(v), precision) for v in values) + "]"
+
+
+def exact_decimals(precision: int) -> int:
+    """Decimals of an exact number shown beside hand-rounded ones: one more, so the difference shows."""
+    return precision + 1
 
 
 def decimals(option: int | None, scenario_precision: int, round_steps: int | None) -> int:

@@ -8,40 +8,18 @@ table, `attncli.document.stages`; the renderers only decide how to draw them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 import numpy as np
 
 from attncli.core.engine import HeadResult, RunResult
 from attncli.core.scenario import Scenario
 from attncli.document import stages
+from attncli.document.blocks import Matrix
 from attncli.document.notation import Notation
 from attncli.document.stages import Row
 
-
-@dataclass(frozen=True)
-class MatrixView:
-    key: str  # stable name: "X", "W_Q", "Q", "scores", ... "concat", "final"
-    stage: str  # the --stages name it belongs to
-    head: int | None  # 1-based head, None for what all heads share
-    title: str  # "Scores"
-    formula: str  # "S = Q·Kᵀ", Unicode for people
-    tex: str  # "S = Q K^\top", TeX
-    data: np.ndarray  # (rows, cols)
-    rows: list[str]
-    cols: list[str]
-    hidden: np.ndarray | None = None  # (rows, cols) bool, True where the mask hides the cell
-    extra: list[tuple[str, np.ndarray]] = field(default_factory=list)  # extra columns, e.g. ("Σ", exp_sum)
-    square: bool = False  # tokens × tokens: may be shaded as a heatmap
-
-    @property
-    def shape(self) -> str:
-        return f"{self.data.shape[0]} × {self.data.shape[1]}"
-
-    def heading(self, heads: int) -> str:
-        """'Head 2 · Scores  S⁽²⁾ = Q⁽²⁾·K⁽²⁾ᵀ  (4 × 4)', the head only when there are several."""
-        prefix = f"Head {self.head} · " if heads > 1 and self.head is not None else ""
-        return f"{prefix}{self.title}  {self.formula}  ({self.shape})"
+MatrixView = Matrix  # the name the renderers know
 
 
 def dims(prefix: str, n: int) -> list[str]:
@@ -86,7 +64,7 @@ def _view(result: RunResult, row: Row, head: HeadResult | None) -> MatrixView | 
     extra: list[tuple[str, np.ndarray]] = []
     if row.key == "exp" and head is not None:
         extra = ([("shift", head.shift)] if head.shift.any() else []) + [("Σ", head.exp_sum)]
-    return MatrixView(
+    view = Matrix(
         key=row.key,
         stage=row.stage,
         head=head.head if several else None,  # type: ignore[union-attr]
@@ -100,6 +78,62 @@ def _view(result: RunResult, row: Row, head: HeadResult | None) -> MatrixView | 
         extra=extra,
         square=row.square,
     )
+    shifted = any(name == "shift" for name, _ in extra)
+    return replace(view, equation=equation(view, s, shifted=shifted), remarks=remarks(view, s, shifted=shifted))
+
+
+def _logits(n: Notation, s: Scenario) -> str:
+    """What the softmax sees, before the mask: S / sqrt(d_k) (+ B)."""
+    if s.scale.mode == "sqrt_dk":
+        scaled = rf"\frac{{{n('S')}}}{{\sqrt{{d_k}}}}"
+    elif s.scale.mode == "value":
+        scaled = rf"\frac{{{n('S')}}}{{{s.scale.divisor:g}}}"
+    else:
+        scaled = n("S")
+    return scaled + (f" + {n('B')}" if s.has_bias else "")
+
+
+def equation(view: Matrix, s: Scenario, *, shifted: bool) -> str:
+    r"""The left-hand side of a view's equation, symbol first: `S = QK^\top`, `M = \operatorname{mask}(…)`, `Y = C W_O + b_O`."""
+    n = Notation(view.head, tex=True)
+    key = view.key
+    logits = _logits(n, s)
+    if key == "scaled":
+        if s.scale.mode == "sqrt_dk":
+            return rf"{logits.split(' + ')[0]} = \frac{{{n('S')}}}{{\sqrt{{{s.d_k}}}}}"
+        return logits.split(" + ")[0]
+    if key == "bias":
+        return n("B")
+    if key == "biased":
+        return logits
+    if key == "masked":
+        return rf"{n('M')} = \operatorname{{mask}}\left({logits}\right)"
+    if key == "exp":
+        argument = n("M") if s.mask.hides_anything else logits
+        return rf"{n('E')} = \exp\left({argument}" + (r" - m" if shifted else "") + r"\right)"
+    if key == "weights":
+        argument = n("M") if s.mask.hides_anything else logits
+        return rf"{n('A')} = \operatorname{{softmax}}\left({argument}\right)"
+    if key == "concat":
+        return "C = " + r"\begin{bmatrix} " + r" & ".join(Notation(h, True)("O") for h in range(1, s.heads + 1)) + r" \end{bmatrix}"
+    if key == "final":
+        source = "C" if s.heads > 1 else "O"
+        return "Y = " + (rf"{source} W_O" if s.W_O is not None else source) + (" + b_O" if s.b_O is not None else "")
+    return view.tex
+
+
+def remarks(view: Matrix, s: Scenario, *, shifted: bool) -> tuple[str, ...]:
+    """Plain sentences about a matrix beyond its formula: what the mask did, the divisor, how the weights are made, the shift."""
+    out = []
+    if view.key == "masked":
+        out.append("the mask sets the hidden scores to -infinity: " + s.mask.describe())
+    if view.key == "scaled" and s.scale.mode == "sqrt_dk":
+        out.append(f"sqrt(d_k) = sqrt({s.d_k}) = {s.scale.divisor:.6g}")
+    if view.key == "weights":
+        out.append("each row of E divided by its sum: A_ij = E_ij / Sigma_i")
+    if shifted:
+        out.append("m: each row's shift (its largest score), which cancels in the softmax")
+    return tuple(out)
 
 
 def _labels(axis: str, n: int, s: Scenario, key: str) -> list[str]:

@@ -125,7 +125,7 @@ class Grid:
 class Block:
     """Lines that Rich must print as they are (never wrapped or cropped): a table, or stacked tables.
 
-    `output.render` writes `plain` straight into a console without colour; a colour console
+    `terminal.render` writes `plain` straight into a console without colour; a colour console
     prints `__rich_console__`'s segments.
     """
 

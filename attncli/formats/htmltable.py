@@ -17,7 +17,7 @@ from attncli.document.numbers import fixed
 from attncli.formats import palette
 
 if TYPE_CHECKING:
-    from attncli.document.views import MatrixView
+    from attncli.document.blocks import Matrix as MatrixView
 
 FONTS = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'
 
@@ -69,14 +69,18 @@ def html_document(
         else:
             shaded = part.square if shade is None else part.key in shade
             body.append(matrix_table(part, precision=precision, shaded=shaded, inline=fragment))
-    content = "\n".join(body)
+    return page("\n".join(body), fragment=fragment, title=title, dark=dark)
+
+
+def page(content: str, *, fragment: bool, title: str, dark: bool, css: str = "") -> str:
+    """The one HTML skeleton: a complete page around `content`, or (fragment) a <div class="attncli"> with its <style>; `css` added to the stylesheet."""
     if fragment:
-        return f'<div class="attncli">\n<style>\n{stylesheet(dark=dark)}</style>\n{content}\n</div>\n'
+        return f'<div class="attncli">\n<style>\n{stylesheet(dark=dark)}{css}</style>\n{content}\n</div>\n'
     schemes = "light dark" if dark else "light"
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">\n<meta name="color-scheme" content="{schemes}">\n'
-        f"<title>{escape.html(title)}</title>\n<style>\n{stylesheet(page=True, dark=dark)}</style>\n</head>\n"
+        f"<title>{escape.html(title)}</title>\n<style>\n{stylesheet(page=True, dark=dark)}{css}</style>\n</head>\n"
         f'<body>\n<main class="attncli">\n{content}\n</main>\n</body>\n</html>\n'
     )
 

@@ -15,15 +15,11 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from attncli.core.engine import RunResult
-from attncli.core.explain import Explanation
-from attncli.core.scenario import Scenario
 from attncli.document import escape, stages
-from attncli.document.notation import Notation, TexWriter
-from attncli.document.summary import describe
-from attncli.document.views import MatrixView
+from attncli.document.blocks import Line, RunDocument, Steps
+from attncli.document.blocks import Matrix as MatrixView
+from attncli.document.numbers import exact_decimals
 from attncli.formats import texmatrix
-from attncli.walkthroughs import narration
 
 MAX_COLS = 16  # a wider matrix is split into blocks of columns
 MAX_ROWS = 48  # a taller one into blocks of rows
@@ -43,46 +39,6 @@ def block(body: str) -> str:
     return f"$$ {body} $$"
 
 
-def _logits(n: Notation, s: Scenario) -> str:
-    """What the softmax sees, before the mask: S / sqrt(d_k) (+ B)."""
-    if s.scale.mode == "sqrt_dk":
-        scaled = rf"\frac{{{n('S')}}}{{\sqrt{{d_k}}}}"
-    elif s.scale.mode == "value":
-        scaled = rf"\frac{{{n('S')}}}{{{s.scale.divisor:g}}}"
-    else:
-        scaled = n("S")
-    return scaled + (f" + {n('B')}" if s.has_bias else "")
-
-
-def equation(view: MatrixView, s: Scenario, *, shifted: bool) -> str:
-    r"""The left-hand side of a view's equation, symbol first: `S = QK^\top`, `M = \operatorname{mask}(…)`, `Y = C W_O + b_O`."""
-    n = Notation(view.head, tex=True)
-    key = view.key
-    logits = _logits(n, s)
-    if key == "scaled":
-        if s.scale.mode == "sqrt_dk":
-            return rf"{logits.split(' + ')[0]} = \frac{{{n('S')}}}{{\sqrt{{{s.d_k}}}}}"
-        return logits.split(" + ")[0]
-    if key == "bias":
-        return n("B")
-    if key == "biased":
-        return logits
-    if key == "masked":
-        return rf"{n('M')} = \operatorname{{mask}}\left({logits}\right)"
-    if key == "exp":
-        argument = n("M") if s.mask.hides_anything else logits
-        return rf"{n('E')} = \exp\left({argument}" + (r" - m" if shifted else "") + r"\right)"
-    if key == "weights":
-        argument = n("M") if s.mask.hides_anything else logits
-        return rf"{n('A')} = \operatorname{{softmax}}\left({argument}\right)"
-    if key == "concat":
-        return "C = " + r"\begin{bmatrix} " + r" & ".join(Notation(h, True)("O") for h in range(1, s.heads + 1)) + r" \end{bmatrix}"
-    if key == "final":
-        source = "C" if s.heads > 1 else "O"
-        return "Y = " + (rf"{source} W_O" if s.W_O is not None else source) + (" + b_O" if s.b_O is not None else "")
-    return view.tex
-
-
 def _token_axes(view: MatrixView) -> tuple[bool, bool]:
     """Whether the rows and the columns are tokens (queries or keys), which get labels."""
     row = next((row for row in stages.ROWS if row.key == view.key), None)
@@ -91,28 +47,19 @@ def _token_axes(view: MatrixView) -> tuple[bool, bool]:
     return row.rows in ("queries", "keys"), row.cols in ("queries", "keys")
 
 
-def view_lines(view: MatrixView, s: Scenario, *, precision: int, standalone: bool = False) -> Iterator[str | bytes]:
+def view_lines(view: MatrixView, *, precision: int, standalone: bool = False) -> Iterator[str | bytes]:
     """Comment lines and display blocks of one view: its equation, split into blocks of at most MAX_ROWS × MAX_COLS.
 
     The blocks come as finished UTF-8 lines (as `_document` would write them), the comments as text.
     """
     yield ""
     yield comment((f"Head {view.head}: " if view.head is not None else "") + f"{view.title} ({view.shape})")
-    shifted = any(name == "shift" for name, _ in view.extra)
-    lhs = equation(view, s, shifted=shifted)
-    if view.key == "masked":
-        yield comment("the mask sets the hidden scores to -infinity: " + s.mask.describe())
-    if view.key == "scaled" and s.scale.mode == "sqrt_dk":
-        yield comment(f"sqrt(d_k) = sqrt({s.d_k}) = {s.scale.divisor:.6g}")
-    if view.key == "weights":
-        yield comment("each row of E divided by its sum: A_ij = E_ij / Sigma_i")
-    if shifted:
-        yield comment("m: each row's shift (its largest score), which cancels in the softmax")
+    yield from map(comment, view.remarks)
     extra = [("m" if name == "shift" else name, vector) for name, vector in view.extra]
     labelled_rows, labelled_cols = _token_axes(view)
     around = (rb"\[ \attnclifit{", b"} \\]\n") if standalone else (b"$$ ", b" $$\n")  # texmatrix.document_line, or block()
     yield from texmatrix.iter_blocks(
-        lhs, view.data, precision=precision, rows=view.rows if labelled_rows else None, cols=view.cols if labelled_cols else None,
+        view.equation, view.data, precision=precision, rows=view.rows if labelled_rows else None, cols=view.cols if labelled_cols else None,
         extra=extra, max_rows=MAX_ROWS, max_cols=MAX_COLS, before=around[0], after=around[1],
     )  # fmt: skip
 
@@ -127,30 +74,30 @@ def _document(lines: Iterator[str | bytes], *, standalone: bool, title: str, lan
         yield (texmatrix.DOCUMENT_END + "\n").encode()
 
 
-def run_latex(result: RunResult, views: list[MatrixView], *, precision: int, standalone: bool = False) -> Iterator[bytes]:
+def run_latex(page: RunDocument, *, precision: int, standalone: bool = False) -> Iterator[bytes]:
     """Every view as an equation with its labelled matrix; a whole article when `standalone`."""
-    s = result.scenario
+    s, views = page.summary, page.matrices
 
     def lines() -> Iterator[str | bytes]:
         yield comment(f"attncli: {s.name}: {' '.join(s.tokens)}")
-        yield from (comment(line) for line in describe(s))
+        yield from (comment(line) for line in s.settings)
         if not standalone:
             yield comment("needs amsmath in LaTeX; renders as it is in KaTeX and MathJax")
-        if result.round_steps is not None:
-            yield comment(f"every intermediate rounded to {result.round_steps} decimals, as by hand")
+        if s.round_steps is not None:
+            yield comment(f"every intermediate rounded to {s.round_steps} decimals, as by hand")
         for view in views:
-            yield from view_lines(view, s, precision=precision, standalone=standalone)
-        if result.exact is not None and any(v.key in ("output", "final") for v in views):
+            yield from view_lines(view, precision=precision, standalone=standalone)
+        if (c := page.comparison) is not None:
             yield ""
             yield comment("exact output, without rounding")
-            exact = texmatrix.labelled_matrix(result.exact.output, precision=precision + 1, rows=list(s.query_labels))
+            exact = texmatrix.labelled_matrix(c.exact, precision=exact_decimals(precision), rows=list(c.labels))
             yield block(r"Y_{\text{exact}} = " + exact)
 
     wide = any(min(view.data.shape[1], MAX_COLS) > texmatrix.PORTRAIT_COLUMNS for view in views)
     return _document(lines(), standalone=standalone, title=s.name, landscape=wide)
 
 
-def _aligned_row(line: narration.Line) -> str:
+def _aligned_row(line: Line) -> str:
     """One line of arithmetic as a row of `aligned`, aligned at its first relation."""
     if line.sep == ":":
         rhs = line.rhs
@@ -167,24 +114,31 @@ def _aligned_row(line: narration.Line) -> str:
     return rf"&\quad {line.rhs}"
 
 
-def explain_latex(expl: Explanation, *, precision: int, standalone: bool = False, full: bool = False) -> Iterator[bytes]:
-    """The explain chain as aligned steps: the same steps as the terminal's, each a column of equations."""
+def steps_latex(steps: Steps) -> Iterator[str]:
+    """Each step (written in TeX notation): a comment with its title, its arithmetic as one `aligned` block, its notes as comments."""
+    for number, step in enumerate(steps.steps, 1):
+        yield ""
+        yield comment(f"Step {number}: {step.title}")
+        rows = [_aligned_row(line) for line in step.lines]
+        if step.matrix is not None:
+            name, matrix = step.matrix
+            rows.insert(1, f"{name} &= {texmatrix.labelled_matrix(np.atleast_2d(matrix), precision=steps.precision)}")
+        if rows:
+            yield block(r"\begin{aligned} " + r" \\ ".join(rows) + r" \end{aligned}")
+        yield from (comment(note) for note in step.notes)
+
+
+def explain_latex(
+    token: str, intro: list[str], steps: Steps, exact_output: np.ndarray | None, *, precision: int, standalone: bool = False
+) -> Iterator[bytes]:
+    """The explain chain of `token` as aligned steps: the same steps as the terminal's, each a column of equations; the exact output when rounded by hand."""
 
     def lines() -> Iterator[str]:
-        yield from (comment(line) for line in narration.intro(expl))
-        for number, step in enumerate(narration.steps(expl, precision, TexWriter(), full=full), 1):
-            yield ""
-            yield comment(f"Step {number}: {step.title}")
-            rows = [_aligned_row(line) for line in step.lines]
-            if step.matrix is not None:
-                name, matrix = step.matrix
-                rows.insert(1, f"{name} &= {texmatrix.labelled_matrix(np.atleast_2d(matrix), precision=precision)}")
-            if rows:
-                yield block(r"\begin{aligned} " + r" \\ ".join(rows) + r" \end{aligned}")
-            yield from (comment(note) for note in step.notes)
-        if expl.exact_output is not None:
+        yield from (comment(line) for line in intro)
+        yield from steps_latex(steps)
+        if exact_output is not None:
             yield comment("exact arithmetic, without rounding each step")
-            yield block(r"\text{output}_{" + text(expl.token) + r"}^{\text{exact}} = "
-                        + texmatrix.labelled_matrix(np.atleast_2d(expl.exact_output), precision=precision + 1))  # fmt: skip
+            yield block(r"\text{output}_{" + text(token) + r"}^{\text{exact}} = "
+                        + texmatrix.labelled_matrix(np.atleast_2d(exact_output), precision=exact_decimals(precision)))  # fmt: skip
 
-    return _document(lines(), standalone=standalone, title=f"Attention for {expl.token}", landscape=False)
+    return _document(lines(), standalone=standalone, title=f"Attention for {token}", landscape=False)

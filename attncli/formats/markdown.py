@@ -10,13 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from attncli.core.engine import RunResult
 from attncli.core.explain import Explanation
 from attncli.document import escape
-from attncli.document.numbers import fixed, smart, vector
-from attncli.document.summary import describe
-from attncli.document.views import MatrixView
-from attncli.walkthroughs import narration
+from attncli.document.blocks import Matrix as MatrixView
+from attncli.document.blocks import RunDocument, Steps, Summary, step_lines
+from attncli.document.numbers import exact_decimals, fixed, smart, vector
 
 md = escape.markdown  # every input text (token, name, sentence) goes through it
 
@@ -44,33 +42,31 @@ def _levels(level: int) -> tuple[int, int]:
     return level, min(6, max(level, 1) + 1) if level else 2
 
 
-def run_markdown(result: RunResult, views: list[MatrixView], *, precision: int, heading_level: int = 1) -> Iterator[bytes]:
+def run_markdown(page: RunDocument, *, precision: int, heading_level: int = 1) -> Iterator[bytes]:
     """The scenario's header, then a heading and a table per view, streamed."""
     top, section = _levels(heading_level)
-    yield ("\n".join(_run_header(result, top)) + "\n").encode()
-    s = result.scenario
-    for view in views:
-        prefix = f"Head {view.head} · " if s.heads > 1 and view.head is not None else ""
+    yield ("\n".join(_run_header(page.summary, top)) + "\n").encode()
+    for view in page.matrices:
+        prefix = f"Head {view.head} · " if page.summary.heads > 1 and view.head is not None else ""
         yield ("\n" + "#" * section + f" {prefix}{md(view.title)}: `{view.formula}` ({view.shape})\n\n").encode()
         yield from matrix_table(view, precision)
-    if result.exact is not None and any(v.key in ("output", "final") for v in views):
-        lines = ["", "#" * section + f" Hand-rounded ({result.round_steps} decimals) vs exact output", ""]
+    if (c := page.comparison) is not None:
+        lines = ["", "#" * section + f" Hand-rounded ({c.decimals} decimals) vs exact output", ""]
         rows = [
-            [md(label), vector(r, precision, whole=False), vector(e, precision + 1, whole=False), vector(r - e, precision + 1, whole=False)]
-            for label, r, e in zip(s.query_labels, result.output, result.exact.output)
+            [md(label), vector(r, precision, whole=False), vector(e, exact_decimals(precision), whole=False), vector(r - e, exact_decimals(precision), whole=False)]
+            for label, r, e in zip(c.labels, c.rounded, c.exact)
         ]
         lines += table(["", "hand-rounded", "exact", "difference"], rows)
         yield ("\n".join(lines) + "\n").encode()
 
 
-def _run_header(result: RunResult, top: int) -> list[str]:
-    s = result.scenario
+def _run_header(s: Summary, top: int) -> list[str]:
     lines = heading(top, md(s.name)) + [md(" ".join(s.tokens)), ""]
     if s.description:
         lines += [md(s.description), ""]
-    lines.append(md("; ".join(describe(s)) + "."))
-    if result.round_steps is not None:
-        lines += ["", f"Every intermediate is rounded to {result.round_steps} decimals before the next step, as by hand."]
+    lines.append(md("; ".join(s.settings) + "."))
+    if s.round_steps is not None:
+        lines += ["", f"Every intermediate is rounded to {s.round_steps} decimals before the next step, as by hand."]
     return lines
 
 
@@ -81,7 +77,7 @@ def matrix_table(view: MatrixView, precision: int) -> Iterator[bytes]:
     """A view as GFM table lines in UTF-8, a block of rows at a time: labels in bold, numbers right-aligned, −∞ where masked."""
     import numpy as np
 
-    from attncli.formats import fixedtext
+    from attncli.document import fixedtext
 
     header = [""] + [md(col) for col in view.cols] + [name for name, _ in view.extra]
     lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "|:---|" + "---:|" * (len(header) - 1)]
@@ -98,7 +94,7 @@ def matrix_table(view: MatrixView, precision: int) -> Iterator[bytes]:
         yield b"".join([b"| **" + md(label).encode() + b"**" + row + end for label, row in zip(labels, numbers)])
 
 
-def explain_markdown(expl: Explanation, *, precision: int, heading_level: int = 1, full: bool = False) -> str:
+def explain_markdown(expl: Explanation, intro: list[str], steps: Steps, *, precision: int, heading_level: int = 1) -> str:
     """The article's tables (embeddings; pair, score, exponential; pair, weight; weighted values; output), then the steps."""
     p = precision
     s = expl.scenario
@@ -106,7 +102,7 @@ def explain_markdown(expl: Explanation, *, precision: int, heading_level: int = 
     top, h2 = _levels(heading_level)
     h3 = "#" * min(6, h2 + 1)
     lines = heading(top, f"Attention for “{word}”")
-    for sentence in narration.intro(expl):
+    for sentence in intro:
         lines += [md(sentence), ""]
 
     if expl.result.X is not None:
@@ -137,16 +133,23 @@ def explain_markdown(expl: Explanation, *, precision: int, heading_level: int = 
     lines += ["", "#" * h2 + " Output", "", f"Output({word}) = {vector(expl.output, p, whole=False)}"]
     if expl.exact_output is not None:
         difference = expl.output - expl.exact_output
-        lines += ["", f"Exact arithmetic gives {vector(expl.exact_output, p + 1, whole=False)} "
-                      f"(difference {vector(difference, p + 1, whole=False)})."]
+        lines += ["", f"Exact arithmetic gives {vector(expl.exact_output, exact_decimals(p), whole=False)} "
+                      f"(difference {vector(difference, exact_decimals(p), whole=False)})."]
 
     lines += ["", "#" * h2 + " Step by step"]
-    for number, step in enumerate(narration.steps(expl, precision, full=full), 1):
+    lines += steps_markdown(steps, h3)
+    return "\n".join(lines) + "\n"
+
+
+def steps_markdown(steps: Steps, h3: str) -> list[str]:
+    """Each step: a heading `h3` with its formula, its arithmetic in a fenced block, its notes; every step begins with a blank line."""
+    lines: list[str] = []
+    for number, step in enumerate(steps.steps, 1):
         lines += ["", f"{h3} Step {number}: {md(step.title)} ({md(step.formula)})", ""]
-        body = [escape.visible(line) for line in narration.step_lines(step, p)]
+        body = [escape.visible(line) for line in step_lines(step, steps.precision)]
         if body:
             fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", "".join(body))), default=0))
             lines += [fence + "text", *body, fence]
         for note in step.notes:
             lines += ["", md(note)]
-    return "\n".join(lines) + "\n"
+    return lines

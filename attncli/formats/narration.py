@@ -7,24 +7,29 @@ from rich.console import RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
-from attncli.core.explain import Explanation
+from attncli.document.blocks import Steps, step_lines
 from attncli.document.escape import visible
 from attncli.document.numbers import smart
 from attncli.formats.grid import Wrapped
-from attncli.walkthroughs import narration
 
 MATRIX_ROWS = 16  # a weight matrix in the narration shows at most this many rows (half from the top, half from the bottom)
 
 
-def explain_renderables(expl: Explanation, *, precision: int, full: bool = False) -> list[RenderableType]:
-    intro = narration.intro(expl)
+def explain_renderables(intro: list[str], steps: Steps, *, full: bool = False) -> list[RenderableType]:
     parts: list[RenderableType] = [Text(visible(intro[0]), style="bold")]
     parts += [Text(visible(line), style="yellow" if "rounded" in line else "") for line in intro[1:]]
-    for number, step in enumerate(narration.steps(expl, precision, full=full), 1):
+    return parts + steps_renderables(steps, full=full)
+
+
+def steps_renderables(steps: Steps, *, full: bool = False) -> list[RenderableType]:
+    """Each step: a bold heading with its formula, its arithmetic wrapped at spaces only, its notes in italics."""
+    precision = steps.precision
+    parts: list[RenderableType] = []
+    for number, step in enumerate(steps.steps, 1):
         heading = Text(f"\nStep {number} · {step.title}", style="bold")
         heading.append(f"   {step.formula}", style="cyan")
         parts.append(heading)
-        lines = narration.step_lines(step._replace(matrix=None), precision)
+        lines = step_lines(step._replace(matrix=None), precision)
         shortened = None
         if step.matrix is not None:
             matrix_lines, shortened = matrix_lines_of(*step.matrix, precision, full=full)

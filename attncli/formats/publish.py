@@ -10,16 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from attncli.document.summary import describe
-from attncli.document.views import MatrixView
+from attncli.document.blocks import Matrix as MatrixView
+from attncli.document.blocks import RunDocument, Steps, step_lines
 from attncli.formats.htmltable import Code, Heading, Paragraph, html_document
-from attncli.walkthroughs import narration
 
 if TYPE_CHECKING:
-    from attncli.core.engine import RunResult
-    from attncli.core.explain import Explanation
     from attncli.formats import Options
 
 
@@ -28,17 +23,17 @@ def _top(text: str, level: int) -> list[Heading | Paragraph | Code | MatrixView 
     return [Heading(text, level)] if level > 0 else []
 
 
-def run_html(result: RunResult, shown: list[MatrixView], *, precision: int, options: Options) -> str:
+def run_html(page: RunDocument, *, precision: int, options: Options) -> str:
     """Every shown stage as a table: weights shaded, every tokens × tokens stage with --heatmap."""
-    s = result.scenario
+    s = page.summary
     parts = _top(s.name, options.heading_level)
     parts.append(Paragraph(" ".join(s.tokens)))
     if s.description:
         parts.append(Paragraph(s.description))
-    parts += [Paragraph(line) for line in describe(s)]
-    if result.round_steps is not None:
-        parts.append(Paragraph(f"Every intermediate is rounded to {result.round_steps} decimals before the next step, as by hand."))
-    parts += shown
+    parts += [Paragraph(line) for line in s.settings]
+    if s.round_steps is not None:
+        parts.append(Paragraph(f"Every intermediate is rounded to {s.round_steps} decimals before the next step, as by hand."))
+    parts += page.matrices
     return html_document(
         parts,
         fragment=options.standalone is False,
@@ -48,59 +43,39 @@ def run_html(result: RunResult, shown: list[MatrixView], *, precision: int, opti
     )
 
 
-def run_svg(result: RunResult, heads: list[int], *, stages: tuple[str, ...] | None, precision: int) -> str:
-    """The heatmaps of `stages` (default: the weights), one figure per head, stacked in one SVG."""
-    from attncli.document import views
+def run_svg(matrices: list[MatrixView], *, precision: int) -> str:
+    """The heatmaps of the shown stages (default: the weights), one figure per head, stacked in one SVG."""
     from attncli.formats.svgheatmap import heatmap_svgs
 
-    wanted = stages or ("weights",)
-    figures = views.views(result, wanted, heads)
-    return heatmap_svgs(figures, precision=precision)
+    return heatmap_svgs(matrices, precision=precision)
 
 
-def query_weights(expl: Explanation) -> MatrixView:
-    """The query's row of the attention weights as a 1 × L_k view."""
-    s = expl.scenario
-    n = f"⁽{expl.head.head}⁾" if s.heads > 1 else ""
-    hidden = np.array([[key.masked for key in expl.keys]]) if any(key.masked for key in expl.keys) else None
-    return MatrixView(
-        key="weights", stage="weights", head=expl.head.head if s.heads > 1 else None, title=f"Attention weights of “{expl.token}”",
-        formula=f"α{n} = softmax(q·Kᵀ{'/√d_k' if s.scale.mode == 'sqrt_dk' else ''})", tex="", data=np.array([[k.weight for k in expl.keys]]),
-        rows=[expl.label], cols=[key.label for key in expl.keys], hidden=hidden, square=True,
-    )  # fmt: skip
-
-
-def key_table(expl: Explanation) -> MatrixView:
-    """One row per key: score, scaled score, exponential and weight."""
-    s = expl.scenario
-    columns = ["score"] + (["scaled"] if s.scale.mode != "none" else []) + (["biased"] if s.has_bias else []) + ["e^x", "weight"]
-    rows = []
-    for key in expl.keys:
-        row = [key.score] + ([key.scaled] if s.scale.mode != "none" else []) + ([key.logit] if s.has_bias else [])
-        rows.append(row + [key.exp, key.weight])
-    return MatrixView(key="explain", stage="explain", head=None, title=f"“{expl.token}” and each key", formula="",
-                      tex="", data=np.array(rows, dtype=np.float64), rows=[key.label for key in expl.keys], cols=columns)  # fmt: skip
-
-
-def explain_html(expl: Explanation, *, precision: int, options: Options) -> str:
-    """The walk-through: the intro, a table of the keys, the weights shaded, then every step."""
+def explain_html(token: str, intro: list[str], matrices: list[MatrixView], steps: Steps, *, precision: int, options: Options) -> str:
+    """The walk-through of `token`: the intro, its matrices (a table of the keys, the weights shaded), then every step."""
     level = options.heading_level
     sub = max(level, 1) + 1 if level else 2
-    parts = _top(f"Attention for “{expl.token}”", level)
-    parts += [Paragraph(line) for line in narration.intro(expl)]
-    parts += [key_table(expl), query_weights(expl)]
-    for number, step in enumerate(narration.steps(expl, precision, full=options.full), 1):
-        parts.append(Heading(f"Step {number}: {step.title}   {step.formula}", sub))
-        body = narration.step_lines(step, precision)
+    parts = _top(f"Attention for “{token}”", level)
+    parts += [Paragraph(line) for line in intro]
+    parts += matrices
+    parts += steps_parts(steps, sub)
+    return html_document(parts, fragment=options.standalone is False, precision=precision,
+                         title=f"attncli: {token}", shade={"weights"})  # fmt: skip
+
+
+def steps_parts(steps: Steps, level: int) -> list[Heading | Paragraph | Code]:
+    """Each step: a heading at `level` with its formula, its arithmetic as a <pre> block, its notes as paragraphs."""
+    parts: list[Heading | Paragraph | Code] = []
+    for number, step in enumerate(steps.steps, 1):
+        parts.append(Heading(f"Step {number}: {step.title}   {step.formula}", level))
+        body = step_lines(step, steps.precision)
         if body:
             parts.append(Code(tuple(body)))
         parts += [Paragraph(note) for note in step.notes]
-    return html_document(parts, fragment=options.standalone is False, precision=precision,
-                         title=f"attncli: {expl.token}", shade={"weights"})  # fmt: skip
+    return parts
 
 
-def explain_svg(expl: Explanation, *, precision: int) -> str:
+def explain_svg(weights: MatrixView, *, precision: int) -> str:
     """The query's weights as a one-row heatmap."""
     from attncli.formats.svgheatmap import heatmap_svgs
 
-    return heatmap_svgs([query_weights(expl)], precision=min(precision, 3))
+    return heatmap_svgs([weights], precision=min(precision, 3))

@@ -1,66 +1,62 @@
-"""A report of titled sections (a few `name = value` lines, a table, notes) in every output format.
+"""Documents of headings, paragraphs, `name = value` lines, tables, notes and steps, in every output format.
 
 The tiled head (`run --block-size`) and the KV-cache decode (`attncli decode`) are such
-reports: their builders format the numbers once, and this module only lays the text out.
-Every cell is text from the builder; each format escapes it with its own rule (escape.py).
+documents: their builders (attncli.walkthroughs.online_report) format the numbers once, and
+this module only lays the blocks out. Every cell is text from the builder; each format
+escapes it with its own rule (escape.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from attncli.document import escape
+from attncli.document.blocks import Block, Document, Heading, Note, Paragraph, Steps, Table, Values, step_lines
 
 
-class Table(NamedTuple):
-    header: Sequence[str]
-    rows: Sequence[Sequence[str]]
-    numeric: Sequence[bool]  # per column: right-aligned numbers
-
-
-class Section(NamedTuple):
-    title: str
-    lines: Sequence[tuple[str, str]] = ()  # (name, value): "q = [1, 0]"
-    table: Table | None = None
-    notes: Sequence[str] = ()
-
-
-class Report(NamedTuple):
-    title: str
-    intro: Sequence[str]
-    sections: Sequence[Section]
-    csv: Table  # the one table a CSV file holds: every row of every section, tidy
-
-
-def render(report: Report, fmt: str, *, to_file: bool) -> str:
-    """The report in format `fmt` (any but json, whose documents are built from the data itself)."""
+def render(document: Document, fmt: str, *, to_file: bool) -> str:
+    """The document in format `fmt` (any but json, whose documents are built from the data itself)."""
     if fmt == "markdown":
-        return markdown(report)
+        return markdown(document)
     if fmt == "latex":
-        return latex(report)
+        return latex(document)
     if fmt == "csv":
-        return csv(report)
+        return csv(document)
     if fmt == "html":
-        return html(report)
+        return html(document)
     if fmt == "svg":
-        return svg(report)
-    return terminal(report, to_file=to_file)
+        return svg(document)
+    return terminal(document, to_file=to_file)
 
 
 # -- plain text (terminal, -o file) ----------------------------------------------------------------
 
 
-def text_lines(report: Report) -> list[str]:
-    """The report as plain lines (no colour): tables drawn with spaces and a rule under the header."""
-    out = [escape.visible(report.title), *map(escape.visible, report.intro)]
-    for section in report.sections:
-        out += ["", escape.visible(section.title)]
-        out += [f"  {escape.visible(name)} = {escape.visible(value)}" for name, value in section.lines]
-        if section.table is not None:
-            out += ["  " + line for line in _aligned(section.table)]
-        out += ["  " + escape.visible(note) for note in section.notes]
+def text_lines(document: Document) -> list[str]:
+    """The document as plain lines (no colour): tables drawn with spaces and a rule under the header."""
+    out: list[str] = []
+    for block in document.blocks:
+        out += _text_block(block)
     return out
+
+
+def _text_block(block: Block) -> list[str]:
+    if isinstance(block, Heading):
+        return [escape.visible(block.text)] if block.level == 1 else ["", escape.visible(block.text)]
+    if isinstance(block, Paragraph):
+        return [escape.visible(block.text)]
+    if isinstance(block, Values):
+        return [f"  {escape.visible(name)} = {escape.visible(value)}" for name, value in block.pairs]
+    if isinstance(block, Table):
+        return ["  " + line for line in _aligned(block)]
+    if isinstance(block, Steps):
+        out: list[str] = []
+        for number, step in enumerate(block.steps, 1):
+            out += ["", escape.visible(f"Step {number} · {step.title}   {step.formula}")]
+            out += ["  " + escape.visible(line) for line in step_lines(step, block.precision)]
+            out += ["  " + escape.visible(note) for note in step.notes]
+        return out
+    return ["  " + escape.visible(block.text)]
 
 
 def _aligned(table: Table) -> list[str]:
@@ -74,69 +70,82 @@ def _aligned(table: Table) -> list[str]:
     return [line(header), "  ".join("─" * w for w in widths), *map(line, rows)]
 
 
-def terminal(report: Report, *, to_file: bool) -> str:
-    """The report for the terminal: bold titles when colour is on, else the plain text."""
+def terminal(document: Document, *, to_file: bool) -> str:
+    """The document for the terminal: bold titles, italic notes when colour is on, else the plain text."""
+    from rich.console import RenderableType
     from rich.text import Text
 
-    from attncli import io as output
+    from attncli.formats import terminal as term
+    from attncli.formats.narration import steps_renderables
 
-    console = output.console(to_file=to_file)
+    console = term.console(to_file=to_file)
     if console.color_system is None:
-        return "\n".join(text_lines(report)) + "\n"
-    parts: list[Text] = [Text(escape.visible(report.title), style="bold")]
-    parts += [Text(escape.visible(line)) for line in report.intro]
-    for section in report.sections:
-        parts.append(Text("\n" + escape.visible(section.title), style="bold"))
-        body = [f"  {escape.visible(name)} = {escape.visible(value)}" for name, value in section.lines]
-        if section.table is not None:
-            body += ["  " + line for line in _aligned(section.table)]
-        if body:
-            parts.append(Text("\n".join(body), no_wrap=True, overflow="ignore"))
-        parts += [Text("  " + escape.visible(note), style="italic") for note in section.notes]
-    return output.render(console, list(parts))
+        return "\n".join(text_lines(document)) + "\n"
+    parts: list[RenderableType] = []
+    for block in document.blocks:
+        if isinstance(block, Heading):
+            parts.append(Text(escape.visible(block.text) if block.level == 1 else "\n" + escape.visible(block.text), style="bold"))
+        elif isinstance(block, Paragraph):
+            parts.append(Text(escape.visible(block.text)))
+        elif isinstance(block, Note):
+            parts.append(Text("  " + escape.visible(block.text), style="italic"))
+        elif isinstance(block, Values) and not block.pairs:
+            continue
+        elif isinstance(block, Steps):
+            parts += steps_renderables(block)
+        else:
+            parts.append(Text("\n".join(_text_block(block)), no_wrap=True, overflow="ignore"))
+    return term.render(console, list(parts))
 
 
 # -- Markdown ---------------------------------------------------------------------------------------
 
 
-def markdown(report: Report, *, level: int = 1) -> str:
-    """GFM: a heading per section (the report's title at `level`), values as a list, a pipe table, notes as paragraphs."""
-    top, sub = "#" * level, "#" * min(6, level + 1)
-    out = [f"{top} {escape.markdown(report.title)}", ""]
-    for line in report.intro:
-        out += [escape.markdown(line), ""]
-    for section in report.sections:
-        out += [f"{sub} {escape.markdown(section.title)}", ""]
-        if section.lines:
-            out += [f"- {escape.markdown(name)} = {escape.markdown(value)}" for name, value in section.lines] + [""]
-        if section.table is not None:
-            table = section.table
-            out.append("| " + " | ".join(map(escape.markdown, table.header)) + " |")
-            out.append("|" + "|".join("---:" if right else ":---" for right in table.numeric) + "|")
-            out += ["| " + " | ".join(map(escape.markdown, row)) + " |" for row in table.rows]
+def markdown(document: Document, *, level: int = 1) -> str:
+    """GFM: the headings at `level` and below, values as a list, a pipe table, paragraphs and notes as paragraphs."""
+    out: list[str] = []
+    for block in document.blocks:
+        if isinstance(block, Heading):
+            out += [f"{'#' * min(6, level + block.level - 1)} {escape.markdown(block.text)}", ""]
+        elif isinstance(block, Paragraph | Note):
+            out += [escape.markdown(block.text), ""]
+        elif isinstance(block, Values):
+            if block.pairs:
+                out += [f"- {escape.markdown(name)} = {escape.markdown(value)}" for name, value in block.pairs] + [""]
+        elif isinstance(block, Steps):
+            from attncli.formats.markdown import steps_markdown
+
+            out += steps_markdown(block, "#" * min(6, level + 1))[1:] + [""]
+        else:
+            out.append("| " + " | ".join(map(escape.markdown, block.header)) + " |")
+            out.append("|" + "|".join("---:" if right else ":---" for right in block.numeric) + "|")
+            out += ["| " + " | ".join(map(escape.markdown, row)) + " |" for row in block.rows]
             out.append("")
-        for note in section.notes:
-            out += [escape.markdown(note), ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
 # -- LaTeX ------------------------------------------------------------------------------------------
 
 
-def latex(report: Report) -> str:
-    """A LaTeX fragment for a plain `article`: a paragraph per section and a `tabular` for its table."""
-    out = [r"\paragraph{" + _tex(report.title) + "}"]
-    out += [_tex(line) + r"\par" for line in report.intro]
-    for section in report.sections:
-        out += ["", r"\paragraph{" + _tex(section.title) + "}"]
-        out += [rf"{_tex(name)} $=$ {_tex(value)}\par" for name, value in section.lines]
-        if section.table is not None:
-            table = section.table
-            columns = "".join("r" if right else "l" for right in table.numeric)
-            out += [r"\par\noindent\begin{tabular}{" + columns + "}", " & ".join(map(_tex, table.header)) + r" \\ \hline"]
-            out += [" & ".join(map(_tex, row)) + r" \\" for row in table.rows]
+def latex(document: Document) -> str:
+    """A LaTeX fragment for a plain `article`: a paragraph per heading and a `tabular` for a table."""
+    out: list[str] = []
+    for block in document.blocks:
+        if isinstance(block, Heading):
+            out += ([] if block.level == 1 else [""]) + [r"\paragraph{" + _tex(block.text) + "}"]
+        elif isinstance(block, Paragraph | Note):
+            out.append(_tex(block.text) + r"\par")
+        elif isinstance(block, Values):
+            out += [rf"{_tex(name)} $=$ {_tex(value)}\par" for name, value in block.pairs]
+        elif isinstance(block, Steps):
+            from attncli.formats.latex import steps_latex
+
+            out += steps_latex(block)
+        else:
+            columns = "".join("r" if right else "l" for right in block.numeric)
+            out += [r"\par\noindent\begin{tabular}{" + columns + "}", " & ".join(map(_tex, block.header)) + r" \\ \hline"]
+            out += [" & ".join(map(_tex, row)) + r" \\" for row in block.rows]
             out.append(r"\end{tabular}\par")
-        out += [_tex(note) + r"\par" for note in section.notes]
     return "\n".join(out) + "\n"
 
 
@@ -148,62 +157,64 @@ def _tex(text: str) -> str:
 # -- CSV, HTML, SVG ---------------------------------------------------------------------------------
 
 
-def csv(report: Report) -> str:
-    """The report's tidy table: text cells guarded against spreadsheet formulas, numbers as they are."""
+def csv(document: Document) -> str:
+    """The document's tidy table: text cells guarded against spreadsheet formulas, numbers as they are."""
     import csv as csv_module
     import io
 
+    tidy = document.tidy
+    assert tidy is not None, "a document written as CSV has a tidy table"
     buffer = io.StringIO()
     writer = csv_module.writer(buffer, lineterminator="\n")
-    writer.writerow([escape.csv_cell(cell) for cell in report.csv.header])
-    for row in report.csv.rows:
-        writer.writerow([cell if numeric else escape.csv_cell(cell) for cell, numeric in zip(row, report.csv.numeric)])
+    writer.writerow([escape.csv_cell(cell) for cell in tidy.header])
+    for row in tidy.rows:
+        writer.writerow([cell if numeric else escape.csv_cell(cell) for cell, numeric in zip(row, tidy.numeric)])
     return buffer.getvalue()
 
 
 TEXT_CLASS = ' class="attn-text"'
-TEXT_CELLS = ".attncli td.attn-text { text-align: left; }\n"  # vectors and words in a report's table read from the left
+TEXT_CELLS = ".attncli td.attn-text { text-align: left; }\n"  # vectors and words in a table read from the left
 
 
-def html(report: Report, *, fragment: bool = False) -> str:
+def html(document: Document, *, fragment: bool = False) -> str:
     """Semantic HTML: a heading per section, a <table> with <th> headers; a page, or a fragment to paste."""
-    from attncli.formats.htmltable import stylesheet
+    from attncli.formats.htmltable import page
 
-    body = [f"<h1>{escape.html(report.title)}</h1>", *(f"<p>{escape.html(line)}</p>" for line in report.intro)]
-    for section in report.sections:
-        body.append(f"<h2>{escape.html(section.title)}</h2>")
-        if section.lines:
-            items = "".join(f"<li>{escape.html(name)} = {escape.html(value)}</li>" for name, value in section.lines)
-            body.append(f"<ul>{items}</ul>")
-        if section.table is not None:
-            table = section.table
-            head = "".join(f'<th scope="col">{escape.html(cell)}</th>' for cell in table.header)
+    body: list[str] = []
+    for block in document.blocks:
+        if isinstance(block, Heading):
+            body.append(f"<h{block.level}>{escape.html(block.text)}</h{block.level}>")
+        elif isinstance(block, Paragraph | Note):
+            body.append(f"<p>{escape.html(block.text)}</p>")
+        elif isinstance(block, Values):
+            if block.pairs:
+                items = "".join(f"<li>{escape.html(name)} = {escape.html(value)}</li>" for name, value in block.pairs)
+                body.append(f"<ul>{items}</ul>")
+        elif isinstance(block, Steps):
+            for number, step in enumerate(block.steps, 1):
+                body.append(f"<h3>{escape.html(f'Step {number}: {step.title}   {step.formula}')}</h3>")
+                if lines := step_lines(step, block.precision):
+                    body.append('<pre class="attn-steps">' + "\n".join(escape.html(line) for line in lines) + "</pre>")
+                body += [f"<p>{escape.html(note)}</p>" for note in step.notes]
+        else:
+            head = "".join(f'<th scope="col">{escape.html(cell)}</th>' for cell in block.header)
             rows = "\n".join(
                 f'<tr><th scope="row">{escape.html(row[0])}</th>'
-                + "".join(f"<td{'' if right else TEXT_CLASS}>{escape.html(cell)}</td>" for cell, right in zip(row[1:], table.numeric[1:]))
+                + "".join(f"<td{'' if right else TEXT_CLASS}>{escape.html(cell)}</td>" for cell, right in zip(row[1:], block.numeric[1:]))
                 + "</tr>"
-                for row in table.rows
+                for row in block.rows
             )  # the first cell names the row; numbers right-aligned, text left
             body.append(f'<div class="attn-scroll"><table class="attn-matrix">\n<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}\n</tbody></table></div>')
-        body += [f"<p>{escape.html(note)}</p>" for note in section.notes]
-    content = "\n".join(body)
-    if fragment:
-        return f'<div class="attncli">\n<style>\n{stylesheet(dark=False)}{TEXT_CELLS}</style>\n{content}\n</div>\n'
-    return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n<meta name="color-scheme" content="light dark">\n'
-        f"<title>{escape.html(report.title)}</title>\n<style>\n{stylesheet(page=True)}{TEXT_CELLS}</style>\n</head>\n"
-        f'<body>\n<main class="attncli">\n{content}\n</main>\n</body>\n</html>\n'
-    )
+    return page("\n".join(body), fragment=fragment, title=document.title, dark=not fragment, css=TEXT_CELLS)
 
 
 LINE_HEIGHT = 18
 CHAR_WIDTH = 7.8  # a 13 px monospace character
 
 
-def svg(report: Report) -> str:
+def svg(document: Document) -> str:
     """The plain text as a self-contained SVG figure: one monospace <text> per line, nothing fetched."""
-    lines = text_lines(report)
+    lines = text_lines(document)
     width = int(max(map(len, lines)) * CHAR_WIDTH) + 32
     height = len(lines) * LINE_HEIGHT + 32
     bold = ' font-weight="bold"'
@@ -215,6 +226,6 @@ def svg(report: Report) -> str:
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
         f'font-family="ui-monospace, SFMono-Regular, Menlo, Consolas, monospace" font-size="13">\n'
-        f"<title>{escape.xml(report.title)}</title>\n"
+        f"<title>{escape.xml(document.title)}</title>\n"
         f'<rect width="100%" height="100%" fill="#ffffff"/>\n<g fill="#1a1a1a">\n{texts}\n</g>\n</svg>\n'
     )

@@ -19,7 +19,7 @@ from attncli.document.numbers import fixed
 from attncli.formats import palette
 
 if TYPE_CHECKING:
-    from attncli.document.views import MatrixView
+    from attncli.document.blocks import Matrix as MatrixView
 
 FONTS = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 LABEL_SIZE = 12  # px, token labels

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import numpy as np
 from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from attncli.core.engine import RunResult
-from attncli.core.variance import VarianceRow
+from attncli.document import blocks
+from attncli.document.blocks import Comparison, Document, RunDocument, Summary
+from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.escape import visible
-from attncli.document.numbers import HUGE, MINUS_INFINITY, fixed
-from attncli.document.summary import describe
-from attncli.document.views import MatrixView
+from attncli.document.numbers import exact_decimals, fixed, fixed_many
 from attncli.formats import grid
 from attncli.formats.heatmap import Heat
 
@@ -20,42 +18,39 @@ ELLIPSIS_COLUMN = "…"
 ELLIPSIS_ROW = "⋮"
 
 
-def summary(result: RunResult) -> Text:
+def summary(s: Summary) -> Text:
     """The scenario in a few lines: its name and sentence, then its sizes and settings."""
-    s = result.scenario
     text = Text()
     text.append(visible(s.name), style="bold")
     text.append(" — " + visible(" ".join(s.tokens)))
     if s.context is not None:
         text.append(" → " + visible(" ".join(s.context)))
     text.append("\n")
-    for line in describe(s):
+    for line in s.settings:
         text.append(line + "\n", style="dim")
     text.rstrip()
-    if result.round_steps is not None:
-        text.append(f"\nEvery intermediate is rounded to {result.round_steps} decimals before the next step, as by hand.", style="yellow")
+    if s.round_steps is not None:
+        text.append(f"\nEvery intermediate is rounded to {s.round_steps} decimals before the next step, as by hand.", style="yellow")
     return text
 
 
 MIN_LABEL = 16  # labels are shortened only past max(MIN_LABEL, a third of the width), and never with --full
 
 
-def run_tables(
-    result: RunResult, views: list[MatrixView], *, precision: int, console: Console, full: bool, shade_all: bool, shade_weights: bool
-) -> list[RenderableType]:
+def run_tables(page: RunDocument, *, precision: int, console: Console, full: bool, shade_all: bool, shade_weights: bool) -> list[RenderableType]:
     """The renderables for `attncli run`: summary, a table per view (shading tokens × tokens views), then notes."""
-    parts: list[RenderableType] = [summary(result)]
-    for view in views:
+    parts: list[RenderableType] = [summary(page.summary)]
+    for view in page.matrices:
         parts.append(Text(""))
-        parts.append(Text(view.heading(result.scenario.heads), style="bold"))
+        parts.append(Text(view.heading(page.summary.heads), style="bold"))
         heat = None
         if view.square and (shade_all or (shade_weights and view.key == "weights")):
             colour = console.color_system in ("256", "truecolor")  # 16 colours cannot tell the blues apart: use the ramp
             heat = Heat(view.data, view.hidden, probabilities=view.key == "weights", colour=colour)
         parts += matrix_table(view, precision=precision, console=console, full=full, heat=heat)
-    if result.exact is not None and any(v.key in ("output", "final") for v in views):
+    if page.comparison is not None:
         parts.append(Text(""))
-        parts += rounding_table(result, precision=precision, console=console, full=full)
+        parts += rounding_table(page.comparison, precision=precision, console=console, full=full)
     return parts
 
 
@@ -189,16 +184,7 @@ def _column_cells(view: MatrixView, c: int, rows: list[int], precision: int, hea
     return cells
 
 
-def formatted(values: np.ndarray, precision: int) -> list[str]:
-    """`numbers.fixed` of each value, formatted in one pass: −∞ for -inf, no "-0.000"."""
-    pattern = f"%.{precision}f"
-    zero = pattern % 0.0
-    special = {"-" + zero: zero, "-inf": MINUS_INFINITY, "inf": "∞"}
-    texts = [special.get(t, t) for t in [pattern % x for x in values.tolist()]]
-    huge = np.flatnonzero(np.isfinite(values) & (np.abs(values) >= HUGE))  # rare: written as numbers.fixed writes them
-    for i in huge.tolist():
-        texts[i] = fixed(float(values.flat[i]), precision)
-    return texts
+formatted = fixed_many  # the name the tests know
 
 
 def _fit(columns: _Columns, n: int, room: int) -> list[int]:
@@ -248,10 +234,9 @@ def _blocks(columns: _Columns, n: int, room: int, extra_width: int) -> list[list
     return blocks
 
 
-def rounding_table(result: RunResult, *, precision: int, console: Console | None = None, full: bool = True) -> list[RenderableType]:
+def rounding_table(comparison: Comparison, *, precision: int, console: Console | None = None, full: bool = True) -> list[RenderableType]:
     """Hand-rounded output beside the exact one, with the difference; shortened like the other tables unless `full`."""
-    assert result.exact is not None
-    rounded, exact = result.output, result.exact.output
+    rounded, exact = comparison.rounded, comparison.exact
     n_rows = rounded.shape[0]
     rows = list(range(n_rows))
     if console is not None and not full:
@@ -259,10 +244,10 @@ def rounding_table(result: RunResult, *, precision: int, console: Console | None
         if n_rows > max_rows:
             half = max_rows // 2
             rows = list(range(half)) + [-1] + list(range(n_rows - (max_rows - half - 1), n_rows))
-    labels = result.scenario.query_labels
+    labels = comparison.labels
     shown = [r for r in rows if r >= 0]
     vectors = [
-        (formatted(rounded[r], precision), formatted(exact[r], precision + 1), formatted(rounded[r] - exact[r], precision + 1)) for r in shown
+        (formatted(rounded[r], precision), formatted(exact[r], exact_decimals(precision)), formatted(rounded[r] - exact[r], exact_decimals(precision))) for r in shown
     ]
     d = rounded.shape[1]
     cap = None if full or console is None else max(MIN_LABEL, console.width // 3)
@@ -282,7 +267,7 @@ def rounding_table(result: RunResult, *, precision: int, console: Console | None
             continue
         body.append([row_labels[k], *(_vector(vectors[k][i], keep) for i in range(3))])
         k += 1
-    title = Text(f"Hand-rounded ({result.round_steps} decimals) vs exact output", style="bold")
+    title = Text(f"Hand-rounded ({comparison.decimals} decimals) vs exact output", style="bold")
     parts: list[RenderableType] = [title, grid.Block([grid.Grid(header, body, styles=["bold"])])]
     notes = []
     if keep < d:
@@ -305,21 +290,17 @@ def _vector_width(vectors: list[tuple[list[str], list[str], list[str]]], i: int,
     return max([len(_vector(v[i], keep)) for v in vectors], default=0)
 
 
-def variance_table(rows: list[VarianceRow], *, keys: int) -> list[RenderableType]:
-    """The √d experiment: each measurement beside its theory, and how the softmax saturates without scaling."""
-    samples = f"{rows[0].samples:,} samples per d; " if rows else ""
-    table = Table(title=f"q·k for q, k ~ N(0, I_d): {samples}scaled = q·k/√d; theory in brackets", title_justify="left", title_style="bold")
-    for name in ("d", "mean q·k", "var q·k", "var scaled", "max α", "max α scaled"):
-        table.add_column(name, justify="right", no_wrap=True)
-    for r in rows:
-        table.add_row(
-            str(r.d), f"{r.mean_raw:.3f} (0)", f"{r.var_raw:.2f} ({r.d})", f"{r.var_scaled:.3f} (1)",
-            f"{r.max_weight_raw:.3f}", f"{r.max_weight_scaled:.3f}",
-        )  # fmt: skip
-    note = Text(
-        f"max α: the mean largest softmax weight of a query over {keys} random keys (1/{keys} = {1 / keys:.3f} would be "
-        "uniform). Without scaling the variance of q·k grows like d and the softmax heads for one-hot; dividing by √d "
-        "keeps the variance at 1 and the weights spread.",
-        style="italic",
-    )
-    return [table, note]
+def table_renderables(document: Document) -> list[RenderableType]:
+    """A document of tables and notes for the terminal: each table a Rich table under the document's title, notes in italics."""
+    out: list[RenderableType] = []
+    for block in document.blocks:
+        if isinstance(block, blocks.Table):
+            table = Table(title=document.title, title_justify="left", title_style="bold")
+            for name, numeric in zip(block.header, block.numeric):
+                table.add_column(name, justify="right" if numeric else "left", no_wrap=True)
+            for row in block.rows:
+                table.add_row(*row)
+            out.append(table)
+        elif isinstance(block, blocks.Note):
+            out.append(Text(block.text, style="italic"))
+    return out

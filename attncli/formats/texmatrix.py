@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from attncli.document.views import MatrixView
+    from attncli.document.blocks import Matrix as MatrixView
 
 # Rough widths in em of what a number is made of, to pick a column's widest number.
 _WIDTHS = {"-": 0.78, ".": 0.28, r"\infty": 1.0}
@@ -114,7 +114,7 @@ class _Band:
     def __init__(self, data: npt.NDArray[np.float64], extra: Sequence[npt.NDArray[np.float64]], precision: int, labels: _Labels, r0: int) -> None:
         import numpy as np
 
-        from attncli.formats import fixedtext
+        from attncli.document import fixedtext
 
         self.values = np.column_stack([data, *extra]) if extra else np.asarray(data, dtype=np.float64)  # (R, C')
         self.cells = fixedtext.cells(self.values, precision, number, b" & ")  # (R, C', W)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from attncli.formats.report import Report, Section, Table
+from attncli.document.blocks import Block, Document, Heading, Note, Paragraph, Table, Values
 
 
 def info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
@@ -20,8 +21,8 @@ def info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def dequant_report(doc: dict[str, Any]) -> Report:
-    """The walk-through as a Report, for every format but JSON."""
+def dequant_report(doc: dict[str, Any]) -> Document:
+    """The walk-through as a document, for every format but JSON."""
     kind = doc["type"]
     role = f" ({doc['role']})" if doc.get("role") else ""
     title = f"Dequantising block {doc['block']} of {doc['tensor']}{role}: {kind}"
@@ -32,13 +33,13 @@ def dequant_report(doc: dict[str, Any]) -> Report:
         f"the block starts at byte {doc['file_offset']:,} of the file.",
         f"Formula: {doc['formula']}. Every number below is exact in float64 (fp16 widens exactly).",
     ]
-    sections = []
+    sections: list[Block] = []
     if "fields" in doc:
         lines = []
         for name, field in doc["fields"].items():
             value = f" = {field['value']!r}" if "value" in field else ""
             lines.append((name, f"bytes {field['bytes'][0]}–{field['bytes'][1]}, {field['meaning']}: {field['hex']}{value}"))
-        sections.append(Section("What the block stores", lines))
+        sections += _section("What the block stores", lines)
     if "sub_blocks" in doc:
         has_min = doc["sub_blocks"][0]["min"] is not None
         header = ["sub-block", "weights", "scale", "packed in"] + (["min", "packed in"] if has_min else []) + ["step = d·scale"]
@@ -51,7 +52,7 @@ def dequant_report(doc: dict[str, Any]) -> Report:
             for s in doc["sub_blocks"]
         ]
         numeric = [True, True, True, False] + ([True, False] if has_min else []) + [True] + ([True] if has_min else [])
-        sections.append(Section("Sub-block scales", table=Table(header, rows, numeric)))
+        sections += _section("Sub-block scales", table=Table(header, rows, numeric))
     header = ["weight", "column", "packed in", "code", "step", "base", "value"]
     rows = [
         [str(w["index"]), str(w["column"]), w["bits"], "" if w["code"] is None else str(w["code"]),
@@ -59,10 +60,15 @@ def dequant_report(doc: dict[str, Any]) -> Report:
         for w in doc["weights"]
     ]  # fmt: skip
     notes = [doc["reference_rounding"]] if "reference_rounding" in doc else []
-    sections.append(Section("Each weight: value = step · code + base", table=Table(header, rows, [True, True, False, True, True, True, True]), notes=notes))
+    sections += _section("Each weight: value = step · code + base", table=Table(header, rows, [True, True, False, True, True, True, True]), notes=notes)
     csv = Table(
         ["tensor", "type", "block", "weight", "column", "code", "step", "base", "value"],
         [[doc["tensor"], kind, str(doc["block"]), *r[:2], *r[3:]] for r in rows],
         [False, False, True, True, True, True, True, True, True],
     )
-    return Report(title, intro, sections, csv)
+    return Document(title, [Heading(title), *map(Paragraph, intro), *sections], csv)
+
+
+def _section(title: str, lines: Sequence[tuple[str, str]] = (), table: Table | None = None, notes: Sequence[str] = ()) -> list[Block]:
+    """A section's blocks: its heading, its `name = value` lines, its table, its notes."""
+    return [Heading(title, level=2), Values(lines), *([table] if table is not None else []), *map(Note, notes)]

@@ -20,54 +20,15 @@ from typing import NamedTuple
 import numpy as np
 
 from attncli.core.explain import Explanation, KeyStep
+from attncli.document.blocks import Line, Step
 from attncli.document.notation import Notation, Writer
-from attncli.document.numbers import smart
-
-LONG_SUM = 12  # sums of more terms, and sequences of more keys, are shortened (unless full)
-LONG_TERMS = 6  # a shortened sum shows its largest terms and adds up the rest in one number
-LONG_KEYS = 8  # a shortened sequence shows the keys with the largest weights
-BIG_MATRIX = 10  # a matrix with more rows or columns than this is left out (unless full)
-
-
-class Line(NamedTuple):
-    """One line of arithmetic: `lhs = rhs`, `token: rhs` (sep ":"), or (lhs empty) a continuation such as `+ [0.1, 0.2]`."""
-
-    lhs: str
-    rhs: str
-    sep: str = "="
-
-
-class Step(NamedTuple):
-    title: str  # "The query"
-    formula: str  # "q = e·W_Q", in the writer's notation
-    lines: tuple[Line, ...] | list[Line] = ()  # the arithmetic
-    notes: tuple[str, ...] | list[str] = ()  # sentences after the arithmetic (plain Unicode prose)
-    matrix: tuple[str, np.ndarray] | None = None  # a matrix shown after the first line, e.g. ("W_Q", W_Q)
+from attncli.document.numbers import exact_decimals
+from attncli.walkthroughs.lengths import BIG_MATRIX, LONG_KEYS, LONG_SUM, LONG_TERMS
 
 
 def quoted(text: str) -> str:
     """'text' in prose: quoted as written (not repr(), whose backslashes the escaping would double)."""
     return f"'{text}'"
-
-
-def step_lines(step: Step, precision: int) -> list[str]:
-    """The arithmetic of a step as plain Unicode lines; a continuation lines up under the first `=`."""
-    lines: list[str] = []
-    pad = ""
-    for line in step.lines:
-        if line.sep == ":":
-            lines.append(f"{line.lhs}: {line.rhs}")
-        elif line.lhs:
-            pad = " " * (len(line.lhs) + 1)
-            lines.append(f"{line.lhs} = {line.rhs}")
-        else:
-            lines.append(f"{pad}{line.rhs}")
-    if step.matrix is not None:
-        name, matrix = step.matrix
-        cells = [[smart(float(x), precision) for x in row] for row in matrix]
-        width = max(len(cell) for row in cells for cell in row)
-        lines[1:1] = [f"{name} ="] + ["  " + "  ".join(cell.rjust(width) for cell in row) for row in cells]
-    return lines
 
 
 def _keyed(w: Writer, key: KeyStep, rhs: str) -> Line:
@@ -128,7 +89,7 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
     if s.W_O is not None or s.b_O is not None:
         out.append(_projection(expl, p, w, check, full))
     if expl.online is not None:
-        from attncli.walkthroughs.online_steps import online_steps
+        from attncli.walkthroughs.online_steps import online_steps  # only with --block-size: core.online stays unimported
 
         out += online_steps(expl, p, w)
     if check.first is not None:  # one note, on the first step that needed ≈
@@ -451,8 +412,8 @@ def _output(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool)
         difference = expl.output - expl.exact_output
         plain = Writer()
         notes.append(
-            f"Hand-rounded: {plain.vec(expl.output, p, whole=False)}; exact: {plain.vec(expl.exact_output, p + 1, whole=False)}; "
-            f"difference: {plain.vec(difference, p + 1, whole=False)}."
+            f"Hand-rounded: {plain.vec(expl.output, p, whole=False)}; exact: {plain.vec(expl.exact_output, exact_decimals(p), whole=False)}; "
+            f"difference: {plain.vec(difference, exact_decimals(p), whole=False)}."
         )
     s = expl.scenario
     if s.heads > 1 and s.W_O is None and s.b_O is None:

@@ -1,4 +1,4 @@
-"""The tiled head (`run --block-size`) and the KV-cache decode (`attncli decode`) as reports for every format.
+"""The tiled head (`run --block-size`) and the KV-cache decode (`attncli decode`) as documents for every format.
 
 The numbers come from online.py and decode.py; this module picks what a reader needs,
 writes each number once at the decimals `numbers.decimals` chose, and shortens long
@@ -7,16 +7,17 @@ listings unless `full` (the JSON always carries everything).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from attncli.core import online
 from attncli.core.decode import Decode, DecodeStep
 from attncli.core.engine import RunResult
 from attncli.core.online import Tiling
-from attncli.document.numbers import decimals, fixed, smart
+from attncli.document.blocks import Block, Document, Heading, Note, Paragraph, Table, Values
+from attncli.document.numbers import fixed, smart
 from attncli.errors import AttnError, option
-from attncli.formats import Document, Format, Options, report
-from attncli.formats.report import Report, Section, Table
 from attncli.walkthroughs.narration import quoted
 
 MAX_TILES = 24  # tile rows shown per head unless --full
@@ -51,6 +52,15 @@ def span(positions: np.ndarray) -> str:
     return ", ".join(map(str, ps))
 
 
+def _section(title: str, lines: Sequence[tuple[str, str]] = (), table: Table | None = None, notes: Sequence[str] = ()) -> list[Block]:
+    """A section's blocks: its heading, its `name = value` lines, its table, its notes."""
+    return [Heading(title, level=2), Values(lines), *([table] if table is not None else []), *map(Note, notes)]
+
+
+def _document(title: str, intro: Sequence[str], sections: list[Block], tidy: Table) -> Document:
+    return Document(title, [Heading(title), *map(Paragraph, intro), *sections], tidy)
+
+
 def _shortened(rows: list[list[str]], limit: int, what: str, *, full: bool, width: int) -> tuple[list[list[str]], list[str]]:
     """At most `limit` rows (the first ones and the last two) and a note saying what was left out."""
     if full or len(rows) <= limit:
@@ -62,7 +72,7 @@ def _shortened(rows: list[list[str]], limit: int, what: str, *, full: bool, widt
 # -- run --block-size -------------------------------------------------------------------------------
 
 
-def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: int, full: bool) -> Report:
+def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: int, full: bool) -> Document:
     """FlashAttention's loops over each head: every tile's running maxima and sums, the output and the memory."""
     s, p = result.scenario, precision
     any_tiling = next(iter(tilings.values()))
@@ -74,7 +84,7 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
     ]
     if result.round_steps is not None:
         intro.append(f"Every intermediate is rounded to {result.round_steps} decimals, as by hand.")
-    sections = []
+    sections: list[Block] = []
     csv_rows: list[list[str]] = []
     for head, tiling in tilings.items():
         name = f"Head {head}: " if s.heads > 1 else ""
@@ -91,7 +101,7 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
         rows, notes = _shortened(rows, MAX_TILES, "tiles", full=full, width=6)
         table = Table(["tile (query block, key block)", "queries", "keys", "m per query", "l per query", "rescale per query"], rows,
                       [False, False, False, False, False, False])  # fmt: skip
-        sections.append(Section(f"{name}{len(tiling.tiles)} tiles", table=table, notes=notes))
+        sections += _section(f"{name}{len(tiling.tiles)} tiles", table=table, notes=notes)
         ordinary = result.head(head).output  # (L_q, d_v)
         memory = tiling.memory
         lines = [
@@ -108,10 +118,10 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
             again = online.tiled(exact.masked, exact.V, block_size=B_k, query_block_size=B_q, d_k=s.d_k)
             out_notes.append(f"Rounded by hand, the tiles round at other points than the ordinary chain, hence the difference above; "
                              f"in exact arithmetic the two differ by {ulps(again.output - exact.output)}.")  # fmt: skip
-        sections.append(Section(f"{name}output = o / l", lines, Table(["query", "output"], out_rows, [False, False]), out_notes))
+        sections += _section(f"{name}output = o / l", lines, Table(["query", "output"], out_rows, [False, False]), out_notes)
     csv_table = Table(["head", "query_block", "key_block", "query", "keys", "skipped", "rescale", "max", "sum"], csv_rows,
                       [True, True, True, True, False, False, True, True, True])  # fmt: skip
-    return Report(f"FlashAttention tiling of {quoted(s.name)}: blocks of {B_q} queries × {B_k} keys", intro, sections, csv_table)
+    return _document(f"FlashAttention tiling of {quoted(s.name)}: blocks of {B_q} queries × {B_k} keys", intro, sections, csv_table)
 
 
 def _smallest_block(L_q: int, L_k: int, heads: int) -> int:
@@ -129,7 +139,7 @@ def _number(x: float) -> str:
 # -- decode -----------------------------------------------------------------------------------------
 
 
-def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool = False) -> Report:
+def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool = False) -> Document:
     """Generation step by step: each new token's q, k and v, the cache it reads, the weights and the output."""
     s, p = dec.scenario, precision
     intro = [
@@ -149,11 +159,11 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
     steps = list(dec.steps)
     head_count = MAX_STEPS - 2
     shown = steps if full or len(steps) <= MAX_STEPS else steps[:head_count] + steps[-2:]
-    sections = []
+    sections: list[Block] = []
     for index, step in enumerate(shown):
         if len(shown) < len(steps) and index == head_count:
-            sections.append(Section(f"… steps {head_count + 1}–{len(steps) - 2} left out; --full shows every step"))
-        sections.append(_step_section(dec, step, p, full=full))
+            sections += _section(f"… steps {head_count + 1}–{len(steps) - 2} left out; --full shows every step")
+        sections += _step_section(dec, step, p, full=full)
     csv_rows = [
         [str(step.position), step.token, str(int(key)), dec.scenario.tokens[int(key) - 1], "true" if seen else "false",
          repr(float(score)), _number(logit if seen else -np.inf), repr(float(weight))]
@@ -163,10 +173,10 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
     csv_table = Table(["step", "token", "key_position", "key_token", "visible", "score", "logit", "weight"], csv_rows,
                       [True, False, True, False, False, True, True, True])  # fmt: skip
     head = f", head {dec.head}" if s.heads > 1 else ""
-    return Report(f"Decoding {quoted(s.name)} with a KV cache{head}", intro, sections, csv_table)
+    return _document(f"Decoding {quoted(s.name)} with a KV cache{head}", intro, sections, csv_table)
 
 
-def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> Section:
+def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> list[Block]:
     s = dec.scenario
     lines = [("q", vec(step.q, p, full=full)), ("k", vec(step.k, p, full=full)), ("v", vec(step.v, p, full=full)),
              ("cache", f"key{'s' * (len(step.cache) > 1)} {span(step.cache)} ({len(step.cache)} of {step.position} tokens so far)")]  # fmt: skip
@@ -192,7 +202,7 @@ def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> Secti
     notes += short
     notes.append(f"output = Σ weight·v = {vec(step.output, p, full=full, whole=False)}")
     notes.append(_same_as_run(dec, step))
-    return Section(f"Step {step.position}: {quoted(step.label)} (position {step.position})", lines, Table(header, rows, numeric), notes)
+    return _section(f"Step {step.position}: {quoted(step.label)} (position {step.position})", lines, Table(header, rows, numeric), notes)
 
 
 def _why_dropped(dec: Decode, step: DecodeStep) -> str:
@@ -215,15 +225,9 @@ def _same_as_run(dec: Decode, step: DecodeStep) -> str:
             f"{ulps(recomputed - step.output)}.")  # fmt: skip
 
 
-# -- documents --------------------------------------------------------------------------------------
-
-
-def tiling_document(result: RunResult, options: Options, block_size: int) -> Document:
-    """`run --block-size`: the run's JSON with each head's "tiling" added, or the tiling report in any other format."""
-    from attncli.document import stages
-
+def tilings(result: RunResult, heads: list[int], block_size: int) -> dict[int, Tiling]:
+    """Each head's tiled computation, refused up front when it would keep more than MAX_TILES_KEPT tiles."""
     s = result.scenario
-    heads = options.heads or list(range(1, s.heads + 1))
     count = len(heads) * -(-s.L // block_size) * -(-s.L_k // block_size)  # ⌈L_q / B⌉·⌈L_k / B⌉ per head
     if count > MAX_TILES_KEPT:
         raise AttnError(
@@ -232,29 +236,8 @@ def tiling_document(result: RunResult, options: Options, block_size: int) -> Doc
             key=option("block_size"),
             expected=f"a larger block size (at least {_smallest_block(s.L, s.L_k, len(heads))}) or one head with {option('head')}",
         )
-    tilings = {}
+    out = {}
     for head in heads:
         h = result.head(head)
-        tilings[head] = online.tiled(h.masked, h.V, block_size=block_size, d_k=s.d_k, round_to=result.round_steps)
-    if options.format is Format.json:
-        from attncli.formats import jsonout
-        from attncli.formats.onlinejson import tiling_json
-
-        doc = jsonout.run_json(result, options.stages or stages.STAGE_NAMES, heads)
-        for entry, head in zip(doc["heads"], heads):
-            entry["tiling"] = tiling_json(tilings[head], result.head(head).output)
-        return jsonout.document(doc)
-    p = decimals(options.precision, s.precision, result.round_steps)
-    return report.render(tiling_report(result, tilings, precision=p, full=options.full), options.format.value, to_file=options.to_file)
-
-
-def decode_document(dec: Decode, options: Options, *, made_causal: bool) -> Document:
-    """`attncli decode`: the attncli.decode/1 JSON, or the step-by-step report in any other format."""
-    if options.format is Format.json:
-        from attncli.formats import jsonout
-        from attncli.formats.onlinejson import decode_json
-
-        return jsonout.document(decode_json(dec))
-    p = decimals(options.precision, dec.scenario.precision, dec.result.round_steps)
-    rep = decode_report(dec, precision=p, full=options.full, made_causal=made_causal)
-    return report.render(rep, options.format.value, to_file=options.to_file)
+        out[head] = online.tiled(h.masked, h.V, block_size=block_size, d_k=s.d_k, round_to=result.round_steps)
+    return out

@@ -11,8 +11,10 @@ import numpy as np
 
 from attncli.core.explain import Explanation
 from attncli.core.online import OnlineBlock, OnlineRow
+from attncli.document.blocks import Line, Step
 from attncli.document.notation import Writer
-from attncli.walkthroughs.narration import LONG_SUM, Line, Step
+from attncli.document.numbers import exact_decimals
+from attncli.walkthroughs.lengths import LONG_SUM
 
 WHY_RESCALE = (
     "Why rescale: each block's exponentials are taken against the largest score seen so far; when a later block "
@@ -117,7 +119,7 @@ def _result(expl: Explanation, row: OnlineRow, p: int, w: Writer) -> Step:
         notes.append(
             f"Rounded by hand, the two orders of work round at different points, so they may differ: online "
             f"{plain.vec(row.output, p, whole=False)} against ordinary {plain.vec(ordinary, p, whole=False)}. "
-            f"In exact arithmetic the online result is {plain.vec(expl.exact_online.output, p + 1, whole=False)}, "
+            f"In exact arithmetic the online result is {plain.vec(expl.exact_online.output, exact_decimals(p), whole=False)}, "
             f"differing from the exact ordinary one by {_differences(exact_difference, plain)}."
         )
     return Step("The online result", "output = o / l", lines, notes)

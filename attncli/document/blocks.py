@@ -1,0 +1,161 @@
+"""The vocabulary every output shares: a document is a title and a sequence of blocks.
+
+Blocks are NamedTuples (immutable, and about a fifth of a frozen dataclass's creation cost at
+start-up); Matrix, which carries arrays and defaults, is a frozen dataclass.
+
+The walk-throughs (attncli.walkthroughs) turn results into documents; each format
+(attncli.formats) draws every block type its own way. Blocks hold plain text and NumPy
+arrays, never the syntax of a format: each format escapes text with its own rule (escape.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from attncli.document.numbers import smart
+
+
+class Heading(NamedTuple):
+    text: str
+    level: int = 1  # 1: the document's title; 2: a section
+
+
+class Paragraph(NamedTuple):
+    """A paragraph of prose at the top of a document."""
+
+    text: str
+
+
+class Values(NamedTuple):
+    """A few `name = value` lines: "q = [1, 0]"."""
+
+    pairs: Sequence[tuple[str, str]]
+
+
+class Table(NamedTuple):
+    """A table of text cells; `numeric` says per column whether it holds right-aligned numbers."""
+
+    header: Sequence[str]
+    rows: Sequence[Sequence[str]]
+    numeric: Sequence[bool]
+
+
+class Note(NamedTuple):
+    """A remark inside a section: what was left out, what a check found."""
+
+    text: str
+
+
+class Line(NamedTuple):
+    """One line of arithmetic: `lhs = rhs`, `token: rhs` (sep ":"), or (lhs empty) a continuation such as `+ [0.1, 0.2]`."""
+
+    lhs: str
+    rhs: str
+    sep: str = "="
+
+
+class Step(NamedTuple):
+    title: str  # "The query"
+    formula: str  # "q = e·W_Q", in the writer's notation
+    lines: tuple[Line, ...] | list[Line] = ()  # the arithmetic
+    notes: tuple[str, ...] | list[str] = ()  # sentences after the arithmetic (plain Unicode prose)
+    matrix: tuple[str, np.ndarray] | None = None  # a matrix shown after the first line, e.g. ("W_Q", W_Q)
+
+
+def step_lines(step: Step, precision: int) -> list[str]:
+    """The arithmetic of a step as plain Unicode lines; a continuation lines up under the first `=`."""
+    lines: list[str] = []
+    pad = ""
+    for line in step.lines:
+        if line.sep == ":":
+            lines.append(f"{line.lhs}: {line.rhs}")
+        elif line.lhs:
+            pad = " " * (len(line.lhs) + 1)
+            lines.append(f"{line.lhs} = {line.rhs}")
+        else:
+            lines.append(f"{pad}{line.rhs}")
+    if step.matrix is not None:
+        name, matrix = step.matrix
+        cells = [[smart(float(x), precision) for x in row] for row in matrix]
+        width = max(len(cell) for row in cells for cell in row)
+        lines[1:1] = [f"{name} ="] + ["  " + "  ".join(cell.rjust(width) for cell in row) for row in cells]
+    return lines
+
+
+class Steps(NamedTuple):
+    """The numbered steps of a hand calculation, written in one notation (`notation`: "unicode" or "tex")."""
+
+    steps: Sequence[Step]
+    precision: int  # decimals of the numbers of a step's matrix
+    notation: str = "unicode"
+
+
+Block = Heading | Paragraph | Values | Table | Note | Steps
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A labelled matrix of a stage: title, formula in Unicode and TeX, the numbers, the labels of rows and columns."""
+
+    key: str  # stable name: "X", "W_Q", "Q", "scores", ... "concat", "final"
+    stage: str  # the --stages name it belongs to
+    head: int | None  # 1-based head, None for what all heads share
+    title: str  # "Scores"
+    formula: str  # "S = Q·Kᵀ", Unicode for people
+    tex: str  # "S = Q K^\top", TeX
+    data: np.ndarray  # (rows, cols)
+    rows: list[str]
+    cols: list[str]
+    hidden: np.ndarray | None = None  # (rows, cols) bool, True where the mask hides the cell
+    extra: list[tuple[str, np.ndarray]] = field(default_factory=list)  # extra columns, e.g. ("Σ", exp_sum)
+    square: bool = False  # tokens × tokens: may be shaded as a heatmap
+    equation: str = ""  # TeX, symbol first: `S = QK^\top`, `M = \operatorname{mask}(…)` (LaTeX's display of the matrix)
+    remarks: tuple[str, ...] = ()  # plain sentences beyond the formula: what the mask did, the divisor, the shift
+
+    @property
+    def shape(self) -> str:
+        return f"{self.data.shape[0]} × {self.data.shape[1]}"
+
+    def heading(self, heads: int) -> str:
+        """'Head 2 · Scores  S⁽²⁾ = Q⁽²⁾·K⁽²⁾ᵀ  (4 × 4)', the head only when there are several."""
+        prefix = f"Head {self.head} · " if heads > 1 and self.head is not None else ""
+        return f"{prefix}{self.title}  {self.formula}  ({self.shape})"
+
+
+class Summary(NamedTuple):
+    """A run's header: the scenario's name and sentence (and context), its description, sizes and settings, any hand rounding."""
+
+    name: str
+    tokens: Sequence[str]
+    context: Sequence[str] | None
+    description: str
+    settings: Sequence[str]  # 'L = 6 tokens · d_model = 2 · …', then scale, mask and variants
+    round_steps: int | None
+    heads: int
+
+
+class Comparison(NamedTuple):
+    """A hand-rounded output beside the exact one (--round-steps)."""
+
+    decimals: int
+    labels: Sequence[str]
+    rounded: np.ndarray  # (L, d)
+    exact: np.ndarray  # (L, d)
+
+
+class RunDocument(NamedTuple):
+    """`attncli run`: the header, the matrices of the shown stages, and the comparison with exact arithmetic when rounded by hand."""
+
+    summary: Summary
+    matrices: Sequence[Matrix]
+    comparison: Comparison | None
+
+
+class Document(NamedTuple):
+    title: str
+    blocks: Sequence[Block]
+    tidy: Table | None = None  # the one table a CSV file holds: every row of every section, tidy

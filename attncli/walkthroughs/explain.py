@@ -1,0 +1,32 @@
+"""An explanation's matrices: the query's row of weights and a table of its keys, as blocks any format draws."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attncli.core.explain import Explanation
+from attncli.document.blocks import Matrix
+
+
+def query_weights(expl: Explanation) -> Matrix:
+    """The query's row of the attention weights as a 1 × L_k view."""
+    s = expl.scenario
+    n = f"⁽{expl.head.head}⁾" if s.heads > 1 else ""
+    hidden = np.array([[key.masked for key in expl.keys]]) if any(key.masked for key in expl.keys) else None
+    return Matrix(
+        key="weights", stage="weights", head=expl.head.head if s.heads > 1 else None, title=f"Attention weights of “{expl.token}”",
+        formula=f"α{n} = softmax(q·Kᵀ{'/√d_k' if s.scale.mode == 'sqrt_dk' else ''})", tex="", data=np.array([[k.weight for k in expl.keys]]),
+        rows=[expl.label], cols=[key.label for key in expl.keys], hidden=hidden, square=True,
+    )  # fmt: skip
+
+
+def key_table(expl: Explanation) -> Matrix:
+    """One row per key: score, scaled score, exponential and weight."""
+    s = expl.scenario
+    columns = ["score"] + (["scaled"] if s.scale.mode != "none" else []) + (["biased"] if s.has_bias else []) + ["e^x", "weight"]
+    rows = []
+    for key in expl.keys:
+        row = [key.score] + ([key.scaled] if s.scale.mode != "none" else []) + ([key.logit] if s.has_bias else [])
+        rows.append(row + [key.exp, key.weight])
+    return Matrix(key="explain", stage="explain", head=None, title=f"“{expl.token}” and each key", formula="",
+                      tex="", data=np.array(rows, dtype=np.float64), rows=[key.label for key in expl.keys], cols=columns)  # fmt: skip

@@ -1,0 +1,22 @@
+"""The √d experiment (`attncli variance`) as a document: each measurement beside its theory, and a note on saturation."""
+
+from __future__ import annotations
+
+from attncli.core.variance import VarianceRow
+from attncli.document.blocks import Document, Note, Table
+
+
+def variance_document(rows: list[VarianceRow], *, keys: int) -> Document:
+    samples = f"{rows[0].samples:,} samples per d; " if rows else ""
+    table = Table(
+        ["d", "mean q·k", "var q·k", "var scaled", "max α", "max α scaled"],
+        [[str(r.d), f"{r.mean_raw:.3f} (0)", f"{r.var_raw:.2f} ({r.d})", f"{r.var_scaled:.3f} (1)",
+          f"{r.max_weight_raw:.3f}", f"{r.max_weight_scaled:.3f}"] for r in rows],
+        [True] * 6,
+    )  # fmt: skip
+    note = Note(
+        f"max α: the mean largest softmax weight of a query over {keys} random keys (1/{keys} = {1 / keys:.3f} would be "
+        "uniform). Without scaling the variance of q·k grows like d and the softmax heads for one-hot; dividing by √d "
+        "keeps the variance at 1 and the weights spread."
+    )
+    return Document(f"q·k for q, k ~ N(0, I_d): {samples}scaled = q·k/√d; theory in brackets", [table, note])
