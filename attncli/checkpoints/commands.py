@@ -15,6 +15,7 @@ from attncli.model import Scenario
 
 INFO_SCHEMA = "attncli.model-info/1"
 TOKENS_SCHEMA = "attncli.model-tokens/1"
+MAX_TOKENS_SHOWN = 1_000_000  # `model tokens`: a text of more tokens is refused, not printed
 _CLI_KEYS = {"layer": "--layer", "sentence": "--sentence", "special_tokens": "--special-tokens"}
 
 
@@ -113,17 +114,16 @@ def _info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
 
 def tokens_document(folder: Path, text: str, *, special_tokens: str, as_json: bool) -> str | Iterator[bytes]:
     """The tokens of `text`: position (from 1), id, label (the text it covers) and the tokenizer's own piece."""
+    from attncli.checkpoints import tokenizer_process
     from attncli.checkpoints.scenario import SPECIAL_TOKENS
-    from attncli.checkpoints.tokens import load_tokenizer, not_applied_note, tokenize_text
+    from attncli.checkpoints.tokens import not_applied_note
 
     if special_tokens not in SPECIAL_TOKENS:
         raise AttnError(f"found {special_tokens!r}", key="--special-tokens", expected="auto (as the tokenizer adds them) or none")
     if not folder.is_dir():
         raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a folder with tokenizer.json")
-    tokenizer, not_applied = load_tokenizer(folder)
-    add = special_tokens == "auto"
-    ids, labels = tokenize_text(tokenizer, text, special_tokens=add)
-    pieces = tokenizer.encode(text, add_special_tokens=add).tokens
+    tokenized = tokenizer_process.tokenize(folder, text, special_tokens=special_tokens == "auto", max_tokens=MAX_TOKENS_SHOWN)
+    ids, labels, pieces, not_applied = tokenized
     rows = [{"position": n, "id": token_id, "label": label, "piece": piece} for n, (token_id, label, piece) in enumerate(zip(ids, labels, pieces), 1)]
     if as_json:
         return _json({"schema": TOKENS_SCHEMA, "folder": str(folder), "text": text, "tokens": rows, "not_applied": not_applied})

@@ -6,12 +6,15 @@ what it means to transformers.
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attncli.bounded import JsonLimits
 from attncli.errors import AttnError
+
+CONFIG_LIMITS = JsonLimits(max_bytes=4 * 1024 * 1024)  # config.json and the shard index: a few kB in real checkpoints
 
 SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral")
 LLAMA_FAMILY = ("llama", "qwen2", "mistral")
@@ -121,19 +124,16 @@ class _Reader:
 
 
 def read_raw(folder: Path) -> tuple[dict[str, Any], str]:
-    """config.json as a dict, with the path for messages."""
+    """config.json as a dict, with the path for messages; read through the bounded reader (a regular file, JSON within limits)."""
+    from attncli.bounded import read_json
+
     path = folder / "config.json"
     where = str(path)
     if not folder.is_dir():
         raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a folder with config.json")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise AttnError(
-            "no config.json in the checkpoint folder", file=str(folder), expected="a Hugging Face checkpoint folder"
-        ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise AttnError(f"not readable JSON: {error}", file=where, expected="the model's config as a JSON object") from None
+    if not os.path.lexists(path):
+        raise AttnError("no config.json in the checkpoint folder", file=str(folder), expected="a Hugging Face checkpoint folder")
+    raw = read_json(path, where, what="the model's config as a JSON object", limits=CONFIG_LIMITS)
     if not isinstance(raw, dict):
         raise AttnError(f"config.json holds a JSON {type(raw).__name__}", file=where, expected="a JSON object")
     return raw, where

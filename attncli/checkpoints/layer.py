@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from attncli.checkpoints import bert, gpt2, llama
+from attncli.checkpoints import bert, gpt2, llama, tokenizer_process
 from attncli.checkpoints.config import SUPPORTED, ModelConfig, read_config, read_raw
 from attncli.checkpoints.rope import RopeSpec, rope_spec
 from attncli.checkpoints.safetensors import FLOAT_NAMES, Checkpoint
-from attncli.checkpoints.tokens import Tokens, load_tokenizer, not_applied_note, tokenize_text
+from attncli.checkpoints.tokens import Tokens, not_applied_note
 from attncli.errors import AttnError
 
 __all__ = ["LayerCase", "RopeSpec", "Tokens", "load_layer", "model_info", "tokenize"]
@@ -55,7 +55,8 @@ class LayerCase:
 
 def tokenize(folder: Path, text: str, *, special_tokens: bool = True) -> Tokens:
     """The checkpoint's tokens of `text`: (ids, labels), with `.positions` from 1."""
-    return tokenize_text(load_tokenizer(folder).tokenizer, text, special_tokens=special_tokens)
+    tokenized = tokenizer_process.tokenize(folder, text, special_tokens=special_tokens, max_tokens=tokenizer_process.MAX_TEXT_CHARACTERS * 8)
+    return Tokens(tokenized.ids, tokenized.labels)
 
 
 def load_layer(folder: Path, *, layer: int, text: str, special_tokens: bool = True) -> LayerCase:
@@ -65,16 +66,18 @@ def load_layer(folder: Path, *, layer: int, text: str, special_tokens: bool = Tr
         raise AttnError(
             f"layer {layer} is out of range: the model has {cfg.layers} layers", key="layer", expected=f"1 to {cfg.layers}"
         )
-    tokenizer, not_applied = load_tokenizer(folder)
-    ids, labels = tokenize_text(tokenizer, text, special_tokens=special_tokens)
-    if not ids:
-        raise AttnError("the sentence gives no tokens", key="sentence", expected="some text")
-    if len(ids) > cfg.max_positions:
-        raise AttnError(
-            f"the sentence is {len(ids):,} tokens long, more than the model's {cfg.max_positions:,} positions",
+
+    def too_long(count: int) -> AttnError:
+        return AttnError(
+            f"the sentence is {count:,} tokens long, more than the model's {cfg.max_positions:,} positions",
             key="sentence",
             expected=f"at most {cfg.max_positions:,} tokens",
         )
+
+    tokenized = tokenizer_process.tokenize(folder, text, special_tokens=special_tokens, max_tokens=cfg.max_positions, too_many=too_long)
+    ids, labels, not_applied = tokenized.ids, tokenized.labels, tokenized.not_applied
+    if not ids:
+        raise AttnError("the sentence gives no tokens", key="sentence", expected="some text")
     inputs = _ARCHITECTURES[cfg.model_type].layer_inputs(cfg, Checkpoint(folder), ids, layer)
     w = inputs.attention
     return LayerCase(
@@ -112,8 +115,10 @@ def model_info(folder: Path) -> dict[str, Any]:
     except AttnError as error:
         info["reason"] = str(error)
         return info
-    if not (folder / "tokenizer.json").is_file():
-        info["reason"] = f"{folder / 'tokenizer.json'}: no tokenizer.json in the checkpoint folder"
+    try:
+        tokenizer_process.check(folder)
+    except AttnError as error:
+        info["reason"] = str(error)
         return info
     info["supported"] = True
     return info

@@ -1,0 +1,282 @@
+"""A checkpoint folder is untrusted input: each way of corrupting one ends in a correct result or one clean line.
+
+Every case copies a fixture of tests/checkpoints into a temporary folder, breaks one thing in
+it (a config value, the shard index, the safetensors header, tokenizer.json, a file swapped for a
+FIFO, a device or a sparse file) and runs the real command line in a subprocess under
+RLIMIT_AS (memory) and RLIMIT_CPU (time): a case that needed more would die, not pass. Each must
+end with status 0, or status 1 with exactly one line on stderr naming the file, nothing on
+stdout, no traceback, no "internal error", no numpy warning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import struct
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tokenizers")
+
+HERE = Path(__file__).parent / "checkpoints"
+MEMORY = 1024**3  # address space of the attncli process (and so of its tokenizer child): 1 GiB
+CPU_SECONDS = 60
+SENTENCE = "the cat sat on the mat"
+
+
+def _limited() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+    resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def attncli(*args: str | os.PathLike[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The command line in a subprocess with a memory and a CPU limit (a wall-clock timeout only catches a hang)."""
+    return subprocess.run(
+        [sys.executable, "-m", "attncli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        preexec_fn=_limited,
+        timeout=10 * CPU_SECONDS,
+        env=env,
+        check=False,
+    )
+
+
+def assert_one_clean_line(done: subprocess.CompletedProcess[str], *fragments: str) -> str:
+    """Status 1, nothing on stdout, one `attncli: error:` line on stderr holding every fragment."""
+    assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("attncli: error: "), done.stderr[-2000:]
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def assert_clean(done: subprocess.CompletedProcess[str]) -> None:
+    """A correct result (status 0) or one clean line (status 1); never a traceback, an internal error or a warning."""
+    assert done.returncode in (0, 1), (done.returncode, done.stderr[-2000:])
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr and "Warning" not in done.stderr, done.stderr
+    if done.returncode == 1:
+        assert_one_clean_line(done)
+
+
+def fixture(name: str, tmp_path: Path) -> Path:
+    folder = tmp_path / name
+    shutil.copytree(HERE / name, folder)
+    return folder
+
+
+def edit_json(path: Path, change: Callable[[dict], object]) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def read_safetensors(path: Path) -> tuple[dict, bytes]:
+    raw = path.read_bytes()
+    (size,) = struct.unpack("<Q", raw[:8])
+    return json.loads(raw[8 : 8 + size]), raw[8 + size :]
+
+
+def write_header(path: Path, header: bytes, data: bytes) -> None:
+    path.write_bytes(struct.pack("<Q", len(header)) + header + data)
+
+
+# ---------------------------------------------------------------- tokenizer.json: the library run guarded
+
+
+def set_normalizer(normalizer: dict) -> Callable[[dict], object]:
+    return lambda tokenizer: tokenizer.__setitem__("normalizer", normalizer)
+
+
+def word_level_without_unknown(tokenizer: dict) -> None:
+    tokenizer.update(
+        model={"type": "WordLevel", "vocab": {"the": 0, "cat": 1}, "unk_token": "[UNK]"},
+        pre_tokenizer={"type": "Whitespace"},
+        post_processor=None,
+        decoder=None,
+    )
+
+
+TOKENIZER_CASES = {
+    # an empty-matching Replace regex: the Rust library panics (pyo3_runtime.PanicException, a BaseException)
+    "panic": (set_normalizer({"type": "Replace", "pattern": {"Regex": ""}, "content": "xy"}), "panicked"),
+    # each Replace doubles every "a": 2⁴⁰ times the text, an abort on a failed allocation without the child's limit
+    "expanding-normalizer": (
+        set_normalizer({"type": "Sequence", "normalizers": [{"type": "Replace", "pattern": {"String": "a"}, "content": "aa"}] * 40}),
+        "memory limit",
+    ),
+    "word-level-without-unknown": (word_level_without_unknown, "cannot encode the text"),
+    "unknown-model": (lambda t: t["model"].__setitem__("type", "Nonsense"), "cannot read it"),
+}
+
+
+@pytest.mark.parametrize("case", TOKENIZER_CASES)
+def test_a_tokenizer_that_fails_inside_the_library_is_one_line_naming_it(case, tmp_path):
+    """Panics, aborts and errors of the tokenizers library: one line naming tokenizer.json, for run and model tokens."""
+    change, fragment = TOKENIZER_CASES[case]
+    folder = fixture("gpt2", tmp_path)
+    edit_json(folder / "tokenizer.json", change)
+    for command in (("run", "--model", folder, "--layer", "1", "--sentence", SENTENCE), ("model", "tokens", folder, SENTENCE)):
+        assert_one_clean_line(attncli(*command), str(folder / "tokenizer.json"), fragment)
+
+
+@pytest.mark.parametrize("case", TOKENIZER_CASES)
+def test_model_info_says_supported_only_when_the_tokenizer_encodes(case, tmp_path):
+    """`model info` tries the tokenizer on a test sentence: a broken one is "supported: no", naming the file."""
+    change, fragment = TOKENIZER_CASES[case]
+    folder = fixture("gpt2", tmp_path)
+    edit_json(folder / "tokenizer.json", change)
+    done = attncli("model", "info", folder)
+    assert done.returncode == 0, done.stderr
+    supported = next(line for line in done.stdout.splitlines() if line.startswith("supported"))
+    assert "no:" in supported and "tokenizer.json" in supported and fragment in supported, supported
+
+
+def test_model_info_of_a_good_checkpoint_still_says_supported(tmp_path):
+    """The test sentence is no obstacle for a working tokenizer."""
+    done = attncli("model", "info", HERE / "gpt2")
+    supported = next(line for line in done.stdout.splitlines() if line.startswith("supported"))
+    assert done.returncode == 0 and supported.split()[1] == "yes:", done.stdout
+
+
+def test_a_tokenizer_gets_the_same_tokens_through_the_child_process():
+    """The guarded tokenizer gives what the library gives in-process (ids and pieces)."""
+    from tokenizers import Tokenizer
+
+    from attncli.checkpoints import tokenizer_process
+
+    for name in ("gpt2", "bert", "llama", "qwen2"):
+        library = Tokenizer.from_file(str(HERE / name / "tokenizer.json"))
+        library.no_padding()
+        library.no_truncation()
+        expected = library.encode("Hello, wörld! 中文 🙂", add_special_tokens=True)
+        got = tokenizer_process.tokenize(HERE / name, "Hello, wörld! 中文 🙂", special_tokens=True, max_tokens=1000)
+        assert (got.ids, got.pieces) == (tuple(expected.ids), tuple(expected.tokens))
+
+
+def test_a_bug_in_the_child_is_still_an_internal_error(tmp_path, monkeypatch):
+    """Only the library's own failures become file errors: anything else the child meets stays a bug (status 70)."""
+    from attncli.checkpoints import tokenizer_process
+
+    failure = tokenizer_process._failure(1, b"Traceback ...\nNameError: name 'x' is not defined\n", "tokenizer.json", 1)
+    assert isinstance(failure, RuntimeError) and "NameError" in str(failure)
+
+
+# ---------------------------------------------------------------- files that are not what they say
+
+
+def fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+def dev_zero(path: Path) -> None:
+    path.unlink()
+    path.symlink_to("/dev/zero")
+
+
+def sparse(path: Path) -> None:
+    with path.open("r+b") as stream:
+        stream.truncate(8 * 1024**3)  # 8 GiB of nothing: no disk used, but reading it whole would exhaust memory
+
+
+def deeply_nested(path: Path) -> None:
+    path.write_text("[" * 100_000 + "]" * 100_000)
+
+
+def fifty_levels(path: Path) -> None:
+    path.write_text('{"a": ' * 70 + "1" + "}" * 70)
+
+
+def long_number(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("{", '{"long": ' + "9" * 5000 + ", ", 1), encoding="utf-8")
+
+
+def not_a_number(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("{", '{"nan": NaN, ', 1), encoding="utf-8")
+
+
+FILE_CASES = {
+    "fifo": (fifo, "FIFO"),
+    "dev-zero": (dev_zero, "character device"),
+    "sparse": (sparse, "bytes to read, more than the"),
+    "deeply-nested": (deeply_nested, "nests deeper than"),
+    "seventy-levels": (fifty_levels, "nests deeper than"),
+    "long-number": (long_number, "5,000 characters"),
+    "nan": (not_a_number, "NaN is not a JSON number"),
+}
+FILES = {"config.json": "gpt2", "tokenizer.json": "gpt2", "model.safetensors.index.json": "llama"}
+
+
+@pytest.mark.parametrize("file", FILES)
+@pytest.mark.parametrize("case", FILE_CASES)
+def test_every_checkpoint_file_is_read_bounded(file, case, tmp_path):
+    """config.json, the shard index and tokenizer.json: special files, huge files, deep nesting, long numbers, NaN."""
+    change, fragment = FILE_CASES[case]
+    folder = fixture(FILES[file], tmp_path)
+    change(folder / file)
+    assert_one_clean_line(attncli("run", "--model", folder, "--layer", "1", "--sentence", SENTENCE), str(folder / file), fragment)
+
+
+@pytest.mark.parametrize("case", ["fifo", "dev-zero", "sparse"])
+def test_model_info_never_reads_an_unbounded_file(case, tmp_path):
+    """`model info` reads the same files through the same reader: never a hang, never all of /dev/zero."""
+    change, fragment = FILE_CASES[case]
+    folder = fixture("llama", tmp_path)
+    change(folder / "config.json")
+    assert_one_clean_line(attncli("model", "info", folder), "config.json", fragment)
+
+
+# ---------------------------------------------------------------- the safetensors header
+
+
+def mutate_header(change: Callable[[dict], object]) -> Callable[[Path], None]:
+    def mutate(path: Path) -> None:
+        header, data = read_safetensors(path)
+        change(header)
+        write_header(path, json.dumps(header).encode(), data)
+
+    return mutate
+
+
+def raw_header(text: bytes) -> Callable[[Path], None]:
+    def mutate(path: Path) -> None:
+        _, data = read_safetensors(path)
+        write_header(path, text, data)
+
+    return mutate
+
+
+HEADER_CASES = {
+    "dtype-a-list": (mutate_header(lambda h: h["transformer.wte.weight"].__setitem__("dtype", ["F32"])), "unknown dtype ['F32']"),
+    "impossible-empty-shape": (
+        mutate_header(lambda h: h.__setitem__("extra", {"dtype": "F32", "shape": [0, 10**30, 10**30], "data_offsets": [0, 0]})),
+        "beyond what any array can hold",
+    ),
+    "deep-header": (raw_header(b"[" * 50_000 + b"]" * 50_000), "nests deeper than"),
+    "long-number-in-offsets": (raw_header(b'{"x": {"dtype": "F32", "shape": [1], "data_offsets": [0, ' + b"1" * 5000 + b"]}}"), "5,000 characters"),
+    "shape-not-a-list": (mutate_header(lambda h: h["transformer.wte.weight"].__setitem__("shape", "6x5")), "has the shape '6x5'"),
+}
+
+
+@pytest.mark.parametrize("case", HEADER_CASES)
+def test_a_corrupt_safetensors_header_is_one_line_naming_the_file(case, tmp_path):
+    """Header values of the wrong type or size: the file and the tensor, never "internal error"."""
+    change, fragment = HEADER_CASES[case]
+    folder = fixture("gpt2", tmp_path)
+    change(folder / "model.safetensors")
+    for command in (("run", "--model", folder, "--layer", "1", "--sentence", SENTENCE), ("model", "info", folder)):
+        done = attncli(*command)
+        assert_clean(done)
+        assert fragment in done.stdout + done.stderr, (done.stdout, done.stderr)
