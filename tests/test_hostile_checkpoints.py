@@ -280,3 +280,124 @@ def test_a_corrupt_safetensors_header_is_one_line_naming_the_file(case, tmp_path
         done = attncli(*command)
         assert_clean(done)
         assert fragment in done.stdout + done.stderr, (done.stdout, done.stderr)
+
+
+# ---------------------------------------------------------------- config values: range and type before any allocation
+
+
+def set_config(**values: object) -> Callable[[dict], object]:
+    return lambda config: config.update(values)
+
+
+CONFIG_CASES = {
+    "head-dim-2e8": ("llama", set_config(head_dim=200_000_000), "head_dim: found 200000000"),
+    "a-trillion-layers": ("llama", set_config(num_hidden_layers=10**12), "num_hidden_layers: found 1000000000000"),
+    "positions-beyond-int64": ("gpt2", set_config(n_positions=10**20), "n_positions: found"),
+    "heads-as-text": ("gpt2", set_config(n_head="4"), "n_head: found '4'"),
+    "zero-heads": ("bert", set_config(num_attention_heads=0), "num_attention_heads: found 0"),
+    "kv-heads-above-heads": ("llama", set_config(num_key_value_heads=1000), "num_key_value_heads: found 1000"),
+    "theta-beyond-float64-range": ("llama", set_config(rope_parameters={"rope_theta": 1e300}), "rope_theta: found 1e+300"),
+    "theta-negative": ("qwen2", set_config(rope_parameters={"rope_theta": -5.0}), "rope_theta: found -5.0"),
+    "rope-factor-zero": ("llama", set_config(rope_scaling={"rope_type": "linear", "factor": 0}), "factor: found 0"),
+    "rope-scaling-a-list": ("llama", set_config(rope_scaling=[1, 2]), "rope_scaling: found [1, 2]"),
+    "hidden-size-not-what-the-weights-hold": ("gpt2", set_config(n_embd=32, n_head=4), "has rows of 16 numbers but config.json says the hidden size is 32"),
+    "huge-mlp-not-in-the-weights": ("llama", set_config(intermediate_size=10_000_000), "(the MLP width of layers 1–1)"),
+    "mlp-not-in-the-weights": ("llama", set_config(intermediate_size=10_000), "but config.json implies [10000,"),
+    "type-vocabulary-huge": ("bert", set_config(type_vocab_size=10**9), "type_vocab_size: found 1000000000"),
+    "window-a-float": ("mistral", set_config(sliding_window=2.5), "sliding_window: found 2.5"),
+    "eps-infinite-by-digits": ("gpt2", set_config(layer_norm_epsilon=1e308), "layer_norm_epsilon: found 1e+308"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CONFIG_CASES)
+def test_a_config_value_out_of_range_is_refused_before_anything_is_allocated(case, tmp_path):
+    """Each value is checked for type and range, then against the weights' shapes (from the headers, before reading)."""
+    name, change, fragment = CONFIG_CASES[case]
+    folder = fixture(name, tmp_path)
+    edit_json(folder / "config.json", change)
+    assert_one_clean_line(attncli("run", "--model", folder, "--layer", "2", "--sentence", SENTENCE), fragment)
+    info = attncli("model", "info", folder)
+    assert_clean(info)
+    assert "supported     yes" not in info.stdout
+
+
+def test_the_cell_limit_is_checked_before_the_earlier_layers_run(monkeypatch):
+    """--max-cells refuses a long sentence at --layer 3 as at --layer 1: before layers 1 and 2 are computed."""
+    from attncli.checkpoints import gpt2, scenario
+    from attncli.errors import AttnError
+    from attncli.limits import Limits
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a layer was computed before the size check")
+
+    monkeypatch.setattr(gpt2, "layer_inputs", never)
+    with pytest.raises(AttnError, match=r"7 tokens × 7 × 4 heads = 196 attention cells, more than the limit of 100"):
+        scenario.load_scenario(HERE / "gpt2", layer=1, sentence=SENTENCE, limits=Limits(max_cells=100))
+    with pytest.raises(AttnError, match=r"more than the limit of 100"):
+        scenario.load_scenario(HERE / "gpt2", layer=3, sentence=SENTENCE, limits=Limits(max_cells=100))
+
+
+def test_the_earlier_layers_mlp_counts_against_the_cell_limit(monkeypatch):
+    """Layers before the chosen one hold L × intermediate numbers in their MLP: counted too, before computing."""
+    from attncli.checkpoints import gpt2, scenario
+    from attncli.errors import AttnError
+    from attncli.limits import Limits
+
+    monkeypatch.setattr(gpt2, "layer_inputs", lambda *args: pytest.fail("computed before the size check"))
+    with pytest.raises(AttnError, match=r"7 tokens × 64 \(the MLP width of layers 1–1\) = 448 numbers"):
+        scenario.load_scenario(HERE / "gpt2", layer=2, sentence=SENTENCE, limits=Limits(max_cells=300))
+
+
+# ---------------------------------------------------------------- weights that are not finite
+
+
+def as_float64(name: str, value: float) -> Callable[[Path], None]:
+    """Rewrite the file with tensor `name` stored as F64 and every number of it `value` (F32 cannot hold 1e300)."""
+
+    def mutate(path: Path) -> None:
+        header, data = read_safetensors(path)
+        metadata = header.pop("__metadata__", None)
+        tensors = {}
+        for key, entry in header.items():
+            begin, end = entry["data_offsets"]
+            tensors[key] = (entry["dtype"], entry["shape"], data[begin:end])
+        dtype, shape, raw = tensors[name]
+        count = len(raw) // 4
+        tensors[name] = ("F64", shape, struct.pack(f"<{count}d", *[value] * count))
+        new_header: dict = {} if metadata is None else {"__metadata__": metadata}
+        body = b""
+        for key, (dtype, shape, raw) in tensors.items():
+            new_header[key] = {"dtype": dtype, "shape": shape, "data_offsets": [len(body), len(body) + len(raw)]}
+            body += raw
+        write_header(path, json.dumps(new_header).encode(), body)
+
+    return mutate
+
+
+def set_tensor(name: str, value: float) -> Callable[[Path], None]:
+    def mutate(path: Path) -> None:
+        header, data = read_safetensors(path)
+        entry = header[name]
+        begin, end = entry["data_offsets"]
+        count = (end - begin) // 4
+        assert entry["dtype"] == "F32"
+        data = data[:begin] + struct.pack(f"<{count}f", *[value] * count) + data[end:]
+        write_header(path, json.dumps(header).encode(), data)
+
+    return mutate
+
+
+WEIGHT_CASES = {
+    "nan": (set_tensor("transformer.h.0.ln_1.weight", float("nan")), "tensor 'transformer.h.0.ln_1.weight' holds NaN"),
+    "infinity": (set_tensor("transformer.h.1.attn.c_attn.weight", float("inf")), "tensor 'transformer.h.1.attn.c_attn.weight' holds ∞"),
+    "overflow-in-earlier-layers": (as_float64("transformer.h.0.mlp.c_fc.weight", 1e308), "the input of layer 2 overflows float64"),
+}
+
+
+@pytest.mark.parametrize("case", WEIGHT_CASES)
+def test_weights_that_are_not_finite_are_named_for_what_they_are(case, tmp_path):
+    """NaN or ∞ stored in a tensor is said so, with the tensor's name; an overflow through earlier layers too; no numpy warning."""
+    change, fragment = WEIGHT_CASES[case]
+    folder = fixture("gpt2", tmp_path)
+    change(folder / "model.safetensors")
+    assert_one_clean_line(attncli("run", "--model", folder, "--layer", "2", "--sentence", SENTENCE), fragment)

@@ -35,15 +35,7 @@ def load_scenario(
     """The scenario of layer `layer` (from 1) of the checkpoint in `folder`, for `sentence`."""
     if special_tokens not in SPECIAL_TOKENS:
         raise AttnError(f"found {special_tokens!r}", key="special_tokens", expected="auto (as the tokenizer adds them) or none")
-    case = load_layer(folder, layer=layer, text=sentence, special_tokens=special_tokens == "auto")
-    cells = case.heads * len(case.labels) ** 2
-    if cells > limits.max_cells:
-        raise AttnError(
-            f"{len(case.labels):,} tokens × {len(case.labels):,} × {case.heads} heads = {cells:,} attention cells, "
-            f"more than the limit of {limits.max_cells:,}",
-            key="sentence",
-            expected="a shorter sentence, or raise the limit with --max-cells",
-        )
+    case = load_layer(folder, layer=layer, text=sentence, special_tokens=special_tokens == "auto", max_cells=limits.max_cells)
     for path in folder.iterdir():  # no --output may replace a file of the checkpoint
         if path.name in ("config.json", "tokenizer.json") or path.name.endswith((".safetensors", ".safetensors.index.json")):
             reading.note_read(path)
