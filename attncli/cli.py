@@ -299,6 +299,10 @@ def explain(
         limits=_limits(max_cells, max_values), scenario_key="--scenario", default="cat",
     )  # fmt: skip
     loaded.head_numbers(head)  # a head that does not exist is an error before any work
+    if word is not None:
+        from attncli.arguments import text_argument
+
+        word = text_argument(word, "--word")
     where, others = find_word(loaded, word, position)
     expl = explain_scenario(loaded, position=where, head=head, round_steps=round_steps, others=others, block_size=block_size)  # only the row it needs
     options = Options(format=format, precision=precision, full=full, to_file=output is not None, standalone=standalone,
@@ -553,8 +557,10 @@ def scenarios_new(
       attncli scenarios new "The cat sat on the mat" --d-model 4 > mine.yaml
       attncli scenarios new "Llamas like grass" --d-model 8 --heads 4 --kv-heads 2 --mask causal --rope --seed 7
     """
+    from attncli.arguments import text_argument
     from attncli.newscenario import new_scenario
 
+    sentence = text_argument(sentence, "SENTENCE")
     if mask not in ("none", "causal"):
         raise AttnError(f"found {mask!r}", key="--mask", expected="none or causal (edit the file for windows, sinks and padding)")
     emit(new_scenario(sentence, d_model=d_model, heads=heads, kv_heads=kv_heads, causal=mask == "causal", rope=rope, seed=seed))

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import enum
 
+# One rule for what is written out as a code, for every text shown, errors included: escape.visible
+# (controls, line and paragraph separators, bidi marks and overrides, surrogates, U+FFFE and U+FFFF).
+from attncli.escape import visible as visible
+
 
 class ExitStatus(enum.IntEnum):
     """Exit statuses, named (after httpie/status.py)."""
@@ -18,18 +22,6 @@ class ExitStatus(enum.IntEnum):
 
 
 MAX_LINE = 300  # characters of an error line after "attncli: error: "
-
-# Characters that could hide or rewrite a message on a terminal: C0 and C1 controls, DEL,
-# the line and paragraph separators, and the bidirectional overrides ("Trojan Source").
-_HIDDEN = [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-_NAMED = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
-_VISIBLE = {c: _NAMED.get(c) or (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _HIDDEN}
-
-
-def visible(text: str) -> str:
-    """`text` with every control character written out (`\\x1b`, `\\n`, `\\u202e`), so it prints as one inert line."""
-    return text.translate(_VISIBLE)
-
 
 def shorten(text: str, width: int, *, keep_end: bool = False) -> str:
     """`text` cut to `width` characters with "…" where it was cut (at the start if `keep_end`, as for file names)."""

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("tokenizers")
 
@@ -401,3 +403,94 @@ def test_weights_that_are_not_finite_are_named_for_what_they_are(case, tmp_path)
     folder = fixture("gpt2", tmp_path)
     change(folder / "model.safetensors")
     assert_one_clean_line(attncli("run", "--model", folder, "--layer", "2", "--sentence", SENTENCE), fragment)
+
+
+# ---------------------------------------------------------------- text shown, arguments, locales
+
+
+def test_the_terminal_header_shows_a_hostile_folder_name_as_text(tmp_path):
+    """A folder name with a newline and an escape sequence is written out in the terminal header, as in every other format."""
+    folder = tmp_path / "evil\n\x1b[31mred\u202e"
+    shutil.copytree(HERE / "gpt2", folder)
+    done = attncli("run", "--model", folder, "--layer", "1", "--sentence", SENTENCE)
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\u202e" not in done.stdout
+    assert "evil\\n\\x1b[31mred\\u202e" in done.stdout
+
+
+def test_error_lines_use_the_one_visible_rule():
+    """errors.visible is escape.visible: bidi marks (U+061C) and noncharacters (U+FFFE) are written out on stderr too."""
+    from attncli import errors, escape
+    from attncli.errors import AttnError
+
+    assert errors.visible is escape.visible
+    assert AttnError("a\u061cb\ufffe", file="x\u202ey").one_line() == "x\\u202ey: a\\u061cb\\ufffe"
+
+
+NOT_UTF8 = os.fsdecode(b"caf\xff")  # what Python makes of the byte 0xff in argv: a lone surrogate
+
+
+@pytest.mark.parametrize(
+    ("arguments", "key"),
+    [
+        (("run", "--model", HERE / "gpt2", "--layer", "1", "--sentence", NOT_UTF8), "--sentence"),
+        (("model", "tokens", HERE / "gpt2", NOT_UTF8), "TEXT"),
+        (("scenarios", "new", NOT_UTF8), "SENTENCE"),
+        (("explain", "--word", NOT_UTF8), "--word"),
+    ],
+    ids=["run", "model-tokens", "scenarios-new", "explain"],
+)
+def test_bytes_that_are_not_utf8_in_an_argument_are_one_line(arguments, key):
+    """A sentence, text or word that is not UTF-8 is named with the byte, never an internal error."""
+    assert_one_clean_line(attncli(*arguments), f"{key}: byte 4 (0xff) is not UTF-8")
+
+
+C_LOCALE = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+
+
+@pytest.mark.parametrize("format", ["table", "json", "markdown", "html"])
+def test_non_ascii_folder_names_and_text_work_in_a_c_locale(format, tmp_path):
+    """Under LC_ALL=C without UTF-8 mode, a folder named café and a sentence with é read as in any other locale."""
+    folder = tmp_path / "café"
+    shutil.copytree(HERE / "gpt2", folder)
+    done = attncli("run", "--model", folder, "--layer", "1", "--sentence", "héllo wörld", "--format", format, env=C_LOCALE)
+    assert done.returncode == 0, done.stderr
+    assert "café" in done.stdout.encode("utf-8", "surrogateescape").decode("utf-8") or "caf&#233;" in done.stdout
+    for command in (("model", "info", folder, "--format", "json"), ("model", "tokens", folder, "héllo", "--format", "json")):
+        shown = attncli(*command, env=C_LOCALE)
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout.encode("utf-8", "surrogateescape"))["folder"] == str(folder)
+
+
+def test_decode_names_a_padding_mask_that_leaves_the_first_query_blind(tmp_path, cli):
+    """Decoding makes the mask causal; padding on key 1 then hides every key from query 1: the mask is named, as run names it."""
+    scenario = tmp_path / "pad.yaml"
+    scenario.write_text("name: pad\ntokens: [a, b, c]\nembeddings: [[1, 0], [0, 1], [1, 1]]\nmask: {padding: [1]}\n")
+    result = cli("decode", str(scenario))
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "mask: query 1 ('a') would see no key at all once decoding makes the mask causal" in result.stderr
+    assert "overflows" not in result.stderr
+
+
+def test_a_huge_layer_in_yaml_is_echoed_exactly(tmp_path, cli):
+    """A whole number beyond 2⁵³ is shown as written, not as the float it rounds to."""
+    scenario = tmp_path / "big.yaml"
+    scenario.write_text(f"model: {HERE / 'gpt2'}\nlayer: 123456789012345678901234567890\nsentence: a b\n")
+    result = cli("run", str(scenario))
+    assert result.exit_code == 1 and "layer 123456789012345678901234567890 is out of range" in result.stderr
+
+
+@given(sentence=st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=40))
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_scenarios_new_writes_yaml_that_runs_for_any_unicode_sentence(sentence, tmp_path_factory, cli):
+    """Any Unicode sentence (emoji, controls, line separators, quotes) gives a file that `run` reads back with the same tokens."""
+    from attncli.scenario import split_sentence
+
+    assume(split_sentence(sentence))
+    made = cli("scenarios", "new", "--", sentence)
+    assert made.exit_code == 0, made.stderr
+    path = tmp_path_factory.mktemp("new") / "s.yaml"
+    path.write_text(made.stdout, encoding="utf-8")
+    ran = cli("run", str(path), "--format", "json")
+    assert ran.exit_code == 0, ran.stderr
+    assert json.loads(ran.stdout)["scenario"]["tokens"] == split_sentence(sentence)

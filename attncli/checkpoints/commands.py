@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from attncli.arguments import shown_path, text_argument
 from attncli.errors import AttnError, visible
 from attncli.limits import Limits
 from attncli.model import Scenario
@@ -49,6 +50,7 @@ def choose_scenario(
         if given is None:
             raise AttnError(f"--model needs {key}", key=key, expected="--model DIR --layer N --sentence TEXT (layers count from 1)")
     assert layer is not None and sentence is not None
+    sentence = text_argument(sentence, "--sentence")
     from attncli.checkpoints.scenario import load_scenario
 
     try:
@@ -118,6 +120,7 @@ def tokens_document(folder: Path, text: str, *, special_tokens: str, as_json: bo
     from attncli.checkpoints.scenario import SPECIAL_TOKENS
     from attncli.checkpoints.tokens import not_applied_note
 
+    text = text_argument(text, "TEXT")
     if special_tokens not in SPECIAL_TOKENS:
         raise AttnError(f"found {special_tokens!r}", key="--special-tokens", expected="auto (as the tokenizer adds them) or none")
     if not folder.is_dir():
@@ -126,7 +129,7 @@ def tokens_document(folder: Path, text: str, *, special_tokens: str, as_json: bo
     ids, labels, pieces, not_applied = tokenized
     rows = [{"position": n, "id": token_id, "label": label, "piece": piece} for n, (token_id, label, piece) in enumerate(zip(ids, labels, pieces), 1)]
     if as_json:
-        return _json({"schema": TOKENS_SCHEMA, "folder": str(folder), "text": text, "tokens": rows, "not_applied": not_applied})
+        return _json({"schema": TOKENS_SCHEMA, "folder": shown_path(folder), "text": text, "tokens": rows, "not_applied": not_applied})
     header = ("position", "id", "label", "piece")
     table = [header, *((str(r["position"]), str(r["id"]), visible(str(r["label"])), visible(str(r["piece"]))) for r in rows)]
     widths = [max(len(row[i]) for row in table) for i in range(4)]

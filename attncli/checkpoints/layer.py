@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from attncli.arguments import shown_path
 from attncli.checkpoints import bert, gpt2, llama, tokenizer_process
 from attncli.checkpoints.config import SUPPORTED, ModelConfig, read_config, read_raw
 from attncli.checkpoints.rope import RopeSpec, rope_spec
@@ -109,7 +110,7 @@ def load_layer(folder: Path, *, layer: int, text: str, special_tokens: bool = Tr
         )
     w = inputs.attention
     return LayerCase(
-        folder=str(folder), model_type=cfg.model_type, layer=layer, layers=cfg.layers,
+        folder=shown_path(folder), model_type=cfg.model_type, layer=layer, layers=cfg.layers,
         token_ids=ids, labels=labels, X=inputs.X,
         heads=w.heads, kv_heads=w.kv_heads, head_dim=w.head_dim,
         W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O,
@@ -132,7 +133,7 @@ def model_info(folder: Path) -> dict[str, Any]:
     """What a checkpoint folder holds and whether attncli can read it (with the reason when not)."""
     raw, _ = read_raw(folder)
     info: dict[str, Any] = {
-        "folder": str(folder),
+        "folder": shown_path(folder),
         "model_type": raw.get("model_type"),
         "architectures": raw.get("architectures"),
         "supported": False,

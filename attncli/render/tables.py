@@ -30,7 +30,7 @@ def summary(result: RunResult) -> Text:
         text.append(" → " + visible(" ".join(s.context)))
     text.append("\n")
     for line in describe(s):
-        text.append(line + "\n", style="dim")
+        text.append(visible(line) + "\n", style="dim")
     text.rstrip()
     if result.round_steps is not None:
         text.append(f"\nEvery intermediate is rounded to {result.round_steps} decimals before the next step, as by hand.", style="yellow")
