@@ -494,3 +494,64 @@ def test_scenarios_new_writes_yaml_that_runs_for_any_unicode_sentence(sentence, 
     ran = cli("run", str(path), "--format", "json")
     assert ran.exit_code == 0, ran.stderr
     assert json.loads(ran.stdout)["scenario"]["tokens"] == split_sentence(sentence)
+
+
+@pytest.mark.parametrize("case", ["fifo", "dev-zero", "sparse"])
+@pytest.mark.parametrize(("name", "file"), [("gpt2", "model.safetensors"), ("llama", "model-00002-of-00004.safetensors")])
+def test_a_weights_file_that_is_not_a_regular_file_is_refused(name, file, case, tmp_path):
+    """model.safetensors or one shard swapped for a FIFO or a link to /dev/zero: one line, no hang; grown to a sparse
+    8 GiB file, it still reads (only the tensors' own bytes are mapped), within the memory limit."""
+    change, _ = FILE_CASES[case]
+    folder = fixture(name, tmp_path)
+    change(folder / file)
+    done = attncli("run", "--model", folder, "--layer", "3", "--sentence", SENTENCE)
+    if case == "sparse":
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+    else:
+        assert_one_clean_line(done, file)
+
+
+INDEX_CASES = {
+    "weight-map-a-list": ({"weight_map": ["a", "b"]}, "no weight_map of tensor names to file names"),
+    "shard-a-number": ({"weight_map": {"model.embed_tokens.weight": 5}}, "no weight_map of tensor names to file names"),
+    "shard-outside-the-folder": ({"weight_map": {"model.embed_tokens.weight": "../../etc/passwd"}}, "is not a file name in the folder"),
+    "index-a-string": ("weights", "no weight_map of tensor names to file names"),
+    "shard-names-dev-zero": ({"weight_map": {"model.embed_tokens.weight": "zero.safetensors"}}, "character device"),
+}
+
+
+@pytest.mark.parametrize("case", INDEX_CASES)
+def test_a_hostile_shard_index_is_one_line_naming_it(case, tmp_path):
+    """The index's weight_map: wrong types, paths out of the folder, a shard that is a device."""
+    content, fragment = INDEX_CASES[case]
+    folder = fixture("llama", tmp_path)
+    (folder / "model.safetensors.index.json").write_text(json.dumps(content))
+    (folder / "zero.safetensors").symlink_to("/dev/zero")
+    assert_one_clean_line(attncli("run", "--model", folder, "--layer", "1", "--sentence", SENTENCE), fragment)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragment"),
+    [
+        (("--layer", "123456789012345678901234567890"), "layer 123456789012345678901234567890 is out of range"),
+        (("--layer", "0"), "layer 0 is out of range"),
+        (("--layer", "-3"), "layer -3 is out of range"),
+        (("--max-cells", str(10**40)), None),
+        (("--sentence", "word " * 26_000), "more than the model's 32 positions"),
+        (("--sentence", "\x1b[2J\u202e"), None),
+        (("--sentence", ""), "ANY"),
+    ],
+    ids=["huge-layer", "layer-zero", "negative-layer", "huge-cell-limit", "130-kB-sentence", "control-characters", "blank"],
+)
+def test_hostile_arguments_end_in_a_result_or_one_line(arguments, fragment):
+    """Layers out of range, absurd limits, a sentence at the kernel's argument limit, controls and blanks."""
+    base = {"--layer": "1", "--sentence": SENTENCE}
+    base.update(dict(zip(arguments[::2], arguments[1::2])))
+    done = attncli("run", "--model", HERE / "gpt2", *[part for pair in base.items() for part in pair])
+    assert_clean(done)
+    if fragment == "ANY":
+        return
+    if fragment is not None:
+        assert_one_clean_line(done, fragment)
+    else:
+        assert done.returncode == 0 and "\x1b" not in done.stdout
