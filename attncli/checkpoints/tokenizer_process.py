@@ -28,6 +28,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -51,7 +52,9 @@ class Tokenized(NamedTuple):
     not_applied: str | None
 
 
-def tokenize(folder: Path, text: str, *, special_tokens: bool, max_tokens: int, too_many: Any = None) -> Tokenized:
+def tokenize(
+    folder: Path, text: str, *, special_tokens: bool, max_tokens: int, too_many: Callable[[int], AttnError] | None = None
+) -> Tokenized:
     """The tokens of `text` from `folder`/tokenizer.json, run in a bounded child process.
 
     More than `max_tokens` tokens is `too_many(count)` (an AttnError) raised, or, without it, a plain one.
@@ -137,7 +140,7 @@ def _ask_child(path: Path, shown: str, request: dict[str, Any]) -> dict[str, Any
 def _failure(status: int, stderr: bytes, shown: str, limit: int) -> Exception:
     """What a child that did not answer died of: a limit or a crash of the library is the file's fault; anything else is a bug."""
     said = stderr.decode("utf-8", "replace")
-    if status == -signal.SIGXCPU or status == -signal.SIGKILL and "CPU" in said:
+    if status == -signal.SIGXCPU or (status == -signal.SIGKILL and "CPU" in said):
         return AttnError(f"the tokenizer ran longer than {CPU_SECONDS} s of CPU", file=shown, expected="a tokenizer that finishes")
     if "memory allocation of" in said or "MemoryError" in said or status in (-signal.SIGABRT, -signal.SIGKILL, -signal.SIGSEGV):
         reason = f"needed more than its memory limit ({limit / 1024**2:,.0f} MiB)" if status != -signal.SIGSEGV else "crashed (segmentation fault)"
