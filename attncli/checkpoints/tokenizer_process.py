@@ -164,7 +164,10 @@ def memory_limit(size: int) -> int:
 
 
 def _limit_self(size: int) -> None:
-    import resource
+    try:
+        import resource
+    except ImportError:  # not a POSIX system: no limits to set, the library's failures are still caught
+        return
 
     for which, most in ((resource.RLIMIT_AS, memory_limit(size)), (resource.RLIMIT_CPU, CPU_SECONDS), (resource.RLIMIT_CORE, 0)):
         _, hard = resource.getrlimit(which)
