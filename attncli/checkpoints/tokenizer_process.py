@@ -119,8 +119,10 @@ def _run(folder: Path, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _ask_child(path: Path, shown: str, request: dict[str, Any]) -> dict[str, Any]:
-    root = str(Path(__file__).resolve().parents[2])  # the folder that holds the attncli package
-    program = f"import sys; sys.path.insert(0, {root!r}); from attncli.checkpoints.tokenizer_process import child; child()"
+    import attncli
+
+    root = str(Path(attncli.__file__).resolve().parents[1])  # the folder that holds the attncli package, wherever this module moves
+    program = f"import sys; sys.path.insert(0, {root!r}); from {__name__} import child; child()"
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "RAYON_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2"}
     message = json.dumps({**request, "path": str(path), "shown": shown}).encode("utf-8", "surrogatepass")
     try:
