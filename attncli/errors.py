@@ -21,11 +21,29 @@ class ExitStatus(enum.IntEnum):
 
 MAX_LINE = 300  # characters of an error line after "attncli: error: "
 
-# Characters that could hide or rewrite a message on a terminal: C0 and C1 controls, DEL,
-# the line and paragraph separators, and the bidirectional overrides ("Trojan Source").
-_HIDDEN = [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-_NAMED = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
-_VISIBLE = {c: _NAMED.get(c) or (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _HIDDEN}
+# -- visible: the one rule for every text shown, errors included (document/escape.py builds on it) --
+
+_NAMED = {"\t": r"\t", "\n": r"\n", "\r": r"\r"}
+_BIDI = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]  # marks, embeddings, overrides, isolates
+
+
+def _code(c: str) -> str:
+    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+_SHOWN_AS_CODE = {
+    code: _code(chr(code))
+    for code in [*range(0x00, 0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, *_BIDI, *range(0xD800, 0xE000), 0xFFFE, 0xFFFF]
+}
+
+
+def visible(s: str) -> str:
+    r"""s with control characters and invisible direction or line controls written as `\x1b`, `\n`, `\u202e`.
+
+    C0 and C1 controls, DEL, the line and paragraph separators, bidi marks, embeddings, overrides
+    and isolates ("Trojan Source"), lone surrogates and the noncharacters U+FFFE and U+FFFF.
+    """
+    return s.translate(_SHOWN_AS_CODE)
 
 
 _OPTION = re.compile("\x1e([a-z_]+)\x1f")  # what `option()` writes into a message
@@ -48,11 +66,6 @@ def keyword(name: str) -> str:
 def named(text: str, names: Callable[[str], str] = keyword) -> str:
     """`text` with each `option()` mention written as `names` says."""
     return _OPTION.sub(lambda match: names(match.group(1)), text) if "\x1e" in text else text
-
-
-def visible(text: str) -> str:
-    """`text` with every control character written out (`\\x1b`, `\\n`, `\\u202e`), so it prints as one inert line."""
-    return text.translate(_VISIBLE)
 
 
 def shorten(text: str, width: int, *, keep_end: bool = False) -> str:

@@ -20,8 +20,7 @@ import pytest
 from attncli.errors import AttnError
 from attncli.sources.checkpoints.gguf import GgufFile, open_model, unpermute
 from attncli.sources.checkpoints.gguf_quants import BY_NAME, DECODERS, dequantize
-from attncli.sources.checkpoints.layer import load_layer
-from attncli.sources.checkpoints.tokens import load_tokenizer, tokenize_text
+from attncli.sources.checkpoints.layer import checkpoint_tokens, load_layer
 from tests.realweights import needs_real_weights, real_package
 from tests.test_checkpoints import TOLERANCE, attention_weights, golden
 
@@ -162,15 +161,11 @@ def test_tokens_equal_the_folder_s_tokenizer():
     """
     texts = ["The cat sat on the mat.", "  two spaces, a tab\tand é ü 日本", "<s> inside text </s>", "", "When MARY went [SEP] there"]
     for name in ("llama", "qwen2", "mistral", "gpt2", "bert"):
-        folder_tokenizer = load_tokenizer(HF / name).tokenizer
-        from attncli.sources.checkpoints.gguf_tokens import gguf_tokenizer
-
-        file_tokenizer = gguf_tokenizer(GgufFile(FIXTURES / f"{name}.gguf")).tokenizer
         for text in texts:
             for special in (True, False):
-                assert tokenize_text(file_tokenizer, text, special_tokens=special) == tokenize_text(
-                    folder_tokenizer, text, special_tokens=special
-                ), (name, text)
+                from_file = checkpoint_tokens(FIXTURES / f"{name}.gguf", text, special_tokens=special, max_tokens=1000)
+                from_folder = checkpoint_tokens(HF / name, text, special_tokens=special, max_tokens=1000)
+                assert (from_file.ids, from_file.labels) == (from_folder.ids, from_folder.labels), (name, text)
 
 
 # -- every quantisation type in a forward pass -----------------------------------------------

@@ -321,6 +321,10 @@ def explain(
         scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head,
         limits=_limits(max_cells, max_values), scenario_key="--scenario", default="cat",
     )  # fmt: skip
+    if word is not None:
+        from attncli.sources.arguments import text_argument
+
+        word = text_argument(word, "--word")
     explained = api.explain(loaded, word, position=position, head=head, round_steps=round_steps, block_size=block_size)
     options = Options(format=format, precision=precision, full=full, to_file=output is not None, standalone=standalone,
                       heading_level=heading_level)  # fmt: skip
@@ -633,8 +637,10 @@ def scenarios_new(
       attncli scenarios new "The cat sat on the mat" --d-model 4 > mine.yaml
       attncli scenarios new "Llamas like grass" --d-model 8 --heads 4 --kv-heads 2 --mask causal --rope --seed 7
     """
+    from attncli.sources.arguments import text_argument
     from attncli.sources.generator import new_scenario
 
+    sentence = text_argument(sentence, "SENTENCE")
     if mask not in ("none", "causal"):
         raise AttnError(f"found {mask!r}", key="--mask", expected="none or causal (edit the file for windows, sinks and padding)")
     emit(new_scenario(sentence, d_model=d_model, heads=heads, kv_heads=kv_heads, causal=mask == "causal", rope=rope, seed=seed))

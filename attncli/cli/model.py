@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from attncli.core.scenario import Scenario
 from attncli.errors import AttnError, visible
+from attncli.sources.arguments import shown_path, text_argument
 from attncli.sources.limits import Limits
 
 if TYPE_CHECKING:
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 INFO_SCHEMA = "attncli.model-info/1"
 TOKENS_SCHEMA = "attncli.model-tokens/1"
+MAX_TOKENS_SHOWN = 1_000_000  # `model tokens`: a text of more tokens is refused, not printed
 _CLI_KEYS = {"layer": "--layer", "sentence": "--sentence", "special_tokens": "--special-tokens"}
 
 
@@ -51,6 +53,7 @@ def choose_scenario(
         if given is None:
             raise AttnError(f"--model needs {key}", key=key, expected="--model DIR --layer N --sentence TEXT (layers count from 1)")
     assert layer is not None and sentence is not None
+    sentence = text_argument(sentence, "--sentence")
     from attncli.sources.checkpoints.scenario import load_scenario
 
     try:
@@ -139,21 +142,20 @@ def _info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
 def tokens_document(folder: Path, text: str, *, special_tokens: str, as_json: bool) -> str | Iterator[bytes]:
     """The tokens of `text`: position (from 1), id, label (the text it covers) and the tokenizer's own piece."""
     from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS
-    from attncli.sources.checkpoints.tokens import not_applied_note, tokenize_text
+    from attncli.sources.checkpoints.tokens import not_applied_note
 
+    text = text_argument(text, "TEXT")
     if special_tokens not in SPECIAL_TOKENS:
         raise AttnError(f"found {special_tokens!r}", key="--special-tokens", expected="auto (as the tokenizer adds them) or none")
-    from attncli.sources.checkpoints.layer import checkpoint_tokenizer
+    from attncli.sources.checkpoints.layer import checkpoint_tokens
 
     if not folder.is_dir() and not folder.is_file() and not str(folder).startswith("ollama:"):
         raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a folder with tokenizer.json, or a GGUF file")
-    tokenizer, not_applied = checkpoint_tokenizer(folder)
-    add = special_tokens == "auto"
-    ids, labels = tokenize_text(tokenizer, text, special_tokens=add)
-    pieces = tokenizer.encode(text, add_special_tokens=add).tokens
+    tokenized = checkpoint_tokens(folder, text, special_tokens=special_tokens == "auto", max_tokens=MAX_TOKENS_SHOWN)
+    ids, labels, pieces, not_applied = tokenized.ids, tokenized.labels, tokenized.pieces, tokenized.not_applied
     rows = [{"position": n, "id": token_id, "label": label, "piece": piece} for n, (token_id, label, piece) in enumerate(zip(ids, labels, pieces), 1)]
     if as_json:
-        return _json({"schema": TOKENS_SCHEMA, "folder": str(folder), "text": text, "tokens": rows, "not_applied": not_applied})
+        return _json({"schema": TOKENS_SCHEMA, "folder": shown_path(folder), "text": text, "tokens": rows, "not_applied": not_applied})
     header = ("position", "id", "label", "piece")
     table = [header, *((str(r["position"]), str(r["id"]), visible(str(r["label"])), visible(str(r["piece"]))) for r in rows)]
     widths = [max(len(row[i]) for row in table) for i in range(4)]

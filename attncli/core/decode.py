@@ -87,6 +87,18 @@ def causal_version(scenario: Scenario) -> tuple[Scenario, bool]:
     mask = scenario.mask
     if mask.causal or mask.matrix is not None or scenario.cross:
         return scenario, False
+    causal = replace(mask, causal=True)
+    L = len(scenario.tokens)
+    blind = np.flatnonzero(~causal.visible(L, L).any(axis=1))  # queries (from 0) the causal rule leaves with no key
+    if blind.size:
+        i = int(blind[0]) + 1
+        raise AttnError(
+            f"query {i} ({scenario.tokens[i - 1]!r}) would see no key at all once decoding makes the mask causal: "
+            "its softmax has nothing to weigh",
+            file=scenario.path,
+            key="mask",
+            expected="a mask that leaves every query at least one of the keys before it (padding after the first key)",
+        )
     return replace(scenario, mask=replace(mask, causal=True)), True
 
 

@@ -20,25 +20,7 @@ import re
 import unicodedata
 
 # -- visible -------------------------------------------------------------------------------------
-
-_NAMED = {"\t": r"\t", "\n": r"\n", "\r": r"\r"}
-_BIDI = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]  # marks, embeddings, overrides, isolates
-
-
-def _code(c: str) -> str:
-    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
-
-
-_SHOWN_AS_CODE = {
-    code: _code(chr(code))
-    for code in [*range(0x00, 0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, *_BIDI, *range(0xD800, 0xE000), 0xFFFE, 0xFFFF]
-}
-
-
-def visible(s: str) -> str:
-    r"""s with control characters and invisible direction or line controls written as `\x1b`, `\n`, `\u202e`."""
-    return s.translate(_SHOWN_AS_CODE)
-
+from attncli.errors import visible as visible  # the one rule (errors are shown with it too)
 
 # -- Rich ------------------------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ def summary(s: Summary) -> Text:
         text.append(" → " + visible(" ".join(s.context)))
     text.append("\n")
     for line in s.settings:
-        text.append(line + "\n", style="dim")
+        text.append(visible(line) + "\n", style="dim")  # a checkpoint's provenance note holds a folder name
     text.rstrip()
     if s.round_steps is not None:
         text.append(f"\nEvery intermediate is rounded to {s.round_steps} decimals before the next step, as by hand.", style="yellow")

@@ -6,7 +6,7 @@ the same file.
 
 from __future__ import annotations
 
-import json
+import re
 
 import numpy as np
 
@@ -36,14 +36,14 @@ def new_scenario(
         return ["  - [" + ", ".join(f"{x:.2f}" for x in row) + "]" for row in values]
 
     lines = [
-        f"name: {json.dumps(sentence[:40])}",
+        f"name: {yaml_quoted(sentence[:40])}",
         f"description: random weights (seed {seed}), d_model = {d_model}, {heads} head(s)" + (f", {G} key/value head(s)" if heads != G else ""),
-        f"sentence: {json.dumps(sentence)}",
+        f"sentence: {yaml_quoted(sentence)}",
         f"heads: {heads}",
     ]
     if heads != G:
         lines.append(f"kv_heads: {G}")
-    lines.append("embeddings:  # one row per token: " + ", ".join(tokens)[:60])
+    lines.append("embeddings:  # one row per token: " + _yaml_inner(", ".join(tokens)[:60]))
     lines += rows(len(tokens), d_model, 1.0)
     weight_scale = 1 / np.sqrt(d_model)
     for name, columns in (("W_Q", heads * d_k), ("W_K", G * d_k), ("W_V", G * d_k)):
@@ -55,3 +55,29 @@ def new_scenario(
         lines.append("rope: true")
     lines.append("precision: 3")
     return "\n".join(lines) + "\n"
+
+
+# Characters a YAML reader takes as they are inside a double-quoted scalar: the printable set of
+# YAML 1.1 (what PyYAML reads) less NEL, U+2028 and U+2029 (line breaks to it) and U+FEFF.
+_SAFE = re.compile("[\t\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+_NAMED = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _yaml_inner(text: str) -> str:
+    """The body of a YAML double-quoted scalar that reads back as `text`, for any Unicode (astral characters as they are)."""
+    out = []
+    for c in text:
+        if c in _NAMED:
+            out.append(_NAMED[c])
+        elif _SAFE.fullmatch(c):
+            out.append(c)
+        elif ord(c) <= 0xFF:
+            out.append(f"\\x{ord(c):02x}")
+        else:
+            out.append(f"\\u{ord(c):04x}")  # BMP only here: astral characters are printable and written as they are
+    return "".join(out)
+
+
+def yaml_quoted(text: str) -> str:
+    """`text` as a YAML double-quoted scalar: UTF-8 as it is, controls and line breaks escaped (no JSON surrogate pairs)."""
+    return '"' + _yaml_inner(text) + '"'

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,6 +27,9 @@ KEYS, MODEL_KEYS = fields.KEYS, fields.MODEL_KEYS  # every key, and those a real
 CONTEXT_KEYS, MASK_KEYS, ROPE_KEYS = (fields.mapping_keys(name) for name in ("context", "mask", "rope"))
 MAX_PRECISION = 15  # float64 carries 15-17 significant digits; more decimals would be noise
 _PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~" + "“”‘’«»…—–"  # string.punctuation and typographic marks
+
+
+_WHOLE = re.compile(r"[-+]?[0-9]+")
 
 
 def split_sentence(sentence: str) -> list[str]:
@@ -239,6 +243,8 @@ class _Validator:
         except AttnError as error:
             error.expected = bounds
             raise
+        if abs(number) >= 2**53 and isinstance(value, Scalar) and _WHOLE.fullmatch(value.text):
+            number = int(value.text)  # exactly as written: a float would echo 123456789012345678901 as …677877…
         if number != int(number):
             raise self._error(f"{number:g} is not a whole number", key, "a whole number", value)
         if number < minimum or (maximum is not None and number > maximum):

@@ -45,23 +45,31 @@ class Weights:
     def get(self, names: str | Sequence[str], shape: tuple[int, ...]) -> np.ndarray:
         """One tensor in float64, refused unless it has the shape the config implies."""
         name = self._name(names)
-        value = self.checkpoint.read(name)
-        if value.shape != shape:
+        stored = self.checkpoint.shape(name)  # from the header: compared before a byte is read or allocated
+        if stored != shape:
             raise AttnError(
-                f"tensor '{name}' has shape {list(value.shape)} but {self.checkpoint.config_source} implies {list(shape)}",
+                f"tensor '{name}' has shape {list(stored)} but {self.checkpoint.config_source} implies {list(shape)}",
                 file=str(self.checkpoint.file_of(name)),
             )
+        return self._finite(name, self.checkpoint.read(name))
+
+    def _finite(self, name: str, value: np.ndarray) -> np.ndarray:
+        """`value`, refused when the tensor holds NaN or ±∞ (said as such, not as an overflow later)."""
+        if not np.isfinite(value).all():
+            what = "NaN" if np.isnan(value).any() else "∞" if np.isposinf(value).any() else "−∞"
+            raise AttnError(f"tensor '{name}' holds {what}", file=str(self.checkpoint.file_of(name)), expected="finite weights")
         return value
 
     def rows(self, name: str, rows: Sequence[int], width: int) -> np.ndarray:
         """(len(rows), width) chosen rows of an embedding table, without reading the rest."""
         full = self._name(name)
-        value = self.checkpoint.read_rows(full, rows)
-        if value.shape[1] != width:
+        stored = self.checkpoint.shape(full)
+        if len(stored) == 2 and stored[1] != width:
             raise AttnError(
-                f"tensor '{full}' has rows of {value.shape[1]} numbers but {self.checkpoint.config_source} says the hidden size is {width}",
+                f"tensor '{full}' has rows of {stored[1]} numbers but {self.checkpoint.config_source} says the hidden size is {width}",
                 file=str(self.checkpoint.file_of(full)),
             )
+        value = self._finite(full, self.checkpoint.read_rows(full, rows))
         return value
 
     def dtype(self, name: str) -> str:

@@ -6,12 +6,15 @@ what it means to transformers.
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from attncli.errors import AttnError
+from attncli.sources.bounded import JsonLimits
+
+CONFIG_LIMITS = JsonLimits(max_bytes=4 * 1024 * 1024)  # config.json and the shard index: a few kB in real checkpoints
 
 SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral")
 LLAMA_FAMILY = ("llama", "qwen2", "mistral")
@@ -20,6 +23,19 @@ ACTIVATIONS = (
     "gelu", "gelu_python", "gelu_new", "gelu_pytorch_tanh", "gelu_python_tanh", "gelu_fast", "quick_gelu",
     "relu", "silu", "swish", "tanh", "sigmoid", "linear",
 )  # fmt: skip
+
+# The largest value of each size attncli reads: far beyond any released model (Llama 3.1 405B: 126 layers,
+# d_model 16,384, 128 heads, intermediate 53,248; Llama 4: 10M positions), small enough that nothing
+# allocated from one can exhaust memory before the weights' shapes are compared with it.
+MOST = {
+    "layers": 10_000,
+    "hidden": 1 << 20,
+    "heads": 1 << 16,
+    "head_dim": 1 << 16,
+    "inner": 1 << 24,
+    "positions": 1 << 31,
+    "vocabulary": 1 << 24,
+}
 
 # transformers' defaults per model type (its configuration_<type>.py)
 _DEFAULTS: dict[str, dict[str, Any]] = {
@@ -90,38 +106,48 @@ class _Reader:
     def fail(self, key: str, message: str, expected: str | None = None) -> AttnError:
         return AttnError(message, file=self.where, key=key, expected=expected)
 
-    def count(self, *keys: str, default: int | None, minimum: int = 1) -> int:
-        """A whole number under the first key present (aliases: 'n_layer', 'num_hidden_layers')."""
+    def count(self, *keys: str, default: int | None, minimum: int = 1, most: int) -> int:
+        """A whole number from `minimum` to `most` under the first key present (aliases: 'n_layer', 'num_hidden_layers')."""
         key = next((k for k in keys if self.raw.get(k) is not None), keys[0])
         value = self.raw.get(key, default)
+        expected = f"a whole number from {minimum} to {most:,}"
         if value is None:
-            raise self.fail(key, "the key is missing", f"a whole number {minimum} or more")
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.fail(key, f"found {value!r}", f"a whole number {minimum} or more")
+            raise self.fail(key, "the key is missing", expected)
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= most:
+            raise self.fail(key, f"found {_shown(value)}", expected)
         return value
 
-    def number(self, key: str, default: float | None, *, source: dict[str, Any] | None = None) -> float:
+    def number(self, key: str, default: float | None, *, source: dict[str, Any] | None = None, most: float = 1e30) -> float:
+        """A positive finite number, at most `most`."""
         value = (self.raw if source is None else source).get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value <= 0:
-            raise self.fail(key, f"found {value!r}", "a positive number")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= most:
+            raise self.fail(key, f"found {_shown(value)}", f"a positive number up to {most:g}")
         return float(value)
 
     def flag(self, key: str, default: bool) -> bool:
         value = self.raw.get(key, default)
         if not isinstance(value, bool):
-            raise self.fail(key, f"found {value!r}", "true or false")
+            raise self.fail(key, f"found {_shown(value)}", "true or false")
         return value
 
     def word(self, *keys: str, default: str) -> str:
         key = next((k for k in keys if k in self.raw), keys[0])
         value = self.raw.get(key, default)
         if not isinstance(value, str):
-            raise self.fail(key, f"found {value!r}", "a name")
+            raise self.fail(key, f"found {_shown(value)}", "a name")
         return value
 
 
+def _shown(value: object) -> str:
+    """A config value as it appears in a message: its repr, cut short (a value may be a 4 MB list)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
 def read_raw(folder: Path) -> tuple[dict[str, Any], str]:
-    """config.json as a dict, with the path for messages."""
+    """config.json as a dict, with the path for messages; read through the bounded reader (a regular file, JSON within limits)."""
+    from attncli.sources.bounded import read_json
+
     path = folder / "config.json"
     where = str(path)
     if folder.is_file():
@@ -130,14 +156,9 @@ def read_raw(folder: Path) -> tuple[dict[str, Any], str]:
         )
     if not folder.is_dir():
         raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a folder with config.json")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise AttnError(
-            "no config.json in the checkpoint folder", file=str(folder), expected="a Hugging Face checkpoint folder"
-        ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise AttnError(f"not readable JSON: {error}", file=where, expected="the model's config as a JSON object") from None
+    if not os.path.lexists(path):
+        raise AttnError("no config.json in the checkpoint folder", file=str(folder), expected="a Hugging Face checkpoint folder")
+    raw = read_json(path, where, what="the model's config as a JSON object", limits=CONFIG_LIMITS)
     if not isinstance(raw, dict):
         raise AttnError(f"config.json holds a JSON {type(raw).__name__}", file=where, expected="a JSON object")
     return raw, where
@@ -148,7 +169,7 @@ def read_config(folder: Path) -> ModelConfig:
     raw, where = read_raw(folder)
     model_type = raw.get("model_type")
     if model_type not in SUPPORTED:
-        found = f"model_type {model_type!r} is not supported" if model_type is not None else "config.json has no model_type"
+        found = f"model_type {_shown(model_type)} is not supported" if model_type is not None else "config.json has no model_type"
         raise AttnError(found, file=where, expected="one of " + ", ".join(SUPPORTED))
     read = _Reader(raw, where)
     if model_type == "gpt2":
@@ -178,9 +199,9 @@ def _heads_divide(read: _Reader, hidden: int, heads: int, key: str) -> int:
 
 def _gpt2(read: _Reader) -> ModelConfig:
     d = _DEFAULTS["gpt2"]
-    layers = read.count("n_layer", "num_hidden_layers", default=d["layers"])
-    hidden = read.count("n_embd", "hidden_size", default=d["hidden"])
-    heads = read.count("n_head", "num_attention_heads", default=d["heads"])
+    layers = read.count("n_layer", "num_hidden_layers", default=d["layers"], most=MOST["layers"])
+    hidden = read.count("n_embd", "hidden_size", default=d["hidden"], most=MOST["hidden"])
+    heads = read.count("n_head", "num_attention_heads", default=d["heads"], most=MOST["heads"])
     inner = read.raw.get("n_inner")
     return ModelConfig(
         model_type="gpt2",
@@ -189,8 +210,8 @@ def _gpt2(read: _Reader) -> ModelConfig:
         heads=heads,
         kv_heads=heads,
         head_dim=_heads_divide(read, hidden, heads, "n_head"),
-        intermediate_size=4 * hidden if inner is None else read.count("n_inner", default=None),
-        max_positions=read.count("n_positions", "max_position_embeddings", default=d["positions"]),
+        intermediate_size=4 * hidden if inner is None else read.count("n_inner", default=None, most=MOST["inner"]),
+        max_positions=read.count("n_positions", "max_position_embeddings", default=d["positions"], most=MOST["positions"]),
         norm_eps=read.number("layer_norm_epsilon", d["eps"]),
         activation=_activation(read, "activation_function", default=d["act"]),
         dtype=_dtype(read),
@@ -209,10 +230,10 @@ def _bert(read: _Reader) -> ModelConfig:
     d = _DEFAULTS["bert"]
     position_kind = read.raw.get("position_embedding_type", "absolute")
     if position_kind != "absolute":
-        raise read.fail("position_embedding_type", f"found {position_kind!r}", "absolute (the only kind attncli reads)")
-    layers = read.count("num_hidden_layers", default=d["layers"])
-    hidden = read.count("hidden_size", default=d["hidden"])
-    heads = read.count("num_attention_heads", default=d["heads"])
+        raise read.fail("position_embedding_type", f"found {_shown(position_kind)}", "absolute (the only kind attncli reads)")
+    layers = read.count("num_hidden_layers", default=d["layers"], most=MOST["layers"])
+    hidden = read.count("hidden_size", default=d["hidden"], most=MOST["hidden"])
+    heads = read.count("num_attention_heads", default=d["heads"], most=MOST["heads"])
     return ModelConfig(
         model_type="bert",
         layers=layers,
@@ -220,8 +241,8 @@ def _bert(read: _Reader) -> ModelConfig:
         heads=heads,
         kv_heads=heads,
         head_dim=_heads_divide(read, hidden, heads, "num_attention_heads"),
-        intermediate_size=read.count("intermediate_size", default=d["inter"]),
-        max_positions=read.count("max_position_embeddings", default=d["positions"]),
+        intermediate_size=read.count("intermediate_size", default=d["inter"], most=MOST["inner"]),
+        max_positions=read.count("max_position_embeddings", default=d["positions"], most=MOST["positions"]),
         norm_eps=read.number("layer_norm_eps", d["eps"]),
         activation=_activation(read, "hidden_act", default=d["act"]),
         dtype=_dtype(read),
@@ -231,27 +252,27 @@ def _bert(read: _Reader) -> ModelConfig:
         qkv_bias=True,
         output_bias=True,
         mlp_bias=True,
-        type_vocab_size=read.count("type_vocab_size", default=2),
+        type_vocab_size=read.count("type_vocab_size", default=2, most=MOST["vocabulary"]),
     )
 
 
 def _llama_family(read: _Reader, model_type: str) -> ModelConfig:
     d = _DEFAULTS[model_type]
-    layers = read.count("num_hidden_layers", default=d["layers"])
-    hidden = read.count("hidden_size", default=d["hidden"])
-    heads = read.count("num_attention_heads", default=d["heads"])
-    kv_heads = read.count("num_key_value_heads", default=d["kv"] if d["kv"] is not None else heads)
+    layers = read.count("num_hidden_layers", default=d["layers"], most=MOST["layers"])
+    hidden = read.count("hidden_size", default=d["hidden"], most=MOST["hidden"])
+    heads = read.count("num_attention_heads", default=d["heads"], most=MOST["heads"])
+    kv_heads = read.count("num_key_value_heads", default=d["kv"] if d["kv"] is not None else heads, most=heads)
     if heads % kv_heads:
         raise read.fail(
             "num_key_value_heads", f"{kv_heads} key/value heads do not divide {heads} heads", "a divisor of num_attention_heads"
         )
     if read.raw.get("head_dim") is not None:
-        head_dim = read.count("head_dim", default=None)
+        head_dim = read.count("head_dim", default=None, most=MOST["head_dim"])
     else:
         head_dim = _heads_divide(read, hidden, heads, "num_attention_heads")
     if head_dim % 2:
         raise read.fail("head_dim", f"the head size {head_dim} is odd", "an even head size (RoPE turns pairs)")
-    max_positions = read.count("max_position_embeddings", default=d["positions"])
+    max_positions = read.count("max_position_embeddings", default=d["positions"], most=MOST["positions"])
     attention_bias = model_type == "llama" and read.flag("attention_bias", False)
     return ModelConfig(
         model_type=model_type,
@@ -260,7 +281,7 @@ def _llama_family(read: _Reader, model_type: str) -> ModelConfig:
         heads=heads,
         kv_heads=kv_heads,
         head_dim=head_dim,
-        intermediate_size=read.count("intermediate_size", default=d["inter"]),
+        intermediate_size=read.count("intermediate_size", default=d["inter"], most=MOST["inner"]),
         max_positions=max_positions,
         norm_eps=read.number("rms_norm_eps", 1e-6),
         activation=_activation(read, "hidden_act", default="silu"),
@@ -281,15 +302,15 @@ def _rope(read: _Reader, max_positions: int) -> RopeConfig:
     key = "rope_scaling" if scaling else "rope_parameters"
     chosen = scaling or parameters or {}
     if not isinstance(chosen, dict):
-        raise read.fail(key, f"found {chosen!r}", "a mapping of RoPE settings")
+        raise read.fail(key, f"found {_shown(chosen)}", "a mapping of RoPE settings")
     if any(isinstance(v, dict) for v in chosen.values()):
         raise read.fail(key, "RoPE settings differ per layer type", "one set of RoPE settings for all layers")
     kind = chosen.get("rope_type", chosen.get("type", "default"))
     if kind not in ROPE_KINDS:
-        raise read.fail(key, f"the RoPE scaling {kind!r} is not supported", "one of " + ", ".join(ROPE_KINDS))
+        raise read.fail(key, f"the RoPE scaling {_shown(kind)} is not supported", "one of " + ", ".join(ROPE_KINDS))
     partial = chosen.get("partial_rotary_factor", read.raw.get("partial_rotary_factor", 1.0))
     if partial != 1.0:
-        raise read.fail(key, f"partial_rotary_factor {partial!r} rotates only part of each head", "RoPE on the whole head")
+        raise read.fail(key, f"partial_rotary_factor {_shown(partial)} rotates only part of each head", "RoPE on the whole head")
     theta = read.number("rope_theta", read.raw.get("rope_theta", 10_000.0), source=chosen)
     if kind == "default":
         return RopeConfig(theta=theta, kind=kind)
@@ -298,8 +319,8 @@ def _rope(read: _Reader, max_positions: int) -> RopeConfig:
         return RopeConfig(theta=theta, kind=kind, factor=factor)
     # transformers takes a top-level original_max_position_embeddings first (Phi-3 keeps it there)
     original = read.raw.get("original_max_position_embeddings", chosen.get("original_max_position_embeddings", max_positions))
-    if isinstance(original, bool) or not isinstance(original, int) or original < 1:
-        raise read.fail("original_max_position_embeddings", f"found {original!r}", "a whole number 1 or more")
+    if isinstance(original, bool) or not isinstance(original, int) or not 1 <= original <= MOST["positions"]:
+        raise read.fail("original_max_position_embeddings", f"found {_shown(original)}", f"a whole number from 1 to {MOST['positions']:,}")
     low = read.number("low_freq_factor", None, source=chosen)
     high = read.number("high_freq_factor", None, source=chosen)
     if high <= low:
@@ -310,8 +331,8 @@ def _rope(read: _Reader, max_positions: int) -> RopeConfig:
 
 
 def _window(read: _Reader, key: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise read.fail(key, f"found {value!r}", "a whole number 1 or more, or null")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MOST["positions"]:
+        raise read.fail(key, f"found {_shown(value)}", f"a whole number from 1 to {MOST['positions']:,}, or null")
     return value
 
 
@@ -328,8 +349,8 @@ def _windows(read: _Reader, model_type: str, layers: int) -> tuple[int | None, .
     size = _window(read, "sliding_window", read.raw.get("sliding_window", 4096))
     kinds = read.raw.get("layer_types")
     if kinds is None:
-        first = read.count("max_window_layers", default=28, minimum=0)
+        first = read.count("max_window_layers", default=28, minimum=0, most=MOST["layers"])
         return tuple(size if i >= first else None for i in range(layers))
     if not isinstance(kinds, list) or len(kinds) != layers:
-        raise read.fail("layer_types", f"found {kinds!r}", f"a list of {layers} layer kinds")
+        raise read.fail("layer_types", f"found {_shown(kinds)}", f"a list of {layers} layer kinds")
     return tuple(size if kind == "sliding_attention" else None for kind in kinds)

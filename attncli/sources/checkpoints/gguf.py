@@ -328,6 +328,12 @@ class GgufCheckpoint:
     def file_of(self, name: str) -> Path:
         return self.file.path
 
+    def shape(self, name: str) -> tuple[int, ...]:
+        """Hugging Face's shape of the tensor, from the header (stored innermost first); nothing is read."""
+        stored = self._stored(name)
+        shape = tuple(reversed(self.file.info(stored.gguf_name).dims))
+        return shape[::-1] if stored.transpose else shape
+
     def read(self, name: str) -> np.ndarray:
         stored = self._stored(name)
         value = self.file.read(stored.gguf_name)

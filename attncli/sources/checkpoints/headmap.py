@@ -18,8 +18,9 @@ from attncli.sources import reading
 from attncli.sources.checkpoints import layer as layers
 from attncli.sources.checkpoints.blocks import AttentionWeights, WeightsSeen, self_attention, weights_seen
 from attncli.sources.checkpoints.config import ModelConfig, read_config
+from attncli.sources.checkpoints.layer import checkpoint_tokens
 from attncli.sources.checkpoints.safetensors import Checkpoint
-from attncli.sources.checkpoints.tokens import load_tokenizer, tokenize_text
+from attncli.sources.checkpoints.tokenizer_process import MAX_TEXT_CHARACTERS
 from attncli.sources.limits import Limits
 
 
@@ -49,8 +50,8 @@ def model_map(
     if special_tokens not in SPECIAL_TOKENS:
         raise AttnError(f"found {special_tokens!r}", key=option("special_tokens"), expected="auto (as the tokenizer adds them) or none")
     cfg = read_config(folder)
-    tokenizer, _ = load_tokenizer(folder)
-    ids, labels = tokenize_text(tokenizer, sentence, special_tokens=special_tokens == "auto")
+    tokenized = checkpoint_tokens(folder, sentence, special_tokens=special_tokens == "auto", max_tokens=MAX_TEXT_CHARACTERS)
+    ids, labels = tokenized.ids, tokenized.labels
     if not ids:
         raise AttnError("the sentence gives no tokens", key=option("sentence"), expected="some text")
     _check_length(cfg, len(ids), "sentence", limits)
@@ -64,8 +65,9 @@ def model_map(
     _forward(cfg, checkpoint, ids, lambda weights, w: heads.add(weights, _visible(weights, w)))
     repeated = None
     if induction is not None:
-        prefix = ids[:1] if special_tokens == "auto" and len(ids) > 1 and ids[0] in _special_ids(tokenizer) else ()
-        repeated = prefix + repeated_random_tokens(tokenizer.get_vocab_size(with_added_tokens=False), induction, seed=seed, avoid=_special_ids(tokenizer))
+        special = tokenized.special_ids
+        prefix = ids[:1] if special_tokens == "auto" and len(ids) > 1 and ids[0] in special else ()
+        repeated = prefix + repeated_random_tokens(tokenized.vocabulary, induction, seed=seed, avoid=special)
         _check_length(cfg, len(repeated), "induction", limits)
         _forward(cfg, checkpoint, repeated, lambda weights, w: heads.add_patterns(weights, repeated))
     causal = cfg.causal
@@ -84,14 +86,6 @@ def _visible(weights: np.ndarray, w: AttentionWeights) -> np.ndarray:
     """(L, L) which keys the layer's mask lets each query see: the same Mask the engine applied."""
     L = weights.shape[-1]
     return np.asarray(w.mask.visible(L, L), dtype=bool)
-
-
-def _special_ids(tokenizer: object) -> tuple[int, ...]:
-    """The ids of the tokenizer's special tokens (kept out of the random sequence)."""
-    added = getattr(tokenizer, "get_added_tokens_decoder", None)
-    if added is None:
-        return ()
-    return tuple(int(i) for i, token in added().items() if getattr(token, "special", False))
 
 
 def _check_length(cfg: ModelConfig, L: int, key: str, limits: Limits) -> None:

@@ -5,6 +5,8 @@ The public entry points: `load_layer`, `model_info`, `tokenize`. Nothing here to
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,14 +14,16 @@ from typing import Any
 import numpy as np
 
 from attncli.core.variants import Rope
-from attncli.errors import AttnError
-from attncli.sources.checkpoints import bert, gpt2, llama
-from attncli.sources.checkpoints.config import read_config, read_raw
+from attncli.errors import AttnError, option
+from attncli.sources.arguments import shown_path
+from attncli.sources.checkpoints import bert, gpt2, llama, tokenizer_process
+from attncli.sources.checkpoints.config import ModelConfig, read_config, read_raw
 from attncli.sources.checkpoints.describe import describe_config
 from attncli.sources.checkpoints.gguf import gguf_path, open_model
 from attncli.sources.checkpoints.safetensors import FLOAT_NAMES, Checkpoint
 from attncli.sources.checkpoints.source import TensorSource
-from attncli.sources.checkpoints.tokens import CheckpointTokenizer, Tokens, load_tokenizer, not_applied_note, tokenize_text
+from attncli.sources.checkpoints.tokenizer_process import Tokenized
+from attncli.sources.checkpoints.tokens import Tokens, encode, not_applied_note
 
 __all__ = ["LayerCase", "Tokens", "load_layer", "model_info", "tokenize"]
 
@@ -58,29 +62,48 @@ class LayerCase:
     tokens_from: str = "its tokenizer.json"
 
 
-def checkpoint_tokenizer(model: Path) -> CheckpointTokenizer:
-    """The tokenizer of a checkpoint folder (tokenizer.json) or of a GGUF file (its metadata)."""
+def checkpoint_tokens(
+    model: Path, text: str, *, special_tokens: bool, max_tokens: int, too_many: Callable[[int], AttnError] | None = None
+) -> Tokenized:
+    """The tokens of `text` as the model's forward pass receives them, and what the tokenizer file asked for that was left out.
+
+    A folder's tokenizer.json runs in a bounded child process (tokenizer_process: the file is a
+    program as much as data); a GGUF file's tokenizer is built by attncli from the metadata's
+    vocabulary and merges with fixed pieces, and runs here. More than `max_tokens` tokens is
+    `too_many(count)`.
+    """
     gguf = gguf_path(model)
     if gguf is None:
-        return load_tokenizer(model)
+        return tokenizer_process.tokenize(model, text, special_tokens=special_tokens, max_tokens=max_tokens, too_many=too_many)
     from attncli.sources.checkpoints.gguf import GgufFile
     from attncli.sources.checkpoints.gguf_tokens import gguf_tokenizer
 
-    return gguf_tokenizer(GgufFile(gguf))
+    if len(text) > tokenizer_process.MAX_TEXT_CHARACTERS:
+        raise AttnError(f"the text is {len(text):,} characters long, more than the {tokenizer_process.MAX_TEXT_CHARACTERS:,} attncli tokenizes", key="sentence", expected="a shorter text")
+    tokenizer, not_applied = gguf_tokenizer(GgufFile(gguf))
+    (ids, labels), pieces, special_ids = encode(tokenizer, text, special_tokens=special_tokens)
+    if len(ids) > max_tokens:
+        if too_many is not None:
+            raise too_many(len(ids))
+        raise AttnError(f"the text gives {len(ids):,} tokens, more than {max_tokens:,}", key="sentence", expected="a shorter text")
+    return Tokenized(ids, labels, pieces, not_applied, tokenizer.get_vocab_size(with_added_tokens=False), special_ids)
 
 
 def tokenize(folder: Path, text: str, *, special_tokens: bool = True) -> Tokens:
     """The checkpoint's tokens of `text`: (ids, labels), with `.positions` from 1."""
-    return tokenize_text(checkpoint_tokenizer(folder).tokenizer, text, special_tokens=special_tokens)
+    tokenized = checkpoint_tokens(folder, text, special_tokens=special_tokens, max_tokens=tokenizer_process.MAX_TEXT_CHARACTERS)
+    return Tokens(tokenized.ids, tokenized.labels)
 
 
-def load_layer(folder: Path, *, layer: int, text: str, special_tokens: bool = True) -> LayerCase:
-    """Run `text` through layers 1 … layer−1 of the checkpoint in float64 and return layer `layer`'s attention inputs."""
+def load_layer(folder: Path, *, layer: int, text: str, special_tokens: bool = True, max_cells: int | None = None) -> LayerCase:
+    """Run `text` through layers 1 … layer−1 of the checkpoint in float64 and return layer `layer`'s attention inputs.
+
+    With `max_cells`, a text whose heads × L × L attention cells pass it is refused as soon as its
+    tokens are counted, before any layer is computed (each earlier layer holds as many cells).
+    """
     gguf = gguf_path(folder)
     checkpoint: TensorSource
     if gguf is not None:
-        from attncli.sources.checkpoints.gguf_tokens import gguf_tokenizer
-
         model = open_model(gguf)
         cfg, checkpoint = model.cfg, model.checkpoint
     else:
@@ -89,27 +112,47 @@ def load_layer(folder: Path, *, layer: int, text: str, special_tokens: bool = Tr
         raise AttnError(
             f"layer {layer} is out of range: the model has {cfg.layers} layers", key="layer", expected=f"1 to {cfg.layers}"
         )
-    if gguf is not None:
-        tokenizer, not_applied = gguf_tokenizer(model.file)
-    else:
-        tokenizer, not_applied = load_tokenizer(folder)
-        checkpoint = Checkpoint(folder)
-    ids, labels = tokenize_text(tokenizer, text, special_tokens=special_tokens)
+    widest = cfg.intermediate_size if layer > 1 else 0  # the earlier layers' MLPs hold L × intermediate numbers
+    by_cells = cfg.max_positions
+    if max_cells is not None:
+        by_cells = min(math.isqrt(max_cells // cfg.heads), max_cells // widest if widest else by_cells)
+
+    def too_long(count: int) -> AttnError:
+        if count > cfg.max_positions:
+            return AttnError(
+                f"the sentence is {count:,} tokens long, more than the model's {cfg.max_positions:,} positions",
+                key="sentence",
+                expected=f"at most {cfg.max_positions:,} tokens",
+            )
+        if max_cells is not None and count * widest > max_cells:
+            return AttnError(
+                f"{count:,} tokens × {widest:,} (the MLP width of layers 1–{layer - 1}) = {count * widest:,} numbers, "
+                f"more than the limit of {max_cells:,}",
+                key="sentence",
+                expected=f"a shorter sentence, an earlier layer, or raise the limit with {option('max_cells')}",
+            )
+        return too_many_cells(count, cfg.heads, max_cells or 0)
+
+    tokenized = checkpoint_tokens(folder, text, special_tokens=special_tokens, max_tokens=min(cfg.max_positions, by_cells), too_many=too_long)
+    ids, labels, not_applied = tokenized.ids, tokenized.labels, tokenized.not_applied
     if not ids:
         raise AttnError("the sentence gives no tokens", key="sentence", expected="some text")
-    if len(ids) > cfg.max_positions:
+    if gguf is None:
+        checkpoint = Checkpoint(folder)
+    with np.errstate(all="ignore"):  # an overflow is reported below, as what it is, not as numpy's warning
+        inputs = _ARCHITECTURES[cfg.model_type].layer_inputs(cfg, checkpoint, ids, layer)
+    if not np.isfinite(inputs.X).all():
         raise AttnError(
-            f"the sentence is {len(ids):,} tokens long, more than the model's {cfg.max_positions:,} positions",
-            key="sentence",
-            expected=f"at most {cfg.max_positions:,} tokens",
+            f"the input of layer {layer} overflows float64: layers 1–{layer - 1} of the checkpoint give ±∞ or NaN for this sentence",
+            file=str(folder),
+            expected="weights whose products stay within float64",
         )
-    inputs = _ARCHITECTURES[cfg.model_type].layer_inputs(cfg, checkpoint, ids, layer)
     w = inputs.attention
     notes = inputs.notes
     if gguf is not None:  # say which matrix was stored how, in place of the one storage line
         notes = (*(n for n in notes if not n.startswith("weights stored as")), *model.checkpoint.provenance(layer))
     return LayerCase(
-        folder=str(folder), model_type=cfg.model_type, layer=layer, layers=cfg.layers,
+        folder=shown_path(folder), model_type=cfg.model_type, layer=layer, layers=cfg.layers,
         token_ids=ids, labels=labels, X=inputs.X,
         heads=w.heads, kv_heads=w.kv_heads, head_dim=w.head_dim,
         W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O,
@@ -117,6 +160,16 @@ def load_layer(folder: Path, *, layer: int, text: str, special_tokens: bool = Tr
         dtype=inputs.dtype, notes=(*notes, *not_applied_note(not_applied)),
         gguf=None if gguf is None else str(gguf), tokens_from="its tokenizer.json" if gguf is None else "the GGUF metadata",
     )  # fmt: skip
+
+
+def too_many_cells(tokens: int, heads: int, max_cells: int) -> AttnError:
+    """The error for a sentence whose heads × L × L attention cells pass `max_cells`."""
+    cells = heads * tokens**2
+    return AttnError(
+        f"{tokens:,} tokens × {tokens:,} × {heads} heads = {cells:,} attention cells, more than the limit of {max_cells:,}",
+        key="sentence",
+        expected=f"a shorter sentence, or raise the limit with {option('max_cells')}",
+    )
 
 
 def model_info(folder: Path) -> dict[str, Any]:
@@ -128,7 +181,7 @@ def model_info(folder: Path) -> dict[str, Any]:
         return gguf_info(gguf, str(folder))
     raw, _ = read_raw(folder)
     info: dict[str, Any] = {
-        "folder": str(folder),
+        "folder": shown_path(folder),
         "model_type": raw.get("model_type"),
         "architectures": raw.get("architectures"),
         "supported": False,
@@ -142,6 +195,7 @@ def model_info(folder: Path) -> dict[str, Any]:
     info.update(describe_config(cfg))
     try:
         checkpoint = Checkpoint(folder)
+        check_shapes(cfg, checkpoint)
         stored = checkpoint.stored_dtypes()
         floats = {FLOAT_NAMES[k]: n for k, n in stored.items() if k in FLOAT_NAMES}
         info["weights"] = checkpoint.described_by
@@ -149,8 +203,41 @@ def model_info(folder: Path) -> dict[str, Any]:
     except AttnError as error:
         info["reason"] = str(error)
         return info
-    if not (folder / "tokenizer.json").is_file():
-        info["reason"] = f"{folder / 'tokenizer.json'}: no tokenizer.json in the checkpoint folder"
+    try:
+        tokenizer_process.check(folder)
+    except AttnError as error:
+        info["reason"] = str(error)
         return info
     info["supported"] = True
     return info
+
+
+def check_shapes(cfg: ModelConfig, checkpoint: Checkpoint) -> None:
+    """The embedding table and layer 1's projections have the shapes config.json implies (from the headers: nothing is read)."""
+    from attncli.sources.checkpoints.blocks import Weights
+
+    d, H, G, d_k, inner = cfg.hidden_size, cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.intermediate_size
+    gpt2_shapes = {"wte.weight": (None, d), "h.0.attn.c_attn.weight": (d, 3 * d), "h.0.mlp.c_fc.weight": (d, inner)}
+    bert_shapes = {
+        "embeddings.word_embeddings.weight": (None, d),
+        "encoder.layer.0.attention.self.query.weight": (d, d),
+        "encoder.layer.0.intermediate.dense.weight": (inner, d),
+    }
+    llama_shapes = {
+        "embed_tokens.weight": (None, d),
+        "layers.0.self_attn.q_proj.weight": (H * d_k, d),
+        "layers.0.self_attn.k_proj.weight": (G * d_k, d),
+        "layers.0.mlp.gate_proj.weight": (inner, d),
+    }
+    probe, prefixes, shapes = {
+        "gpt2": ("wte.weight", ("", "transformer."), gpt2_shapes),
+        "bert": ("embeddings.word_embeddings.weight", ("bert.", ""), bert_shapes),
+    }.get(cfg.model_type, ("embed_tokens.weight", ("model.", ""), llama_shapes))
+    weights = Weights(checkpoint, probe=probe, prefixes=prefixes)
+    for name, implied in shapes.items():
+        full = weights.prefix + name
+        stored = checkpoint.entry(full).shape
+        if len(stored) != len(implied) or any(want is not None and have != want for have, want in zip(stored, implied)):
+            shown = ["any" if want is None else want for want in implied]
+            raise AttnError(f"tensor '{full}' has shape {list(stored)} but config.json implies {shown}", file=str(checkpoint.file_of(full)))
+

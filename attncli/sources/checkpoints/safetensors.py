@@ -8,9 +8,9 @@ A sharded checkpoint adds model.safetensors.index.json, whose "weight_map" names
 
 from __future__ import annotations
 
-import json
 import math
 import mmap
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +18,15 @@ from pathlib import Path
 import numpy as np
 
 from attncli.errors import AttnError
+from attncli.sources.bounded import JsonLimits, open_regular, parse_json, read_bytes, read_json
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
 MAX_HEADER_BYTES = 100_000_000  # the limit of the reference implementation (safetensors' MAX_HEADER_SIZE)
+HEADER_LIMITS = JsonLimits(max_bytes=MAX_HEADER_BYTES, max_depth=8)  # {name: {"shape": [...]}}: 3 deep
+INDEX_LIMITS = JsonLimits(max_bytes=64 * 1024 * 1024, max_depth=8)  # the largest real indexes (DeepSeek-V3) are ~9 MB
+MAX_RANK = 16  # dimensions of one tensor
+MAX_ITEMS = 2**53  # numbers in one tensor: far beyond any file, and still exact as a float64 count
 
 # every dtype of the format with its item size in bytes; only the floating ones can be read
 ITEM_BYTES = {
@@ -64,33 +69,29 @@ class SafetensorsFile:
         return AttnError(message, file=self._where, expected=expected)
 
     def _read_header(self) -> dict[str, TensorEntry]:
-        try:
-            size = self.path.stat().st_size
-            with self.path.open("rb") as stream:
-                prefix = stream.read(8)
-                if len(prefix) < 8:
-                    raise self._fail(
-                        f"the file is {size} bytes long, too short for a safetensors header",
-                        "an 8-byte little-endian header length first",
-                    )
-                header_bytes = int.from_bytes(prefix, "little")
-                if header_bytes > MAX_HEADER_BYTES:
-                    raise self._fail(
-                        f"the header length {header_bytes:,} is larger than the {MAX_HEADER_BYTES:,}-byte limit",
-                        "a safetensors file",
-                    )
-                if 8 + header_bytes > size:
-                    raise self._fail(
-                        f"the header length {header_bytes:,} runs past the end of the file ({size:,} bytes)",
-                        "a complete safetensors file",
-                    )
-                text = stream.read(header_bytes)
-        except OSError as error:
-            raise self._fail(f"cannot read the file: {error.strerror or error}") from None
-        try:
-            header = json.loads(text.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise self._fail(f"the header is not JSON: {error}", "a JSON object after the 8-byte length") from None
+        what = "a safetensors file"
+        fd, info = open_regular(self.path, self._where, what=what)
+        os.close(fd)
+        size = info.st_size
+        if size < 8:
+            raise self._fail(
+                f"the file is {size} bytes long, too short for a safetensors header",
+                "an 8-byte little-endian header length first",
+            )
+        prefix = read_bytes(self.path, self._where, max_bytes=8, what=what, length=8)
+        header_bytes = int.from_bytes(prefix, "little")
+        if header_bytes > MAX_HEADER_BYTES:
+            raise self._fail(
+                f"the header length {header_bytes:,} is larger than the {MAX_HEADER_BYTES:,}-byte limit",
+                "a safetensors file",
+            )
+        if 8 + header_bytes > size:
+            raise self._fail(
+                f"the header length {header_bytes:,} runs past the end of the file ({size:,} bytes)",
+                "a complete safetensors file",
+            )
+        text = read_bytes(self.path, self._where, max_bytes=MAX_HEADER_BYTES, what=what, offset=8, length=header_bytes)
+        header = parse_json(text, self._where, what="a JSON object after the 8-byte length", limits=HEADER_LIMITS)
         if not isinstance(header, dict):
             raise self._fail(f"the header is a JSON {type(header).__name__}", "a JSON object of tensors")
         data_start = 8 + header_bytes
@@ -106,10 +107,15 @@ class SafetensorsFile:
         if not isinstance(value, dict) or not {"dtype", "shape", "data_offsets"} <= value.keys():
             raise self._fail(f"{label} is not described by dtype, shape and data_offsets", "a JSON object with those three keys")
         dtype, shape, offsets = value["dtype"], value["shape"], value["data_offsets"]
-        if dtype not in ITEM_BYTES:
+        if not isinstance(dtype, str) or dtype not in ITEM_BYTES:
             raise self._fail(f"{label} has the unknown dtype {dtype!r}", "one of " + ", ".join(ITEM_BYTES))
         if not isinstance(shape, list) or not all(_is_count(n) for n in shape):
             raise self._fail(f"{label} has the shape {shape!r}", "a list of whole numbers ≥ 0")
+        if len(shape) > MAX_RANK or math.prod(n for n in shape if n) > MAX_ITEMS:
+            raise self._fail(
+                f"{label} has the shape {shape!r}, beyond what any array can hold",
+                f"at most {MAX_RANK} dimensions and {MAX_ITEMS:,} numbers",
+            )
         if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_count(n) for n in offsets)):
             raise self._fail(f"{label} has the data_offsets {offsets!r}", "[begin, end], two whole numbers ≥ 0")
         begin, end = offsets
@@ -154,8 +160,9 @@ class SafetensorsFile:
         if entry.end == entry.begin:
             return pick(np.zeros(entry.shape, dtype=_NUMPY_DTYPES[entry.dtype])).astype(np.float64)
         start = entry.begin - entry.begin % mmap.ALLOCATIONGRANULARITY  # mappings start on a granularity boundary
+        fd, _ = open_regular(self.path, self._where, what="a safetensors file")
         with (
-            self.path.open("rb") as stream,
+            open(fd, "rb") as stream,
             mmap.mmap(stream.fileno(), entry.end - start, offset=start, access=mmap.ACCESS_READ) as mapped,
         ):
             raw = np.frombuffer(
@@ -194,10 +201,10 @@ class Checkpoint:
         self.folder = folder
         self._files: dict[str, SafetensorsFile] = {}
         single, index = folder / SINGLE_FILE, folder / INDEX_FILE
-        if single.is_file():
+        if os.path.lexists(single):  # a FIFO or a link to a device is refused by the reader, by name
             self._where: dict[str, str] = {name: SINGLE_FILE for name in self._file(SINGLE_FILE).entries}
             self.described_by = SINGLE_FILE
-        elif index.is_file():
+        elif os.path.lexists(index):
             self._where = self._read_index(index)
             self.described_by = INDEX_FILE
         else:
@@ -210,10 +217,7 @@ class Checkpoint:
             )
 
     def _read_index(self, index: Path) -> dict[str, str]:
-        try:
-            data = json.loads(index.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise AttnError(f"cannot read the index: {error}", file=str(index), expected="JSON with a weight_map") from None
+        data = read_json(index, str(index), what="JSON with a weight_map", limits=INDEX_LIMITS)
         weight_map = data.get("weight_map") if isinstance(data, dict) else None
         if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
             raise AttnError("no weight_map of tensor names to file names", file=str(index), expected='{"weight_map": {...}}')
@@ -225,7 +229,7 @@ class Checkpoint:
     def _file(self, name: str) -> SafetensorsFile:
         if name not in self._files:
             path = self.folder / name
-            if not path.is_file():
+            if not os.path.lexists(path):
                 raise AttnError(f"the shard {name} named by {INDEX_FILE} is missing", file=str(path))
             self._files[name] = SafetensorsFile(path)
         return self._files[name]
@@ -249,6 +253,10 @@ class Checkpoint:
     def file_of(self, name: str) -> Path:
         """The file that holds a tensor."""
         return self._locate(name).path
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        """The tensor's shape as its header states it; nothing is read."""
+        return tuple(self.entry(name).shape)
 
     def entry(self, name: str) -> TensorEntry:
         return self._locate(name).entries[name]

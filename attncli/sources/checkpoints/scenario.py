@@ -12,7 +12,7 @@ import numpy as np
 
 from attncli.core.scenario import Scale, Scenario, kv_head
 from attncli.core.variants import Mask
-from attncli.errors import AttnError, option
+from attncli.errors import AttnError
 from attncli.sources import reading
 from attncli.sources.checkpoints.layer import LayerCase, load_layer
 from attncli.sources.checkpoints.tokens import SPACE_MARK
@@ -40,15 +40,7 @@ def load_scenario(
     """
     if special_tokens not in SPECIAL_TOKENS:
         raise AttnError(f"found {special_tokens!r}", key="special_tokens", expected="auto (as the tokenizer adds them) or none")
-    case = load_layer(folder, layer=layer, text=sentence, special_tokens=special_tokens == "auto")
-    cells = case.heads * len(case.labels) ** 2
-    if cells > limits.max_cells:
-        raise AttnError(
-            f"{len(case.labels):,} tokens × {len(case.labels):,} × {case.heads} heads = {cells:,} attention cells, "
-            f"more than the limit of {limits.max_cells:,}",
-            key="sentence",
-            expected=f"a shorter sentence, or raise the limit with {option('max_cells')}",
-        )
+    case = load_layer(folder, layer=layer, text=sentence, special_tokens=special_tokens == "auto", max_cells=limits.max_cells)
     if case.gguf is not None:  # no --output may replace a file of the checkpoint
         reading.note_read(Path(case.gguf))
     elif folder.is_dir():

@@ -1,15 +1,12 @@
-"""Tokenize a sentence with a checkpoint's own tokenizer.json; the `tokenizers` library is imported only here."""
+"""Labels of a checkpoint tokenizer's tokens; the tokenizer itself runs in a child process (tokenizer_process.py)."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from attncli.errors import AttnError
-
 if TYPE_CHECKING:
-    from tokenizers import Tokenizer
+    from tokenizers import Encoding, Tokenizer
 
 SPACE_MARK = "␣"  # shown for a token's leading space
 _SPACE_PIECES = ("Ġ", "▁")  # how byte-level BPE and SentencePiece spell a leading space in a token
@@ -39,39 +36,14 @@ class Tokens(NamedTuple):
         return tuple(range(1, len(self.ids) + 1))
 
 
-class CheckpointTokenizer(NamedTuple):
-    """A checkpoint's tokenizer, set to tokenize as the model's forward pass receives text."""
+def settings_left_out(tokenizer: Tokenizer) -> str | None:
+    """Switch off the padding and truncation a tokenizer.json may carry, and say what it asked for ("padding to 128 tokens"), or None.
 
-    tokenizer: Tokenizer
-    not_applied: str | None  # what tokenizer.json asked for and attncli left out ("padding to 128 tokens"), or None
-
-
-def load_tokenizer(folder: Path) -> CheckpointTokenizer:
-    """The tokenizer of a checkpoint folder, or one clear error (missing library, missing or broken file).
-
-    A tokenizer.json may carry padding and truncation settings (sentence-transformers folders
-    save `"padding": {"strategy": {"Fixed": 128}}`). A model's forward pass on one sentence sees
-    neither, and transformers' tokenizer call applies neither by default; padding would add
-    unmasked [PAD] keys and truncation would cut the sentence silently. Both are switched off;
-    `not_applied` says what the file asked for, so the header can say so.
+    sentence-transformers folders save `"padding": {"strategy": {"Fixed": 128}}`. A model's
+    forward pass on one sentence sees neither, and transformers' tokenizer call applies neither
+    by default; padding would add unmasked [PAD] keys and truncation would cut the sentence
+    silently. The header says what the file asked for.
     """
-    try:
-        from tokenizers import Tokenizer
-    except ImportError:
-        raise AttnError(
-            "reading a checkpoint's tokenizer needs the tokenizers library",
-            expected='pip install "attncli[models]"',
-        ) from None
-    path = folder / "tokenizer.json"
-    if not path.is_file():
-        raise AttnError(
-            "no tokenizer.json in the checkpoint folder", file=str(folder), expected="the tokenizer saved with the model"
-        )
-    try:
-        tokenizer = Tokenizer.from_file(str(path))
-    except Exception as error:  # the library raises plain Exceptions for files it cannot parse
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise AttnError(f"the tokenizer cannot be read: {first_line}", file=str(path)) from None
     asked = []
     if tokenizer.padding is not None:
         length = tokenizer.padding.get("length")
@@ -80,7 +52,7 @@ def load_tokenizer(folder: Path) -> CheckpointTokenizer:
     if tokenizer.truncation is not None:
         asked.append(f"truncation at {tokenizer.truncation.get('max_length')} tokens")
         tokenizer.no_truncation()
-    return CheckpointTokenizer(tokenizer, " and ".join(asked) or None)
+    return " and ".join(asked) or None
 
 
 def not_applied_note(not_applied: str | None) -> tuple[str, ...]:
@@ -90,10 +62,8 @@ def not_applied_note(not_applied: str | None) -> tuple[str, ...]:
     return (f"tokenizer.json asks for {not_applied}; not applied: the model sees the sentence's own tokens, as in its forward pass",)
 
 
-def tokenize_text(tokenizer: Tokenizer, text: str, *, special_tokens: bool = True) -> Tokens:
-    """Ids and labels of a sentence; special tokens only as the tokenizer's post-processor adds them."""
-    encoding = tokenizer.encode(text, add_special_tokens=special_tokens)
-    special = {token_id for token_id, added in tokenizer.get_added_tokens_decoder().items() if added.special}
+def tokenize_text(encoding: Encoding, text: str, special: set[int]) -> Tokens:
+    """Ids and labels of a sentence's encoding; `special` holds the ids of the tokenizer's special tokens."""
     offsets = encoding.offsets
     labels = []
     for n, (token_id, token, (start, end)) in enumerate(zip(encoding.ids, encoding.tokens, offsets)):
@@ -126,3 +96,17 @@ def label_of(text: str, token: str, start: int, end: int, special: bool) -> str:
     if covered.startswith(" "):
         covered = SPACE_MARK + covered[1:]
     return "".join(_INVISIBLE.get(ch, ch) for ch in covered)
+
+
+class CheckpointTokenizer(NamedTuple):
+    """A tokenizer attncli built itself (from a GGUF file's metadata), run in this process."""
+
+    tokenizer: Tokenizer
+    not_applied: str | None  # what the file asked for and attncli left out, or None
+
+
+def encode(tokenizer: Tokenizer, text: str, *, special_tokens: bool) -> tuple[Tokens, tuple[str, ...], tuple[int, ...]]:
+    """The tokens of `text`, the tokenizer's own pieces and its special tokens' ids, in this process (only for a tokenizer attncli built)."""
+    encoding = tokenizer.encode(text, add_special_tokens=special_tokens)
+    special = {token_id for token_id, added in tokenizer.get_added_tokens_decoder().items() if added.special}
+    return tokenize_text(encoding, text, special), tuple(encoding.tokens), tuple(sorted(special))
