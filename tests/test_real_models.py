@@ -95,3 +95,18 @@ def test_a_sentence_longer_than_512_tokens_is_refused(cli, minilm):
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
     assert f"the sentence is {int(expected['long_tokens'])} tokens long, more than the model's 512 positions" in lines[0]
+
+
+def test_model_verify_certifies_minilm_where_torch_is_installed(cli, minilm):
+    """`model verify` on the real folder: transformers' own tokenizer agrees, every head within 1e-12 (skips without torch)."""
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except Exception as error:  # not installed, or installed but unable to load
+        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
+    expected = golden()
+    result = cli("model", "verify", str(minilm), "--sentence", str(expected["text_1"]), "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["within"] is True and doc["tokens_match"] is True and doc["token_ids"] == expected["ids_1"].tolist()
+    assert sum(len(row["heads"]) for row in doc["layers"]) == LAYERS * 12
