@@ -49,17 +49,16 @@ def _norm(cfg: ModelConfig, w: Weights, name: str, x: np.ndarray) -> np.ndarray:
 
 
 def _linear(w: Weights, name: str, x: np.ndarray, n_out: int, bias: bool) -> np.ndarray:
-    """(L, n_out) x·W + b, the matrix widened to float64 only for this product and dropped after it."""
-    W, b = _projection(w, name, x.shape[1], n_out, bias)
-    y: np.ndarray = x @ W  # (L, n_in) @ (n_in, n_out)
-    return y if b is None else y + b
+    """(L, n_out) x·W + b, W widened to float64 a block of rows at a time, only for this product."""
+    y = w.product(name + ".weight", x, (n_out, x.shape[1]))  # (L, n_in) @ (n_in, n_out)
+    return y if not bias else y + w.get(name + ".bias", (n_out,))
 
 
 def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: RopeSpec) -> np.ndarray:
     """(L, d) the residual stream after layer `index`: h + attention(norm h), then + down(act(gate)·up).
 
-    The MLP's three matrices are read one at a time (an 8B model's are 470 MB each in float64), so
-    the memory held is the attention's four matrices or one MLP matrix, never the whole layer.
+    The MLP's three matrices (an 8B model's are 470 MB each in float64) are widened a block of rows
+    at a time inside their products, so the memory held is the attention's four matrices at most.
     """
     d, inner = cfg.hidden_size, cfg.intermediate_size
     p = f"layers.{index}."
