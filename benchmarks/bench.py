@@ -1,6 +1,7 @@
 """attncli's benchmarks: every speed and memory target, as ratios against baselines run alternately.
 
     python benchmarks/bench.py [--pairs N] [--only 6,9] [--docs docs/performance.md]
+    python benchmarks/bench.py --only 14,15     # an 8B-class layer: writes 0.8 GiB into the temporary folder
 
 Builds its inputs in a temporary folder, runs each comparison as alternating pairs of
 subprocesses (7 by default), and prints a Markdown table of medians and ratios; `--docs`
@@ -97,6 +98,10 @@ def main() -> None:
                 rows += comparison(Path(folder), pairs)
         if not only or "5" in only:
             rows += real_model_rows(Path(folder), pairs)
+        if not only or only & {"14", "15"}:
+            from big_layer import big_layer_rows  # an 8B-class layer (benchmarks/big_layer.py)
+
+            rows += big_layer_rows(Path(folder), pairs)
 
     table = markdown_table(rows)
     footer = (f"{pairs} alternating pairs each, medians; Python {sys.version.split()[0]}, numpy {np.__version__}, "
