@@ -164,23 +164,43 @@ def split_heads(x: np.ndarray, heads: int, head_dim: int) -> np.ndarray:
     return x.reshape(x.shape[0], heads, head_dim).transpose(1, 0, 2)
 
 
+@dataclass(frozen=True)
+class AttentionShape:
+    """What attention does with Q, K and V, apart from the weights that make them."""
+
+    heads: int
+    kv_heads: int
+    head_dim: int
+    divisor: float
+    causal: bool
+    window: int | None
+    rope: RopeSpec | None
+
+
 def self_attention(X: np.ndarray, w: AttentionWeights) -> np.ndarray:
     """(L, d) the attention block's output, before any residual: softmax(mask(rope(Q)·rope(K)ᵀ / divisor))·V·W_O + b_O."""
-    L = X.shape[0]
-    Q = split_heads(X @ w.W_Q + (0.0 if w.b_Q is None else w.b_Q), w.heads, w.head_dim)  # (H, L, d_k)
-    K = split_heads(X @ w.W_K + (0.0 if w.b_K is None else w.b_K), w.kv_heads, w.head_dim)  # (G, L, d_k)
-    V = split_heads(X @ w.W_V + (0.0 if w.b_V is None else w.b_V), w.kv_heads, w.head_dim)  # (G, L, d_k)
-    if w.rope is not None:
-        Q, K = rotate(Q, w.rope), rotate(K, w.rope)
-    group = w.heads // w.kv_heads
-    K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)  # (H, L, d_k): head h reads kv head h // group
-    scores = Q @ K.transpose(0, 2, 1) / w.divisor  # (H, L, L)
-    scores = np.where(visible(L, causal=w.causal, window=w.window), scores, -np.inf)  # (H, L, L)
-    exp = np.exp(scores - scores.max(axis=-1, keepdims=True))  # (H, L, L)
-    weights = exp / exp.sum(axis=-1, keepdims=True)  # (H, L, L)
-    heads_out = (weights @ V).transpose(1, 0, 2).reshape(L, w.heads * w.head_dim)  # (L, H·d_k)
+    Q = X @ w.W_Q + (0.0 if w.b_Q is None else w.b_Q)  # (L, H·d_k)
+    K = X @ w.W_K + (0.0 if w.b_K is None else w.b_K)  # (L, G·d_k)
+    V = X @ w.W_V + (0.0 if w.b_V is None else w.b_V)  # (L, G·d_k)
+    heads_out = attend(Q, K, V, AttentionShape(w.heads, w.kv_heads, w.head_dim, w.divisor, w.causal, w.window, w.rope))
     out: np.ndarray = heads_out @ w.W_O + (0.0 if w.b_O is None else w.b_O)  # (L, d)
     return out
+
+
+def attend(Q: np.ndarray, K: np.ndarray, V: np.ndarray, a: AttentionShape) -> np.ndarray:
+    """(L, H·d_k) the heads' outputs side by side, softmax(mask(rope(Q)·rope(K)ᵀ / divisor))·V, from projected Q, K, V."""
+    L = Q.shape[0]
+    Q, K, V = split_heads(Q, a.heads, a.head_dim), split_heads(K, a.kv_heads, a.head_dim), split_heads(V, a.kv_heads, a.head_dim)
+    if a.rope is not None:
+        Q, K = rotate(Q, a.rope), rotate(K, a.rope)  # (H, L, d_k), (G, L, d_k)
+    group = a.heads // a.kv_heads
+    K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)  # (H, L, d_k): head h reads kv head h // group
+    scores = Q @ K.transpose(0, 2, 1) / a.divisor  # (H, L, L)
+    scores = np.where(visible(L, causal=a.causal, window=a.window), scores, -np.inf)  # (H, L, L)
+    exp = np.exp(scores - scores.max(axis=-1, keepdims=True))  # (H, L, L)
+    weights = exp / exp.sum(axis=-1, keepdims=True)  # (H, L, L)
+    heads_out: np.ndarray = (weights @ V).transpose(1, 0, 2).reshape(L, a.heads * a.head_dim)  # (L, H·d_k)
+    return heads_out
 
 
 @dataclass(frozen=True, eq=False)

@@ -7,12 +7,13 @@ import math
 import numpy as np
 
 from attncli.checkpoints.blocks import (
+    AttentionShape,
     AttentionWeights,
     LayerInputs,
     Weights,
     activate,
+    attend,
     rms_norm,
-    self_attention,
     storage_note,
     through,
     window_note,
@@ -57,12 +58,18 @@ def _linear(w: Weights, name: str, x: np.ndarray, n_out: int, bias: bool) -> np.
 def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: RopeSpec) -> np.ndarray:
     """(L, d) the residual stream after layer `index`: h + attention(norm h), then + down(act(gate)·up).
 
-    The MLP's three matrices (an 8B model's are 470 MB each in float64) are widened a block of rows
-    at a time inside their products, so the memory held is the attention's four matrices at most.
+    Every matrix (an 8B model's MLP matrices are 470 MB each in float64) is widened a block of rows
+    at a time inside its product: an earlier layer holds 16 MiB of float64 weights and its activations.
     """
-    d, inner = cfg.hidden_size, cfg.intermediate_size
+    d, inner, H, G, d_k = cfg.hidden_size, cfg.intermediate_size, cfg.heads, cfg.kv_heads, cfg.head_dim
     p = f"layers.{index}."
-    h = h + self_attention(_norm(cfg, w, p + "input_layernorm", h), _attention(cfg, w, index, rope))  # (L, d)
+    x = _norm(cfg, w, p + "input_layernorm", h)  # (L, d)
+    Q = _linear(w, p + "self_attn.q_proj", x, H * d_k, cfg.qkv_bias)  # (L, H·d_k)
+    K = _linear(w, p + "self_attn.k_proj", x, G * d_k, cfg.qkv_bias)  # (L, G·d_k)
+    V = _linear(w, p + "self_attn.v_proj", x, G * d_k, cfg.qkv_bias)  # (L, G·d_k)
+    window = cfg.windows[index]
+    shape = AttentionShape(H, G, d_k, math.sqrt(d_k), True, None if window is None else window - 1, rope)
+    h = h + _linear(w, p + "self_attn.o_proj", attend(Q, K, V, shape), d, cfg.output_bias)  # (L, d)
     x = _norm(cfg, w, p + "post_attention_layernorm", h)  # (L, d)
     hidden = activate(cfg.activation, _linear(w, p + "mlp.gate_proj", x, inner, cfg.mlp_bias))  # (L, inner)
     hidden *= _linear(w, p + "mlp.up_proj", x, inner, cfg.mlp_bias)  # (L, inner) act(gate)·up
