@@ -6,7 +6,8 @@
 14. Time per layer: one whole layer as attncli computes an earlier layer (each matrix read from
     the memory map and widened to float64, RMSNorm, attention, SwiGLU MLP) against that layer's
     float64 GEMM floor: its FLOPs at the float64 GEMM rate measured in the same child process,
-    alternately, on a (L × 4096)·(4096 × 14336) product of ready float64 arrays.
+    alternately, on a (L × 4096)·(4096 × 14336) product of ready float64 arrays. One BLAS thread
+    (--all-threads for every thread), so that the machine's load moves both alike.
 15. Peak anonymous resident memory (RssAnon, sampled every 2 ms: the process's own allocations,
     not the file pages the memory map reads) of `attncli run --model … --layer N --head 29` for the
     deepest layer and the first, against one layer's weights in float64 (1,664 MiB).
@@ -94,12 +95,17 @@ print(json.dumps({"tokens": len(ids), "layer": statistics.median(layer_times), "
 """
 
 
-def time_per_layer(model: Path, tokens: int, pairs: int) -> dict[str, float]:
+def time_per_layer(model: Path, tokens: int, pairs: int, *, one_thread: bool = True) -> dict[str, float]:
     """Median time of one layer and the float64 GEMM floor of its FLOPs, measured alternately in one child."""
     import json
 
     text = sentence_of(model, tokens)
-    done = subprocess.run([PY, "-c", _LAYER_TIMER, str(model), text, str(pairs)], capture_output=True, text=True, check=True)
+    # one BLAS thread, as issue 24 measures: on a shared 2-core machine two threads make every product's speed depend on the
+    # load (measured: 39 GFLOP/s and 1.15x with one thread, 16 GFLOP/s and 2.37x with two, minutes apart)
+    threads = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")} if one_thread else {}
+    done = subprocess.run(
+        [PY, "-c", _LAYER_TIMER, str(model), text, str(pairs)], capture_output=True, text=True, check=True, env={**os.environ, **threads}
+    )
     r = json.loads(done.stdout)
     L = r["tokens"]
     rate = 2.0 * L * D * INNER / r["gemm"]  # FLOP/s of float64 GEMM in this run
@@ -138,16 +144,16 @@ def attncli_peak(model: Path, layer: int, text: str, pairs: int) -> float:
     return statistics.median(peak_anon(command)[1] for _ in range(pairs))
 
 
-def big_layer_rows(folder: Path, pairs: int, tokens: int = 256) -> list[tuple[str, str, str, str, str]]:
+def big_layer_rows(folder: Path, pairs: int, tokens: int = 256, *, one_thread: bool = True) -> list[tuple[str, str, str, str, str]]:
     """14-15 as rows of bench.py's table: (comparison, ours, baseline, ratio, target)."""
     model = make_checkpoint(folder)
     pairs = max(3, min(pairs, 5))  # a layer takes seconds: 3-5 pairs
-    t = time_per_layer(model, tokens, pairs)
+    t = time_per_layer(model, tokens, pairs, one_thread=one_thread)
     text = sentence_of(model, 64)
     deep, first = attncli_peak(model, 2, text, 3), attncli_peak(model, 1, text, 3)
     return [
         (f"14. 8B-class layer (Llama 3 8B shapes, bf16), {t['tokens']} tokens: time of a layer vs its float64 GEMM floor "
-         f"({t['gflops']:.0f} GFLOP/s)", f"{t['layer']:.3f}", f"{t['floor']:.3f}", f"{t['ratio']:.2f}x", "<= 1.3x"),
+         f"({t['gflops']:.0f} GFLOP/s, {'1 BLAS thread' if one_thread else 'all BLAS threads'})", f"{t['layer']:.3f}", f"{t['floor']:.3f}", f"{t['ratio']:.2f}x", "<= 1.3x"),
         ("15. run --model 8B-class --layer 2 --head 29, 64 tokens: peak RssAnon vs one layer's float64 weights (MiB)",
          f"{deep:.0f}", f"{LAYER_F64_MIB:.0f}", f"{deep / LAYER_F64_MIB:.2f}x", "<= 1.5x"),
         ("    ... --layer 1 (the first: the peak does not grow with depth)", f"{first:.0f}", f"{LAYER_F64_MIB:.0f}",
@@ -159,9 +165,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=3, help="alternating measurements of the layer and of the GEMM (3 to 5)")
     parser.add_argument("--tokens", type=int, default=256, help="tokens of the sentence for row 14 (default 256)")
+    parser.add_argument("--all-threads", action="store_true", help="row 14 with every BLAS thread instead of one")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        for row in big_layer_rows(Path(folder), args.pairs, args.tokens):
+        for row in big_layer_rows(Path(folder), args.pairs, args.tokens, one_thread=not args.all_threads):
             print(" | ".join(row))
 
 
