@@ -1,6 +1,7 @@
 """attncli's benchmarks: every speed and memory target, as ratios against baselines run alternately.
 
     python benchmarks/bench.py [--pairs N] [--only 6,9] [--wall] [--docs docs/performance.md]
+    python benchmarks/bench.py --only 14,15     # an 8B-class layer: writes 0.8 GiB into the temporary folder
 
 Builds its inputs in a temporary folder, runs each comparison as alternating pairs of
 subprocesses (A, B, A, B …; 7 pairs by default, at least 5) and prints a Markdown table of
@@ -177,6 +178,10 @@ def main() -> None:
                 rows += comparison(Path(folder), pairs)
         if not only or "5" in only:
             rows += real_model_rows(Path(folder), pairs)
+        if not only or only & {"14", "15"}:
+            from big_layer import big_layer_rows  # an 8B-class layer (benchmarks/big_layer.py)
+
+            rows += big_layer_rows(Path(folder), pairs)
 
     rows = [Row(*each) for each in rows]  # a row built as a plain tuple of five has no spread
     measure = "wall time" if Settings.wall else "CPU time of the child (user + system)"

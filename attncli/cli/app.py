@@ -37,7 +37,7 @@ app = typer.Typer(
 scenarios_app = typer.Typer(help="List the built-in scenarios, or print one to copy and edit.")
 app.add_typer(scenarios_app, name="scenarios")
 model_app = typer.Typer(
-    help="Look into a local model (a Hugging Face checkpoint folder, a GGUF file, or ollama:NAME): its architecture, how it tokenizes a text, how its quantised weights become numbers.",
+    help="Look into a local model (a Hugging Face checkpoint folder, a GGUF file, or ollama:NAME): its architecture, how it tokenizes a text, how its quantised weights become numbers, and whether attncli matches transformers on it.",
     no_args_is_help=True,
 )
 app.add_typer(model_app, name="model")
@@ -703,6 +703,32 @@ def model_dequant(
     from attncli.cli.model import dequant_document
 
     emit(dequant_document(model, tensor, block=block, fmt=format.value, to_file=output is not None), output, force=force)
+
+
+@model_app.command("verify")
+@guard
+def model_verify(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="A local Hugging Face checkpoint folder.")],
+    sentence: Annotated[str, typer.Option("--sentence", metavar="TEXT", help="The text both run on.")],
+    layer: Annotated[int | None, typer.Option("--layer", metavar="N", help="Only layer N (from 1) [default: every layer].")] = None,
+    special_tokens: SpecialTokensOption = "auto",
+    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = Format.table,
+) -> None:
+    """Run transformers (eager attention, float64) beside attncli: per layer and head, the largest difference of the weights and of the head's output, and the bound expected.
+
+    Needs torch and transformers (pip install torch==2.13.0 transformers); exits 1 when a head is outside its bound.
+
+    \b
+    Example:
+      attncli model verify models/gpt2 --sentence "When Mary and John went to the store" --layer 5
+    """
+    from attncli.cli.verify import verify_document
+
+    document, within = verify_document(folder, sentence=sentence, layer=layer, special_tokens=special_tokens, as_json=_table_or_json(format))
+    emit(document)
+    if not within:
+        print_line("attncli: some heads differ from transformers by more than the bound (see the table)")
+        raise typer.Exit(ExitStatus.ERROR)
 
 
 def _table_or_json(format: Format) -> bool:

@@ -134,8 +134,11 @@ def block(matrix: np.ndarray | None, h: int, width: int) -> np.ndarray | None:
     """Columns of head h (1-based) from a matrix or vector that holds all heads side by side."""
     if matrix is None:
         return None
+    part = matrix[..., (h - 1) * width : h * width]
+    if part.flags.f_contiguous:  # columns of a column-major matrix (a checkpoint's, stored transposed): already whole
+        return part
     # a contiguous copy: BLAS multiplies a strided column slice of a wide matrix several times slower
-    return np.ascontiguousarray(matrix[..., (h - 1) * width : h * width])
+    return np.ascontiguousarray(part)
 
 
 def project(X: np.ndarray, W: np.ndarray, b: np.ndarray | None, r: Rounder) -> np.ndarray:

@@ -53,8 +53,10 @@ def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray) -> np.ndarra
     p = f"encoder.layer.{index}."
     h = _norm(cfg, w, p + "attention.output.LayerNorm", self_attention(h, _attention(cfg, w, index)) + h)  # (L, d)
     W_in, b_in = _linear(w, p + "intermediate.dense", d, inner)
+    hidden = activate(cfg.activation, h @ W_in + b_in)  # (L, inner)
+    del W_in  # one MLP matrix in float64 at a time
     W_out, b_out = _linear(w, p + "output.dense", inner, d)
-    return _norm(cfg, w, p + "output.LayerNorm", activate(cfg.activation, h @ W_in + b_in) @ W_out + b_out + h)  # (L, d)
+    return _norm(cfg, w, p + "output.LayerNorm", hidden @ W_out + b_out + h)  # (L, d)
 
 
 def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -345,6 +345,10 @@ class GgufCheckpoint:
 
     def read_rows(self, name: str, rows: Sequence[int]) -> np.ndarray:
         return self.file.read_rows(self._stored(name).gguf_name, rows)
+
+    def row_blocks(self, name: str) -> Iterator[tuple[int, np.ndarray]]:
+        """The tensor in one block: a quantised tensor is dequantised whole (its blocks run along rows anyway)."""
+        yield 0, self.read(name)
 
     def stored_dtype(self, name: str) -> str:
         return self.file.info(self._stored(name).gguf_name).kind.name

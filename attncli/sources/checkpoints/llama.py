@@ -50,18 +50,27 @@ def _norm(cfg: ModelConfig, w: Weights, name: str, x: np.ndarray) -> np.ndarray:
     return rms_norm(x, w.get(name + ".weight", (cfg.hidden_size,)), cfg.norm_eps)
 
 
+def _linear(w: Weights, name: str, x: np.ndarray, n_out: int, bias: bool) -> np.ndarray:
+    """(L, n_out) x·W + b, W widened to float64 a block of rows at a time, only for this product."""
+    y = w.product(name + ".weight", x, (n_out, x.shape[1]))  # (L, n_in) @ (n_in, n_out)
+    return y if not bias else y + w.get(name + ".bias", (n_out,))
+
+
 def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) -> np.ndarray:
-    """(L, d) the residual stream after layer `index`: h + attention(norm h), then + down(act(gate)·up)."""
+    """(L, d) the residual stream after layer `index`: h + attention(norm h), then + down(act(gate)·up).
+
+    The attention is the engine's (blocks.self_attention, the very computation `run` shows); each
+    MLP matrix (an 8B model's are 470 MB each in float64) is widened a block of rows at a time
+    inside its product, so an earlier layer holds its attention weights, 16 MiB of MLP weights
+    and its activations.
+    """
     d, inner = cfg.hidden_size, cfg.intermediate_size
     p = f"layers.{index}."
     h = h + self_attention(_norm(cfg, w, p + "input_layernorm", h), _attention(cfg, w, index, rope))  # (L, d)
     x = _norm(cfg, w, p + "post_attention_layernorm", h)  # (L, d)
-    W_gate, b_gate = _projection(w, p + "mlp.gate_proj", d, inner, cfg.mlp_bias)
-    W_up, b_up = _projection(w, p + "mlp.up_proj", d, inner, cfg.mlp_bias)
-    W_down, b_down = _projection(w, p + "mlp.down_proj", inner, d, cfg.mlp_bias)
-    gate = activate(cfg.activation, x @ W_gate + (0.0 if b_gate is None else b_gate))  # (L, inner)
-    up = x @ W_up + (0.0 if b_up is None else b_up)  # (L, inner)
-    out: np.ndarray = h + (gate * up) @ W_down + (0.0 if b_down is None else b_down)  # (L, d)
+    hidden = activate(cfg.activation, _linear(w, p + "mlp.gate_proj", x, inner, cfg.mlp_bias))  # (L, inner)
+    hidden *= _linear(w, p + "mlp.up_proj", x, inner, cfg.mlp_bias)  # (L, inner) act(gate)·up
+    out: np.ndarray = h + _linear(w, p + "mlp.down_proj", hidden, d, cfg.mlp_bias)  # (L, d)
     return out
 
 

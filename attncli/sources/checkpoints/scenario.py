@@ -93,8 +93,16 @@ def _tokens_note(case: LayerCase) -> str:
 
 
 def _frozen(array: np.ndarray | None) -> np.ndarray | None:
+    """A read-only float64 view; a transposed matrix (nn.Linear's W stored as out × in) stays a view, not a second copy.
+
+    An 8B-class layer's W_Q, W_K, W_V and W_O are 336 MB in float64: copying them into row order
+    would double the memory of the shown layer (the engine copies each head's block anyway).
+    """
     if array is None:
         return None
-    frozen = np.ascontiguousarray(array, dtype=np.float64)
+    frozen = np.asarray(array, dtype=np.float64)
+    if not (frozen.flags.c_contiguous or frozen.flags.f_contiguous):
+        frozen = np.ascontiguousarray(frozen)
+    frozen = frozen.view()
     frozen.setflags(write=False)
     return frozen

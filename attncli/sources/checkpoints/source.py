@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -20,5 +20,6 @@ class TensorSource(Protocol):
     def shape(self, name: str) -> tuple[int, ...]: ...  # from the header alone, nothing read
     def read(self, name: str) -> np.ndarray: ...
     def read_rows(self, name: str, rows: Sequence[int]) -> np.ndarray: ...
+    def row_blocks(self, name: str) -> Iterator[tuple[int, np.ndarray]]: ...  # (first row, rows) in float64, block by block
     def file_of(self, name: str) -> Path: ...
     def stored_dtype(self, name: str) -> str: ...
