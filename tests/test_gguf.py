@@ -468,3 +468,21 @@ def test_live_transformers_reads_every_quantisation_type_alike():
         out = model(torch.tensor([cases[0].token_ids]), output_attentions=True)
     for case, reference in zip(cases, out.attentions):
         np.testing.assert_allclose(attention_weights(case), reference[0].numpy(), rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "in a folder"])
+def test_a_special_file_named_gguf_is_refused_unread(cli, tmp_path, kind):
+    """A FIFO or a link to /dev/zero named *.gguf is one line ("not a regular file"), never read, never a hang."""
+    import os
+
+    path = tmp_path / ("model.gguf" if kind != "in a folder" else "folder/model.gguf")
+    path.parent.mkdir(exist_ok=True)
+    if kind == "device":
+        path.symlink_to("/dev/zero")
+    else:
+        os.mkfifo(path)
+    target = path.parent if kind == "in a folder" else path
+    for args in (["model", "info", str(target)], ["run", "--model", str(target), "--layer", "1", "--sentence", "hi"]):
+        result = cli(*args)
+        assert result.exit_code == 1 and result.stdout == ""
+        assert "not a regular file" in result.stderr, result.stderr

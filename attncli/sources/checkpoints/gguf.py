@@ -56,9 +56,13 @@ def gguf_path(model: Path) -> Path | None:
         return None
     if model.suffix.lower() == SUFFIX and not model.exists():
         raise AttnError("the GGUF file does not exist", file=text, expected="a .gguf file, a checkpoint folder, or ollama:NAME[:TAG]")
+    if model.suffix.lower() == SUFFIX and not model.is_dir():  # a FIFO, a device, /dev/zero behind a link: never read
+        raise AttnError("not a regular file", file=text, expected="a .gguf file as llama.cpp, Ollama or LM Studio keep it")
     if model.is_dir() and not (model / "config.json").is_file():
-        found = sorted(p for p in model.iterdir() if p.suffix.lower() == SUFFIX and p.is_file())
+        found = sorted(p for p in model.iterdir() if p.suffix.lower() == SUFFIX and not p.is_dir())  # a special file is refused below
         if len(found) == 1:
+            if not found[0].is_file():
+                raise AttnError("not a regular file", file=str(found[0]), expected="a .gguf file as llama.cpp, Ollama or LM Studio keep it")
             return found[0]
         if len(found) > 1:
             names = ", ".join(p.name for p in found[:4]) + (", …" if len(found) > 4 else "")
