@@ -486,3 +486,17 @@ def test_a_special_file_named_gguf_is_refused_unread(cli, tmp_path, kind):
         result = cli(*args)
         assert result.exit_code == 1 and result.stdout == ""
         assert "not a regular file" in result.stderr, result.stderr
+
+
+def test_the_heads_map_of_a_gguf_file_is_the_folder_s(cli):
+    """`attncli heads` reads a GGUF file as `run` does: every statistic of every head equals the safetensors folder's."""
+    import json
+
+    sentence = "The cat sat on the mat because it was warm"
+    from_file = json.loads(cli("heads", "--model", str(FIXTURES / "llama.gguf"), "--sentence", sentence, "--format", "json").stdout)
+    from_folder = json.loads(cli("heads", "--model", str(HF / "llama"), "--sentence", sentence, "--format", "json").stdout)
+    assert len(from_file["heads"]) == len(from_folder["heads"]) > 1
+    for a, b in zip(from_file["heads"], from_folder["heads"]):
+        assert (a["layer"], a["head"]) == (b["layer"], b["head"])
+        for stat in ("entropy", "max_weight", "first_token", "previous_token", "self", "mean_distance"):
+            assert a[stat] == pytest.approx(b[stat], abs=1e-9), (a["layer"], a["head"], stat)

@@ -18,8 +18,10 @@ from attncli.sources import reading
 from attncli.sources.checkpoints import layer as layers
 from attncli.sources.checkpoints.blocks import AttentionWeights, WeightsSeen, self_attention, weights_seen
 from attncli.sources.checkpoints.config import ModelConfig, read_config
+from attncli.sources.checkpoints.gguf import gguf_path, open_model
 from attncli.sources.checkpoints.layer import checkpoint_tokens
 from attncli.sources.checkpoints.safetensors import Checkpoint
+from attncli.sources.checkpoints.source import TensorSource
 from attncli.sources.checkpoints.tokenizer_process import MAX_TEXT_CHARACTERS
 from attncli.sources.limits import Limits
 
@@ -49,7 +51,13 @@ def model_map(
 
     if special_tokens not in SPECIAL_TOKENS:
         raise AttnError(f"found {special_tokens!r}", key=option("special_tokens"), expected="auto (as the tokenizer adds them) or none")
-    cfg = read_config(folder)
+    gguf = gguf_path(folder)
+    checkpoint: TensorSource
+    if gguf is not None:  # a GGUF file: its metadata is the config, its tensors answer to Hugging Face's names
+        model = open_model(gguf)
+        cfg, checkpoint = model.cfg, model.checkpoint
+    else:
+        cfg = read_config(folder)
     tokenized = checkpoint_tokens(folder, sentence, special_tokens=special_tokens == "auto", max_tokens=MAX_TEXT_CHARACTERS)
     ids, labels = tokenized.ids, tokenized.labels
     if not ids:
@@ -57,10 +65,13 @@ def model_map(
     _check_length(cfg, len(ids), "sentence", limits)
     if induction is not None and induction < 1:
         raise AttnError(f"found {induction}", key=option("induction"), expected="a number of random tokens, at least 1 (they are repeated once)")
-    checkpoint = Checkpoint(folder)
-    for path in folder.iterdir():  # no --output may replace a file of the checkpoint
-        if path.name in ("config.json", "tokenizer.json") or path.name.endswith((".safetensors", ".safetensors.index.json")):
-            reading.note_read(path)
+    if gguf is not None:  # no --output may replace a file of the checkpoint
+        reading.note_read(gguf)
+    else:
+        checkpoint = Checkpoint(folder)
+        for path in folder.iterdir():
+            if path.name in ("config.json", "tokenizer.json") or path.name.endswith((".safetensors", ".safetensors.index.json")):
+                reading.note_read(path)
     heads = HeadMap(heads=cfg.heads, kv_heads=cfg.kv_heads, tokens=labels)
     _forward(cfg, checkpoint, ids, lambda weights, w: heads.add(weights, _visible(weights, w)))
     repeated = None
@@ -74,7 +85,7 @@ def model_map(
     return ModelMap(heads, str(folder), cfg.model_type, ids, causal, repeated)
 
 
-def _forward(cfg: ModelConfig, checkpoint: Checkpoint, ids: tuple[int, ...], seen: WeightsSeen) -> None:
+def _forward(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], seen: WeightsSeen) -> None:
     """One pass through every layer; the last layer's attention is computed only for its weights."""
     architecture = layers._ARCHITECTURES[cfg.model_type]  # the same table load_layer reads
     with weights_seen(seen):
