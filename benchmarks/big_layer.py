@@ -74,11 +74,11 @@ from attncli.sources.checkpoints.blocks import Weights
 from attncli.sources.checkpoints.config import read_config
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.safetensors import Checkpoint
-from attncli.sources.checkpoints.tokens import load_tokenizer, tokenize_text
+from attncli.sources.checkpoints.layer import checkpoint_tokens
 
 model, text, pairs = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 cfg = read_config(model)
-ids = tokenize_text(load_tokenizer(model).tokenizer, text).ids
+ids = checkpoint_tokens(model, text, special_tokens=True, max_tokens=100_000).ids
 w = Weights(Checkpoint(model), probe="embed_tokens.weight", prefixes=("model.", ""))
 rope = rope_spec(cfg.rope, cfg.head_dim)
 h = w.rows("embed_tokens.weight", ids, cfg.hidden_size)

@@ -41,9 +41,9 @@ def where(code: CodeType) -> str:
 
 PHASES = (  # the first that a sample's stack shows names its phase
     ("imports", ("(import machinery)",)),
-    ("reading", ("attncli/checkpoints/commands.py:choose_scenario", "attncli/scenario.py:load")),
-    ("engine", ("attncli/engine.py:run", "attncli/explain.py:explain_scenario")),
-    ("writing", ("attncli/output.py:emit", "attncli/render/__init__.py:render_run")),
+    ("reading", ("attncli/cli/model.py:choose_scenario", "attncli/sources/yaml_scenario.py:load")),
+    ("engine", ("attncli/core/engine.py:run", "attncli/core/explain.py:explain_scenario")),
+    ("writing", ("attncli/io.py:emit", "attncli/api.py:render_run", "attncli/api.py:render_explain")),
 )
 
 
