@@ -268,7 +268,6 @@ class Mapped(_Shown):
         if fmt is Format.html:
             return headgrid.grid_html(grid, table, precision=precision)
         if fmt is not Format.table:
-            from attncli.errors import AttnError, option
 
             raise AttnError(f"heads prints a table, json, csv, svg or html, not {fmt.value}", key=option("format"), expected="table, json, csv, svg or html")
         from attncli.formats import terminal
@@ -305,7 +304,6 @@ def heads(
     `sort` orders the rows by a statistic, largest first; `top` keeps that many.
     """
     from attncli.core.heads import PATTERNS, scenario_map
-    from attncli.errors import AttnError, option
     from attncli.sources.checkpoints.headmap import model_map, model_of_file
     from attncli.sources.limits import Limits
     from attncli.walkthroughs.heads import SORTABLE, Source
