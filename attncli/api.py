@@ -268,7 +268,6 @@ class Mapped(_Shown):
         if fmt is Format.html:
             return headgrid.grid_html(grid, table, precision=precision)
         if fmt is not Format.table:
-
             raise AttnError(f"heads prints a table, json, csv, svg or html, not {fmt.value}", key=option("format"), expected="table, json, csv, svg or html")
         from attncli.formats import terminal
         from attncli.formats.heatmap import terminal_ramp
