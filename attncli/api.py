@@ -466,7 +466,8 @@ def render_tiling(result: RunResult, options: Options, block_size: int) -> Docum
     from attncli.formats import report
 
     p = decimals(options.precision, s.precision, result.round_steps)
-    return report.render(tiling_report(result, tiled, precision=p, full=options.full), options.format.value, to_file=options.to_file)
+    tiles_report = tiling_report(result, tiled, precision=p, full=options.full)
+    return report.render(tiles_report, options.format.value, to_file=options.to_file, fragment=options.standalone is False)
 
 
 def render_decode(dec: Decode, options: Options, *, made_causal: bool) -> Document:
@@ -481,4 +482,4 @@ def render_decode(dec: Decode, options: Options, *, made_causal: bool) -> Docume
 
     p = decimals(options.precision, dec.scenario.precision, dec.result.round_steps)
     rep = decode_report(dec, precision=p, full=options.full, made_causal=made_causal)
-    return report.render(rep, options.format.value, to_file=options.to_file)
+    return report.render(rep, options.format.value, to_file=options.to_file, fragment=options.standalone is False)

@@ -290,3 +290,10 @@ def test_too_many_tiles_or_cached_rows_are_one_clear_line(cli, tmp_path):
     assert cli("run", str(path), "--block-size", "64", "--format", "json").exit_code == 0
     result = cli("decode", str(path))
     assert result.exit_code == 1 and result.stdout == "" and "cached rows" in result.stderr
+
+
+def test_run_block_size_html_fragment_is_a_fragment(cli):
+    """`run --block-size --format html --fragment` gives the tiling report without the page around it (it used to ignore --fragment)."""
+    page = cli("run", "journey-causal", "--block-size", "2", "--format", "html").stdout
+    fragment = cli("run", "journey-causal", "--block-size", "2", "--format", "html", "--fragment").stdout
+    assert "<html" in page.lower() and "<html" not in fragment.lower() and "<table" in fragment

@@ -14,8 +14,8 @@ from attncli.document import escape
 from attncli.document.blocks import Block, Document, Heading, Note, Paragraph, Steps, Table, Values, step_lines
 
 
-def render(document: Document, fmt: str, *, to_file: bool) -> str:
-    """The document in format `fmt` (any but json, whose documents are built from the data itself)."""
+def render(document: Document, fmt: str, *, to_file: bool, fragment: bool = False) -> str:
+    """The document in format `fmt` (any but json, whose documents are built from the data itself); HTML as a page or a `fragment`."""
     if fmt == "markdown":
         return markdown(document)
     if fmt == "latex":
@@ -23,7 +23,7 @@ def render(document: Document, fmt: str, *, to_file: bool) -> str:
     if fmt == "csv":
         return csv(document)
     if fmt == "html":
-        return html(document)
+        return html(document, fragment=fragment)
     if fmt == "svg":
         return svg(document)
     return terminal(document, to_file=to_file)
