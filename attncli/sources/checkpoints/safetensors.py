@@ -64,9 +64,14 @@ def widen(raw: np.ndarray, dtype: str, out: np.ndarray | None = None) -> np.ndar
     """
     stored = np.ascontiguousarray(raw).reshape(-1)  # (n,) a view when the stored values are contiguous
     value = np.empty(stored.shape, dtype=np.float64) if out is None else out.reshape(-1)  # (n,)
+    bits = np.empty(min(WIDEN_BLOCK, stored.size), dtype="<u4") if dtype == "BF16" else None  # one scratch block, reused
     for start in range(0, stored.size, WIDEN_BLOCK):
         part = stored[start : start + WIDEN_BLOCK]
-        value[start : start + WIDEN_BLOCK] = (part.astype("<u4") << 16).view("<f4") if dtype == "BF16" else part
+        if bits is None:
+            value[start : start + WIDEN_BLOCK] = part
+        else:  # the 16 stored bits shifted into a float32's high half, written straight into the reused block
+            shifted = np.left_shift(part, 16, out=bits[: part.size], dtype="<u4")
+            value[start : start + part.size] = shifted.view("<f4")
     return value.reshape(raw.shape)
 
 
