@@ -12,7 +12,6 @@ their largest terms and add up the rest in one number; `full` shows every term.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import NamedTuple
@@ -20,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from attncli.core.explain import Explanation, KeyStep
+from attncli.document import numbers
 from attncli.document.blocks import Line, Step
 from attncli.document.notation import Notation, Writer
 from attncli.document.numbers import exact_decimals
@@ -102,12 +102,12 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
 
 
 def shown(x: float, p: int, *, whole: bool = True) -> Decimal:
-    """The number a reader sees for x, as an exact decimal."""
-    return Decimal(Writer().num(x, p, whole=whole).replace("−", "-"))
+    """The number a reader sees for x, as an exact decimal (`whole` writes it differently, never as another number)."""
+    return numbers.shown(x, p)
 
 
 class Arithmetic:
-    """Decides between = and ≈: = only when the shown numbers give the shown result at the shown precision."""
+    """Says = or ≈ by the one rule (`numbers.relation`) and remembers the first ≈, for the note that explains it."""
 
     def __init__(self, w: Writer, p: int) -> None:
         self.w, self.p = w, p
@@ -115,14 +115,10 @@ class Arithmetic:
 
     def relation(self, reader: Decimal | Sequence[Decimal], result: float | np.ndarray, *, name: str, whole: bool = True) -> str:
         """'=' when each of `reader` (worked out from the shown numbers) rounds to the shown `result`, else '≈'."""
-        readers = [reader] if isinstance(reader, Decimal) else list(reader)
-        results = [float(x) for x in np.ravel(np.asarray(result, dtype=np.float64))]
-        tolerance = Decimal(5) * Decimal(10) ** -(self.p + 1)
-        if all(abs(r - shown(x, self.p, whole=whole)) <= tolerance for r, x in zip(readers, results) if math.isfinite(x)):
-            return "="
-        if self.first is None:
-            self.first = (name, results[0])
-        return self.w.approx
+        relation = numbers.relation(reader, result, self.p, approx=self.w.approx)
+        if relation != "=" and self.first is None:
+            self.first = (name, float(np.ravel(np.asarray(result, dtype=np.float64))[0]))
+        return relation
 
     def note(self) -> str:
         name, exact = self.first or ("", 0.0)
