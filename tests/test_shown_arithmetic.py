@@ -159,6 +159,38 @@ def test_the_check_fails_on_a_wrong_line(wrong, monkeypatch):
         checked_rotation(expl, 3)
 
 
+# -- the one rule for = and ≈ ------------------------------------------------------------------------------
+
+
+def test_relation_says_equals_only_within_half_a_unit_of_the_shown_result():
+    """0.8459 shows as 0.846 at 3 decimals: a worked-out 0.8455 rounds to it (a tie counts), 0.84549 and 0.8454 do not."""
+    from decimal import Decimal
+
+    from attncli.document.numbers import relation
+
+    assert relation(Decimal("0.8455"), 0.8459, 3) == "="
+    assert relation(Decimal("0.8465"), 0.8459, 3) == "="
+    assert relation(Decimal("0.84549"), 0.8459, 3) == "≈"
+    assert relation(Decimal("0.8454"), 0.8459, 3, approx=r"\approx") == r"\approx"
+    assert relation([Decimal("1.000"), Decimal("2.001")], np.array([1.0, 2.0]), 3) == "≈"  # one cell off is enough
+    assert relation([Decimal(7), Decimal("1.000")], [-math.inf, 1.0], 3) == "="  # a masked −∞ is not checked
+
+
+@settings(max_examples=300, deadline=None)
+@given(result=st.floats(min_value=-1000, max_value=1000), p=st.integers(0, 5), hundredths=st.integers(-80, 80))
+def test_relation_is_equals_exactly_when_rounding_the_worked_out_value_gives_the_shown_one(result, p, hundredths):
+    """Against a reader with a pencil: "=" when rounding the worked-out value (either way at a tie) gives the number shown.
+    The worked-out value lies within 0.8 of a unit of the shown result, so ties and near misses come up often."""
+    from decimal import ROUND_HALF_DOWN, ROUND_HALF_UP, Decimal
+
+    from attncli.document.numbers import fixed, relation
+
+    unit = Decimal(1).scaleb(-p)
+    reader = Decimal(fixed(result, p)) + hundredths * unit / 100
+    pencil = {reader.quantize(unit, rounding=ROUND_HALF_UP), reader.quantize(unit, rounding=ROUND_HALF_DOWN)}
+    assert (relation(reader, result, p) == "=") == (Decimal(fixed(result, p)) in pencil)
+
+
 # -- the online softmax's story --------------------------------------------------------------------------
 
 _LITERAL = re.compile(rf"^(?:{_NUMBER}|\[{_NUMBER}(?:, {_NUMBER})*\])$")
