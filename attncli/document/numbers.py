@@ -3,12 +3,14 @@
 For people: `fixed` (one number), `fixed_many` (a row at once), `smart`, `vector`; the
 vectorised byte writer for huge tables is `attncli.document.fixedtext`. For machines (CSV):
 `plain`, full precision unless decimals are asked for, then with the same "no -0.00" rule.
+Whether a line of shown numbers may say "=" or must say "≈": `shown` and `relation`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -90,3 +92,28 @@ def decimals(option: int | None, scenario_precision: int, round_steps: int | Non
     """
     shown = scenario_precision if option is None else option
     return shown if round_steps is None else max(shown, round_steps)
+
+
+def shown(x: float, precision: int) -> Decimal:
+    """The number a reader sees for x at `precision` decimals, as an exact decimal (what `fixed` and `smart` write)."""
+    if math.isinf(x):
+        return Decimal("-Infinity") if x < 0 else Decimal("Infinity")
+    return Decimal(fixed(x, precision))
+
+
+def relation(from_shown: Decimal | Sequence[Decimal], result: float | Sequence[float] | np.ndarray, precision: int, *, approx: str = "≈") -> str:
+    """The one rule for "=" and "≈" between shown numbers.
+
+    `from_shown` is worked out, exactly, from the numbers a line shows (see `shown`); `result` is the
+    line's result, shown at `precision` decimals. "=" when each worked-out value lies within half a
+    unit of the last shown decimal of its shown result (a reader who rounds gets what is shown),
+    else `approx`. Results that are not finite (−∞ of a masked cell) are not checked.
+    """
+    import numpy as np
+
+    readers = [from_shown] if isinstance(from_shown, Decimal) else list(from_shown)
+    results = [float(x) for x in np.ravel(np.asarray(result, dtype=np.float64))]
+    half = Decimal(5) * Decimal(10) ** -(precision + 1)
+    if all(abs(r - shown(x, precision)) <= half for r, x in zip(readers, results, strict=True) if math.isfinite(x)):
+        return "="
+    return approx

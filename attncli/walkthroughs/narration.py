@@ -12,7 +12,6 @@ their largest terms and add up the rest in one number; `full` shows every term.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import NamedTuple
@@ -20,9 +19,10 @@ from typing import NamedTuple
 import numpy as np
 
 from attncli.core.explain import Explanation, KeyStep
+from attncli.document import numbers
 from attncli.document.blocks import Line, Step
 from attncli.document.notation import Notation, Writer
-from attncli.document.numbers import exact_decimals
+from attncli.document.numbers import exact_decimals, shown
 from attncli.walkthroughs.lengths import BIG_MATRIX, LONG_KEYS, LONG_SUM, LONG_TERMS
 
 
@@ -101,28 +101,19 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
 # -- arithmetic a reader can check ------------------------------------------------------------------------
 
 
-def shown(x: float, p: int, *, whole: bool = True) -> Decimal:
-    """The number a reader sees for x, as an exact decimal."""
-    return Decimal(Writer().num(x, p, whole=whole).replace("−", "-"))
-
-
 class Arithmetic:
-    """Decides between = and ≈: = only when the shown numbers give the shown result at the shown precision."""
+    """Says = or ≈ by the one rule (`numbers.relation`) and remembers the first ≈, for the note that explains it."""
 
     def __init__(self, w: Writer, p: int) -> None:
         self.w, self.p = w, p
         self.first: tuple[str, float] | None = None  # the first result that needed ≈, for the note
 
-    def relation(self, reader: Decimal | Sequence[Decimal], result: float | np.ndarray, *, name: str, whole: bool = True) -> str:
+    def relation(self, reader: Decimal | Sequence[Decimal], result: float | np.ndarray, *, name: str) -> str:
         """'=' when each of `reader` (worked out from the shown numbers) rounds to the shown `result`, else '≈'."""
-        readers = [reader] if isinstance(reader, Decimal) else list(reader)
-        results = [float(x) for x in np.ravel(np.asarray(result, dtype=np.float64))]
-        tolerance = Decimal(5) * Decimal(10) ** -(self.p + 1)
-        if all(abs(r - shown(x, self.p, whole=whole)) <= tolerance for r, x in zip(readers, results) if math.isfinite(x)):
-            return "="
-        if self.first is None:
-            self.first = (name, results[0])
-        return self.w.approx
+        said = numbers.relation(reader, result, self.p, approx=self.w.approx)
+        if said != "=" and self.first is None:
+            self.first = (name, float(np.ravel(np.asarray(result, dtype=np.float64))[0]))
+        return said
 
     def note(self) -> str:
         name, exact = self.first or ("", 0.0)
@@ -190,7 +181,7 @@ def _terms(w: Writer, sizes: list[float], texts: list[str], rest_of: Callable[[l
 
 
 def _rest(terms: Terms, p: int) -> Decimal:
-    return Decimal(0) if terms.rest is None else shown(float(terms.rest), p, whole=False)
+    return Decimal(0) if terms.rest is None else shown(float(terms.rest), p)
 
 
 # -- the steps ---------------------------------------------------------------------------------------------
@@ -354,7 +345,7 @@ def _sum(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) ->
     exps = np.array([key.exp for key in visible])
     terms = _terms(w, list(exps), [w.num(float(x), p) for x in exps], lambda others: float(exps[others].sum()), p, full)
     reader = sum((shown(float(exps[j]), p) for j in terms.shown), Decimal(0)) + _rest(terms, p)
-    relation = check.relation(reader, expl.exp_sum, name="Σ", whole=False)
+    relation = check.relation(reader, expl.exp_sum, name="Σ")
     return Step("The sum of the exponentials", f"{w.sigma} = {w.sigma}_j {w.exp(w.text('score') + '_j')}",
                 [Line(w.sigma, f"{terms.text} {relation} {w.num(expl.exp_sum, p, whole=False)}")])
 
@@ -362,13 +353,13 @@ def _sum(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) ->
 def _weights(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
     lines = []
     keys = _keys_shown(expl, full)
-    total = shown(expl.exp_sum, p, whole=False)
+    total = shown(expl.exp_sum, p)
     for key in keys:
         lhs = w.of(w.alpha, w.label(key.label))
         if key.masked:
             lines.append(Line(lhs, "0" + (r" \quad \text{(hidden)}" if w.tex else " (hidden)")))
         else:
-            relation = check.relation(shown(key.exp, p) / total, key.weight, name=f"α({key.label})", whole=False) if total else "="
+            relation = check.relation(shown(key.exp, p) / total, key.weight, name=f"α({key.label})") if total else "="
             lines.append(Line(lhs, f"{w.frac(w.num(key.exp, p), w.num(expl.exp_sum, p, whole=False))} {relation} "
                                    f"{w.num(key.weight, p, whole=False)}"))  # fmt: skip
     weights = sum(key.weight for key in expl.keys)
@@ -383,9 +374,9 @@ def _weighted(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: boo
     lines = []
     keys = [key for key in _keys_shown(expl, full) if not key.masked]
     for key in keys:
-        weight = shown(key.weight, p, whole=False)
+        weight = shown(key.weight, p)
         reader = [weight * shown(float(x), p) for x in key.v]
-        relation = check.relation(reader, key.weighted_v, name=f"α·v({key.label})", whole=False)
+        relation = check.relation(reader, key.weighted_v, name=f"α·v({key.label})")
         lines.append(_keyed(w, key, f"{w.num(key.weight, p, whole=False)} {w.times} {_vec(w, key.v, p, full)} {relation} "
                                     f"{_vec(w, key.weighted_v, p, full, whole=False)}"))  # fmt: skip
     return Step("The weighted values", f"{w.alpha} {w.times} v", lines, _fewer_keys(expl, _keys_shown(expl, full)))
@@ -400,11 +391,11 @@ def _output(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool)
     pieces = terms.text.split(" + ")
     rest = terms.rest
     reader = [
-        sum((shown(float(parts[j, c]), p, whole=False) for j in terms.shown), Decimal(0))
-        + (shown(float(np.ravel(rest)[c]), p, whole=False) if rest is not None else 0)
+        sum((shown(float(parts[j, c]), p) for j in terms.shown), Decimal(0))
+        + (shown(float(np.ravel(rest)[c]), p) if rest is not None else 0)
         for c in range(parts.shape[1])
     ]
-    relation = check.relation(reader, expl.output, name=f"output({expl.token})", whole=False)
+    relation = check.relation(reader, expl.output, name=f"output({expl.token})")
     lines = [Line(lhs, pieces[0])] + [Line("", f"+ {piece}") for piece in pieces[1:]]
     lines.append(Line("", f"{relation} {_vec(w, expl.output, p, full, whole=False)}"))
     notes = [_reading(expl, p)]
@@ -445,7 +436,7 @@ def _projection(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: b
         formula = "y = c" + w.dot + "W_O" + (" + b_O" if s.b_O is not None else "")
     else:
         assert s.b_O is not None
-        reader = [shown(float(a), p, whole=False) + shown(float(b), p) for a, b in zip(c, s.b_O)]
+        reader = [shown(float(a), p) + shown(float(b), p) for a, b in zip(c, s.b_O)]
         product = f"{_vec(w, c, p, full, whole=False)} + {_vec(w, s.b_O, p, full)} {check.relation(reader, y, name='y')} {_vec(w, y, p, full)}"
         formula = "y = c + b_O"
     lines.append(Line(w.of("y", word), product))

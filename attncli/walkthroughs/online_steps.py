@@ -2,10 +2,12 @@
 
 The same `Step`s as the rest of the walk-through (see narration.py), so the terminal, Markdown
 and LaTeX show them as they show every other step. A line whose shown numbers do not give the
-shown result at the shown precision says ≈ instead of =.
+shown result at the shown precision says ≈ instead of =, by the rule every step uses (`numbers.relation`).
 """
 
 from __future__ import annotations
+
+from decimal import Decimal
 
 import numpy as np
 
@@ -13,7 +15,7 @@ from attncli.core.explain import Explanation
 from attncli.core.online import OnlineBlock, OnlineRow
 from attncli.document.blocks import Line, Step
 from attncli.document.notation import Writer
-from attncli.document.numbers import exact_decimals
+from attncli.document.numbers import exact_decimals, relation, shown
 from attncli.walkthroughs.lengths import LONG_SUM
 
 WHY_RESCALE = (
@@ -71,13 +73,15 @@ def _block(expl: Explanation, block: OnlineBlock, before: OnlineBlock | None, nu
     for k, e, seen in zip(keys, block.exp, block.visible):
         if seen:
             exponent = f"{w.num(k.logit, p)} {w.minus} {w.num(block.max, p)}"
-            exps.append(Line(w.label(k.label), f"{w.exp(exponent, grouped=True)} = {w.num(float(e), p)}", ":"))
+            reader = (shown(k.logit, p) - shown(block.max, p)).exp()
+            exps.append(Line(w.label(k.label), f"{w.exp(exponent, grouped=True)} {relation(reader, float(e), p, approx=w.approx)} "
+                                               f"{w.num(float(e), p)}", ":"))  # fmt: skip
     lines += exps
     shown_exp = [float(e) for e, seen in zip(block.exp, block.visible) if seen]
     notes: list[str] = []
     if before is None:
         terms = _terms([w.num(x, p) for x in shown_exp], w)
-        lines.append(Line("l", f"{terms} {_rel(sum(_r(x, p) for x in shown_exp), block.sum, p, w)} {w.num(block.sum, p)}"))
+        lines.append(Line("l", f"{terms} {relation(_sum(shown_exp, p), block.sum, p, approx=w.approx)} {w.num(block.sum, p)}"))
         vectors = [w.vec(v, p) for v in block.block_output[None, :]]
         lines.append(Line("o", f"{w.sigma} e{w.dot}v = {vectors[0]}"))
         notes.append("The first block sets m: there is nothing before it to rescale.")
@@ -85,21 +89,25 @@ def _block(expl: Explanation, block: OnlineBlock, before: OnlineBlock | None, nu
         assert m_old is not None
         rescale = block.rescale
         lines.append(Line(w.text("rescale"), f"{w.exp(f'{w.num(m_old, p)} {w.minus} {w.num(block.max, p)}', grouped=True)} "
-                                             f"{_rel(np.exp(_r(m_old, p) - _r(block.max, p)), rescale, p, w)} {w.num(rescale, p)}"))  # fmt: skip
+                                             f"{relation((shown(m_old, p) - shown(block.max, p)).exp(), rescale, p, approx=w.approx)} "
+                                             f"{w.num(rescale, p)}"))  # fmt: skip
         terms = _terms([w.num(x, p) for x in shown_exp], w)
-        expected = _r(rescale, p) * _r(before.sum, p) + sum(_r(x, p) for x in shown_exp)
+        expected = shown(rescale, p) * shown(before.sum, p) + _sum(shown_exp, p)
         lines.append(Line("l", f"{w.num(rescale, p)} {w.times} {w.num(before.sum, p)} + {terms} "
-                               f"{_rel(expected, block.sum, p, w)} {w.num(block.sum, p)}"))  # fmt: skip
-        expected_o = _r(rescale, p) * _rv(before.output, p) + _rv(block.block_output, p)
+                               f"{relation(expected, block.sum, p, approx=w.approx)} {w.num(block.sum, p)}"))  # fmt: skip
+        expected_o = [shown(rescale, p) * shown(float(a), p) + shown(float(b), p) for a, b in zip(before.output, block.block_output)]
         lines.append(Line("o", f"{w.num(rescale, p)} {w.times} {w.vec(before.output, p)} + {w.vec(block.block_output, p)} "
-                               f"{_rel_vec(expected_o, block.output, p, w)} {w.vec(block.output, p)}"))  # fmt: skip
+                               f"{relation(expected_o, block.output, p, approx=w.approx)} {w.vec(block.output, p)}"))  # fmt: skip
         if block.max > m_old:
             notes.append(f"This block holds a larger score, so what came before is multiplied by {Writer().num(rescale, p)}.")
         else:
             notes.append("No larger score here: the maximum stays and the rescale factor is 1.")
     plain = Writer()  # notes are prose in Unicode, whatever the writer
-    contributions = " + ".join(f"{plain.num(float(e), p)} × {plain.vec(k.v, p)}" for k, e, seen in zip(keys, block.exp, block.visible) if seen)
-    notes.insert(0, f"This block's weighted values: Σ e·v = {contributions} = {plain.vec(block.block_output, p)}.")
+    seen_keys = [(k, float(e)) for k, e, seen in zip(keys, block.exp, block.visible) if seen]
+    contributions = " + ".join(f"{plain.num(e, p)} × {plain.vec(k.v, p)}" for k, e in seen_keys)
+    products = [sum((shown(e, p) * shown(float(k.v[c]), p) for k, e in seen_keys), Decimal(0)) for c in range(len(block.block_output))]
+    notes.insert(0, f"This block's weighted values: Σ e·v = {contributions} {relation(products, block.block_output, p, approx=plain.approx)} "
+                    f"{plain.vec(block.block_output, p)}.")  # fmt: skip
     return Step(title, formula, lines, notes)
 
 
@@ -107,9 +115,11 @@ def _result(expl: Explanation, row: OnlineRow, p: int, w: Writer) -> Step:
     plain = Writer()
     ordinary = expl.output  # (d_v,)
     difference = row.output - ordinary  # (d_v,)
+    total = shown(row.sum, p)
+    divided = relation([shown(float(x), p) / total for x in _last_output(row)], row.output, p, approx=w.approx) if total else w.approx
     lines = [
         Line(w.text("output"), f"o / l = {w.frac(w.vec(_last_output(row), p), w.num(row.sum, p))} "
-                               f"{_rel_vec(_rv(_last_output(row), p) / _r(row.sum, p), row.output, p, w)} {w.vec(row.output, p, whole=False)}"),  # fmt: skip
+                               f"{divided} {w.vec(row.output, p, whole=False)}"),  # fmt: skip
         Line(w.text("ordinary"), w.vec(ordinary, p, whole=False)),
         Line(w.text("difference"), _differences(difference, w)),
     ]
@@ -145,19 +155,6 @@ def _terms(terms: list[str], w: Writer) -> str:
     return " + ".join(terms) if len(terms) > 1 else terms[0]
 
 
-def _r(x: float, p: int) -> float:
-    """x as shown at p decimals."""
-    return round(float(x), p)
-
-
-def _rv(values: np.ndarray, p: int) -> np.ndarray:
-    return np.round(np.asarray(values, dtype=np.float64), p)
-
-
-def _rel(from_shown: float, result: float, p: int, w: Writer) -> str:
-    """= when the shown terms give the shown result at p decimals, else ≈."""
-    return "=" if _r(from_shown, p) == _r(result, p) else w.approx
-
-
-def _rel_vec(from_shown: np.ndarray, result: np.ndarray, p: int, w: Writer) -> str:
-    return "=" if np.array_equal(_rv(from_shown, p), _rv(result, p)) else w.approx
+def _sum(values: list[float], p: int) -> Decimal:
+    """The sum of the values as shown at p decimals, exactly."""
+    return sum((shown(x, p) for x in values), Decimal(0))
