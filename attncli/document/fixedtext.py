@@ -57,29 +57,26 @@ def cells(data: npt.NDArray[np.float64], precision: int, write: Callable[[float,
     for i, byte in enumerate(lead):
         out[..., i] = byte
 
-    def put(place: int, text: npt.NDArray[np.uint8] | int) -> None:
-        """One place of every number; ±∞ and NaN get their own text there."""
-        for written, kind in special:
-            at = place - (width - len(written))
-            text = np.where(kind, written[at] if at >= 0 else 0, text)
-        out[..., place] = text
-
     minus = negative.view(np.uint8) * np.uint8(_MINUS)  # (R, C) the sign, until it is placed
     rest = whole
+    low = rest.astype(np.uint8)  # the number mod 256: its last digit is that of the number
     for k in range(digits + 1):  # the k-th digit from the right (the point goes left of the last decimal), then room for a sign
         shorter = rest // 10  # NumPy divides by a constant fast; a table of digit pairs is slower to look up
-        digit = (rest - shorter * 10).astype(np.uint8)
+        shorter_low = shorter.astype(np.uint8)
+        digit = low - shorter_low * np.uint8(10)  # rest - 10·shorter, exact mod 256 and below 10
         digit += np.uint8(_ZERO)
         if k > precision:  # left of the units: a digit while the number lasts, then its sign, then nothing
             going = rest > 0
             digit = np.where(going, digit, minus)
-            minus = np.where(going, minus, np.uint8(0))
-        put(width - 1 - k - (point if k >= precision else 0), digit)
-        rest = shorter
+            minus *= going  # placed: no sign further left
+        out[..., width - 1 - k - (point if k >= precision else 0)] = digit
+        rest, low = shorter, shorter_low
     if point:
-        put(width - 1 - precision, _POINT)
-    for place in range(len(lead), width - digits - point - 1):  # room only a longer text of ±∞ or NaN takes
-        put(place, 0)
+        out[..., width - 1 - precision] = _POINT
+    for written, kind in special:  # ±∞ and NaN: their own text, right-aligned, over the zero written for them
+        padded = np.zeros(width - len(lead), dtype=np.uint8)
+        padded[len(padded) - len(written) :] = np.frombuffer(written, dtype=np.uint8)
+        out[kind, len(lead) :] = padded
     for (r, c), text in texts.items():
         out[r, c, len(lead) :] = 0
         out[r, c, width - len(text) :] = np.frombuffer(text, dtype=np.uint8)
