@@ -15,7 +15,7 @@ import numpy as np
 
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.escape import csv_cell
-from attncli.document.numbers import plain, plain_writer
+from attncli.document.numbers import plain, plain_rows, plain_writer
 
 number = plain  # CSV's numbers: full precision, or fixed decimals without "-0.00"
 
@@ -36,8 +36,14 @@ BLOCK_VALUES = 1 << 16  # numbers per chunk: about 1.5 MB of text
 
 def _matrix_rows(data: np.ndarray, rows: list[str], cols: list[str], precision: int | None) -> Iterator[bytes]:
     yield _write([["token", *map(csv_cell, cols)]]).encode("utf-8")
-    write = plain_writer(precision)  # a whole row through one map() each
     step = max(1, BLOCK_VALUES // max(1, data.shape[1]))
+    if precision is None:  # full precision: repr's digits, written by orjson a block at a time
+        for start in range(0, data.shape[0], step):
+            texts = plain_rows(data[start : start + step])
+            labels = [_field(csv_cell(label)).encode("utf-8") for label in rows[start : start + step]]
+            yield b"".join([label + b"," + text + b"\n" for label, text in zip(labels, texts)])
+        return
+    write = plain_writer(precision)  # a whole row through one map() each
     for start in range(0, data.shape[0], step):
         block = data[start : start + step].tolist()  # Python floats, formatted as number() does
         lines = [_field(csv_cell(label)) + "," + ",".join(map(write, values)) for label, values in zip(rows[start : start + step], block)]
