@@ -86,6 +86,8 @@ def _add_rows(doc: dict[str, Any], rows: list[stages.Row], wanted: tuple[str, ..
 def _head_json(result: RunResult, head: HeadResult, wanted: tuple[str, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {"head": head.head}
     _add_rows(out, [row for row in stages.ROWS if row.per_head], wanted, result, head)
+    if head.sink_weight is not None and "weights" in wanted:  # a learned sink: its term of each row's sum, and the weight it took
+        out["sink_exp"], out["sink_weight"] = head.sink_exp, head.sink_weight
     out["kv_head"] = head.kv_head
     return out
 

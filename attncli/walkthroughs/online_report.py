@@ -15,6 +15,7 @@ from attncli.core import online
 from attncli.core.decode import Decode, DecodeStep
 from attncli.core.engine import RunResult
 from attncli.core.online import Tiling
+from attncli.core.variants.sinks import refuse_online
 from attncli.document.blocks import Block, Document, Heading, Note, Paragraph, Table, Values
 from attncli.document.numbers import fixed, smart
 from attncli.errors import AttnError, option
@@ -200,6 +201,10 @@ def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> list[
     rows, short = _shortened(rows, MAX_CACHE_ROWS, "cached keys", full=full, width=len(header))
     numeric = [False, True, False, False, True] + [True] * show_logit + [True]
     notes += short
+    sink_weight = dec.result.head(dec.head).sink_weight  # (L,) whole; None without a learned sink
+    if sink_weight is not None:
+        notes.append(f"The learned sink (sink_logits) takes {fixed(float(sink_weight[step.position - 1]), p)} of this step's attention: "
+                     "it joins the softmax's sum with no value, so the weights above sum to 1 minus that.")  # fmt: skip
     notes.append(f"output = Σ weight·v = {vec(step.output, p, full=full, whole=False)}")
     notes.append(_same_as_run(dec, step))
     return _section(f"Step {step.position}: {quoted(step.label)} (position {step.position})", lines, Table(header, rows, numeric), notes)
@@ -219,8 +224,11 @@ def _same_as_run(dec: Decode, step: DecodeStep) -> str:
         return f"These are row {row} of the full causal run's hand-rounded chain, restricted to the cached keys."
     seen = step.visible  # (c,)
     logits = step.logits[seen]  # (c',)
-    weights = np.exp(logits - logits.max())  # (c',)
-    recomputed = (weights / weights.sum()) @ step.V[seen]  # (d_v,)
+    sink = dec.scenario.sink_logits  # a learned sink: e^sink joins the sum, with no value
+    top = logits.max() if sink is None else max(logits.max(), sink.logit(dec.head))
+    weights = np.exp(logits - top)  # (c',)
+    total = weights.sum() + (0.0 if sink is None else np.exp(sink.logit(dec.head) - top))
+    recomputed = (weights / total) @ step.V[seen]  # (d_v,)
     return (f"The output is row {row} of the full causal run; computed again from the cache alone it differs by "
             f"{ulps(recomputed - step.output)}.")  # fmt: skip
 
@@ -228,6 +236,7 @@ def _same_as_run(dec: Decode, step: DecodeStep) -> str:
 def tilings(result: RunResult, heads: list[int], block_size: int) -> dict[int, Tiling]:
     """Each head's tiled computation, refused up front when it would keep more than MAX_TILES_KEPT tiles."""
     s = result.scenario
+    refuse_online(s.sink_logits)
     count = len(heads) * -(-s.L // block_size) * -(-s.L_k // block_size)  # ⌈L_q / B⌉·⌈L_k / B⌉ per head
     if count > MAX_TILES_KEPT:
         raise AttnError(
