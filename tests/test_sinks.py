@@ -130,3 +130,17 @@ def test_engine_against_transformers_gpt_oss_eager_attention():
     _, weights = m.eager_attention_forward(Module().eval(), heads(Q), heads(K), heads(V), causal, scaling=d**-0.5, dropout=0.0)
     for h in range(H):
         np.testing.assert_allclose(result.head(h + 1).weights, weights[0, h].detach().numpy(), rtol=0, atol=1e-12)
+
+
+def test_explain_and_decode_json_carry_the_sinks_share():
+    from attncli.core.explain import explain_scenario
+
+    s = from_text(DOC)
+    share = engine.run(s).head(2).sink_weight
+    expl = data.explain_json(explain_scenario(s, position=3, head=2))
+    assert expl["sink_weight"] == share[2] and expl["exp_sum"] > expl["sink_exp"] > 0
+    steps = data.decode_json(decode.decode(s, 2))["steps"]
+    assert [step["sink_weight"] for step in steps] == list(share)
+    plain = from_text(DOC.replace("sink_logits: [0.5, -1.0]\n", ""))
+    assert "sink_weight" not in data.explain_json(explain_scenario(plain, position=3, head=2))
+    assert "sink_weight" not in data.decode_json(decode.decode(plain, 2))["steps"][0]
