@@ -81,12 +81,27 @@ def test_decode_keeps_the_sink_in_every_step():
         assert step.weights.sum() == pytest.approx(1 - full.sink_weight[step.position - 1], abs=1e-15)
 
 
-def test_the_online_softmax_refuses_rather_than_leaving_the_sink_out():
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(2, 6).flatmap(lambda L: st.lists(st.lists(st.floats(-8, 8), min_size=2, max_size=2), min_size=L, max_size=L)),
+    st.floats(-20, 20),
+    st.integers(1, 3),
+    st.booleans(),
+)
+def test_the_online_softmax_starts_from_the_sink_and_gives_the_ordinary_output(rows, sink, block_size, causal):
+    """m = sink, l = 1, o = 0 before the first block: the tiles' o / l is the engine's output, and each row's final l is Σ."""
+    from attncli.core import online
     from attncli.core.explain import explain_scenario
 
-    with pytest.raises(AttnError) as error:
-        explain_scenario(from_text(DOC), position=2, head=1, block_size=2)
-    assert "block_size" in error.value.key and "learned sink" in str(error.value)
+    doc = {"tokens": [f"t{i}" for i in range(len(rows))], "embeddings": rows, "mask": "causal" if causal else "none", "sink_logits": sink}
+    s = from_text(json.dumps(doc))
+    head = engine.run(s).head(1)
+    tiling = online.tiled(head.masked, head.V, block_size=block_size, d_k=s.d_k, sink=sink)
+    np.testing.assert_allclose(tiling.output, head.output, rtol=1e-12, atol=1e-13)
+    expl = explain_scenario(s, position=len(rows), head=1, block_size=block_size)
+    assert expl.online is not None and expl.online.sink == sink
+    np.testing.assert_allclose(expl.online.output, head.output[-1], rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(expl.online.sum * np.exp(expl.online.max - max(sink, head.masked[-1].max())), head.exp_sum[-1] * np.exp(head.shift[-1] - max(sink, head.masked[-1].max())), rtol=1e-12)
 
 
 def test_json_names_the_logits_and_each_rows_share():

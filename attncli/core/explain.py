@@ -16,7 +16,7 @@ from attncli.core import engine
 from attncli.core.arithmetic import rounder
 from attncli.core.engine import HeadResult, RunResult
 from attncli.core.scenario import Scenario
-from attncli.core.variants.sinks import LearnedSink, refuse_online
+from attncli.core.variants.sinks import LearnedSink
 from attncli.errors import AttnError, option
 
 if TYPE_CHECKING:
@@ -187,7 +187,6 @@ def _explanation(
 
 def _online(h: HeadResult, i: int, block_size: int, round_to: int | None, sink: LearnedSink | None) -> OnlineRow:
     """Row i of head h computed by the online softmax, keys in blocks of block_size."""
-    refuse_online(sink)
     from attncli.core.online import online_row  # only with --block-size
 
-    return online_row(h.logits[i], h.visible[i], h.V, block_size=block_size, round_to=round_to)
+    return online_row(h.logits[i], h.visible[i], h.V, block_size=block_size, round_to=round_to, sink=None if sink is None else sink.logit(h.head))

@@ -15,7 +15,6 @@ from attncli.core import online
 from attncli.core.decode import Decode, DecodeStep
 from attncli.core.engine import RunResult
 from attncli.core.online import Tiling
-from attncli.core.variants.sinks import refuse_online
 from attncli.document.blocks import Block, Document, Heading, Note, Paragraph, Table, Values
 from attncli.document.numbers import fixed, smart
 from attncli.errors import AttnError, option
@@ -83,6 +82,9 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
         "maximum m and sum l, multiplying what came before by the rescale factor e^(m_old − m) when m grows; the output "
         "rows are divided by l once their last key block is done. A tile the mask hides entirely is skipped.",
     ]
+    if s.sink_logits is not None:
+        intro.append("Each head's learned sink (sink_logits) starts every row at m = sink, l = e^0 = 1, o = 0: one more logit, "
+                     "with no value, so it enters the sum l but not the output o.")  # fmt: skip
     if result.round_steps is not None:
         intro.append(f"Every intermediate is rounded to {result.round_steps} decimals, as by hand.")
     sections: list[Block] = []
@@ -116,7 +118,8 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
                          "cancels; only the order of the additions differs.")  # fmt: skip
         if result.exact is not None:
             exact = result.exact.head(head)
-            again = online.tiled(exact.masked, exact.V, block_size=B_k, query_block_size=B_q, d_k=s.d_k)
+            sink = None if s.sink_logits is None else s.sink_logits.logit(head)
+            again = online.tiled(exact.masked, exact.V, block_size=B_k, query_block_size=B_q, d_k=s.d_k, sink=sink)
             out_notes.append(f"Rounded by hand, the tiles round at other points than the ordinary chain, hence the difference above; "
                              f"in exact arithmetic the two differ by {ulps(again.output - exact.output)}.")  # fmt: skip
         sections += _section(f"{name}output = o / l", lines, Table(["query", "output"], out_rows, [False, False]), out_notes)
@@ -236,7 +239,6 @@ def _same_as_run(dec: Decode, step: DecodeStep) -> str:
 def tilings(result: RunResult, heads: list[int], block_size: int) -> dict[int, Tiling]:
     """Each head's tiled computation, refused up front when it would keep more than MAX_TILES_KEPT tiles."""
     s = result.scenario
-    refuse_online(s.sink_logits)
     count = len(heads) * -(-s.L // block_size) * -(-s.L_k // block_size)  # ⌈L_q / B⌉·⌈L_k / B⌉ per head
     if count > MAX_TILES_KEPT:
         raise AttnError(
@@ -248,5 +250,6 @@ def tilings(result: RunResult, heads: list[int], block_size: int) -> dict[int, T
     out = {}
     for head in heads:
         h = result.head(head)
-        out[head] = online.tiled(h.masked, h.V, block_size=block_size, d_k=s.d_k, round_to=result.round_steps)
+        sink = None if s.sink_logits is None else s.sink_logits.logit(head)
+        out[head] = online.tiled(h.masked, h.V, block_size=block_size, d_k=s.d_k, round_to=result.round_steps, sink=sink)
     return out

@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from attncli.errors import AttnError, option
-
 
 @dataclass(frozen=True, eq=False)
 class LearnedSink:
@@ -36,12 +34,3 @@ class LearnedSink:
     def as_json(self) -> dict[str, object]:
         return {"logits": list(self.logits)}
 
-
-def refuse_online(sink: LearnedSink | None) -> None:
-    """The online softmax (FlashAttention's tiles) does not carry a learned sink yet: refused rather than shown without it."""
-    if sink is not None:
-        raise AttnError(
-            "the online softmax does not carry a learned sink (sink_logits) yet, so its tiles would leave e^sink out of every sum",
-            key=option("block_size"),
-            expected=f"run, explain or decode without {option('block_size')} for a scenario with sink_logits",
-        )
