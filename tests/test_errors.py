@@ -53,6 +53,7 @@ CASES = [
     ("causal-cross.yaml", 6, "mask: a causal mask needs as many queries as keys, but there are 2 and 3"),
     ("bias-shape.yaml", 3, "bias: the bias is 2 × 3 (expected 2 × 2: one row per query, one column per key)"),
     ("alibi-few-slopes.yaml", 4, "alibi.slopes: 1 slopes for 2 heads (too few) (expected 2 slopes, one per head)"),
+    ("sink-logits-count.yaml", 4, "sink_logits: 3 sink logits for heads = 2 (expected 2 finite numbers, one logit per head (gpt-oss's learned sinks), or one number for every head)"),
     ("mask-misspelt.yaml", 3, "mask: found 'casual'; did you mean 'causal'?"),
     ("heads-zero.yaml", 3, "heads: 0 is out of range (expected a whole number 1 or more)"),
     ("heads-text.yaml", 3, "heads: found 'two' (expected a whole number 1 or more)"),

@@ -189,9 +189,11 @@ class Arithmetic:
         exp: np.ndarray = np.exp(exponent, out=exponent if exponent is not masked else self.reuse(masked))
         return exp
 
-    def sums(self, exp: np.ndarray) -> np.ndarray:
-        """(L_q,) each row's sum of exponentials; refused when hand rounding made a whole row 0."""
+    def sums(self, exp: np.ndarray, extra: np.ndarray | None = None) -> np.ndarray:
+        """(L_q,) each row's sum of exponentials (+ `extra`, a learned sink's term); refused when hand rounding made a whole row 0."""
         exp_sum = rounder(self.decimals)(exp.sum(axis=1))
+        if extra is not None:
+            exp_sum = rounder(self.decimals)(exp_sum + extra)
         if self.decimals is not None and not exp_sum.all():  # every exponential of a row rounded away to 0
             i = int(np.flatnonzero(exp_sum == 0)[0])
             raise AttnError(

@@ -50,10 +50,12 @@ class HeadResult:
     masked: np.ndarray  # (L_q, L_k) the logits, with -inf where hidden
     shift: np.ndarray  # (L_q,) subtracted before exp; 0 unless a row's scores are extreme
     exp: np.ndarray  # (L_q, L_k) e^(masked - shift), 0 where hidden
-    exp_sum: np.ndarray  # (L_q,) row sums of exp
-    weights: np.ndarray  # (L_q, L_k) exp / exp_sum; each row sums to 1
+    exp_sum: np.ndarray  # (L_q,) row sums of exp (+ sink_exp under a learned sink)
+    weights: np.ndarray  # (L_q, L_k) exp / exp_sum; each row sums to 1 (to 1 - sink_weight under a learned sink)
     output: np.ndarray  # (L_q, d_v) weights·V
     reshaped: dict[str, np.ndarray] = field(default_factory=dict)  # variant key -> (L_q, L_k) the scaled scores after it (soft-capping)
+    sink_exp: np.ndarray | None = None  # (L_q,) e^(sink - shift), a learned sink's term of exp_sum (gpt-oss); None without
+    sink_weight: np.ndarray | None = None  # (L_q,) sink_exp / exp_sum: the weight the sink took; the row's weights sum to 1 minus it
 
     @property
     def logits(self) -> np.ndarray:
@@ -198,19 +200,29 @@ def head_inputs(
 
 def attention_head(
     q: np.ndarray, k: np.ndarray, V: np.ndarray, reshapes: Sequence[Any], bias: np.ndarray | None, visible: np.ndarray, divisor: float,
-    a: Arithmetic,
+    a: Arithmetic, sink: float | None = None,
 ) -> np.ndarray:  # fmt: skip
-    """(L_q, d_v) softmax(mask(reshape(q·kᵀ / divisor) + bias))·V for one head; `a` rounds, checks and keeps each stage."""
+    """(L_q, d_v) softmax(mask(reshape(q·kᵀ / divisor) + bias))·V for one head; `a` rounds, checks and keeps each stage.
+
+    With `sink` (the registry's "denominator" variant, a learned sink logit), e^(sink - shift) joins each row's sum and
+    takes its share of the weight without a value; the shift rule then counts the sink as one more logit of every row.
+    """
     scores = a.stage("scores", q @ k.T)  # (L_q, d_k) @ (d_k, L_k) -> (L_q, L_k)
     logits = a.stage("scaled", np.divide(scores, divisor, out=a.reuse(scores)))  # (L_q, L_k)
     for variant in reshapes:  # (L_q, L_k) the registry's "scaled" variants, elementwise: soft-capping cap·tanh(s / cap)
         logits = a.stage(variant.key, variant.apply(logits, out=a.reuse(logits)))
     if bias is not None:  # (L_q, L_k) every additive term on the logits (a given bias, ALiBi), summed
         logits = a.stage("biased", np.add(logits, a.stage("bias", bias), out=a.reuse(logits)))  # (L_q, L_k)
-    shift = a.shift(logits, visible)  # (L_q,) 0 unless a row's logits are extreme
+    if sink is None:
+        shift = a.shift(logits, visible)  # (L_q,) 0 unless a row's logits are extreme
+    else:  # the sink is one more logit of every row, always seen: (L_q, L_k + 1)
+        shift = a.shift(np.hstack([logits, np.full((logits.shape[0], 1), sink)]), np.hstack([visible, np.ones((visible.shape[0], 1), dtype=bool)]))
     masked = a.stage("masked", a.hide(logits, visible))  # (L_q, L_k) -inf where hidden
     exp = a.stage("exp", a.exp(masked, shift))  # (L_q, L_k) e^(masked - shift), 0 where hidden
-    exp_sum = a.sums(exp)  # (L_q,)
+    sink_exp = None if sink is None else a.stage("sink_exp", np.exp(sink - shift), whole=True)  # (L_q,) e^(sink - shift)
+    exp_sum = a.sums(exp, sink_exp)  # (L_q,) Σ_j exp_ij (+ sink_exp_i)
+    if sink_exp is not None:
+        a.stage("sink_weight", sink_exp / exp_sum, whole=True)  # (L_q,) the weight the sink took
     weights = a.stage("weights", np.divide(exp, exp_sum[:, None], out=a.reuse(exp)))  # (L_q, L_k) each row sums to 1
     return a.stage("output", a.weighted_sum(weights, V), whole=True)  # (L_q, L_k) @ (L_k, d_v) -> (L_q, d_v)
 
@@ -228,15 +240,17 @@ def _head(
     q, k = (n.Q, n.K) if n.Q_rope is None else (n.Q_rope, n.K_rope)
     visible = variants.visibility(s, L_q, L_k)  # (L_q, L_k) the mask
     reshapes = variants.active(s, "scaled")
-    attention_head(q, k, n.V, reshapes, score_bias(s, h, L_q, L_k), visible, s.scale.divisor, a)  # type: ignore[arg-type]
+    sink = next((variant.logit(h) for variant in variants.active(s, "denominator")), None)  # a learned sink's logit
+    attention_head(q, k, n.V, reshapes, score_bias(s, h, L_q, L_k), visible, s.scale.divisor, a, sink)  # type: ignore[arg-type]
     t = a.kept
     t["visible"] = visible if a.rows is None else visible[a.rows]  # (L_q or rows, L_k)
     stages = (t["scores"], t["scaled"], t.get("bias"), t.get("biased"), t["visible"], t["masked"], t["shift"], t["exp"], t["exp_sum"], t["weights"], t["output"])
     reshaped = {variant.key: t[variant.key] for variant in reshapes}
-    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages, *reshaped.values()):
+    sink_exp, sink_weight = t.get("sink_exp"), t.get("sink_weight")  # (L_q,) each, whole; None without a learned sink
+    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages, *reshaped.values(), sink_exp, sink_weight):
         if array is not None:
             array.setflags(write=False)
-    return HeadResult(h, *n, *stages, reshaped)  # HeadInputs' fields are HeadResult's first ones, in its order
+    return HeadResult(h, *n, *stages, reshaped, sink_exp, sink_weight)  # HeadInputs' fields are HeadResult's first ones, in its order
 
 
 def score_bias(s: Scenario, h: int, L_q: int, L_k: int) -> np.ndarray | None:

@@ -16,6 +16,7 @@ from attncli.core import engine
 from attncli.core.arithmetic import rounder
 from attncli.core.engine import HeadResult, RunResult
 from attncli.core.scenario import Scenario
+from attncli.core.variants.sinks import LearnedSink
 from attncli.errors import AttnError, option
 
 if TYPE_CHECKING:
@@ -60,6 +61,8 @@ class Explanation:
     exact_output: np.ndarray | None  # (d_v,) without rounding, when --round-steps is used
     online: OnlineRow | None = None  # the same row as FlashAttention computes it, keys in blocks (--block-size)
     exact_online: OnlineRow | None = None  # ... without rounding, when --round-steps is used
+    sink_exp: float | None = None  # e^(sink - shift), a learned sink's term of exp_sum (gpt-oss); None without
+    sink_weight: float | None = None  # the weight the sink took: the keys' weights sum to 1 minus it
 
     @property
     def scenario(self) -> Scenario:
@@ -175,13 +178,15 @@ def _explanation(
         exp_sum=float(h.exp_sum[row]),
         output=h.output[i],
         exact_output=None if exact is None else exact.output[i],
-        online=None if block_size is None else _online(h, row, block_size, result.round_steps),
-        exact_online=None if block_size is None or exact is None else _online(exact, row, block_size, None),
+        online=None if block_size is None else _online(h, row, block_size, result.round_steps, s.sink_logits),
+        exact_online=None if block_size is None or exact is None else _online(exact, row, block_size, None, s.sink_logits),
+        sink_exp=None if h.sink_exp is None else float(h.sink_exp[i]),  # whole (L_q,): by position, not row
+        sink_weight=None if h.sink_weight is None else float(h.sink_weight[i]),
     )
 
 
-def _online(h: HeadResult, i: int, block_size: int, round_to: int | None) -> OnlineRow:
+def _online(h: HeadResult, i: int, block_size: int, round_to: int | None, sink: LearnedSink | None) -> OnlineRow:
     """Row i of head h computed by the online softmax, keys in blocks of block_size."""
     from attncli.core.online import online_row  # only with --block-size
 
-    return online_row(h.logits[i], h.visible[i], h.V, block_size=block_size, round_to=round_to)
+    return online_row(h.logits[i], h.visible[i], h.V, block_size=block_size, round_to=round_to, sink=None if sink is None else sink.logit(h.head))

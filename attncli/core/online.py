@@ -68,6 +68,7 @@ class OnlineRow(NamedTuple):
     max: float  # final running maximum
     sum: float  # final running sum l
     output: Array  # (d_v,) running output / l
+    sink: float | None = None  # a learned sink's logit (gpt-oss): the state started at m = sink, l = 1, o = 0
 
 
 class Tile(NamedTuple):
@@ -161,8 +162,11 @@ def _step(m: Array, l: Array, o: Array, scores: Array, visible: Mask, V: Array, 
     return _State(block_max, m_new, rescale, exp, block_sum, block_output, l_new, o_new)
 
 
-def online_row(scores: Array, visible: Mask, V: Array, *, block_size: int, round_to: int | None = None) -> OnlineRow:
-    """One query's keys in blocks of `block_size`, in order; with round_to, every intermediate rounded as by hand."""
+def online_row(scores: Array, visible: Mask, V: Array, *, block_size: int, round_to: int | None = None, sink: float | None = None) -> OnlineRow:
+    """One query's keys in blocks of `block_size`, in order; with round_to, every intermediate rounded as by hand.
+
+    With `sink` (a learned sink's logit) the state starts at m = sink, l = e^(sink − m) = 1, o = 0: one more logit with no value.
+    """
     _check_block_size("block_size", block_size)
     scores = np.asarray(scores, dtype=np.float64)  # (L_k,)
     visible = np.asarray(visible, dtype=bool)  # (L_k,)
@@ -175,8 +179,8 @@ def online_row(scores: Array, visible: Mask, V: Array, *, block_size: int, round
         raise ValueError("a visible score is not a finite number")
     r = rounder(round_to)
     L_k, d_v = V.shape
-    m = np.full(1, -np.inf)  # (1,)
-    l = np.zeros(1)  # (1,)
+    m = np.full(1, -np.inf if sink is None else sink)  # (1,)
+    l = np.zeros(1) if sink is None else np.ones(1)  # (1,)
     o = np.zeros((1, d_v))  # (1, d_v)
     blocks = []
     for start in range(0, L_k, block_size):
@@ -203,7 +207,7 @@ def online_row(scores: Array, visible: Mask, V: Array, *, block_size: int, round
             )
         )
     output = r(o[0] / l[0])  # (d_v,)
-    return OnlineRow(block_size, round_to, tuple(blocks), float(m[0]), float(l[0]), _frozen(output))
+    return OnlineRow(block_size, round_to, tuple(blocks), float(m[0]), float(l[0]), _frozen(output), sink)
 
 
 def peak_memory(L_q: int, L_k: int, d_k: int, d_v: int, *, query_block_size: int, block_size: int) -> Memory:
@@ -221,13 +225,15 @@ def tiled(
     d_k: int,
     query_block_size: int | None = None,
     round_to: int | None = None,
+    sink: float | None = None,
 ) -> Tiling:
     """The tiled computation of a whole head from its final logits (−inf where hidden).
 
     Query blocks of `query_block_size` (default: `block_size`) in the outer loop, key blocks
     of `block_size` in the inner loop; a tile whose pairs are all hidden is skipped. Row i of
     the output equals online_row(masked[i], ..., block_size=block_size).output bit for bit.
-    d_k only enters the memory estimate (the logits are given, not Q and K).
+    d_k only enters the memory estimate (the logits are given, not Q and K). With `sink` (a learned sink's
+    logit) every row's state starts at m = sink, l = 1, o = 0.
     """
     _check_block_size("block_size", block_size)
     B_q = block_size if query_block_size is None else query_block_size
@@ -250,8 +256,8 @@ def tiled(
         q_stop = min(q_start + B_q, L_q)
         R = q_stop - q_start
         queries = _frozen(np.arange(q_start + 1, q_stop + 1, dtype=np.int64))  # (b_q,)
-        m = np.full(R, -np.inf)  # (b_q,)
-        l = np.zeros(R)  # (b_q,)
+        m = np.full(R, -np.inf if sink is None else sink)  # (b_q,)
+        l = np.zeros(R) if sink is None else np.ones(R)  # (b_q,)
         o = np.zeros((R, d_v))  # (b_q, d_v)
         for k_start in range(0, L_k, block_size):
             k_stop = min(k_start + block_size, L_k)

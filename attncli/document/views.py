@@ -63,7 +63,9 @@ def _view(result: RunResult, row: Row, head: HeadResult | None) -> MatrixView | 
         hidden = ~head.visible
     extra: list[tuple[str, np.ndarray]] = []
     if row.key == "exp" and head is not None:
-        extra = ([("shift", head.shift)] if head.shift.any() else []) + [("Σ", head.exp_sum)]
+        extra = ([("shift", head.shift)] if head.shift.any() else []) + _sink(result, head.sink_exp, "e^sink") + [("Σ", head.exp_sum)]
+    if row.key == "weights" and head is not None:
+        extra = _sink(result, head.sink_weight, "sink")
     view = Matrix(
         key=row.key,
         stage=row.stage,
@@ -80,6 +82,13 @@ def _view(result: RunResult, row: Row, head: HeadResult | None) -> MatrixView | 
     )
     shifted = any(name == "shift" for name, _ in extra)
     return replace(view, equation=equation(view, s, shifted=shifted), remarks=remarks(view, s, shifted=shifted))
+
+
+def _sink(result: RunResult, column: np.ndarray | None, name: str) -> list[tuple[str, np.ndarray]]:
+    """A learned sink's column (L_q,) beside the exponentials or the weights, in the rows the result keeps; none without a sink."""
+    if column is None:
+        return []
+    return [(name, column if result.rows is None else column[list(result.rows)])]
 
 
 def _logits(n: Notation, s: Scenario) -> str:
@@ -131,6 +140,8 @@ def remarks(view: Matrix, s: Scenario, *, shifted: bool) -> tuple[str, ...]:
         out.append(f"sqrt(d_k) = sqrt({s.d_k}) = {s.scale.divisor:.6g}")
     if view.key == "weights":
         out.append("each row of E divided by its sum: A_ij = E_ij / Sigma_i")
+        if s.sink_logits is not None:
+            out.append("Sigma_i includes e^sink, a learned sink with no value: the row's weights sum to 1 - sink_i")
     if shifted:
         out.append("m: each row's shift (its largest score), which cancels in the softmax")
     return tuple(out)

@@ -165,6 +165,14 @@ FIELDS: tuple[Field, ...] = (
         },
     ),
     Field(
+        "sink_logits",
+        {
+            "description": "Learned attention sinks (gpt-oss): one logit per head (or one for all) whose e^sink joins each row's "
+            "softmax denominator without a value, so the weights sum to less than 1. Not the sink tokens of mask.sinks.",
+            "anyOf": [{"type": "number"}, VECTOR],
+        },
+    ),
+    Field(
         "model",
         {
             "type": "string",

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from attncli.core.scenario import Scale, Scenario
-from attncli.core.variants import Alibi, Mask, Rope, ScoreBias, SoftCap, alibi_slopes
+from attncli.core.variants import Alibi, LearnedSink, Mask, Rope, ScoreBias, SoftCap, alibi_slopes
 from attncli.errors import AttnError, option
 from attncli.sources import builtin, fields, reading
 from attncli.sources.limits import Limits
@@ -137,6 +137,7 @@ class _Validator:
             bias=self._score_bias(heads, L_q, L_k),
             alibi=self._alibi(heads),
             softcap=self._softcap(),
+            sink_logits=self._sink_logits(heads),
             precision=self._int("precision", default=4, minimum=0, maximum=MAX_PRECISION),
             path=self.path,
         )
@@ -641,6 +642,21 @@ class _Validator:
         if not (math.isfinite(cap) and cap > 0):
             raise self._error(f"found {value.text}", "softcap", expected, value)
         return SoftCap(cap)
+
+    def _sink_logits(self, heads: int) -> LearnedSink | None:
+        value = self._get("sink_logits")
+        if value is None:
+            return None
+        expected = f"{heads} finite numbers, one logit per head (gpt-oss's learned sinks), or one number for every head"
+        if isinstance(value, Scalar) and value.plain and value.kind != "bool":
+            logits = [to_number(value, "sink_logits")] * heads
+        elif isinstance(value, Seq) and all(isinstance(item, Scalar) and item.plain and item.kind != "bool" for item in value.items):
+            logits = [to_number(item, f"sink_logits[{n}]") for n, item in enumerate(value.items, 1)]
+            if len(logits) != heads:
+                raise self._error(f"{len(logits)} sink logits for heads = {heads}", "sink_logits", expected, value)
+        else:
+            raise self._error(f"found {describe(value)}", "sink_logits", expected, value)
+        return LearnedSink(tuple(float(logit) for logit in logits))
 
     def _alibi(self, heads: int) -> Alibi | None:
         value = self._get("alibi")

@@ -86,12 +86,21 @@ def _add_rows(doc: dict[str, Any], rows: list[stages.Row], wanted: tuple[str, ..
 def _head_json(result: RunResult, head: HeadResult, wanted: tuple[str, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {"head": head.head}
     _add_rows(out, [row for row in stages.ROWS if row.per_head], wanted, result, head)
+    if head.sink_weight is not None and "weights" in wanted:  # a learned sink: its term of each row's sum, and the weight it took
+        out["sink_exp"], out["sink_weight"] = head.sink_exp, head.sink_weight
     out["kv_head"] = head.kv_head
     return out
 
 
 def explain_json(expl: Explanation) -> dict[str, Any]:
     """The attncli.explain/1 document. A masked key keeps its score and scaled score; exp and weight are 0."""
+    doc = _explain_json(expl)
+    if expl.sink_exp is not None:  # a learned sink: its term of exp_sum and the weight it took (keys only added)
+        doc["sink_exp"], doc["sink_weight"] = expl.sink_exp, expl.sink_weight
+    return doc
+
+
+def _explain_json(expl: Explanation) -> dict[str, Any]:
     s = expl.scenario
     return {
         "schema": EXPLAIN_SCHEMA,
@@ -229,7 +238,16 @@ def tiling_json(tiling: Tiling, ordinary: np.ndarray) -> dict[str, Any]:
 
 
 def decode_json(dec: Decode) -> dict[str, Any]:
-    """The attncli.decode/1 document: one object per generation step."""
+    """The attncli.decode/1 document: one object per generation step (with a learned sink, each step's "sink_weight")."""
+    doc = _decode_json(dec)
+    sink_weight = dec.result.head(dec.head).sink_weight  # (L,) whole; None without a learned sink
+    if sink_weight is not None:
+        for step, out in zip(dec.steps, doc["steps"]):
+            out["sink_weight"] = float(sink_weight[step.position - 1])
+    return doc
+
+
+def _decode_json(dec: Decode) -> dict[str, Any]:
     return {
         "schema": DECODE_SCHEMA,
         "scenario": scenario_json(dec.scenario),

@@ -345,9 +345,15 @@ def _sum(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) ->
     exps = np.array([key.exp for key in visible])
     terms = _terms(w, list(exps), [w.num(float(x), p) for x in exps], lambda others: float(exps[others].sum()), p, full)
     reader = sum((shown(float(exps[j]), p) for j in terms.shown), Decimal(0)) + _rest(terms, p)
+    text, formula, notes = terms.text, f"{w.sigma} = {w.sigma}_j {w.exp(w.text('score') + '_j')}", []
+    if expl.sink_exp is not None:  # a learned sink (gpt-oss): one more term, with no value behind it
+        reader += shown(expl.sink_exp, p)
+        text += f" + {w.num(expl.sink_exp, p)}"
+        formula += f" + {w.exp(w.text('sink'))}"
+        notes.append("The last term is the head's learned sink (gpt-oss): a logit with no key and no value, so the weight it takes "
+                     "goes to nothing and the keys' weights sum to less than 1.")
     relation = check.relation(reader, expl.exp_sum, name="Σ")
-    return Step("The sum of the exponentials", f"{w.sigma} = {w.sigma}_j {w.exp(w.text('score') + '_j')}",
-                [Line(w.sigma, f"{terms.text} {relation} {w.num(expl.exp_sum, p, whole=False)}")])
+    return Step("The sum of the exponentials", formula, [Line(w.sigma, f"{text} {relation} {w.num(expl.exp_sum, p, whole=False)}")], notes)
 
 
 def _weights(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
@@ -363,7 +369,13 @@ def _weights(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool
             lines.append(Line(lhs, f"{w.frac(w.num(key.exp, p), w.num(expl.exp_sum, p, whole=False))} {relation} "
                                    f"{w.num(key.weight, p, whole=False)}"))  # fmt: skip
     weights = sum(key.weight for key in expl.keys)
-    if expl.result.round_steps is not None and round(weights, 12) != 1:
+    if expl.sink_weight is not None:  # a learned sink: the keys' weights and the sink's share make 1
+        together = weights + expl.sink_weight
+        off = expl.result.round_steps is not None and round(together, 12) != 1
+        note = (f"The weights sum to {Writer().num(weights, p, whole=False)}; the learned sink took the rest, "
+                f"{Writer().num(expl.sink_weight, p, whole=False)}" + (f" (together {Writer().num(together, p, whole=False)}, "
+                "not exactly 1: that is the rounding)." if off else "."))  # fmt: skip
+    elif expl.result.round_steps is not None and round(weights, 12) != 1:
         note = f"The rounded weights sum to {Writer().num(weights, p, whole=False)}, not exactly 1: that is the rounding."
     else:
         note = f"The weights sum to {Writer().num(weights, p, whole=False)}."

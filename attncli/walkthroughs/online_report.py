@@ -82,6 +82,9 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
         "maximum m and sum l, multiplying what came before by the rescale factor e^(m_old − m) when m grows; the output "
         "rows are divided by l once their last key block is done. A tile the mask hides entirely is skipped.",
     ]
+    if s.sink_logits is not None:
+        intro.append("Each head's learned sink (sink_logits) starts every row at m = sink, l = e^0 = 1, o = 0: one more logit, "
+                     "with no value, so it enters the sum l but not the output o.")  # fmt: skip
     if result.round_steps is not None:
         intro.append(f"Every intermediate is rounded to {result.round_steps} decimals, as by hand.")
     sections: list[Block] = []
@@ -115,7 +118,8 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
                          "cancels; only the order of the additions differs.")  # fmt: skip
         if result.exact is not None:
             exact = result.exact.head(head)
-            again = online.tiled(exact.masked, exact.V, block_size=B_k, query_block_size=B_q, d_k=s.d_k)
+            sink = None if s.sink_logits is None else s.sink_logits.logit(head)
+            again = online.tiled(exact.masked, exact.V, block_size=B_k, query_block_size=B_q, d_k=s.d_k, sink=sink)
             out_notes.append(f"Rounded by hand, the tiles round at other points than the ordinary chain, hence the difference above; "
                              f"in exact arithmetic the two differ by {ulps(again.output - exact.output)}.")  # fmt: skip
         sections += _section(f"{name}output = o / l", lines, Table(["query", "output"], out_rows, [False, False]), out_notes)
@@ -200,6 +204,10 @@ def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> list[
     rows, short = _shortened(rows, MAX_CACHE_ROWS, "cached keys", full=full, width=len(header))
     numeric = [False, True, False, False, True] + [True] * show_logit + [True]
     notes += short
+    sink_weight = dec.result.head(dec.head).sink_weight  # (L,) whole; None without a learned sink
+    if sink_weight is not None:
+        notes.append(f"The learned sink (sink_logits) takes {fixed(float(sink_weight[step.position - 1]), p)} of this step's attention: "
+                     "it joins the softmax's sum with no value, so the weights above sum to 1 minus that.")  # fmt: skip
     notes.append(f"output = Σ weight·v = {vec(step.output, p, full=full, whole=False)}")
     notes.append(_same_as_run(dec, step))
     return _section(f"Step {step.position}: {quoted(step.label)} (position {step.position})", lines, Table(header, rows, numeric), notes)
@@ -219,8 +227,11 @@ def _same_as_run(dec: Decode, step: DecodeStep) -> str:
         return f"These are row {row} of the full causal run's hand-rounded chain, restricted to the cached keys."
     seen = step.visible  # (c,)
     logits = step.logits[seen]  # (c',)
-    weights = np.exp(logits - logits.max())  # (c',)
-    recomputed = (weights / weights.sum()) @ step.V[seen]  # (d_v,)
+    sink = dec.scenario.sink_logits  # a learned sink: e^sink joins the sum, with no value
+    top = logits.max() if sink is None else max(logits.max(), sink.logit(dec.head))
+    weights = np.exp(logits - top)  # (c',)
+    total = weights.sum() + (0.0 if sink is None else np.exp(sink.logit(dec.head) - top))
+    recomputed = (weights / total) @ step.V[seen]  # (d_v,)
     return (f"The output is row {row} of the full causal run; computed again from the cache alone it differs by "
             f"{ulps(recomputed - step.output)}.")  # fmt: skip
 
@@ -239,5 +250,6 @@ def tilings(result: RunResult, heads: list[int], block_size: int) -> dict[int, T
     out = {}
     for head in heads:
         h = result.head(head)
-        out[head] = online.tiled(h.masked, h.V, block_size=block_size, d_k=s.d_k, round_to=result.round_steps)
+        sink = None if s.sink_logits is None else s.sink_logits.logit(head)
+        out[head] = online.tiled(h.masked, h.V, block_size=block_size, d_k=s.d_k, round_to=result.round_steps, sink=sink)
     return out

@@ -8,6 +8,7 @@ shown result at the shown precision says ≈ instead of =, by the rule every ste
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,22 +31,34 @@ WHY_EXACT = (
 )
 
 
+class _Start(NamedTuple):
+    """The state before the first block when a learned sink starts it: m = sink, l = e^(sink − m) = 1, o = 0."""
+
+    max: float
+    sum: float
+    output: np.ndarray  # (d_v,) zeros
+
+
 def online_steps(expl: Explanation, p: int, w: Writer) -> list[Step]:
     """The steps of the online softmax of the explained row: a start, one per block, and the result."""
     row = expl.online
     assert row is not None, "online_steps needs an explanation made with block_size"
     count = len(row.blocks)
-    start = Step(
-        f"Online softmax: the same row, {row.block_size} key{'s' * (row.block_size > 1)} at a time",
-        f"m = {w.minus_infinity}, \\; l = 0, \\; o = 0" if w.tex else "m = −∞, l = 0, o = 0",
-        notes=[
-            f"FlashAttention never holds the whole row of scores: it reads the {expl.scenario.L_k} keys in {count} "
-            f"block{'s' * (count > 1)} of {row.block_size}, keeping only a running maximum m, a running sum l of "
-            "exponentials and a running output o (not yet divided by l).",
-        ],
-    )
+    notes = [
+        f"FlashAttention never holds the whole row of scores: it reads the {expl.scenario.L_k} keys in {count} "
+        f"block{'s' * (count > 1)} of {row.block_size}, keeping only a running maximum m, a running sum l of "
+        "exponentials and a running output o (not yet divided by l).",
+    ]
+    if row.sink is None:
+        formula = f"m = {w.minus_infinity}, \\; l = 0, \\; o = 0" if w.tex else "m = −∞, l = 0, o = 0"
+    else:  # a learned sink: one more logit with no value starts the state
+        formula = f"m = {w.num(row.sink, p)}, \\; l = 1, \\; o = 0" if w.tex else f"m = {w.num(row.sink, p)}, l = 1, o = 0"
+        notes.append("The head's learned sink starts the state: its logit is the first maximum and its e^(sink − m) = 1 the first "
+                     "sum; having no value, it adds nothing to o.")  # fmt: skip
+    start = Step(f"Online softmax: the same row, {row.block_size} key{'s' * (row.block_size > 1)} at a time", formula, notes=notes)
     out = [start]
-    before: OnlineBlock | None = None
+    d_v = expl.output.shape[0]
+    before: OnlineBlock | _Start | None = None if row.sink is None else _Start(row.sink, 1.0, np.zeros(d_v))
     for number, block in enumerate(row.blocks, 1):
         out.append(_block(expl, block, before, number, count, p, w))
         if not block.skipped:
@@ -54,7 +67,7 @@ def online_steps(expl: Explanation, p: int, w: Writer) -> list[Step]:
     return out
 
 
-def _block(expl: Explanation, block: OnlineBlock, before: OnlineBlock | None, number: int, count: int, p: int, w: Writer) -> Step:
+def _block(expl: Explanation, block: OnlineBlock, before: OnlineBlock | _Start | None, number: int, count: int, p: int, w: Writer) -> Step:
     keys = [expl.keys[int(j) - 1] for j in block.keys]
     first, last = int(block.keys[0]), int(block.keys[-1])
     title = f"Block {number} of {count}: key{'s' * (last > first)} {first}" + (f"–{last}" if last > first else "")
