@@ -1,6 +1,6 @@
 r"""LaTeX: a sequence of `$$ … $$` display blocks that KaTeX, MathJax and pdflatex all render, or a whole article.
 
-Only comment lines (`%`) and blank lines stand between the blocks. Each block is an equation
+Only comment lines (`%`), blank lines and (in explain) text paragraphs stand between the blocks. Each block is an equation
 with its symbol on the left and its matrix on the right, the matrix labelled with the tokens
 (rows and columns) by `texmatrix`, at any width. Tokens go through `escape.latex`, so `<eos>`,
 `a_b`, `50%` or `café` print as written. A fragment needs amsmath (pdflatex) and nothing in
@@ -11,6 +11,7 @@ The output is streamed: a matrix is written a band of MAX_ROWS rows at a time (s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import numpy as np
@@ -128,16 +129,56 @@ def steps_latex(steps: Steps) -> Iterator[str]:
         yield from (comment(note) for note in step.notes)
 
 
+_SPACED_WORDS = re.compile(r"(?<= )\\text\{([A-Za-z][A-Za-z ]*)\}(?= )")  # `(a, b) \text{turns to} (c, d)`
+
+
+def prose(words: str) -> str:
+    """A paragraph of text (after a blank line): pdflatex prints it, and a Markdown post shows it as text (see `escape.latex_text`)."""
+    return escape.latex_text(words)
+
+
+def explain_steps(steps: Steps, *, standalone: bool) -> Iterator[str]:
+    r"""Each step as a worked example: its heading and its notes as text paragraphs, its arithmetic as one `aligned` block.
+
+    The article heads each step with `\subsection*`; a fragment (for a LaTeX document or a Markdown
+    post's `$$` blocks alike) with a plain paragraph, since a post would print a TeX command as it is.
+    Every step is there, a step of words only (the causal mask) too.
+    """
+    for number, step in enumerate(steps.steps, 1):
+        heading = prose(f"Step {number}: {step.title}")
+        yield ""
+        yield r"\subsection*{" + heading + "}" if standalone else heading
+        rows = [_SPACED_WORDS.sub(r"\\text{ \1 }", _aligned_row(line)) for line in step.lines]
+        if step.matrix is not None:
+            name, matrix = step.matrix
+            rows.insert(1, f"{name} &= {texmatrix.labelled_matrix(np.atleast_2d(matrix), precision=steps.precision)}")
+        if rows:
+            yield ""
+            yield block(r"\begin{aligned} " + r" \\ ".join(rows) + r" \end{aligned}")
+        for note in step.notes:
+            yield ""
+            yield prose(note)
+
+
 def explain_latex(
     token: str, intro: list[str], steps: Steps, exact_output: np.ndarray | None, *, precision: int, standalone: bool = False
 ) -> Iterator[bytes]:
-    """The explain chain of `token` as aligned steps: the same steps as the terminal's, each a column of equations; the exact output when rounded by hand."""
+    """The explain chain of `token` as a worked example: the intro and each step's heading and notes as text, its arithmetic as aligned equations.
+
+    The same steps as the terminal's, and the exact output when rounded by hand. Text paragraphs and
+    `$$` blocks alternate, a blank line between them: each block renders on its own in KaTeX and MathJax.
+    """
 
     def lines() -> Iterator[str]:
-        yield from (comment(line) for line in intro)
-        yield from steps_latex(steps)
+        for number, line in enumerate(intro):
+            if number:
+                yield ""
+            yield prose(line)
+        yield from explain_steps(steps, standalone=standalone)
         if exact_output is not None:
-            yield comment("exact arithmetic, without rounding each step")
+            yield ""
+            yield prose("Exact arithmetic, without rounding each step:")
+            yield ""
             yield block(r"\text{output}_{" + text(token) + r"}^{\text{exact}} = "
                         + texmatrix.labelled_matrix(np.atleast_2d(exact_output), precision=exact_decimals(precision)))  # fmt: skip
 
