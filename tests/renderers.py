@@ -128,7 +128,7 @@ _INLINE_MATH = re.compile(r"(?<!\\)\$(.+?)(?<!\\)\$")
 
 
 def latex_prose_math(line: str) -> list[str]:
-    """The inline `$…$` pieces of one text paragraph of explain's LaTeX; fails on anything a paragraph must not hold.
+    r"""The inline `$…$` pieces of one text paragraph of explain's LaTeX; fails on anything a paragraph must not hold.
 
     Outside its math a paragraph holds text and the escapes `\_ \% \$ \& \# \{ \}` only (which
     CommonMark reads too), never a TeX command, never `$$`; its `$` pair up.

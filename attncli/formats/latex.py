@@ -132,6 +132,62 @@ def steps_latex(steps: Steps) -> Iterator[str]:
 _SPACED_WORDS = re.compile(r"(?<= )\\text\{([A-Za-z][A-Za-z ]*)\}(?= )")  # `(a, b) \text{turns to} (c, d)`
 
 
+_WIDE = 95  # characters of a row, less its TeX commands, that an A4 page holds (a real model's rows reach 190)
+_WIDE_TERMS = 80  # a part of a broken row longer than this is broken at its + too (bracketed numbers are wider than letters)
+_WEIGHTLESS = re.compile(r"\\(?:begin|end)\{[a-z]+\}|\\[a-zA-Z]+|[{}&]|\s+(?=\s)")
+
+
+def _width(row: str) -> int:
+    return len(_WEIGHTLESS.sub("", row))
+
+
+def _top_level_split(row: str, separators: tuple[str, ...]) -> list[tuple[str, str]]:
+    """`row` cut before each separator outside braces and environments: [("", first), (separator, rest), …]."""
+    pieces: list[tuple[str, str]] = []
+    depth, start, mark, i = 0, 0, "", 0
+    while i < len(row):
+        if row.startswith(("\\begin{", "\\end{"), i):
+            depth += 1 if row[i + 1] == "b" else -1
+            i = row.index("}", i) + 1
+            continue
+        if row[i] == "\\":  # \{ \& \\: escaped, never a separator
+            i += 2
+            continue
+        depth += {"{": 1, "}": -1}.get(row[i], 0)
+        found = next((sep for sep in separators if depth == 0 and row.startswith(sep, i)), None) if i > 0 else None
+        if found is not None:
+            pieces.append((mark, row[start:i]))
+            mark, start, i = found.strip(), i + len(found), i + len(found)
+            continue
+        i += 1
+    return [*pieces, (mark, row[start:])]
+
+
+def _fitted_rows(rows: list[str]) -> list[str]:
+    """Rows too wide for a page broken into more aligned rows: a left side holding a vector on a row of its own (in every
+    row alike, or the columns would still add up too wide), then at each later `=` or `≈`, then at each `+`."""
+    if all(_width(row) <= _WIDE for row in rows):
+        return rows
+    fitted: list[str] = []
+    for row in rows:
+        aligned = _top_level_split(row, ("&",))
+        if len(aligned) != 2:
+            fitted.append(row)
+            continue
+        head, rest = aligned[0][1], aligned[1][1]
+        relation = next((r for r in ("=", r"\approx") if rest.startswith(r)), "")
+        parts = _top_level_split(rest[len(relation) :], (" = ", r" \approx ")) if _width(row) > _WIDE else [("", rest[len(relation) :])]
+        if _width(head) > _WIDE // 3:  # `cat: 0.3 × [a vector] ≈ [a vector]`
+            fitted.append("&" + head.rstrip())
+            head = ""
+        for number, (mark, part) in enumerate(parts):
+            start = f"{head}&{relation}" if number == 0 else f"&{mark} "
+            terms = _top_level_split(part, (" + ",)) if _width(part) > _WIDE_TERMS else [("", part)]
+            fitted.append(start + terms[0][1])
+            fitted += [rf"&\quad + {term.strip()}" for _, term in terms[1:]]
+    return fitted
+
+
 def prose(words: str) -> str:
     """A paragraph of text (after a blank line): pdflatex prints it, and a Markdown post shows it as text (see `escape.latex_text`)."""
     return escape.latex_text(words)
@@ -152,6 +208,7 @@ def explain_steps(steps: Steps, *, standalone: bool) -> Iterator[str]:
         if step.matrix is not None:
             name, matrix = step.matrix
             rows.insert(1, f"{name} &= {texmatrix.labelled_matrix(np.atleast_2d(matrix), precision=steps.precision)}")
+        rows = _fitted_rows(rows)
         if rows:
             yield ""
             yield block(r"\begin{aligned} " + r" \\ ".join(rows) + r" \end{aligned}")
