@@ -654,6 +654,9 @@ def test_explain_latex_reads_as_a_worked_example(cli, name, latex_tools, katex_m
     pieces += [m for line in fragment.splitlines() if line and not line.startswith("$$") for m in renderers.latex_prose_math(line)]
     for render in (renderers.katex(katex_modules, pieces), renderers.mathjax(mathjax_modules, pieces)):
         assert [(p[:80], r.error) for p, r in zip(pieces, render) if r.error] == []
+    paragraphs = [e.text for e in renderers.html_elements(renderers.markdown_html(fragment)) if e.tag == "p"]
+    words = [re.sub(r"\$[^$]*\$", "", p) for p in paragraphs if not p.startswith("$$")]  # a post's text, less its inline math
+    assert "Step 1: The query" in words and not any("\\" in w for w in words), words
 
 
 @pytest.mark.parametrize("model", ["gpt2", "llama", "qwen2", "bert"])

@@ -169,6 +169,7 @@ _PROSE_MATH = {
     "←": r"\leftarrow", "ᵀ": r"^{\top}", "′": "'", "″": "''", "≤": r"\le", "≥": r"\ge", "≠": r"\ne", "±": r"\pm",
     "÷": r"\div", "∑": r"\sum", "⊙": r"\odot", "∈": r"\in", "⋯": r"\cdots", "°": r"^{\circ}",
     "\\": r"\backslash", "^": r"\hat{\ }", "~": r"\sim", "<": "<", ">": ">", "|": "|",
+    "$": r"{\$}",  # not \$ in text: before inline math that would read `\$$`, which a page's math finder takes for `$$`
     "Σ": r"\Sigma", "Δ": r"\Delta", "Θ": r"\Theta", "Λ": r"\Lambda", "Π": r"\Pi", "Φ": r"\Phi", "Ω": r"\Omega",
     "α": r"\alpha", "β": r"\beta", "γ": r"\gamma", "δ": r"\delta", "ε": r"\varepsilon", "η": r"\eta", "θ": r"\theta",
     "λ": r"\lambda", "μ": r"\mu", "π": r"\pi", "ρ": r"\rho", "σ": r"\sigma", "τ": r"\tau", "φ": r"\varphi",
@@ -177,15 +178,15 @@ _PROSE_MATH = {
 _SUPERSCRIPTS = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁽⁾⁺⁻ⁱⁿ", "0123456789()+-in"))
 _SUBSCRIPTS = dict(zip("₀₁₂₃₄₅₆₇₈₉₍₎₊₋", "0123456789()+-"))
 _PROSE_ASCII = {"–": "--", "—": "---", "…": "...", "‘": "`", "’": "'", "“": "``", "”": "''"}  # TeX's own ligatures: ASCII source
-_PROSE_ESCAPED = {"_": r"\_", "%": r"\%", "$": r"\$", "&": r"\&", "#": r"\#", "{": r"\{", "}": r"\}"}  # CommonMark reads these too
+_PROSE_ESCAPED = {"_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#", "{": r"\{", "}": r"\}"}  # CommonMark reads these too
 
 
 def latex_text(s: str) -> str:
     r"""Text-mode TeX for a paragraph that prints `visible(s)`: in pdflatex (T1 or OT1) and, pasted into a Markdown post, as text.
 
     Letters, digits, punctuation and the accented letters of LATEX_TEXT_CHARACTERS stay as they
-    are; `_ % $ & # { }` get a backslash (which CommonMark also reads as an escape); mathematical
-    symbols (≈ × · − Σ α ᵀ √ ∞ …) become inline math `$\approx$`, adjacent ones one `$…$`, so no
+    are; `_ % & # { }` get a backslash (which CommonMark also reads as an escape); mathematical
+    symbols (≈ × · − Σ α ᵀ √ ∞ …) and `$` become inline math `$\approx$`, adjacent ones one `$…$`, so no
     `$$` can appear; dashes, quotes and … are TeX's ASCII ligatures; other characters are `$\mathtt{U{+}4E2D}$` as in `latex`. Pairs TeX would
     join (`--`, `''`) are kept apart with `{}`.
     """
