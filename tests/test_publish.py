@@ -668,3 +668,17 @@ def test_explain_latex_of_a_checkpoint_fits_the_page(cli, model, latex_tools, tm
     assert "Overfull" not in log, [line for line in log.splitlines() if "Overfull" in line]
     text = " ".join(renderers.pdf_text(pdf).split())
     assert "Step 1: The query" in text and "Step 2: The keys and the values" in text
+
+
+def test_latex_text_prints_the_awkward_tokens_as_prose(latex_tools, tmp_path):
+    """escape.latex_text: each awkward token in a paragraph prints as written in pdflatex, T1 and OT1 (where it has the glyphs)."""
+    assert escape.latex_text("k = e·W_K ≈ 2, 50% R&D") == r"k = e$\cdot{}$W\_K $\approx{}$ 2, 50\% R\&D"
+    assert escape.latex_text("α⁽²⁾ and $<") == r"$\alpha{}^{(2)}$ and ${\$}<$" and "$$" not in escape.latex_text("$$x$$")
+    tokens = [t for t in AWKWARD if t.isascii() or t in ("café", "é")]
+    for name, preamble in (("t1", T1_ARTICLE), ("ot1", PLAIN_ARTICLE)):
+        lines = [preamble + "\\begin{document}"] + [f"\\noindent[{i}] {escape.latex_text(t)} [/]\\par" for i, t in enumerate(tokens)]
+        shown = printed_lines(renderers.pdflatex("\n".join(lines + ["\\end{document}\n"]), tmp_path / name))
+        assert sorted(shown) == list(range(len(tokens)))
+        if name == "t1":  # OT1 has no < > | _ glyphs of its own: only that every line printed
+            wrong = [(t, shown[i]) for i, t in enumerate(tokens) if renderers.fold(shown[i]) != renderers.fold(renderers.printed(t))]
+            assert wrong == []
