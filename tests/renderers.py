@@ -124,6 +124,42 @@ def pdf_fonts(pdf: Path) -> str:
     return subprocess.run(["pdffonts", str(pdf)], capture_output=True, text=True, check=True).stdout
 
 
+_INLINE_MATH = re.compile(r"(?<!\\)\$(.+?)(?<!\\)\$")
+
+
+def latex_prose_math(line: str) -> list[str]:
+    r"""The inline `$…$` pieces of one text paragraph of explain's LaTeX; fails on anything a paragraph must not hold.
+
+    Outside its math a paragraph holds text and the escapes `\_ \% \& \# \{ \}` only (which
+    CommonMark reads too), never a TeX command, never `$$`; its `$` pair up.
+    """
+    assert "$$" not in line and not line.startswith(("%", "\\")), line
+    outside = _INLINE_MATH.sub("", line)
+    assert "$" not in outside, line
+    assert re.sub(r"\\[_%&#{}]", "", outside).count("\\") == 0, line
+    return _INLINE_MATH.findall(line)
+
+
+def latex_display_blocks(text: str) -> list[str]:
+    """The `$$ … $$` blocks of a LaTeX fragment; fails unless every other line is blank, a % comment or a one-line paragraph.
+
+    A block or a paragraph has a blank line (or the start or end) on each side, so a Markdown post
+    reads each block as display math and each paragraph as text.
+    """
+    lines = text.splitlines()
+    blocks = []
+    for i, line in enumerate(lines):
+        if not line.strip() or line.startswith("%"):
+            continue
+        if line.startswith("$$"):
+            assert line.startswith("$$ ") and line.endswith(" $$") and "$$" not in line[2:-2], line
+            blocks.append(line[3:-3])
+        else:
+            latex_prose_math(line)
+            assert all(not lines[j].strip() for j in (i - 1, i + 1) if 0 <= j < len(lines)), line
+    return blocks
+
+
 # -- what TeX should print ----------------------------------------------------------------------
 
 _GLYPHS = str.maketrans({

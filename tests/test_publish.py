@@ -622,3 +622,63 @@ def test_long_dot_products_show_the_largest_terms_and_the_rest(tmp_path):
     assert _checked_sums(short, 3) >= 0 and not any(line.startswith("W_Q =") for line in short)
     full = [line for step in narration.steps(expl, 3, full=True) for line in step_lines(step, 3)]
     assert all(line.count(" × ") == 64 for line in full if line.startswith("q·k"))
+
+
+EXPLAINED = {  # a built-in, RoPE with grouped-query heads, a causal mask: the headings and a sentence a reader must see
+    "cat": (["--word", "cat"], ["Step 1: The query", "Step 8: The output", "The weights sum to 1.000."]),
+    "llama-style": (["-s", "llama-style", "--position", "3"],
+                    ["Step 3: Rotating the query and the keys (RoPE)", "Grouped-query attention: head 1 reads key/value head 1 of 2",
+                     "(1.621, −0.941) turns to (0.181, 1.866)", "Step 6: The causal mask"]),
+    "journey-causal": (["-s", "journey-causal", "--word", "starts"],
+                       ["Step 5: The causal mask", "The mask is causal: ’starts’ at position 3 may only look at positions 1–3",
+                        "= 1.4142, which keeps the softmax from saturating as d_k grows."]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(EXPLAINED))
+def test_explain_latex_reads_as_a_worked_example(cli, name, latex_tools, katex_modules, mathjax_modules, tmp_path):
+    """explain --standalone compiles with pdflatex with no overfull box, and its PDF shows every step's heading and the narration;
+    the fragment's $$ blocks and the inline math of its paragraphs render in KaTeX and MathJax on their own."""
+    args, seen = EXPLAINED[name]
+    pdf = renderers.pdflatex(cli("explain", *args, "--format", "latex", "--standalone").stdout, tmp_path)
+    assert "Overfull" not in (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
+    text = " ".join(renderers.pdf_text(pdf).split())
+    steps = len(re.findall(r"^Step \d+ · ", cli("explain", *args).stdout, flags=re.M))
+    assert steps >= 8 and all(f"Step {n}: " in text for n in range(1, steps + 1)), text[:500]
+    assert [s for s in seen if s not in text] == [], text
+    assert "U+" not in text and "\\u" not in text and "%" not in text
+
+    fragment = cli("explain", *args, "--format", "latex").stdout
+    assert not any(line.startswith("%") for line in fragment.splitlines())
+    pieces = renderers.latex_display_blocks(fragment)
+    pieces += [m for line in fragment.splitlines() if line and not line.startswith("$$") for m in renderers.latex_prose_math(line)]
+    for render in (renderers.katex(katex_modules, pieces), renderers.mathjax(mathjax_modules, pieces)):
+        assert [(p[:80], r.error) for p, r in zip(pieces, render) if r.error] == []
+    paragraphs = [e.text for e in renderers.html_elements(renderers.markdown_html(fragment)) if e.tag == "p"]
+    words = [re.sub(r"\$[^$]*\$", "", p) for p in paragraphs if not p.startswith("$$")]  # a post's text, less its inline math
+    assert "Step 1: The query" in words and not any("\\" in w for w in words), words
+
+
+@pytest.mark.parametrize("model", ["gpt2", "llama", "qwen2", "bert"])
+def test_explain_latex_of_a_checkpoint_fits_the_page(cli, model, latex_tools, tmp_path):
+    """A checkpoint's long rows (e·W_Q + b = q, weight × vector ≈ vector) are broken into aligned rows: no overfull box."""
+    args = ["--model", f"tests/checkpoints/{model}", "--layer", "1", "--sentence", "The cat sat", "--position", "2"]
+    pdf = renderers.pdflatex(cli("explain", *args, "--format", "latex", "--standalone").stdout, tmp_path)
+    log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
+    assert "Overfull" not in log, [line for line in log.splitlines() if "Overfull" in line]
+    text = " ".join(renderers.pdf_text(pdf).split())
+    assert "Step 1: The query" in text and "Step 2: The keys and the values" in text
+
+
+def test_latex_text_prints_the_awkward_tokens_as_prose(latex_tools, tmp_path):
+    """escape.latex_text: each awkward token in a paragraph prints as written in pdflatex, T1 and OT1 (where it has the glyphs)."""
+    assert escape.latex_text("k = e·W_K ≈ 2, 50% R&D") == r"k = e$\cdot{}$W\_K $\approx{}$ 2, 50\% R\&D"
+    assert escape.latex_text("α⁽²⁾ and $<") == r"$\alpha{}^{(2)}$ and ${\$}<$" and "$$" not in escape.latex_text("$$x$$")
+    tokens = [t for t in AWKWARD if t.isascii() or t in ("café", "é")]
+    for name, preamble in (("t1", T1_ARTICLE), ("ot1", PLAIN_ARTICLE)):
+        lines = [preamble + "\\begin{document}"] + [f"\\noindent[{i}] {escape.latex_text(t)} [/]\\par" for i, t in enumerate(tokens)]
+        shown = printed_lines(renderers.pdflatex("\n".join(lines + ["\\end{document}\n"]), tmp_path / name))
+        assert sorted(shown) == list(range(len(tokens)))
+        if name == "t1":  # OT1 has no < > | _ glyphs of its own: only that every line printed
+            wrong = [(t, shown[i]) for i, t in enumerate(tokens) if renderers.fold(shown[i]) != renderers.fold(renderers.printed(t))]
+            assert wrong == []

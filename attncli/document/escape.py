@@ -10,6 +10,7 @@ reading back. Then each format escapes its own specials:
 - `markdown`: GitHub-flavoured Markdown inline text (paragraphs, headings, table cells);
 - `html`, `xml`: HTML and XML text and attribute values;
 - `latex`: math-mode TeX for pdflatex (OT1 or T1), KaTeX (strict) and MathJax 3;
+- `latex_text`: text-mode TeX for prose, which a Markdown post also shows as text;
 - `latex_comment`: the rest of a `%` comment line, in ASCII;
 - `csv_cell`: a text cell of a CSV file, with the spreadsheet formula guard.
 """
@@ -160,6 +161,70 @@ def latex(s: str) -> str:
 
 def _in_text(c: str) -> bool:
     return c in _TEXT_ASCII or c.isascii() and c.isalnum() or c in LATEX_TEXT_CHARACTERS
+
+
+# Symbols of the narration that text mode lacks: each prints as inline math in pdflatex and in a post's KaTeX or MathJax.
+_PROSE_MATH = {
+    "≈": r"\approx", "×": r"\times", "·": r"\cdot", "−": "-", "√": r"\surd", "∞": r"\infty", "→": r"\to",
+    "←": r"\leftarrow", "ᵀ": r"^{\top}", "′": "'", "″": "''", "≤": r"\le", "≥": r"\ge", "≠": r"\ne", "±": r"\pm",
+    "÷": r"\div", "∑": r"\sum", "⊙": r"\odot", "∈": r"\in", "⋯": r"\cdots", "°": r"^{\circ}",
+    "\\": r"\backslash", "^": r"\hat{\ }", "~": r"\sim", "<": "<", ">": ">", "|": "|",
+    "$": r"{\$}",  # not \$ in text: before inline math that would read `\$$`, which a page's math finder takes for `$$`
+    "Σ": r"\Sigma", "Δ": r"\Delta", "Θ": r"\Theta", "Λ": r"\Lambda", "Π": r"\Pi", "Φ": r"\Phi", "Ω": r"\Omega",
+    "α": r"\alpha", "β": r"\beta", "γ": r"\gamma", "δ": r"\delta", "ε": r"\varepsilon", "η": r"\eta", "θ": r"\theta",
+    "λ": r"\lambda", "μ": r"\mu", "π": r"\pi", "ρ": r"\rho", "σ": r"\sigma", "τ": r"\tau", "φ": r"\varphi",
+    "ω": r"\omega",
+}  # fmt: skip
+_SUPERSCRIPTS = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁽⁾⁺⁻ⁱⁿ", "0123456789()+-in"))
+_SUBSCRIPTS = dict(zip("₀₁₂₃₄₅₆₇₈₉₍₎₊₋", "0123456789()+-"))
+_PROSE_ASCII = {"–": "--", "—": "---", "…": "...", "‘": "`", "’": "'", "“": "``", "”": "''"}  # TeX's own ligatures: ASCII source
+_PROSE_ESCAPED = {"_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#", "{": r"\{", "}": r"\}"}  # CommonMark reads these too
+
+
+def latex_text(s: str) -> str:
+    r"""Text-mode TeX for a paragraph that prints `visible(s)`: in pdflatex (T1 or OT1) and, pasted into a Markdown post, as text.
+
+    Letters, digits, punctuation and the accented letters of LATEX_TEXT_CHARACTERS stay as they
+    are; `_ % & # { }` get a backslash (which CommonMark also reads as an escape); mathematical
+    symbols (≈ × · − Σ α ᵀ √ ∞ …) and `$` become inline math `$\approx$`, adjacent ones one `$…$`, so no
+    `$$` can appear; dashes, quotes and … are TeX's ASCII ligatures; other characters are `$\mathtt{U{+}4E2D}$` as in `latex`. Pairs TeX would
+    join (`--`, `''`) are kept apart with `{}`.
+    """
+    text = unicodedata.normalize("NFC", visible(s)).replace("\u00a0", " ")
+    out: list[str] = []
+    math: list[str] = []
+
+    def flush() -> None:
+        if math:
+            out.append("$" + "".join(math) + "$")
+            math.clear()
+
+    previous = ""
+    for c in text:
+        if c in _SUPERSCRIPTS or c in _SUBSCRIPTS:  # ⁽²⁾: one group, ^{(2)}
+            mark, plain = ("^", _SUPERSCRIPTS[c]) if c in _SUPERSCRIPTS else ("_", _SUBSCRIPTS[c])
+            if math and math[-1].startswith(mark + "{"):
+                math[-1] = math[-1][:-1] + plain + "}"
+            else:
+                math.append(mark + "{" + plain + "}")
+            previous = ""
+            continue
+        if c in _PROSE_MATH or not (c == " " or c in _PROSE_ESCAPED or _in_text(c)):
+            piece = _PROSE_MATH.get(c) or latex(c)
+            math.append(piece + ("{}" if piece[-1].isalpha() else ""))  # `\surd{}d`: no space before a closing $
+            previous = ""
+            continue
+        flush()
+        if c in _PROSE_ASCII:
+            out.append(_PROSE_ASCII[c])
+            previous = ""
+            continue
+        if previous + c in _LIGATURES:
+            out.append("{}")
+        out.append(_PROSE_ESCAPED.get(c, c))
+        previous = c
+    flush()
+    return "".join(out)
 
 
 _COMMENT_WORDS = {

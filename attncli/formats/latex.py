@@ -1,6 +1,6 @@
 r"""LaTeX: a sequence of `$$ … $$` display blocks that KaTeX, MathJax and pdflatex all render, or a whole article.
 
-Only comment lines (`%`) and blank lines stand between the blocks. Each block is an equation
+Only comment lines (`%`), blank lines and (in explain) text paragraphs stand between the blocks. Each block is an equation
 with its symbol on the left and its matrix on the right, the matrix labelled with the tokens
 (rows and columns) by `texmatrix`, at any width. Tokens go through `escape.latex`, so `<eos>`,
 `a_b`, `50%` or `café` print as written. A fragment needs amsmath (pdflatex) and nothing in
@@ -11,6 +11,7 @@ The output is streamed: a matrix is written a band of MAX_ROWS rows at a time (s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import numpy as np
@@ -128,16 +129,113 @@ def steps_latex(steps: Steps) -> Iterator[str]:
         yield from (comment(note) for note in step.notes)
 
 
+_SPACED_WORDS = re.compile(r"(?<= )\\text\{([A-Za-z][A-Za-z ]*)\}(?= )")  # `(a, b) \text{turns to} (c, d)`
+
+
+_WIDE = 95  # characters of a row, less its TeX commands, that an A4 page holds (a real model's rows reach 190)
+_WIDE_TERMS = 80  # a part of a broken row longer than this is broken at its + too (bracketed numbers are wider than letters)
+_WEIGHTLESS = re.compile(r"\\(?:begin|end)\{[a-z]+\}|\\[a-zA-Z]+|[{}&]|\s+(?=\s)")
+
+
+def _width(row: str) -> int:
+    return len(_WEIGHTLESS.sub("", row))
+
+
+def _top_level_split(row: str, separators: tuple[str, ...]) -> list[tuple[str, str]]:
+    """`row` cut before each separator outside braces and environments: [("", first), (separator, rest), …]."""
+    pieces: list[tuple[str, str]] = []
+    depth, start, mark, i = 0, 0, "", 0
+    while i < len(row):
+        if row.startswith(("\\begin{", "\\end{"), i):
+            depth += 1 if row[i + 1] == "b" else -1
+            i = row.index("}", i) + 1
+            continue
+        if row[i] == "\\":  # \{ \& \\: escaped, never a separator
+            i += 2
+            continue
+        depth += {"{": 1, "}": -1}.get(row[i], 0)
+        found = next((sep for sep in separators if depth == 0 and row.startswith(sep, i)), None) if i > 0 else None
+        if found is not None:
+            pieces.append((mark, row[start:i]))
+            mark, start, i = found.strip(), i + len(found), i + len(found)
+            continue
+        i += 1
+    return [*pieces, (mark, row[start:])]
+
+
+def _fitted_rows(rows: list[str]) -> list[str]:
+    """Rows too wide for a page broken into more aligned rows: a left side holding a vector on a row of its own (in every
+    row alike, or the columns would still add up too wide), then at each later `=` or `≈`, then at each `+`."""
+    if all(_width(row) <= _WIDE for row in rows):
+        return rows
+    fitted: list[str] = []
+    for row in rows:
+        aligned = _top_level_split(row, ("&",))
+        if len(aligned) != 2:
+            fitted.append(row)
+            continue
+        head, rest = aligned[0][1], aligned[1][1]
+        relation = next((r for r in ("=", r"\approx") if rest.startswith(r)), "")
+        parts = _top_level_split(rest[len(relation) :], (" = ", r" \approx ")) if _width(row) > _WIDE else [("", rest[len(relation) :])]
+        if _width(head) > _WIDE // 3:  # `cat: 0.3 × [a vector] ≈ [a vector]`
+            fitted.append("&" + head.rstrip())
+            head = ""
+        for number, (mark, part) in enumerate(parts):
+            start = f"{head}&{relation}" if number == 0 else f"&{mark} "
+            terms = _top_level_split(part, (" + ",)) if _width(part) > _WIDE_TERMS else [("", part)]
+            fitted.append(start + terms[0][1])
+            fitted += [rf"&\quad + {term.strip()}" for _, term in terms[1:]]
+    return fitted
+
+
+def prose(words: str) -> str:
+    """A paragraph of text (after a blank line): pdflatex prints it, and a Markdown post shows it as text (see `escape.latex_text`)."""
+    return escape.latex_text(words)
+
+
+def explain_steps(steps: Steps, *, standalone: bool) -> Iterator[str]:
+    r"""Each step as a worked example: its heading and its notes as text paragraphs, its arithmetic as one `aligned` block.
+
+    The article heads each step with `\subsection*`; a fragment (for a LaTeX document or a Markdown
+    post's `$$` blocks alike) with a plain paragraph, since a post would print a TeX command as it is.
+    Every step is there, a step of words only (the causal mask) too.
+    """
+    for number, step in enumerate(steps.steps, 1):
+        heading = prose(f"Step {number}: {step.title}")
+        yield ""
+        yield r"\subsection*{" + heading + "}" if standalone else heading
+        rows = [_SPACED_WORDS.sub(r"\\text{ \1 }", _aligned_row(line)) for line in step.lines]
+        if step.matrix is not None:
+            name, matrix = step.matrix
+            rows.insert(1, f"{name} &= {texmatrix.labelled_matrix(np.atleast_2d(matrix), precision=steps.precision)}")
+        rows = _fitted_rows(rows)
+        if rows:
+            yield ""
+            yield block(r"\begin{aligned} " + r" \\ ".join(rows) + r" \end{aligned}")
+        for note in step.notes:
+            yield ""
+            yield prose(note)
+
+
 def explain_latex(
     token: str, intro: list[str], steps: Steps, exact_output: np.ndarray | None, *, precision: int, standalone: bool = False
 ) -> Iterator[bytes]:
-    """The explain chain of `token` as aligned steps: the same steps as the terminal's, each a column of equations; the exact output when rounded by hand."""
+    """The explain chain of `token` as a worked example: the intro and each step's heading and notes as text, its arithmetic as aligned equations.
+
+    The same steps as the terminal's, and the exact output when rounded by hand. Text paragraphs and
+    `$$` blocks alternate, a blank line between them: each block renders on its own in KaTeX and MathJax.
+    """
 
     def lines() -> Iterator[str]:
-        yield from (comment(line) for line in intro)
-        yield from steps_latex(steps)
+        for number, line in enumerate(intro):
+            if number:
+                yield ""
+            yield prose(line)
+        yield from explain_steps(steps, standalone=standalone)
         if exact_output is not None:
-            yield comment("exact arithmetic, without rounding each step")
+            yield ""
+            yield prose("Exact arithmetic, without rounding each step:")
+            yield ""
             yield block(r"\text{output}_{" + text(token) + r"}^{\text{exact}} = "
                         + texmatrix.labelled_matrix(np.atleast_2d(exact_output), precision=exact_decimals(precision)))  # fmt: skip
 
