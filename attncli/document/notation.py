@@ -25,7 +25,7 @@ class Notation(NamedTuple):
             upper = [f"({self.head})"] if self.head is not None else []
             upper += [r"\top"] if transpose else []
             return symbol + ("'" if prime else "") + ("^{" + "".join(upper) + "}" if upper else "")
-        head = f"⁽{str(self.head).translate(_SUPERSCRIPTS)}⁾" if self.head is not None else ""
+        head = head_mark(self.head) if self.head is not None else ""
         return symbol + mark + head + ("ᵀ" if transpose else "")
 
     def times(self) -> str:

@@ -47,9 +47,6 @@ class Ramp(NamedTuple):
     background: str  # the page or terminal behind the cells
     text: str  # labels on the background
 
-    def inks(self) -> tuple[str, ...]:
-        return tuple(ink(shade) for shade in self.shades)
-
 
 # Blues 8 as the terminal heatmap has it (attncli/render/heatmap.py PALETTE); white text only where it reaches 4.5.
 LIGHT = Ramp("light", ("#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#084594"),
