@@ -486,7 +486,7 @@ def test_a_huge_layer_in_yaml_is_echoed_exactly(tmp_path, cli):
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_scenarios_new_writes_yaml_that_runs_for_any_unicode_sentence(sentence, tmp_path_factory, cli):
     """Any Unicode sentence (emoji, controls, line separators, quotes) gives a file that `run` reads back with the same tokens."""
-    from attncli.sources.yaml_scenario import split_sentence
+    from attncli.sources.words import split_sentence
 
     assume(split_sentence(sentence))
     made = cli("scenarios", "new", "--", sentence)

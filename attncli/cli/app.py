@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from attncli import __version__
-from attncli.errors import AttnError, ExitStatus
+from attncli.errors import AttnError, ExitStatus, visible
 from attncli.formats import Format, Options
 from attncli.io import check_target, emit, print_error, print_internal_error, print_line, silence_stdout
 from attncli.sources import builtin
@@ -626,8 +626,19 @@ def scenarios_new(
     d_model: Annotated[int, typer.Option("--d-model", min=1, max=512, metavar="N", help="Width of each embedding.")] = 4,
     heads: Annotated[int, typer.Option(min=1, max=64, metavar="H", help="Query heads (must divide d_model).")] = 1,
     kv_heads: Annotated[int | None, typer.Option("--kv-heads", min=1, metavar="G", help="Key/value heads for grouped-query attention (must divide H) [default: H].")] = None,
+    d_k: Annotated[int | None, typer.Option("--d-k", min=1, max=512, metavar="N", help="Width of each head's queries, keys and values [default: d_model / H].")] = None,
     mask: Annotated[str, typer.Option(metavar="MASK", help="none or causal.")] = "none",
+    window: Annotated[int | None, typer.Option(min=0, metavar="N", help="A sliding window: query i sees key j only when |i − j| ≤ N.")] = None,
+    sink_tokens: Annotated[int | None, typer.Option("--sink-tokens", min=0, metavar="N", help="With --window: the first N keys stay seen beyond the window (StreamingLLM).")] = None,
+    padding: Annotated[str | None, typer.Option(metavar="POSITIONS", help="Key positions hidden from every query, from 1, comma-separated: 5,6.")] = None,
     rope: Annotated[bool, typer.Option("--rope", help="Rotary position embeddings (θ = 10000, rotate-half).")] = False,
+    sharpness: Annotated[
+        float,
+        typer.Option(
+            min=0.01, max=100, metavar="S",
+            help="Typical size of the scaled scores: 1 gives soft rows near uniform, 3–5 a pattern seen at once (weights drawn with spread √(S / d_model)).",
+        ),
+    ] = 1.0,  # fmt: skip
     seed: Annotated[int, typer.Option(min=0, metavar="S", help="Random seed: the same seed gives the same file.")] = 0,
 ) -> None:
     """Print a new scenario with random weights (two decimals, reproducible by seed) to run and edit.
@@ -636,14 +647,33 @@ def scenarios_new(
     Examples:
       attncli scenarios new "The cat sat on the mat" --d-model 4 > mine.yaml
       attncli scenarios new "Llamas like grass" --d-model 8 --heads 4 --kv-heads 2 --mask causal --rope --seed 7
+      attncli scenarios new "one two three four five six" --d-model 8 --mask causal --window 2 --sink-tokens 1 --sharpness 4
     """
     from attncli.sources.arguments import text_argument
     from attncli.sources.generator import new_scenario
 
     sentence = text_argument(sentence, "SENTENCE")
     if mask not in ("none", "causal"):
-        raise AttnError(f"found {mask!r}", key="--mask", expected="none or causal (edit the file for windows, sinks and padding)")
-    emit(new_scenario(sentence, d_model=d_model, heads=heads, kv_heads=kv_heads, causal=mask == "causal", rope=rope, seed=seed))
+        raise AttnError(f"found {mask!r}", key="--mask", expected="none or causal, with --window, --sink-tokens and --padding for the rest")
+    emit(
+        new_scenario(
+            sentence, d_model=d_model, heads=heads, kv_heads=kv_heads, d_k=d_k, causal=mask == "causal", window=window,
+            sink_tokens=sink_tokens, padding=_positions(padding), rope=rope, sharpness=sharpness, seed=seed,
+        )
+    )  # fmt: skip
+
+
+def _positions(text: str | None) -> tuple[int, ...]:
+    """--padding's "5,6" as positions from 1."""
+    if text is None:
+        return ()
+    try:
+        positions = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise AttnError(f"found {visible(text)!r}", key="--padding", expected="positions from 1, comma-separated, such as 5,6") from None
+    if min(positions) < 1:
+        raise AttnError(f"found position {min(positions)}", key="--padding", expected="positions counted from 1")
+    return positions
 
 
 @model_app.command("info")

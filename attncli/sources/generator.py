@@ -10,34 +10,74 @@ import re
 
 import numpy as np
 
+from attncli.core.variants import Mask
 from attncli.errors import AttnError, option
-from attncli.sources.yaml_scenario import split_sentence
+from attncli.sources.words import split_sentence
 
 
 def new_scenario(
-    sentence: str, *, d_model: int, heads: int = 1, kv_heads: int | None = None, causal: bool = False, rope: bool = False, seed: int = 0
+    sentence: str,
+    *,
+    d_model: int,
+    heads: int = 1,
+    kv_heads: int | None = None,
+    d_k: int | None = None,
+    causal: bool = False,
+    window: int | None = None,
+    sink_tokens: int | None = None,
+    padding: tuple[int, ...] = (),
+    rope: bool = False,
+    sharpness: float = 1.0,
+    seed: int = 0,
 ) -> str:
-    """The YAML text of a new scenario."""
+    """The YAML text of a new scenario.
+
+    The weights are drawn with standard deviation √(sharpness / d_model), so that with embeddings of
+    unit spread a scaled score q·k/√d_k has a spread of about `sharpness`: 1 gives soft rows close to
+    uniform, 3 to 5 a pattern a reader sees at once (a few keys take most of each row).
+    """
     tokens = split_sentence(sentence)
     if not tokens:
         raise AttnError("the sentence has no words", key="SENTENCE", expected="a sentence such as 'The cat sat.'")
     G = heads if kv_heads is None else kv_heads
-    if d_model % heads:
-        raise AttnError(f"d_model = {d_model} does not split into {heads} heads", key=option("d_model"), expected=f"a multiple of {heads}")
+    if d_k is None and d_model % heads:
+        raise AttnError(
+            f"d_model = {d_model} does not split into {heads} heads", key=option("d_model"), expected=f"a multiple of {heads}, or a head width given with {option('d_k')}"
+        )
     if heads % G:
         raise AttnError(f"{option('kv_heads')} {G} does not divide {option('heads')} {heads}", key=option("kv_heads"), expected=f"a divisor of {heads}")
-    d_k = d_model // heads
+    d_k = d_model // heads if d_k is None else d_k
     if rope and d_k % 2:
-        raise AttnError(f"RoPE needs an even d_k, but d_model / heads = {d_k}", key=option("rope"), expected="d_model a multiple of 2·heads")
+        raise AttnError(f"RoPE needs an even d_k, but d_k = {d_k}", key=option("rope"), expected=f"an even {option('d_k')}, or d_model a multiple of 2·heads")
+    if sink_tokens is not None and window is None:
+        raise AttnError(f"{option('sink_tokens')} keeps the first keys seen beyond a window, but there is no window", key=option("sink_tokens"), expected=f"{option('window')} N as well")
+    if sink_tokens is not None and sink_tokens > len(tokens):
+        raise AttnError(f"{sink_tokens} sink keys, but the sentence has {len(tokens)} tokens", key=option("sink_tokens"), expected=f"from 0 to {len(tokens)}")
+    outside = [p for p in padding if p > len(tokens)]
+    if outside:
+        raise AttnError(
+            f"padding position {outside[0]} is beyond the sentence's {len(tokens)} tokens", key=option("padding"), expected=f"positions from 1 to {len(tokens)}"
+        )
+    if padding or window is not None:
+        blind = np.flatnonzero(~Mask(causal=causal, window=window, sinks=sink_tokens or 0, padding=tuple(sorted(set(padding)))).visible(len(tokens), len(tokens)).any(axis=1))
+        if blind.size:
+            i = int(blind[0]) + 1
+            raise AttnError(
+                f"query {i} ({tokens[i - 1]!r}) would see no key: its window holds only padding",
+                key=option("padding"),
+                expected=f"padding that leaves every query at least one key (with {option('mask')} causal, never position 1)",
+            )
     rng = np.random.default_rng(seed)
 
     def rows(n: int, m: int, scale: float) -> list[str]:
         values = np.round(rng.standard_normal((n, m)) * scale, 2) + 0.0  # (n, m), no -0.0
         return ["  - [" + ", ".join(f"{x:.2f}" for x in row) + "]" for row in values]
 
+    shape = f"d_model = {d_model}, {heads} head(s)" + (f" of width {d_k}" if d_k * heads != d_model else "")
     lines = [
         f"name: {yaml_quoted(sentence[:40])}",
-        f"description: random weights (seed {seed}), d_model = {d_model}, {heads} head(s)" + (f", {G} key/value head(s)" if heads != G else ""),
+        f"description: random weights (seed {seed}{f', sharpness {sharpness:g}' if sharpness != 1 else ''}), {shape}"
+        + (f", {G} key/value head(s)" if heads != G else ""),
         f"sentence: {yaml_quoted(sentence)}",
         f"heads: {heads}",
     ]
@@ -45,16 +85,30 @@ def new_scenario(
         lines.append(f"kv_heads: {G}")
     lines.append("embeddings:  # one row per token: " + _yaml_inner(", ".join(tokens)[:60]))
     lines += rows(len(tokens), d_model, 1.0)
-    weight_scale = 1 / np.sqrt(d_model)
+    weight_scale = float(np.sqrt(sharpness / d_model))
     for name, columns in (("W_Q", heads * d_k), ("W_K", G * d_k), ("W_V", G * d_k)):
         lines.append(f"{name}:  # d_model × {columns}")
         lines += rows(d_model, columns, weight_scale)
     lines.append("scale: sqrt_dk")
-    lines.append(f"mask: {'causal' if causal else 'none'}")
+    lines += _mask_lines(causal, window, sink_tokens, padding)
     if rope:
         lines.append("rope: true")
     lines.append("precision: 3")
     return "\n".join(lines) + "\n"
+
+
+def _mask_lines(causal: bool, window: int | None, sink_tokens: int | None, padding: tuple[int, ...]) -> list[str]:
+    """`mask:` as a word when it is one, else as the mapping of rules the scenario reader takes."""
+    if window is None and not padding:
+        return [f"mask: {'causal' if causal else 'none'}"]
+    rules = [f"  causal: {'true' if causal else 'false'}"]
+    if window is not None:
+        rules.append(f"  window: {window}  # query i sees key j only when |i - j| <= {window}")
+    if sink_tokens is not None:
+        rules.append(f"  sinks: {sink_tokens}  # " + ("key 1 is" if sink_tokens == 1 else f"keys 1..{sink_tokens} are") + " seen whatever the window")
+    if padding:
+        rules.append(f"  padding: [{', '.join(str(p) for p in sorted(set(padding)))}]  # hidden from every query")
+    return ["mask:", *rules]
 
 
 # Characters a YAML reader takes as they are inside a double-quoted scalar: the printable set of

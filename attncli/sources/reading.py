@@ -245,7 +245,7 @@ def size_guard(text: str, limits: Limits) -> Callable[[str, Value], None]:
         if key == "tokens" and isinstance(value, Seq):
             return len(value.items)
         if key == "sentence" and isinstance(value, Scalar):
-            from attncli.sources.yaml_scenario import split_sentence
+            from attncli.sources.words import split_sentence
 
             return len(split_sentence(value.text))
         return 0

@@ -21,20 +21,15 @@ from attncli.core.variants import Alibi, LearnedSink, Mask, Rope, ScoreBias, Sof
 from attncli.errors import AttnError, option
 from attncli.sources import builtin, fields, reading
 from attncli.sources.limits import Limits
+from attncli.sources.words import split_sentence
 from attncli.sources.yamltree import Map, Scalar, Seq, Value, describe, parse, to_number, to_word
 
 KEYS, MODEL_KEYS = fields.KEYS, fields.MODEL_KEYS  # every key, and those a real checkpoint's layer may have
 CONTEXT_KEYS, MASK_KEYS, ROPE_KEYS = (fields.mapping_keys(name) for name in ("context", "mask", "rope"))
 MAX_PRECISION = 15  # float64 carries 15-17 significant digits; more decimals would be noise
-_PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~" + "“”‘’«»…—–"  # string.punctuation and typographic marks
 
 
 _WHOLE = re.compile(r"[-+]?[0-9]+")
-
-
-def split_sentence(sentence: str) -> list[str]:
-    """The words of a sentence: split on whitespace, surrounding punctuation stripped ("mat." → "mat")."""
-    return [word for word in (part.strip(_PUNCTUATION) for part in sentence.split()) if word]
 
 
 # -- loading ---------------------------------------------------------------------------------

@@ -1,0 +1,118 @@
+"""`attncli scenarios new`: the file it writes runs, means what its options say, and reads back exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attncli import api
+from attncli.errors import AttnError
+from attncli.sources.generator import new_scenario
+from tests.reference import sees
+
+WORDS = st.lists(st.sampled_from(["the", "cat", "sat", "on", "a", "mat", "and", "slept"]), min_size=1, max_size=7)
+
+
+def _run(tmp_path, text: str):
+    path = tmp_path / "new.yaml"
+    path.write_text(text, encoding="utf-8")
+    return api.run(path).result
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    words=WORDS,
+    heads=st.integers(1, 3),
+    d_k=st.integers(1, 5),
+    causal=st.booleans(),
+    window=st.one_of(st.none(), st.integers(0, 4)),
+    sinks=st.integers(0, 2),
+    data=st.data(),
+)
+def test_generated_masks_are_the_masks_the_reference_reads(tmp_path_factory, words, heads, d_k, causal, window, sinks, data):
+    """Whatever --d-k, --mask, --window, --sink-tokens and --padding say, the engine hides exactly the keys the naive reference hides."""
+    L = len(words)
+    padding = tuple(data.draw(st.sets(st.integers(1, L), max_size=L - 1), label="padding")) if L > 1 else ()
+    sink_tokens = min(sinks, L) if window is not None else None
+    rules = {"causal": causal, "window": window, "sinks": sink_tokens or 0, "padding": padding}
+    expected = np.array([[sees(i, j, rules) for j in range(1, L + 1)] for i in range(1, L + 1)])
+    options = {"d_model": 3, "heads": heads, "d_k": d_k, "causal": causal, "window": window, "sink_tokens": sink_tokens, "padding": padding, "seed": 1}
+    if not expected.any(axis=1).all():  # some query would see no key: refused before a file is written
+        with pytest.raises(AttnError, match="would see no key"):
+            new_scenario(" ".join(words), **options)
+        return
+    text = new_scenario(" ".join(words), **options)
+    mask = yaml.safe_load(text)["mask"]
+    assert isinstance(mask, dict) == (window is not None or bool(padding))
+    result = _run(tmp_path_factory.mktemp("g"), text)
+    for head in result.heads:
+        assert head.Q.shape == (L, d_k)
+        np.testing.assert_array_equal(head.visible, expected)
+        seen_rows = expected.any(axis=1)
+        np.testing.assert_allclose(head.weights.sum(axis=1)[seen_rows], 1.0, atol=1e-12)
+
+
+def _spread_and_entropy(tmp_path, sharpness: float) -> tuple[float, float]:
+    """Over 30 seeds: the standard deviation of the scaled scores, and the mean row entropy relative to uniform."""
+    spreads, entropies = [], []
+    words = "one two three four five six seven eight"
+    for seed in range(30):
+        head = _run(tmp_path, new_scenario(words, d_model=16, sharpness=sharpness, seed=seed)).heads[0]
+        spreads.append(head.scaled.std())
+        a = head.weights
+        entropies.append(float((-(a * np.log(a)).sum(axis=1) / np.log(a.shape[1])).mean()))
+    return float(np.median(spreads)), float(np.mean(entropies))
+
+
+def test_sharpness_sets_the_spread_of_the_scaled_scores(tmp_path):
+    """--sharpness S gives scaled scores with a spread of about S, and so rows far from uniform at 4 where 1 leaves them nearly even."""
+    soft_spread, soft_entropy = _spread_and_entropy(tmp_path, 1.0)
+    sharp_spread, sharp_entropy = _spread_and_entropy(tmp_path, 4.0)
+    assert 0.6 < soft_spread < 1.6
+    assert 2.4 < sharp_spread < 6.4
+    assert soft_entropy > 0.8  # the pattern of random default weights is faint: why the option exists
+    assert sharp_entropy < soft_entropy - 0.25
+
+
+def test_default_sharpness_keeps_the_files_people_already_generated(tmp_path):
+    """Adding the options changed no byte of what `scenarios new` wrote before (same seed, same file)."""
+    text = new_scenario("The cat sat", d_model=4, heads=2, kv_heads=1, causal=True, rope=True, seed=7)
+    assert "mask: causal" in text.splitlines()
+    assert text == new_scenario("The cat sat", d_model=4, heads=2, kv_heads=1, d_k=2, causal=True, rope=True, sharpness=1.0, seed=7)
+    doc = yaml.safe_load(text)
+    assert len(doc["W_Q"][0]) == 4 and len(doc["W_K"][0]) == 2
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"d_model": 5, "heads": 2}, "does not split into 2 heads"),
+        ({"d_model": 4, "sink_tokens": 1}, "there is no window"),
+        ({"d_model": 4, "window": 1, "sink_tokens": 4}, "4 sink keys, but the sentence has 3 tokens"),
+        ({"d_model": 4, "padding": (4,)}, "beyond the sentence's 3 tokens"),
+        ({"d_model": 4, "padding": (1, 2, 3)}, "would see no key"),
+        ({"d_model": 4, "causal": True, "padding": (1,)}, "query 1 \\('a'\\) would see no key"),
+        ({"d_model": 4, "d_k": 3, "rope": True}, "RoPE needs an even d_k"),
+    ],
+)
+def test_options_that_make_no_scenario_are_refused(options, message):
+    with pytest.raises(AttnError, match=message):
+        new_scenario("a b c", **options)
+
+
+def test_cli_writes_a_file_that_runs(cli, tmp_path):
+    out = cli(*["scenarios", "new", "one two three four", "--d-model", "6", "--heads", "2", "--d-k", "4", "--mask", "causal", "--window", "1", "--sink-tokens", "1", "--padding", "2", "--sharpness", "3"])
+    assert out.exit_code == 0, out.stderr
+    result = _run(tmp_path, out.stdout)
+    assert result.heads[0].Q.shape == (4, 4)
+    assert not result.heads[0].visible[:, 1].any()  # position 2 is padding
+
+
+@pytest.mark.parametrize(("value", "expected"), [("x,", "positions from 1, comma-separated"), ("0", "counted from 1")])
+def test_cli_refuses_bad_padding_in_one_line(cli, value, expected):
+    out = cli("scenarios", "new", "a b c", "--padding", value)
+    assert out.exit_code == 1 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and expected in out.stderr and "--padding" in out.stderr
