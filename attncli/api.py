@@ -64,16 +64,23 @@ def load_model(
     special_tokens: str = "auto",
     head: int | None = None,
     limits: Limits | None = None,
+    target: str | None = None,
+    attention: str | None = None,
 ) -> Scenario:
     """Layer `layer` (from 1) of the local checkpoint at `path`, for `sentence`, as a Scenario (nothing is downloaded).
 
     `special_tokens` is "auto" (as the tokenizer's post-processor adds them) or "none"; `head`
-    only adds notes about that head to the header.
+    only adds notes about that head to the header. For an encoder–decoder (BART), `sentence` is
+    the source, `target` the text the decoder has produced so far, and `attention` one of
+    "encoder", "decoder" or "cross" (default: "cross" with a target, else "encoder"); `layer`
+    counts in that attention's stack.
     """
     from attncli.sources.checkpoints.scenario import load_scenario
     from attncli.sources.limits import Limits
 
-    return load_scenario(Path(path), layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=limits or Limits())
+    return load_scenario(
+        Path(path), layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=limits or Limits(), target=target, attention=attention
+    )
 
 
 def _scenario(scenario: Scenario | str | Path) -> Scenario:

@@ -105,6 +105,20 @@ SentenceOption = Annotated[str | None, typer.Option("--sentence", metavar="TEXT"
 SpecialTokensOption = Annotated[
     str, typer.Option("--special-tokens", metavar="MODE", help="With --model: auto (as the tokenizer adds them, e.g. [CLS] … [SEP]) or none.")
 ]
+TargetOption = Annotated[
+    str | None,
+    typer.Option(
+        "--target", metavar="TEXT",
+        help="With --model of an encoder–decoder (BART): the text the decoder has produced so far; --sentence is then the source.",
+    ),
+]  # fmt: skip
+AttentionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--attention", metavar="WHICH",
+        help="With --model of an encoder–decoder: encoder, decoder (its causal self-attention) or cross (the decoder reading the encoder's output) [default: cross with --target, else encoder].",
+    ),
+]  # fmt: skip
 BlockOption = Annotated[
     int | None,
     typer.Option("--block-size", min=1, metavar="B", help="FlashAttention's online softmax: take the keys B at a time, with a running maximum, sum and output."),
@@ -206,6 +220,8 @@ def run(
     layer: LayerOption = None,
     sentence: SentenceOption = None,
     special_tokens: SpecialTokensOption = "auto",
+    target: TargetOption = None,
+    attention: AttentionOption = None,
     stages: Annotated[
         str | None,
         typer.Option(metavar="LIST", help="Comma list of stages to show: embeddings, q, k, v, rope, scores, scaled, bias, masked, exp, weights, output [default: those that change something]."),
@@ -247,8 +263,9 @@ def run(
     if scenario is None and model is None:  # a malformed command line: Click's usage error, status 2
         ctx.fail("Missing argument 'SCENARIO' (or --model DIR --layer N --sentence TEXT).")
     loaded = choose_scenario(
-        scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=_limits(max_cells, max_values)
-    )
+        scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=_limits(max_cells, max_values),
+        target=target, attention=attention,
+    )  # fmt: skip
     options = Options(
         format=format,
         stages=stage_table.parse(stages),
@@ -285,6 +302,8 @@ def explain(
     layer: LayerOption = None,
     sentence: SentenceOption = None,
     special_tokens: SpecialTokensOption = "auto",
+    target: TargetOption = None,
+    attention: AttentionOption = None,
     position: Annotated[int | None, typer.Option(min=1, metavar="N", help="Which occurrence: the word's position, counted from 1.")] = None,
     head: Annotated[int, typer.Option(min=1, metavar="N", help="The head to explain, counted from 1.")] = 1,
     precision: PrecisionOption = None,
@@ -319,7 +338,7 @@ def explain(
     scenario = scenario or scenario_argument
     loaded = choose_scenario(
         scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head,
-        limits=_limits(max_cells, max_values), scenario_key="--scenario", default="cat",
+        limits=_limits(max_cells, max_values), scenario_key="--scenario", default="cat", target=target, attention=attention,
     )  # fmt: skip
     if word is not None:
         from attncli.sources.arguments import text_argument
@@ -406,6 +425,8 @@ def decode(
     layer: LayerOption = None,
     sentence: SentenceOption = None,
     special_tokens: SpecialTokensOption = "auto",
+    target: TargetOption = None,
+    attention: AttentionOption = None,
     head: Annotated[int, typer.Option(min=1, metavar="N", help="The head to decode, counted from 1.")] = 1,
     precision: PrecisionOption = None,
     round_steps: RoundOption = None,
@@ -435,8 +456,9 @@ def decode(
     if scenario is None and model is None:  # a malformed command line: Click's usage error, status 2
         ctx.fail("Missing argument 'SCENARIO' (or --model DIR --layer N --sentence TEXT).")
     loaded = choose_scenario(
-        scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=_limits(max_cells, max_values)
-    )
+        scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=_limits(max_cells, max_values),
+        target=target, attention=attention,
+    )  # fmt: skip
     options = Options(format=format, precision=precision, full=full, to_file=output is not None)
     emit(api.decode(loaded, head=head, round_steps=round_steps).document(options), output, force=force)
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 INFO_SCHEMA = "attncli.model-info/1"
 TOKENS_SCHEMA = "attncli.model-tokens/1"
 MAX_TOKENS_SHOWN = 1_000_000  # `model tokens`: a text of more tokens is refused, not printed
-_CLI_KEYS = {"layer": "--layer", "sentence": "--sentence", "special_tokens": "--special-tokens"}
+_CLI_KEYS = {"layer": "--layer", "sentence": "--sentence", "special_tokens": "--special-tokens", "target": "--target", "attention": "--attention"}
 
 
 def choose_scenario(
@@ -34,12 +34,14 @@ def choose_scenario(
     limits: Limits,
     scenario_key: str = "SCENARIO",
     default: str | None = None,
+    target: str | None = None,
+    attention: str | None = None,
 ) -> Scenario:
     """A scenario file or built-in name, or a checkpoint's layer (`--model DIR --layer N --sentence TEXT`): exactly one."""
     from attncli.sources.yaml_scenario import load
 
     if model is None:
-        for key, given in (("--layer", layer), ("--sentence", sentence)):
+        for key, given in (("--layer", layer), ("--sentence", sentence), ("--target", target), ("--attention", attention)):
             if given is not None:
                 raise AttnError(f"{key} needs --model", key=key, expected="--model DIR beside it, or a scenario file instead")
         if special_tokens != "auto":
@@ -54,10 +56,11 @@ def choose_scenario(
             raise AttnError(f"--model needs {key}", key=key, expected="--model DIR --layer N --sentence TEXT (layers count from 1)")
     assert layer is not None and sentence is not None
     sentence = text_argument(sentence, "--sentence")
+    target = None if target is None else text_argument(target, "--target")
     from attncli.sources.checkpoints.scenario import load_scenario
 
     try:
-        return load_scenario(model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=limits)
+        return load_scenario(model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=limits, target=target, attention=attention)
     except AttnError as error:
         if error.file is None and error.key in _CLI_KEYS:
             error.key = _CLI_KEYS[error.key]
@@ -105,13 +108,19 @@ def _info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
             "" if kv_heads == heads else " (multi-query attention)" if kv_heads == 1 else f" (grouped-query attention, {heads // kv_heads} query heads each)"
         )
         rope = info["rope"]
-        rope_text = "none (learned positions)" if info["model_type"] in ("gpt2", "bert") else "none"
+        rope_text = "none (learned positions)" if info["model_type"] in ("gpt2", "bert", "bart") else "none"
         if rope is not None:
             rope_text = f"θ = {rope['theta']:g}, rotate-half" + (f", {rope['scaling']} scaling" if rope["scaling"] else "")
         mask = "causal" if info["causal"] else "bidirectional (every token sees every token)"
         if info["sliding_window"] is not None:
             layers = ", ".join(map(str, info["sliding_layers"]))
             mask += f"; sliding window of {info['sliding_window']} on layer{'s' * (len(info['sliding_layers']) > 1)} {layers}"
+        encoder = info.get("encoder")
+        if encoder is not None:  # an encoder–decoder: both stacks, and the decoder's three attentions
+            rows += [
+                ("encoder", f"{encoder['layers']} layers of {encoder['heads']} heads (head_dim {encoder['head_dim']}), bidirectional self-attention"),
+                ("decoder", f"{info['layers']} layers of {heads} heads (head_dim {info['head_dim']}), each a causal self-attention and a cross-attention over the encoder's output"),
+            ]
         rows += [
             ("layers", str(info["layers"])),
             ("heads", f"{heads} query heads, {kv_heads} key/value head{'s' * (kv_heads > 1)}{sharing}"),
@@ -129,7 +138,9 @@ def _info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
         from attncli.walkthroughs.dequant import info_rows
 
         rows += info_rows(info)
-    if info["supported"]:
+    if info["supported"] and info.get("encoder") is not None:
+        rows.append(("supported", f"yes: attncli run --model {info['folder']} --layer 1..{info['layers']} --sentence SOURCE --target 'TARGET SO FAR' [--attention encoder|decoder|cross]"))
+    elif info["supported"]:
         rows.append(("supported", f"yes: attncli run --model {info['folder']} --layer 1..{info['layers']} --sentence TEXT"))
     else:
         rows.append(("supported", f"no: {info['reason']}"))

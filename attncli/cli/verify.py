@@ -91,6 +91,12 @@ def verify(folder: Path, *, sentence: str, layer: int | None = None, special_tok
     if not folder.is_dir():
         raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a Hugging Face checkpoint folder")
     cfg = read_config(folder)
+    if cfg.model_type not in OUTPUT_PROJECTIONS:
+        raise AttnError(
+            f"model verify does not compare {cfg.model_type} models yet (its attentions need a target text beside the sentence)",
+            key="MODEL",
+            expected="a decoder or encoder model: " + ", ".join(OUTPUT_PROJECTIONS),
+        )
     if layer is not None and not 1 <= layer <= cfg.layers:
         raise AttnError(f"layer {layer} is out of range: the model has {cfg.layers} layers", key="--layer", expected=f"1 to {cfg.layers}")
     torch, transformers = _reference_libraries()

@@ -112,13 +112,13 @@ def decode(source: RunResult | Scenario, head: int) -> Decode:
             f"decode needs a model that generates, but {scenario.encoder} is an encoder: every token sees the whole text "
             "at once, so it has no KV cache to build",
             key="model",
-            expected="a decoder checkpoint (gpt2, llama, qwen2, mistral), or run/explain for this one",
+            expected="a decoder checkpoint (gpt2, llama, qwen2, mistral) or an encoder–decoder's decoder, or run/explain for this one",
         )
     if scenario.cross:
         raise AttnError(
             "decode needs self-attention: in cross-attention the keys come from the context, not from generated tokens",
             key="context",
-            expected="a scenario without a context",
+            expected="a scenario without a context (of an encoder–decoder checkpoint, its decoder's self-attention)",
         )
     h = result.head(head)
     visible = h.visible  # (L, L)

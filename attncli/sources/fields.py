@@ -184,6 +184,28 @@ FIELDS: tuple[Field, ...] = (
     ),
     Field("layer", {"type": "integer", "minimum": 1, "description": "With `model`: the layer to show, counted from 1."}, with_model=True, needs_model=True),
     Field(
+        "target",
+        {
+            "type": "string",
+            "description": "With `model` of an encoder–decoder (BART): the text the decoder has produced so far (the start of a translation "
+            "or summary); `sentence` is then the source. Its tokens, shifted right behind the decoder's start token, are the queries "
+            "of the decoder's attentions.",
+        },
+        with_model=True,
+        needs_model=True,
+    ),
+    Field(
+        "attention",
+        {
+            "enum": ["encoder", "decoder", "cross"],
+            "description": "With `model` of an encoder–decoder: which attention `layer` means — the encoder's self-attention, the "
+            "decoder's causal self-attention, or the decoder's cross-attention over the encoder's output [default: cross with a "
+            "`target`, else encoder].",
+        },
+        with_model=True,
+        needs_model=True,
+    ),
+    Field(
         "special_tokens",
         {
             "enum": ["auto", "none"],

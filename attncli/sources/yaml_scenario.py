@@ -170,6 +170,8 @@ class _Validator:
                 name=self._text("name", default=self.stem),
                 limits=self.limits,
                 shown=written,
+                target=self._text("target", default="") if "target" in self.tree.items else None,
+                attention=self._text("attention", default="") if "attention" in self.tree.items else None,
             )
         except AttnError as error:
             if error.file is not None:  # a file of the checkpoint: named in the message, the scenario's `model:` line in front

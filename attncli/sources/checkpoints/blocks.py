@@ -183,6 +183,20 @@ def self_attention(X: np.ndarray, w: AttentionWeights) -> np.ndarray:
     return result.output  # (L, d)
 
 
+def cross_attention(X: np.ndarray, X_kv: np.ndarray, w: AttentionWeights) -> np.ndarray:
+    """(L_q, d) the output of an encoder–decoder's cross-attention block: queries from X, keys and values from X_kv.
+
+    The engine's cross-attention (a scenario with a context), as `run` shows it for that layer.
+    """
+    layer = Scenario(
+        name="", tokens=tuple(f"token {i}" for i in range(1, X.shape[0] + 1)), heads=w.heads,
+        context=tuple(f"source {j}" for j in range(1, X_kv.shape[0] + 1)), X_kv=X_kv,
+        kv_heads=None if w.kv_heads == w.heads else w.kv_heads, scale=Scale("value", w.divisor),
+        X=X, W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O, mask=w.mask,
+    )  # fmt: skip
+    return engine.run(layer, rows=()).output  # (L_q, d)
+
+
 # -- the one-pass hook: every layer's weights, as the forward pass computes them ------------------
 
 WeightsSeen = Callable[[np.ndarray, AttentionWeights], None]  # (H, L, L) weights and the layer they belong to
@@ -207,6 +221,7 @@ class LayerInputs:
     attention: AttentionWeights
     dtype: str  # how the attention weights are stored
     notes: tuple[str, ...]
+    X_kv: np.ndarray | None = None  # (L_k, d) a cross-attention's keys' and values' input (an encoder's output); None: X
 
 
 def storage_note(dtype: str) -> str:

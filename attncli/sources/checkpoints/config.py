@@ -16,7 +16,7 @@ from attncli.sources.bounded import JsonLimits
 
 CONFIG_LIMITS = JsonLimits(max_bytes=4 * 1024 * 1024)  # config.json and the shard index: a few kB in real checkpoints
 
-SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral")
+SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral", "bart")
 LLAMA_FAMILY = ("llama", "qwen2", "mistral")
 ROPE_KINDS = ("default", "linear", "llama3")
 ACTIVATIONS = (
@@ -44,6 +44,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "llama": {"layers": 32, "hidden": 4096, "heads": 32, "kv": None, "positions": 2048, "inter": 11008},
     "qwen2": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 32, "positions": 32768, "inter": 22016},
     "mistral": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 8, "positions": 131072, "inter": 14336},
+    "bart": {"layers": 12, "hidden": 1024, "heads": 16, "positions": 1024, "inter": 4096, "act": "gelu"},
 }
 
 
@@ -94,6 +95,13 @@ class ModelConfig:
     scale_attn_weights: bool = True  # gpt2
     scale_attn_by_inverse_layer_idx: bool = False  # gpt2
     type_vocab_size: int = 0  # bert
+    # an encoder–decoder (bart): the fields above describe the decoder, these the encoder and how the decoder starts
+    encoder_layers: int = 0
+    encoder_heads: int = 0
+    encoder_inner: int = 0
+    scale_embedding: bool = False  # token rows × √d_model
+    decoder_start_token_id: int = 0
+    eos_token_id: int | None = None
 
 
 class _Reader:
@@ -176,6 +184,8 @@ def read_config(folder: Path) -> ModelConfig:
         return _gpt2(read)
     if model_type == "bert":
         return _bert(read)
+    if model_type == "bart":
+        return _bart(read)
     return _llama_family(read, model_type)
 
 
@@ -253,6 +263,40 @@ def _bert(read: _Reader) -> ModelConfig:
         output_bias=True,
         mlp_bias=True,
         type_vocab_size=read.count("type_vocab_size", default=2, most=MOST["vocabulary"]),
+    )
+
+
+def _bart(read: _Reader) -> ModelConfig:
+    """BART's config: the decoder in the common fields, the encoder in its own (both stacks share d_model)."""
+    d = _DEFAULTS["bart"]
+    hidden = read.count("d_model", default=d["hidden"], most=MOST["hidden"])
+    layers = read.count("decoder_layers", default=d["layers"], most=MOST["layers"])
+    heads = read.count("decoder_attention_heads", default=d["heads"], most=MOST["heads"])
+    eos = read.raw.get("eos_token_id", 2)
+    return ModelConfig(
+        model_type="bart",
+        layers=layers,
+        hidden_size=hidden,
+        heads=heads,
+        kv_heads=heads,
+        head_dim=_heads_divide(read, hidden, heads, "decoder_attention_heads"),
+        intermediate_size=read.count("decoder_ffn_dim", default=d["inter"], most=MOST["inner"]),
+        max_positions=read.count("max_position_embeddings", default=d["positions"], most=MOST["positions"]),
+        norm_eps=1e-5,  # BART's LayerNorms are nn.LayerNorm's default
+        activation=_activation(read, "activation_function", default=d["act"]),
+        dtype=_dtype(read),
+        rope=None,
+        windows=(None,) * layers,
+        causal=True,
+        qkv_bias=True,
+        output_bias=True,
+        mlp_bias=True,
+        encoder_layers=read.count("encoder_layers", default=d["layers"], most=MOST["layers"]),
+        encoder_heads=read.count("encoder_attention_heads", default=d["heads"], most=MOST["heads"]),
+        encoder_inner=read.count("encoder_ffn_dim", default=d["inter"], most=MOST["inner"]),
+        scale_embedding=read.flag("scale_embedding", False),
+        decoder_start_token_id=read.count("decoder_start_token_id", default=2, minimum=0, most=MOST["vocabulary"]),
+        eos_token_id=eos if isinstance(eos, int) and not isinstance(eos, bool) else None,
     )
 
 

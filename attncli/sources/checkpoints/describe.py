@@ -29,4 +29,6 @@ def describe_config(cfg: ModelConfig) -> dict[str, Any]:
         "sliding_window": windows[0] if windows else None,  # transformers' spelling: keys i − w + 1 … i
         "sliding_layers": [i + 1 for i, w in enumerate(cfg.windows) if w is not None],
         "supported_types": list(SUPPORTED),
+        # an encoder–decoder: the fields above describe the decoder; this, the encoder (None for one stack)
+        "encoder": None if not cfg.encoder_layers else {"layers": cfg.encoder_layers, "heads": cfg.encoder_heads, "head_dim": cfg.hidden_size // cfg.encoder_heads},
     }

@@ -58,6 +58,12 @@ def model_map(
         cfg, checkpoint = model.cfg, model.checkpoint
     else:
         cfg = read_config(folder)
+    if cfg.model_type in layers.ENCODER_DECODERS:
+        raise AttnError(
+            f"the map of an encoder–decoder ({cfg.model_type}: its encoder, its decoder and the cross-attention between them) is not built yet",
+            key="model",
+            expected=f"run or explain of one layer, with {option('target')} and {option('attention')} encoder, decoder or cross",
+        )
     tokenized = checkpoint_tokens(folder, sentence, special_tokens=special_tokens == "auto", max_tokens=MAX_TEXT_CHARACTERS)
     ids, labels = tokenized.ids, tokenized.labels
     if not ids:

@@ -16,7 +16,7 @@ import numpy as np
 from attncli.core.variants import Rope
 from attncli.errors import AttnError, option
 from attncli.sources.arguments import shown_path
-from attncli.sources.checkpoints import bert, gpt2, llama, tokenizer_process
+from attncli.sources.checkpoints import bart, bert, gpt2, llama, tokenizer_process
 from attncli.sources.checkpoints.config import ModelConfig, read_config, read_raw
 from attncli.sources.checkpoints.describe import describe_config
 from attncli.sources.checkpoints.gguf import gguf_path, open_model
@@ -28,6 +28,7 @@ from attncli.sources.checkpoints.tokens import Tokens, encode, not_applied_note
 __all__ = ["LayerCase", "Tokens", "load_layer", "model_info", "tokenize"]
 
 _ARCHITECTURES = {"gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama}
+ENCODER_DECODERS = ("bart",)  # read a source text and a target text; the layer counts in the stack `attention` names
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,6 +61,10 @@ class LayerCase:
     notes: tuple[str, ...]  # provenance, for the header
     gguf: str | None = None  # the GGUF file read, when the model is one
     tokens_from: str = "its tokenizer.json"
+    attention: str | None = None  # an encoder–decoder's: "encoder", "decoder" or "cross"; None for one stack
+    context_ids: tuple[int, ...] | None = None  # cross-attention: the source's tokens, whose encoding gives keys and values
+    context_labels: tuple[str, ...] | None = None
+    X_kv: np.ndarray | None = None  # (L_k, d_model) the encoder's output, which the keys and values project
 
 
 def checkpoint_tokens(
@@ -95,11 +100,22 @@ def tokenize(folder: Path, text: str, *, special_tokens: bool = True) -> Tokens:
     return Tokens(tokenized.ids, tokenized.labels)
 
 
-def load_layer(folder: Path, *, layer: int, text: str, special_tokens: bool = True, max_cells: int | None = None) -> LayerCase:
+def load_layer(
+    folder: Path,
+    *,
+    layer: int,
+    text: str,
+    special_tokens: bool = True,
+    max_cells: int | None = None,
+    target: str | None = None,
+    attention: str | None = None,
+) -> LayerCase:
     """Run `text` through layers 1 … layer−1 of the checkpoint in float64 and return layer `layer`'s attention inputs.
 
     With `max_cells`, a text whose heads × L × L attention cells pass it is refused as soon as its
     tokens are counted, before any layer is computed (each earlier layer holds as many cells).
+    An encoder–decoder (BART) also takes the `target` text the decoder has produced so far, and
+    `attention` says which of its three attentions layer `layer` means (bart.chosen_attention).
     """
     gguf = gguf_path(folder)
     checkpoint: TensorSource
@@ -108,6 +124,9 @@ def load_layer(folder: Path, *, layer: int, text: str, special_tokens: bool = Tr
         cfg, checkpoint = model.cfg, model.checkpoint
     else:
         cfg = read_config(folder)
+    if cfg.model_type in ENCODER_DECODERS:
+        return _encoder_decoder_layer(folder, cfg, layer=layer, text=text, target=target, attention=attention, special_tokens=special_tokens, max_cells=max_cells)
+    _one_stack(cfg, target, attention)
     if not 1 <= layer <= cfg.layers:
         raise AttnError(
             f"layer {layer} is out of range: the model has {cfg.layers} layers", key="layer", expected=f"1 to {cfg.layers}"
@@ -160,6 +179,81 @@ def load_layer(folder: Path, *, layer: int, text: str, special_tokens: bool = Tr
         dtype=inputs.dtype, notes=(*notes, *not_applied_note(not_applied)),
         gguf=None if gguf is None else str(gguf), tokens_from="its tokenizer.json" if gguf is None else "the GGUF metadata",
     )  # fmt: skip
+
+
+def _one_stack(cfg: ModelConfig, target: str | None, attention: str | None) -> None:
+    """Refuse what only an encoder–decoder takes: a target text, or an attention other than the model's one."""
+    if target is not None:
+        raise AttnError(
+            f"a {cfg.model_type} model reads one text: a target text is for an encoder–decoder (bart)",
+            key="target",
+            expected=f"the sentence alone, or a model of type {', '.join(ENCODER_DECODERS)}",
+        )
+    own = "decoder" if cfg.causal else "encoder"
+    if attention is not None and attention != own:
+        raise AttnError(
+            f"a {cfg.model_type} model has one attention per layer, its {own}'s", key="attention", expected=f"{own}, or leave it out"
+        )
+
+
+def _encoder_decoder_layer(
+    folder: Path, cfg: ModelConfig, *, layer: int, text: str, target: str | None, attention: str | None, special_tokens: bool, max_cells: int | None
+) -> LayerCase:
+    """Layer `layer` of the encoder (the source's self-attention) or of the decoder (its causal self-attention, or its cross-attention)."""
+    chosen = bart.chosen_attention(attention, target is not None)
+    stack = bart.stacks(cfg)[bart.stack_of(chosen)]
+    if not 1 <= layer <= stack.layers:
+        raise AttnError(
+            f"layer {layer} is out of range: the {stack.name} has {stack.layers} layers", key="layer", expected=f"1 to {stack.layers}"
+        )
+    source = _bounded_tokens(folder, cfg, text, "sentence", special_tokens, max_cells, heads=max(cfg.heads, cfg.encoder_heads))
+    ids, labels = source.ids, source.labels
+    target_ids: tuple[int, ...] = ()
+    target_labels: tuple[str, ...] = ()
+    if target is not None:
+        tokens = _bounded_tokens(folder, cfg, target, "target", special_tokens, max_cells, heads=cfg.heads)
+        start = cfg.decoder_start_token_id
+        start_label = next((label for i, label in zip(source.ids + tokens.ids, source.labels + tokens.labels) if i == start), f"<id {start}>")
+        target_ids = bart.decoder_ids(cfg, tokens.ids)
+        target_labels = (start_label, *tokens.labels[: len(target_ids) - 1])
+        if len(target_ids) > cfg.max_positions:
+            raise AttnError(
+                f"the target is {len(target_ids):,} tokens long with its start token, more than the model's {cfg.max_positions:,} positions",
+                key="target", expected=f"at most {cfg.max_positions - 1:,} tokens",
+            )  # fmt: skip
+    with np.errstate(all="ignore"):
+        inputs = bart.layer_inputs(cfg, Checkpoint(folder), ids, layer, attention=chosen, target_ids=target_ids)
+    if not (np.isfinite(inputs.X).all() and (inputs.X_kv is None or np.isfinite(inputs.X_kv).all())):
+        raise AttnError(
+            f"the input of {stack.name} layer {layer} overflows float64 for this text", file=str(folder), expected="weights whose products stay within float64"
+        )
+    w = inputs.attention
+    queries_ids, queries = (ids, labels) if chosen == "encoder" else (target_ids, target_labels)
+    return LayerCase(
+        folder=shown_path(folder), model_type=cfg.model_type, layer=layer, layers=stack.layers,
+        token_ids=queries_ids, labels=queries, X=inputs.X,
+        heads=w.heads, kv_heads=w.kv_heads, head_dim=w.head_dim,
+        W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O,
+        divisor=w.divisor, causal=w.causal, window=w.window, rope=w.rope,
+        dtype=inputs.dtype, notes=(*inputs.notes, *not_applied_note(source.not_applied)),
+        attention=chosen,
+        context_ids=ids if chosen == "cross" else None, context_labels=labels if chosen == "cross" else None, X_kv=inputs.X_kv,
+    )  # fmt: skip
+
+
+def _bounded_tokens(folder: Path, cfg: ModelConfig, text: str, key: str, special_tokens: bool, max_cells: int | None, *, heads: int) -> Tokenized:
+    """A text's tokens, refused when longer than the model's positions or, squared over `heads`, than `max_cells`."""
+    most = cfg.max_positions if max_cells is None else min(cfg.max_positions, math.isqrt(max_cells // heads))
+
+    def too_long(count: int) -> AttnError:
+        if count > cfg.max_positions:
+            return AttnError(f"the text is {count:,} tokens long, more than the model's {cfg.max_positions:,} positions", key=key, expected=f"at most {cfg.max_positions:,} tokens")
+        return too_many_cells(count, heads, max_cells or 0)
+
+    tokens = checkpoint_tokens(folder, text, special_tokens=special_tokens, max_tokens=most, too_many=too_long)
+    if not tokens.ids:
+        raise AttnError("the text gives no tokens", key=key, expected="some text")
+    return tokens
 
 
 def too_many_cells(tokens: int, heads: int, max_cells: int) -> AttnError:
@@ -229,9 +323,17 @@ def check_shapes(cfg: ModelConfig, checkpoint: Checkpoint) -> None:
         "layers.0.self_attn.k_proj.weight": (G * d_k, d),
         "layers.0.mlp.gate_proj.weight": (inner, d),
     }
+    bart_shapes = {
+        "shared.weight": (None, d),
+        "encoder.layers.0.self_attn.q_proj.weight": (d, d),
+        "decoder.layers.0.encoder_attn.k_proj.weight": (d, d),
+        "decoder.layers.0.fc1.weight": (inner, d),
+        "encoder.layers.0.fc1.weight": (cfg.encoder_inner, d),
+    }
     probe, prefixes, shapes = {
         "gpt2": ("wte.weight", ("", "transformer."), gpt2_shapes),
         "bert": ("embeddings.word_embeddings.weight", ("bert.", ""), bert_shapes),
+        "bart": ("shared.weight", ("model.", ""), bart_shapes),
     }.get(cfg.model_type, ("embed_tokens.weight", ("model.", ""), llama_shapes))
     weights = Weights(checkpoint, probe=probe, prefixes=prefixes)
     for name, implied in shapes.items():

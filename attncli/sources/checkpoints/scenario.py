@@ -32,15 +32,20 @@ def load_scenario(
     name: str | None = None,
     limits: Limits = Limits(),
     shown: str | None = None,
+    target: str | None = None,
+    attention: str | None = None,
 ) -> Scenario:
     """The scenario of layer `layer` (from 1) of the checkpoint in `folder`, for `sentence`.
 
     `shown` is the folder as the person wrote it (a scenario's `model: ~/models/gpt2`), which the
     header and JSON name instead of the path it expands to: a published post shows no home folder.
+    An encoder–decoder also takes the decoder's `target` text and which `attention` to show.
     """
     if special_tokens not in SPECIAL_TOKENS:
         raise AttnError(f"found {special_tokens!r}", key="special_tokens", expected="auto (as the tokenizer adds them) or none")
-    case = load_layer(folder, layer=layer, text=sentence, special_tokens=special_tokens == "auto", max_cells=limits.max_cells)
+    case = load_layer(
+        folder, layer=layer, text=sentence, special_tokens=special_tokens == "auto", max_cells=limits.max_cells, target=target, attention=attention
+    )
     if case.gguf is not None:  # no --output may replace a file of the checkpoint
         reading.note_read(Path(case.gguf))
     elif folder.is_dir():
@@ -55,17 +60,19 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
     folder = Path(shown or case.folder)
     divisor = case.divisor
     scale = Scale("sqrt_dk", divisor) if divisor == math.sqrt(case.head_dim) else Scale("value", divisor)
-    notes = [f"{case.model_type} checkpoint {folder}: layer {case.layer} of {case.layers}, {_tokens_note(case)}", *case.notes]
+    notes = [f"{case.model_type} checkpoint {folder}: {_which(case)} of {case.layers}, {_tokens_note(case)}", *case.notes]
     if head is not None and 1 <= head <= case.heads:
         first, last = (head - 1) * case.head_dim + 1, head * case.head_dim
         if case.kv_heads != case.heads:
             notes.append(f"head {head} reads key/value head {kv_head(head, case.heads, case.kv_heads)} of {case.kv_heads}")
         notes.append(f"head {head}'s output meets rows {first}–{last} of W_O")
     return Scenario(
-        name=name or f"{folder.name} layer {case.layer}",
-        description=f"layer {case.layer} of the {case.model_type} checkpoint in {folder}",
+        name=name or f"{folder.name} {_which(case)}",
+        description=f"{_which(case)} of the {case.model_type} checkpoint in {folder}",
         source=str(folder),
         tokens=case.labels,
+        context=case.context_labels,
+        X_kv=_frozen(case.X_kv),
         heads=case.heads,
         kv_heads=None if case.kv_heads == case.heads else case.kv_heads,
         scale=scale,
@@ -82,14 +89,27 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
         rope=case.rope,
         word_marks=WORD_MARKS,
         notes=tuple(notes),
-        encoder=None if case.causal else case.model_type,
+        encoder=None if case.causal or case.attention == "cross" else case.model_type + ("'s encoder" if case.attention else ""),
     )
+
+
+def _which(case: LayerCase) -> str:
+    """'layer 3', or for an encoder–decoder 'decoder layer 2 (cross-attention)'."""
+    if case.attention is None:
+        return f"layer {case.layer}"
+    stack = "encoder" if case.attention == "encoder" else "decoder"
+    kind = {"encoder": "self-attention", "decoder": "self-attention", "cross": "cross-attention"}[case.attention]
+    return f"{stack} layer {case.layer} ({kind})"
 
 
 def _tokens_note(case: LayerCase) -> str:
     """'12 tokens from its tokenizer.json (ids 464, 3797, …)'."""
     ids = ", ".join(map(str, case.token_ids[:8])) + (", …" if len(case.token_ids) > 8 else "")
-    return f"{len(case.token_ids)} tokens from {case.tokens_from} (ids {ids})"
+    said = f"{len(case.token_ids)} tokens from {case.tokens_from} (ids {ids})"
+    if case.context_ids is not None:
+        source = ", ".join(map(str, case.context_ids[:8])) + (", …" if len(case.context_ids) > 8 else "")
+        said = f"{len(case.token_ids)} target tokens (ids {ids}) reading {len(case.context_ids)} source tokens (ids {source}) from {case.tokens_from}"
+    return said
 
 
 def _frozen(array: np.ndarray | None) -> np.ndarray | None:
