@@ -16,7 +16,7 @@ from attncli.sources.bounded import JsonLimits
 
 CONFIG_LIMITS = JsonLimits(max_bytes=4 * 1024 * 1024)  # config.json and the shard index: a few kB in real checkpoints
 
-SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral")
+SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral", "qwen3", "olmo2")
 LLAMA_FAMILY = ("llama", "qwen2", "mistral")
 ROPE_KINDS = ("default", "linear", "llama3")
 ACTIVATIONS = (
@@ -44,6 +44,8 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "llama": {"layers": 32, "hidden": 4096, "heads": 32, "kv": None, "positions": 2048, "inter": 11008},
     "qwen2": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 32, "positions": 32768, "inter": 22016},
     "mistral": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 8, "positions": 131072, "inter": 14336},
+    "qwen3": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 32, "positions": 32768, "inter": 22016, "head_dim": 128},
+    "olmo2": {"layers": 32, "hidden": 4096, "heads": 32, "kv": None, "positions": 2048, "inter": 11008, "eps": 1e-5},
 }
 
 
@@ -266,14 +268,14 @@ def _llama_family(read: _Reader, model_type: str) -> ModelConfig:
         raise read.fail(
             "num_key_value_heads", f"{kv_heads} key/value heads do not divide {heads} heads", "a divisor of num_attention_heads"
         )
-    if read.raw.get("head_dim") is not None:
-        head_dim = read.count("head_dim", default=None, most=MOST["head_dim"])
+    if read.raw.get("head_dim") is not None or "head_dim" in d:
+        head_dim = read.count("head_dim", default=d.get("head_dim"), most=MOST["head_dim"])
     else:
         head_dim = _heads_divide(read, hidden, heads, "num_attention_heads")
     if head_dim % 2:
         raise read.fail("head_dim", f"the head size {head_dim} is odd", "an even head size (RoPE turns pairs)")
     max_positions = read.count("max_position_embeddings", default=d["positions"], most=MOST["positions"])
-    attention_bias = model_type == "llama" and read.flag("attention_bias", False)
+    attention_bias = model_type in ("llama", "qwen3", "olmo2") and read.flag("attention_bias", False)
     return ModelConfig(
         model_type=model_type,
         layers=layers,
@@ -283,7 +285,7 @@ def _llama_family(read: _Reader, model_type: str) -> ModelConfig:
         head_dim=head_dim,
         intermediate_size=read.count("intermediate_size", default=d["inter"], most=MOST["inner"]),
         max_positions=max_positions,
-        norm_eps=read.number("rms_norm_eps", 1e-6),
+        norm_eps=read.number("rms_norm_eps", d.get("eps", 1e-6)),
         activation=_activation(read, "hidden_act", default="silu"),
         dtype=_dtype(read),
         rope=_rope(read, max_positions),
