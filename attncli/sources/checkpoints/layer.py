@@ -16,7 +16,7 @@ import numpy as np
 from attncli.core.variants import QkNorm, Rope
 from attncli.errors import AttnError, option
 from attncli.sources.arguments import shown_path
-from attncli.sources.checkpoints import bert, gpt2, llama, olmo2, qwen3, tokenizer_process
+from attncli.sources.checkpoints import bert, gemma3, gpt2, llama, olmo2, qwen3, tokenizer_process
 from attncli.sources.checkpoints.config import ModelConfig, read_config, read_raw
 from attncli.sources.checkpoints.describe import describe_config
 from attncli.sources.checkpoints.gguf import gguf_path, open_model
@@ -27,7 +27,7 @@ from attncli.sources.checkpoints.tokens import Tokens, encode, not_applied_note
 
 __all__ = ["LayerCase", "Tokens", "load_layer", "model_info", "tokenize"]
 
-_ARCHITECTURES = {"gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "qwen3": qwen3, "olmo2": olmo2}
+_ARCHITECTURES = {"gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "qwen3": qwen3, "olmo2": olmo2, "gemma3_text": gemma3}
 
 
 @dataclass(frozen=True, eq=False)

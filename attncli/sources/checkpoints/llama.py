@@ -127,7 +127,7 @@ def notes(cfg: ModelConfig, layer: int, rope: Rope, attention: AttentionWeights,
     norm = attention.qk_norm
     qk_norm = None if norm is None else (
         f"QK-norm: q and k divided by their rms over {'each head (q_norm, k_norm of ' + str(cfg.head_dim) + ' weights, shared by the heads)' if not norm.whole else 'the whole projection (q_norm, k_norm of H·d_k and G·d_k weights)'}, "
-        f"ε = {norm.eps:g}, before RoPE"
+        f"times {'(1 + w)' if norm.offset else 'w'}, ε = {norm.eps:g}, before RoPE"
     )  # fmt: skip
     biases = (
         "q, k, v and o projections have biases"
