@@ -113,13 +113,14 @@ class QkNorm:
             if not self.whole
             else f"all {s.heads}·{s.d_k} numbers of the query's projection, every head's (OLMo 2), so each head's slice is divided by the same rms"
         )
+        bound = "d_k" if not self.whole else "√(H·G)·d_k"  # ‖q̂‖ ≤ √d_k·max|w| per head; a slice of the whole row, √(H·d_k)·max|w|
         notes = [
             f"QK-norm divides q by its root mean square over {over}, then multiplies coordinate j by the learned weight "
             + ("1 + w_j (Gemma's form: weights near 0 mean a factor near 1)" if self.offset else "w_j")
             + f"; ε = {self.eps:g} keeps the division safe. Each key is normalised the same way, with the keys' own weight w_k"
             + (", its rms over the whole key projection." if self.whole else "."),
             "Why models do it: after the norm, q̂ and k̂ have a root mean square of about 1 whatever the projections learned, so "
-            "the logits q̂·k̂ stay bounded (|q̂·k̂| ≤ d_k·max|w|·max|w_k|). Without it the logits can grow during training until "
+            f"the logits q̂·k̂ stay bounded (|q̂·k̂| ≤ {bound}·max|w|·max|w_k|). Without it the logits can grow during training until "
             "the softmax saturates to one key and the loss diverges; Qwen3, OLMo 2 and Gemma 3 normalise q and k for that stability.",
         ]
         formula = f"{_hat(w, 'q')} = {w.frac('q', _rms_of(w, 'q'))} {w.times} {form}"
