@@ -135,6 +135,10 @@ def test_json_scenario_key_and_stage_rows():
     assert data.scenario_json(from_text(yaml_doc().replace(', "qk_norm": true', "")))["qk_norm"] is None
     doc = data.run_json(engine.run(s), stages.STAGE_NAMES, [1])
     assert "Q_norm" in doc["heads"][0] and "K_norm" in doc["heads"][0]
+    explained = data.explain_json(explain_scenario(s, position=2, head=2))
+    head = engine.run(s).head(2)
+    assert np.array_equal(explained["query"]["q_normed"], head.normed_q[1]) and np.array_equal(explained["keys"][2]["k_normed"], head.normed_k[2])
+    assert "q_normed" not in data.explain_json(explain_scenario(from_text(yaml_doc().replace(', "qk_norm": true', "")), position=2))["query"]
     assert "qk_norm" in stages.default(s) and "qk_norm" not in stages.default(from_text(yaml_doc().replace(', "qk_norm": true', "")))
 
 
@@ -144,3 +148,51 @@ def test_bad_values_are_refused(value):
     with pytest.raises(AttnError) as error:
         from_text(doc)
     assert error.value.key is not None and error.value.key.startswith("qk_norm")
+
+
+# -- every command and format of the variants that show themselves, read by their readers' tools -------------
+
+SHOWN = "tests/scenarios/qk-softcap-sink.yaml"  # QK-norm over the whole projection, RoPE, soft-capping, a learned sink
+SHOWN_COMMANDS = {
+    "run": ["run", SHOWN],
+    "explain": ["explain", "-s", SHOWN, "--word", "sat", "--head", "2"],
+    "decode": ["decode", SHOWN, "--head", "2"],
+    "tiling": ["run", SHOWN, "--block-size", "2", "--head", "1"],
+}
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "markdown", "html", "svg"])
+@pytest.mark.parametrize("what", SHOWN_COMMANDS)
+def test_every_format_parses(cli, what, fmt):
+    import csv
+    import io
+    import xml.etree.ElementTree as ET
+
+    from tests import renderers
+
+    result = cli(*SHOWN_COMMANDS[what], "--format", fmt)
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    if fmt == "json":
+        json.loads(text)
+    elif fmt == "csv":
+        rows = list(csv.reader(io.StringIO(text)))
+        assert len(rows) > 1 and len({len(row) for row in rows}) == 1
+    elif fmt == "markdown":
+        assert renderers.markdown_html(text).strip()
+    elif fmt == "html":
+        assert renderers.html_elements(text)
+    else:
+        ET.fromstring(text)
+
+
+@pytest.mark.parametrize("what", ["run", "explain"])
+def test_latex_compiles_with_the_new_rows_and_steps(cli, what, latex_tools, tmp_path):
+    """Q̂, K̂, the soft-capped scores, the sink and their explain steps compile in a plain article and print."""
+    from tests import renderers
+
+    tex = cli(*SHOWN_COMMANDS[what], "--format", "latex").stdout
+    document = "\\documentclass{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{lmodern}\n\\usepackage{amsmath}\n\\begin{document}\n" + tex + "\\end{document}\n"
+    printed = renderers.pdf_text(renderers.pdflatex(document, tmp_path))
+    assert ("rms" in printed and "tanh" in printed) if what == "run" else (  # run's titles are TeX comments: its formulas print
+        "QK-norm" in printed and "Soft-capping" in printed and "learned sink" in printed)
