@@ -192,6 +192,7 @@ def test_latex_compiles_with_the_new_rows_and_steps(cli, what, latex_tools, tmp_
     from tests import renderers
 
     tex = cli(*SHOWN_COMMANDS[what], "--format", "latex").stdout
+    assert "U{+}" not in tex  # no character the prose cannot print (a combining hat goes in math only)
     document = "\\documentclass{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{lmodern}\n\\usepackage{amsmath}\n\\begin{document}\n" + tex + "\\end{document}\n"
     printed = renderers.pdf_text(renderers.pdflatex(document, tmp_path))
     assert ("rms" in printed and "tanh" in printed) if what == "run" else (  # run's titles are TeX comments: its formulas print

@@ -301,7 +301,7 @@ def _dot_products(expl: Explanation, p: int, w: Writer, check: Arithmetic, full:
         products = [float(a * b) for a, b in zip(expl.q, key.k)]
         terms = _terms(w, products, texts, functools.partial(_partial_dot, expl.q, key.k), p, full)
         reader = sum((q_shown[j] * shown(float(key.k[j]), p) for j in terms.shown), Decimal(0)) + _rest(terms, p)
-        relation = check.relation(reader, key.score, name=f"{_met(expl, Writer(), 'q')}·k({key.label})")
+        relation = check.relation(reader, key.score, name=f"{'q′' if expl.scenario.rope is not None else 'q'}·k({key.label})")
         lines.append(Line(f"{q}{w.dot}{w.of(k, w.label(key.label))}", f"{terms.text} {relation} {w.num(key.score, p)}"))
     notes = []
     if len(expl.q) > LONG_SUM and not full:
@@ -542,7 +542,8 @@ def _rotation(expl: Explanation, p: int, w: Writer) -> Step:
     ]
     if len(shown) < len(expl.keys):
         notes.append(f"{len(expl.keys) - len(shown)} of the {len(expl.keys)} rotated keys are left out here.")
-    return Step("Rotating the query and the keys (RoPE)", f"{w.prime('q')} = {w.text('RoPE')}(q, i)", lines, notes)
+    turned = "q" if s.qk_norm is None else (r"\hat{q}" if w.tex else "q\u0302")  # q̂ after QK-norm
+    return Step("Rotating the query and the keys (RoPE)", f"{w.prime('q')} = {w.text('RoPE')}({turned}, i)", lines, notes)
 
 
 

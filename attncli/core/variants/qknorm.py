@@ -98,7 +98,7 @@ class QkNorm:
         q_hat = normed.q[i]
         reader_hat = [say.shown(float(x)) / say.shown(rms_q) * say.shown(float(g)) for x, g in zip(expl.q_raw, weight_q)]
         lines.append((_hat(w, "q"), f"{w.frac(say.vec(expl.q_raw), w.num(rms_q, p))} {w.times} {form} "
-                                    f"{say.relation(reader_hat, q_hat, name='q̂')} {say.vec(q_hat)}"))  # fmt: skip
+                                    f"{say.relation(reader_hat, q_hat, name='the normalised q')} {say.vec(q_hat)}"))  # fmt: skip
         weight_k = self.weight("k", head.kv_head, s.d_k)
         lines.append((form_k, say.vec(weight_k)))
         for key in say.shown_keys():
@@ -107,7 +107,7 @@ class QkNorm:
             reader_k = [say.shown(float(x)) / say.shown(rms_k) * say.shown(float(g)) for x, g in zip(key.k_raw, weight_k)]
             lines.append((w.of(_hat(w, "k"), w.label(key.label)),
                           f"{w.frac(say.vec(key.k_raw), w.num(rms_k, p))} {w.times} {form_k} "
-                          f"{say.relation(reader_k, normed.k[j], name=f'k̂({key.label})')} {say.vec(normed.k[j])}"))  # fmt: skip
+                          f"{say.relation(reader_k, normed.k[j], name=f'the normalised k({key.label})')} {say.vec(normed.k[j])}"))  # fmt: skip
         over = (
             f"its own d_k = {s.d_k} numbers (per head: Qwen3, Gemma 3)"
             if not self.whole
@@ -119,8 +119,8 @@ class QkNorm:
             + ("1 + w_j (Gemma's form: weights near 0 mean a factor near 1)" if self.offset else "w_j")
             + f"; ε = {self.eps:g} keeps the division safe. Each key is normalised the same way, with the keys' own weight w_k"
             + (", its rms over the whole key projection." if self.whole else "."),
-            "Why models do it: after the norm, q̂ and k̂ have a root mean square of about 1 whatever the projections learned, so "
-            f"the logits q̂·k̂ stay bounded (|q̂·k̂| ≤ {bound}·max|w|·max|w_k|). Without it the logits can grow during training until "
+            "Why models do it: after the norm, q and k have a root mean square of about 1 whatever the projections learned, so "
+            f"the logits stay bounded (|score| ≤ {bound}·max|w|·max|w_k|). Without it the logits can grow during training until "
             "the softmax saturates to one key and the loss diverges; Qwen3, OLMo 2 and Gemma 3 normalise q and k for that stability.",
         ]
         formula = f"{_hat(w, 'q')} = {w.frac('q', _rms_of(w, 'q'))} {w.times} {form}"
