@@ -159,3 +159,22 @@ def test_explain_and_decode_json_carry_the_sinks_share():
     plain = from_text(DOC.replace("sink_logits: [0.5, -1.0]\n", ""))
     assert "sink_weight" not in data.explain_json(explain_scenario(plain, position=3, head=2))
     assert "sink_weight" not in data.decode_json(decode.decode(plain, 2))["steps"][0]
+
+
+def test_its_own_stage_row_and_narrated_step():
+    """The sink's module brings a stage-table row (stage `sink`: the weight it took per query) and a step of explain."""
+    from attncli.core import engine
+    from attncli.core.explain import explain_scenario
+    from attncli.document import stages
+    from attncli.sources.yaml_scenario import from_text
+    from attncli.walkthroughs.narration import steps
+
+    s = from_text("tokens: [a, b, c]\nembeddings: [[1, 0], [0, 1], [1, 1]]\nmask: causal\nsink_logits: 0.5\n")
+    assert "sink" in stages.default(s)
+    result = engine.run(s)
+    sink_row = next(row for row in stages.ROWS if row.stage == "sink")
+    np.testing.assert_array_equal(sink_row.get(result, result.head(1))[:, 0], result.head(1).sink_weight)
+    told = steps(explain_scenario(s, position=3, head=1), 4)
+    share = next(step for step in told if step.title == "The learned sink's share")
+    assert share.lines[0].rhs == "0.5000" and "without the sink" in share.lines[3].rhs
+    assert sum(float(line.rhs.split()[-1]) for line in share.lines[3:]) == pytest.approx(1 - result.head(1).sink_weight[2], abs=2e-4)

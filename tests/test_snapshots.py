@@ -50,6 +50,9 @@ SOURCES: dict[str, tuple[list[str], list[str], list[str]]] = {
     "llama-style": (["llama-style"], ["-s", "llama-style"], ["--word", "fresh", "--head", "3"]),
     # ALiBi slopes per head and a causal mask; the word "the" occurs twice.
     "alibi": (["alibi"], ["-s", "alibi"], ["--word", "on", "--head", "2"]),
+    # The variants that show themselves (core.variants.shown): QK-norm over the whole projection, soft-capping, a learned sink.
+    "qk-softcap-sink": (["tests/scenarios/qk-softcap-sink.yaml"], ["-s", "tests/scenarios/qk-softcap-sink.yaml"],
+                        ["--word", "sat", "--head", "2"]),
     # A real checkpoint folder: GPT-2's tokenizer, biases, W_O, layer 2 of 3.
     "gpt2": (["--model", "tests/checkpoints/gpt2", "--layer", "2", "--sentence", "The cat sat", "--head", "2"],
              ["--model", "tests/checkpoints/gpt2", "--layer", "2", "--sentence", "The cat sat"],

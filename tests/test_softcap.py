@@ -67,3 +67,23 @@ def test_a_cap_that_is_not_a_positive_number_is_refused(value):
 
 def test_summary_says_it():
     assert SoftCap(50.0).describe() == "logit soft-capping: cap·tanh(s / cap), cap = 50"
+
+
+def test_its_own_stage_row_and_narrated_step():
+    """The variant's module brings its stage-table row (stage `softcap`, after `scaled`) and its step of explain, before the bias."""
+    from attncli.core.explain import explain_scenario
+    from attncli.document import stages
+    from attncli.walkthroughs.narration import steps
+
+    s = from_text(DOC + "alibi: true\n")
+    assert stages.STAGE_NAMES.index("softcap") == stages.STAGE_NAMES.index("scaled") + 1 and "softcap" in stages.default(s)
+    assert "softcap" not in stages.default(from_text(DOC.replace("softcap: 50.0\n", "")))
+    head_json = data.run_json(engine.run(s), stages.STAGE_NAMES, [1])["heads"][0]
+    assert list(head_json).index("softcap") == list(head_json).index("scaled") + 1
+    told = steps(explain_scenario(s, position=3, head=1), 4)
+    titles = [step.title for step in told]
+    assert titles.index("Soft-capping the scores") + 1 == titles.index("Adding the bias")
+    capped = told[titles.index("Soft-capping the scores")]
+    assert [line.rhs for line in capped.lines] == ["50 × tanh(70 / 50) = 44.2676", "50 × tanh(70 / 50) = 44.2676", "50 × tanh(98 / 50) = 48.0545"]
+    bias = told[titles.index("Adding the bias")]
+    assert bias.lines[0].rhs.startswith("44.2676 − ")  # the bias is added to the capped score, not the scaled one

@@ -1,6 +1,6 @@
 """The attention engine: softmax(mask(RoPE(Q)·RoPE(K)ᵀ / s + bias))·V with every stage kept.
 
-Pure NumPy in float64: no printing, no I/O. One head, in order: Q, K, V → RoPE on q and k →
+Pure NumPy in float64: no printing, no I/O. One head, in order: Q, K, V → QK-norm → RoPE on q and k →
 scores q·kᵀ → ÷ divisor → soft-cap → + bias + ALiBi → mask → softmax → ·V; then the heads side
 by side → ·W_O + b_O. `attention_head` holds the formula; the variants come from the registry
 (core.variants) by stage, and how each stage is rounded, checked and kept from core.arithmetic.
@@ -23,6 +23,15 @@ import numpy as np
 from attncli.core import variants
 from attncli.core.arithmetic import Arithmetic, Rounder, finite, rounder
 from attncli.core.scenario import Scenario
+
+
+class Normed(NamedTuple):
+    """q and k after a "norm" variant (QK-norm), with the mean square each row was divided by."""
+
+    q: np.ndarray  # (L_q, d_k)
+    k: np.ndarray  # (L_k, d_k)
+    q_mean_square: np.ndarray  # (L_q,) mean(q²) of each query row (over the head, or the whole projection)
+    k_mean_square: np.ndarray  # (L_k,)
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,6 +65,7 @@ class HeadResult:
     reshaped: dict[str, np.ndarray] = field(default_factory=dict)  # variant key -> (L_q, L_k) the scaled scores after it (soft-capping)
     sink_exp: np.ndarray | None = None  # (L_q,) e^(sink - shift), a learned sink's term of exp_sum (gpt-oss); None without
     sink_weight: np.ndarray | None = None  # (L_q,) sink_exp / exp_sum: the weight the sink took; the row's weights sum to 1 minus it
+    normed: dict[str, Normed] = field(default_factory=dict)  # "norm" variant key -> q and k after it (QK-norm), before RoPE
 
     @property
     def logits(self) -> np.ndarray:
@@ -66,13 +76,23 @@ class HeadResult:
 
     @property
     def q(self) -> np.ndarray:
-        """(L_q, d_k) the queries that meet the keys: rotated when RoPE is on."""
-        return self.Q if self.Q_rope is None else self.Q_rope
+        """(L_q, d_k) the queries that meet the keys: normalised under QK-norm, then rotated when RoPE is on."""
+        return self.normed_q if self.Q_rope is None else self.Q_rope
 
     @property
     def k(self) -> np.ndarray:
         """(L_k, d_k) the keys the queries meet."""
-        return self.K if self.K_rope is None else self.K_rope
+        return self.normed_k if self.K_rope is None else self.K_rope
+
+    @property
+    def normed_q(self) -> np.ndarray:
+        """(L_q, d_k) the queries RoPE turns: after QK-norm, else Q."""
+        return list(self.normed.values())[-1].q if self.normed else self.Q
+
+    @property
+    def normed_k(self) -> np.ndarray:
+        """(L_k, d_k) the keys RoPE turns: after QK-norm, else K."""
+        return list(self.normed.values())[-1].k if self.normed else self.K
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,7 +140,8 @@ def _run(scenario: Scenario, decimals: int | None, rows: tuple[int, ...] | None)
     X = None if scenario.X is None else r(np.asarray(scenario.X, dtype=np.float64))  # (L_q, d_model)
     X_kv = None if scenario.X_kv is None else r(np.asarray(scenario.X_kv, dtype=np.float64))  # (L_k, d_model)
     kv_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # kv head -> (K, V), shared by its query heads
-    heads = tuple(_head(scenario, X, X_kv, h, Arithmetic(scenario, h, decimals, rows), kv_cache) for h in range(1, scenario.heads + 1))
+    wholes: dict[str, np.ndarray] = {}  # "q", "k" -> the whole projection, computed once when QK-norm spans all heads
+    heads = tuple(_head(scenario, X, X_kv, h, Arithmetic(scenario, h, decimals, rows), kv_cache, wholes) for h in range(1, scenario.heads + 1))
     concat = np.hstack([head.output for head in heads])  # (L_q, H*d_v)
     output = concat
     if scenario.W_O is not None:
@@ -164,6 +185,15 @@ class HeadInputs(NamedTuple):
     V: np.ndarray  # (L_k, d_v)
     Q_rope: np.ndarray | None  # (L_q, d_k) rotated, under RoPE
     K_rope: np.ndarray | None  # (L_k, d_k)
+    normed: dict[str, Normed]  # "norm" variant key -> q and k after it (QK-norm); HeadResult's field of that name
+
+
+def whole_projection(s: Scenario, role: str, X: np.ndarray | None, X_kv: np.ndarray | None, r: Rounder) -> np.ndarray:
+    """(L_q, H·d_k) every head's queries side by side (role "q"), or (L_k, G·d_k) every key/value head's keys ("k")."""
+    if X is None:
+        return r(np.asarray(s.Q if role == "q" else s.K))
+    source = X if role == "q" or X_kv is None else X_kv
+    return project(source, s.W_Q if role == "q" else s.W_K, s.b_Q if role == "q" else s.b_K, r)  # type: ignore[arg-type]
 
 
 def head_inputs(
@@ -173,6 +203,7 @@ def head_inputs(
     X_kv: np.ndarray | None,
     r: Rounder,
     kv_cache: dict[int, tuple[np.ndarray, np.ndarray]],
+    wholes: dict[str, np.ndarray] | None = None,
 ) -> HeadInputs:
     """Head h's weight blocks, Q, K, V and (under RoPE) rotated Q and K; a key/value head's K and V computed once, kept in kv_cache."""
     d_k, d_v, g = s.d_k, s.d_v, s.kv_head(h)
@@ -190,12 +221,27 @@ def head_inputs(
             V = finite(project(keys_from, W_V, b_V, r), "v", "X·W_V", s, h, keys)  # type: ignore[arg-type]  # (L_k, d_v)
             kv_cache[g] = (K, V)
         K, V = kv_cache[g]  # (L_k, d_k), (L_k, d_v)
+    normed: dict[str, Normed] = {}
+    q, k = Q, K
+    for variant in variants.active(s, "norm"):  # QK-norm: q and k divided by their rms, times a weight
+        whole: dict[str, np.ndarray | None] = {"q": None, "k": None}
+        if variant.whole:  # over the whole projection (OLMo 2): every head's numbers give the rms
+            wholes = {} if wholes is None else wholes
+            for role in whole:
+                if role not in wholes:
+                    wholes[role] = whole_projection(s, role, X, X_kv, r)  # (L, H·d_k or G·d_k)
+                whole[role] = wholes[role]
+        q_hat, q_ms = variant.normalise(q, "q", h, whole["q"])
+        k_hat, k_ms = variant.normalise(k, "k", g, whole["k"])
+        q = finite(r(q_hat), variant.key, f"{variant.symbol}(Q)", s, h, queries)  # (L_q, d_k)
+        k = finite(r(k_hat), variant.key, f"{variant.symbol}(K)", s, h, keys)  # (L_k, d_k)
+        normed[variant.key] = Normed(q, k, q_ms, k_ms)
     Q_rope = K_rope = None
     for variant in variants.active(s, "qk"):  # RoPE: q and k turned by position p = 0, 1, ...
-        q, k = (Q, K) if Q_rope is None or K_rope is None else (Q_rope, K_rope)
+        q, k = (q, k) if Q_rope is None or K_rope is None else (Q_rope, K_rope)
         Q_rope = finite(r(variant.apply(q, np.arange(q.shape[0]))), variant.key, f"{variant.symbol}(Q)", s, h, queries)  # (L_q, d_k)
         K_rope = finite(r(variant.apply(k, np.arange(k.shape[0]))), variant.key, f"{variant.symbol}(K)", s, h, keys)  # (L_k, d_k)
-    return HeadInputs(g, W_Q, W_K, W_V, b_Q, b_K, b_V, Q, K, V, Q_rope, K_rope)
+    return HeadInputs(g, W_Q, W_K, W_V, b_Q, b_K, b_V, Q, K, V, Q_rope, K_rope, normed)
 
 
 def attention_head(
@@ -234,10 +280,13 @@ def _head(
     h: int,
     a: Arithmetic,
     kv_cache: dict[int, tuple[np.ndarray, np.ndarray]],
+    wholes: dict[str, np.ndarray],
 ) -> HeadResult:
-    n = head_inputs(s, h, X, X_kv, rounder(a.decimals), kv_cache)
+    n = head_inputs(s, h, X, X_kv, rounder(a.decimals), kv_cache, wholes)
     L_q, L_k = n.Q.shape[0], n.K.shape[0]
     q, k = (n.Q, n.K) if n.Q_rope is None else (n.Q_rope, n.K_rope)
+    if n.Q_rope is None and n.normed:
+        q, k = list(n.normed.values())[-1][:2]
     visible = variants.visibility(s, L_q, L_k)  # (L_q, L_k) the mask
     reshapes = variants.active(s, "scaled")
     sink = next((variant.logit(h) for variant in variants.active(s, "denominator")), None)  # a learned sink's logit
@@ -247,10 +296,10 @@ def _head(
     stages = (t["scores"], t["scaled"], t.get("bias"), t.get("biased"), t["visible"], t["masked"], t["shift"], t["exp"], t["exp_sum"], t["weights"], t["output"])
     reshaped = {variant.key: t[variant.key] for variant in reshapes}
     sink_exp, sink_weight = t.get("sink_exp"), t.get("sink_weight")  # (L_q,) each, whole; None without a learned sink
-    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages, *reshaped.values(), sink_exp, sink_weight):
+    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages, *reshaped.values(), sink_exp, sink_weight, *(a for x in n.normed.values() for a in x)):
         if array is not None:
             array.setflags(write=False)
-    return HeadResult(h, *n, *stages, reshaped, sink_exp, sink_weight)  # HeadInputs' fields are HeadResult's first ones, in its order
+    return HeadResult(h, *n[:-1], *stages, reshaped, sink_exp, sink_weight, n.normed)  # HeadInputs' fields are HeadResult's first ones, in its order
 
 
 def score_bias(s: Scenario, h: int, L_q: int, L_k: int) -> np.ndarray | None:

@@ -76,6 +76,12 @@ class Explanation:
     def label(self) -> str:
         return self.scenario.query_labels[self.position - 1]
 
+    @property
+    def row(self) -> int:
+        """The query's row (from 0) in the head's tokens × tokens stages, which may keep only some rows."""
+        rows = self.result.rows
+        return self.position - 1 if rows is None else rows.index(self.position - 1)
+
 
 def find_word(scenario: Scenario, word: str | None, position: int | None) -> tuple[int, tuple[int, ...]]:
     """The 1-based position to explain, and the other positions of the same word."""

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from attncli.core import variants
-from attncli.core.variants import Alibi, LearnedSink, Mask, Rope, ScoreBias, SoftCap
+from attncli.core.variants import Alibi, LearnedSink, Mask, QkNorm, Rope, ScoreBias, SoftCap
 from attncli.errors import AttnError, option
 
 
@@ -67,6 +67,7 @@ class Scenario:
     alibi: Alibi | None = None
     softcap: SoftCap | None = None
     sink_logits: LearnedSink | None = None  # gpt-oss: one logit per head in the softmax's denominator
+    qk_norm: QkNorm | None = None  # Qwen3, OLMo 2, Gemma 3: RMSNorm of q and k before RoPE
     precision: int = 4  # decimals shown to people
     path: str | None = None  # the file it was read from; None when built in code
     notes: tuple[str, ...] = ()  # where the numbers come from, for the summary (e.g. a checkpoint's layer)

@@ -2,7 +2,10 @@
 
 A row says which `--stages` name it belongs to, its title, its formula (written once, drawn
 in Unicode or TeX through `attncli.document.notation`), where its numbers come from, how its rows and
-columns are labelled, and when it exists. Adding a variant's stage means adding a row here.
+columns are labelled, and when it exists. A variant brings its own rows (`core.variants.shown.StageRow`,
+held by the variant's module): `_with_variants` places each after the row it names, and its stage
+after that row's stage, shown by default whenever the scenario has the variant. The rows written
+here are the textbook's, and those of the variants that came before variants owned themselves.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+from attncli.core import variants
 from attncli.document.notation import Notation
 from attncli.errors import AttnError, option
 
@@ -52,7 +56,7 @@ class Row(NamedTuple):
         return self.rows == "queries" and self.cols == "keys"
 
 
-STAGES = (
+_TEXTBOOK_STAGES: tuple[Stage, ...] = (
     Stage("embeddings", lambda s: True),
     Stage("q", lambda s: True),
     Stage("k", lambda s: True),
@@ -66,7 +70,6 @@ STAGES = (
     Stage("weights", lambda s: True),
     Stage("output", lambda s: True),
 )
-STAGE_NAMES = tuple(stage.name for stage in STAGES)
 
 
 # -- formulas ------------------------------------------------------------------------------
@@ -87,8 +90,15 @@ def _projection(letter: str) -> Formula:
     return formula
 
 
+def _normed(n: Notation, s: Scenario, letter: str, *, transpose: bool = False) -> str:
+    """Q or K as RoPE meets it: Q̂ after QK-norm, else Q."""
+    from attncli.core.variants.qknorm import hatted
+
+    return hatted(n, letter, transpose=transpose) if s.qk_norm is not None else n(letter, transpose=transpose)
+
+
 def _rotated(letter: str) -> Formula:
-    return lambda n, s, h: f"{n(letter, prime=True)} = " + n.text("RoPE") + f"({n(letter)})"
+    return lambda n, s, h: f"{n(letter, prime=True)} = " + n.text("RoPE") + f"({_normed(kv_notation(n, s, h) if letter != 'Q' else n, s, letter)})"
 
 
 def kv_notation(n: Notation, s: Scenario, h: HeadResult | None) -> Notation:
@@ -101,6 +111,8 @@ def kv_notation(n: Notation, s: Scenario, h: HeadResult | None) -> Notation:
 def _scores(n: Notation, s: Scenario, h: HeadResult | None) -> str:
     rope = s.rope is not None
     k = kv_notation(n, s, h)
+    if s.qk_norm is not None and not rope:
+        return f"{n('S')} = {_normed(n, s, 'Q')}{n.times()}{_normed(k, s, 'K', transpose=True)}"
     return f"{n('S')} = {n('Q', prime=rope)}{n.times()}{k('K', prime=rope, transpose=True)}"
 
 
@@ -138,11 +150,18 @@ def _bias(n: Notation, s: Scenario, h: HeadResult | None) -> str:
 
 
 def _biased(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-    return f"{n('S')} / {_divisor(n, s, h)} + {n('B')}"
+    return f"{reshaped(n, s, n('S') + ' / ' + _divisor(n, s, h))} + {n('B')}"
+
+
+def reshaped(n: Notation, s: Scenario, inner: str) -> str:
+    """`inner` (the scaled scores) as the registry's "scaled" variants reshape it: 50·tanh(S / √d_k / 50) under soft-capping."""
+    for variant in variants.active(s, "scaled"):
+        inner = variant.wrap(n, inner)
+    return inner
 
 
 def _logits(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-    return f"{n('S')} / {_divisor(n, s, h)}" + (f" + {n('B')}" if s.has_bias else "")
+    return reshaped(n, s, f"{n('S')} / {_divisor(n, s, h)}") + (f" + {n('B')}" if s.has_bias else "")
 
 
 def _masked(n: Notation, s: Scenario, h: HeadResult | None) -> str:
@@ -189,7 +208,7 @@ def _head(attribute: str) -> Getter:
     return lambda result, head: getattr(head, attribute)
 
 
-ROWS = (
+_TEXTBOOK_ROWS: tuple[Row, ...] = (
     Row("embeddings", "X", "Embeddings", lambda n, s, h: "X", lambda r, h: r.X, "queries", "x", per_head=False, json=("embeddings",), main=True),
     Row("embeddings", "X_kv", "Context embeddings", lambda n, s, h: "Z", lambda r, h: r.X_kv, "keys", "x", per_head=False,
         json=("context_embeddings",)),
@@ -219,6 +238,33 @@ ROWS = (
     Row("output", "final", "Final output", _final, lambda r, h: r.output if r.scenario.has_output_stage else None, "queries", "y",
         per_head=False, json=("output",)),
 )  # fmt: skip
+
+
+def _with_variants(stages: tuple[Stage, ...], rows: tuple[Row, ...]) -> tuple[tuple[Stage, ...], tuple[Row, ...]]:
+    """The table with every variant's own rows (core.variants.shown.StageRow) in place, and their stages."""
+    stage_list, row_list = list(stages), list(rows)
+    for kind in variants.REGISTRY:
+        for shown in getattr(kind, "rows", ()):
+            index = next(i for i, row in enumerate(row_list) if row.key == shown.after)
+            row = Row(shown.stage, shown.key, shown.title, shown.formula, _per_head(shown.get), shown.rows, shown.cols, json=shown.json,
+                      main=shown.main, kv=shown.kv, after_mask=shown.after_mask)  # fmt: skip
+            row_list.insert(index + 1, row)
+            if all(stage.name != shown.stage for stage in stage_list):
+                place = next(i for i, stage in enumerate(stage_list) if stage.name == row_list[index].stage)
+                stage_list.insert(place + 1, Stage(shown.stage, _has(kind.key)))
+    return tuple(stage_list), tuple(row_list)
+
+
+def _per_head(get: Callable[[HeadResult], np.ndarray | None]) -> Getter:
+    return lambda result, head: None if head is None else get(head)
+
+
+def _has(key: str) -> Callable[[Scenario], bool]:
+    return lambda s: getattr(s, key) is not None
+
+
+STAGES, ROWS = _with_variants(_TEXTBOOK_STAGES, _TEXTBOOK_ROWS)
+STAGE_NAMES = tuple(stage.name for stage in STAGES)
 
 
 def parse(listed: str | None) -> tuple[str, ...] | None:

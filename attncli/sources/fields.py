@@ -173,6 +173,29 @@ FIELDS: tuple[Field, ...] = (
         },
     ),
     Field(
+        "qk_norm",
+        {
+            "description": "QK-norm (Qwen3, Gemma 3, OLMo 2): q and k divided by their root mean square and times a weight, "
+            "before RoPE. true: per head, weights 1, eps 1e-6; or {over: head | whole, q_weight, k_weight, eps, form: w | 1+w}. "
+            "over: head normalises each head's d_k numbers (one weight of d_k shared by the heads); whole, the whole projection "
+            "(weights of H*d_k and G*d_k numbers, OLMo 2). form 1+w multiplies by (1 + w), Gemma's RMSNorm.",
+            "anyOf": [
+                {"type": "boolean"},
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "over": {"enum": ["head", "whole"]},
+                        "q_weight": VECTOR,
+                        "k_weight": VECTOR,
+                        "eps": {"type": "number", "minimum": 0},
+                        "form": {"enum": ["w", "1+w"]},
+                    },
+                },
+            ],
+        },
+    ),
+    Field(
         "model",
         {
             "type": "string",

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from attncli.core.scenario import Scale, Scenario
-from attncli.core.variants import Alibi, LearnedSink, Mask, Rope, ScoreBias, SoftCap, alibi_slopes
+from attncli.core.variants import Alibi, LearnedSink, Mask, QkNorm, Rope, ScoreBias, SoftCap, alibi_slopes
 from attncli.errors import AttnError, option
 from attncli.sources import builtin, fields, reading
 from attncli.sources.limits import Limits
@@ -25,7 +25,7 @@ from attncli.sources.words import split_sentence
 from attncli.sources.yamltree import Map, Scalar, Seq, Value, describe, parse, to_number, to_word
 
 KEYS, MODEL_KEYS = fields.KEYS, fields.MODEL_KEYS  # every key, and those a real checkpoint's layer may have
-CONTEXT_KEYS, MASK_KEYS, ROPE_KEYS = (fields.mapping_keys(name) for name in ("context", "mask", "rope"))
+CONTEXT_KEYS, MASK_KEYS, ROPE_KEYS, QK_NORM_KEYS = (fields.mapping_keys(name) for name in ("context", "mask", "rope", "qk_norm"))
 MAX_PRECISION = 15  # float64 carries 15-17 significant digits; more decimals would be noise
 
 
@@ -133,6 +133,7 @@ class _Validator:
             alibi=self._alibi(heads),
             softcap=self._softcap(),
             sink_logits=self._sink_logits(heads),
+            qk_norm=self._qk_norm(heads, kv_heads, d_k),
             precision=self._int("precision", default=4, minimum=0, maximum=MAX_PRECISION),
             path=self.path,
         )
@@ -654,6 +655,47 @@ class _Validator:
         else:
             raise self._error(f"found {describe(value)}", "sink_logits", expected, value)
         return LearnedSink(tuple(float(logit) for logit in logits))
+
+    def _qk_norm(self, heads: int, kv_heads: int, d_k: int) -> QkNorm | None:
+        value = self._get("qk_norm")
+        if value is None:
+            return None
+        if isinstance(value, Scalar) and value.plain and value.kind == "bool":
+            if not self._bool("qk_norm", False):
+                return None
+            return QkNorm(_frozen(np.ones(d_k)), _frozen(np.ones(d_k)))  # type: ignore[arg-type]
+        if not isinstance(value, Map):
+            raise self._error(f"found {describe(value)}", "qk_norm", "`true`, or {over: head | whole, q_weight, k_weight, eps, form: w | 1+w}", value)
+        _check_keys(value, QK_NORM_KEYS, "qk_norm.")
+        items = value.items
+        over = "head"
+        if "over" in items:
+            over = to_word(items["over"], "qk_norm.over")
+            if over not in ("head", "whole"):
+                raise self._error(f"found {over!r}", "qk_norm.over", "`head` (each head's d_k numbers: Qwen3, Gemma 3) or `whole` (OLMo 2)", items["over"])
+        form = "w"
+        if "form" in items:
+            form = to_word(items["form"], "qk_norm.form")
+            if form not in ("w", "1+w"):
+                raise self._error(f"found {form!r}", "qk_norm.form", "`w` (x / rms · w) or `1+w` (Gemma's x / rms · (1 + w))", items["form"])
+        eps = 1e-6
+        if "eps" in items:
+            eps = to_number(items["eps"], "qk_norm.eps")
+            if not (math.isfinite(eps) and eps >= 0):
+                raise self._error(f"found {items['eps'].text}", "qk_norm.eps", "a number ≥ 0, such as 1e-6", items["eps"])  # type: ignore[union-attr]
+        weights = []
+        for role, count in (("q", heads), ("k", kv_heads)):
+            length = d_k * count if over == "whole" else d_k
+            key = f"{role}_weight"
+            if key not in items:
+                weights.append(np.zeros(length) if form == "1+w" else np.ones(length))
+                continue
+            vector = to_vector(items[key], f"qk_norm.{key}")
+            if len(vector) != length:
+                what = f"{count}·d_k = {length}, the whole {role} projection" if over == "whole" else f"d_k = {d_k}, shared by every head"
+                raise self._error(f"{len(vector)} numbers", f"qk_norm.{key}", f"{length} numbers ({what})", items[key])
+            weights.append(vector)
+        return QkNorm(_frozen(weights[0]), _frozen(weights[1]), eps=eps, over=over, offset=1.0 if form == "1+w" else 0.0)  # type: ignore[arg-type]
 
     def _alibi(self, heads: int) -> Alibi | None:
         value = self._get("alibi")

@@ -97,6 +97,10 @@ def explain_json(expl: Explanation) -> dict[str, Any]:
     doc = _explain_json(expl)
     if expl.sink_exp is not None:  # a learned sink: its term of exp_sum and the weight it took (keys only added)
         doc["sink_exp"], doc["sink_weight"] = expl.sink_exp, expl.sink_weight
+    if expl.head.normed:  # QK-norm: the query and each key as RoPE meets them, after the norm (keys only added)
+        doc["query"]["q_normed"] = expl.head.normed_q[expl.position - 1]
+        for key, step in zip(doc["keys"], expl.keys):
+            key["k_normed"] = expl.head.normed_k[step.position - 1]
     return doc
 
 

@@ -75,17 +75,21 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
     out = [_query(expl, p, w, check, full)]
     if expl.e is not None and any(key.e is not None for key in expl.keys) and expl.head.W_K is not None:
         out.append(_keys_values(expl, p, w, check, full))
+    say = Say(expl, w, p, check, full)
+    out += _variant_steps(expl, "norm", say)
     if s.rope is not None:
         out.append(_rotation(expl, p, w))
     out.append(_dot_products(expl, p, w, check, full))
     if s.scale.mode != "none":
         out.append(_scaling(expl, p, w, check, full))
+    out += _variant_steps(expl, "scaled", say)
     if s.has_bias:
         out.append(_bias(expl, p, w, check, full))
     if s.mask.hides_anything:
         out.append(_mask(expl, w))
-    out += [_exponentials(expl, p, w, check, full), _sum(expl, p, w, check, full), _weights(expl, p, w, check, full),
-            _weighted(expl, p, w, check, full), _output(expl, p, w, check, full)]  # fmt: skip
+    out += [_exponentials(expl, p, w, check, full), _sum(expl, p, w, check, full), _weights(expl, p, w, check, full)]
+    out += _variant_steps(expl, "denominator", say)
+    out += [_weighted(expl, p, w, check, full), _output(expl, p, w, check, full)]
     if s.W_O is not None or s.b_O is not None:
         out.append(_projection(expl, p, w, check, full))
     if expl.online is not None:
@@ -95,6 +99,45 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
     if check.first is not None:  # one note, on the first step that needed ≈
         index = next(i for i, step in enumerate(out) if any(w.approx in line.rhs for line in step.lines))
         out[index] = out[index]._replace(notes=[*out[index].notes, check.note()])
+    return out
+
+
+# -- the variants' own steps (core.variants.shown) --------------------------------------------------------
+
+
+class Say:
+    """What a variant's `narrate` writes with (core.variants.shown.Say): the writer, the =/≈ rule, shortened vectors and sums."""
+
+    def __init__(self, expl: Explanation, w: Writer, p: int, check: Arithmetic, full: bool) -> None:
+        self.expl, self.w, self.p, self.check, self.full = expl, w, p, check, full
+
+    def shown(self, x: float) -> Decimal:
+        return shown(x, self.p)
+
+    def relation(self, reader: Decimal | Sequence[Decimal], result: float | np.ndarray, *, name: str) -> str:
+        return self.check.relation(reader, result, name=name)
+
+    def vec(self, values: np.ndarray) -> str:
+        return _vec(self.w, values, self.p, self.full)
+
+    def terms(self, texts: list[str]) -> str:
+        if self.full or len(texts) <= LONG_SUM:
+            return " + ".join(texts)
+        return " + ".join([*texts[:LONG_TERMS], self.w.ellipsis, *texts[-2:]])
+
+    def shown_keys(self) -> list[KeyStep]:
+        return _keys_shown(self.expl, self.full)
+
+
+def _variant_steps(expl: Explanation, stage: str, say: Say) -> list[Step]:
+    """The steps the scenario's variants at `stage` narrate themselves (QK-norm, soft-capping, a learned sink), in registry order."""
+    from attncli.core import variants
+
+    out = []
+    for variant in variants.active(expl.scenario, stage):
+        if hasattr(variant, "narrate"):
+            told = variant.narrate(expl, say)
+            out.append(Step(told.title, told.formula, [Line(*line) for line in told.lines], told.notes))
     return out
 
 
@@ -249,8 +292,7 @@ def _keys_values(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: 
 
 
 def _dot_products(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
-    q = w.prime("q") if expl.scenario.rope is not None else "q"
-    k = w.prime("k") if expl.scenario.rope is not None else "k"
+    q, k = _met(expl, w, "q"), _met(expl, w, "k")
     keys = _keys_shown(expl, full)
     lines = []
     q_shown = [shown(float(a), p) for a in expl.q]
@@ -259,13 +301,22 @@ def _dot_products(expl: Explanation, p: int, w: Writer, check: Arithmetic, full:
         products = [float(a * b) for a, b in zip(expl.q, key.k)]
         terms = _terms(w, products, texts, functools.partial(_partial_dot, expl.q, key.k), p, full)
         reader = sum((q_shown[j] * shown(float(key.k[j]), p) for j in terms.shown), Decimal(0)) + _rest(terms, p)
-        relation = check.relation(reader, key.score, name=f"{'q′' if q != 'q' else 'q'}·k({key.label})")
+        relation = check.relation(reader, key.score, name=f"{'q′' if expl.scenario.rope is not None else 'q'}·k({key.label})")
         lines.append(Line(f"{q}{w.dot}{w.of(k, w.label(key.label))}", f"{terms.text} {relation} {w.num(key.score, p)}"))
     notes = []
     if len(expl.q) > LONG_SUM and not full:
         notes.append(f"The vectors have {len(expl.q)} numbers: each sum shows its {LONG_TERMS} largest terms and adds up the "
                      "others in one number; --full shows every term.")  # fmt: skip
     return Step("One dot product per key", f"{w.text('score')} = {q}{w.dot}{k}", lines, notes + _fewer_keys(expl, keys))
+
+
+def _met(expl: Explanation, w: Writer, letter: str) -> str:
+    """q or k as the scores meet it: q′ rotated by RoPE, q̂ after QK-norm alone, else q."""
+    if expl.scenario.rope is not None:
+        return w.prime(letter)
+    if expl.scenario.qk_norm is not None:
+        return rf"\hat{{{letter}}}" if w.tex else letter + "\u0302"
+    return letter
 
 
 def _partial_dot(q: np.ndarray, k: np.ndarray, others: list[int]) -> float:
@@ -293,9 +344,11 @@ def _bias(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -
     h = expl.head.head
     lines = []
     i = expl.position
+    reshaped = list(expl.head.reshaped.values())[-1][expl.row] if expl.head.reshaped else None  # (L_k,) soft-capped scores
     for key in _keys_shown(expl, full):
-        sum_ = w.num(key.scaled, p)
-        reader = shown(key.scaled, p)
+        before = key.scaled if reshaped is None else float(reshaped[key.position - 1])  # what the bias is added to
+        sum_ = w.num(before, p)
+        reader = shown(before, p)
         exact = True
         if s.bias is not None:
             b = float(s.bias.matrix(h, s.L, s.L_k)[i - 1, key.position - 1])
@@ -316,7 +369,7 @@ def _bias(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -
         )
     if s.bias is not None:
         notes.append("The scenario's bias matrix adds its entry (query row, key column) to each scaled score.")
-    return Step("Adding the bias", f"{w.text('logit')} = {w.text('scaled')} + b", lines, notes)
+    return Step("Adding the bias", f"{w.text('logit')} = {w.text('scaled' if reshaped is None else 'capped')} + b", lines, notes)
 
 
 def _exponentials(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
@@ -471,7 +524,7 @@ def _rotation(expl: Explanation, p: int, w: Writer) -> Step:
     first, second = rope.pairs(d_k)
     lines = []
     for i, (a, b, angle) in enumerate(zip(first, second, angles)):
-        x, y = expl.q_raw[a], expl.q_raw[b]
+        x, y = expl.head.normed_q[expl.position - 1][a], expl.head.normed_q[expl.position - 1][b]  # q as RoPE meets it
         lines.append(Line(
             f"{w.text('pair')}\\ {i + 1} \\ ({a + 1}, {b + 1}): {w.phi}" if w.tex else f"pair {i + 1} ({a + 1}, {b + 1}): φ",
             f"{position} {w.times} {w.num(float(rope.frequencies(d_k)[i]), p + 2)} = {w.num(float(angle), p)}, "
@@ -480,7 +533,7 @@ def _rotation(expl: Explanation, p: int, w: Writer) -> Step:
     lines.append(Line(w.prime("q"), w.vec(expl.q, p)))
     shown = expl.keys if len(expl.keys) <= LONG_SUM else expl.keys[:5] + expl.keys[-2:]
     for key in shown:
-        lines.append(Line(w.of(w.prime("k"), w.label(key.label)), f"{w.text('RoPE')}({w.vec(key.k_raw, p)}, {key.position - 1}) = {w.vec(key.k, p)}"))
+        lines.append(Line(w.of(w.prime("k"), w.label(key.label)), f"{w.text('RoPE')}({w.vec(expl.head.normed_k[key.position - 1], p)}, {key.position - 1}) = {w.vec(key.k, p)}"))
     notes = [
         f"{rope.describe()}: the query at position {position} (counted from 0) turns its pair i by the angle "
         f"{position}·ω_i, with ω_i = θ^(−2i/d_k); each key turns by its own position the same way.",
@@ -489,7 +542,8 @@ def _rotation(expl: Explanation, p: int, w: Writer) -> Step:
     ]
     if len(shown) < len(expl.keys):
         notes.append(f"{len(expl.keys) - len(shown)} of the {len(expl.keys)} rotated keys are left out here.")
-    return Step("Rotating the query and the keys (RoPE)", f"{w.prime('q')} = {w.text('RoPE')}(q, i)", lines, notes)
+    turned = "q" if s.qk_norm is None else (r"\hat{q}" if w.tex else "q\u0302")  # q̂ after QK-norm
+    return Step("Rotating the query and the keys (RoPE)", f"{w.prime('q')} = {w.text('RoPE')}({turned}, i)", lines, notes)
 
 
 

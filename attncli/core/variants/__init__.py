@@ -5,6 +5,7 @@ words (`describe()`) and as JSON (`as_json()`); its class names its scenario key
 the formula it acts on and its place among the scenario JSON's keys. The engine, the JSON and
 the header summary go through REGISTRY instead of naming variants. Stages, in the order the
 engine meets them:
+    "norm"        on each head's q and k: normalise(x, role, index, whole) -> x  (QK-norm)
     "qk"          before the scores, on q and k: apply(x, positions) -> x       (RoPE)
     "scaled"      on the scaled scores, elementwise: apply(s, out=) -> s        (soft-capping)
     "logits"      added to the scaled scores: matrix(head, L_q, L_k)           (a given bias, ALiBi)
@@ -22,10 +23,15 @@ import numpy as np
 from attncli.core.variants.biases import Alibi, ScoreBias, alibi_slopes
 from attncli.core.variants.masks import Mask
 from attncli.core.variants.positions import Rope
+from attncli.core.variants.qknorm import QkNorm
+from attncli.core.variants.shown import Narrated, Say, StageRow
 from attncli.core.variants.sinks import LearnedSink
 from attncli.core.variants.softcap import SoftCap
 
-__all__ = ["REGISTRY", "Alibi", "LearnedSink", "Mask", "Rope", "ScoreBias", "SoftCap", "Variant", "active", "alibi_slopes", "in_json_order", "visibility"]
+__all__ = [
+    "REGISTRY", "Alibi", "LearnedSink", "Mask", "Narrated", "QkNorm", "Rope", "Say", "ScoreBias", "SoftCap", "StageRow", "Variant", "active",
+    "alibi_slopes", "in_json_order", "shown_rows", "visibility",
+]  # fmt: skip
 
 
 class Variant(Protocol):
@@ -38,8 +44,18 @@ class Variant(Protocol):
     def describe(self) -> str: ...
     def as_json(self) -> Any: ...
 
+    # How it is shown (core.variants.shown), optional: a variant without them is shown by the rows and steps
+    # that document.stages and walkthroughs.narration wrote for it before variants owned themselves (RoPE, bias, ALiBi, mask).
+    #   rows: ClassVar[tuple[StageRow, ...]]                     its stage-table rows
+    #   def narrate(self, expl: Explanation, say: Say) -> Narrated   its step of `explain`, after the steps of its stage
 
-REGISTRY: tuple[type[Variant], ...] = (Rope, SoftCap, ScoreBias, Alibi, Mask, LearnedSink)  # in the order the engine meets them
+
+REGISTRY: tuple[type[Variant], ...] = (QkNorm, Rope, SoftCap, ScoreBias, Alibi, Mask, LearnedSink)  # in the order the engine meets them
+
+
+def shown_rows() -> list[StageRow]:
+    """Every stage-table row the variants bring, in registry order."""
+    return [row for kind in REGISTRY for row in getattr(kind, "rows", ())]
 
 
 def active(s: object, stage: str | None = None) -> list[Any]:

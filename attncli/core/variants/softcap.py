@@ -1,11 +1,18 @@
-"""Logit soft-capping (Gemma 2): the scaled scores squashed into (−cap, cap) by cap·tanh(s / cap), before the mask."""
+"""Logit soft-capping (Gemma 2): the scaled scores squashed into (−cap, cap) by cap·tanh(s / cap), before the mask.
+
+The module also holds how soft-capping is shown (core.variants.shown): its stage-table row and its step of `explain`.
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import ClassVar
+from decimal import Decimal
+from typing import Any, ClassVar
 
 import numpy as np
+
+from attncli.core.variants.shown import Narrated, Say, StageRow
 
 
 @dataclass(frozen=True, eq=False)
@@ -17,6 +24,7 @@ class SoftCap:
     json_key: ClassVar[str] = "softcap"
     json_slot: ClassVar[int] = 4
     json_absent: ClassVar[None] = None
+    rows: ClassVar[tuple[StageRow, ...]]  # its stage-table row, below the class
 
     cap: float
 
@@ -32,3 +40,47 @@ class SoftCap:
 
     def as_json(self) -> dict[str, object]:
         return {"cap": self.cap}
+
+    def wrap(self, n: Any, inner: str) -> str:
+        """A formula's `inner` (the scaled scores) soft-capped: 50·tanh((S / √d_k) / 50), in the notation n."""
+        if n.tex:
+            return rf"{self.cap:g}\tanh\left(\frac{{{inner}}}{{{self.cap:g}}}\right)"
+        return f"{self.cap:g}·tanh(" + (f"({inner})" if " " in inner else inner) + f" / {self.cap:g})"
+
+    def narrate(self, expl: Any, say: Say) -> Narrated:
+        """Each key's scaled score through cap·tanh(s / cap), and what that did to the largest ones."""
+        w, p = say.w, say.p
+        capped = expl.head.reshaped[self.key][expl.row]  # (L_k,) this query's soft-capped scores
+        cap = say.shown(self.cap)
+        lines: list[tuple[str, ...]] = []
+        for key in say.shown_keys():
+            value = float(capped[key.position - 1])
+            reader = cap * Decimal(repr(math.tanh(float(say.shown(key.scaled) / cap))))
+            relation = say.relation(reader, value, name=f"the soft-capped score of {key.label}")
+            tanh = (r"\tanh\left(" + w.frac(w.num(key.scaled, p), w.num(self.cap, p)) + r"\right)") if w.tex else (
+                f"tanh({w.num(key.scaled, p)} / {w.num(self.cap, p)})")
+            lines.append((w.label(key.label), f"{w.num(self.cap, p)} {w.times} {tanh} {relation} {w.num(value, p)}", ":"))
+        largest = max(say.shown_keys(), key=lambda key: abs(key.scaled))
+        squeeze = abs(largest.scaled) - abs(float(capped[largest.position - 1]))
+        notes = [
+            f"Soft-capping squashes every scaled score into (−{self.cap:g}, {self.cap:g}): a score much smaller than the cap "
+            f"passes almost unchanged (tanh x ≈ x near 0), a large one is pulled toward ±{self.cap:g}. Here the largest, "
+            f"{largest.label}'s {largest.scaled:.{p}f}, lost {squeeze:.{p}f}.",
+            "Why models do it (Gemma 2): no logit can run away during training, so no single key can take all the weight by "
+            "an ever-growing score; unlike clipping, tanh keeps the order of the scores and a gradient everywhere.",
+        ]
+        formula = (r"\text{capped} = c \tanh(\text{scaled} / c)" if w.tex else "capped = c·tanh(scaled / c)") + (
+            rf", \quad c = {self.cap:g}" if w.tex else f", c = {self.cap:g}")
+        return Narrated("Soft-capping the scores", formula, lines, notes)
+
+
+def _capped_formula(n: Any, s: Any, h: Any) -> str:
+    divisor = {"sqrt_dk": n.sqrt("d_k"), "none": ""}.get(s.scale.mode, f"{s.scale.divisor:g}")
+    inner = n("S") + (f" / {divisor}" if divisor else "")
+    return str(s.softcap.wrap(n, inner)) if s.softcap is not None else inner
+
+
+SoftCap.rows = (
+    StageRow("softcap", "softcap", "Soft-capped scores", _capped_formula, lambda h: h.reshaped.get("softcap"), "queries", "keys",
+             after="scaled", main=True),
+)  # fmt: skip

@@ -16,7 +16,7 @@ from attncli.sources.bounded import JsonLimits
 
 CONFIG_LIMITS = JsonLimits(max_bytes=4 * 1024 * 1024)  # config.json and the shard index: a few kB in real checkpoints
 
-SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral", "bart")
+SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral", "bart", "qwen3", "olmo2", "gemma3_text")
 LLAMA_FAMILY = ("llama", "qwen2", "mistral")
 ROPE_KINDS = ("default", "linear", "llama3")
 ACTIVATIONS = (
@@ -45,6 +45,9 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "qwen2": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 32, "positions": 32768, "inter": 22016},
     "mistral": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 8, "positions": 131072, "inter": 14336},
     "bart": {"layers": 12, "hidden": 1024, "heads": 16, "positions": 1024, "inter": 4096, "act": "gelu"},
+    "qwen3": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 32, "positions": 32768, "inter": 22016, "head_dim": 128},
+    "olmo2": {"layers": 32, "hidden": 4096, "heads": 32, "kv": None, "positions": 2048, "inter": 11008, "eps": 1e-5},
+    "gemma3_text": {"layers": 26, "hidden": 2304, "heads": 8, "kv": 4, "positions": 131072, "inter": 9216, "head_dim": 256, "act": "gelu_pytorch_tanh"},
 }
 
 
@@ -310,14 +313,14 @@ def _llama_family(read: _Reader, model_type: str) -> ModelConfig:
         raise read.fail(
             "num_key_value_heads", f"{kv_heads} key/value heads do not divide {heads} heads", "a divisor of num_attention_heads"
         )
-    if read.raw.get("head_dim") is not None:
-        head_dim = read.count("head_dim", default=None, most=MOST["head_dim"])
+    if read.raw.get("head_dim") is not None or "head_dim" in d:
+        head_dim = read.count("head_dim", default=d.get("head_dim"), most=MOST["head_dim"])
     else:
         head_dim = _heads_divide(read, hidden, heads, "num_attention_heads")
     if head_dim % 2:
         raise read.fail("head_dim", f"the head size {head_dim} is odd", "an even head size (RoPE turns pairs)")
     max_positions = read.count("max_position_embeddings", default=d["positions"], most=MOST["positions"])
-    attention_bias = model_type == "llama" and read.flag("attention_bias", False)
+    attention_bias = model_type in ("llama", "qwen3", "olmo2", "gemma3_text") and read.flag("attention_bias", False)
     return ModelConfig(
         model_type=model_type,
         layers=layers,
@@ -327,10 +330,10 @@ def _llama_family(read: _Reader, model_type: str) -> ModelConfig:
         head_dim=head_dim,
         intermediate_size=read.count("intermediate_size", default=d["inter"], most=MOST["inner"]),
         max_positions=max_positions,
-        norm_eps=read.number("rms_norm_eps", 1e-6),
-        activation=_activation(read, "hidden_act", default="silu"),
+        norm_eps=read.number("rms_norm_eps", d.get("eps", 1e-6)),
+        activation=_activation(read, "hidden_act", "hidden_activation", default=d.get("act", "silu")),
         dtype=_dtype(read),
-        rope=_rope(read, max_positions),
+        rope=_rope(read, max_positions, per_type="full_attention" if model_type == "gemma3_text" else None),
         windows=_windows(read, model_type, layers),
         causal=True,
         qkv_bias=model_type == "qwen2" or attention_bias,
@@ -339,14 +342,20 @@ def _llama_family(read: _Reader, model_type: str) -> ModelConfig:
     )
 
 
-def _rope(read: _Reader, max_positions: int) -> RopeConfig:
-    """RoPE as transformers 5 reads it: `rope_scaling` wins over `rope_parameters`; θ from either, else top level."""
+def _rope(read: _Reader, max_positions: int, *, per_type: str | None = None) -> RopeConfig:
+    """RoPE as transformers 5 reads it: `rope_scaling` wins over `rope_parameters`; θ from either, else top level.
+
+    With `per_type` (Gemma 3: "full_attention"), settings given per layer type are read for that type; the
+    family module reads the others.
+    """
     scaling = read.raw.get("rope_scaling")
     parameters = read.raw.get("rope_parameters")
     key = "rope_scaling" if scaling else "rope_parameters"
     chosen = scaling or parameters or {}
     if not isinstance(chosen, dict):
         raise read.fail(key, f"found {_shown(chosen)}", "a mapping of RoPE settings")
+    if per_type is not None and isinstance(chosen.get(per_type), dict):
+        chosen, key = chosen[per_type], f"{key}.{per_type}"
     if any(isinstance(v, dict) for v in chosen.values()):
         raise read.fail(key, "RoPE settings differ per layer type", "one set of RoPE settings for all layers")
     kind = chosen.get("rope_type", chosen.get("type", "default"))
@@ -384,6 +393,15 @@ def _windows(read: _Reader, model_type: str, layers: int) -> tuple[int | None, .
     """Per layer, the sliding window transformers applies, or None."""
     if model_type == "llama":
         return (None,) * layers
+    if model_type == "gemma3_text":  # layer_types, or (transformers 4) every sliding_window_pattern-th layer full
+        size = _window(read, "sliding_window", read.raw.get("sliding_window", 4096))
+        kinds = read.raw.get("layer_types")
+        if kinds is None:
+            pattern = read.count("sliding_window_pattern", "_sliding_window_pattern", default=6, most=MOST["layers"])
+            kinds = ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(layers)]
+        if not isinstance(kinds, list) or len(kinds) != layers:
+            raise read.fail("layer_types", f"found {_shown(kinds)}", f"a list of {layers} layer kinds")
+        return tuple(size if kind == "sliding_attention" else None for kind in kinds)
     if model_type == "mistral":  # every layer, when sliding_window is set (transformers' default: 4096)
         value = read.raw.get("sliding_window", 4096)
         return (None if value is None else _window(read, "sliding_window", value),) * layers

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from attncli.core.variants import Rope
+from attncli.core.variants import QkNorm, Rope
 from attncli.errors import AttnError, option
 from attncli.sources.arguments import shown_path
-from attncli.sources.checkpoints import bart, bert, gpt2, llama, tokenizer_process
+from attncli.sources.checkpoints import bart, bert, gemma3, gpt2, llama, olmo2, qwen3, tokenizer_process
 from attncli.sources.checkpoints.config import ModelConfig, read_config, read_raw
 from attncli.sources.checkpoints.describe import describe_config
 from attncli.sources.checkpoints.gguf import gguf_path, open_model
@@ -27,7 +27,7 @@ from attncli.sources.checkpoints.tokens import Tokens, encode, not_applied_note
 
 __all__ = ["LayerCase", "Tokens", "load_layer", "model_info", "tokenize"]
 
-_ARCHITECTURES = {"gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama}
+_ARCHITECTURES = {"gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "qwen3": qwen3, "olmo2": olmo2, "gemma3_text": gemma3}
 ENCODER_DECODERS = ("bart",)  # read a source text and a target text; the layer counts in the stack `attention` names
 
 
@@ -61,6 +61,7 @@ class LayerCase:
     notes: tuple[str, ...]  # provenance, for the header
     gguf: str | None = None  # the GGUF file read, when the model is one
     tokens_from: str = "its tokenizer.json"
+    qk_norm: QkNorm | None = None  # Qwen3, OLMo 2: RMSNorm of q and k before RoPE
     attention: str | None = None  # an encoder–decoder's: "encoder", "decoder" or "cross"; None for one stack
     context_ids: tuple[int, ...] | None = None  # cross-attention: the source's tokens, whose encoding gives keys and values
     context_labels: tuple[str, ...] | None = None
@@ -178,6 +179,7 @@ def load_layer(
         divisor=w.divisor, causal=w.causal, window=w.window, rope=w.rope,
         dtype=inputs.dtype, notes=(*notes, *not_applied_note(not_applied)),
         gguf=None if gguf is None else str(gguf), tokens_from="its tokenizer.json" if gguf is None else "the GGUF metadata",
+        qk_norm=w.qk_norm,
     )  # fmt: skip
 
 

@@ -1,9 +1,14 @@
-"""Llama, Qwen2 and Mistral: RMSNorm before attention and MLP, RoPE rotate-half, grouped-query attention, SwiGLU."""
+"""Llama, Qwen2 and Mistral: RMSNorm before attention and MLP, RoPE rotate-half, grouped-query attention, SwiGLU.
+
+Its pieces serve the families built on it (qwen3.py, olmo2.py): `_attention` reads a layer's projections,
+`_mlp` its SwiGLU, and `layer_inputs` takes the family's own attention reader.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -56,7 +61,19 @@ def _linear(w: Weights, name: str, x: np.ndarray, n_out: int, bias: bool) -> np.
     return y if not bias else y + w.get(name + ".bias", (n_out,))
 
 
-def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) -> np.ndarray:
+Attention = Callable[[ModelConfig, Weights, int, Rope], AttentionWeights]  # a family's reader of layer `index`'s attention
+
+
+def _mlp(cfg: ModelConfig, w: Weights, index: int, x: np.ndarray) -> np.ndarray:
+    """(L, d) down(act(gate(x))·up(x)) of layer `index`."""
+    inner = cfg.intermediate_size
+    p = f"layers.{index}."
+    hidden = activate(cfg.activation, _linear(w, p + "mlp.gate_proj", x, inner, cfg.mlp_bias))  # (L, inner)
+    hidden *= _linear(w, p + "mlp.up_proj", x, inner, cfg.mlp_bias)  # (L, inner) act(gate)·up
+    return _linear(w, p + "mlp.down_proj", hidden, cfg.hidden_size, cfg.mlp_bias)  # (L, d)
+
+
+def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope, attention: Attention = _attention) -> np.ndarray:
     """(L, d) the residual stream after layer `index`: h + attention(norm h), then + down(act(gate)·up).
 
     The attention is the engine's (blocks.self_attention, the very computation `run` shows); each
@@ -64,31 +81,40 @@ def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) 
     inside its product, so an earlier layer holds its attention weights, 16 MiB of MLP weights
     and its activations.
     """
-    d, inner = cfg.hidden_size, cfg.intermediate_size
     p = f"layers.{index}."
-    h = h + self_attention(_norm(cfg, w, p + "input_layernorm", h), _attention(cfg, w, index, rope))  # (L, d)
-    x = _norm(cfg, w, p + "post_attention_layernorm", h)  # (L, d)
-    hidden = activate(cfg.activation, _linear(w, p + "mlp.gate_proj", x, inner, cfg.mlp_bias))  # (L, inner)
-    hidden *= _linear(w, p + "mlp.up_proj", x, inner, cfg.mlp_bias)  # (L, inner) act(gate)·up
-    out: np.ndarray = h + _linear(w, p + "mlp.down_proj", hidden, d, cfg.mlp_bias)  # (L, d)
+    h = h + self_attention(_norm(cfg, w, p + "input_layernorm", h), attention(cfg, w, index, rope))  # (L, d)
+    out: np.ndarray = h + _mlp(cfg, w, index, _norm(cfg, w, p + "post_attention_layernorm", h))  # (L, d)
     return out
 
 
-def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
-    """X = input_layernorm (RMSNorm) of the residual entering `layer` (from 1), and that layer's attention weights."""
+def weights_and_rope(cfg: ModelConfig, checkpoint: TensorSource) -> tuple[Weights, Rope]:
+    """The checkpoint's tensors under `model.` and its RoPE (with a GGUF file's per-frequency factors)."""
     assert cfg.rope is not None
     w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", ""))
     rope = rope_spec(cfg.rope, cfg.head_dim)
     factors = getattr(checkpoint, "rope_factors", None)  # a GGUF file's llama3 scaling: llama.cpp's per-frequency divisors
     if factors is not None:
         rope = dataclasses.replace(rope, inv_freq=rope.inv_freq / factors, scaling="per-frequency factors (rope_freqs)")
+    return w, rope
+
+
+def layer_inputs(
+    cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int, attention: Attention = _attention
+) -> LayerInputs:
+    """X = input_layernorm (RMSNorm) of the residual entering `layer` (from 1), and that layer's attention weights."""
+    w, rope = weights_and_rope(cfg, checkpoint)
     h = w.rows("embed_tokens.weight", ids, cfg.hidden_size)  # (L, d)
     for index in range(layer - 1):
-        h = _layer(cfg, w, index, h, rope)
+        h = _layer(cfg, w, index, h, rope, attention)
     index = layer - 1
     X = _norm(cfg, w, f"layers.{index}.input_layernorm", h)  # (L, d)
-    attention = _attention(cfg, w, index, rope)
-    dtype = w.dtype(f"layers.{index}.self_attn.q_proj.weight")
+    weights = attention(cfg, w, index, rope)
+    return LayerInputs(X=X, attention=weights, dtype=w.dtype(f"layers.{index}.self_attn.q_proj.weight"),
+                       notes=notes(cfg, layer, rope, weights, w.dtype(f"layers.{index}.self_attn.q_proj.weight")))  # fmt: skip
+
+
+def notes(cfg: ModelConfig, layer: int, rope: Rope, attention: AttentionWeights, dtype: str, *, first: str | None = None) -> tuple[str, ...]:
+    """The header's lines for a Llama-like layer; `first` replaces the line that says what X is."""
     H, G = cfg.heads, cfg.kv_heads
     sharing = (
         f"grouped-query attention: {H} query heads share {G} key/value heads, {H // G} each (head h reads key/value head ⌊(h−1)·G/H⌋ + 1)"
@@ -98,6 +124,11 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
         else None
     )
     scaling = f", {rope.scaling.replace(' (', ' scaling (', 1)}" if rope.scaling else ""
+    norm = attention.qk_norm
+    qk_norm = None if norm is None else (
+        f"QK-norm: q and k divided by their rms over {'each head (q_norm, k_norm of ' + str(cfg.head_dim) + ' weights, shared by the heads)' if not norm.whole else 'the whole projection (q_norm, k_norm of H·d_k and G·d_k weights)'}, "
+        f"times {'(1 + w)' if norm.offset else 'w'}, ε = {norm.eps:g}, before RoPE"
+    )  # fmt: skip
     biases = (
         "q, k, v and o projections have biases"
         if cfg.output_bias
@@ -105,10 +136,11 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
         if cfg.qkv_bias
         else None
     )
-    notes = tuple(
+    lines = tuple(
         note
         for note in (
-            f"X = input_layernorm (RMSNorm) of the residual entering layer {layer}: token embeddings{through(layer)}",
+            first or f"X = input_layernorm (RMSNorm) of the residual entering layer {layer}: token embeddings{through(layer)}",
+            qk_norm,
             f"RoPE (rotate-half) on q and k at positions 0, 1, 2, …: θ = {rope.theta:g}{scaling}",
             sharing,
             biases,
@@ -119,4 +151,4 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
         )
         if note is not None
     )
-    return LayerInputs(X=X, attention=attention, dtype=dtype, notes=notes)
+    return lines

@@ -87,6 +87,7 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
         b_O=_frozen(case.b_O),
         mask=Mask(causal=case.causal, window=case.window),
         rope=case.rope,
+        qk_norm=case.qk_norm,
         word_marks=WORD_MARKS,
         notes=tuple(notes),
         encoder=None if case.causal or case.attention == "cross" else case.model_type + ("'s encoder" if case.attention else ""),

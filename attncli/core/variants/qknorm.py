@@ -1,0 +1,174 @@
+"""QK-norm (Qwen3, Gemma 3, OLMo 2): q and k each divided by their root mean square and scaled by a learned weight, before RoPE.
+
+    q̂_j = q_j / √(mean(q²) + ε) · w_j        (Gemma's form: · (1 + w_j))
+
+Per head (Qwen3, Gemma 3): the mean runs over the head's d_k numbers and one weight of length d_k
+serves every head. Over the whole projection (OLMo 2): the mean runs over all H·d_k numbers of the
+query row (G·d_k of the key row) and the weight has that length; a head then takes its slice.
+After the norm q and k have a root mean square of about 1 whatever the projections learned, so a
+score q̂·k̂ stays within d_k·max|w_q|·max|w_k|: the logits are bounded, which keeps training stable.
+
+The module also holds how QK-norm is shown (core.variants.shown): its two stage-table rows and its
+narrated step of `explain`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, ClassVar
+
+import numpy as np
+
+from attncli.core.variants.shown import Narrated, Say, StageRow
+
+
+@dataclass(frozen=True, eq=False)
+class QkNorm:
+    """RMSNorm of q and k with weight and ε, per head or over the whole projection."""
+
+    key: ClassVar[str] = "qk_norm"
+    stage: ClassVar[str] = "norm"
+    json_key: ClassVar[str] = "qk_norm"
+    json_slot: ClassVar[int] = 6
+    json_absent: ClassVar[None] = None
+    symbol: ClassVar[str] = "RMSNorm"  # how an overflow message names it: RMSNorm(Q)
+    rows: ClassVar[tuple[StageRow, ...]]  # its stage-table rows, below the class
+
+    q_weight: np.ndarray  # (d_k,) per head, or (H·d_k,) over the whole projection
+    k_weight: np.ndarray  # (d_k,) per head, or (G·d_k,)
+    eps: float = 1e-6
+    over: str = "head"  # "head" (Qwen3, Gemma 3) or "whole" (OLMo 2)
+    offset: float = 0.0  # 1.0: Gemma's (1 + w)
+
+    @property
+    def whole(self) -> bool:
+        return self.over == "whole"
+
+    def weight(self, role: str, index: int, d_k: int) -> np.ndarray:
+        """(d_k,) the factor of head `index` (from 1; a key/value head for "k"): offset + w, its slice when over the whole projection."""
+        w = self.q_weight if role == "q" else self.k_weight
+        if self.whole:
+            w = w[(index - 1) * d_k : index * d_k]
+        return np.asarray(self.offset + w)  # (d_k,)
+
+    def normalise(self, x: np.ndarray, role: str, index: int, whole: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(L, d_k) head `index`'s rows of q or k (role "q" or "k") divided by their rms and times the weight; and (L,) mean(x²).
+
+        `whole` is the whole projection (L, H·d_k or G·d_k), whose rows give the mean when over = "whole".
+        """
+        source = whole if self.whole and whole is not None else x  # (L, d_k) or (L, H·d_k)
+        mean_square = np.asarray((source * source).mean(axis=-1))  # (L,)
+        normed = x / np.sqrt(mean_square + self.eps)[:, None] * self.weight(role, index, x.shape[1])  # (L, d_k)
+        return np.asarray(normed), mean_square
+
+    def describe(self) -> str:
+        over = "each head's q and k" if not self.whole else "the whole q and k projections (all heads)"
+        form = "(1 + w)" if self.offset else "w"
+        return f"QK-norm: RMSNorm of {over}, x / √(mean(x²) + ε) · {form}, ε = {self.eps:g}, before RoPE"
+
+    def as_json(self) -> dict[str, object]:
+        return {"over": self.over, "eps": self.eps, "form": "1+w" if self.offset else "w", "q_weight": self.q_weight, "k_weight": self.k_weight}
+
+    # -- its step of `explain` ------------------------------------------------------------------
+
+    def narrate(self, expl: Any, say: Say) -> Narrated:
+        """The query's mean square and rms, the division and the weight; each key's k̂; and why models do it."""
+        w, p = say.w, say.p
+        s, head = expl.scenario, expl.head
+        normed = head.normed[self.key]
+        i = expl.position - 1
+        form = "w" if not self.offset else "(1 + w)"
+        weight_q = self.weight("q", head.head, s.d_k)
+        lines: list[tuple[str, ...]] = []
+        mean_q, rms_q = float(normed.q_mean_square[i]), _rms(float(normed.q_mean_square[i]), self.eps)
+        if self.whole:  # the mean runs over every head's numbers: said as one number
+            mean_text = f"{w.num(mean_q, p)}" + (r" \quad \text{(all heads)}" if w.tex else " (over all heads)")
+        else:
+            q = expl.q_raw
+            squares = [say.shown(float(x)) ** 2 for x in q]
+            texts = [f"{w.num(float(x), p)}^2" if w.tex else f"{w.num(float(x), p)}²" for x in q]
+            reader = sum(squares, Decimal(0)) / len(squares)
+            mean_text = f"({say.terms(texts)}) / {len(q)} {say.relation(reader, mean_q, name='mean(q²)')} {w.num(mean_q, p)}"
+        lines.append((_mean(w, "q"), mean_text))
+        root = (say.shown(mean_q) + Decimal(repr(self.eps))).sqrt()
+        lines.append((_rms_of(w, "q"), f"{w.sqrt(w.num(mean_q, p) + ' + ' + _eps(w)) if w.tex else '√(' + w.num(mean_q, p) + ' + ε)'} {say.relation(root, rms_q, name='rms(q)')} {w.num(rms_q, p)}"))
+        form_k = form.replace("w", "w_k")
+        lines.append((form, say.vec(weight_q)))
+        q_hat = normed.q[i]
+        reader_hat = [say.shown(float(x)) / say.shown(rms_q) * say.shown(float(g)) for x, g in zip(expl.q_raw, weight_q)]
+        lines.append((_hat(w, "q"), f"{w.frac(say.vec(expl.q_raw), w.num(rms_q, p))} {w.times} {form} "
+                                    f"{say.relation(reader_hat, q_hat, name='the normalised q')} {say.vec(q_hat)}"))  # fmt: skip
+        weight_k = self.weight("k", head.kv_head, s.d_k)
+        lines.append((form_k, say.vec(weight_k)))
+        for key in say.shown_keys():
+            j = key.position - 1
+            rms_k = _rms(float(normed.k_mean_square[j]), self.eps)
+            reader_k = [say.shown(float(x)) / say.shown(rms_k) * say.shown(float(g)) for x, g in zip(key.k_raw, weight_k)]
+            lines.append((w.of(_hat(w, "k"), w.label(key.label)),
+                          f"{w.frac(say.vec(key.k_raw), w.num(rms_k, p))} {w.times} {form_k} "
+                          f"{say.relation(reader_k, normed.k[j], name=f'the normalised k({key.label})')} {say.vec(normed.k[j])}"))  # fmt: skip
+        over = (
+            f"its own d_k = {s.d_k} numbers (per head: Qwen3, Gemma 3)"
+            if not self.whole
+            else f"all {s.heads}·{s.d_k} numbers of the query's projection, every head's (OLMo 2), so each head's slice is divided by the same rms"
+        )
+        bound = "d_k" if not self.whole else "√(H·G)·d_k"  # ‖q̂‖ ≤ √d_k·max|w| per head; a slice of the whole row, √(H·d_k)·max|w|
+        notes = [
+            f"QK-norm divides q by its root mean square over {over}, then multiplies coordinate j by the learned weight "
+            + ("1 + w_j (Gemma's form: weights near 0 mean a factor near 1)" if self.offset else "w_j")
+            + f"; ε = {self.eps:g} keeps the division safe. Each key is normalised the same way, with the keys' own weight w_k"
+            + (", its rms over the whole key projection." if self.whole else "."),
+            "Why models do it: after the norm, q and k have a root mean square of about 1 whatever the projections learned, so "
+            f"the logits stay bounded (|score| ≤ {bound}·max|w|·max|w_k|). Without it the logits can grow during training until "
+            "the softmax saturates to one key and the loss diverges; Qwen3, OLMo 2 and Gemma 3 normalise q and k for that stability.",
+        ]
+        formula = f"{_hat(w, 'q')} = {w.frac('q', _rms_of(w, 'q'))} {w.times} {form}"
+        return Narrated("Normalising the query and the keys (QK-norm)", formula, lines, notes)
+
+
+def _rms(mean_square: float, eps: float) -> float:
+    return float(np.sqrt(mean_square + eps))
+
+
+def _eps(w: Any) -> str:
+    return r"\varepsilon" if w.tex else "ε"
+
+
+def _hat(w: Any, letter: str) -> str:
+    """q̂: a symbol after QK-norm."""
+    return rf"\hat{{{letter}}}" if w.tex else letter + "\u0302"
+
+
+def _mean(w: Any, letter: str) -> str:
+    return rf"\operatorname{{mean}}({letter}^2)" if w.tex else f"mean({letter}²)"
+
+
+def _rms_of(w: Any, letter: str) -> str:
+    return rf"\operatorname{{rms}}({letter})" if w.tex else f"rms({letter})"
+
+
+def hatted(n: Any, letter: str, *, transpose: bool = False) -> str:
+    """Q̂ as a formula of the stage table writes it, with the head's mark: Q̂⁽²⁾, or \\hat{Q}^{(2)}."""
+    return str(n(rf"\hat{{{letter}}}" if n.tex else letter + "\u0302", transpose=transpose))
+
+
+def _normed_formula(letter: str) -> Any:
+    def formula(n: Any, s: Any, h: Any) -> str:
+        norm = s.qk_norm
+        weight = "w" if letter == "Q" else "w_k"
+        form = weight if not norm.offset else f"(1 + {weight})"
+        if n.tex:
+            over = r" \quad \text{(rms over all heads)}" if norm.whole else ""
+            return rf"{hatted(n, letter)} = {n(letter)} / \operatorname{{rms}}({n(letter)}) \odot {form}{over}"
+        return f"{hatted(n, letter)} = {n(letter)} / rms({n(letter)}) ⊙ {form}" + (" (rms over all heads)" if norm.whole else "")
+
+    return formula
+
+
+QkNorm.rows = (
+    StageRow("qk_norm", "Q_norm", "Normalised queries", _normed_formula("Q"), lambda h: h.normed["qk_norm"].q if h.normed else None,
+             "queries", "q", after="V", main=True),
+    StageRow("qk_norm", "K_norm", "Normalised keys", _normed_formula("K"), lambda h: h.normed["qk_norm"].k if h.normed else None,
+             "keys", "k", after="Q_norm", kv=True),
+)  # fmt: skip

@@ -1,0 +1,107 @@
+"""Gemma 3 (text): QK-norm in Gemma's (1 + w) form, 5 sliding-window layers to 1 global, a RoPE θ per kind of layer.
+
+transformers' Gemma3DecoderLayer: x → input_layernorm → attention → post_attention_layernorm → + x, then
+pre_feedforward_layernorm → GeGLU MLP (down(gelu_tanh(gate)·up)) → post_feedforward_layernorm → + residual;
+every RMSNorm multiplies by (1 + w). The embeddings are multiplied by √hidden_size, kept as a float32
+number (4 for hidden 16; √2304 = 48 exactly; other sizes carry float32's rounding, as in transformers).
+Gemma3Attention: q, k, v projections; `q_norm`, `k_norm`: (1 + w) RMSNorm of each head's head_dim numbers,
+before RoPE; RoPE with the table of the layer's kind (`rope_parameters` per layer type: θ 10 000 on
+sliding layers, 1 000 000 on full ones; transformers 4 spells the local one `rope_local_base_freq`);
+scores × query_pre_attn_scalar^−½; causal, and the window on sliding layers. Its own config keys are
+read here: `query_pre_attn_scalar`, the local RoPE, `attn_logit_softcapping` (null in Gemma 3; refused
+when set). The projections and the shapes are llama.py's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from attncli.core.variants import QkNorm, Rope
+from attncli.errors import AttnError
+from attncli.sources.checkpoints import llama
+from attncli.sources.checkpoints.blocks import AttentionWeights, LayerInputs, Weights, rms_norm, self_attention, through
+from attncli.sources.checkpoints.config import ModelConfig, RopeConfig, read_raw
+from attncli.sources.checkpoints.rope import rope_spec
+from attncli.sources.checkpoints.source import TensorSource
+
+
+class Gemma3:
+    """The keys of config.json that only Gemma 3 has, read once per load."""
+
+    def __init__(self, cfg: ModelConfig, checkpoint: TensorSource) -> None:
+        raw, where = read_raw(checkpoint.folder)
+        self.scalar = _positive(raw, "query_pre_attn_scalar", 256, where)
+        if raw.get("attn_logit_softcapping") is not None:
+            raise AttnError("attn_logit_softcapping is set: attncli reads Gemma 3 without soft-capping", file=where,
+                            key="attn_logit_softcapping", expected="null, as every Gemma 3 checkpoint has it")  # fmt: skip
+        parameters = raw.get("rope_parameters")
+        local = parameters.get("sliding_attention") if isinstance(parameters, dict) else None
+        theta = local.get("rope_theta") if isinstance(local, dict) else raw.get("rope_local_base_freq", 10_000.0)
+        if isinstance(theta, bool) or not isinstance(theta, int | float) or not 1 < theta <= 1e30:
+            raise AttnError(f"found {theta!r}", file=where, key="rope_parameters.sliding_attention.rope_theta", expected="a RoPE base above 1")
+        assert cfg.rope is not None
+        self.global_rope = rope_spec(cfg.rope, cfg.head_dim)
+        self.local_rope = rope_spec(RopeConfig(theta=float(theta), kind="default"), cfg.head_dim)
+        self.embedding_scale = float(np.float32(math.sqrt(cfg.hidden_size)))  # transformers keeps it as a float32 tensor
+
+    def rope(self, cfg: ModelConfig, index: int) -> Rope:
+        """The RoPE of layer `index` (from 0): the local θ on sliding layers, the global one (with its scaling) on full ones."""
+        return self.local_rope if cfg.windows[index] is not None else self.global_rope
+
+
+def _positive(raw: dict[str, Any], key: str, default: float, where: str) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1e30:
+        raise AttnError(f"found {value!r}", file=where, key=key, expected="a positive number")
+    return float(value)
+
+
+def _norm(cfg: ModelConfig, w: Weights, name: str, x: np.ndarray) -> np.ndarray:
+    """Gemma's RMSNorm: x / rms · (1 + w)."""
+    return rms_norm(x, 1.0 + w.get(name + ".weight", (cfg.hidden_size,)), cfg.norm_eps)
+
+
+def _attention(cfg: ModelConfig, w: Weights, index: int, g: Gemma3) -> AttentionWeights:
+    """Llama's projections of layer `index`, its (1 + w) q_norm and k_norm per head, the layer's RoPE and the scalar."""
+    p = f"layers.{index}.self_attn."
+    d_k = cfg.head_dim
+    norm = QkNorm(w.get(p + "q_norm.weight", (d_k,)), w.get(p + "k_norm.weight", (d_k,)), eps=cfg.norm_eps, over="head", offset=1.0)
+    base = llama._attention(cfg, w, index, g.rope(cfg, index))
+    return dataclasses.replace(base, qk_norm=norm, divisor=math.sqrt(g.scalar))
+
+
+def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, g: Gemma3) -> np.ndarray:
+    """(L, d) the residual after layer `index`: four (1 + w) norms around attention and MLP."""
+    p = f"layers.{index}."
+    attended = self_attention(_norm(cfg, w, p + "input_layernorm", h), _attention(cfg, w, index, g))  # (L, d)
+    h = h + _norm(cfg, w, p + "post_attention_layernorm", attended)  # (L, d)
+    out: np.ndarray = h + _norm(cfg, w, p + "post_feedforward_layernorm", llama._mlp(cfg, w, index, _norm(cfg, w, p + "pre_feedforward_layernorm", h)))
+    return out
+
+
+def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
+    """X = input_layernorm ((1 + w) RMSNorm) of the residual entering `layer` (from 1), and that layer's attention."""
+    g = Gemma3(cfg, checkpoint)
+    w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", "model.language_model.", ""))
+    h = w.rows("embed_tokens.weight", ids, cfg.hidden_size) * g.embedding_scale  # (L, d)
+    for index in range(layer - 1):
+        h = _layer(cfg, w, index, h, g)
+    index = layer - 1
+    X = _norm(cfg, w, f"layers.{index}.input_layernorm", h)  # (L, d)
+    attention = _attention(cfg, w, index, g)
+    dtype = w.dtype(f"layers.{index}.self_attn.q_proj.weight")
+    rope = g.rope(cfg, index)
+    kind = "sliding-window (local)" if cfg.windows[index] is not None else "global"
+    first = (f"X = input_layernorm ((1 + w) RMSNorm) of the residual entering layer {layer}: token embeddings × "
+             f"√{cfg.hidden_size} = {g.embedding_scale:g}{through(layer)}")  # fmt: skip
+    notes = llama.notes(cfg, layer, rope, attention, dtype, first=first)
+    notes = tuple(
+        note.replace("scores divided by √d_k", f"a {kind} layer; scores divided by √query_pre_attn_scalar = √{g.scalar:g}").replace(
+            f" = √{cfg.head_dim} = ", " = ") if note.startswith("scores divided") else note
+        for note in notes
+    )  # fmt: skip
+    return LayerInputs(X=X, attention=attention, dtype=dtype, notes=notes)

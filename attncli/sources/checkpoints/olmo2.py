@@ -1,0 +1,49 @@
+"""OLMo 2: no norm before attention or MLP, RMSNorm after each (post-norms), and QK-norm over the whole projection.
+
+transformers' Olmo2DecoderLayer: h = x + post_attention_layernorm(attention(x)), then
+h + post_feedforward_layernorm(mlp(h)); the attention block reads the raw residual stream. Its
+Olmo2Attention normalises q_proj(x) with `q_norm` (H·head_dim weights) and k_proj(x) with `k_norm`
+(G·head_dim weights), each over the whole projection before the split into heads, then RoPE
+rotate-half, grouped-query attention, √d_k, causal. The projections, RoPE, the SwiGLU MLP and the
+notes are llama.py's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from attncli.core.variants import QkNorm, Rope
+from attncli.sources.checkpoints import llama
+from attncli.sources.checkpoints.blocks import AttentionWeights, LayerInputs, Weights, self_attention, through
+from attncli.sources.checkpoints.config import ModelConfig
+from attncli.sources.checkpoints.source import TensorSource
+
+
+def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> AttentionWeights:
+    """Llama's projections of layer `index`, and its q_norm (H·d_k weights) and k_norm (G·d_k) over the whole projection."""
+    p = f"layers.{index}.self_attn."
+    H, G, d_k = cfg.heads, cfg.kv_heads, cfg.head_dim
+    norm = QkNorm(w.get(p + "q_norm.weight", (H * d_k,)), w.get(p + "k_norm.weight", (G * d_k,)), eps=cfg.norm_eps, over="whole")
+    return dataclasses.replace(llama._attention(cfg, w, index, rope), qk_norm=norm)
+
+
+def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) -> np.ndarray:
+    """(L, d) the residual after layer `index`: h + post_attention_layernorm(attention(h)), then + post_feedforward_layernorm(mlp)."""
+    p = f"layers.{index}."
+    h = h + llama._norm(cfg, w, p + "post_attention_layernorm", self_attention(h, _attention(cfg, w, index, rope)))  # (L, d)
+    out: np.ndarray = h + llama._norm(cfg, w, p + "post_feedforward_layernorm", llama._mlp(cfg, w, index, h))  # (L, d)
+    return out
+
+
+def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
+    """X = the residual stream entering `layer` (from 1), unnormalised, and that layer's attention with its QK-norm."""
+    w, rope = llama.weights_and_rope(cfg, checkpoint)
+    h = w.rows("embed_tokens.weight", ids, cfg.hidden_size)  # (L, d)
+    for index in range(layer - 1):
+        h = _layer(cfg, w, index, h, rope)
+    attention = _attention(cfg, w, layer - 1, rope)
+    dtype = w.dtype(f"layers.{layer - 1}.self_attn.q_proj.weight")
+    first = f"X = the residual stream entering layer {layer}, not normalised (OLMo 2 norms after attention and MLP): token embeddings{through(layer)}"
+    return LayerInputs(X=h, attention=attention, dtype=dtype, notes=llama.notes(cfg, layer, rope, attention, dtype, first=first))
