@@ -76,7 +76,7 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
     if expl.e is not None and any(key.e is not None for key in expl.keys) and expl.head.W_K is not None:
         out.append(_keys_values(expl, p, w, check, full))
     if s.rope is not None:
-        out.append(_rotation(expl, p, w))
+        out.append(_rotation(expl, p, w, full))
     out.append(_dot_products(expl, p, w, check, full))
     if s.scale.mode != "none":
         out.append(_scaling(expl, p, w, check, full))
@@ -461,7 +461,7 @@ def _projection(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: b
     return Step("The output projection", formula, lines, notes, matrix=matrix)  # type: ignore[arg-type]
 
 
-def _rotation(expl: Explanation, p: int, w: Writer) -> Step:
+def _rotation(expl: Explanation, p: int, w: Writer, full: bool = False) -> Step:
     s = expl.scenario
     rope = s.rope
     assert rope is not None
@@ -492,7 +492,7 @@ def _rotation(expl: Explanation, p: int, w: Writer) -> Step:
         rest = range(r, d_k)
         lines.append(Line(
             f"{w.text('coordinates')}\\ {r + 1}{w.text('-')}{d_k}" if w.tex else f"coordinates {r + 1}–{d_k}",
-            f"{w.vec(expl.q_raw[r:], p)}{w.text(' pass through unrotated')}" if len(rest) > 1
+            f"{_vec(w, expl.q_raw[r:], p, full)}{w.text(' pass through unrotated')}" if len(rest) > 1
             else f"{w.num(float(expl.q_raw[r]), p)}{w.text(' passes through unrotated')}", ":",
         ))  # fmt: skip
     lines.append(Line(w.prime("q"), w.vec(expl.q, p)))
