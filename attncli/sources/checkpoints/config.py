@@ -16,7 +16,7 @@ from attncli.sources.bounded import JsonLimits
 
 CONFIG_LIMITS = JsonLimits(max_bytes=4 * 1024 * 1024)  # config.json and the shard index: a few kB in real checkpoints
 
-SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral")
+SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral", "gpt_neox", "phi3")
 LLAMA_FAMILY = ("llama", "qwen2", "mistral")
 ROPE_KINDS = ("default", "linear", "llama3")
 ACTIVATIONS = (
@@ -44,6 +44,8 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "llama": {"layers": 32, "hidden": 4096, "heads": 32, "kv": None, "positions": 2048, "inter": 11008},
     "qwen2": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 32, "positions": 32768, "inter": 22016},
     "mistral": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 8, "positions": 131072, "inter": 14336},
+    "gpt_neox": {"layers": 44, "hidden": 6144, "heads": 64, "positions": 2048, "eps": 1e-5, "act": "gelu", "inter": 24576},
+    "phi3": {"layers": 32, "hidden": 3072, "heads": 32, "kv": None, "positions": 4096, "inter": 8192},
 }
 
 
@@ -57,6 +59,7 @@ class RopeConfig:
     low_freq_factor: float | None = None  # llama3 only
     high_freq_factor: float | None = None  # llama3 only
     original_positions: int | None = None  # llama3 only
+    partial: float = 1.0  # the fraction of each head rotated (partial_rotary_factor; GPT-NeoX's rotary_pct)
 
     def describe(self) -> str | None:
         """'linear (factor 2)', 'llama3 (factor 8, original 8192 positions)', or None without scaling."""
@@ -94,6 +97,7 @@ class ModelConfig:
     scale_attn_weights: bool = True  # gpt2
     scale_attn_by_inverse_layer_idx: bool = False  # gpt2
     type_vocab_size: int = 0  # bert
+    parallel_residual: bool = False  # gpt_neox: x + attn(ln1(x)) + mlp(ln2(x))
 
 
 class _Reader:
@@ -176,6 +180,8 @@ def read_config(folder: Path) -> ModelConfig:
         return _gpt2(read)
     if model_type == "bert":
         return _bert(read)
+    if model_type == "gpt_neox":
+        return _gpt_neox(read)
     return _llama_family(read, model_type)
 
 
@@ -308,15 +314,13 @@ def _rope(read: _Reader, max_positions: int) -> RopeConfig:
     kind = chosen.get("rope_type", chosen.get("type", "default"))
     if kind not in ROPE_KINDS:
         raise read.fail(key, f"the RoPE scaling {_shown(kind)} is not supported", "one of " + ", ".join(ROPE_KINDS))
-    partial = chosen.get("partial_rotary_factor", read.raw.get("partial_rotary_factor", 1.0))
-    if partial != 1.0:
-        raise read.fail(key, f"partial_rotary_factor {_shown(partial)} rotates only part of each head", "RoPE on the whole head")
+    partial = _partial(read, key, chosen.get("partial_rotary_factor", read.raw.get("partial_rotary_factor", 1.0)))
     theta = read.number("rope_theta", read.raw.get("rope_theta", 10_000.0), source=chosen)
     if kind == "default":
-        return RopeConfig(theta=theta, kind=kind)
+        return RopeConfig(theta=theta, kind=kind, partial=partial)
     factor = read.number("factor", None, source=chosen)
     if kind == "linear":
-        return RopeConfig(theta=theta, kind=kind, factor=factor)
+        return RopeConfig(theta=theta, kind=kind, factor=factor, partial=partial)
     # transformers takes a top-level original_max_position_embeddings first (Phi-3 keeps it there)
     original = read.raw.get("original_max_position_embeddings", chosen.get("original_max_position_embeddings", max_positions))
     if isinstance(original, bool) or not isinstance(original, int) or not 1 <= original <= MOST["positions"]:
@@ -327,7 +331,55 @@ def _rope(read: _Reader, max_positions: int) -> RopeConfig:
         raise read.fail(
             key, f"high_freq_factor {high:g} is not above low_freq_factor {low:g}", "high_freq_factor > low_freq_factor"
         )
-    return RopeConfig(theta, kind, factor, low, high, original)
+    return RopeConfig(theta, kind, factor, low, high, original, partial)
+
+
+def _partial(read: _Reader, key: str, value: object) -> float:
+    """partial_rotary_factor (or GPT-NeoX's rotary_pct): the fraction of each head RoPE turns, in (0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise read.fail(key, f"partial_rotary_factor {_shown(value)}", "a fraction of each head above 0 and at most 1")
+    return float(value)
+
+
+def _gpt_neox(read: _Reader) -> ModelConfig:
+    """GPT-NeoX / Pythia: transformers 4's rotary_pct + rotary_emb_base, or transformers 5's rope_parameters."""
+    d = _DEFAULTS["gpt_neox"]
+    layers = read.count("num_hidden_layers", default=d["layers"], most=MOST["layers"])
+    hidden = read.count("hidden_size", default=d["hidden"], most=MOST["hidden"])
+    heads = read.count("num_attention_heads", default=d["heads"], most=MOST["heads"])
+    max_positions = read.count("max_position_embeddings", default=d["positions"], most=MOST["positions"])
+    if "rotary_pct" in read.raw or "rotary_emb_base" in read.raw:  # transformers 4 (Pythia's hub configs)
+        rope = RopeConfig(
+            theta=read.number("rotary_emb_base", 10_000.0), kind="default", partial=_partial(read, "rotary_pct", read.raw.get("rotary_pct", 0.25))
+        )
+    else:
+        parameters = read.raw.get("rope_parameters") or {}
+        if not isinstance(parameters, dict):
+            raise read.fail("rope_parameters", f"found {_shown(parameters)}", "a mapping of RoPE settings")
+        rope = _rope(read, max_positions) if parameters else RopeConfig(theta=10_000.0, kind="default", partial=0.25)
+        if "partial_rotary_factor" not in parameters and "partial_rotary_factor" not in read.raw:
+            rope = RopeConfig(rope.theta, rope.kind, rope.factor, rope.low_freq_factor, rope.high_freq_factor, rope.original_positions, 0.25)
+    bias = read.flag("attention_bias", True)
+    return ModelConfig(
+        model_type="gpt_neox",
+        layers=layers,
+        hidden_size=hidden,
+        heads=heads,
+        kv_heads=heads,
+        head_dim=_heads_divide(read, hidden, heads, "num_attention_heads"),
+        intermediate_size=read.count("intermediate_size", default=d["inter"], most=MOST["inner"]),
+        max_positions=max_positions,
+        norm_eps=read.number("layer_norm_eps", d["eps"]),
+        activation=_activation(read, "hidden_act", default=d["act"]),
+        dtype=_dtype(read),
+        rope=rope,
+        windows=(None,) * layers,
+        causal=True,
+        qkv_bias=bias,
+        output_bias=bias,
+        mlp_bias=True,
+        parallel_residual=read.flag("use_parallel_residual", True),
+    )
 
 
 def _window(read: _Reader, key: str, value: object) -> int:
@@ -340,8 +392,8 @@ def _windows(read: _Reader, model_type: str, layers: int) -> tuple[int | None, .
     """Per layer, the sliding window transformers applies, or None."""
     if model_type == "llama":
         return (None,) * layers
-    if model_type == "mistral":  # every layer, when sliding_window is set (transformers' default: 4096)
-        value = read.raw.get("sliding_window", 4096)
+    if model_type in ("mistral", "phi3"):  # every layer, when sliding_window is set (transformers' default: 4096 for Mistral, none for Phi-3)
+        value = read.raw.get("sliding_window", 4096 if model_type == "mistral" else None)
         return (None if value is None else _window(read, "sliding_window", value),) * layers
     # qwen2: only with use_sliding_window, on the layers that layer_types (or max_window_layers) marks
     if not read.flag("use_sliding_window", False) or read.raw.get("sliding_window", 4096) is None:
