@@ -282,3 +282,23 @@ def test_the_schema_takes_the_new_keys_and_refuses_what_the_reader_refuses():
     assert valid({"fraction": 0.5, "offset": 100}) and valid({"rotary_dim": 2, "style": "interleaved"})
     assert valid({"angles": [[1.0]]}) and valid({"cos": [[1, 1]], "sin": [[0, 0]]})
     assert not valid({"fraction": 0.5, "rotary_dim": 2}) and not valid({"cos": [[1, 1]]}) and not valid({"offset": -1})
+
+
+def test_the_latex_of_partial_offset_and_given_rope_renders_with_katex(cli, tmp_path, katex_modules):
+    """Every display block of run's rotated q/k and of explain's rotation step renders with KaTeX in strict mode."""
+    from tests import renderers
+
+    texts = []
+    for name, rope in (("partial", "{fraction: 0.5, offset: 100}"), ("table", None)):
+        path = tmp_path / f"{name}.yaml"
+        if rope is None:
+            path.write_text(FUSED_QKV + "rope: {cos: [[0.5403023, 0.5403023]], sin: [[0.8414710, 0.8414710]]}\n", encoding="utf-8")
+            texts.append(cli("explain", "--scenario", str(path), "--word", "x", "--format", "latex").stdout)
+            continue
+        path.write_text(PARTIAL + f"rope: {rope}\n", encoding="utf-8")
+        texts.append(cli("run", str(path), "--format", "latex", "--stages", "rope").stdout)
+        texts.append(cli("explain", "--scenario", str(path), "--position", "3", "--format", "latex").stdout)
+    blocks = [block for text in texts for block in renderers.latex_display_blocks(text)]
+    assert any("unrotated" in block for block in blocks) and any("100-103" in block for block in blocks)
+    rendered = renderers.katex(katex_modules, blocks)
+    assert [(blocks[i][:160], r.error) for i, r in enumerate(rendered) if r.error] == []
