@@ -91,7 +91,7 @@ def test_the_comparison_can_fail():
     assert np.abs(weights_of(whole) - expected["attentions"][1]).max() > 1e-3
     blocks = dataclasses.replace(case, W_Q=case.W_K, W_K=case.W_Q)
     assert np.abs(weights_of(blocks) - expected["attentions"][1]).max() > 1e-3
-    cfg = dataclasses.replace(read_config(HERE / "gpt_neox"), parallel_residual=False)
+    cfg = dataclasses.replace(read_config(HERE / "gpt_neox"), family=neox.NeoxSettings(parallel_residual=False))
     from attncli.sources.checkpoints.safetensors import Checkpoint
 
     sequential = neox.layer_inputs(cfg, Checkpoint(HERE / "gpt_neox"), case.token_ids, 2)

@@ -47,6 +47,8 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "gpt_neox": {"layers": 44, "hidden": 6144, "heads": 64, "positions": 2048, "eps": 1e-5, "act": "gelu", "inter": 24576},
     "phi3": {"layers": 32, "hidden": 3072, "heads": 32, "kv": None, "positions": 4096, "inter": 8192},
 }
+# families whose config reading lives in their own module (sources/checkpoints/<module>.py: read_config(_Reader))
+_FAMILY_MODULES = {"gpt_neox": "neox"}
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ class ModelConfig:
     scale_attn_weights: bool = True  # gpt2
     scale_attn_by_inverse_layer_idx: bool = False  # gpt2
     type_vocab_size: int = 0  # bert
-    parallel_residual: bool = False  # gpt_neox: x + attn(ln1(x)) + mlp(ln2(x))
+    family: object = None  # a family module's own settings (neox.NeoxSettings), read there
 
 
 class _Reader:
@@ -180,8 +182,12 @@ def read_config(folder: Path) -> ModelConfig:
         return _gpt2(read)
     if model_type == "bert":
         return _bert(read)
-    if model_type == "gpt_neox":
-        return _gpt_neox(read)
+    if model_type in _FAMILY_MODULES:
+        import importlib
+
+        family = importlib.import_module(f"attncli.sources.checkpoints.{_FAMILY_MODULES[model_type]}")
+        cfg: ModelConfig = family.read_config(read)
+        return cfg
     return _llama_family(read, model_type)
 
 
@@ -339,47 +345,6 @@ def _partial(read: _Reader, key: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
         raise read.fail(key, f"partial_rotary_factor {_shown(value)}", "a fraction of each head above 0 and at most 1")
     return float(value)
-
-
-def _gpt_neox(read: _Reader) -> ModelConfig:
-    """GPT-NeoX / Pythia: transformers 4's rotary_pct + rotary_emb_base, or transformers 5's rope_parameters."""
-    d = _DEFAULTS["gpt_neox"]
-    layers = read.count("num_hidden_layers", default=d["layers"], most=MOST["layers"])
-    hidden = read.count("hidden_size", default=d["hidden"], most=MOST["hidden"])
-    heads = read.count("num_attention_heads", default=d["heads"], most=MOST["heads"])
-    max_positions = read.count("max_position_embeddings", default=d["positions"], most=MOST["positions"])
-    if "rotary_pct" in read.raw or "rotary_emb_base" in read.raw:  # transformers 4 (Pythia's hub configs)
-        rope = RopeConfig(
-            theta=read.number("rotary_emb_base", 10_000.0), kind="default", partial=_partial(read, "rotary_pct", read.raw.get("rotary_pct", 0.25))
-        )
-    else:
-        parameters = read.raw.get("rope_parameters") or {}
-        if not isinstance(parameters, dict):
-            raise read.fail("rope_parameters", f"found {_shown(parameters)}", "a mapping of RoPE settings")
-        rope = _rope(read, max_positions) if parameters else RopeConfig(theta=10_000.0, kind="default", partial=0.25)
-        if "partial_rotary_factor" not in parameters and "partial_rotary_factor" not in read.raw:
-            rope = RopeConfig(rope.theta, rope.kind, rope.factor, rope.low_freq_factor, rope.high_freq_factor, rope.original_positions, 0.25)
-    bias = read.flag("attention_bias", True)
-    return ModelConfig(
-        model_type="gpt_neox",
-        layers=layers,
-        hidden_size=hidden,
-        heads=heads,
-        kv_heads=heads,
-        head_dim=_heads_divide(read, hidden, heads, "num_attention_heads"),
-        intermediate_size=read.count("intermediate_size", default=d["inter"], most=MOST["inner"]),
-        max_positions=max_positions,
-        norm_eps=read.number("layer_norm_eps", d["eps"]),
-        activation=_activation(read, "hidden_act", default=d["act"]),
-        dtype=_dtype(read),
-        rope=rope,
-        windows=(None,) * layers,
-        causal=True,
-        qkv_bias=bias,
-        output_bias=bias,
-        mlp_bias=True,
-        parallel_residual=read.flag("use_parallel_residual", True),
-    )
 
 
 def _window(read: _Reader, key: str, value: object) -> int:

@@ -5,12 +5,15 @@ output rows run [q | k | v] for head 1, then head 2, … (not a q block, a k blo
 RoPE rotate-half turns the first r = head_dim · rotary_pct coordinates of each head (Pythia: a quarter);
 scores ÷ √d_k; causal; `dense` (with bias) projects back. GPTNeoXLayer with use_parallel_residual (Pythia):
 x + attention(input_layernorm(x)) + mlp(post_attention_layernorm(x)), the two norms of the same x; without it,
-sequential. MLP: dense_4h_to_h(act(dense_h_to_4h(x))). Dimension names: L tokens, d = d_model, H heads, d_k head size.
+sequential. MLP: dense_4h_to_h(act(dense_h_to_4h(x))). Its config keys are read here (config.read_config hands a
+gpt_neox config.json to `read_config`): rotary_pct + rotary_emb_base (transformers 4) or rope_parameters (5),
+use_parallel_residual, attention_bias. Dimension names: L tokens, d = d_model, H heads, d_k head size.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,9 +28,72 @@ from attncli.sources.checkpoints.blocks import (
     storage_note,
     through,
 )
-from attncli.sources.checkpoints.config import ModelConfig
+from attncli.sources.checkpoints.config import (
+    _DEFAULTS,
+    MOST,
+    ModelConfig,
+    RopeConfig,
+    _activation,
+    _dtype,
+    _heads_divide,
+    _partial,
+    _Reader,
+    _rope,
+    _shown,
+)
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
+
+
+class NeoxSettings(NamedTuple):
+    """GPT-NeoX's own config keys, beside the common ones of ModelConfig."""
+
+    parallel_residual: bool  # use_parallel_residual (Pythia: true): x + attn(ln1(x)) + mlp(ln2(x)) of the same x
+
+
+def read_config(read: _Reader) -> ModelConfig:
+    """GPT-NeoX / Pythia: transformers 4's rotary_pct + rotary_emb_base, or transformers 5's rope_parameters."""
+    d = _DEFAULTS["gpt_neox"]
+    layers = read.count("num_hidden_layers", default=d["layers"], most=MOST["layers"])
+    hidden = read.count("hidden_size", default=d["hidden"], most=MOST["hidden"])
+    heads = read.count("num_attention_heads", default=d["heads"], most=MOST["heads"])
+    max_positions = read.count("max_position_embeddings", default=d["positions"], most=MOST["positions"])
+    if "rotary_pct" in read.raw or "rotary_emb_base" in read.raw:  # transformers 4 (Pythia's hub configs)
+        rope = RopeConfig(
+            theta=read.number("rotary_emb_base", 10_000.0), kind="default", partial=_partial(read, "rotary_pct", read.raw.get("rotary_pct", 0.25))
+        )
+    else:
+        parameters = read.raw.get("rope_parameters") or {}
+        if not isinstance(parameters, dict):
+            raise read.fail("rope_parameters", f"found {_shown(parameters)}", "a mapping of RoPE settings")
+        rope = _rope(read, max_positions) if parameters else RopeConfig(theta=10_000.0, kind="default", partial=0.25)
+        if "partial_rotary_factor" not in parameters and "partial_rotary_factor" not in read.raw:
+            rope = RopeConfig(rope.theta, rope.kind, rope.factor, rope.low_freq_factor, rope.high_freq_factor, rope.original_positions, 0.25)
+    bias = read.flag("attention_bias", True)
+    return ModelConfig(
+        model_type="gpt_neox",
+        layers=layers,
+        hidden_size=hidden,
+        heads=heads,
+        kv_heads=heads,
+        head_dim=_heads_divide(read, hidden, heads, "num_attention_heads"),
+        intermediate_size=read.count("intermediate_size", default=d["inter"], most=MOST["inner"]),
+        max_positions=max_positions,
+        norm_eps=read.number("layer_norm_eps", d["eps"]),
+        activation=_activation(read, "hidden_act", default=d["act"]),
+        dtype=_dtype(read),
+        rope=rope,
+        windows=(None,) * layers,
+        causal=True,
+        qkv_bias=bias,
+        output_bias=bias,
+        mlp_bias=True,
+        family=NeoxSettings(parallel_residual=read.flag("use_parallel_residual", True)),
+    )
+
+
+def _parallel(cfg: ModelConfig) -> bool:
+    return cfg.family.parallel_residual if isinstance(cfg.family, NeoxSettings) else True
 
 
 def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> AttentionWeights:
@@ -66,7 +132,7 @@ def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) 
     """(L, d) the residual stream after layer `index`: parallel (x + attn + mlp of the same x) or sequential."""
     p = f"layers.{index}."
     attention = self_attention(_ln(cfg, w, p + "input_layernorm", h), _attention(cfg, w, index, rope))  # (L, d)
-    if cfg.parallel_residual:
+    if _parallel(cfg):
         out: np.ndarray = _mlp(cfg, w, index, _ln(cfg, w, p + "post_attention_layernorm", h)) + attention + h
         return out
     h = attention + h
@@ -89,7 +155,7 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
     r = rope.width(cfg.head_dim)
     residual = (
         "parallel residual: each layer adds attention(input_layernorm(x)) and mlp(post_attention_layernorm(x)) of the same x"
-        if cfg.parallel_residual
+        if _parallel(cfg)
         else "sequential residual: attention, then the MLP of the updated stream"
     )
     notes = (
