@@ -620,7 +620,7 @@ def make_bad_corpus() -> None:
         "offsets-outside": {"weights": safetensors_bytes(tensors, edit=_set("ln_f.bias", "data_offsets", [10_000, 10_016]))},
         "missing-tensor": {"weights": safetensors_bytes(without_c_proj)},
         "wrong-shape": {"weights": safetensors_bytes({**tensors, "h.0.attn.c_proj.weight": tensors["h.0.mlp.c_fc.weight"]})},
-        "unsupported-model-type": {"config": {**TINY_CONFIG, "model_type": "phi3"}},
+        "unsupported-model-type": {"config": {**TINY_CONFIG, "model_type": "mamba"}},  # a model_type attncli does not read
         "missing-tokenizer": {"tokenizer": None},
         "no-weights": {"weights": None},
         "missing-shard": {"weights": None, "index": {"weight_map": {name: "model-00001-of-00002.safetensors" for name in tensors}}},

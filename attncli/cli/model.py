@@ -111,6 +111,9 @@ def _info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
         rope_text = "none (learned positions)" if info["model_type"] in ("gpt2", "bert", "bart") else "none"
         if rope is not None:
             rope_text = f"θ = {rope['theta']:g}, rotate-half" + (f", {rope['scaling']} scaling" if rope["scaling"] else "")
+            if rope.get("rotary_dim", info["head_dim"]) < info["head_dim"]:  # partial rotary (GPT-NeoX's rotary_pct, Phi's partial_rotary_factor)
+                rope_text += (f"; partial rotary: the first {rope['rotary_dim']} of each head's {info['head_dim']} coordinates turn "
+                              f"(factor {rope['partial_rotary_factor']:g}), the other {info['head_dim'] - rope['rotary_dim']} pass through unrotated")  # fmt: skip
         mask = "causal" if info["causal"] else "bidirectional (every token sees every token)"
         if info["sliding_window"] is not None:
             layers = ", ".join(map(str, info["sliding_layers"]))

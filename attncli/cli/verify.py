@@ -34,6 +34,8 @@ OUTPUT_PROJECTIONS = {
     "gpt2": re.compile(r"(?:^|\.)h\.(\d+)\.attn\.c_proj$"),
     "bert": re.compile(r"(?:^|\.)encoder\.layer\.(\d+)\.attention\.output\.dense$"),
     **{kind: re.compile(r"(?:^|\.)layers\.(\d+)\.self_attn\.o_proj$") for kind in LLAMA_FAMILY},
+    "phi3": re.compile(r"(?:^|\.)layers\.(\d+)\.self_attn\.o_proj$"),
+    "gpt_neox": re.compile(r"(?:^|\.)layers\.(\d+)\.attention\.dense$"),
 }
 
 
@@ -63,7 +65,7 @@ FLOAT32_INSIDE = Bound(
 
 
 def bound_for(model_type: str) -> Bound:
-    return FLOAT32_INSIDE if model_type in LLAMA_FAMILY else FLOAT64_THROUGHOUT
+    return FLOAT32_INSIDE if model_type in (*LLAMA_FAMILY, "phi3", "gpt_neox") else FLOAT64_THROUGHOUT  # NeoX: float32 RoPE and softmax
 
 
 def _reference_libraries() -> tuple[Any, Any]:

@@ -98,7 +98,26 @@ def _normed(n: Notation, s: Scenario, letter: str, *, transpose: bool = False) -
 
 
 def _rotated(letter: str) -> Formula:
-    return lambda n, s, h: f"{n(letter, prime=True)} = " + n.text("RoPE") + f"({_normed(kv_notation(n, s, h) if letter != 'Q' else n, s, letter)})"
+    def formula(n: Notation, s: Scenario, h: HeadResult | None) -> str:
+        text = f"{n(letter, prime=True)} = " + n.text("RoPE") + f"({_normed(kv_notation(n, s, h) if letter != 'Q' else n, s, letter)})"
+        words = _rotated_words(s, s.L if letter == "Q" else s.L_k, "-" if n.tex else "–")
+        return text + (n.text(f" ({words})") if words else "")
+
+    return formula
+
+
+def _rotated_words(s: Scenario, L: int, dash: str) -> str:
+    """'at positions 100–103; columns 3–4 unchanged': a position offset and a partial rotary, in words ('' for neither)."""
+    rope = s.rope
+    if rope is None:
+        return ""
+    words = []
+    if rope.offset:
+        words.append(f"at position {rope.offset}" if L == 1 else f"at positions {rope.offset}{dash}{rope.offset + L - 1}")
+    r = rope.width(s.d_k)
+    if r < s.d_k:
+        words.append(f"column {s.d_k} unchanged" if r + 1 == s.d_k else f"columns {r + 1}{dash}{s.d_k} unchanged")
+    return "; ".join(words)
 
 
 def kv_notation(n: Notation, s: Scenario, h: HeadResult | None) -> Notation:

@@ -144,13 +144,27 @@ FIELDS: tuple[Field, ...] = (
     Field(
         "rope",
         {
-            "description": "true for RoPE with theta = 10000, rotate-half; or {theta, style: half | interleaved}.",
+            "description": "true for RoPE with theta = 10000, rotate-half; or {theta, style: half | interleaved}, with "
+            "fraction or rotary_dim (partial rotary: only the first r coordinates of each head turn), offset (the first "
+            "token's position), or the rotation given as angles (one row per token, one angle per pair) or a cos/sin table "
+            "(one row per token, one column per rotated coordinate) instead of theta.",
             "anyOf": [
                 {"type": "boolean"},
                 {
                     "type": "object",
                     "additionalProperties": False,
-                    "properties": {"theta": {"type": "number", "exclusiveMinimum": 1}, "style": {"enum": ["half", "interleaved"]}},
+                    "properties": {
+                        "theta": {"type": "number", "exclusiveMinimum": 1},
+                        "style": {"enum": ["half", "interleaved"]},
+                        "fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                        "rotary_dim": {"type": "integer", "minimum": 2, "multipleOf": 2},
+                        "offset": {"type": "integer", "minimum": 0},
+                        "angles": MATRIX,
+                        "cos": MATRIX,
+                        "sin": MATRIX,
+                    },
+                    "dependentRequired": {"cos": ["sin"], "sin": ["cos"]},
+                    "not": {"anyOf": [{"required": ["fraction", "rotary_dim"]}, {"required": ["angles", "cos"]}]},
                 },
             ],
         },

@@ -128,7 +128,7 @@ class _Validator:
             b_O=_frozen(b_O),
             scale=self._scale(d_k),
             mask=mask,
-            rope=self._rope(d_k),
+            rope=self._rope(d_k, max(L_q, L_k)),
             bias=self._score_bias(heads, L_q, L_k),
             alibi=self._alibi(heads),
             softcap=self._softcap(),
@@ -586,30 +586,83 @@ class _Validator:
                 "a mask that leaves every query at least one key",
             )
 
-    def _rope(self, d_k: int) -> Rope | None:
+    def _rope(self, d_k: int, L: int) -> Rope | None:
+        """RoPE from `rope`: true, or a mapping (θ, style, partial rotary, offset, or given angles or a cos/sin table); L rows for a given one."""
         value = self._get("rope")
         if value is None:
             return None
         if isinstance(value, Scalar) and value.plain and value.kind == "bool":
             rope = Rope() if self._bool("rope", False) else None
         elif isinstance(value, Map):
-            _check_keys(value, ROPE_KEYS, "rope.")
-            theta = 10000.0
-            if "theta" in value.items:
-                theta = to_number(value.items["theta"], "rope.theta")
-                if theta <= 1:
-                    raise self._error(f"θ = {theta:g}", "rope.theta", "a base above 1, such as 10000", value.items["theta"])
-            style = "half"
-            if "style" in value.items:
-                style = to_word(value.items["style"], "rope.style")
-                if style not in ("half", "interleaved"):
-                    raise self._error(f"found {style!r}", "rope.style", "`half` (Llama, GPT-NeoX) or `interleaved` (RoFormer)", value.items["style"])
-            rope = Rope(theta=theta, style=style)
+            rope = self._rope_mapping(value, d_k, L)
         else:
             raise self._error(f"found {describe(value)}", "rope", "`true`, or {theta: 10000, style: half | interleaved}", value)
-        if rope is not None and d_k % 2:
+        if rope is not None and rope.width(d_k) % 2:
             raise self._error(f"RoPE turns pairs of coordinates, but d_k = {d_k} is odd", "rope", "an even d_k", value)
         return rope
+
+    def _rope_mapping(self, value: Map, d_k: int, L: int) -> Rope:
+        _check_keys(value, ROPE_KEYS, "rope.")
+        items = value.items
+        theta = 10000.0
+        if "theta" in items:
+            theta = to_number(items["theta"], "rope.theta")
+            if theta <= 1:
+                raise self._error(f"θ = {theta:g}", "rope.theta", "a base above 1, such as 10000", items["theta"])
+        style = "half"
+        if "style" in items:
+            style = to_word(items["style"], "rope.style")
+            if style not in ("half", "interleaved"):
+                raise self._error(f"found {style!r}", "rope.style", "`half` (Llama, GPT-NeoX) or `interleaved` (RoFormer)", items["style"])
+        for one, other in (("fraction", "rotary_dim"), ("angles", "cos"), ("angles", "sin"), ("theta", "angles"), ("theta", "cos")):
+            if one in items and other in items:
+                raise self._error(f"both `{one}` and `{other}` are given", f"rope.{other}", f"one of `{one}` and `{other}`", items[other])
+        rotary_dim = d_k
+        if "fraction" in items:
+            fraction = to_number(items["fraction"], "rope.fraction")
+            r = d_k * fraction
+            if not 0 < fraction <= 1 or r != int(r) or int(r) % 2:
+                raise self._error(f"fraction {fraction:g} of d_k = {d_k} is {r:g} coordinates", "rope.fraction",
+                                  f"a fraction that leaves an even number of coordinates, e.g. 0.25 or 0.5 of {d_k}", items["fraction"])  # fmt: skip
+            rotary_dim = int(r)
+        if "rotary_dim" in items:
+            rotary_dim = self._int("rope.rotary_dim", 0, 2, d_k, items["rotary_dim"], "an even number of coordinates")
+            if rotary_dim % 2:
+                raise self._error(f"rotary_dim {rotary_dim} is odd", "rope.rotary_dim", f"an even number from 2 to d_k = {d_k}", items["rotary_dim"])
+        offset = self._int("rope.offset", 0, 0, 2**31, items.get("offset"), "a position") if "offset" in items else 0
+        angles = cos = sin = None
+        if "angles" in items:
+            angles = self._rope_rows(items["angles"], "rope.angles", L)
+            rotary_dim = self._rope_width(2 * angles.shape[1], rotary_dim, d_k, items, "angles", "one angle per pair")
+        if "cos" in items or "sin" in items:
+            for key, other in (("cos", "sin"), ("sin", "cos")):
+                if key not in items:
+                    raise self._error(f"`{other}` is given without `{key}`", f"rope.{key}", "both `cos` and `sin`, tables of one shape", items[other])
+            cos, sin = self._rope_rows(items["cos"], "rope.cos", L), self._rope_rows(items["sin"], "rope.sin", L)
+            if cos.shape != sin.shape:
+                raise self._error(f"sin is {sin.shape[0]} × {sin.shape[1]} but cos is {cos.shape[0]} × {cos.shape[1]}", "rope.sin",
+                                  "a sin table of the cos table's shape", items["sin"])  # fmt: skip
+            rotary_dim = self._rope_width(cos.shape[1], rotary_dim, d_k, items, "cos", "one column per rotated coordinate")
+        return Rope(
+            theta=theta, style=style, rotary_dim=rotary_dim if rotary_dim < d_k else None, offset=offset,
+            given_angles=_frozen(angles), given_cos=_frozen(cos), given_sin=_frozen(sin),
+        )  # fmt: skip
+
+    def _rope_rows(self, value: Value, key: str, L: int) -> np.ndarray:
+        """A given angle or cos/sin table: one row per token (L of them), the first at position `offset`."""
+        table = to_matrix(value, key)
+        if table.shape[0] != L:
+            raise self._error(f"{table.shape[0]} rows for {L} tokens", key, f"{L} rows, one per token (row 1 is the first token's)", value)
+        return table
+
+    def _rope_width(self, width: int, rotary_dim: int, d_k: int, items: dict[str, Value], key: str, columns: str) -> int:
+        """The rotated width a given table implies, checked against d_k and any fraction or rotary_dim beside it."""
+        said = next((k for k in ("fraction", "rotary_dim") if k in items), None)
+        if width > d_k or width % 2 or (said is not None and width != rotary_dim):
+            wanted = f"{rotary_dim // 2 if key == 'angles' else rotary_dim} columns ({columns}, r = {rotary_dim} as `{said}` says)" if said else (
+                f"{columns}, for an even r of at most d_k = {d_k}")  # fmt: skip
+            raise self._error(f"the table implies r = {width} rotated coordinates", f"rope.{key}", wanted, items[key])
+        return width
 
     def _score_bias(self, heads: int, L_q: int, L_k: int) -> ScoreBias | None:
         value = self._get("bias")

@@ -78,7 +78,7 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
     say = Say(expl, w, p, check, full)
     out += _variant_steps(expl, "norm", say)
     if s.rope is not None:
-        out.append(_rotation(expl, p, w))
+        out.append(_rotation(expl, p, w, full))
     out.append(_dot_products(expl, p, w, check, full))
     if s.scale.mode != "none":
         out.append(_scaling(expl, p, w, check, full))
@@ -514,32 +514,62 @@ def _projection(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: b
     return Step("The output projection", formula, lines, notes, matrix=matrix)  # type: ignore[arg-type]
 
 
-def _rotation(expl: Explanation, p: int, w: Writer) -> Step:
+def _rotation(expl: Explanation, p: int, w: Writer, full: bool = False) -> Step:
     s = expl.scenario
     rope = s.rope
     assert rope is not None
-    d_k = s.d_k
-    position = expl.position - 1  # RoPE counts positions from 0
-    angles = rope.angles(np.array([position]), d_k)[0]  # (d_k/2,)
+    d_k, r, row = s.d_k, rope.width(s.d_k), expl.position - 1
+    position = int(rope.positions(np.array([row]))[0])  # RoPE counts positions from 0, the first token at the offset
     first, second = rope.pairs(d_k)
+    q_in = expl.head.normed_q[row]  # (d_k,) q as RoPE meets it: after QK-norm when the model has one
     lines = []
-    for i, (a, b, angle) in enumerate(zip(first, second, angles)):
-        x, y = expl.head.normed_q[expl.position - 1][a], expl.head.normed_q[expl.position - 1][b]  # q as RoPE meets it
+    if rope.given_cos is not None:
+        cos, sin = (table[0] for table in rope.table(np.array([row]), d_k))  # (r,) each
+        for i, (a, b) in enumerate(zip(first, second)):
+            lines.append(Line(
+                f"{w.text('pair')}\\ {i + 1} \\ ({a + 1}, {b + 1})" if w.tex else f"pair {i + 1} ({a + 1}, {b + 1})",
+                f"{w.text('cos')} {w.num(float(cos[a]), p)}, {w.text('sin')} {w.num(float(sin[a]), p)}: "
+                f"({w.num(float(q_in[a]), p)}, {w.num(float(q_in[b]), p)}) {w.text('turns to')} "
+                f"({w.num(float(expl.q[a]), p)}, {w.num(float(expl.q[b]), p)})",
+            ))  # fmt: skip
+    else:
+        angles = rope.angles(np.array([row]), d_k)[0]  # (r/2,)
+        for i, (a, b, angle) in enumerate(zip(first, second, angles)):
+            how = (f"{w.num(float(angle), p)} ({w.text('given')})" if rope.given_angles is not None
+                   else f"{position} {w.times} {w.num(float(rope.frequencies(d_k)[i]), p + 2)} = {w.num(float(angle), p)}")  # fmt: skip
+            lines.append(Line(
+                f"{w.text('pair')}\\ {i + 1} \\ ({a + 1}, {b + 1}): {w.phi}" if w.tex else f"pair {i + 1} ({a + 1}, {b + 1}): φ",
+                f"{how}, ({w.num(float(q_in[a]), p)}, {w.num(float(q_in[b]), p)}) {w.text('turns to')} "
+                f"({w.num(float(expl.q[a]), p)}, {w.num(float(expl.q[b]), p)})",
+            ))  # fmt: skip
+    if r < d_k:
+        rest = range(r, d_k)
         lines.append(Line(
-            f"{w.text('pair')}\\ {i + 1} \\ ({a + 1}, {b + 1}): {w.phi}" if w.tex else f"pair {i + 1} ({a + 1}, {b + 1}): φ",
-            f"{position} {w.times} {w.num(float(rope.frequencies(d_k)[i]), p + 2)} = {w.num(float(angle), p)}, "
-            f"({w.num(float(x), p)}, {w.num(float(y), p)}) {w.text('turns to')} ({w.num(float(expl.q[a]), p)}, {w.num(float(expl.q[b]), p)})",
+            f"{w.text('coordinates')}\\ {r + 1}{w.text('-')}{d_k}" if w.tex else f"coordinates {r + 1}–{d_k}",
+            f"{_vec(w, q_in[r:], p, full)}{w.text(' pass through unrotated')}" if len(rest) > 1
+            else f"{w.num(float(q_in[r]), p)}{w.text(' passes through unrotated')}", ":",
         ))  # fmt: skip
     lines.append(Line(w.prime("q"), w.vec(expl.q, p)))
     shown = expl.keys if len(expl.keys) <= LONG_SUM else expl.keys[:5] + expl.keys[-2:]
     for key in shown:
-        lines.append(Line(w.of(w.prime("k"), w.label(key.label)), f"{w.text('RoPE')}({w.vec(expl.head.normed_k[key.position - 1], p)}, {key.position - 1}) = {w.vec(key.k, p)}"))
-    notes = [
-        f"{rope.describe()}: the query at position {position} (counted from 0) turns its pair i by the angle "
-        f"{position}·ω_i, with ω_i = θ^(−2i/d_k); each key turns by its own position the same way.",
-        "Turning both by their positions makes q′·k′ depend on the positions only through their distance i − j: "
-        "rotations compose, so rotating q by i and k by j is, for the dot product, rotating k by j − i.",
-    ]
+        at = int(rope.positions(np.array([key.position - 1]))[0])
+        lines.append(Line(w.of(w.prime("k"), w.label(key.label)), f"{w.text('RoPE')}({w.vec(expl.head.normed_k[key.position - 1], p)}, {at}) = {w.vec(key.k, p)}"))
+    counted = (f"counted from 0, the first token at position {rope.offset}" if rope.offset else "counted from 0")
+    if rope.given is not None:
+        what = "the given cos and sin of its row" if rope.given == "table" else "the given angle of its row"
+        notes = [f"{rope.describe()}: the query at position {position} ({counted}) turns its pair i by {what}; "
+                 "each key turns by its own row's the same way."]  # fmt: skip
+    else:
+        notes = [
+            f"{rope.describe()}: the query at position {position} ({counted}) turns its pair i by the angle "
+            f"{position}·ω_i, with ω_i = θ^(−2i/{'r' if r < d_k else 'd_k'}); each key turns by its own position the same way.",
+            "Turning both by their positions makes q′·k′ depend on the positions only through their distance i − j: "
+            "rotations compose, so rotating q by i and k by j is, for the dot product, rotating k by j − i.",
+        ]
+    if r < d_k:
+        notes.append(f"Partial rotary: only the first r = {r} of the d_k = {d_k} coordinates turn (GPT-NeoX/Pythia's rotary_pct, "
+                     f"Phi's partial_rotary_factor); coordinates {r + 1}–{d_k} pass through unrotated and meet the keys' as they are, "
+                     "carrying no position.")  # fmt: skip
     if len(shown) < len(expl.keys):
         notes.append(f"{len(expl.keys) - len(shown)} of the {len(expl.keys)} rotated keys are left out here.")
     turned = "q" if s.qk_norm is None else (r"\hat{q}" if w.tex else "q\u0302")  # q̂ after QK-norm

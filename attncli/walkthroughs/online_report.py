@@ -153,7 +153,11 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
     if made_causal:
         intro.append(f"{quoted(s.name)} has no causal mask; decoding adds one, since a generated token cannot see the tokens after it.")
     if s.rope is not None:
-        intro.append("Under RoPE, step t turns q and k by position t − 1: the cached keys keep their turn, and positions simply continue.")
+        if s.rope.offset:
+            intro.append(f"Under RoPE, step t turns q and k by position {s.rope.offset} + t − 1 (the first token sits at position "
+                         f"{s.rope.offset}, rope.offset): the cached keys keep their turn, and positions simply continue.")
+        else:
+            intro.append("Under RoPE, step t turns q and k by position t − 1: the cached keys keep their turn, and positions simply continue.")
     if s.heads != s.G:
         share = s.heads // s.G
         g = dec.kv_head
@@ -210,7 +214,8 @@ def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> list[
                      "it joins the softmax's sum with no value, so the weights above sum to 1 minus that.")  # fmt: skip
     notes.append(f"output = Σ weight·v = {vec(step.output, p, full=full, whole=False)}")
     notes.append(_same_as_run(dec, step))
-    return _section(f"Step {step.position}: {quoted(step.label)} (position {step.position})", lines, Table(header, rows, numeric), notes)
+    at = f"position {step.position}" + (f"; RoPE position {s.rope.offset + step.position - 1}" if s.rope is not None and s.rope.offset else "")
+    return _section(f"Step {step.position}: {quoted(step.label)} ({at})", lines, Table(header, rows, numeric), notes)
 
 
 def _why_dropped(dec: Decode, step: DecodeStep) -> str:

@@ -1,9 +1,17 @@
 """Rotary position embeddings (RoPE): each pair of a head's q and k coordinates turned by an angle p·ω_i.
 
-Dimension names: L positions, d_k the head's width (even), d_k/2 pairs. Positions p start at 0,
-as the RoFormer paper and every implementation count them. Two pairings exist:
-"half" pairs coordinate i with i + d_k/2 (rotate-half: Llama, GPT-NeoX, Hugging Face);
-"interleaved" pairs 2i with 2i + 1 (RoFormer, Meta's original Llama code).
+Dimension names: L positions, d_k the head's width, r the rotated width (even, r ≤ d_k: all of d_k
+unless the rotary is partial), r/2 pairs. Positions p start at 0, as the RoFormer paper and every
+implementation count them; an `offset` makes the first token sit at position `offset` (a worked
+example at position 100, a prefix already cached). Two pairings exist, both within the first r
+coordinates: "half" pairs coordinate i with i + r/2 (rotate-half: Llama, GPT-NeoX, Hugging Face);
+"interleaved" pairs 2i with 2i + 1 (RoFormer, Meta's original Llama code). Coordinates r … d_k − 1
+pass through unrotated (partial rotary: GPT-NeoX/Pythia's rotary_pct, Phi's partial_rotary_factor).
+
+The angles come from θ (ω_i = θ^(−2i/r), angle (offset + p)·ω_i), from given frequencies (a
+checkpoint's, after its scaling), from a given angle per position and pair, or from a given cos/sin
+table as transformers hands it to the attention (one column per rotated coordinate). Given rows are
+the tokens' rows: row 1 is the first token's, at position `offset`.
 """
 
 from __future__ import annotations
@@ -25,47 +33,107 @@ class Rope:
 
     theta: float = 10000.0
     style: str = "half"  # "half" or "interleaved"
-    inv_freq: np.ndarray | None = None  # (d_k/2,) given frequencies (a checkpoint's, after its scaling)
+    inv_freq: np.ndarray | None = None  # (r/2,) given frequencies (a checkpoint's, after its scaling)
     scaling: str | None = None  # how a checkpoint scaled its frequencies, in words
+    rotary_dim: int | None = None  # r, the rotated width; None: the whole head
+    offset: int = 0  # the position of the first token
+    given_angles: np.ndarray | None = None  # (L, r/2) the angle of each pair at each token's position
+    given_cos: np.ndarray | None = None  # (L, r) a cos table, one column per rotated coordinate (transformers' layout)
+    given_sin: np.ndarray | None = None  # (L, r)
+
+    def width(self, d_k: int) -> int:
+        """r: how many of a head's d_k coordinates are rotated."""
+        if self.rotary_dim is not None:
+            return self.rotary_dim
+        if self.given_cos is not None:
+            return int(self.given_cos.shape[1])
+        if self.given_angles is not None:
+            return 2 * int(self.given_angles.shape[1])
+        return d_k
+
+    @property
+    def partial(self) -> bool:
+        """Whether only the first r coordinates of each head are rotated (rotary_dim given, below d_k)."""
+        return self.rotary_dim is not None
+
+    @property
+    def given(self) -> str | None:
+        """'angles' or 'table' when the rotation is given rather than computed from θ; None otherwise."""
+        return "table" if self.given_cos is not None else "angles" if self.given_angles is not None else None
 
     def frequencies(self, d_k: int) -> np.ndarray:
-        """(d_k/2,) ω_i = θ^(−2i/d_k)."""
+        """(r/2,) ω_i = θ^(−2i/r) (the rotated width r in the exponent, as transformers' partial rotary has it)."""
         if self.inv_freq is not None:
             return self.inv_freq
-        return np.asarray(self.theta ** (-np.arange(0, d_k, 2, dtype=np.float64) / d_k))  # (d_k/2,)
+        r = self.width(d_k)
+        return np.asarray(self.theta ** (-np.arange(0, r, 2, dtype=np.float64) / r))  # (r/2,)
 
-    def angles(self, positions: np.ndarray, d_k: int) -> np.ndarray:
-        """(L, d_k/2) p·ω_i for each position p and pair i."""
-        return np.asarray(positions.astype(np.float64)[:, None] * self.frequencies(d_k)[None, :])  # (L, d_k/2)
+    def positions(self, rows: np.ndarray) -> np.ndarray:
+        """(L,) the absolute positions of token rows 0, 1, …: offset + row."""
+        return np.asarray(rows, dtype=np.int64) + self.offset
+
+    def angles(self, rows: np.ndarray, d_k: int) -> np.ndarray:
+        """(L, r/2) the angle of each pair at each token row: (offset + row)·ω_i, or the given angles' row."""
+        if self.given_angles is not None:
+            return np.asarray(self.given_angles[np.asarray(rows)])  # (L, r/2)
+        return np.asarray(self.positions(rows).astype(np.float64)[:, None] * self.frequencies(d_k)[None, :])  # (L, r/2)
+
+    def table(self, rows: np.ndarray, d_k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(L, r) cos and (L, r) sin for each rotated coordinate, in the layout transformers hands the attention."""
+        if self.given_cos is not None and self.given_sin is not None:
+            return np.asarray(self.given_cos[np.asarray(rows)]), np.asarray(self.given_sin[np.asarray(rows)])  # (L, r) each
+        angles = self.angles(rows, d_k)  # (L, r/2)
+        first, second = self.pairs(d_k)
+        r = self.width(d_k)
+        cos, sin = np.empty((angles.shape[0], r)), np.empty((angles.shape[0], r))  # (L, r) each
+        cos[:, first], cos[:, second] = np.cos(angles), np.cos(angles)
+        sin[:, first], sin[:, second] = np.sin(angles), np.sin(angles)
+        return cos, sin
 
     def pairs(self, d_k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The coordinates paired for rotation: (first, second), each (d_k/2,) indexes from 0."""
-        half = d_k // 2
+        """The coordinates paired for rotation: (first, second), each (r/2,) indexes from 0, all below r."""
+        r = self.width(d_k)
         if self.style == "interleaved":
-            return np.arange(0, d_k, 2), np.arange(1, d_k, 2)
-        return np.arange(half), np.arange(half, d_k)
+            return np.arange(0, r, 2), np.arange(1, r, 2)
+        return np.arange(r // 2), np.arange(r // 2, r)
 
-    def rotate(self, x: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """(L, d_k) each row turned by its position's angles: (a, b) → (a·cos − b·sin, b·cos + a·sin)."""
+    def rotate(self, x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """(L, d_k) each row turned by its position: (a, b) → (a·cos − b·sin, b·cos + a·sin); coordinates past r unchanged."""
         d_k = x.shape[1]
-        angles = self.angles(positions, d_k)  # (L, d_k/2)
-        cos, sin = np.cos(angles), np.sin(angles)  # (L, d_k/2)
         first, second = self.pairs(d_k)
-        a, b = x[:, first], x[:, second]  # (L, d_k/2) each
-        out = np.empty_like(x)  # (L, d_k)
-        out[:, first] = a * cos - b * sin
-        out[:, second] = b * cos + a * sin
+        a, b = x[:, first], x[:, second]  # (L, r/2) each
+        out = x.copy()  # (L, d_k): the coordinates past r pass through
+        if self.given_cos is None:
+            angles = self.angles(rows, d_k)  # (L, r/2)
+            cos, sin = np.cos(angles), np.sin(angles)  # (L, r/2)
+            out[:, first] = a * cos - b * sin
+            out[:, second] = b * cos + a * sin
+            return out
+        cos_r, sin_r = self.table(rows, d_k)  # (L, r): each coordinate has its own entry, as x·cos + rotate_half(x)·sin
+        out[:, first] = a * cos_r[:, first] - b * sin_r[:, first]
+        out[:, second] = b * cos_r[:, second] + a * sin_r[:, second]
         return out
 
     def apply(self, x: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """(L, d_k) the rows of q or k as the scores meet them: rotated (the registry's "qk" stage)."""
+        """(L, d_k) the rows of q or k as the scores meet them: rotated (the registry's "qk" stage); `positions` are token rows 0, 1, …"""
         return self.rotate(x, positions)
 
     def describe(self) -> str:
-        style = "rotate-half pairs (i, i + d_k/2)" if self.style == "half" else "interleaved pairs (2i, 2i+1)"
-        base = "given frequencies" if self.inv_freq is not None else f"θ = {self.theta:g}"
+        r = "r" if self.partial else "d_k"
+        style = f"rotate-half pairs (i, i + {r}/2)" if self.style == "half" else "interleaved pairs (2i, 2i+1)"
+        given = self.given
+        base = ("given cos/sin table" if given == "table" else "given angles" if given == "angles"
+                else "given frequencies" if self.inv_freq is not None else f"θ = {self.theta:g}")  # fmt: skip
         scaled = f", {self.scaling}" if self.scaling else ""
-        return f"RoPE, {base}{scaled}, {style}"
+        part = f", the first r = {self.rotary_dim} coordinates of each head (the rest pass through unrotated)" if self.rotary_dim is not None else ""
+        start = f", positions from {self.offset}" if self.offset else ""
+        return f"RoPE, {base}{scaled}, {style}{part}{start}"
 
     def as_json(self) -> dict[str, object]:
-        return {"theta": self.theta, "style": self.style, "scaling": self.scaling}
+        return {
+            "theta": self.theta, "style": self.style, "scaling": self.scaling,
+            "rotary_dim": self.rotary_dim, "offset": self.offset, "given": self.given,
+            "angles": None if self.given_angles is None else self.given_angles.tolist(),
+            "cos": None if self.given_cos is None else self.given_cos.tolist(),
+            "sin": None if self.given_sin is None else self.given_sin.tolist(),
+        }  # fmt: skip

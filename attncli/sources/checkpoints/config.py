@@ -16,7 +16,7 @@ from attncli.sources.bounded import JsonLimits
 
 CONFIG_LIMITS = JsonLimits(max_bytes=4 * 1024 * 1024)  # config.json and the shard index: a few kB in real checkpoints
 
-SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral", "bart", "qwen3", "olmo2", "gemma3_text")
+SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral", "bart", "qwen3", "olmo2", "gemma3_text", "gpt_neox", "phi3")
 LLAMA_FAMILY = ("llama", "qwen2", "mistral")
 ROPE_KINDS = ("default", "linear", "llama3")
 ACTIVATIONS = (
@@ -48,7 +48,11 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "qwen3": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 32, "positions": 32768, "inter": 22016, "head_dim": 128},
     "olmo2": {"layers": 32, "hidden": 4096, "heads": 32, "kv": None, "positions": 2048, "inter": 11008, "eps": 1e-5},
     "gemma3_text": {"layers": 26, "hidden": 2304, "heads": 8, "kv": 4, "positions": 131072, "inter": 9216, "head_dim": 256, "act": "gelu_pytorch_tanh"},
+    "gpt_neox": {"layers": 44, "hidden": 6144, "heads": 64, "positions": 2048, "eps": 1e-5, "act": "gelu", "inter": 24576},
+    "phi3": {"layers": 32, "hidden": 3072, "heads": 32, "kv": None, "positions": 4096, "inter": 8192},
 }
+# families whose config reading lives in their own module (sources/checkpoints/<module>.py: read_config(_Reader))
+_FAMILY_MODULES = {"gpt_neox": "neox"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class RopeConfig:
     low_freq_factor: float | None = None  # llama3 only
     high_freq_factor: float | None = None  # llama3 only
     original_positions: int | None = None  # llama3 only
+    partial: float = 1.0  # the fraction of each head rotated (partial_rotary_factor; GPT-NeoX's rotary_pct)
 
     def describe(self) -> str | None:
         """'linear (factor 2)', 'llama3 (factor 8, original 8192 positions)', or None without scaling."""
@@ -105,6 +110,7 @@ class ModelConfig:
     scale_embedding: bool = False  # token rows × √d_model
     decoder_start_token_id: int = 0
     eos_token_id: int | None = None
+    family: object = None  # a family module's own settings (neox.NeoxSettings), read there
 
 
 class _Reader:
@@ -189,6 +195,12 @@ def read_config(folder: Path) -> ModelConfig:
         return _bert(read)
     if model_type == "bart":
         return _bart(read)
+    if model_type in _FAMILY_MODULES:
+        import importlib
+
+        family = importlib.import_module(f"attncli.sources.checkpoints.{_FAMILY_MODULES[model_type]}")
+        cfg: ModelConfig = family.read_config(read)
+        return cfg
     return _llama_family(read, model_type)
 
 
@@ -361,15 +373,13 @@ def _rope(read: _Reader, max_positions: int, *, per_type: str | None = None) -> 
     kind = chosen.get("rope_type", chosen.get("type", "default"))
     if kind not in ROPE_KINDS:
         raise read.fail(key, f"the RoPE scaling {_shown(kind)} is not supported", "one of " + ", ".join(ROPE_KINDS))
-    partial = chosen.get("partial_rotary_factor", read.raw.get("partial_rotary_factor", 1.0))
-    if partial != 1.0:
-        raise read.fail(key, f"partial_rotary_factor {_shown(partial)} rotates only part of each head", "RoPE on the whole head")
+    partial = _partial(read, key, chosen.get("partial_rotary_factor", read.raw.get("partial_rotary_factor", 1.0)))
     theta = read.number("rope_theta", read.raw.get("rope_theta", 10_000.0), source=chosen)
     if kind == "default":
-        return RopeConfig(theta=theta, kind=kind)
+        return RopeConfig(theta=theta, kind=kind, partial=partial)
     factor = read.number("factor", None, source=chosen)
     if kind == "linear":
-        return RopeConfig(theta=theta, kind=kind, factor=factor)
+        return RopeConfig(theta=theta, kind=kind, factor=factor, partial=partial)
     # transformers takes a top-level original_max_position_embeddings first (Phi-3 keeps it there)
     original = read.raw.get("original_max_position_embeddings", chosen.get("original_max_position_embeddings", max_positions))
     if isinstance(original, bool) or not isinstance(original, int) or not 1 <= original <= MOST["positions"]:
@@ -380,7 +390,14 @@ def _rope(read: _Reader, max_positions: int, *, per_type: str | None = None) -> 
         raise read.fail(
             key, f"high_freq_factor {high:g} is not above low_freq_factor {low:g}", "high_freq_factor > low_freq_factor"
         )
-    return RopeConfig(theta, kind, factor, low, high, original)
+    return RopeConfig(theta, kind, factor, low, high, original, partial)
+
+
+def _partial(read: _Reader, key: str, value: object) -> float:
+    """partial_rotary_factor (or GPT-NeoX's rotary_pct): the fraction of each head RoPE turns, in (0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise read.fail(key, f"partial_rotary_factor {_shown(value)}", "a fraction of each head above 0 and at most 1")
+    return float(value)
 
 
 def _window(read: _Reader, key: str, value: object) -> int:
@@ -402,8 +419,8 @@ def _windows(read: _Reader, model_type: str, layers: int) -> tuple[int | None, .
         if not isinstance(kinds, list) or len(kinds) != layers:
             raise read.fail("layer_types", f"found {_shown(kinds)}", f"a list of {layers} layer kinds")
         return tuple(size if kind == "sliding_attention" else None for kind in kinds)
-    if model_type == "mistral":  # every layer, when sliding_window is set (transformers' default: 4096)
-        value = read.raw.get("sliding_window", 4096)
+    if model_type in ("mistral", "phi3"):  # every layer, when sliding_window is set (transformers' default: 4096 for Mistral, none for Phi-3)
+        value = read.raw.get("sliding_window", 4096 if model_type == "mistral" else None)
         return (None if value is None else _window(read, "sliding_window", value),) * layers
     # qwen2: only with use_sliding_window, on the layers that layer_types (or max_window_layers) marks
     if not read.flag("use_sliding_window", False) or read.raw.get("sliding_window", 4096) is None:

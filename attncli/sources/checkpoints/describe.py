@@ -13,7 +13,8 @@ def describe_config(cfg: ModelConfig) -> dict[str, Any]:
     rope = None
     if cfg.rope is not None:
         spec = rope_spec(cfg.rope, cfg.head_dim)
-        rope = {"theta": spec.theta, "scaling": spec.scaling, "style": spec.style, "inv_freq": spec.frequencies(cfg.head_dim).tolist()}
+        rope = {"theta": spec.theta, "scaling": spec.scaling, "style": spec.style, "inv_freq": spec.frequencies(cfg.head_dim).tolist(),
+                "rotary_dim": spec.width(cfg.head_dim), "partial_rotary_factor": cfg.rope.partial}  # fmt: skip
     windows = sorted({w for w in cfg.windows if w is not None})
     return {
         "layers": cfg.layers,

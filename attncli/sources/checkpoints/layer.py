@@ -16,7 +16,7 @@ import numpy as np
 from attncli.core.variants import QkNorm, Rope
 from attncli.errors import AttnError, option
 from attncli.sources.arguments import shown_path
-from attncli.sources.checkpoints import bart, bert, gemma3, gpt2, llama, olmo2, qwen3, tokenizer_process
+from attncli.sources.checkpoints import bart, bert, gemma3, gpt2, llama, neox, olmo2, phi3, qwen3, tokenizer_process
 from attncli.sources.checkpoints.config import ModelConfig, read_config, read_raw
 from attncli.sources.checkpoints.describe import describe_config
 from attncli.sources.checkpoints.gguf import gguf_path, open_model
@@ -27,7 +27,10 @@ from attncli.sources.checkpoints.tokens import Tokens, encode, not_applied_note
 
 __all__ = ["LayerCase", "Tokens", "load_layer", "model_info", "tokenize"]
 
-_ARCHITECTURES = {"gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "qwen3": qwen3, "olmo2": olmo2, "gemma3_text": gemma3}
+_ARCHITECTURES = {
+    "gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "qwen3": qwen3, "olmo2": olmo2,
+    "gemma3_text": gemma3, "gpt_neox": neox, "phi3": phi3,
+}  # fmt: skip
 ENCODER_DECODERS = ("bart",)  # read a source text and a target text; the layer counts in the stack `attention` names
 
 
@@ -332,10 +335,14 @@ def check_shapes(cfg: ModelConfig, checkpoint: Checkpoint) -> None:
         "decoder.layers.0.fc1.weight": (inner, d),
         "encoder.layers.0.fc1.weight": (cfg.encoder_inner, d),
     }
+    neox_shapes = {"embed_in.weight": (None, d), "layers.0.attention.query_key_value.weight": (3 * H * d_k, d), "layers.0.mlp.dense_h_to_4h.weight": (inner, d)}
+    phi3_shapes = {"embed_tokens.weight": (None, d), "layers.0.self_attn.qkv_proj.weight": ((H + 2 * G) * d_k, d), "layers.0.mlp.gate_up_proj.weight": (2 * inner, d)}
     probe, prefixes, shapes = {
         "gpt2": ("wte.weight", ("", "transformer."), gpt2_shapes),
         "bert": ("embeddings.word_embeddings.weight", ("bert.", ""), bert_shapes),
         "bart": ("shared.weight", ("model.", ""), bart_shapes),
+        "gpt_neox": ("embed_in.weight", ("gpt_neox.", ""), neox_shapes),
+        "phi3": ("embed_tokens.weight", ("model.", ""), phi3_shapes),
     }.get(cfg.model_type, ("embed_tokens.weight", ("model.", ""), llama_shapes))
     weights = Weights(checkpoint, probe=probe, prefixes=prefixes)
     for name, implied in shapes.items():

@@ -1,6 +1,9 @@
 """A checkpoint's RoPE read into core's Rope: inverse frequencies after the config's scaling, rotate-half as Hugging Face's Llama.
 
 The rotation itself is core's (attncli.core.variants.positions), the same for a scenario and every layer of a checkpoint.
+A partial rotary (GPT-NeoX/Pythia's rotary_pct, Phi's partial_rotary_factor, both read into RopeConfig.partial by
+the config reader) turns the first r = int(head_dim · partial) coordinates of each head, with frequencies over r, as
+transformers' `_compute_default_rope_parameters` has it (dim = head_dim · partial_rotary_factor).
 """
 
 from __future__ import annotations
@@ -10,12 +13,26 @@ import math
 import numpy as np
 
 from attncli.core.variants import Rope
+from attncli.errors import AttnError
 from attncli.sources.checkpoints.config import RopeConfig
 
 
+def rotary_dim(rope: RopeConfig, head_dim: int) -> int:
+    """r = int(head_dim · partial): how many coordinates of each head RoPE turns (all of them unless the rotary is partial)."""
+    r = int(head_dim * rope.partial)
+    if r < 2 or r % 2:
+        raise AttnError(
+            f"partial_rotary_factor {rope.partial:g} of head_dim {head_dim} rotates {r} coordinates",
+            key="partial_rotary_factor",
+            expected="a fraction that leaves an even number of coordinates (RoPE turns pairs)",
+        )
+    return r
+
+
 def inverse_frequencies(rope: RopeConfig, head_dim: int) -> np.ndarray:
-    """(head_dim/2,) θ^(−2i/d), then the linear or llama3 scaling, in float64."""
-    inv_freq = 1.0 / rope.theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)  # (d/2,)
+    """(r/2,) θ^(−2i/r) over the rotated width r (head_dim unless partial), then the linear or llama3 scaling, in float64."""
+    head_dim = rotary_dim(rope, head_dim)
+    inv_freq = 1.0 / rope.theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)  # (r/2,)
     if rope.kind == "linear":
         return inv_freq / rope.factor
     if rope.kind == "llama3":
@@ -35,4 +52,5 @@ def rope_spec(rope: RopeConfig, head_dim: int) -> Rope:
     """The RoPE of a config for heads of size head_dim (yarn and longrope, which would also scale cos and sin, are refused earlier)."""
     inv_freq = np.ascontiguousarray(inverse_frequencies(rope, head_dim), dtype=np.float64)  # (d_k/2,)
     inv_freq.setflags(write=False)
-    return Rope(theta=rope.theta, style="half", inv_freq=inv_freq, scaling=rope.describe())
+    r = rotary_dim(rope, head_dim)
+    return Rope(theta=rope.theta, style="half", inv_freq=inv_freq, scaling=rope.describe(), rotary_dim=r if r < head_dim else None)
