@@ -60,6 +60,7 @@ def test_the_comparison_can_fail(name):
 def test_model_info_says_supported(name):
     info = model_info(HERE / name)
     assert info["supported"] is True and info["model_type"] == name and info["reason"] is None
+    assert ("over the whole projection" in info["mechanisms"][0]) == (name == "olmo2") and "QK-norm" in info["mechanisms"][0]
 
 
 @pytest.mark.parametrize("name", FAMILIES)

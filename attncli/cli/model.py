@@ -134,6 +134,7 @@ def _info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
             ("mask", mask),
             ("activation", str(info["activation"])),
         ]
+        rows += [("mechanism", line) for line in info.get("mechanisms", [])]
     if "stored_dtype" in info:
         declared = f" (config.json says {info['dtype']})" if info.get("dtype") and info["dtype"] != info["stored_dtype"] else ""
         rows += [("dtype", f"{info['stored_dtype']}{declared}; arithmetic in float64"), ("weights", str(info["weights"]))]

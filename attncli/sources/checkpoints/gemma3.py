@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,8 +33,8 @@ from attncli.sources.checkpoints.source import TensorSource
 class Gemma3:
     """The keys of config.json that only Gemma 3 has, read once per load."""
 
-    def __init__(self, cfg: ModelConfig, checkpoint: TensorSource) -> None:
-        raw, where = read_raw(checkpoint.folder)
+    def __init__(self, cfg: ModelConfig, folder: Path) -> None:
+        raw, where = read_raw(folder)
         self.scalar = _positive(raw, "query_pre_attn_scalar", 256, where)
         if raw.get("attn_logit_softcapping") is not None:
             raise AttnError("attn_logit_softcapping is set: attncli reads Gemma 3 without soft-capping", file=where,
@@ -85,7 +86,7 @@ def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, g: Gemma3) -
 
 def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
     """X = input_layernorm ((1 + w) RMSNorm) of the residual entering `layer` (from 1), and that layer's attention."""
-    g = Gemma3(cfg, checkpoint)
+    g = Gemma3(cfg, checkpoint.folder)
     w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", "model.language_model.", ""))
     h = w.rows("embed_tokens.weight", ids, cfg.hidden_size) * g.embedding_scale  # (L, d)
     for index in range(layer - 1):
@@ -105,3 +106,16 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
         for note in notes
     )  # fmt: skip
     return LayerInputs(X=X, attention=attention, dtype=dtype, notes=notes)
+
+
+def mechanisms(cfg: ModelConfig, folder: Path) -> list[str]:
+    """What `model info` says of Gemma 3 beyond Llama's layer."""
+    g = Gemma3(cfg, folder)
+    local = sum(window is not None for window in cfg.windows)
+    return [
+        f"QK-norm per head with Gemma's (1 + w): q and k divided by their rms over each head's {cfg.head_dim} numbers, ε = {cfg.norm_eps:g}, before RoPE",
+        f"{local} sliding-window layer{'s' * (local != 1)} and {cfg.layers - local} global one{'s' * (cfg.layers - local != 1)}, "
+        f"RoPE θ = {g.local_rope.theta:g} on the sliding layers and {g.global_rope.theta:g} on the global ones",
+        f"scores divided by √query_pre_attn_scalar = √{g.scalar:g}; embeddings × √hidden_size = {g.embedding_scale:g}",
+        "(1 + w) RMSNorm before and after attention and MLP",
+    ]

@@ -292,6 +292,13 @@ def model_info(folder: Path) -> dict[str, Any]:
         info["reason"] = str(error)
         return info
     info.update(describe_config(cfg))
+    mechanisms = getattr(_ARCHITECTURES.get(cfg.model_type), "mechanisms", None)
+    if mechanisms is not None:  # a family's own words for what it adds to its attention (the key is there for those families)
+        try:
+            info["mechanisms"] = mechanisms(cfg, folder)
+        except AttnError as error:
+            info["reason"] = str(error)
+            return info
     try:
         checkpoint = Checkpoint(folder)
         check_shapes(cfg, checkpoint)
