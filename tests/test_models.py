@@ -13,6 +13,7 @@ import jsonschema
 import numpy as np
 import pytest
 
+from attncli.sources.checkpoints.config import SUPPORTED
 from attncli.sources.checkpoints.layer import tokenize
 from attncli.sources.yamltree import parse
 from tests.test_checkpoints import HERE, TOLERANCE, golden
@@ -192,7 +193,7 @@ def test_model_info_json_and_an_unsupported_model(cli):
     assert doc["schema"] == "attncli.model-info/1" and doc["heads"] == 4 and doc["supported"] is True
     result = cli("model", "info", str(HERE / "bad" / "unsupported-model-type"))
     assert result.exit_code == 0
-    assert "no: " in result.stdout and "expected one of gpt2, bert, llama, qwen2, mistral" in result.stdout
+    assert "no: " in result.stdout and f"expected one of {', '.join(SUPPORTED)}" in result.stdout
 
 
 def test_model_tokens_lists_positions_ids_labels_and_pieces(cli):
@@ -219,7 +220,7 @@ def test_model_tokens_lists_positions_ids_labels_and_pieces(cli):
         (["run", "--model", GPT2, "--layer", "4", "--sentence", "hi"], "--layer: layer 4 is out of range: the model has 3 layers (expected 1 to 3)"),
         (["run", "--model", GPT2, "--layer", "1", "--sentence", "The cat sat. " * 9], "--sentence: the sentence is 45 tokens long, more than the model's 32 positions"),
         (["run", "--model", "no/such/folder", "--layer", "1", "--sentence", "hi"], "no/such/folder: the checkpoint folder does not exist"),
-        (["run", "--model", str(HERE / "bad" / "unsupported-model-type"), "--layer", "1", "--sentence", "hi"], "is not supported (expected one of gpt2, bert, llama, qwen2, mistral)"),
+        (["run", "--model", str(HERE / "bad" / "unsupported-model-type"), "--layer", "1", "--sentence", "hi"], f"is not supported (expected one of {', '.join(SUPPORTED)})"),
         (["run", "--model", str(HERE / "bad" / "missing-tokenizer"), "--layer", "1", "--sentence", "hi"], "no tokenizer.json in the checkpoint folder"),
         (["run", "--model", GPT2, "--layer", "1", "--sentence", "hi", "--special-tokens", "all"], "--special-tokens: found 'all'"),
         (["run", "--model", GPT2, "--layer", "1", "--sentence", "hi", "--max-cells", "10"], "more than the limit of 10"),

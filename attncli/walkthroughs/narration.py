@@ -80,6 +80,8 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
     out.append(_dot_products(expl, p, w, check, full))
     if s.scale.mode != "none":
         out.append(_scaling(expl, p, w, check, full))
+    if s.softcap is not None:
+        out.append(_soft_capping(expl, p, w, full))
     if s.has_bias:
         out.append(_bias(expl, p, w, check, full))
     if s.mask.hides_anything:
@@ -288,14 +290,41 @@ def _scaling(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool
                 [f"Each score is divided by {said}, which keeps the softmax from saturating as d_k grows."] + _fewer_keys(expl, keys))
 
 
+def _capped(expl: Explanation, key: KeyStep) -> float:
+    """The key's scaled score after soft-capping (the engine's cap·tanh(s / cap)), or the scaled score without a cap."""
+    cap = expl.scenario.softcap
+    return key.scaled if cap is None else float(cap.apply(np.array([[key.scaled]]))[0, 0])
+
+
+def _soft_capping(expl: Explanation, p: int, w: Writer, full: bool) -> Step:
+    """Gemma 2's cap: each scaled score s becomes cap·tanh(s / cap), near s when small, never past ±cap."""
+    cap = expl.scenario.softcap
+    assert cap is not None
+    tanh = r"\tanh" if w.tex else "tanh"
+    c = w.num(cap.cap, p)
+    keys = _keys_shown(expl, full)
+    lines = [  # tanh of a shown number is no sum a reader adds up: ≈ throughout
+        _keyed(w, key, f"{c} {w.dot} {tanh}({w.frac(w.num(key.scaled, p), c)}) {w.approx} {w.num(_capped(expl, key), p)}")
+        for key in keys
+    ]
+    squeezed = max((abs(key.scaled) - abs(_capped(expl, key)) for key in expl.keys), default=0.0)
+    notes = [
+        f"Logit soft-capping (Gemma 2) squashes every scaled score into (−{Writer().num(cap.cap, p)}, {Writer().num(cap.cap, p)}) "
+        f"before the mask: a score well inside the cap stays nearly as it was, a large one is pulled toward the cap, so no "
+        f"key can take all the weight. Here the largest change is {Writer().num(squeezed, p)}."
+    ]
+    formula = f"{w.text('capped')} = {c} {w.dot} {tanh}({w.frac(w.text('scaled'), c)})"
+    return Step("Soft-capping", formula, lines, notes + _fewer_keys(expl, keys))
+
+
 def _bias(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
     s = expl.scenario
     h = expl.head.head
     lines = []
     i = expl.position
     for key in _keys_shown(expl, full):
-        sum_ = w.num(key.scaled, p)
-        reader = shown(key.scaled, p)
+        sum_ = w.num(_capped(expl, key), p)
+        reader = shown(_capped(expl, key), p)
         exact = True
         if s.bias is not None:
             b = float(s.bias.matrix(h, s.L, s.L_k)[i - 1, key.position - 1])
@@ -316,7 +345,8 @@ def _bias(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -
         )
     if s.bias is not None:
         notes.append("The scenario's bias matrix adds its entry (query row, key column) to each scaled score.")
-    return Step("Adding the bias", f"{w.text('logit')} = {w.text('scaled')} + b", lines, notes)
+    before = w.text("capped" if s.softcap is not None else "scaled")
+    return Step("Adding the bias", f"{w.text('logit')} = {before} + b", lines, notes)
 
 
 def _exponentials(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:

@@ -15,7 +15,7 @@ import numpy as np
 
 from attncli.core import engine
 from attncli.core.scenario import Scale, Scenario
-from attncli.core.variants import Mask, Rope
+from attncli.core.variants import LearnedSink, Mask, Rope, SoftCap
 from attncli.errors import AttnError
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -157,6 +157,8 @@ class AttentionWeights:
     causal: bool
     window: int | None  # query i sees keys i − window … i (and … i + window without the causal rule)
     rope: Rope | None
+    softcap: SoftCap | None = None  # Gemma 2: scaled scores become cap·tanh(s / cap)
+    sink: LearnedSink | None = None  # gpt-oss: one logit per head in the softmax's denominator
 
     @property
     def mask(self) -> Mask:
@@ -174,6 +176,7 @@ def self_attention(X: np.ndarray, w: AttentionWeights) -> np.ndarray:
         name="", tokens=tuple(f"token {i}" for i in range(1, X.shape[0] + 1)), heads=w.heads,
         kv_heads=None if w.kv_heads == w.heads else w.kv_heads, scale=Scale("value", w.divisor),
         X=X, W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O, mask=w.mask, rope=w.rope,
+        softcap=w.softcap, sink_logits=w.sink,
     )  # fmt: skip
     seen = _weights_seen.get()
     if seen is None:

@@ -16,7 +16,7 @@ from attncli.sources.bounded import JsonLimits
 
 CONFIG_LIMITS = JsonLimits(max_bytes=4 * 1024 * 1024)  # config.json and the shard index: a few kB in real checkpoints
 
-SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral")
+SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral", "gemma2", "gpt_oss")
 LLAMA_FAMILY = ("llama", "qwen2", "mistral")
 ROPE_KINDS = ("default", "linear", "llama3")
 ACTIVATIONS = (
@@ -44,7 +44,11 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "llama": {"layers": 32, "hidden": 4096, "heads": 32, "kv": None, "positions": 2048, "inter": 11008},
     "qwen2": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 32, "positions": 32768, "inter": 22016},
     "mistral": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 8, "positions": 131072, "inter": 14336},
+    "gemma2": {"layers": 26, "hidden": 2304, "heads": 8, "kv": 4, "positions": 8192, "inter": 9216},
+    "gpt_oss": {"layers": 36, "hidden": 2880, "heads": 64, "kv": 8, "positions": 131072, "inter": 2880},
 }
+# families whose config reading lives in their own module (sources/checkpoints/<module>.py: read_config(_Reader))
+_FAMILY_MODULES = {"gemma2": "gemma2", "gpt_oss": "gpt_oss"}
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,7 @@ class ModelConfig:
     scale_attn_weights: bool = True  # gpt2
     scale_attn_by_inverse_layer_idx: bool = False  # gpt2
     type_vocab_size: int = 0  # bert
+    family: object = None  # a family module's own settings (gemma2.Gemma2Settings, gpt_oss.GptOssSettings), read there
 
 
 class _Reader:
@@ -176,6 +181,12 @@ def read_config(folder: Path) -> ModelConfig:
         return _gpt2(read)
     if model_type == "bert":
         return _bert(read)
+    if model_type in _FAMILY_MODULES:
+        import importlib
+
+        family = importlib.import_module(f"attncli.sources.checkpoints.{_FAMILY_MODULES[model_type]}")
+        cfg: ModelConfig = family.read_config(read)
+        return cfg
     return _llama_family(read, model_type)
 
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from attncli.core.variants import Rope
+from attncli.core.variants import LearnedSink, Rope, SoftCap
 from attncli.errors import AttnError, option
 from attncli.sources.arguments import shown_path
-from attncli.sources.checkpoints import bert, gpt2, llama, tokenizer_process
+from attncli.sources.checkpoints import bert, gemma2, gpt2, gpt_oss, llama, tokenizer_process
 from attncli.sources.checkpoints.config import ModelConfig, read_config, read_raw
 from attncli.sources.checkpoints.describe import describe_config
 from attncli.sources.checkpoints.gguf import gguf_path, open_model
@@ -27,7 +27,7 @@ from attncli.sources.checkpoints.tokens import Tokens, encode, not_applied_note
 
 __all__ = ["LayerCase", "Tokens", "load_layer", "model_info", "tokenize"]
 
-_ARCHITECTURES = {"gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama}
+_ARCHITECTURES = {"gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "gemma2": gemma2, "gpt_oss": gpt_oss}
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,6 +60,9 @@ class LayerCase:
     notes: tuple[str, ...]  # provenance, for the header
     gguf: str | None = None  # the GGUF file read, when the model is one
     tokens_from: str = "its tokenizer.json"
+    softcap: SoftCap | None = None  # Gemma 2's attn_logit_softcapping
+    sink: LearnedSink | None = None  # gpt-oss's learned sinks, one logit per head
+    layer_kind: str | None = None  # "sliding" or "global" in a model whose layers differ (Gemma 2, gpt-oss), else None
 
 
 def checkpoint_tokens(
@@ -159,7 +162,15 @@ def load_layer(folder: Path, *, layer: int, text: str, special_tokens: bool = Tr
         divisor=w.divisor, causal=w.causal, window=w.window, rope=w.rope,
         dtype=inputs.dtype, notes=(*notes, *not_applied_note(not_applied)),
         gguf=None if gguf is None else str(gguf), tokens_from="its tokenizer.json" if gguf is None else "the GGUF metadata",
+        softcap=w.softcap, sink=w.sink, layer_kind=_layer_kind(cfg, layer),
     )  # fmt: skip
+
+
+def _layer_kind(cfg: ModelConfig, layer: int) -> str | None:
+    """'sliding' or 'global' when some layers of the model slide and others do not; None when all are alike."""
+    if len({w is None for w in cfg.windows}) < 2:
+        return None
+    return "global" if cfg.windows[layer - 1] is None else "sliding"
 
 
 def too_many_cells(tokens: int, heads: int, max_cells: int) -> AttnError:
@@ -229,10 +240,11 @@ def check_shapes(cfg: ModelConfig, checkpoint: Checkpoint) -> None:
         "layers.0.self_attn.k_proj.weight": (G * d_k, d),
         "layers.0.mlp.gate_proj.weight": (inner, d),
     }
+    family_shapes = getattr(_ARCHITECTURES[cfg.model_type], "shapes", None)  # a family module may name its own tensors
     probe, prefixes, shapes = {
         "gpt2": ("wte.weight", ("", "transformer."), gpt2_shapes),
         "bert": ("embeddings.word_embeddings.weight", ("bert.", ""), bert_shapes),
-    }.get(cfg.model_type, ("embed_tokens.weight", ("model.", ""), llama_shapes))
+    }.get(cfg.model_type, ("embed_tokens.weight", ("model.", ""), llama_shapes if family_shapes is None else family_shapes(cfg)))
     weights = Weights(checkpoint, probe=probe, prefixes=prefixes)
     for name, implied in shapes.items():
         full = weights.prefix + name

@@ -62,7 +62,7 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
             notes.append(f"head {head} reads key/value head {kv_head(head, case.heads, case.kv_heads)} of {case.kv_heads}")
         notes.append(f"head {head}'s output meets rows {first}–{last} of W_O")
     return Scenario(
-        name=name or f"{folder.name} layer {case.layer}",
+        name=name or f"{folder.name} layer {case.layer}" + (f" ({case.layer_kind})" if case.layer_kind else ""),
         description=f"layer {case.layer} of the {case.model_type} checkpoint in {folder}",
         source=str(folder),
         tokens=case.labels,
@@ -80,6 +80,8 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
         b_O=_frozen(case.b_O),
         mask=Mask(causal=case.causal, window=case.window),
         rope=case.rope,
+        softcap=case.softcap,
+        sink_logits=case.sink,
         word_marks=WORD_MARKS,
         notes=tuple(notes),
         encoder=None if case.causal else case.model_type,
