@@ -129,11 +129,22 @@ def _info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
         from attncli.walkthroughs.dequant import info_rows
 
         rows += info_rows(info)
+    rows += _continued("attention", [str(m["text"]) for m in info.get("mechanisms") or []])
+    cache = info.get("kv_cache")
+    if cache:
+        from attncli.sources.checkpoints.describe import describe_cache
+
+        rows += _continued("kv cache", describe_cache(cache, len(cache["numbers_per_layer"])))
     if info["supported"]:
         rows.append(("supported", f"yes: attncli run --model {info['folder']} --layer 1..{info['layers']} --sentence TEXT"))
     else:
         rows.append(("supported", f"no: {info['reason']}"))
     return rows
+
+
+def _continued(key: str, lines: list[str]) -> list[tuple[str, str]]:
+    """Rows of one key: the key on the first, blank on the rest."""
+    return [(key if n == 0 else "", line) for n, line in enumerate(lines)]
 
 
 # -- attncli model tokens -------------------------------------------------------------------

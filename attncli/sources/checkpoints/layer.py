@@ -18,7 +18,7 @@ from attncli.errors import AttnError, option
 from attncli.sources.arguments import shown_path
 from attncli.sources.checkpoints import bert, gemma2, gpt2, gpt_oss, llama, tokenizer_process
 from attncli.sources.checkpoints.config import ModelConfig, read_config, read_raw
-from attncli.sources.checkpoints.describe import describe_config
+from attncli.sources.checkpoints.describe import config_cache, describe_config, describe_raw
 from attncli.sources.checkpoints.gguf import gguf_path, open_model
 from attncli.sources.checkpoints.safetensors import FLOAT_NAMES, Checkpoint
 from attncli.sources.checkpoints.source import TensorSource
@@ -202,8 +202,9 @@ def model_info(folder: Path) -> dict[str, Any]:
         cfg = read_config(folder)
     except AttnError as error:
         info["reason"] = str(error)
+        info.update(describe_raw(raw))  # what its keys tell of the attention, even unread
         return info
-    info.update(describe_config(cfg))
+    info.update(describe_config(cfg, raw))
     try:
         checkpoint = Checkpoint(folder)
         check_shapes(cfg, checkpoint)
@@ -211,6 +212,8 @@ def model_info(folder: Path) -> dict[str, Any]:
         floats = {FLOAT_NAMES[k]: n for k, n in stored.items() if k in FLOAT_NAMES}
         info["weights"] = checkpoint.described_by
         info["stored_dtype"] = max(floats, key=lambda k: floats[k]) if floats else None
+        if info["stored_dtype"] is not None:  # the cache holds what the layers compute in: the weights' dtype
+            info["kv_cache"] = config_cache(cfg, raw, info["stored_dtype"], "as the weights are stored")
     except AttnError as error:
         info["reason"] = str(error)
         return info
