@@ -277,3 +277,35 @@ def test_one_forward_pass_sees_every_layer_s_golden_weights(family):
     with weights_seen(lambda w, _: seen.append(w)):
         FAMILIES[family].forward(cfg, Checkpoint(HERE / family), tuple(expected["ids"].tolist()), cfg.layers)
     np.testing.assert_allclose(np.stack(seen), expected["attentions"], rtol=0, atol=WHOLE_PATH)
+
+
+def test_run_shows_the_soft_capped_scores_as_a_table_and_in_json(cli, tmp_path):
+    """The scaled stage carries a 'Soft-capped scores' table (the engine's capped logits) and the JSON key 'capped'."""
+    import json
+
+    path = tmp_path / "capped.yaml"
+    path.write_text(CAPPED)
+    result = cli("run", str(path))
+    assert result.exit_code == 0, result.stderr
+    assert "Soft-capped scores  50·tanh(S / 1 / 50)" in result.stdout
+    assert "Masked scores  mask(50·tanh(S / 1 / 50) + B)" in result.stdout
+    doc = json.loads(cli("run", str(path), "--format", "json").stdout)
+    from attncli.sources.yaml_scenario import from_text
+
+    head = engine.run(from_text(CAPPED)).head(1)
+    assert np.array_equal(np.array(doc["heads"][0]["capped"]), head.reshaped["softcap"])
+    doc = json.loads(cli("run", "cat", "--format", "json").stdout)
+    assert "capped" not in doc["heads"][0]  # only with a cap
+
+
+def test_the_soft_capping_latex_renders_with_katex(cli, tmp_path, katex_modules):
+    """run's capped table and explain's soft-capping step, in LaTeX, render with KaTeX in strict mode."""
+    from tests import renderers
+
+    path = tmp_path / "capped.yaml"
+    path.write_text(CAPPED)
+    texts = [cli("run", str(path), "--format", "latex").stdout, cli("explain", str(path), "--word", "c", "--format", "latex").stdout]
+    blocks = [block for text in texts for block in renderers.latex_display_blocks(text)]
+    assert any(r"\tanh" in block for block in blocks)
+    errors = [(i, r.error) for i, r in enumerate(renderers.katex(katex_modules, blocks)) if r.error is not None]
+    assert errors == []

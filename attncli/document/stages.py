@@ -59,7 +59,7 @@ STAGES = (
     Stage("v", lambda s: True),
     Stage("rope", lambda s: s.rope is not None),
     Stage("scores", lambda s: True),
-    Stage("scaled", lambda s: s.scale.divisor != 1.0),
+    Stage("scaled", lambda s: s.scale.divisor != 1.0 or s.softcap is not None),  # soft-capping's table belongs to it
     Stage("bias", lambda s: s.has_bias),
     Stage("masked", lambda s: s.mask.hides_anything),
     Stage("exp", lambda s: True),
@@ -123,6 +123,18 @@ def _scaled(n: Notation, s: Scenario, h: HeadResult | None) -> str:
     return f"{n('S')} / {_divisor(n, s, h)}{note}"
 
 
+def _cap(n: Notation, s: Scenario, inner: str) -> str:
+    """cap·tanh(inner / cap) when the scenario soft-caps its scores (Gemma 2), else inner."""
+    if s.softcap is None:
+        return inner
+    cap = f"{s.softcap.cap:g}"
+    return rf"{cap} \tanh({inner} / {cap})" if n.tex else f"{cap}·tanh({inner} / {cap})"
+
+
+def _capped(n: Notation, s: Scenario, h: HeadResult | None) -> str:
+    return _cap(n, s, f"{n('S')} / {_divisor(n, s, h)}")
+
+
 def _bias_terms(n: Notation, s: Scenario, h: HeadResult | None) -> str:
     terms = []
     if s.bias is not None:
@@ -138,11 +150,11 @@ def _bias(n: Notation, s: Scenario, h: HeadResult | None) -> str:
 
 
 def _biased(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-    return f"{n('S')} / {_divisor(n, s, h)} + {n('B')}"
+    return f"{_capped(n, s, h)} + {n('B')}"
 
 
 def _logits(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-    return f"{n('S')} / {_divisor(n, s, h)}" + (f" + {n('B')}" if s.has_bias else "")
+    return _capped(n, s, h) + (f" + {n('B')}" if s.has_bias else "")
 
 
 def _masked(n: Notation, s: Scenario, h: HeadResult | None) -> str:
@@ -206,6 +218,7 @@ ROWS = (
     Row("rope", "K_rope", "Rotated keys", _rotated("K"), _head("K_rope"), "keys", "k", kv=True),
     Row("scores", "scores", "Scores", _scores, _head("scores"), "queries", "keys", main=True),
     Row("scaled", "scaled", "Scaled scores", _scaled, _head("scaled"), "queries", "keys", main=True),
+    Row("scaled", "capped", "Soft-capped scores", _capped, lambda r, h: None if h is None else h.reshaped.get("softcap"), "queries", "keys"),
     Row("bias", "bias", "Score bias", _bias, _head("bias"), "queries", "keys"),
     Row("bias", "biased", "Biased scores", _biased, _head("biased"), "queries", "keys", main=True),
     Row("masked", "masked", "Masked scores", _masked, _head("masked"), "queries", "keys", main=True, after_mask=True),
