@@ -59,7 +59,7 @@ def test_mechanisms_of_families_attncli_does_not_compute_are_read_from_their_con
     assert "qk_norm" in keys(model_info(HERE / "qwen3")) and "qk_norm" in keys(model_info(HERE / "olmo2"))
     gemma3 = model_info(HERE / "gemma3")
     assert {"qk_norm", "local_global"} <= set(keys(gemma3))
-    assert "layers 1–5 (local)" in next(m["text"] for m in gemma3["mechanisms"] if m["key"] == "local_global")
+    assert "layers 1–5, the local ones; full causal attention on layer 6, the global ones" in next(m["text"] for m in gemma3["mechanisms"] if m["key"] == "local_global")
     assert "partial_rotary" in keys(model_info(HERE / "phi3"))
     assert {"partial_rotary", "parallel_residual"} <= set(keys(model_info(HERE / "gpt_neox")))
     deepseek = model_info(HERE / "deepseek_v3")
@@ -88,3 +88,35 @@ def test_llama_in_bfloat16_costs_two_bytes_a_number():
     cache = model_info(HERE / "llama")["kv_cache"]
     assert (cache["dtype"], cache["dtype_from"]) == ("bfloat16", "as the weights are stored")
     assert cache["bytes_per_token"] == 3 * (2 * 2 * 8) * 2 and cache["windows"] == []
+
+
+def test_a_config_attncli_refuses_is_still_described(tmp_path):
+    """gpt-oss-20b's config as published (YaRN RoPE, which attncli refuses): its windows, sinks, experts and cache anyway.
+    24 layers × K and V of 8 heads × 64 in bfloat16 = 49,152 bytes a token; the 12 sliding layers hold at most 128 tokens."""
+    config = {
+        "model_type": "gpt_oss", "num_hidden_layers": 24, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+        "hidden_size": 2880, "layer_types": ["sliding_attention", "full_attention"] * 12, "sliding_window": 128,
+        "num_local_experts": 32, "num_experts_per_tok": 4, "max_position_embeddings": 131072, "torch_dtype": "bfloat16",
+        "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096}, "rope_theta": 150000,
+    }  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    info = model_info(tmp_path)
+    assert info["supported"] is False and "yarn" in info["reason"]
+    assert keys(info) == ["gqa", "local_global", "sinks", "rope_scaling", "moe"]
+    assert "layers 1, 3, …, 23 (every 2nd), the local ones" in info["mechanisms"][1]["text"]
+    cache = info["kv_cache"]
+    assert cache["bytes_per_token"] == 49_152 and cache["bytes_per_token_beyond_windows"] == 24_576
+    assert cache["sliding_bound_bytes"] == 12 * 128 * 2048 and cache["bytes_at_max_positions"] == 24_576 * 131_072 + 12 * 128 * 2048
+
+
+def test_a_hostile_config_is_described_as_far_as_it_can_be(tmp_path):
+    """Keys of the wrong type are left out of the description, never a traceback."""
+    config = {"model_type": "qwen3", "num_hidden_layers": "many", "num_attention_heads": 4}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    info = model_info(tmp_path)
+    assert info["supported"] is False and "mechanisms" not in info
+    config = {"model_type": "x", "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": [1], "head_dim": 8,
+              "partial_rotary_factor": "half", "sliding_window": -1, "layer_types": 3, "kv_lora_rank": True, "rope_scaling": [1]}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    info = model_info(tmp_path)
+    assert keys(info) == ["mha"] and info["kv_cache"] is None  # no dtype declared: no bytes to count

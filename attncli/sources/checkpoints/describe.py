@@ -178,7 +178,7 @@ def _local_global(f: Facts) -> Mechanism | None:
     full = [i + 1 for i, w in enumerate(f.windows) if w is None]
     return Mechanism(
         "local_global",
-        f"local and global layers: {window} on {_layers(sliding)} (local); full causal attention on {_layers(full)} (global)",
+        f"local and global layers: {window} on {_layers(sliding)}, the local ones; full causal attention on {_layers(full)}, the global ones",
     )
 
 
