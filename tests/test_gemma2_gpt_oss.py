@@ -309,3 +309,12 @@ def test_the_soft_capping_latex_renders_with_katex(cli, tmp_path, katex_modules)
     assert any(r"\tanh" in block for block in blocks)
     errors = [(i, r.error) for i, r in enumerate(renderers.katex(katex_modules, blocks)) if r.error is not None]
     assert errors == []
+
+
+def test_the_embedding_scale_note_says_when_transformers_rounds_it():
+    """Gemma 2 9B's √3584 is 59.75 in bfloat16 (step 0.25 between 32 and 64), 27B's √4608 is 68; 2B's √2304 = 48 is exact."""
+    assert gemma2.embedding_scale_note(2304, "bfloat16") == "√2304 = 48"
+    assert "multiplies by 59.75, √d rounded to bfloat16" in gemma2.embedding_scale_note(3584, "bfloat16")
+    assert "multiplies by 68," in gemma2.embedding_scale_note(4608, "bfloat16")
+    assert "multiplies by 59.875," in gemma2.embedding_scale_note(3584, "float16")
+    assert gemma2.embedding_scale_note(3584, "float32") == "√3584 = 59.8665"

@@ -161,6 +161,23 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
     return LayerInputs(X=X, attention=attention, dtype=dtype, notes=notes(cfg, layer, attention, rope, dtype))
 
 
+def embedding_scale_note(hidden: int, dtype: str) -> str:
+    """'√16 = 4', or '√3584 = 59.8665 exactly (transformers running in bfloat16 multiplies by 59.75, √d rounded to bfloat16)'."""
+    scale = math.sqrt(hidden)
+    rounded = {"float16": float(np.float16(scale)), "bfloat16": _bfloat16(scale)}.get(dtype, scale)
+    said = f"√{hidden} = {scale:.6g}"
+    if rounded == scale:
+        return said
+    return f"{said} exactly (transformers running in {dtype} multiplies by {rounded:g}, √d rounded to {dtype})"
+
+
+def _bfloat16(x: float) -> float:
+    """x rounded to bfloat16 (the top 16 bits of float32, to nearest, ties to even)."""
+    bits = int(np.array(x, dtype=np.float32).view(np.uint32))
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return float(np.array(bits, dtype=np.uint32).view(np.float32))
+
+
 def layer_kind_note(cfg: ModelConfig, layer: int) -> str:
     """'layer 1 is a sliding (local) layer: …' or 'layer 2 is a global layer: …', with where the kinds come from."""
     g = settings(cfg)
@@ -189,7 +206,7 @@ def notes(cfg: ModelConfig, layer: int, attention: AttentionWeights, rope: Rope,
     if G == 1 and H > 1:
         sharing = f"multi-query attention: all {H} query heads read one key/value head"
     found = (
-        f"X = input_layernorm of the residual entering layer {layer}: token embeddings × √d_model = √{cfg.hidden_size}"
+        f"X = input_layernorm of the residual entering layer {layer}: token embeddings × √d_model, {embedding_scale_note(cfg.hidden_size, dtype)}"
         f"{through(layer)}; Gemma's RMSNorm scales by (1 + w), and each block's attention and MLP outputs pass a "
         "post-norm before the residual",
         layer_kind_note(cfg, layer),
