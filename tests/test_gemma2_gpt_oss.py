@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attncli.core import engine
 from attncli.errors import AttnError
@@ -318,3 +320,26 @@ def test_the_embedding_scale_note_says_when_transformers_rounds_it():
     assert "multiplies by 68," in gemma2.embedding_scale_note(4608, "bfloat16")
     assert "multiplies by 59.875," in gemma2.embedding_scale_note(3584, "float16")
     assert gemma2.embedding_scale_note(3584, "float32") == "√3584 = 59.8665"
+
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_routing_is_the_top_k_with_a_softmax_over_them(data):
+    """Against a plain loop: each token's k largest router logits (ties to the lower expert), weighted e^l / Σ over the k."""
+    import math
+
+    from attncli.sources.checkpoints import moe
+
+    experts = data.draw(st.integers(1, 8))
+    k = data.draw(st.integers(1, experts))
+    rows = data.draw(st.lists(st.lists(st.floats(-20, 20), min_size=experts, max_size=experts), min_size=1, max_size=5))
+    routing = moe.top_k_softmax(np.array(rows), k, layer=1)
+    for i, row in enumerate(rows):
+        order = sorted(range(experts), key=lambda e: (-row[e], e))[:k]
+        assert routing.experts[i].tolist() == order
+        total = sum(math.exp(row[e] - row[order[0]]) for e in order)
+        expected = [math.exp(row[e] - row[order[0]]) / total for e in order]
+        np.testing.assert_allclose(routing.weights[i], expected, rtol=1e-12, atol=0)
+    note = moe.routing_note(routing)
+    assert note.startswith(f"layer 1's MoE MLP ({k} of {experts} experts per token")
