@@ -61,5 +61,5 @@ def test_the_comparison_can_fail():
 def test_model_info_says_supported():
     info = model_info(FOLDER)
     assert info["supported"] is True and info["sliding_layers"] == [1, 2, 3, 4, 5]
-    said = " ".join(info["mechanisms"])
-    assert "(1 + w)" in said and "5 sliding-window layers and 1 global one," in said and "θ = 10000 on the sliding" in said
+    said = " ".join(m["text"] for m in info["mechanisms"])
+    assert "(1 + w)" in said and "on layers 1–5, the local ones; full causal attention on layer 6" in said and "θ = 10000 on the sliding" in said

@@ -60,7 +60,8 @@ def test_the_comparison_can_fail(name):
 def test_model_info_says_supported(name):
     info = model_info(HERE / name)
     assert info["supported"] is True and info["model_type"] == name and info["reason"] is None
-    assert ("over the whole projection" in info["mechanisms"][0]) == (name == "olmo2") and "QK-norm" in info["mechanisms"][0]
+    qk_norm = next(m["text"] for m in info["mechanisms"] if m["key"] == "qk_norm")
+    assert ("over the whole q and k projections" in qk_norm) == (name == "olmo2") and "before RoPE" in qk_norm
 
 
 @pytest.mark.parametrize("name", FAMILIES)

@@ -134,7 +134,6 @@ def _info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
             ("mask", mask),
             ("activation", str(info["activation"])),
         ]
-        rows += [("mechanism", line) for line in info.get("mechanisms", [])]
     if "stored_dtype" in info:
         declared = f" (config.json says {info['dtype']})" if info.get("dtype") and info["dtype"] != info["stored_dtype"] else ""
         rows += [("dtype", f"{info['stored_dtype']}{declared}; arithmetic in float64"), ("weights", str(info["weights"]))]
@@ -142,6 +141,12 @@ def _info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
         from attncli.walkthroughs.dequant import info_rows
 
         rows += info_rows(info)
+    rows += _continued("attention", [str(m["text"]) for m in info.get("mechanisms") or []])
+    cache = info.get("kv_cache")
+    if cache:
+        from attncli.sources.checkpoints.describe import describe_cache
+
+        rows += _continued("kv cache", describe_cache(cache, len(cache["numbers_per_layer"])))
     if info["supported"] and info.get("encoder") is not None:
         rows.append(("supported", f"yes: attncli run --model {info['folder']} --layer 1..{info['layers']} --sentence SOURCE --target 'TARGET SO FAR' [--attention encoder|decoder|cross]"))
     elif info["supported"]:
@@ -149,6 +154,11 @@ def _info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
     else:
         rows.append(("supported", f"no: {info['reason']}"))
     return rows
+
+
+def _continued(key: str, lines: list[str]) -> list[tuple[str, str]]:
+    """Rows of one key: the key on the first, blank on the rest."""
+    return [(key if n == 0 else "", line) for n, line in enumerate(lines)]
 
 
 # -- attncli model tokens -------------------------------------------------------------------

@@ -145,6 +145,11 @@ def _divisor(n: Notation, s: Scenario, h: HeadResult | None) -> str:
     return "1" if s.scale.mode == "none" else f"{s.scale.divisor:g}"
 
 
+def _over_divisor(n: Notation, s: Scenario, h: HeadResult | None) -> str:
+    """S / √d_k, S / 2.5, or S itself without scaling: what a reshaping variant (soft-capping) wraps."""
+    return n("S") if s.scale.mode == "none" else f"{n('S')} / {_divisor(n, s, h)}"
+
+
 def _scaled(n: Notation, s: Scenario, h: HeadResult | None) -> str:
     note = ""
     if s.scale.mode == "sqrt_dk":
@@ -169,7 +174,7 @@ def _bias(n: Notation, s: Scenario, h: HeadResult | None) -> str:
 
 
 def _biased(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-    return f"{reshaped(n, s, n('S') + ' / ' + _divisor(n, s, h))} + {n('B')}"
+    return f"{reshaped(n, s, _over_divisor(n, s, h))} + {n('B')}"
 
 
 def reshaped(n: Notation, s: Scenario, inner: str) -> str:
@@ -180,7 +185,7 @@ def reshaped(n: Notation, s: Scenario, inner: str) -> str:
 
 
 def _logits(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-    return reshaped(n, s, f"{n('S')} / {_divisor(n, s, h)}") + (f" + {n('B')}" if s.has_bias else "")
+    return reshaped(n, s, _over_divisor(n, s, h)) + (f" + {n('B')}" if s.has_bias else "")
 
 
 def _masked(n: Notation, s: Scenario, h: HeadResult | None) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 
 from attncli.core import engine
 from attncli.core.scenario import Scale, Scenario
-from attncli.core.variants import Mask, QkNorm, Rope
+from attncli.core.variants import LearnedSink, Mask, QkNorm, Rope, SoftCap
 from attncli.errors import AttnError
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -158,6 +158,8 @@ class AttentionWeights:
     window: int | None  # query i sees keys i − window … i (and … i + window without the causal rule)
     rope: Rope | None
     qk_norm: QkNorm | None = None  # Qwen3, OLMo 2: RMSNorm of q and k before RoPE
+    softcap: SoftCap | None = None  # Gemma 2: scaled scores become cap·tanh(s / cap)
+    sink: LearnedSink | None = None  # gpt-oss: one logit per head in the softmax's denominator
 
     @property
     def mask(self) -> Mask:
@@ -175,6 +177,7 @@ def self_attention(X: np.ndarray, w: AttentionWeights) -> np.ndarray:
         name="", tokens=tuple(f"token {i}" for i in range(1, X.shape[0] + 1)), heads=w.heads,
         kv_heads=None if w.kv_heads == w.heads else w.kv_heads, scale=Scale("value", w.divisor),
         X=X, W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O, mask=w.mask, rope=w.rope, qk_norm=w.qk_norm,
+        softcap=w.softcap, sink_logits=w.sink,
     )  # fmt: skip
     seen = _weights_seen.get()
     if seen is None:

@@ -16,7 +16,7 @@ from attncli.sources.bounded import JsonLimits
 
 CONFIG_LIMITS = JsonLimits(max_bytes=4 * 1024 * 1024)  # config.json and the shard index: a few kB in real checkpoints
 
-SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral", "bart", "qwen3", "olmo2", "gemma3_text", "gpt_neox", "phi3")
+SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral", "bart", "qwen3", "olmo2", "gemma3_text", "gpt_neox", "phi3", "gemma2", "gpt_oss")
 LLAMA_FAMILY = ("llama", "qwen2", "mistral")
 ROPE_KINDS = ("default", "linear", "llama3")
 ACTIVATIONS = (
@@ -50,9 +50,11 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma3_text": {"layers": 26, "hidden": 2304, "heads": 8, "kv": 4, "positions": 131072, "inter": 9216, "head_dim": 256, "act": "gelu_pytorch_tanh"},
     "gpt_neox": {"layers": 44, "hidden": 6144, "heads": 64, "positions": 2048, "eps": 1e-5, "act": "gelu", "inter": 24576},
     "phi3": {"layers": 32, "hidden": 3072, "heads": 32, "kv": None, "positions": 4096, "inter": 8192},
+    "gemma2": {"layers": 26, "hidden": 2304, "heads": 8, "kv": 4, "positions": 8192, "inter": 9216},
+    "gpt_oss": {"layers": 36, "hidden": 2880, "heads": 64, "kv": 8, "positions": 131072, "inter": 2880},
 }
 # families whose config reading lives in their own module (sources/checkpoints/<module>.py: read_config(_Reader))
-_FAMILY_MODULES = {"gpt_neox": "neox"}
+_FAMILY_MODULES = {"gpt_neox": "neox", "gemma2": "gemma2", "gpt_oss": "gpt_oss"}
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,7 @@ class ModelConfig:
     scale_embedding: bool = False  # token rows × √d_model
     decoder_start_token_id: int = 0
     eos_token_id: int | None = None
-    family: object = None  # a family module's own settings (neox.NeoxSettings), read there
+    family: object = None  # a family module's own settings (neox.NeoxSettings, gemma2.Gemma2Settings, gpt_oss.GptOssSettings), read there
 
 
 class _Reader:

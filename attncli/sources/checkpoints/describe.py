@@ -1,14 +1,398 @@
-"""What `model info` says of a model's config, whether it came from config.json or from a GGUF file's metadata."""
+"""What `model info` says of a model's config, whether it came from config.json or from a GGUF file's metadata.
+
+Besides the sizes: each attention mechanism the model uses, in words (`mechanisms`), and what its
+key/value cache costs per token in the checkpoint's dtype (`kv_cache`). Both read a `Facts`
+record, built from attncli's normalised config where attncli reads the family, else from the raw
+config.json as far as it can be trusted, so a family attncli does not compute yet is still described.
+
+Extending: a mechanism is one more function in DETECTORS (Facts -> Mechanism | None); a cache
+layout (what one layer keeps per token) is one more function in LAYOUTS (Facts -> layers | None),
+tried in order before plain multi-head / grouped-query keys and values.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from attncli.sources.checkpoints.config import SUPPORTED, ModelConfig
 from attncli.sources.checkpoints.rope import rope_spec
 
+# bytes per number of a cache kept in the checkpoint's dtype
+BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
+QK_NORM = {
+    "qwen3": "per head (one RMSNorm weight of head_dim, shared by the heads)",
+    "qwen3_moe": "per head (one RMSNorm weight of head_dim, shared by the heads)",
+    "gemma3": "per head, Gemma's (1 + w) RMSNorm",
+    "gemma3_text": "per head, Gemma's (1 + w) RMSNorm",
+    "olmo2": "over the whole q and k projections (all heads at once)",
+}
 
-def describe_config(cfg: ModelConfig) -> dict[str, Any]:
+
+class Facts(NamedTuple):
+    """What the descriptions need, whatever the config's source."""
+
+    model_type: str
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    windows: tuple[int | None, ...]  # per layer, transformers' sliding_window W (the last W tokens), None = every token
+    causal: bool
+    raw: Mapping[str, Any]  # config.json ({} for a GGUF file)
+    cfg: ModelConfig | None  # attncli's reading, when it reads the family
+
+
+class Mechanism(NamedTuple):
+    key: str  # "gqa", "local_global", "softcap", "sinks", "qk_norm", "partial_rotary", "mla", "moe", …
+    text: str
+
+
+class CacheLayer(NamedTuple):
+    """What one layer keeps in the cache for each token it holds."""
+
+    layer: int  # from 1
+    numbers: int  # per token
+    window: int | None  # it holds at most this many tokens (a sliding layer), None = all
+
+
+# -- reading what can be trusted ------------------------------------------------------------------------------------------
+
+
+def _whole(raw: Mapping[str, Any], *keys: str, most: int = 1 << 24) -> int | None:
+    """The first of `keys` holding a whole number from 1 to `most`, else None (a raw config is untrusted)."""
+    for key in keys:
+        value = raw.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most:
+            return value
+    return None
+
+
+def _positive(raw: Mapping[str, Any], key: str) -> float | None:
+    value = raw.get(key)
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 1e30:
+        return float(value)
+    return None
+
+
+def facts_from_config(cfg: ModelConfig, raw: Mapping[str, Any] | None = None) -> Facts:
+    return Facts(cfg.model_type, cfg.layers, cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.windows, cfg.causal, raw or {}, cfg)
+
+
+def facts_from_raw(raw: Mapping[str, Any]) -> Facts | None:
+    """A best reading of a config.json attncli does not compute (yet): None without layers and heads."""
+    decoder = raw.get("is_encoder_decoder") is True  # BART, T5: the decoder is what generates, and caches
+    layers = _whole(raw, *(("decoder_layers", "num_decoder_layers") if decoder else ()), "num_hidden_layers", "n_layer", "num_layers", most=10_000)
+    heads = _whole(raw, *(("decoder_attention_heads",) if decoder else ()), "num_attention_heads", "n_head", most=1 << 16)
+    if layers is None or heads is None:
+        return None
+    kv = _whole(raw, "num_key_value_heads", "n_head_kv", most=heads) or heads
+    hidden = _whole(raw, "hidden_size", "n_embd", "d_model")
+    head_dim = _whole(raw, "head_dim") or (hidden // heads if hidden else 0)
+    model_type = str(raw.get("model_type"))
+    return Facts(model_type, layers, heads, kv, head_dim, _raw_windows(raw, model_type, layers), True, raw, None)
+
+
+def _raw_windows(raw: Mapping[str, Any], model_type: str, layers: int) -> tuple[int | None, ...]:
+    size = _whole(raw, "sliding_window", most=1 << 31)
+    kinds = raw.get("layer_types")
+    if size is None or raw.get("use_sliding_window") is False:
+        return (None,) * layers
+    if isinstance(kinds, list) and len(kinds) == layers:
+        return tuple(size if kind == "sliding_attention" else None for kind in kinds)
+    pattern = _whole(raw, "sliding_window_pattern")
+    if model_type.startswith("gemma3") and pattern:  # transformers 4: every pattern-th layer global
+        return tuple(None if (i + 1) % pattern == 0 else size for i in range(layers))
+    if model_type in ("gemma2", "gpt_oss"):  # transformers' default alternation, sliding first
+        return tuple(size if i % 2 == 0 else None for i in range(layers))
+    return (size,) * layers
+
+
+# -- layers listed compactly ----------------------------------------------------------------------------------------------
+
+
+def compact(numbers: Sequence[int]) -> str:
+    """'1–5, 7–11', or '6, 12, …, 36 (every 6th)' for an even stride, or '2' — layers as people count them."""
+    if not numbers:
+        return "none"
+    if len(numbers) >= 4:
+        step = numbers[1] - numbers[0]
+        if step > 1 and all(b - a == step for a, b in zip(numbers, numbers[1:])):
+            return f"{numbers[0]}, {numbers[1]}, …, {numbers[-1]} (every {_ordinal(step)})"
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _layers(numbers: Sequence[int]) -> str:
+    return ("layer " if len(numbers) == 1 else "layers ") + compact(numbers)
+
+
+# -- mechanisms -----------------------------------------------------------------------------------------------------------
+
+
+def _mla(f: Facts) -> Mechanism | None:
+    rank = _whole(f.raw, "kv_lora_rank")
+    if rank is None:
+        return None
+    rope = _whole(f.raw, "qk_rope_head_dim") or 0
+    q_rank = _whole(f.raw, "q_lora_rank")
+    queries = f"queries through a rank-{q_rank} latent (q_lora_rank)" if q_rank else "queries by one q_proj"
+    return Mechanism(
+        "mla",
+        f"multi-head latent attention (MLA): keys and values of all {f.heads} heads are expanded from one {rank}-number latent "
+        f"per token (kv_lora_rank), and a {rope}-number RoPE key (qk_rope_head_dim) is shared by every head; {queries}",
+    )
+
+
+def _sharing(f: Facts) -> Mechanism | None:
+    if _whole(f.raw, "kv_lora_rank") is not None:
+        return None
+    if f.kv_heads == f.heads:
+        return Mechanism("mha", f"multi-head attention: {f.heads} heads, each with its own keys and values")
+    if f.kv_heads == 1:
+        return Mechanism("mqa", f"multi-query attention: all {f.heads} query heads read one key/value head")
+    return Mechanism(
+        "gqa",
+        f"grouped-query attention: {f.heads} query heads share {f.kv_heads} key/value heads, {f.heads // f.kv_heads} each",
+    )
+
+
+def _local_global(f: Facts) -> Mechanism | None:
+    sliding = [i + 1 for i, w in enumerate(f.windows) if w is not None]
+    if not sliding:
+        return None
+    sizes = sorted({w for w in f.windows if w is not None})
+    size = " / ".join(f"{w:,}" for w in sizes)
+    window = f"a sliding window of the last {size} tokens (sliding_window = {size})"
+    if len(sliding) == f.layers:
+        return Mechanism("local_global", f"{window} on every layer")
+    full = [i + 1 for i, w in enumerate(f.windows) if w is None]
+    return Mechanism(
+        "local_global",
+        f"local and global layers: {window} on {_layers(sliding)}, the local ones; full causal attention on {_layers(full)}, the global ones",
+    )
+
+
+def _softcap(f: Facts) -> Mechanism | None:
+    family = getattr(f.cfg, "family", None)
+    cap = getattr(family, "attn_cap", None) if family is not None else None
+    if cap is None and f.cfg is None:
+        cap = _positive(f.raw, "attn_logit_softcapping") or (50.0 if f.model_type == "gemma2" and "attn_logit_softcapping" not in f.raw else None)
+    if cap is None:
+        return None
+    return Mechanism("softcap", f"logit soft-capping: every scaled score s becomes {cap:g}·tanh(s / {cap:g}) before the mask (attn_logit_softcapping)")
+
+
+def _query_scale(f: Facts) -> Mechanism | None:
+    family = getattr(f.cfg, "family", None)
+    scalar = getattr(family, "query_pre_attn_scalar", None) if family is not None else _positive(f.raw, "query_pre_attn_scalar")
+    if scalar is None:
+        return None
+    same = " (= head_dim)" if scalar == f.head_dim else f" instead of √head_dim = √{f.head_dim}"
+    return Mechanism("query_scale", f"scores divided by √query_pre_attn_scalar = √{scalar:g}{same}")
+
+
+def _sinks(f: Facts) -> Mechanism | None:
+    if f.model_type != "gpt_oss":
+        return None
+    return Mechanism(
+        "sinks",
+        "learned attention sinks: one logit per head joins the softmax's denominator with no key and no value, "
+        "so each row's weights sum to less than 1 (nothing is cached for it)",
+    )
+
+
+def _qk_norm(f: Facts) -> Mechanism | None:
+    how = QK_NORM.get(f.model_type)
+    if how is None and (f.raw.get("use_qk_norm") is True or f.raw.get("qk_layernorm") is True):
+        how = "as the config's use_qk_norm / qk_layernorm asks"
+    if how is None:
+        return None
+    return Mechanism("qk_norm", f"QK-norm: q and k are RMS-normalised {how}, before RoPE")
+
+
+def _partial_rotary(f: Facts) -> Mechanism | None:
+    parameters = f.raw.get("rope_parameters")
+    nested = parameters if isinstance(parameters, dict) else {}
+    factor = nested.get("partial_rotary_factor", f.raw.get("partial_rotary_factor", f.raw.get("rotary_pct")))
+    if not isinstance(factor, int | float) or isinstance(factor, bool) or not 0 < factor < 1:
+        return None
+    rotated = int(f.head_dim * factor)
+    return Mechanism(
+        "partial_rotary",
+        f"partial rotary: RoPE turns only the first {rotated} of each head's {f.head_dim} dimensions (factor {factor:g}); the rest carry no position",
+    )
+
+
+def _rope_scaling(f: Facts) -> Mechanism | None:
+    if f.cfg is not None and f.cfg.rope is not None and f.cfg.rope.kind != "default":
+        return None  # the rope row says it
+    chosen = f.raw.get("rope_scaling") or f.raw.get("rope_parameters")
+    kind = chosen.get("rope_type", chosen.get("type")) if isinstance(chosen, dict) else None
+    if not isinstance(kind, str) or kind == "default":
+        return None
+    factor = chosen.get("factor") if isinstance(chosen, dict) else None
+    return Mechanism("rope_scaling", f"RoPE scaling: {kind}" + (f" (factor {factor:g})" if isinstance(factor, int | float) else ""))
+
+
+def _moe(f: Facts) -> Mechanism | None:
+    experts = _whole(f.raw, "num_local_experts", "n_routed_experts", "num_experts")
+    if experts is None and f.cfg is not None:
+        experts = getattr(f.cfg.family, "experts", None)
+    if experts is None:
+        return None
+    per_token = _whole(f.raw, "num_experts_per_tok", "moe_top_k")
+    shared = _whole(f.raw, "n_shared_experts")
+    dense = _whole(f.raw, "first_k_dense_replace", most=10_000)
+    text = f"mixture-of-experts MLP: {per_token or 'some'} of {experts} experts per token"
+    if shared:
+        text += f", plus {shared} shared expert{'s' * (shared > 1)} on every token"
+    if dense:
+        text += "; the first layer keeps a dense MLP" if dense == 1 else f"; the first {dense} layers keep a dense MLP"
+    return Mechanism("moe", text)
+
+
+def _parallel(f: Facts) -> Mechanism | None:
+    if f.raw.get("use_parallel_residual") is not True:
+        return None
+    return Mechanism("parallel_residual", "parallel attention and MLP: both read the same layer input and add to the residual together")
+
+
+def _biases(f: Facts) -> Mechanism | None:
+    if f.cfg is None or not f.cfg.qkv_bias or f.model_type in ("gpt2", "bert"):
+        return None
+    return Mechanism("attention_bias", "q, k, v" + (" and o" if f.cfg.output_bias else "") + " projections have biases")
+
+
+def _bidirectional(f: Facts) -> Mechanism | None:
+    return None if f.causal else Mechanism("bidirectional", "bidirectional: every token sees every token (an encoder: no key/value cache)")
+
+
+def _encoder_decoder(f: Facts) -> Mechanism | None:
+    if f.raw.get("is_encoder_decoder") is not True:
+        return None
+    return Mechanism(
+        "cross_attention",
+        "encoder–decoder: the decoder's causal self-attention, then cross-attention whose keys and values are the encoder's "
+        "output (the cache below is the decoder's self-attention; cross-attention caches the source's keys and values once, "
+        "as many numbers per source token)",
+    )
+
+
+DETECTORS: list[Callable[[Facts], Mechanism | None]] = [
+    _mla, _sharing, _bidirectional, _encoder_decoder, _local_global, _query_scale, _softcap, _sinks, _qk_norm, _partial_rotary, _rope_scaling,
+    _biases, _parallel, _moe,
+]  # fmt: skip
+
+
+def mechanisms(f: Facts) -> list[Mechanism]:
+    return [found for detect in DETECTORS if (found := detect(f)) is not None]
+
+
+# -- the key/value cache ---------------------------------------------------------------------------------------------------
+
+
+def _mla_cache(f: Facts) -> list[CacheLayer] | None:
+    """MLA keeps the latent and the shared RoPE key: kv_lora_rank + qk_rope_head_dim numbers per layer and token."""
+    rank = _whole(f.raw, "kv_lora_rank")
+    if rank is None:
+        return None
+    rope = _whole(f.raw, "qk_rope_head_dim") or 0
+    return [CacheLayer(i + 1, rank + rope, f.windows[i]) for i in range(f.layers)]
+
+
+LAYOUTS: list[Callable[[Facts], list[CacheLayer] | None]] = [_mla_cache]
+
+
+def cache_layers(f: Facts) -> list[CacheLayer]:
+    """Per layer, the numbers cached per token: the first layout that applies, else K and V of every key/value head (2·G·d_k)."""
+    for layout in LAYOUTS:
+        found = layout(f)
+        if found is not None:
+            return found
+    return [CacheLayer(i + 1, 2 * f.kv_heads * f.head_dim, f.windows[i]) for i in range(f.layers)]
+
+
+def cache_bytes(layers: Sequence[CacheLayer], tokens: int, bytes_per_number: int) -> int:
+    """The whole cache for `tokens` tokens: each layer keeps min(tokens, its window) tokens."""
+    return sum(layer.numbers * (tokens if layer.window is None else min(tokens, layer.window)) for layer in layers) * bytes_per_number
+
+
+def kv_cache(f: Facts, dtype: str | None, *, dtype_from: str, max_positions: int | None = None) -> dict[str, Any] | None:
+    """What the cache costs: per layer and token, per token over all layers, beyond the windows, at the full context."""
+    size = BYTES.get(dtype or "")
+    if size is None or f.head_dim <= 0 or not f.causal:  # an encoder reads its text at once: it keeps no cache
+        return None
+    layers = cache_layers(f)
+    mla = _whole(f.raw, "kv_lora_rank") is not None
+    per_token = sum(layer.numbers for layer in layers) * size
+    beyond = sum(layer.numbers for layer in layers if layer.window is None) * size
+    windows = sorted({layer.window for layer in layers if layer.window is not None})
+    bound = sum(layer.numbers * layer.window for layer in layers if layer.window is not None) * size
+    if mla:
+        rank, rope = _whole(f.raw, "kv_lora_rank") or 0, _whole(f.raw, "qk_rope_head_dim") or 0
+        nope, v = _whole(f.raw, "qk_nope_head_dim") or 0, _whole(f.raw, "v_head_dim") or 0
+        formula = f"kv_lora_rank + qk_rope_head_dim = {rank} + {rope} = {rank + rope} numbers (expanded per head it would be {f.heads} · ({nope} + {rope} + {v}) = {f.heads * (nope + rope + v):,})"
+    else:
+        formula = f"K and V: 2 · {f.kv_heads} key/value head{'s' * (f.kv_heads > 1)} · {f.head_dim} = {2 * f.kv_heads * f.head_dim:,} numbers"
+    return {
+        "layout": "mla" if mla else "mha" if f.kv_heads == f.heads else "mqa" if f.kv_heads == 1 else "gqa",
+        "dtype": dtype,
+        "dtype_from": dtype_from,
+        "bytes_per_number": size,
+        "numbers_per_layer": [layer.numbers for layer in layers],
+        "per_layer": formula,
+        "bytes_per_token": per_token,
+        "windows": windows,
+        "bytes_per_token_beyond_windows": beyond if windows else per_token,
+        "sliding_bound_bytes": bound if windows else None,
+        "max_positions": max_positions,
+        "bytes_at_max_positions": None if max_positions is None else cache_bytes(layers, max_positions, size),
+    }
+
+
+def describe_cache(cache: Mapping[str, Any], layers: int) -> list[str]:
+    """`model info`'s lines about the cache."""
+    size = cache["bytes_per_number"]
+    first = cache["numbers_per_layer"][0] if len(set(cache["numbers_per_layer"])) == 1 else None
+    lines = [
+        (f"{cache['per_layer']} per layer and token" if first is not None else "numbers per layer and token differ by layer")
+        + f", × {size} bytes ({cache['dtype']}, {cache['dtype_from']})"
+        + f" = {_bytes(cache['bytes_per_token'])} per token over {layers} layer{'s' * (layers > 1)}"
+    ]
+    if cache["windows"]:
+        window = " / ".join(f"{w:,}" for w in cache["windows"])
+        lines.append(
+            f"the sliding layers keep at most {window} tokens, {_bytes(cache['sliding_bound_bytes'])} in all; beyond that, "
+            f"each new token costs {_bytes(cache['bytes_per_token_beyond_windows'])} (the global layers only)"
+        )
+    if cache["bytes_at_max_positions"] is not None:
+        lines.append(f"a full context of {cache['max_positions']:,} tokens: {_bytes(cache['bytes_at_max_positions'])}")
+    return lines
+
+
+def _bytes(n: int) -> str:
+    """'384 bytes', '1,536 bytes (1.5 KiB)', '131,072 bytes (128 KiB)'."""
+    text = f"{n:,} bytes"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{text} ({n / scale:.3g} {unit})"
+    return text
+
+
+# -- model info ------------------------------------------------------------------------------------------------------------
+
+
+def describe_config(cfg: ModelConfig, raw: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """`model info`'s description of a config (a folder's config.json or a GGUF file's metadata)."""
     rope = None
     if cfg.rope is not None:
@@ -16,6 +400,7 @@ def describe_config(cfg: ModelConfig) -> dict[str, Any]:
         rope = {"theta": spec.theta, "scaling": spec.scaling, "style": spec.style, "inv_freq": spec.frequencies(cfg.head_dim).tolist(),
                 "rotary_dim": spec.width(cfg.head_dim), "partial_rotary_factor": cfg.rope.partial}  # fmt: skip
     windows = sorted({w for w in cfg.windows if w is not None})
+    facts = facts_from_config(cfg, raw)
     return {
         "layers": cfg.layers,
         "hidden_size": cfg.hidden_size,
@@ -32,4 +417,27 @@ def describe_config(cfg: ModelConfig) -> dict[str, Any]:
         "supported_types": list(SUPPORTED),
         # an encoder–decoder: the fields above describe the decoder; this, the encoder (None for one stack)
         "encoder": None if not cfg.encoder_layers else {"layers": cfg.encoder_layers, "heads": cfg.encoder_heads, "head_dim": cfg.hidden_size // cfg.encoder_heads},
+        "mechanisms": [m._asdict() for m in mechanisms(facts)],
+        "global_layers": [i + 1 for i, w in enumerate(cfg.windows) if w is None],
+        "kv_cache": config_cache(cfg, raw, cfg.dtype, "as config.json declares it"),
+    }
+
+
+def config_cache(cfg: ModelConfig, raw: Mapping[str, Any] | None, dtype: str | None, dtype_from: str) -> dict[str, Any] | None:
+    """The cache of a config attncli reads, in `dtype` (float16 when none is known: llama.cpp's default cache type)."""
+    if dtype is None:
+        dtype, dtype_from = "float16", "no dtype declared: float16 assumed, llama.cpp's default cache type"
+    return kv_cache(facts_from_config(cfg, raw), dtype, dtype_from=dtype_from, max_positions=cfg.max_positions)
+
+
+def describe_raw(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The mechanisms and cache of a config attncli does not read (an unsupported family), as far as its keys tell."""
+    facts = facts_from_raw(raw)
+    if facts is None:
+        return {}
+    dtype = raw.get("dtype", raw.get("torch_dtype"))
+    positions = _whole(raw, "max_position_embeddings", "n_positions", most=1 << 31)
+    return {
+        "mechanisms": [m._asdict() for m in mechanisms(facts)],
+        "kv_cache": kv_cache(facts, dtype if isinstance(dtype, str) else None, dtype_from="as config.json declares it", max_positions=positions),
     }

@@ -109,13 +109,9 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
 
 
 def mechanisms(cfg: ModelConfig, folder: Path) -> list[str]:
-    """What `model info` says of Gemma 3 beyond Llama's layer."""
+    """What `model info` says of Gemma 3 beyond the mechanisms every family is described by (describe.py)."""
     g = Gemma3(cfg, folder)
-    local = sum(window is not None for window in cfg.windows)
     return [
-        f"QK-norm per head with Gemma's (1 + w): q and k divided by their rms over each head's {cfg.head_dim} numbers, ε = {cfg.norm_eps:g}, before RoPE",
-        f"{local} sliding-window layer{'s' * (local != 1)} and {cfg.layers - local} global one{'s' * (cfg.layers - local != 1)}, "
         f"RoPE θ = {g.local_rope.theta:g} on the sliding layers and {g.global_rope.theta:g} on the global ones",
-        f"scores divided by √query_pre_attn_scalar = √{g.scalar:g}; embeddings × √hidden_size = {g.embedding_scale:g}",
-        "(1 + w) RMSNorm before and after attention and MLP",
+        f"embeddings × √hidden_size = {g.embedding_scale:g}; (1 + w) RMSNorm before and after attention and MLP",
     ]

@@ -13,12 +13,25 @@ from typing import Any
 
 import numpy as np
 
-from attncli.core.variants import QkNorm, Rope
+from attncli.core.variants import LearnedSink, QkNorm, Rope, SoftCap
 from attncli.errors import AttnError, option
 from attncli.sources.arguments import shown_path
-from attncli.sources.checkpoints import bart, bert, gemma3, gpt2, llama, neox, olmo2, phi3, qwen3, tokenizer_process
+from attncli.sources.checkpoints import (
+    bart,
+    bert,
+    gemma2,
+    gemma3,
+    gpt2,
+    gpt_oss,
+    llama,
+    neox,
+    olmo2,
+    phi3,
+    qwen3,
+    tokenizer_process,
+)
 from attncli.sources.checkpoints.config import ModelConfig, read_config, read_raw
-from attncli.sources.checkpoints.describe import describe_config
+from attncli.sources.checkpoints.describe import config_cache, describe_config, describe_raw
 from attncli.sources.checkpoints.gguf import gguf_path, open_model
 from attncli.sources.checkpoints.safetensors import FLOAT_NAMES, Checkpoint
 from attncli.sources.checkpoints.source import TensorSource
@@ -29,7 +42,7 @@ __all__ = ["LayerCase", "Tokens", "load_layer", "model_info", "tokenize"]
 
 _ARCHITECTURES = {
     "gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "qwen3": qwen3, "olmo2": olmo2,
-    "gemma3_text": gemma3, "gpt_neox": neox, "phi3": phi3,
+    "gemma3_text": gemma3, "gpt_neox": neox, "phi3": phi3, "gemma2": gemma2, "gpt_oss": gpt_oss,
 }  # fmt: skip
 ENCODER_DECODERS = ("bart",)  # read a source text and a target text; the layer counts in the stack `attention` names
 
@@ -69,6 +82,9 @@ class LayerCase:
     context_ids: tuple[int, ...] | None = None  # cross-attention: the source's tokens, whose encoding gives keys and values
     context_labels: tuple[str, ...] | None = None
     X_kv: np.ndarray | None = None  # (L_k, d_model) the encoder's output, which the keys and values project
+    softcap: SoftCap | None = None  # Gemma 2's attn_logit_softcapping
+    sink: LearnedSink | None = None  # gpt-oss's learned sinks, one logit per head
+    layer_kind: str | None = None  # "sliding" or "global" in a model whose layers differ (Gemma 2, gpt-oss), else None
 
 
 def checkpoint_tokens(
@@ -182,8 +198,15 @@ def load_layer(
         divisor=w.divisor, causal=w.causal, window=w.window, rope=w.rope,
         dtype=inputs.dtype, notes=(*notes, *not_applied_note(not_applied)),
         gguf=None if gguf is None else str(gguf), tokens_from="its tokenizer.json" if gguf is None else "the GGUF metadata",
-        qk_norm=w.qk_norm,
+        qk_norm=w.qk_norm, softcap=w.softcap, sink=w.sink, layer_kind=_layer_kind(cfg, layer),
     )  # fmt: skip
+
+
+def _layer_kind(cfg: ModelConfig, layer: int) -> str | None:
+    """'sliding' or 'global' when some layers of the model slide and others do not; None when all are alike."""
+    if len({w is None for w in cfg.windows}) < 2:
+        return None
+    return "global" if cfg.windows[layer - 1] is None else "sliding"
 
 
 def _one_stack(cfg: ModelConfig, target: str | None, attention: str | None) -> None:
@@ -290,12 +313,13 @@ def model_info(folder: Path) -> dict[str, Any]:
         cfg = read_config(folder)
     except AttnError as error:
         info["reason"] = str(error)
+        info.update(describe_raw(raw))  # what its keys tell of the attention, even unread
         return info
-    info.update(describe_config(cfg))
-    mechanisms = getattr(_ARCHITECTURES.get(cfg.model_type), "mechanisms", None)
-    if mechanisms is not None:  # a family's own words for what it adds to its attention (the key is there for those families)
+    info.update(describe_config(cfg, raw))
+    words = getattr(_ARCHITECTURES.get(cfg.model_type), "mechanisms", None)
+    if words is not None:  # what a family module says of itself beyond the mechanisms describe.py detects in every family
         try:
-            info["mechanisms"] = mechanisms(cfg, folder)
+            info["mechanisms"] = [*info.get("mechanisms", []), *({"key": cfg.model_type, "text": text} for text in words(cfg, folder))]
         except AttnError as error:
             info["reason"] = str(error)
             return info
@@ -306,6 +330,8 @@ def model_info(folder: Path) -> dict[str, Any]:
         floats = {FLOAT_NAMES[k]: n for k, n in stored.items() if k in FLOAT_NAMES}
         info["weights"] = checkpoint.described_by
         info["stored_dtype"] = max(floats, key=lambda k: floats[k]) if floats else None
+        if info["stored_dtype"] is not None:  # the cache holds what the layers compute in: the weights' dtype
+            info["kv_cache"] = config_cache(cfg, raw, info["stored_dtype"], "as the weights are stored")
     except AttnError as error:
         info["reason"] = str(error)
         return info
@@ -344,13 +370,14 @@ def check_shapes(cfg: ModelConfig, checkpoint: Checkpoint) -> None:
     }
     neox_shapes = {"embed_in.weight": (None, d), "layers.0.attention.query_key_value.weight": (3 * H * d_k, d), "layers.0.mlp.dense_h_to_4h.weight": (inner, d)}
     phi3_shapes = {"embed_tokens.weight": (None, d), "layers.0.self_attn.qkv_proj.weight": ((H + 2 * G) * d_k, d), "layers.0.mlp.gate_up_proj.weight": (2 * inner, d)}
+    family_shapes = getattr(_ARCHITECTURES.get(cfg.model_type), "shapes", None)  # a family module may name its own tensors
     probe, prefixes, shapes = {
         "gpt2": ("wte.weight", ("", "transformer."), gpt2_shapes),
         "bert": ("embeddings.word_embeddings.weight", ("bert.", ""), bert_shapes),
         "bart": ("shared.weight", ("model.", ""), bart_shapes),
         "gpt_neox": ("embed_in.weight", ("gpt_neox.", ""), neox_shapes),
         "phi3": ("embed_tokens.weight", ("model.", ""), phi3_shapes),
-    }.get(cfg.model_type, ("embed_tokens.weight", ("model.", ""), llama_shapes))
+    }.get(cfg.model_type, ("embed_tokens.weight", ("model.", ""), llama_shapes if family_shapes is None else family_shapes(cfg)))
     weights = Weights(checkpoint, probe=probe, prefixes=prefixes)
     for name, implied in shapes.items():
         full = weights.prefix + name

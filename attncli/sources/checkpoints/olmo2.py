@@ -11,7 +11,6 @@ notes are llama.py's.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 
@@ -48,13 +47,3 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
     dtype = w.dtype(f"layers.{layer - 1}.self_attn.q_proj.weight")
     first = f"X = the residual stream entering layer {layer}, not normalised (OLMo 2 norms after attention and MLP): token embeddings{through(layer)}"
     return LayerInputs(X=h, attention=attention, dtype=dtype, notes=llama.notes(cfg, layer, rope, attention, dtype, first=first))
-
-
-def mechanisms(cfg: ModelConfig, folder: Path) -> list[str]:
-    """What `model info` says of OLMo 2 beyond Llama's layer."""
-    H, G, d = cfg.heads, cfg.kv_heads, cfg.head_dim
-    return [
-        f"QK-norm over the whole projection: q divided by the rms of all {H}·{d} numbers of its row and times q_norm ({H * d} weights), "
-        f"k likewise with k_norm ({G * d}), ε = {cfg.norm_eps:g}, before the split into heads and RoPE",
-        "norms after attention and MLP (post_attention_layernorm, post_feedforward_layernorm), none before: attention reads the raw residual",
-    ]

@@ -8,7 +8,6 @@ Each head's q and k go through RMSNorm over head_dim before RoPE (transformers' 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 from attncli.core.variants import QkNorm, Rope
 from attncli.sources.checkpoints import llama
@@ -27,9 +26,3 @@ def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> Attentio
 def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
     """X = input_layernorm (RMSNorm) of the residual entering `layer` (from 1), and that layer's attention with its QK-norm."""
     return llama.layer_inputs(cfg, checkpoint, ids, layer, attention=_attention)
-
-
-def mechanisms(cfg: ModelConfig, folder: Path) -> list[str]:
-    """What `model info` says of Qwen3 beyond Llama's layer."""
-    return [f"QK-norm per head: each head's q and k divided by their rms over its {cfg.head_dim} numbers and times q_norm / k_norm "
-            f"({cfg.head_dim} weights shared by the heads), ε = {cfg.norm_eps:g}, before RoPE"]  # fmt: skip

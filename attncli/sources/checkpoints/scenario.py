@@ -67,7 +67,7 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
             notes.append(f"head {head} reads key/value head {kv_head(head, case.heads, case.kv_heads)} of {case.kv_heads}")
         notes.append(f"head {head}'s output meets rows {first}–{last} of W_O")
     return Scenario(
-        name=name or f"{folder.name} {_which(case)}",
+        name=name or f"{folder.name} {_which(case)}" + (f" ({case.layer_kind})" if case.layer_kind else ""),
         description=f"{_which(case)} of the {case.model_type} checkpoint in {folder}",
         source=str(folder),
         tokens=case.labels,
@@ -88,6 +88,8 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
         mask=Mask(causal=case.causal, window=case.window),
         rope=case.rope,
         qk_norm=case.qk_norm,
+        softcap=case.softcap,
+        sink_logits=case.sink,
         word_marks=WORD_MARKS,
         notes=tuple(notes),
         encoder=None if case.causal or case.attention == "cross" else case.model_type + ("'s encoder" if case.attention else ""),

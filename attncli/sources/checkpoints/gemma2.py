@@ -1,0 +1,232 @@
+"""Gemma 2: logit soft-capping, query_pre_attn_scalar, alternating sliding/global layers, (1 + w) RMSNorm, √d embeddings, post-norms, GeGLU.
+
+As transformers' Gemma2 computes it (docs/families.md, "Gemma 2"): the embeddings are multiplied by
+√d_model; every RMSNorm scales by (1 + w); a block is
+    h = x + post_attention_layernorm(attention(input_layernorm(x)))
+    out = h + post_feedforward_layernorm(down(gelu_tanh(gate(y)) · up(y))),  y = pre_feedforward_layernorm(h)
+and attention divides the scores by √query_pre_attn_scalar (not √d_k), soft-caps them with
+cap·tanh(s / cap) before the mask, and on `sliding_attention` layers sees only the last
+`sliding_window` keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from attncli.core.variants import Rope, SoftCap
+from attncli.sources.checkpoints.blocks import (
+    AttentionWeights,
+    LayerInputs,
+    Weights,
+    activate,
+    rms_norm,
+    self_attention,
+    storage_note,
+    through,
+)
+from attncli.sources.checkpoints.config import MOST, ModelConfig, _llama_family, _Reader, _shown, _window
+from attncli.sources.checkpoints.rope import rope_spec
+from attncli.sources.checkpoints.source import TensorSource
+
+LAYER_KINDS = ("sliding_attention", "full_attention")
+
+
+class Gemma2Settings(NamedTuple):
+    """What Gemma 2 reads beyond the Llama-like keys."""
+
+    query_pre_attn_scalar: float  # scores are divided by its square root
+    attn_cap: float | None  # attn_logit_softcapping: scores become cap·tanh(s / cap); None = off
+    final_cap: float | None  # final_logit_softcapping (the output logits; not attention's)
+    kinds: tuple[str, ...]  # per layer, "sliding_attention" or "full_attention"
+    sliding_window: int | None  # transformers' W: query i sees keys i − W + 1 … i on sliding layers
+    kinds_given: bool  # config.json lists layer_types (else transformers 4's default: even layers, from 0, slide)
+
+
+def read_config(read: _Reader) -> ModelConfig:
+    """Gemma 2's config: the Llama-like keys, then its own (with transformers' Gemma2Config defaults)."""
+    cfg = _llama_family(read, "gemma2")
+    if read.raw.get("use_bidirectional_attention"):
+        raise read.fail("use_bidirectional_attention", "bidirectional Gemma 2 is not supported", "false or null (a causal model)")
+    scalar = read.number("query_pre_attn_scalar", 256, most=MOST["head_dim"] ** 2)
+    caps = [None if read.raw.get(key, default) is None else read.number(key, default) for key, default in
+            (("attn_logit_softcapping", 50.0), ("final_logit_softcapping", 30.0))]  # fmt: skip
+    size = read.raw.get("sliding_window", 4096)
+    window = None if size is None else _window(read, "sliding_window", size)
+    kinds, given = layer_kinds(read, cfg.layers)
+    activation = read.word("hidden_activation", "hidden_act", default="gelu_pytorch_tanh")
+    if activation not in ("gelu_pytorch_tanh", "gelu_new", "gelu", "gelu_python_tanh"):
+        raise read.fail("hidden_activation", f"the activation {activation!r} is not Gemma 2's", "gelu_pytorch_tanh")
+    bias = read.flag("attention_bias", False)
+    return dataclasses.replace(
+        cfg,
+        activation=activation,
+        windows=tuple(window if kind == "sliding_attention" else None for kind in kinds),
+        qkv_bias=bias,
+        output_bias=bias,
+        family=Gemma2Settings(scalar, caps[0], caps[1], kinds, window, given),
+    )
+
+
+def layer_kinds(read: _Reader, layers: int) -> tuple[tuple[str, ...], bool]:
+    """`layer_types`, or transformers 4's alternation: layer 1 (index 0) sliding, layer 2 full, …"""
+    kinds = read.raw.get("layer_types")
+    if kinds is None:
+        return tuple("sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)), False
+    if not isinstance(kinds, list) or len(kinds) != layers or any(kind not in LAYER_KINDS for kind in kinds):
+        raise read.fail("layer_types", f"found {_shown(kinds)}", f"a list of {layers} of sliding_attention / full_attention")
+    return tuple(kinds), True
+
+
+def settings(cfg: ModelConfig) -> Gemma2Settings:
+    assert isinstance(cfg.family, Gemma2Settings)
+    return cfg.family
+
+
+def _projection(w: Weights, name: str, n_in: int, n_out: int, bias: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """nn.Linear stored as (out, in), returned as (in, out), with its bias when the model has one."""
+    weight = w.get(name + ".weight", (n_out, n_in)).T
+    return weight, w.get(name + ".bias", (n_out,)) if bias else None
+
+
+def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> AttentionWeights:
+    d, H, G, d_k = cfg.hidden_size, cfg.heads, cfg.kv_heads, cfg.head_dim
+    g = settings(cfg)
+    p = f"layers.{index}.self_attn."
+    W_Q, b_Q = _projection(w, p + "q_proj", d, H * d_k, cfg.qkv_bias)
+    W_K, b_K = _projection(w, p + "k_proj", d, G * d_k, cfg.qkv_bias)
+    W_V, b_V = _projection(w, p + "v_proj", d, G * d_k, cfg.qkv_bias)
+    W_O, b_O = _projection(w, p + "o_proj", H * d_k, d, cfg.output_bias)
+    window = cfg.windows[index]
+    return AttentionWeights(
+        W_Q=W_Q, W_K=W_K, W_V=W_V, b_Q=b_Q, b_K=b_K, b_V=b_V, W_O=W_O, b_O=b_O,
+        heads=H, kv_heads=G, head_dim=d_k, divisor=math.sqrt(g.query_pre_attn_scalar), causal=True,
+        window=None if window is None else window - 1,  # transformers: key j seen when j > i − sliding_window
+        rope=rope, softcap=None if g.attn_cap is None else SoftCap(g.attn_cap),
+    )  # fmt: skip
+
+
+def _norm(cfg: ModelConfig, w: Weights, name: str, x: np.ndarray) -> np.ndarray:
+    """Gemma's RMSNorm: x / rms(x) · (1 + w), the weight stored as its offset from 1."""
+    return rms_norm(x, 1.0 + w.get(name + ".weight", (cfg.hidden_size,)), cfg.norm_eps)
+
+
+def _linear(w: Weights, name: str, x: np.ndarray, n_out: int) -> np.ndarray:
+    """(L, n_out) x·W, W widened to float64 a block of rows at a time."""
+    return w.product(name + ".weight", x, (n_out, x.shape[1]))
+
+
+def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) -> np.ndarray:
+    """(L, d) the residual stream after layer `index` (from 0): attention and GeGLU MLP, each between a pre- and a post-norm."""
+    d, inner = cfg.hidden_size, cfg.intermediate_size
+    p = f"layers.{index}."
+    attended = self_attention(_norm(cfg, w, p + "input_layernorm", h), _attention(cfg, w, index, rope))  # (L, d)
+    h = h + _norm(cfg, w, p + "post_attention_layernorm", attended)  # (L, d)
+    x = _norm(cfg, w, p + "pre_feedforward_layernorm", h)  # (L, d)
+    hidden = activate(cfg.activation, _linear(w, p + "mlp.gate_proj", x, inner))  # (L, inner)
+    hidden *= _linear(w, p + "mlp.up_proj", x, inner)  # (L, inner) gelu(gate)·up
+    out: np.ndarray = h + _norm(cfg, w, p + "post_feedforward_layernorm", _linear(w, p + "mlp.down_proj", hidden, d))  # (L, d)
+    return out
+
+
+def embed(cfg: ModelConfig, w: Weights, ids: tuple[int, ...]) -> np.ndarray:
+    """(L, d) the token embeddings × √d_model (Gemma2TextScaledWordEmbedding), √d exact in float64."""
+    return w.rows("embed_tokens.weight", ids, cfg.hidden_size) * math.sqrt(cfg.hidden_size)
+
+
+def forward(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layers: int) -> np.ndarray:
+    """(L, d) the residual stream after the first `layers` layers (0: the scaled embeddings)."""
+    assert cfg.rope is not None
+    w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", ""))
+    rope = rope_spec(cfg.rope, cfg.head_dim)
+    h = embed(cfg, w, ids)  # (L, d)
+    for index in range(layers):
+        h = _layer(cfg, w, index, h, rope)
+    return h
+
+
+def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
+    """X = input_layernorm ((1 + w) RMSNorm) of the residual entering `layer` (from 1), and that layer's attention weights."""
+    assert cfg.rope is not None
+    w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", ""))
+    rope = rope_spec(cfg.rope, cfg.head_dim)
+    h = forward(cfg, checkpoint, ids, layer - 1)  # (L, d)
+    index = layer - 1
+    X = _norm(cfg, w, f"layers.{index}.input_layernorm", h)  # (L, d)
+    attention = _attention(cfg, w, index, rope)
+    dtype = w.dtype(f"layers.{index}.self_attn.q_proj.weight")
+    return LayerInputs(X=X, attention=attention, dtype=dtype, notes=notes(cfg, layer, attention, rope, dtype))
+
+
+def embedding_scale_note(hidden: int, dtype: str) -> str:
+    """'√16 = 4', or '√3584 = 59.8665 exactly (transformers running in bfloat16 multiplies by 59.75, √d rounded to bfloat16)'."""
+    scale = math.sqrt(hidden)
+    rounded = {"float16": float(np.float16(scale)), "bfloat16": _bfloat16(scale)}.get(dtype, scale)
+    said = f"√{hidden} = {scale:.6g}"
+    if rounded == scale:
+        return said
+    return f"{said} exactly (transformers running in {dtype} multiplies by {rounded:g}, √d rounded to {dtype})"
+
+
+def _bfloat16(x: float) -> float:
+    """x rounded to bfloat16 (the top 16 bits of float32, to nearest, ties to even)."""
+    bits = int(np.array(x, dtype=np.float32).view(np.uint32))
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return float(np.array(bits, dtype=np.uint32).view(np.float32))
+
+
+def layer_kind_note(cfg: ModelConfig, layer: int) -> str:
+    """'layer 1 is a sliding (local) layer: …' or 'layer 2 is a global layer: …', with where the kinds come from."""
+    g = settings(cfg)
+    source = "layer_types" if g.kinds_given else "no layer_types: transformers' default alternation, odd layers local"
+    window = cfg.windows[layer - 1]
+    if window is None:
+        return f"layer {layer} is a global layer: full causal attention over every earlier token ({source})"
+    return (f"layer {layer} is a sliding (local) layer: query i sees keys i−{window - 1} … i, the last {window} tokens "
+            f"(sliding_window = {window}; {source})")  # fmt: skip
+
+
+def notes(cfg: ModelConfig, layer: int, attention: AttentionWeights, rope: Rope, dtype: str) -> tuple[str, ...]:
+    g = settings(cfg)
+    H, G = cfg.heads, cfg.kv_heads
+    scalar = f"{g.query_pre_attn_scalar:g}"
+    scale = f"scores divided by √query_pre_attn_scalar = √{scalar} = {attention.divisor:g}" + (
+        f" (not √d_k = √{cfg.head_dim})" if g.query_pre_attn_scalar != cfg.head_dim else " (= √d_k here)"
+    )
+    cap = (
+        f"logit soft-capping: each scaled score s becomes {g.attn_cap:g}·tanh(s / {g.attn_cap:g}) before the mask "
+        f"(attn_logit_softcapping = {g.attn_cap:g}): scores stay within ±{g.attn_cap:g}"
+        if g.attn_cap is not None
+        else "no logit soft-capping (attn_logit_softcapping is null)"
+    )
+    sharing = f"grouped-query attention: {H} query heads share {G} key/value heads, {H // G} each" if 1 < G < H else None
+    if G == 1 and H > 1:
+        sharing = f"multi-query attention: all {H} query heads read one key/value head"
+    found = (
+        f"X = input_layernorm of the residual entering layer {layer}: token embeddings × √d_model, {embedding_scale_note(cfg.hidden_size, dtype)}"
+        f"{through(layer)}; Gemma's RMSNorm scales by (1 + w), and each block's attention and MLP outputs pass a "
+        "post-norm before the residual",
+        layer_kind_note(cfg, layer),
+        cap,
+        scale,
+        f"RoPE (rotate-half) on q and k at positions 0, 1, 2, …: θ = {rope.theta:g}",
+        sharing,
+        "causal mask: each token sees itself and the tokens before it",
+        storage_note(dtype),
+    )
+    return tuple(note for note in found if note is not None)
+
+
+def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
+    """The tensors `model info` checks against config.json (layer 1's, from the headers)."""
+    d, H, G, d_k, inner = cfg.hidden_size, cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.intermediate_size
+    return {
+        "embed_tokens.weight": (None, d),
+        "layers.0.self_attn.q_proj.weight": (H * d_k, d),
+        "layers.0.self_attn.k_proj.weight": (G * d_k, d),
+        "layers.0.post_feedforward_layernorm.weight": (d,),
+        "layers.0.mlp.gate_proj.weight": (inner, d),
+    }

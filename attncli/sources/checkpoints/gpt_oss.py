@@ -1,0 +1,239 @@
+"""gpt-oss: learned attention sinks, alternating 128-token windows, attention biases, and a mixture-of-experts MLP in every layer.
+
+As transformers' GptOss computes it (docs/families.md, "gpt-oss"): Llama-style pre-norm blocks;
+q, k, v and o projections with biases; RoPE on the two halves of each head from a table of
+d_k/2 columns (one angle per pair: rotate-half, which core's Rope "half" is); scale d_k^−½;
+causal, and on `sliding_attention` layers the last `sliding_window` keys; then each head's
+learned `sinks` logit joins the softmax's denominator and takes weight from the real keys.
+The MLP: router logits x·Wᵀ + b, each token's top k, a softmax over those k, and the sum of the
+chosen experts' outputs by those weights; an expert is a clamped SwiGLU
+    gate, up = (x·W_gu + b_gu)[::2], [1::2];  gate ≤ limit;  −limit ≤ up ≤ limit
+    out = ((up + 1) · gate · σ(α·gate))·W_down + b_down
+with W_gu stored (E, d, 2·inner) and W_down (E, inner, d): x·W, not nn.Linear's x·Wᵀ.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from attncli.core.variants import LearnedSink, Rope
+from attncli.errors import AttnError
+from attncli.sources.checkpoints import moe
+from attncli.sources.checkpoints.blocks import (
+    AttentionWeights,
+    LayerInputs,
+    Weights,
+    rms_norm,
+    self_attention,
+    storage_note,
+    through,
+)
+from attncli.sources.checkpoints.config import MOST, ModelConfig, _llama_family, _Reader, _window
+from attncli.sources.checkpoints.gemma2 import layer_kinds
+from attncli.sources.checkpoints.rope import rope_spec
+from attncli.sources.checkpoints.source import TensorSource
+
+
+class GptOssSettings(NamedTuple):
+    """What gpt-oss reads beyond the Llama-like keys."""
+
+    experts: int  # num_local_experts
+    top_k: int  # num_experts_per_tok
+    limit: float  # swiglu_limit: gate ≤ limit, |up| ≤ limit
+    alpha: float  # swiglu_alpha: gate · σ(α·gate)
+    kinds: tuple[str, ...]  # per layer, "sliding_attention" or "full_attention"
+    sliding_window: int | None
+    kinds_given: bool
+
+
+def read_config(read: _Reader) -> ModelConfig:
+    """gpt-oss's config: the Llama-like keys, then its own (transformers' GptOssConfig defaults)."""
+    cfg = _llama_family(read, "gpt_oss")
+    experts = read.count("num_local_experts", default=128, most=MOST["heads"])
+    top_k = read.count("num_experts_per_tok", default=4, most=experts)
+    size = read.raw.get("sliding_window", 128)
+    window = None if size is None else _window(read, "sliding_window", size)
+    kinds, given = layer_kinds(read, cfg.layers)
+    bias = read.flag("attention_bias", True)
+    return dataclasses.replace(
+        cfg,
+        norm_eps=read.number("rms_norm_eps", 1e-5),
+        intermediate_size=read.count("intermediate_size", default=2880, most=MOST["inner"]),
+        windows=tuple(window if kind == "sliding_attention" else None for kind in kinds),
+        qkv_bias=bias,
+        output_bias=bias,
+        family=GptOssSettings(
+            experts, top_k, read.number("swiglu_limit", 7.0), read.number("swiglu_alpha", 1.702), kinds, window, given
+        ),
+    )
+
+
+def settings(cfg: ModelConfig) -> GptOssSettings:
+    assert isinstance(cfg.family, GptOssSettings)
+    return cfg.family
+
+
+def _projection(w: Weights, name: str, n_in: int, n_out: int, bias: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    weight = w.get(name + ".weight", (n_out, n_in)).T
+    return weight, w.get(name + ".bias", (n_out,)) if bias else None
+
+
+def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> AttentionWeights:
+    d, H, G, d_k = cfg.hidden_size, cfg.heads, cfg.kv_heads, cfg.head_dim
+    p = f"layers.{index}.self_attn."
+    W_Q, b_Q = _projection(w, p + "q_proj", d, H * d_k, cfg.qkv_bias)
+    W_K, b_K = _projection(w, p + "k_proj", d, G * d_k, cfg.qkv_bias)
+    W_V, b_V = _projection(w, p + "v_proj", d, G * d_k, cfg.qkv_bias)
+    W_O, b_O = _projection(w, p + "o_proj", H * d_k, d, cfg.output_bias)
+    sinks = w.get(p + "sinks", (H,))  # (H,)
+    window = cfg.windows[index]
+    return AttentionWeights(
+        W_Q=W_Q, W_K=W_K, W_V=W_V, b_Q=b_Q, b_K=b_K, b_V=b_V, W_O=W_O, b_O=b_O,
+        heads=H, kv_heads=G, head_dim=d_k, divisor=math.sqrt(d_k), causal=True,
+        window=None if window is None else window - 1,  # transformers: key j seen when j > i − sliding_window
+        rope=rope, sink=LearnedSink(tuple(float(s) for s in sinks)),
+    )  # fmt: skip
+
+
+def _norm(cfg: ModelConfig, w: Weights, name: str, x: np.ndarray) -> np.ndarray:
+    return rms_norm(x, w.get(name + ".weight", (cfg.hidden_size,)), cfg.norm_eps)
+
+
+def _expert_blocks(w: Weights, name: str, shape: tuple[int, ...]) -> tuple[str, list[int]]:
+    """The full name of an experts tensor, checked for shape (quantised MXFP4 experts refused by name)."""
+    full = w.prefix + name
+    if not w.checkpoint.has(full) and w.checkpoint.has(full + "_blocks"):
+        raise AttnError(
+            f"tensor '{full}' is stored quantised as MXFP4 ('{name}_blocks' and '_scales'), which attncli does not dequantise",
+            file=str(w.checkpoint.file_of(full + "_blocks")),
+            expected="experts in float32, bfloat16 or float16 (transformers' dequantised save)",
+        )
+    stored = w.checkpoint.shape(full) if w.checkpoint.has(full) else None
+    if stored is None:
+        w.get(name, shape)  # names the missing tensor
+    if stored != shape:
+        raise AttnError(
+            f"tensor '{full}' has shape {list(stored or ())} but {w.checkpoint.config_source} implies {list(shape)}",
+            file=str(w.checkpoint.file_of(full)),
+        )
+    return full, list(shape)
+
+
+def experts(cfg: ModelConfig, w: Weights, index: int, x: np.ndarray) -> tuple[np.ndarray, moe.Routing]:
+    """(L, d) the MoE MLP's output for layer `index` (from 0), and which experts each token used."""
+    s = settings(cfg)
+    d, inner, E = cfg.hidden_size, cfg.intermediate_size, s.experts
+    p = f"layers.{index}.mlp."
+    logits = x @ w.get(p + "router.weight", (E, d)).T + w.get(p + "router.bias", (E,))  # (L, E)
+    routing = moe.top_k_softmax(logits, s.top_k, layer=index + 1)
+    gate_up_bias = w.get(p + "experts.gate_up_proj_bias", (E, 2 * inner))  # (E, 2·inner)
+    down_bias = w.get(p + "experts.down_proj_bias", (E, d))  # (E, d)
+    gate_up_name, _ = _expert_blocks(w, p + "experts.gate_up_proj", (E, d, 2 * inner))
+    down_name, _ = _expert_blocks(w, p + "experts.down_proj", (E, inner, d))
+    share = np.zeros((x.shape[0], E))  # (L, E) each token's weight per expert, 0 where not chosen
+    np.put_along_axis(share, routing.experts, routing.weights, axis=-1)
+    used = [e for e in range(E) if share[:, e].any()]
+    glu: dict[int, np.ndarray] = {}  # expert → (L_e, inner) its activation for the tokens routed to it
+    for first, block in w.checkpoint.row_blocks(gate_up_name):  # block: (experts, d, 2·inner)
+        for e in (e for e in used if first <= e < first + block.shape[0]):
+            _finite(w, gate_up_name, block[e - first])
+            rows = share[:, e] > 0  # (L,)
+            gate_up = x[rows] @ block[e - first] + gate_up_bias[e]  # (L_e, 2·inner)
+            gate = np.minimum(gate_up[:, ::2], s.limit)  # (L_e, inner)
+            up = np.clip(gate_up[:, 1::2], -s.limit, s.limit)  # (L_e, inner)
+            glu[e] = (up + 1.0) * gate / (1.0 + np.exp(-s.alpha * gate))  # (L_e, inner) (up + 1)·gate·σ(α·gate)
+    out = np.zeros_like(x)  # (L, d)
+    for first, block in w.checkpoint.row_blocks(down_name):  # block: (experts, inner, d)
+        for e in (e for e in used if first <= e < first + block.shape[0]):
+            _finite(w, down_name, block[e - first])
+            rows = share[:, e] > 0
+            out[rows] += (glu[e] @ block[e - first] + down_bias[e]) * share[rows, e][:, None]  # (L_e, d)
+    return out, routing
+
+
+def _finite(w: Weights, name: str, value: np.ndarray) -> None:
+    if not np.isfinite(value).all():
+        raise AttnError(f"tensor '{name}' holds NaN or ∞", file=str(w.checkpoint.file_of(name)), expected="finite weights")
+
+
+def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) -> tuple[np.ndarray, moe.Routing]:
+    """(L, d) the residual stream after layer `index` (from 0): h + attention(norm h), then + MoE(norm h); and the routing."""
+    p = f"layers.{index}."
+    h = h + self_attention(_norm(cfg, w, p + "input_layernorm", h), _attention(cfg, w, index, rope))  # (L, d)
+    mixed, routing = experts(cfg, w, index, _norm(cfg, w, p + "post_attention_layernorm", h))
+    return h + mixed, routing
+
+
+def forward(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layers: int) -> tuple[np.ndarray, list[moe.Routing]]:
+    """(L, d) the residual stream after `layers` layers, and each layer's routing."""
+    assert cfg.rope is not None
+    w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", ""))
+    rope = rope_spec(cfg.rope, cfg.head_dim)
+    h = w.rows("embed_tokens.weight", ids, cfg.hidden_size)  # (L, d)
+    routings = []
+    for index in range(layers):
+        h, routing = _layer(cfg, w, index, h, rope)
+        routings.append(routing)
+    return h, routings
+
+
+def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
+    """X = input_layernorm (RMSNorm) of the residual entering `layer` (from 1), that layer's attention weights, and the experts used before."""
+    assert cfg.rope is not None
+    h, routings = forward(cfg, checkpoint, ids, layer - 1)
+    w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", ""))
+    rope = rope_spec(cfg.rope, cfg.head_dim)
+    index = layer - 1
+    X = _norm(cfg, w, f"layers.{index}.input_layernorm", h)  # (L, d)
+    attention = _attention(cfg, w, index, rope)
+    dtype = w.dtype(f"layers.{index}.self_attn.q_proj.weight")
+    return LayerInputs(X=X, attention=attention, dtype=dtype, notes=notes(cfg, layer, attention, rope, dtype, routings))
+
+
+def notes(
+    cfg: ModelConfig, layer: int, attention: AttentionWeights, rope: Rope, dtype: str, routings: list[moe.Routing]
+) -> tuple[str, ...]:
+    s = settings(cfg)
+    H, G = cfg.heads, cfg.kv_heads
+    window = cfg.windows[layer - 1]
+    source = "layer_types" if s.kinds_given else "no layer_types: transformers' default alternation, odd layers local"
+    kind = (
+        f"layer {layer} is a global layer: full causal attention over every earlier token ({source})"
+        if window is None
+        else f"layer {layer} is a sliding (local) layer: query i sees keys i−{window - 1} … i, the last {window} tokens "
+        f"(sliding_window = {window}; {source})"
+    )
+    assert attention.sink is not None
+    sinks = ", ".join(f"{v:.4g}" for v in attention.sink.logits)
+    sharing = f"grouped-query attention: {H} query heads share {G} key/value heads, {H // G} each" if 1 < G < H else None
+    found = (
+        f"X = input_layernorm (RMSNorm) of the residual entering layer {layer}: token embeddings{through(layer)}"
+        + (f", each MLP a mixture of experts (top {s.top_k} of {s.experts}, clamped SwiGLU, limit {s.limit:g})" if layer > 1 else ""),
+        kind,
+        f"learned attention sinks (self_attn.sinks): each head's logit joins the softmax's denominator with no value, so a "
+        f"row's weights sum to less than 1: sink = {sinks}",
+        f"RoPE (rotate-half: the two halves of each head turned by a table of d_k/2 angles) at positions 0, 1, 2, …: θ = {rope.theta:g}",
+        sharing,
+        "q, k, v and o projections have biases" if cfg.output_bias else None,
+        f"scores divided by √d_k = √{cfg.head_dim} = {attention.divisor:g}",
+        "causal mask: each token sees itself and the tokens before it",
+        *(moe.routing_note(r) for r in routings),
+        storage_note(dtype),
+    )
+    return tuple(note for note in found if note is not None)
+
+
+def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
+    """The tensors `model info` checks against config.json (layer 1's, from the headers)."""
+    d, H, G, d_k = cfg.hidden_size, cfg.heads, cfg.kv_heads, cfg.head_dim
+    return {
+        "embed_tokens.weight": (None, d),
+        "layers.0.self_attn.q_proj.weight": (H * d_k, d),
+        "layers.0.self_attn.k_proj.weight": (G * d_k, d),
+        "layers.0.self_attn.sinks": (H,),
+        "layers.0.mlp.router.weight": (settings(cfg).experts, d),
+    }
