@@ -78,6 +78,22 @@ def rotate(vector: list[float], position: int, theta: float, style: str) -> list
     return out
 
 
+def rope_rows(rows: list[list[float]], rope: tuple[float, str] | dict) -> list[list[float]]:
+    """Row p (from 0) of one head rotated: `rope` is (theta, style) for the whole row, or a scenario's rope mapping with
+    fraction or rotary_dim (partial), offset, or given angles or cos/sin rows (rope_angles, rotate_by_angles, rotate_by_table)."""
+    if isinstance(rope, tuple):
+        return [rotate(row, p, *rope) for p, row in enumerate(rows)]
+    style, out = rope.get("style", "half"), []
+    for p, row in enumerate(rows):
+        if "cos" in rope:
+            out.append(rotate_by_table(row, rope["cos"][p], rope["sin"][p], style))
+            continue
+        r = rope.get("rotary_dim") or round(len(row) * rope.get("fraction", 1))
+        angles = rope["angles"][p] if "angles" in rope else rope_angles(p, r, rope.get("theta", 10000), offset=rope.get("offset", 0))
+        out.append(rotate_by_angles(row, angles, style))
+    return out
+
+
 def sees(i: int, j: int, mask: dict) -> bool:
     """Whether query i sees key j (both from 1) under {causal, window, sinks, padding} or an explicit 0/1 matrix."""
     if "matrix" in mask:
@@ -99,7 +115,7 @@ def variant_attention(
     kv_heads: int,
     divisor: float,
     mask: dict,
-    rope: tuple[float, str] | None = None,
+    rope: tuple[float, str] | dict | None = None,
     bias: list[list[list[float]]] | None = None,
     slopes: list[float] | None = None,
 ) -> dict:
@@ -118,8 +134,7 @@ def variant_attention(
         K = columns(K_all, g * d_k, (g + 1) * d_k)
         V = columns(V_all, g * d_v, (g + 1) * d_v)
         if rope is not None:
-            Q = [rotate(row, p, *rope) for p, row in enumerate(Q)]
-            K = [rotate(row, p, *rope) for p, row in enumerate(K)]
+            Q, K = rope_rows(Q, rope), rope_rows(K, rope)
         weights = []
         for i in range(L_q):
             logits = {}
@@ -435,7 +450,8 @@ def document_attention(document: dict, mask: dict | None = None) -> dict:
     return variant_attention(
         Q, K, V, heads=heads, kv_heads=document.get("kv_heads", heads), divisor=divisor,
         mask=mask_of(document) if mask is None else mask,
-        rope=None if rope is None else (rope.get("theta", 10000), rope.get("style", "half")), bias=bias, slopes=slopes,
+        rope=None if rope is None else rope if set(rope) - {"theta", "style"} else (rope.get("theta", 10000), rope.get("style", "half")),
+        bias=bias, slopes=slopes,
     )  # fmt: skip
 
 
@@ -462,6 +478,9 @@ def scenario_document(scenario, *, causal: bool = False) -> dict:
             document["mask"]["window"] = s.mask.window
     if s.rope is not None:
         document["rope"] = {"theta": s.rope.theta, "style": s.rope.style}
+        given = {"rotary_dim": s.rope.rotary_dim, "offset": s.rope.offset or None, "angles": s.rope.given_angles,
+                 "cos": s.rope.given_cos, "sin": s.rope.given_sin}  # fmt: skip
+        document["rope"].update({key: value if key in ("rotary_dim", "offset") else value.tolist() for key, value in given.items() if value is not None})
     if s.alibi is not None:
         document["alibi"] = {"slopes": list(s.alibi.slopes)}
     return document

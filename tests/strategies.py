@@ -106,6 +106,8 @@ def variant_scenarios(draw):
         doc["alibi"] = True if draw(st.booleans()) else {"slopes": draw(st.lists(st.floats(0, 1), min_size=heads, max_size=heads))}
     if draw(st.booleans()):
         doc["rope"] = True if draw(st.booleans()) else {"theta": draw(st.sampled_from([100, 10000, 500000])), "style": draw(st.sampled_from(["half", "interleaved"]))}
+        if doc["rope"] is not True and draw(st.booleans()):  # partial rotary (2 of d_k coordinates) and a position offset
+            doc["rope"].update(rotary_dim=2, offset=draw(st.sampled_from([0, 1, 100])))
     doc["scale"] = draw(st.sampled_from(["sqrt_dk", "none", 2.0]))
     return doc, mask
 

@@ -48,6 +48,8 @@ SOURCES: dict[str, tuple[list[str], list[str], list[str]]] = {
                       ["--word", "ran", "--head", "2"]),
     # RoPE, grouped-query heads (4 heads read 2 key/value heads), causal mask.
     "llama-style": (["llama-style"], ["-s", "llama-style"], ["--word", "fresh", "--head", "3"]),
+    # Partial rotary (2 of d_k = 8 coordinates turn) from position 100: the pass-through and the absolute positions show.
+    "pythia-style": (["pythia-style"], ["-s", "pythia-style"], ["--word", "pile"]),
     # ALiBi slopes per head and a causal mask; the word "the" occurs twice.
     "alibi": (["alibi"], ["-s", "alibi"], ["--word", "on", "--head", "2"]),
     # The variants that show themselves (core.variants.shown): QK-norm over the whole projection, soft-capping, a learned sink.
