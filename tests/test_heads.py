@@ -426,3 +426,103 @@ def test_the_induction_score_finds_the_induction_head_of_a_model_built_to_have_o
     assert (rows[0].layer, rows[0].head) == (2, 1)
     readings = [r.reading for r in mapped.notable()]
     assert any(r is not None and r.startswith("layer 2 head 1: induction: ") for r in readings)
+
+
+# -- words for what one row's weights show (explain's weights step) -----------------------------------
+
+
+def _row(weights: list[float], tokens: str, position: int, visible: list[bool] | None = None) -> list[str]:
+    from attncli.walkthroughs.heads import row_readings
+
+    words = tokens.split()
+    return row_readings(weights, words, words, position, visible or [True] * len(weights))
+
+
+def test_row_readings_name_a_sink_the_previous_token_itself_and_induction():
+    """Each behaviour in words with its share, and nothing for a row that spreads its weight evenly."""
+    assert _row([0.73, 0.09, 0.09, 0.09], "<s> a b c", 4) == [
+        "73% of this row goes to `<s>`, the first token: a sink, not meaning (the softmax must give the whole row's weight "
+        "somewhere, and many heads put what they do not use on the first token)."
+    ]
+    assert _row([0.1, 0.1, 0.7, 0.1], "<s> a b c", 4) == ["70% of this row goes to the previous token, `b`: what a previous-token head does."]
+    assert _row([0.1, 0.1, 0.1, 0.7], "<s> a b c", 4) == ["70% of this row goes to `c` itself: the head attends to the token itself."]
+    induction = _row([0.05, 0.05, 0.6, 0.1, 0.1, 0.1], "<s> x y z w x", 6)
+    assert induction == ["60% of this row goes to `y` (position 3), the token just after an earlier `x` (position 2): what an induction head "
+                         "does, predicting that what followed the token last time follows it again."]  # fmt: skip
+    assert _row([0.25] * 4, "<s> a b c", 4) == []
+    assert _row([1.0], "<s>", 1) == []  # one visible key: nothing to read
+
+
+def test_row_readings_compare_with_an_even_spread_not_with_zero():
+    """Row 2 of a causal head sees two keys: 60% on the first is only 10 points above even, not a sink; 0.49 is below the threshold."""
+    assert _row([0.6, 0.4, 0.0], "<s> a b", 2, [True, True, False]) == []
+    assert _row([0.75, 0.25, 0.0], "<s> a b", 2, [True, True, False])[0].startswith(
+        "75% of this row goes to `<s>`, the first token and the previous one: from one row, a sink and a previous-token head look the same."
+    )
+    assert _row([0.49] + [0.51 / 9] * 9, "<s> a b c d e f g h i", 10) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), L=st.integers(2, 9), vocabulary=st.integers(2, 5), scale=st.floats(0.5, 6.0))
+def test_every_row_reading_is_true_and_every_true_reading_is_said(seed, L, vocabulary, scale):
+    """On random causal rows over a small vocabulary: each sentence's share is the named keys' weight and its rule holds; each rule that holds is said."""
+    import re
+
+    from attncli.walkthroughs.heads import ABOVE_UNIFORM, INDUCTION, PREVIOUS, SELF, SINK, row_readings
+
+    rng = np.random.default_rng(seed)
+    i = int(rng.integers(1, L))  # the query, from 0: at least the second token
+    tokens = ["<s>", *(f"t{int(t)}" for t in rng.integers(0, vocabulary, size=L - 1))]
+    labels = [f"{t} ({n})" for n, t in enumerate(tokens, 1)]
+    logits = rng.normal(scale=scale, size=i + 1)
+    weights = list(np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()) + [0.0] * (L - i - 1)
+    visible = [j <= i for j in range(L)]
+    said = row_readings(weights, tokens, labels, i + 1, visible)
+    even = 1 / (i + 1)
+    targets = [j for j in range(1, i + 1) if tokens[j - 1] == tokens[i]]
+
+    def holds(share: float, threshold: float, keys: int = 1) -> bool:
+        return share >= threshold and share >= keys * even + ABOVE_UNIFORM
+
+    expected = {
+        "sink": i > 1 and holds(weights[0], SINK),
+        "both": i == 1 and holds(weights[0], min(SINK, PREVIOUS)),
+        "previous": i > 1 and holds(weights[i - 1], PREVIOUS),
+        "self": holds(weights[i], SELF),
+        "induction": bool(targets) and holds(sum(weights[j] for j in targets), INDUCTION, len(targets)),
+    }
+    shares = {"sink": weights[0], "both": weights[0], "previous": weights[i - 1] if i else 0.0, "self": weights[i],
+              "induction": sum(weights[j] for j in targets)}  # fmt: skip
+    patterns = {
+        "sink": f"of this row goes to `{re.escape(labels[0])}`, the first token: a sink",
+        "both": f"of this row goes to `{re.escape(labels[0])}`, the first token and the previous one",
+        "previous": f"of this row goes to the previous token, `{re.escape(labels[i - 1])}`",
+        "self": f"of this row goes to `{re.escape(labels[i])}` itself",
+        "induction": "the tokens? just after an earlier",
+    }
+    for name, pattern in patterns.items():
+        found = [s for s in said if re.search(pattern, s)]
+        assert bool(found) == expected[name], (name, said, weights, tokens)
+        if found:
+            assert found[0].startswith(f"{shares[name]:.0%} "), (name, found[0], shares[name])
+    assert len(said) == sum(expected.values())
+    if expected["induction"]:
+        text = next(s for s in said if "induction" in s)
+        assert all(f"`{labels[j]}` (position {j + 1})" in text for j in targets)
+
+
+def test_explain_says_what_the_weights_of_a_notable_heads_row_show(cli):
+    """The map's notable head of alibi (84% on itself) leads to an explain whose weights step says so for that row."""
+    import shlex
+
+    from attncli import api
+    from attncli.cli.model import explain_command
+
+    notable = api.heads("alibi").notable()[0]
+    assert notable.explain is not None
+    out = cli(*shlex.split(explain_command(notable.explain))[1:]).stdout
+    weights = out[out.index("The weights   "): out.index("The weighted values")]
+    assert "of this row goes to" in weights and "itself: the head attends to the token itself." in weights
+    share = int(weights.split("% of this row goes to")[0].rsplit("\n", 1)[-1].strip())
+    row = json.loads(cli(*shlex.split(explain_command(notable.explain))[1:], "--format", "json").stdout)
+    assert share == round(100 * row["keys"][row["query"]["position"] - 1]["weight"])
