@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from attncli.core.scenario import Scenario
     from attncli.sources.limits import Limits
     from attncli.walkthroughs.heads import ExplainCall, HeadRow, Source
+    from attncli.walkthroughs.shade import Shading
 
 __all__ = [
     "Decoded", "Explained", "Mapped", "Ran", "Tiled",
@@ -225,6 +226,8 @@ class Mapped(_Shown):
     sort: str | None = None
     top: int | None = None
     spell: Callable[[ExplainCall], str] | None = None  # how a notable head's explain call is written (default: this API's call)
+    layer: int | None = None  # with a query token (map.focus): the layer whose heads shade the sentence; None: every layer
+    head: int | None = None  # with a query token: this head alone; None: each head and their mean
 
     def rows(self) -> list[HeadRow]:
         """One row per head (layer and head from 1), sorted and cut as asked."""
@@ -238,10 +241,18 @@ class Mapped(_Shown):
 
         return walk.notable(walk.rows(self.map, self.source))
 
+    def shading(self) -> Shading:
+        """With a query token: the weights it gives every token, per head of `layer` and their mean, or per layer."""
+        from attncli.walkthroughs.shade import shading
+
+        return shading(self.map, layer=self.layer, head=self.head)
+
     def document(self, options: Options) -> Document:
         from attncli.formats import headgrid
         from attncli.walkthroughs import heads as walk
 
+        if self.map.focus is not None:
+            return _render_shading(self.shading(), self.source, options)
         every = walk.rows(self.map, self.source)
         shown = walk.sorted_rows(every, self.sort, self.top)
         spell = self.spell or walk.python_call
@@ -278,6 +289,35 @@ class Mapped(_Shown):
         return terminal.render(console, [*lines, *headgrid.table_renderables(table, precision=precision)])
 
 
+def _render_shading(shaded: Shading, source: Source, options: Options) -> Document:
+    """The shaded sentence in `options.format`: the terminal's colours, attncli.heads-word/1, CSV, SVG or an HTML page."""
+    from attncli.formats import shade
+
+    fmt = options.format
+    if fmt is Format.json:
+        from attncli.formats import jsonout
+        from attncli.walkthroughs.shade import document
+
+        return jsonout.document(document(shaded, source))
+    drawn = shade.Shaded(shaded.title, shaded.tokens, shaded.position - 1,
+                         [shade.Row(r.name, r.weights.tolist(), r.visible.tolist(), r.readings) for r in shaded.rows])  # fmt: skip
+    precision = 2 if options.precision is None else options.precision
+    if fmt is Format.csv:
+        return shade.csv(drawn)
+    if fmt is Format.svg:
+        return shade.svg(drawn, precision=precision)
+    if fmt is Format.html:
+        return shade.html(drawn, precision=precision)
+    if fmt is not Format.table:
+        raise AttnError(f"heads prints a table, json, csv, svg or html, not {fmt.value}", key=option("format"), expected="table, json, csv, svg or html")
+    from attncli.formats import terminal
+    from attncli.formats.heatmap import terminal_ramp
+
+    console = terminal.console(to_file=options.to_file)
+    return terminal.render(console, shade.lines(drawn, width=console.width, colour=console.color_system is not None, ramp=terminal_ramp(),
+                                                precision=precision))  # fmt: skip
+
+
 def _tip(row: HeadRow) -> str:
     v = row.values
     return (f"layer {row.layer} head {row.head}: first token {v['first_token']:.0%}, previous {v['previous_token']:.0%}, "
@@ -295,12 +335,18 @@ def heads(
     sort: str | None = None,
     top: int | None = None,
     limits: Limits | None = None,
+    word: str | None = None,
+    position: int | None = None,
+    layer: int | None = None,
+    head: int | None = None,
 ) -> Mapped:
     """Every head of every layer of a checkpoint for `sentence` (one forward pass), or of a scenario's one layer.
 
     A scenario file with `model:` maps that checkpoint for its `sentence`. `induction` = n adds
     the induction, previous- and duplicate-token scores on n random tokens repeated twice (seeded).
-    `sort` orders the rows by a statistic, largest first; `top` keeps that many.
+    `sort` orders the rows by a statistic, largest first; `top` keeps that many. A query token
+    (`word` and/or `position`, from 1) renders instead the sentence shaded by the weights it
+    gives: each head of `layer` and their mean, or every layer's mean; `head` picks one head.
     """
     from attncli.core.heads import PATTERNS, scenario_map
     from attncli.sources.checkpoints.headmap import model_map, model_of_file
@@ -314,6 +360,17 @@ def heads(
         raise AttnError(f"found {sort!r} (computed with {option('induction')} N)", key=option("sort"), expected=f"{option('induction')} N beside it")
     if top is not None and top < 1:
         raise AttnError(f"found {top}", key=option("top"), expected="a number of heads, at least 1")
+    focus = None
+    if word is not None or position is not None:
+        from attncli.core.heads import find_token
+
+        def focus(tokens: tuple[str, ...]) -> int:
+            return find_token(tokens, word, position)
+    else:
+        for name, given in (("layer", layer), ("head", head)):
+            if given is not None:
+                raise AttnError(f"found {given} without a query token (it picks whose weights shade the sentence)", key=option(name),
+                                expected=f"{option('word')} WORD or {option('position')} N beside it")  # fmt: skip
     if model is None and isinstance(scenario, str | Path):
         found = model_of_file(Path(scenario), limits=limits)
         if found is not None:
@@ -324,16 +381,23 @@ def heads(
             raise AttnError("both a scenario and a model are given", key=option("model"), expected="either a scenario or a model folder")
         if sentence is None:
             raise AttnError("a model needs a sentence", key=option("sentence"), expected="the text to run through the model")
-        mapped = model_map(Path(model), sentence=sentence, special_tokens=special_tokens, induction=induction, seed=seed, limits=limits)
+        mapped = model_map(Path(model), sentence=sentence, special_tokens=special_tokens, induction=induction, seed=seed, limits=limits,
+                           focus=focus)  # fmt: skip
         source = Source("model", str(model), sentence, mapped.model_type, mapped.token_ids, special_tokens, mapped.induction_tokens, seed)
-        return Mapped(mapped.map, source, sort, top)
+        result = Mapped(mapped.map, source, sort, top, layer=layer, head=head)
+        if focus is not None:
+            result.shading()  # a --layer or --head out of range is an error now, not when drawn
+        return result
     if induction is not None:
         raise AttnError("the induction score needs a model", key=option("induction"), expected=f"{option('model')} DIR beside it")
     if sentence is not None:
         raise AttnError("a sentence needs a model", key=option("sentence"), expected=f"{option('model')} DIR beside it")
     loaded = scenario if scenario is not None and not isinstance(scenario, str | Path) else load(scenario or "cat", limits=limits)
     name = str(scenario) if isinstance(scenario, str | Path) else loaded.name
-    return Mapped(scenario_map(loaded), Source("scenario", name, None, None, None), sort, top)
+    result = Mapped(scenario_map(loaded, focus=focus), Source("scenario", name, None, None, None), sort, top, layer=layer, head=head)
+    if focus is not None:
+        result.shading()
+    return result
 
 
 # -- rendering: a result's walk-through (attncli.walkthroughs) drawn by a format (attncli.formats); neither imports the other

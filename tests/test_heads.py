@@ -379,14 +379,21 @@ def _browser() -> str | None:
 
 @pytest.mark.skipif(_browser() is None, reason="no Chromium to look at the grid with (apt-get install chromium)")
 @pytest.mark.parametrize("fmt", ["svg", "html"])
-def test_a_browser_draws_the_grid(cli, tmp_path, fmt):
-    """Headless Chromium opens the SVG and the HTML page and draws them (a screenshot with some colour in it)."""
+@pytest.mark.parametrize("what", [(), ("--word", "sat", "--layer", "2")], ids=["grid", "shaded"])
+def test_a_browser_draws_the_grid(cli, tmp_path, fmt, what):
+    """Headless Chromium opens the SVG and the HTML page of the grid and of the shaded sentence and draws them (a screenshot with colour).
+
+    ATTNCLI_SCREENSHOTS=DIR keeps the screenshots there, to look at (the benchmark's output folder, never the repository).
+    """
+    import os
     import subprocess
     import zlib
 
     page = tmp_path / f"heads.{fmt}"
-    assert cli("heads", "--model", GPT2, "--sentence", SENTENCE, "--format", fmt, "--output", str(page)).exit_code == 0
-    shot = tmp_path / "shot.png"
+    assert cli("heads", "--model", GPT2, "--sentence", SENTENCE, *what, "--format", fmt, "--output", str(page)).exit_code == 0
+    keep = os.environ.get("ATTNCLI_SCREENSHOTS")
+    shot = Path(keep) / f"heads-{'shaded' if what else 'grid'}-{fmt}.png" if keep else tmp_path / "shot.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
     command = [_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--hide-scrollbars",
                "--window-size=400,400", f"--screenshot={shot}", page.as_uri()]  # fmt: skip
     subprocess.run(command, capture_output=True, timeout=120, check=False)
@@ -573,3 +580,111 @@ def test_explain_says_what_the_weights_of_a_notable_heads_row_show(cli):
     share = int(weights.split("% of this row goes to")[0].rsplit("\n", 1)[-1].strip())
     row = json.loads(cli(*shlex.split(explain_command(notable.explain))[1:], "--format", "json").stdout)
     assert share == round(100 * row["keys"][row["query"]["position"] - 1]["weight"])
+
+
+# -- the sentence shaded by attention (--word) -------------------------------------------------------
+
+
+def test_shaded_rows_are_transformers_weights_of_the_query_row(cli):
+    """--word with --layer: each head's row and their mean equal the golden attentions of that query; without --layer, every layer's mean."""
+    with np.load(CHECKPOINTS / "gpt2" / "golden.npz", allow_pickle=False) as data:
+        text, attentions = str(data["text"]), data["attentions"]
+    tokens = json.loads(cli("heads", "--model", GPT2, "--sentence", text, "--format", "json").stdout)["tokens"]
+    position = len(tokens)  # the last token: it sees every key
+    for layer in (1, 3):
+        doc = json.loads(cli("heads", "--model", GPT2, "--sentence", text, "--position", str(position), "--layer", str(layer), "--format", "json").stdout)
+        assert doc["schema"] == "attncli.heads-word/1" and doc["query"]["position"] == position
+        assert [r["head"] for r in doc["rows"]] == [1, 2, 3, 4, None]
+        expected = attentions[layer - 1, :, position - 1, :]  # (H, L)
+        np.testing.assert_allclose([r["weights"] for r in doc["rows"][:4]], expected, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(doc["rows"][4]["weights"], expected.mean(axis=0), rtol=0, atol=1e-12)
+    every = json.loads(cli("heads", "--model", GPT2, "--sentence", text, "--position", str(position), "--format", "json").stdout)["rows"]
+    assert [(r["layer"], r["head"]) for r in every] == [(1, None), (2, None), (3, None)]
+    np.testing.assert_allclose([r["weights"] for r in every], attentions[:, :, position - 1, :].mean(axis=1), rtol=0, atol=1e-12)
+    one = json.loads(cli("heads", "--model", GPT2, "--sentence", text, "--position", str(position), "--head", "2", "--format", "json").stdout)["rows"]
+    np.testing.assert_allclose([r["weights"] for r in one], attentions[:, 1, position - 1, :], rtol=0, atol=1e-12)
+
+
+def test_shaded_rows_of_a_scenario_are_its_weights_and_say_what_they_show(cli):
+    """A scenario's one layer: --word picks the first occurrence, the hidden keys are false in `visible`, a head's readings are the explain sentences."""
+    from attncli import api
+    from attncli.core.engine import run
+
+    doc = json.loads(cli("heads", "alibi", "--word", "on", "--layer", "1", "--format", "json").stdout)
+    weights = run(api.load("alibi")).heads
+    assert doc["query"] == {"position": 4, "label": "on"}
+    for row, head in zip(doc["rows"], weights):
+        assert row["weights"] == head.weights[3].tolist() and row["visible"] == [True] * 4 + [False] * 2
+    own = doc["rows"][0]["weights"][3]
+    assert own >= 0.6 and doc["rows"][0]["readings"] == [f"{own:.0%} of this row goes to `on` itself: the head attends to the token itself."]
+    assert doc["rows"][-1]["head"] is None and doc["rows"][-1]["readings"] == []
+
+
+def test_the_shaded_sentence_in_the_terminal_shows_every_number_and_fits_the_width(cli, monkeypatch):
+    """Without colour every weight is written under its token (– where hidden); a long sentence wraps within 80 columns."""
+    monkeypatch.setenv("COLUMNS", "80")
+    sentence = "The cat sat on the mat. The cat sat on the mat. The mat sat"
+    args = ("heads", "--model", GPT2, "--sentence", sentence, "--word", "mat", "--position", "14", "--layer", "2")
+    lines = cli(*args).stdout.splitlines()
+    assert max(map(len, lines)) <= 80
+    row = json.loads(cli(*args, "--format", "json").stdout)["rows"][0]
+    at = lines.index(next(line for line in lines if line.startswith("L2 H1")))
+    block = lines[at : lines.index(next(line for line in lines if line.startswith("L2 H2")))]
+    numbers = [x for line in block[1::2] for x in line.split()]  # the token lines and the number lines alternate as the row wraps
+    assert len(block) >= 4 and numbers == [f"{w:.2f}" if seen else "–" for w, seen in zip(row["weights"], row["visible"])]
+
+
+def test_the_shaded_sentence_in_colour_uses_the_terminals_ramp_with_readable_ink():
+    """Colour: each token on its weight's shade of the light or dark ramp, in the ink that contrasts with it; the query underlined."""
+    from rich.text import Text
+
+    from attncli.formats import palette, shade
+
+    drawn = shade.Shaded("t", ["a", "b", "c"], 2, [shade.Row("L1 H1", [0.05, 0.9, 0.05], [True, True, True], [])])
+    for ramp in (palette.LIGHT, palette.DARK):
+        tokens = shade.lines(drawn, width=80, colour=True, ramp=ramp)[2]
+        assert isinstance(tokens, Text)
+        styles = {tokens.plain[span.start : span.end].strip(): str(span.style) for span in tokens.spans}
+        high, low = ramp.shades[palette.level(0.9, 0, 1)], ramp.shades[palette.level(0.05, 0, 1)]
+        assert styles["b"] == f"{palette.ink(high)} on {high}" and styles["a"] == f"{palette.ink(low)} on {low}"
+        assert styles["c"].endswith("underline") and palette.contrast(palette.ink(high), high) >= palette.WCAG_AA
+
+
+def test_the_shaded_sentence_as_svg_html_and_csv(cli, tmp_path):
+    """SVG parses, each token a <g> with its weight in the tooltip; HTML has no script and a table of the numbers; CSV is full precision."""
+    import csv
+    import io
+
+    scenario = tmp_path / "hostile.yaml"
+    scenario.write_text(HOSTILE, encoding="utf-8")
+    doc = json.loads(cli("heads", str(scenario), "--position", "3", "--layer", "1", "--format", "json").stdout)
+    svg = cli("heads", str(scenario), "--position", "3", "--layer", "1", "--format", "svg").stdout
+    ns = "{http://www.w3.org/2000/svg}"
+    tips = [g.find(ns + "title").text for g in ElementTree.fromstring(svg).iter(ns + "g")]
+    assert len(tips) == 3 * 4  # 2 heads and their mean × 4 tokens
+    assert tips[0] == f"1 <b>bold</b>: {doc['rows'][0]['weights'][0]:.2f}" and tips[3] == "4 </svg>: hidden"
+    html = cli("heads", str(scenario), "--position", "3", "--layer", "1", "--format", "html").stdout
+    elements = html_elements(html)
+    assert [e.tag for e in elements if e.tag in ("script", "link", "img")] == []
+    assert "&lt;b&gt;bold&lt;/b&gt;" in html and "prefers-color-scheme: dark" in html
+    rows = list(csv.reader(io.StringIO(cli("heads", str(scenario), "--position", "3", "--layer", "1", "--format", "csv").stdout)))
+    assert rows[0] == ["row", "1 <b>bold</b>", "2 a&b", '3 "q"', "4 </svg>"]
+    assert [float(x) for x in rows[1][1:4]] == doc["rows"][0]["weights"][:3] and rows[1][4] == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("alibi", "--layer", "1"), "--layer: found 1 without a query token"),
+        (("alibi", "--word", "on", "--layer", "2"), "--layer: found 2 (expected a layer from 1 to 1)"),
+        (("alibi", "--word", "on", "--head", "3"), "--head: found 3 (expected a head from 1 to 2)"),
+        (("alibi", "--word", "dog"), "--word: 'dog' is not a token of the sentence"),
+        (("alibi", "--word", "the", "--position", "2"), "--position: position 2 holds 'cat', not 'the' (expected 1 or 5 for 'the')"),
+        (("alibi", "--position", "9"), "--position: position 9 is outside the sentence"),
+    ],
+)
+def test_bad_query_tokens_get_one_line(cli, args, message):
+    """Each mistake with --word, --position, --layer or --head: one line on stderr, status 1, nothing on stdout."""
+    result = cli("heads", *args)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr

@@ -466,6 +466,10 @@ def heads(
         typer.Option(min=1, metavar="N", help="With --model: also score every head on N random tokens repeated twice (induction, previous- and duplicate-token scores)."),
     ] = None,
     seed: Annotated[int, typer.Option(min=0, metavar="S", help="With --induction: the random seed of the tokens.")] = 0,
+    word: Annotated[str | None, typer.Option("--word", "-w", metavar="WORD", help="Instead of the map: the sentence shaded by the weights this query token gives each token (case is ignored).")] = None,
+    position: Annotated[int | None, typer.Option(min=1, metavar="N", help="The query token by its position, counted from 1 (with --word: which occurrence).")] = None,
+    layer: Annotated[int | None, typer.Option("--layer", min=1, metavar="N", help="With --word: each head of layer N and their mean [default: every layer's mean].")] = None,
+    head: Annotated[int | None, typer.Option(min=1, metavar="N", help="With --word: head N alone (of --layer, or of every layer).")] = None,
     precision: PrecisionOption = None,
     format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table (the grid and the statistics), json, csv, svg (the grid) or html (a page with both).")] = Format.table,
     output: OutputOption = None,
@@ -479,6 +483,7 @@ def heads(
     weight, weight on the first token (the sink), on the previous token and on itself, and
     its mean attended distance; notable heads get a reading in words and the `explain`
     command that shows their arithmetic. A scenario has one layer: its heads are mapped.
+    With --word (or --position), the sentence shaded by what that token attends to instead.
 
     \b
     Examples:
@@ -487,6 +492,7 @@ def heads(
       attncli heads --model models/gpt2 --sentence "The cat sat" --induction 20 --sort induction_score
       attncli heads --model models/gpt2 --sentence "The cat sat" --format svg -o heads.svg
       attncli heads multihead --format json
+      attncli heads --model models/gpt2 --sentence "The cat sat" --word sat --layer 5
     """
     import dataclasses
 
@@ -496,7 +502,7 @@ def heads(
     check_target(output)  # before the forward pass
     mapped = api.heads(
         scenario, model=model, sentence=sentence, special_tokens=special_tokens, induction=induction, seed=seed,
-        sort=sort, top=top, limits=_limits(max_cells, max_values),
+        sort=sort, top=top, limits=_limits(max_cells, max_values), word=word, position=position, layer=layer, head=head,
     )  # fmt: skip
     options = Options(format=format, precision=precision, to_file=output is not None)
     emit(dataclasses.replace(mapped, spell=explain_command).document(options), output, force=force)

@@ -7,6 +7,7 @@ Memory: one layer's activations plus that layer's weights, at any time.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -45,8 +46,12 @@ def model_map(
     induction: int | None = None,
     seed: int = 0,
     limits: Limits = Limits(),
+    focus: Callable[[tuple[str, ...]], int] | None = None,
 ) -> ModelMap:
-    """Every head of every layer for `sentence`; with `induction` = n, the pattern scores on n random tokens repeated twice."""
+    """Every head of every layer for `sentence`; with `induction` = n, the pattern scores on n random tokens repeated twice.
+
+    `focus` picks, from the sentence's tokens, a query row whose weights every layer keeps whole (the shaded sentence).
+    """
     from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS
 
     if special_tokens not in SPECIAL_TOKENS:
@@ -72,7 +77,7 @@ def model_map(
         for path in folder.iterdir():
             if path.name in ("config.json", "tokenizer.json") or path.name.endswith((".safetensors", ".safetensors.index.json")):
                 reading.note_read(path)
-    heads = HeadMap(heads=cfg.heads, kv_heads=cfg.kv_heads, tokens=labels)
+    heads = HeadMap(heads=cfg.heads, kv_heads=cfg.kv_heads, tokens=labels, focus=None if focus is None else focus(labels))
     _forward(cfg, checkpoint, ids, lambda weights, w: heads.add(weights, _visible(weights, w)))
     repeated = None
     if induction is not None:
