@@ -34,12 +34,14 @@ from attncli.formats import Document, Format, Options
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
+    from attncli.core.compare import Comparison
     from attncli.core.decode import Decode
     from attncli.core.engine import HeadResult, RunResult
     from attncli.core.explain import Explanation
     from attncli.core.heads import HeadMap
     from attncli.core.scenario import Scenario
     from attncli.sources.limits import Limits
+    from attncli.walkthroughs.compare import DiffRow, Run
     from attncli.walkthroughs.heads import ExplainCall, HeadRow, Source
     from attncli.walkthroughs.shade import Shading
 
@@ -318,6 +320,66 @@ def _render_shading(shaded: Shading, source: Source, options: Options) -> Docume
                                                 precision=precision))  # fmt: skip
 
 
+@dataclass(frozen=True, eq=False)
+class ComparedHeads(_Shown):
+    """The same heads of two runs: `comparison.table("js_divergence")` is (layers, H); renders as the map does (table, json, csv, svg, html)."""
+
+    comparison: Comparison
+    first: Run
+    second: Run
+    sort: str | None = None
+    top: int | None = None
+
+    def rows(self) -> list[DiffRow]:
+        """One row per head, most changed first (by `sort`, default js_divergence), cut to `top`."""
+        from attncli.walkthroughs import compare as walk
+
+        return walk.sorted_rows(walk.rows(self.comparison), self.sort, self.top)
+
+    def document(self, options: Options) -> Document:
+        from attncli.formats import headgrid
+        from attncli.walkthroughs import compare as walk
+
+        every = walk.rows(self.comparison)
+        shown = walk.sorted_rows(every, self.sort, self.top)
+        fmt = options.format
+        if fmt is Format.json:
+            from attncli.formats import jsonout
+
+            return jsonout.document(walk.document(self.comparison, self.first, self.second, shown, every))
+        shared = self.comparison.kv_heads != self.comparison.heads
+        names = list(every[0].values)
+        table = headgrid.HeadTable(
+            columns=("layer", "head", *(("kv_head",) if shared else ()), *names),
+            rows=[(r.layer, r.head, *((r.kv_head,) if shared else ()), *(r.values[n] for n in names)) for r in shown],
+            readings=[(text, "") for text in walk.most_changed(every)],
+            legend=headgrid.COMPARE_LEGEND,
+            heading="Most changed heads",
+            general=True,
+            none="No head changed: the two runs give the same weights.",
+        )
+        if fmt is Format.csv:
+            return headgrid.table_csv(table)
+        H = self.comparison.heads
+        tips = [[f"layer {r.layer} head {r.head}: Jensen–Shannon {r.values['js_divergence']:.3g} nats, largest change "
+                 f"{r.values['max_abs_diff']:.3g}" for r in every[li * H : (li + 1) * H]] for li in range(self.comparison.layers)]  # fmt: skip
+        grid = headgrid.HeadGrid(walk.title(self.first, self.second), walk.thumbnails(self.comparison), 1, self.comparison.tokens, tips,
+                                 subtitle=headgrid.COMPARE_SUBTITLE)  # fmt: skip
+        precision = 3 if options.precision is None else options.precision
+        if fmt is Format.svg:
+            return headgrid.grid_svg(grid)
+        if fmt is Format.html:
+            return headgrid.grid_html(grid, table, precision=precision)
+        if fmt is not Format.table:
+            raise AttnError(f"heads prints a table, json, csv, svg or html, not {fmt.value}", key=option("format"), expected="table, json, csv, svg or html")
+        from attncli.formats import terminal
+        from attncli.formats.heatmap import terminal_ramp
+
+        console = terminal.console(to_file=options.to_file)
+        lines = headgrid.grid_lines(grid, width=console.width, colour=console.color_system is not None, ramp=terminal_ramp())
+        return terminal.render(console, [*lines, *headgrid.table_renderables(table, precision=precision)])
+
+
 def _tip(row: HeadRow) -> str:
     v = row.values
     return (f"layer {row.layer} head {row.head}: first token {v['first_token']:.0%}, previous {v['previous_token']:.0%}, "
@@ -398,6 +460,38 @@ def heads(
     if focus is not None:
         result.shading()
     return result
+
+
+def compare_heads(
+    model: str | Path,
+    *,
+    sentence: str,
+    compare_model: str | Path | None = None,
+    compare_sentence: str | None = None,
+    special_tokens: str = "auto",
+    sort: str | None = None,
+    top: int | None = None,
+    limits: Limits | None = None,
+) -> ComparedHeads:
+    """Every head of `model` on `sentence` against the same heads of `compare_model` (default: the same model) on `compare_sentence`
+    (default: the same sentence): per head the largest and mean absolute difference of the weights and the rows' Jensen–Shannon
+    divergence. The two runs must give as many tokens, and the two models the same layers and heads.
+    """
+    from attncli.sources.checkpoints.headcompare import compare_models
+    from attncli.sources.limits import Limits
+    from attncli.walkthroughs.compare import Run, sorted_rows
+
+    if compare_model is None and compare_sentence is None:
+        raise AttnError("nothing to compare with", key=option("compare_model"),
+                        expected=f"{option('compare_model')} DIR and/or {option('compare_sentence')} TEXT")  # fmt: skip
+    sorted_rows([], sort, None)  # a --sort that is not a measure: refused before the forward passes
+    other = Path(compare_model) if compare_model is not None else Path(model)
+    found = compare_models(Path(model), other, sentence=sentence, other_sentence=compare_sentence if compare_sentence is not None else sentence,
+                           special_tokens=special_tokens, limits=limits or Limits())  # fmt: skip
+    a, b = found.first, found.second
+    first = Run(str(model), sentence, a.model_type, a.token_ids, a.map.tokens)
+    second = Run(str(other), compare_sentence if compare_sentence is not None else sentence, b.model_type, b.token_ids, b.map.tokens)
+    return ComparedHeads(found.comparison, first, second, sort, top)
 
 
 # -- rendering: a result's walk-through (attncli.walkthroughs) drawn by a format (attncli.formats); neither imports the other

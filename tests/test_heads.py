@@ -688,3 +688,132 @@ def test_bad_query_tokens_get_one_line(cli, args, message):
     result = cli("heads", *args)
     assert result.exit_code == 1 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+
+# -- compare: the same heads of two runs ---------------------------------------------------------------
+
+
+def loop_js(p: list[float], q: list[float]) -> float:
+    """The Jensen–Shannon divergence of two rows written out: ½ KL(p‖m) + ½ KL(q‖m), m the mean, in nats."""
+    m = [(a + b) / 2 for a, b in zip(p, q)]
+    return 0.5 * sum(a * math.log(a / c) for a, c in zip(p, m) if a > 0) + 0.5 * sum(b * math.log(b / c) for b, c in zip(q, m) if b > 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), H=st.integers(1, 3), L=st.integers(1, 9), causal=st.booleans())
+def test_compare_measures_equal_a_loop(seed, H, L, causal):
+    """Largest and mean absolute difference over the visible cells, and the rows' mean and largest Jensen–Shannon, against plain loops."""
+    from attncli.core.compare import measures
+
+    rng = np.random.default_rng(seed)
+    a, seen = random_weights(rng, H, L, causal=causal, window=None)
+    b, _ = random_weights(rng, H, L, causal=causal, window=None)
+    got = measures(a, b, seen)
+    for h in range(H):
+        cells = [abs(a[h, i, j] - b[h, i, j]) for i in range(L) for j in range(L) if seen[i, j]]
+        js = [loop_js(a[h, i].tolist(), b[h, i].tolist()) for i in range(L)]
+        assert got["max_abs_diff"][h] == max(abs(a[h] - b[h]).ravel())
+        assert got["mean_abs_diff"][h] == pytest.approx(sum(cells) / len(cells), rel=1e-12)
+        assert got["js_divergence"][h] == pytest.approx(sum(js) / L, rel=1e-9, abs=1e-15)
+        assert got["js_max"][h] == pytest.approx(max(js), rel=1e-9, abs=1e-15)
+        assert 0 <= got["js_max"][h] <= math.log(2) + 1e-15
+    same = measures(a, a, seen)
+    assert all((values == 0).all() for values in same.values())
+
+
+def test_compare_two_sentences_equals_the_loop_on_each_layers_weights(cli):
+    """--compare-sentence: every measure of every head equals the loop on `run --model … --format json`'s weights of each sentence."""
+    first, second = "Mary gave John the cat", "John gave Mary the cat"
+    doc = json.loads(cli("heads", "--model", GPT2, "--sentence", first, "--compare-sentence", second, "--format", "json").stdout)
+    assert doc["schema"] == "attncli.heads-compare/1" and doc["layers"] == 3 and len(doc["heads"]) == 12
+    js = [h["js_divergence"] for h in doc["heads"]]
+    assert js == sorted(js, reverse=True)  # most changed first
+    by_head = {(h["layer"], h["head"]): h for h in doc["heads"]}
+    for layer in (1, 2, 3):
+        weights = [np.array([head["weights"] for head in json.loads(cli("run", "--model", GPT2, "--layer", str(layer), "--sentence", text,
+                                                                         "--format", "json").stdout)["heads"]]) for text in (first, second)]  # fmt: skip
+        a, b = weights  # (H, L, L) each
+        for h in range(4):
+            got = by_head[(layer, h + 1)]
+            L = a.shape[-1]
+            rows = [loop_js(a[h, i].tolist(), b[h, i].tolist()) for i in range(L)]
+            visible = [(i, j) for i in range(L) for j in range(i + 1)]  # GPT-2 is causal: both runs see j ≤ i
+            assert got["max_abs_diff"] == pytest.approx(float(np.abs(a[h] - b[h]).max()), abs=1e-15)
+            assert got["mean_abs_diff"] == pytest.approx(sum(abs(a[h, i, j] - b[h, i, j]) for i, j in visible) / len(visible), abs=1e-15)
+            assert got["js_divergence"] == pytest.approx(sum(rows) / L, abs=1e-14)
+    assert len(doc["most_changed"]) == 5 and doc["most_changed"][0].startswith(f"layer {doc['heads'][0]['layer']} head {doc['heads'][0]['head']}: ")
+
+
+def _scaled_query(folder: Path, layer: int, head: int, factor: float) -> None:
+    """Multiply head `head`'s query columns of GPT-2 layer `layer` (both from 1) by `factor`, in place in model.safetensors (F32)."""
+    path = folder / "model.safetensors"
+    data = bytearray(path.read_bytes())
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + size])
+    entry = header[f"transformer.h.{layer - 1}.attn.c_attn.weight"]
+    start, end = (8 + size + offset for offset in entry["data_offsets"])
+    weight = np.frombuffer(bytes(data[start:end]), dtype="<f4").reshape(entry["shape"]).copy()  # (d, 3d): Q, K, V
+    d_k = weight.shape[0] // 4
+    weight[:, (head - 1) * d_k : head * d_k] *= factor
+    data[start:end] = weight.astype("<f4").tobytes()
+    path.write_bytes(bytes(data))
+
+
+def test_compare_two_checkpoints_finds_the_one_head_that_was_changed(cli, tmp_path):
+    """A copy of GPT-2 with layer 2 head 3's W_Q tripled: layer 1 and layer 2's other heads are exactly unchanged, that head is the most changed."""
+    import shutil
+
+    changed = tmp_path / "gpt2-changed"
+    shutil.copytree(CHECKPOINTS / "gpt2", changed)
+    _scaled_query(changed, 2, 3, 3.0)
+    doc = json.loads(cli("heads", "--model", GPT2, "--sentence", SENTENCE, "--compare-model", str(changed), "--format", "json").stdout)
+    by_head = {(h["layer"], h["head"]): h for h in doc["heads"]}
+    assert all(by_head[(1, h)]["max_abs_diff"] == 0 for h in range(1, 5))
+    assert all(by_head[(2, h)]["max_abs_diff"] == 0 for h in (1, 2, 4))
+    assert (doc["heads"][0]["layer"], doc["heads"][0]["head"]) == (2, 3) and doc["heads"][0]["js_divergence"] > 0.01
+    assert any(by_head[(3, h)]["max_abs_diff"] > 0 for h in range(1, 5))  # what layer 2 writes reaches layer 3
+    same = cli("heads", "--model", GPT2, "--sentence", SENTENCE, "--compare-model", str(CHECKPOINTS / "gpt2"))
+    assert "No head changed: the two runs give the same weights." in same.stdout
+
+
+def test_compare_a_folder_with_its_gguf_conversion(cli):
+    """The Llama fixture against llama.cpp's GGUF of it (scripts/make_gguf.py): the same weights to rounding, every head."""
+    doc = json.loads(cli("heads", "--model", str(CHECKPOINTS / "llama"), "--sentence", SENTENCE,
+                         "--compare-model", str(CHECKPOINTS / "gguf" / "llama.gguf"), "--format", "json").stdout)  # fmt: skip
+    assert doc["first"]["tokens"] == doc["second"]["tokens"] and doc["kv_heads"] == 2
+    assert max(h["max_abs_diff"] for h in doc["heads"]) < 1e-9 and [h["kv_head"] for h in doc["heads"] if h["head"] == 3] == [2, 2, 2]
+
+
+def test_the_comparison_as_grid_table_csv_and_page(cli, monkeypatch):
+    """The grid shades |a − b| and says so; the terminal fits 80 columns; CSV has a row per head; the HTML page has no script."""
+    import csv
+    import io
+
+    monkeypatch.setenv("COLUMNS", "80")
+    args = ("heads", "--model", GPT2, "--sentence", "Mary gave John the cat", "--compare-sentence", "John gave Mary the cat")
+    out = cli(*args).stdout
+    assert max(map(len, out.splitlines())) <= 80 and "Most changed heads:" in out and " JS " in out
+    svg = cli(*args, "--format", "svg").stdout
+    root = ElementTree.fromstring(svg)
+    assert "|difference|" in svg and len([g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.find("{http://www.w3.org/2000/svg}title") is not None]) == 12
+    rows = list(csv.reader(io.StringIO(cli(*args, "--format", "csv").stdout)))
+    assert rows[0] == ["layer", "head", "max_abs_diff", "mean_abs_diff", "js_divergence", "js_max"] and len(rows) == 13
+    html = cli(*args, "--format", "html").stdout
+    assert [e.tag for e in html_elements(html) if e.tag in ("script", "link", "img")] == [] and "Most changed heads" in html
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--model", GPT2, "--sentence", "The cat", "--compare-sentence", "The cat sat"), "--compare-sentence: the two runs give 2 and 3 tokens"),
+        (("--model", GPT2, "--sentence", SENTENCE, "--compare-model", str(CHECKPOINTS / "llama")), "--compare-model: the second model has 4 query and 2 key/value heads per layer, the first 4 and 4"),
+        (("--model", GPT2, "--compare-sentence", "The cat"), "--compare-sentence: a comparison needs a model and a sentence"),
+        (("--model", GPT2, "--sentence", "The cat", "--compare-sentence", "A cat", "--word", "cat"), "--compare-sentence: word cannot be compared"),
+        (("--model", GPT2, "--sentence", "The cat", "--compare-sentence", "A cat", "--sort", "entropy"), "--sort: found 'entropy'"),
+    ],
+)
+def test_bad_comparisons_get_one_line(cli, args, message):
+    """Each mistake: one line on stderr naming the option, status 1, nothing on stdout."""
+    result = cli("heads", *args)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
