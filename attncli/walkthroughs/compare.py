@@ -66,8 +66,8 @@ def most_changed(all_rows: list[DiffRow]) -> list[str]:
     """The heads whose rows changed most (Jensen–Shannon), in words; none when nothing changed."""
     changed = [r for r in sorted(all_rows, key=lambda r: -r.values["js_divergence"]) if r.values["max_abs_diff"] > 0][:MOST_CHANGED]
     return [
-        f"layer {r.layer} head {r.head}: rows {r.values['js_divergence']:.3g} nats apart (Jensen–Shannon, "
-        f"{r.values['js_divergence'] / math.log(2):.0%} of ln 2), weights moved by up to {r.values['max_abs_diff']:.3g}"
+        f"layer {r.layer} head {r.head}: Jensen–Shannon {r.values['js_divergence']:.3g} nats ({r.values['js_divergence'] / math.log(2):.0%} "
+        f"of ln 2), largest change {r.values['max_abs_diff']:.3g}"
         for r in changed
     ]
 
