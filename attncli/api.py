@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from attncli.walkthroughs.shade import Shading
 
 __all__ = [
-    "Decoded", "Explained", "Mapped", "Ran", "Tiled",
-    "decode", "explain", "heads", "load", "load_model", "render_options", "run", "text_of", "tiles",
+    "ComparedHeads", "Decoded", "Explained", "Mapped", "Ran", "Tiled",
+    "compare_heads", "decode", "explain", "heads", "load", "load_model", "render_options", "run", "text_of", "tiles",
 ]  # fmt: skip
 
 
@@ -425,6 +425,11 @@ def heads(
     focus = None
     if word is not None or position is not None:
         from attncli.core.heads import find_token
+
+        for name, given in (("sort", sort), ("top", top), ("induction", induction)):
+            if given is not None:
+                raise AttnError(f"found {given} beside a query token", key=option(name),
+                                expected=f"the map's options without {option('word')} or {option('position')}")  # fmt: skip
 
         def focus(tokens: tuple[str, ...]) -> int:
             return find_token(tokens, word, position)

@@ -836,3 +836,18 @@ def test_the_readme_figure_and_examples_are_what_attncli_shows_for_real_minilm(c
                               "When John and Mary went to the store, Mary gave a drink to John", "--format", "json").stdout)  # fmt: skip
     assert (compared["heads"][0]["layer"], compared["heads"][0]["head"]) == (6, 12)
     assert f"{compared['heads'][0]['js_divergence']:.3g}" == "0.203" and f"{compared['heads'][0]['max_abs_diff']:.3g}" == "0.42"
+
+
+def test_the_python_api_gives_the_shaded_rows_and_the_comparison():
+    """attn.heads(word=…) and attn.compare_heads render the documents the command prints, byte for byte."""
+    from attncli import api
+
+    shaded = api.heads(model=GPT2, sentence=SENTENCE, word="sat", layer=2)
+    rows = shaded.shading().rows
+    assert [(r.layer, r.head) for r in rows] == [(2, 1), (2, 2), (2, 3), (2, 4), (2, None)]
+    np.testing.assert_allclose(rows[-1].weights, np.mean([r.weights for r in rows[:4]], axis=0), rtol=0, atol=1e-15)
+    compared = api.compare_heads(GPT2, sentence="Mary gave John the cat", compare_sentence="John gave Mary the cat", top=2)
+    assert compared.comparison.table("js_divergence").shape == (3, 4) and len(compared.rows()) == 2
+    assert json.loads(compared.render("json"))["schema"] == "attncli.heads-compare/1"
+    with pytest.raises(api.AttnError, match="beside a query token"):
+        api.heads(model=GPT2, sentence=SENTENCE, word="sat", sort="entropy")
