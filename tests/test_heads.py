@@ -562,7 +562,7 @@ def test_every_row_reading_is_true_and_every_true_reading_is_said(seed, L, vocab
     assert len(said) == sum(expected.values())
     if expected["induction"]:
         text = next(s for s in said if "induction" in s)
-        assert all(f"`{labels[j]}` (position {j + 1})" in text for j in targets)
+        assert all(f"`{labels[j]}`" in text for j in targets) and "` (position" not in text.split(", the token")[0]  # labels carry their positions
 
 
 def test_explain_says_what_the_weights_of_a_notable_heads_row_show(cli):
@@ -851,3 +851,15 @@ def test_the_python_api_gives_the_shaded_rows_and_the_comparison():
     assert json.loads(compared.render("json"))["schema"] == "attncli.heads-compare/1"
     with pytest.raises(api.AttnError, match="beside a query token"):
         api.heads(model=GPT2, sentence=SENTENCE, word="sat", sort="entropy")
+
+
+def test_explain_names_the_induction_step_of_the_model_built_to_have_one(cli, tmp_path):
+    """Layer 2 of the hand-built induction model: the second '␣cat' puts its weight on '␣sat', after the first '␣cat', and explain says so."""
+    induction_model(tmp_path / "induction")
+    args = ("--model", str(tmp_path / "induction"), "--layer", "2", "--sentence", "The cat sat on the mat. The cat sat", "--word", "cat", "--position", "10")
+    doc = json.loads(cli("explain", *args, "--format", "json").stdout)
+    share = doc["keys"][2]["weight"]
+    assert share > 0.9 and doc["keys"][1]["token"] == doc["keys"][9]["token"]  # key 3 follows key 2, an earlier copy of the query
+    out = " ".join(cli("explain", *args).stdout.split())
+    assert (f"{share:.0%} of this row goes to '␣sat (3)', the token just after an earlier '␣cat' (position 2): what an induction head does"
+            in out)  # fmt: skip

@@ -169,7 +169,7 @@ def row_readings(
     targets = [j for j in range(1, i + 1) if tokens[j - 1] == tokens[i] and j - 1 < i and visible[j]]  # keys just after an earlier copy
     share = sum(weights[j] for j in targets)
     if targets and beats(share, INDUCTION, len(targets)):
-        after = _list_and([f"{_quoted(labels[j])} (position {j + 1})" for j in targets])
+        after = _list_and([_quoted(labels[j]) + ("" if labels[j].endswith(f"({j + 1})") else f" (position {j + 1})") for j in targets])
         copies = _list_and([str(j) for j in targets])
         out.append(f"{share:.0%} of this row goes to {after}, the token{'s' * (len(targets) > 1)} just after an earlier "
                    f"{_quoted(tokens[i])} (position{'s' * (len(targets) > 1)} {copies}): what an induction head does, "
