@@ -364,7 +364,8 @@ class ComparedHeads(_Shown):
         tips = [[f"layer {r.layer} head {r.head}: Jensen–Shannon {r.values['js_divergence']:.3g} nats, largest change "
                  f"{r.values['max_abs_diff']:.3g}" for r in every[li * H : (li + 1) * H]] for li in range(self.comparison.layers)]  # fmt: skip
         grid = headgrid.HeadGrid(walk.title(self.first, self.second), walk.thumbnails(self.comparison), 1, self.comparison.tokens, tips,
-                                 subtitle=headgrid.COMPARE_SUBTITLE)  # fmt: skip
+                                 subtitle=headgrid.COMPARE_SUBTITLE,
+                                 hover="Hover over a thumbnail's row: its query tokens and the keys whose weight changed most.")  # fmt: skip
         precision = 3 if options.precision is None else options.precision
         if fmt is Format.svg:
             return headgrid.grid_svg(grid)

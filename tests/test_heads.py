@@ -800,6 +800,9 @@ def test_the_comparison_as_grid_table_csv_and_page(cli, monkeypatch):
     assert rows[0] == ["layer", "head", "max_abs_diff", "mean_abs_diff", "js_divergence", "js_max"] and len(rows) == 13
     html = cli(*args, "--format", "html").stdout
     assert [e.tag for e in html_elements(html) if e.tag in ("script", "link", "img")] == [] and "Most changed heads" in html
+    assert "the keys whose weight changed most" in html and "take most of its weight" not in html
+    doc = json.loads(cli(*args, "--format", "json").stdout)
+    assert doc["same_tokens"] is False and doc["first"]["tokens"] != doc["second"]["tokens"]
 
 
 @pytest.mark.parametrize(

@@ -60,6 +60,7 @@ class HeadGrid(NamedTuple):
     tokens: tuple[str, ...]  # the sentence's tokens, for the tooltips
     tips: Sequence[Sequence[str]]  # [layer][head] one line about the head (its statistics, its reading)
     subtitle: str = SUBTITLE  # what the shade means
+    hover: str = "Hover over a thumbnail's row: its query tokens and the keys that take most of its weight."  # the HTML page's hint
 
 
 class HeadTable(NamedTuple):
@@ -180,7 +181,7 @@ def grid_html(grid: HeadGrid, table: HeadTable, *, precision: int = 3) -> str:
         f"<title>{escape.html(grid.title)}</title>\n<style>\n{css}\n</style>\n</head>\n<body>\n<main>\n"
         f"<h1>{escape.html(grid.title)}</h1>\n"
         f'<div class="scroll">\n{grid_svg(grid, tooltips=True, standalone=False)}</div>\n'
-        "<p class=\"legend\">Hover over a thumbnail's row: its query tokens and the keys that take most of its weight.</p>\n"
+        f'<p class="legend">{escape.html(grid.hover)}</p>\n'
         f"<h2>{escape.html(table.heading)}</h2>\n<ul>\n{readings or '<li>' + escape.html(table.none) + '</li>'}\n</ul>\n"
         f"<h2>Statistics</h2>\n<p class=\"legend\">{escape.html(table.legend)}</p>\n"
         f"<table>\n<thead><tr>{header}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>\n</main>\n</body>\n</html>\n"

@@ -86,6 +86,7 @@ def document(comparison: Comparison, first: Run, second: Run, shown: list[DiffRo
         "schema": SCHEMA,
         "first": run(first),
         "second": run(second),
+        "same_tokens": first.token_ids == second.token_ids,
         "layers": comparison.layers,
         "heads_per_layer": comparison.heads,
         "kv_heads": comparison.kv_heads,
