@@ -866,3 +866,54 @@ def test_explain_names_the_induction_step_of_the_model_built_to_have_one(cli, tm
     out = " ".join(cli("explain", *args).stdout.split())
     assert (f"{share:.0%} of this row goes to '␣sat (3)', the token just after an earlier '␣cat' (position 2): what an induction head does"
             in out)  # fmt: skip
+
+
+def _random_llama_gguf(path: Path, kind: str, *, seed: int = 0) -> None:
+    """A two-layer Llama (d_model 256, 4 heads, 2 key/value heads) with the same random weights each time, its matrices stored as `kind`."""
+    import sys
+
+    gguf = pytest.importorskip("gguf")
+    sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))
+    import make_gguf
+
+    rng = np.random.default_rng(seed)
+    d, H, G, d_k, inner = 256, 4, 2, 64, 512
+    meta = make_gguf.tokenizer_metadata(CHECKPOINTS / "llama")
+    writer = gguf.GGUFWriter(path, "llama")
+    for add, value in ((writer.add_block_count, 2), (writer.add_context_length, 128), (writer.add_embedding_length, d),
+                       (writer.add_feed_forward_length, inner), (writer.add_head_count, H), (writer.add_head_count_kv, G),
+                       (writer.add_rope_dimension_count, d_k), (writer.add_rope_freq_base, 10_000.0), (writer.add_layer_norm_rms_eps, 1e-5)):  # fmt: skip
+        add(value)
+    make_gguf._tokenizer(writer, meta)
+    writer.add_tensor("token_embd.weight", rng.normal(0, 1.0, (len(meta["tokens"]), d)).astype(np.float32))
+    writer.add_tensor("output_norm.weight", np.ones(d, dtype=np.float32))
+    shapes = {"attn_q": (H * d_k, d), "attn_k": (G * d_k, d), "attn_v": (G * d_k, d), "attn_output": (d, H * d_k),
+              "ffn_gate": (inner, d), "ffn_up": (inner, d), "ffn_down": (d, inner)}  # fmt: skip
+    for layer in range(2):
+        writer.add_tensor(f"blk.{layer}.attn_norm.weight", np.ones(d, dtype=np.float32))
+        writer.add_tensor(f"blk.{layer}.ffn_norm.weight", np.ones(d, dtype=np.float32))
+        for role, shape in shapes.items():
+            values = rng.normal(0, 3 / np.sqrt(shape[1]), shape).astype(np.float32)
+            if kind == "F32":
+                writer.add_tensor(f"blk.{layer}.{role}.weight", values)
+            else:
+                qtype = gguf.GGMLQuantizationType[kind]
+                writer.add_tensor(f"blk.{layer}.{role}.weight", gguf.quants.quantize(values, qtype), raw_dtype=qtype)
+    make_gguf._finish(writer)
+
+
+def test_compare_finds_coarser_quantisation_moves_every_head_more(cli, tmp_path):
+    """One model's random weights as F32, Q8_0 and Q4_0 (gguf-py's quantiser): Q8_0 moves every head a little, Q4_0 more, head by head."""
+    for kind in ("F32", "Q8_0", "Q4_0"):
+        _random_llama_gguf(tmp_path / f"{kind}.gguf", kind)
+
+    def against(kind: str) -> dict[tuple[int, int], dict]:
+        doc = json.loads(cli("heads", "--model", str(tmp_path / "F32.gguf"), "--sentence", SENTENCE, "--compare-model", str(tmp_path / f"{kind}.gguf"),
+                             "--format", "json").stdout)  # fmt: skip
+        assert doc["same_tokens"] is True and len(doc["heads"]) == 8
+        return {(h["layer"], h["head"]): h for h in doc["heads"]}
+
+    q8, q4 = against("Q8_0"), against("Q4_0")
+    for key in q8:
+        assert 0 < q8[key]["max_abs_diff"] < q4[key]["max_abs_diff"], key
+        assert q8[key]["js_divergence"] < q4[key]["js_divergence"], key
