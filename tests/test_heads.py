@@ -379,23 +379,32 @@ def _browser() -> str | None:
 
 @pytest.mark.skipif(_browser() is None, reason="no Chromium to look at the grid with (apt-get install chromium)")
 @pytest.mark.parametrize("fmt", ["svg", "html"])
-@pytest.mark.parametrize("what", [(), ("--word", "sat", "--layer", "2")], ids=["grid", "shaded"])
-def test_a_browser_draws_the_grid(cli, tmp_path, fmt, what):
-    """Headless Chromium opens the SVG and the HTML page of the grid and of the shaded sentence and draws them (a screenshot with colour).
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize(
+    "what", [(), ("--word", "sat", "--layer", "2"), ("--compare-sentence", "The cat sat on the mat. The mat sat")], ids=["grid", "shaded", "compare"]
+)
+def test_a_browser_draws_the_grid(cli, tmp_path, fmt, scheme, what):
+    """Headless Chromium draws the SVG and the HTML page of the grid, the shaded sentence and the comparison, light and dark.
 
-    ATTNCLI_SCREENSHOTS=DIR keeps the screenshots there, to look at (the benchmark's output folder, never the repository).
+    The screenshot has many colours (shades and text, not a blank page) and its corner is the page's
+    background of that scheme. ATTNCLI_SCREENSHOTS=DIR keeps the screenshots there, to look at
+    (the benchmark's output folder, never the repository).
     """
     import os
     import subprocess
     import zlib
 
+    from attncli.formats import palette
+
     page = tmp_path / f"heads.{fmt}"
     assert cli("heads", "--model", GPT2, "--sentence", SENTENCE, *what, "--format", fmt, "--output", str(page)).exit_code == 0
     keep = os.environ.get("ATTNCLI_SCREENSHOTS")
-    shot = Path(keep) / f"heads-{'shaded' if what else 'grid'}-{fmt}.png" if keep else tmp_path / "shot.png"
+    kind = "shaded" if "--word" in what else "compare" if what else "grid"
+    shot = Path(keep) / f"heads-{kind}-{fmt}-{scheme}.png" if keep else tmp_path / "shot.png"
     shot.parent.mkdir(parents=True, exist_ok=True)
-    command = [_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--hide-scrollbars",
-               "--window-size=400,400", f"--screenshot={shot}", page.as_uri()]  # fmt: skip
+    dark = ["--force-dark-mode", "--blink-settings=preferredColorScheme=0"] if scheme == "dark" else []
+    command = [_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--hide-scrollbars", *dark,
+               "--window-size=500,400", f"--screenshot={shot}", page.as_uri()]  # fmt: skip
     subprocess.run(command, capture_output=True, timeout=120, check=False)
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
@@ -407,6 +416,9 @@ def test_a_browser_draws_the_grid(cli, tmp_path, fmt, what):
         at += 12 + length
     pixels = zlib.decompress(b"".join(chunks))
     assert len(set(pixels)) > 50  # many distinct byte values: shades, text, not one background colour
+    corner = "#" + pixels[1:4].hex()  # row 0's first pixel is stored as it is whatever the row's filter (byte 0)
+    ramp = palette.DARK if scheme == "dark" else palette.LIGHT
+    assert corner == ramp.background, (corner, ramp.background)
 
 
 def _write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
