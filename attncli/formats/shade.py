@@ -47,6 +47,7 @@ def _level(x: float) -> int:
 
 def lines(shaded: Shaded, *, width: int, colour: bool, ramp: palette.Ramp, precision: int = 2) -> list[RenderableType]:
     """Each row as the tokens on their shades and, under each, its weight; wrapped at `width` (the name column repeats)."""
+    from rich.padding import Padding
     from rich.text import Text
 
     labels = [escape.visible(t) for t in shaded.tokens]
@@ -79,7 +80,7 @@ def lines(shaded: Shaded, *, width: int, colour: bool, ramp: palette.Ramp, preci
                     tokens.append(label, style="underline" if colour and n == shaded.query else "")
                 numbers.append((number.format(row.weights[n]) if seen else "–").rjust(cells[n]), style="dim" if colour else "")
             out += [tokens, numbers]
-        out += [Text("  " + text) for text in row.readings]
+        out += [Padding(Text(text), (0, 0, 0, 2)) for text in row.readings]  # wrapped lines keep the indent
     query = escape.visible(shaded.tokens[shaded.query])
     hidden = any(not seen for row in shaded.rows for seen in row.visible)
     out += [Text(""), Text(f"Under each token the weight `{query}` gives it" + ("; – marks a token the mask hides." if hidden else "."))]
