@@ -929,3 +929,29 @@ def test_compare_finds_coarser_quantisation_moves_every_head_more(cli, tmp_path)
     for key in q8:
         assert 0 < q8[key]["max_abs_diff"] < q4[key]["max_abs_diff"], key
         assert q8[key]["js_divergence"] < q4[key]["js_divergence"], key
+
+
+def test_gqa_heads_say_which_key_value_head_they_share_and_those_heads_share_their_keys(cli):
+    """Llama fixture (4 query, 2 key/value heads): heads 1–2 read key/value head 1 and 3–4 head 2 in the map, its readings and the shaded rows;
+    `run` shows that heads said to share a key/value head have the very same keys, and the others not."""
+    from attncli.walkthroughs.heads import Source, rows
+
+    doc = json.loads(cli("heads", "--model", str(CHECKPOINTS / "llama"), "--sentence", SENTENCE, "--format", "json").stdout)
+    assert [h["kv_head"] for h in doc["heads"]] == [1, 1, 2, 2] * 3
+    L = 6
+    weights = np.tile(np.tril(np.ones((L, L))) / np.arange(1, L + 1)[:, None], (4, 1, 1))  # (4, L, L) uniform causal heads
+    weights[2] = 0.0
+    weights[2, :, 0] = 1.0  # head 3: every row on the first token
+    mapped = HeadMap(heads=4, kv_heads=2, tokens=("<s>", "a", "b", "c", "d", "e"))
+    mapped.add(weights, np.tril(np.ones((L, L), dtype=bool)))
+    readings = [r.reading for r in rows(mapped, Source("scenario", "x", None, None, None))]
+    assert readings == [None, None, "layer 1 head 3: 100% of the weight on the first token `<s>`: a sink, not meaning (reads key/value head 2)", None]
+    shaded = json.loads(cli("heads", "--model", str(CHECKPOINTS / "llama"), "--sentence", SENTENCE, "--word", "mat", "--layer", "2",
+                            "--format", "json").stdout)["rows"]  # fmt: skip
+    assert [r.get("kv_head") for r in shaded] == [1, 1, 2, 2, None]
+    out = cli("heads", "--model", str(CHECKPOINTS / "llama"), "--sentence", SENTENCE, "--word", "mat", "--layer", "2").stdout
+    assert "L2 H3 kv2 " in out
+    for layer in (1, 3):
+        run = json.loads(cli("run", "--model", str(CHECKPOINTS / "llama"), "--layer", str(layer), "--sentence", SENTENCE, "--format", "json").stdout)
+        keys = [np.array(h["K_rope"]) for h in run["heads"]]
+        assert np.array_equal(keys[0], keys[1]) and np.array_equal(keys[2], keys[3]) and not np.allclose(keys[0], keys[2])

@@ -26,10 +26,11 @@ class ShadedRow(NamedTuple):
     weights: np.ndarray  # (L,) summing to 1 (less with a learned sink); hidden keys 0
     visible: np.ndarray  # (L,) bool: the keys the mask lets the query see
     readings: tuple[str, ...]  # what a single head's row shows, in words (none for a mean)
+    kv_head: int | None = None  # the key/value head this query head shares, under grouped-query attention
 
     @property
     def name(self) -> str:
-        return f"L{self.layer} " + (f"H{self.head}" if self.head is not None else "mean")
+        return f"L{self.layer} " + (f"H{self.head}" if self.head is not None else "mean") + (f" kv{self.kv_head}" if self.kv_head else "")
 
 
 class Shading(NamedTuple):
@@ -58,7 +59,7 @@ def shading(heads: HeadMap, *, layer: int | None, head: int | None) -> Shading:
         for h in chosen:
             row = weights[h - 1]
             readings = row_readings(row.tolist(), heads.tokens, heads.tokens, heads.focus + 1, visible.tolist())
-            rows.append(ShadedRow(n, h, row, visible, tuple(readings)))
+            rows.append(ShadedRow(n, h, row, visible, tuple(readings), heads.kv_head(h) if heads.kv_heads != heads.heads else None))
         if (head is None and heads.heads > 1) or not chosen:
             rows.append(ShadedRow(n, None, weights.mean(axis=0), visible, ()))
     query = heads.tokens[heads.focus]
@@ -78,6 +79,6 @@ def document(shaded: Shading, source: Source) -> dict[str, Any]:
         "tokens": [{"position": n, "label": label} | ({"id": source.token_ids[n - 1]} if source.token_ids else {})
                    for n, label in enumerate(shaded.tokens, 1)],  # fmt: skip
         "query": {"position": shaded.position, "label": shaded.tokens[shaded.position - 1]},
-        "rows": [{"layer": r.layer, "head": r.head, "weights": r.weights.tolist(), "visible": r.visible.tolist(), "readings": list(r.readings)}
-                 for r in shaded.rows],  # fmt: skip
+        "rows": [{"layer": r.layer, "head": r.head, **({"kv_head": r.kv_head} if r.kv_head is not None else {}), "weights": r.weights.tolist(),
+                  "visible": r.visible.tolist(), "readings": list(r.readings)} for r in shaded.rows],  # fmt: skip
     }
