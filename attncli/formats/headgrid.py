@@ -34,13 +34,18 @@ TERMINAL_MIN_COLS = 4  # narrower heads than this wrap into further bands instea
 SHORT = {
     "layer": "L", "head": "H", "kv_head": "kv", "entropy": "ent", "entropy_ratio": "ent/u", "max_weight": "max", "first_token": "first",
     "previous_token": "prev", "mean_distance": "dist", "induction_score": "ind", "previous_token_score": "prev*",
-    "duplicate_token_score": "dup*",
+    "duplicate_token_score": "dup*", "max_abs_diff": "max Δ", "mean_abs_diff": "mean Δ", "js_divergence": "JS", "js_max": "JS max",
 }  # fmt: skip
 LEGEND = (
     "L layer, H head; ent: entropy in nats; ent/u: entropy ÷ that of uniform weights; max: largest weight; first, prev, self: "
     "weight on the first, the previous, the same token; dist: mean distance in tokens; each a mean over the query rows"
 )
 PATTERN_LEGEND = "; ind, prev*, dup*: induction, previous- and duplicate-token scores on repeated random tokens"
+COMPARE_LEGEND = (
+    "L layer, H head; max Δ, mean Δ: the largest and the mean absolute difference of the weights (over the cells a query sees); "
+    "JS: the rows' mean Jensen–Shannon divergence in nats (0 … ln 2 = 0.693), JS max: the largest of any row"
+)
+COMPARE_SUBTITLE = "rows: query tokens, columns: key tokens; shade: |difference| of the weights 0 to 1, the largest of each block"
 
 
 SUBTITLE = "rows: query tokens, columns: key tokens; shade: weight 0 to 1, the largest of each block"
@@ -54,6 +59,8 @@ class HeadGrid(NamedTuple):
     first_layer: int  # the number of the first row of heads
     tokens: tuple[str, ...]  # the sentence's tokens, for the tooltips
     tips: Sequence[Sequence[str]]  # [layer][head] one line about the head (its statistics, its reading)
+    subtitle: str = SUBTITLE  # what the shade means
+    hover: str = "Hover over a thumbnail's row: its query tokens and the keys that take most of its weight."  # the HTML page's hint
 
 
 class HeadTable(NamedTuple):
@@ -61,8 +68,11 @@ class HeadTable(NamedTuple):
 
     columns: tuple[str, ...]
     rows: Sequence[Sequence[int | float | None]]
-    readings: Sequence[tuple[str, str]]  # (reading, explain command) of the notable heads
+    readings: Sequence[tuple[str, str]]  # (reading, explain command) of the notable heads; the command may be ""
     legend: str  # what the short column names mean
+    heading: str = "Notable heads"  # above the readings
+    general: bool = False  # numbers to `precision` significant digits (differences near 0), not decimals
+    none: str = "No head stands out (none puts half its weight on the first token, 40% on the previous token or on itself)."
 
 
 # -- SVG and HTML ---------------------------------------------------------------------------------
@@ -73,7 +83,7 @@ def grid_svg(grid: HeadGrid, *, tooltips: bool = False, standalone: bool = True)
     from attncli.formats.svgheatmap import text_width
 
     layers, H = grid.thumbnails.shape[:2]
-    width = round(max(LABEL_W + H * (THUMB + GAP) + 8, text_width(grid.title, 14) + 16, text_width(SUBTITLE, 11) + 16))
+    width = round(max(LABEL_W + H * (THUMB + GAP) + 8, text_width(grid.title, 14) + 16, text_width(grid.subtitle, 11) + 16))
     height = HEADER_H + layers * (THUMB + GAP) + 8
     head = '<?xml version="1.0" encoding="UTF-8"?>\n' if standalone else ""
     out = [
@@ -83,7 +93,7 @@ def grid_svg(grid: HeadGrid, *, tooltips: bool = False, standalone: bool = True)
         f"<style>{_svg_stylesheet()}</style>",
         f'<rect class="bg" width="100%" height="100%" fill="{palette.LIGHT.background}"/>',
         f'<text class="fg" x="8" y="20" font-size="14" font-weight="600" fill="{palette.LIGHT.text}">{escape.xml(grid.title)}</text>',
-        f'<text class="fg" x="8" y="38" font-size="11" fill="{palette.LIGHT.text}">{escape.xml(SUBTITLE)}</text>',
+        f'<text class="fg" x="8" y="38" font-size="11" fill="{palette.LIGHT.text}">{escape.xml(grid.subtitle)}</text>',
     ]
     for h in range(H):
         x = LABEL_W + h * (THUMB + GAP) + THUMB / 2
@@ -161,17 +171,18 @@ def grid_html(grid: HeadGrid, table: HeadTable, *, precision: int = 3) -> str:
         ".legend { font-size: 0.9em; }", ".scroll { overflow-x: auto; }",
         f"@media (prefers-color-scheme: dark) {{ body {{ background: {night.background}; color: {night.text}; }} }}",
     ])  # fmt: skip
-    readings = "\n".join(f"<li>{escape.html(text)}<br><code>{escape.html(command)}</code></li>" for text, command in table.readings)
+    readings = "\n".join(f"<li>{escape.html(text)}" + (f"<br><code>{escape.html(command)}</code>" if command else "") + "</li>"
+                         for text, command in table.readings)  # fmt: skip
     header = "".join(f'<th scope="col" title="{escape.html(c)}">{escape.html(SHORT.get(c, c))}</th>' for c in table.columns)
-    body = "\n".join("<tr>" + "".join(f"<td>{escape.html(_number(v, precision))}</td>" for v in row) + "</tr>" for row in table.rows)
+    body = "\n".join("<tr>" + "".join(f"<td>{escape.html(_number(v, precision, table.general))}</td>" for v in row) + "</tr>" for row in table.rows)
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n<meta name="color-scheme" content="light dark">\n'
         f"<title>{escape.html(grid.title)}</title>\n<style>\n{css}\n</style>\n</head>\n<body>\n<main>\n"
         f"<h1>{escape.html(grid.title)}</h1>\n"
         f'<div class="scroll">\n{grid_svg(grid, tooltips=True, standalone=False)}</div>\n'
-        "<p class=\"legend\">Hover over a thumbnail's row: its query tokens and the keys that take most of its weight.</p>\n"
-        f"<h2>Notable heads</h2>\n<ul>\n{readings or '<li>none stands out</li>'}\n</ul>\n"
+        f'<p class="legend">{escape.html(grid.hover)}</p>\n'
+        f"<h2>{escape.html(table.heading)}</h2>\n<ul>\n{readings or '<li>' + escape.html(table.none) + '</li>'}\n</ul>\n"
         f"<h2>Statistics</h2>\n<p class=\"legend\">{escape.html(table.legend)}</p>\n"
         f"<table>\n<thead><tr>{header}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>\n</main>\n</body>\n</html>\n"
     )
@@ -235,23 +246,26 @@ def table_renderables(table: HeadTable, *, precision: int = 3) -> list[Renderabl
     for column in table.columns:
         shown.add_column(SHORT.get(column, column), justify="right", no_wrap=True)
     for row in table.rows:
-        shown.add_row(*(_number(v, precision) for v in row))
+        shown.add_row(*(_number(v, precision, table.general) for v in row))
     out: list[RenderableType] = [shown, Text(table.legend), Text("")]
     if table.readings:
-        out.append(Text("Notable heads:"))
+        out.append(Text(f"{table.heading}:"))
         for text, command in table.readings:
-            out.append(Block(["  " + escape.visible(text), "    " + escape.visible(command)]))  # never wrapped: a command is copied whole
+            if command:
+                out.append(Block(["  " + escape.visible(text), "    " + escape.visible(command)]))  # never wrapped: a command is copied whole
+            else:
+                out.append(Text("  " + escape.visible(text)))
     else:
-        out.append(Text("No head stands out (none puts half its weight on the first token, 40% on the previous token or on itself)."))
+        out.append(Text(table.none))
     return out
 
 
-def _number(value: int | float | None, precision: int) -> str:
+def _number(value: int | float | None, precision: int, general: bool = False) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     if isinstance(value, int):
         return str(value)
-    return f"{value:.{precision}f}"
+    return f"{value:.{precision}g}" if general else f"{value:.{precision}f}"
 
 
 # -- CSV ------------------------------------------------------------------------------------------

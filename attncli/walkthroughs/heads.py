@@ -7,7 +7,7 @@ strings, NumPy thumbnails) that attncli.formats.headgrid draws and JSON carries 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -127,6 +127,56 @@ def _reading(values: dict[str, float], heads: HeadMap, layer: int, head: int) ->
 
 def _quoted(label: str) -> str:
     return f"`{label}`"
+
+
+
+def row_readings(
+    weights: Sequence[float], tokens: Sequence[str], labels: Sequence[str], position: int, visible: Sequence[bool], *, quote: Callable[[str], str] | None = None
+) -> list[str]:
+    """What one query row's weights show, in words: a sink, the previous token, itself, an induction step.
+
+    `weights`, `tokens`, `labels` and `visible` are per key (keys 1 … L of a self-attention row),
+    `position` the query's (from 1). A behaviour is named under the map's rule: its share of the
+    row reaches the threshold (SINK, PREVIOUS, SELF, INDUCTION) and beats an even spread over the
+    visible keys by ABOVE_UNIFORM; nothing is said of a row that sees a single key. `quote` writes
+    a token in prose (default `like this`).
+    """
+    q = quote or _quoted
+    n = sum(1 for seen in visible if seen)
+    if n < 2:
+        return []
+    even = 1.0 / n
+    i = position - 1  # from 0
+
+    def beats(share: float, threshold: float, keys: int = 1) -> bool:
+        return share >= threshold and share >= keys * even + ABOVE_UNIFORM
+
+    out = []
+    first = weights[0]
+    if i == 1 and beats(first, min(SINK, PREVIOUS)):  # key 1 is both the first and the previous token: one row cannot tell them apart
+        out.append(f"{first:.0%} of this row goes to {q(labels[0])}, the first token and the previous one: "
+                   "from one row, a sink and a previous-token head look the same.")  # fmt: skip
+    else:
+        if i > 0 and beats(first, SINK):
+            out.append(f"{first:.0%} of this row goes to {q(labels[0])}, the first token: a sink, not meaning "
+                       "(the softmax must give the whole row's weight somewhere, and many heads put what they do not use on the first token).")  # fmt: skip
+        if i > 1 and beats(weights[i - 1], PREVIOUS):
+            out.append(f"{weights[i - 1]:.0%} of this row goes to the previous token, {q(labels[i - 1])}: what a previous-token head does.")
+    if beats(weights[i], SELF):
+        out.append(f"{weights[i]:.0%} of this row goes to {q(labels[i])} itself: the head attends to the token itself.")
+    targets = [j for j in range(1, i + 1) if tokens[j - 1] == tokens[i] and j - 1 < i and visible[j]]  # keys just after an earlier copy
+    share = sum(weights[j] for j in targets)
+    if targets and beats(share, INDUCTION, len(targets)):
+        after = _list_and([q(labels[j]) + ("" if labels[j].endswith(f"({j + 1})") else f" (position {j + 1})") for j in targets])
+        copies = _list_and([str(j) for j in targets])
+        out.append(f"{share:.0%} of this row goes to {after}, the token{'s' * (len(targets) > 1)} just after an earlier "
+                   f"{q(tokens[i])} (position{'s' * (len(targets) > 1)} {copies}): what an induction head does, "
+                   "predicting that what followed the token last time follows it again.")  # fmt: skip
+    return out
+
+
+def _list_and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 class ExplainCall(NamedTuple):

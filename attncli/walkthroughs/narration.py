@@ -432,7 +432,18 @@ def _weights(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool
         note = f"The rounded weights sum to {Writer().num(weights, p, whole=False)}, not exactly 1: that is the rounding."
     else:
         note = f"The weights sum to {Writer().num(weights, p, whole=False)}."
-    return Step("The weights", f"{w.alpha} = {w.frac(w.exp(w.text('score')), w.sigma)}", lines, [note] + _fewer_keys(expl, keys))
+    return Step("The weights", f"{w.alpha} = {w.frac(w.exp(w.text('score')), w.sigma)}", lines, [note, *_shows(expl), *_fewer_keys(expl, keys)])
+
+
+def _shows(expl: Explanation) -> list[str]:
+    """What this row's weights show, in words (a sink, the previous token, itself, induction); self-attention only."""
+    if expl.scenario.cross:
+        return []
+    from attncli.walkthroughs.heads import row_readings
+
+    keys = expl.keys
+    return row_readings([k.weight for k in keys], [k.token for k in keys], [k.label for k in keys], expl.position, [not k.masked for k in keys],
+                        quote=quoted)
 
 
 def _weighted(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:

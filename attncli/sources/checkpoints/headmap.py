@@ -7,6 +7,7 @@ Memory: one layer's activations plus that layer's weights, at any time.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -45,8 +46,14 @@ def model_map(
     induction: int | None = None,
     seed: int = 0,
     limits: Limits = Limits(),
+    focus: Callable[[tuple[str, ...]], int] | None = None,
+    each_layer: Callable[[np.ndarray, np.ndarray], None] | None = None,
 ) -> ModelMap:
-    """Every head of every layer for `sentence`; with `induction` = n, the pattern scores on n random tokens repeated twice."""
+    """Every head of every layer for `sentence`; with `induction` = n, the pattern scores on n random tokens repeated twice.
+
+    `focus` picks, from the sentence's tokens, a query row whose weights every layer keeps whole (the shaded sentence);
+    `each_layer` is also handed every layer's (H, L, L) weights and (L, L) visible keys, in order (a comparison).
+    """
     from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS
 
     if special_tokens not in SPECIAL_TOKENS:
@@ -78,8 +85,14 @@ def model_map(
         for path in folder.iterdir():
             if path.name in ("config.json", "tokenizer.json") or path.name.endswith((".safetensors", ".safetensors.index.json")):
                 reading.note_read(path)
-    heads = HeadMap(heads=cfg.heads, kv_heads=cfg.kv_heads, tokens=labels)
-    _forward(cfg, checkpoint, ids, lambda weights, w: heads.add(weights, _visible(weights, w)))
+    heads = HeadMap(heads=cfg.heads, kv_heads=cfg.kv_heads, tokens=labels, focus=None if focus is None else focus(labels))
+    def summarise(weights: np.ndarray, w: AttentionWeights) -> None:
+        visible = _visible(weights, w)
+        heads.add(weights, visible)
+        if each_layer is not None:
+            each_layer(weights, visible)
+
+    _forward(cfg, checkpoint, ids, summarise)
     repeated = None
     if induction is not None:
         special = tokenized.special_ids
