@@ -50,6 +50,8 @@ SOURCES: dict[str, tuple[list[str], list[str], list[str]]] = {
     "llama-style": (["llama-style"], ["-s", "llama-style"], ["--word", "fresh", "--head", "3"]),
     # ALiBi slopes per head and a causal mask; the word "the" occurs twice.
     "alibi": (["alibi"], ["-s", "alibi"], ["--word", "on", "--head", "2"]),
+    # Multi-head latent attention (DeepSeek): latents, decoupled RoPE, the absorbed form; head 2.
+    "mla": (["mla"], ["-s", "mla"], ["--word", "sat", "--head", "2"]),
     # A real checkpoint folder: GPT-2's tokenizer, biases, W_O, layer 2 of 3.
     "gpt2": (["--model", "tests/checkpoints/gpt2", "--layer", "2", "--sentence", "The cat sat", "--head", "2"],
              ["--model", "tests/checkpoints/gpt2", "--layer", "2", "--sentence", "The cat sat"],

@@ -10,6 +10,7 @@ engine meets them:
     "logits"      added to the scaled scores: matrix(head, L_q, L_k)           (a given bias, ALiBi)
     "visibility"  which keys each query sees: visible(L_q, L_k) -> bool          (the mask)
     "denominator" the softmax's sum: logit(h), whose e^ joins every row's sum    (learned sinks)
+    "heads"       makes each head's q, k, v instead of W_Q, W_K, W_V              (multi-head latent attention)
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ import numpy as np
 
 from attncli.core.variants.biases import Alibi, ScoreBias, alibi_slopes
 from attncli.core.variants.masks import Mask
+from attncli.core.variants.mla import Mla
 from attncli.core.variants.positions import Rope
 from attncli.core.variants.sinks import LearnedSink
 from attncli.core.variants.softcap import SoftCap
 
-__all__ = ["REGISTRY", "Alibi", "LearnedSink", "Mask", "Rope", "ScoreBias", "SoftCap", "Variant", "active", "alibi_slopes", "in_json_order", "visibility"]
+__all__ = ["REGISTRY", "Alibi", "LearnedSink", "Mask", "Mla", "Rope", "ScoreBias", "SoftCap", "Variant", "active", "alibi_slopes", "in_json_order", "visibility"]
 
 
 class Variant(Protocol):
@@ -39,7 +41,7 @@ class Variant(Protocol):
     def as_json(self) -> Any: ...
 
 
-REGISTRY: tuple[type[Variant], ...] = (Rope, SoftCap, ScoreBias, Alibi, Mask, LearnedSink)  # in the order the engine meets them
+REGISTRY: tuple[type[Variant], ...] = (Rope, SoftCap, ScoreBias, Alibi, Mask, LearnedSink, Mla)  # in the order the engine meets them
 
 
 def active(s: object, stage: str | None = None) -> list[Any]:
