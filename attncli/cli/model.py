@@ -122,6 +122,10 @@ def _info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
             ("mask", mask),
             ("activation", str(info["activation"])),
         ]
+        if "mla_cache_per_token" in info:  # DeepSeek: multi-head latent attention caches the latent
+            cache = info["mla_cache_per_token"]
+            rows.append(("kv cache", f"multi-head latent attention: {cache['mla']:,} numbers per token and layer (latent + rotary key), "
+                                     f"against {cache['expanded']:,} for every head's keys and values"))  # fmt: skip
     if "stored_dtype" in info:
         declared = f" (config.json says {info['dtype']})" if info.get("dtype") and info["dtype"] != info["stored_dtype"] else ""
         rows += [("dtype", f"{info['stored_dtype']}{declared}; arithmetic in float64"), ("weights", str(info["weights"]))]

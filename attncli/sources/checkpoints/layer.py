@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from attncli.core.variants import Rope
+from attncli.core.variants.mla import Mla
 from attncli.errors import AttnError, option
 from attncli.sources.arguments import shown_path
-from attncli.sources.checkpoints import bert, gpt2, llama, tokenizer_process
+from attncli.sources.checkpoints import bert, deepseek, gpt2, llama, tokenizer_process
 from attncli.sources.checkpoints.config import ModelConfig, read_config, read_raw
 from attncli.sources.checkpoints.describe import describe_config
 from attncli.sources.checkpoints.gguf import gguf_path, open_model
@@ -27,7 +28,7 @@ from attncli.sources.checkpoints.tokens import Tokens, encode, not_applied_note
 
 __all__ = ["LayerCase", "Tokens", "load_layer", "model_info", "tokenize"]
 
-_ARCHITECTURES = {"gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama}
+_ARCHITECTURES = {"gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "deepseek_v3": deepseek, "deepseek_v2": deepseek}
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,9 +45,9 @@ class LayerCase:
     heads: int
     kv_heads: int
     head_dim: int
-    W_Q: np.ndarray  # (d_model, H·d_k): Q = X·W_Q + b_Q
-    W_K: np.ndarray  # (d_model, G·d_k)
-    W_V: np.ndarray  # (d_model, G·d_k)
+    W_Q: np.ndarray | None  # (d_model, H·d_k): Q = X·W_Q + b_Q; None under multi-head latent attention
+    W_K: np.ndarray | None  # (d_model, G·d_k)
+    W_V: np.ndarray | None  # (d_model, G·d_k)
     b_Q: np.ndarray | None
     b_K: np.ndarray | None
     b_V: np.ndarray | None
@@ -60,6 +61,7 @@ class LayerCase:
     notes: tuple[str, ...]  # provenance, for the header
     gguf: str | None = None  # the GGUF file read, when the model is one
     tokens_from: str = "its tokenizer.json"
+    mla: Mla | None = None  # DeepSeek's multi-head latent attention: the latent projections instead of W_Q, W_K, W_V
 
 
 def checkpoint_tokens(
@@ -159,6 +161,7 @@ def load_layer(folder: Path, *, layer: int, text: str, special_tokens: bool = Tr
         divisor=w.divisor, causal=w.causal, window=w.window, rope=w.rope,
         dtype=inputs.dtype, notes=(*notes, *not_applied_note(not_applied)),
         gguf=None if gguf is None else str(gguf), tokens_from="its tokenizer.json" if gguf is None else "the GGUF metadata",
+        mla=w.mla,
     )  # fmt: skip
 
 
@@ -193,6 +196,8 @@ def model_info(folder: Path) -> dict[str, Any]:
         info["reason"] = str(error)
         return info
     info.update(describe_config(cfg))
+    if cfg.model_type in deepseek.MODEL_TYPES:  # multi-head latent attention: the cache holds the latent, not the keys and values
+        info["mla_cache_per_token"] = deepseek.cache_per_token(folder, cfg)
     try:
         checkpoint = Checkpoint(folder)
         check_shapes(cfg, checkpoint)
@@ -229,7 +234,11 @@ def check_shapes(cfg: ModelConfig, checkpoint: Checkpoint) -> None:
         "layers.0.self_attn.k_proj.weight": (G * d_k, d),
         "layers.0.mlp.gate_proj.weight": (inner, d),
     }
+    deepseek_shapes = {"embed_tokens.weight": (None, d), "layers.0.self_attn.kv_a_proj_with_mqa.weight": (None, d)}
     probe, prefixes, shapes = {
+        "deepseek_v3": ("embed_tokens.weight", ("model.", ""), deepseek_shapes),
+        "deepseek_v2": ("embed_tokens.weight", ("model.", ""), deepseek_shapes),
+    }.get(cfg.model_type) or {
         "gpt2": ("wte.weight", ("", "transformer."), gpt2_shapes),
         "bert": ("embeddings.word_embeddings.weight", ("bert.", ""), bert_shapes),
     }.get(cfg.model_type, ("embed_tokens.weight", ("model.", ""), llama_shapes))
