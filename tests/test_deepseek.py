@@ -81,7 +81,7 @@ def test_router_by_hand():
     sigmoids of the chosen experts, normalised and × routed_scaling_factor; a group outside topk_group is never chosen."""
     ds = deepseek.DeepseekConfig(
         q_lora_rank=None, kv_lora_rank=2, nope=2, rope=2, v_dim=2, interleave=True, experts=4, per_token=2, shared=0,
-        groups=2, top_groups=1, dense_layers=0, moe_inner=2, scaling=2.0, norm_topk=True, router="sigmoid",
+        groups=2, top_groups=1, dense_layers=0, moe_inner=2, scaling=2.0, norm_topk=True,
     )  # fmt: skip
     logits = np.array([[2.0, 1.0, 0.0, 0.5]])  # sigmoids ≈ 0.881, 0.731, 0.5, 0.622
     chosen, weights = deepseek.route(ds, logits, None)
@@ -114,3 +114,16 @@ def test_commands_read_the_checkpoint(cli, command):
     assert result.exit_code == 0, result.stderr
     text = " ".join(result.stdout.split())
     assert "multi-head latent attention" in text.lower()
+
+
+def test_the_header_names_each_tokens_experts(golden):
+    """The note for an earlier MoE layer lists each token's experts counted from 1 (layer 2 is the fixture's only MoE
+    layer, so it is read here as the layer before a third)."""
+    cfg = read_config(FOLDER)
+    ds = deepseek.read_deepseek(FOLDER, cfg)
+    _, experts = deepseek.forward(cfg, Checkpoint(FOLDER), tuple(int(i) for i in golden["ids"][:3]), 2)
+    (note,) = deepseek._experts_note(experts, ds)
+    assert note.startswith("layer 2 MoE, experts each token used (2 of 4, counted from 1: mlp.experts.0 is 1; + 1 shared): token 1 → ")
+    assert experts[1] is not None
+    first = ", ".join(str(int(e) + 1) for e in experts[1][0])
+    assert f"token 1 → {first}; token 2 → " in note

@@ -16,7 +16,7 @@ from attncli.sources.bounded import JsonLimits
 
 CONFIG_LIMITS = JsonLimits(max_bytes=4 * 1024 * 1024)  # config.json and the shard index: a few kB in real checkpoints
 
-SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral", "deepseek_v3", "deepseek_v2")
+SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral", "deepseek_v3")
 LLAMA_FAMILY = ("llama", "qwen2", "mistral")
 ROPE_KINDS = ("default", "linear", "llama3")
 ACTIVATIONS = (
@@ -45,7 +45,6 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "qwen2": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 32, "positions": 32768, "inter": 22016},
     "mistral": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 8, "positions": 131072, "inter": 14336},
     "deepseek_v3": {"layers": 61, "hidden": 7168, "heads": 128, "kv": None, "positions": 4096, "inter": 18432},  # MLA keys: deepseek.py
-    "deepseek_v2": {"layers": 30, "hidden": 5120, "heads": 128, "kv": None, "positions": 2048, "inter": 12288},
 }
 
 

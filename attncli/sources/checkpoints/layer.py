@@ -28,7 +28,7 @@ from attncli.sources.checkpoints.tokens import Tokens, encode, not_applied_note
 
 __all__ = ["LayerCase", "Tokens", "load_layer", "model_info", "tokenize"]
 
-_ARCHITECTURES = {"gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "deepseek_v3": deepseek, "deepseek_v2": deepseek}
+_ARCHITECTURES = {"gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "deepseek_v3": deepseek}
 
 
 @dataclass(frozen=True, eq=False)
@@ -237,7 +237,6 @@ def check_shapes(cfg: ModelConfig, checkpoint: Checkpoint) -> None:
     deepseek_shapes = {"embed_tokens.weight": (None, d), "layers.0.self_attn.kv_a_proj_with_mqa.weight": (None, d)}
     probe, prefixes, shapes = {
         "deepseek_v3": ("embed_tokens.weight", ("model.", ""), deepseek_shapes),
-        "deepseek_v2": ("embed_tokens.weight", ("model.", ""), deepseek_shapes),
     }.get(cfg.model_type) or {
         "gpt2": ("wte.weight", ("", "transformer."), gpt2_shapes),
         "bert": ("embeddings.word_embeddings.weight", ("bert.", ""), bert_shapes),
