@@ -258,7 +258,7 @@ def _head(
     attention_head(q, k, n.V, reshapes, bias, visible, s.scale.divisor, a, sink)  # type: ignore[arg-type]
     t = a.kept
     mla = None
-    if s.mla is not None and latent is not None:  # the absorbed form: the same formula on the latent, W_UV after the weighting
+    if s.mla is not None and latent is not None and a.rows != []:  # the absorbed form (not for a layer that keeps no rows: a checkpoint's earlier ones)
         r = rounder(a.decimals)
         q_both, k_both, W_UK = s.mla.absorbed_inputs(h, q, latent, r)  # (L_q, d_c + d_r), (L_k, d_c + d_r), (d_c, d_n)
         b = Arithmetic(s, h, a.decimals, a.rows)
