@@ -461,7 +461,9 @@ def scenario_document(scenario, *, causal: bool = False) -> dict:
     Inputs only: nothing attncli computed."""
     s = scenario
     document: dict = {"tokens": list(s.tokens), "heads": s.heads, "kv_heads": s.G, "scale": s.scale.divisor}
-    if s.X is None:
+    if s.mla is not None:  # latent attention: each head's q, k, v by hand (RoPE on the decoupled part done here)
+        document.update(zip("QKV", mla_qkv(s)))
+    elif s.X is None:
         document.update(Q=s.Q.tolist(), K=s.K.tolist(), V=s.V.tolist())
     else:
         document["embeddings"] = s.X.tolist()
@@ -476,7 +478,7 @@ def scenario_document(scenario, *, causal: bool = False) -> dict:
         document["mask"] = {"causal": causal or s.mask.causal, "sinks": s.mask.sinks, "padding": list(s.mask.padding)}
         if s.mask.window is not None:
             document["mask"]["window"] = s.mask.window
-    if s.rope is not None:
+    if s.rope is not None and s.mla is None:
         document["rope"] = {"theta": s.rope.theta, "style": s.rope.style}
         given = {"rotary_dim": s.rope.rotary_dim, "offset": s.rope.offset or None, "angles": s.rope.given_angles,
                  "cos": s.rope.given_cos, "sin": s.rope.given_sin}  # fmt: skip
@@ -484,3 +486,26 @@ def scenario_document(scenario, *, causal: bool = False) -> dict:
     if s.alibi is not None:
         document["alibi"] = {"slopes": list(s.alibi.slopes)}
     return document
+
+
+def mla_qkv(s) -> tuple[list[list[float]], list[list[float]], list[list[float]]]:
+    """A loaded MLA scenario's Q, K, V (heads side by side), the decoupled part rotated, from its weights by hand:
+    q_h = [c·W_UQ,h | RoPE(c·W_QR,h)] with c = X or RMSNorm(X·W_DQ); k_h = [c_KV·W_UK,h | RoPE(X·W_KR)], v_h = c_KV·W_UV,h,
+    c_KV = RMSNorm(X·W_DKV) (DeepSeek-V2 §2.1.2–2.1.3, eqs. 9–19)."""
+    m, X = s.mla, s.X.tolist()
+    H, d_n, d_r = s.heads, m.d_n, m.d_r
+    rot = (lambda row, p: row) if s.rope is None else (lambda row, p: rotate_by_angles(row, rope_angles(p, d_r, s.rope.theta), s.rope.style))
+    source = X
+    if m.W_DQ is not None:
+        source = matmul(X, m.W_DQ.tolist())
+        if m.q_norm is not None:
+            source = [rms_norm(row, m.q_norm.weight.tolist(), m.q_norm.eps) for row in source]
+    latent = matmul(X, m.W_DKV.tolist())
+    if m.kv_norm is not None:
+        latent = [rms_norm(row, m.kv_norm.weight.tolist(), m.kv_norm.eps) for row in latent]
+    k_R = [rot(row, p) for p, row in enumerate(matmul(X, m.W_KR.tolist()))]
+    q_C, q_R = matmul(source, m.W_UQ.tolist()), matmul(source, m.W_QR.tolist())
+    k_C, V = matmul(latent, m.W_UK.tolist()), matmul(latent, m.W_UV.tolist())
+    Q = [sum((row[h * d_n : (h + 1) * d_n] + rot(q_R[p][h * d_r : (h + 1) * d_r], p) for h in range(H)), []) for p, row in enumerate(q_C)]
+    K = [sum((row[h * d_n : (h + 1) * d_n] + k_R[p] for h in range(H)), []) for p, row in enumerate(k_C)]
+    return Q, K, V

@@ -101,6 +101,9 @@ CASES = [
     ("model-with-embeddings.yaml", 4, "embeddings: `embeddings` has no use with `model`"),
     ("model-without-layer.yaml", 1, "layer: `model` needs `layer`"),
     ("layer-without-model.yaml", 3, "layer: `layer` is for a real model, but no `model` is given"),
+    ("mla-with-wq.yaml", 3, "W_Q: `W_Q` has no use with `mla`: every head's q, k and v come from the latents"),
+    ("mla-missing-wuv.yaml", 4, "mla.W_UV: `mla` needs `W_UV` (expected a matrix of 1 rows (d_c, the columns of W_DKV))"),
+    ("mla-wqr-columns.yaml", 10, "mla.W_QR: W_QR has 1 columns (expected H·d_r = 1 × 2 columns"),
 ]
 
 

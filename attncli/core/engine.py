@@ -23,6 +23,7 @@ import numpy as np
 from attncli.core import variants
 from attncli.core.arithmetic import Arithmetic, Rounder, finite, rounder
 from attncli.core.scenario import Scenario
+from attncli.core.variants.mla import Latent, MlaHead
 
 
 class Normed(NamedTuple):
@@ -66,6 +67,7 @@ class HeadResult:
     sink_exp: np.ndarray | None = None  # (L_q,) e^(sink - shift), a learned sink's term of exp_sum (gpt-oss); None without
     sink_weight: np.ndarray | None = None  # (L_q,) sink_exp / exp_sum: the weight the sink took; the row's weights sum to 1 minus it
     normed: dict[str, Normed] = field(default_factory=dict)  # "norm" variant key -> q and k after it (QK-norm), before RoPE
+    mla: MlaHead | None = None  # multi-head latent attention: the head's up-projections and its absorbed form; None without
 
     @property
     def logits(self) -> np.ndarray:
@@ -108,6 +110,7 @@ class RunResult:
     round_steps: int | None = None  # decimals every intermediate was rounded to, as by hand
     exact: RunResult | None = None  # the same run without rounding, when round_steps is set
     rows: tuple[int, ...] | None = None  # query rows (from 0) each head's tokens × tokens stages hold; None: all
+    mla: Latent | None = None  # multi-head latent attention: the latents and the rotary key all heads share; None without
 
     def head(self, number: int) -> HeadResult:
         """Head `number`, counted from 1."""
@@ -130,7 +133,7 @@ def run(scenario: Scenario, *, round_steps: int | None = None, rows: Sequence[in
         if round_steps is None:
             return exact
         rounded = _run(scenario, round_steps, kept)
-    return RunResult(scenario, rounded.X, rounded.X_kv, rounded.heads, rounded.concat, rounded.output, round_steps, exact, kept)
+    return RunResult(scenario, rounded.X, rounded.X_kv, rounded.heads, rounded.concat, rounded.output, round_steps, exact, kept, rounded.mla)
 
 
 
@@ -141,7 +144,10 @@ def _run(scenario: Scenario, decimals: int | None, rows: tuple[int, ...] | None)
     X_kv = None if scenario.X_kv is None else r(np.asarray(scenario.X_kv, dtype=np.float64))  # (L_k, d_model)
     kv_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # kv head -> (K, V), shared by its query heads
     wholes: dict[str, np.ndarray] = {}  # "q", "k" -> the whole projection, computed once when QK-norm spans all heads
-    heads = tuple(_head(scenario, X, X_kv, h, Arithmetic(scenario, h, decimals, rows), kv_cache, wholes) for h in range(1, scenario.heads + 1))
+    latent = None if scenario.mla is None or X is None else scenario.mla.latent(X, X if X_kv is None else X_kv, scenario.rope, r)
+    heads = tuple(
+        _head(scenario, X, X_kv, h, Arithmetic(scenario, h, decimals, rows), kv_cache, wholes, latent) for h in range(1, scenario.heads + 1)
+    )
     concat = np.hstack([head.output for head in heads])  # (L_q, H*d_v)
     output = concat
     if scenario.W_O is not None:
@@ -150,7 +156,7 @@ def _run(scenario: Scenario, decimals: int | None, rows: tuple[int, ...] | None)
     if scenario.b_O is not None:
         output = r(output + scenario.b_O)  # (L_q, d_out)
         finite(output, "output", "concat·W_O + b_O", scenario, None, scenario.tokens)
-    return RunResult(scenario, X, X_kv, heads, concat, output, rows=rows)
+    return RunResult(scenario, X, X_kv, heads, concat, output, rows=rows, mla=latent)
 
 
 def block(matrix: np.ndarray | None, h: int, width: int) -> np.ndarray | None:
@@ -204,8 +210,14 @@ def head_inputs(
     r: Rounder,
     kv_cache: dict[int, tuple[np.ndarray, np.ndarray]],
     wholes: dict[str, np.ndarray] | None = None,
+    latent: Latent | None = None,
 ) -> HeadInputs:
-    """Head h's weight blocks, Q, K, V and (under RoPE) rotated Q and K; a key/value head's K and V computed once, kept in kv_cache."""
+    """Head h's weight blocks, Q, K, V and (under RoPE) rotated Q and K; a key/value head's K and V computed once, kept in kv_cache.
+
+    Under multi-head latent attention (`latent`, its shared part), the scenario's Mla makes them from the latents instead.
+    """
+    if s.mla is not None and latent is not None and X is not None:
+        return HeadInputs(h, None, None, None, None, None, None, *s.mla.head_inputs(h, X, latent, s.rope, r), {})
     d_k, d_v, g = s.d_k, s.d_v, s.kv_head(h)
     W_Q, W_K, W_V = block(s.W_Q, h, d_k), block(s.W_K, g, d_k), block(s.W_V, g, d_v)
     b_Q, b_K, b_V = block(s.b_Q, h, d_k), block(s.b_K, g, d_k), block(s.b_V, g, d_v)
@@ -281,8 +293,9 @@ def _head(
     a: Arithmetic,
     kv_cache: dict[int, tuple[np.ndarray, np.ndarray]],
     wholes: dict[str, np.ndarray],
+    latent: Latent | None = None,
 ) -> HeadResult:
-    n = head_inputs(s, h, X, X_kv, rounder(a.decimals), kv_cache, wholes)
+    n = head_inputs(s, h, X, X_kv, rounder(a.decimals), kv_cache, wholes, latent)
     L_q, L_k = n.Q.shape[0], n.K.shape[0]
     q, k = (n.Q, n.K) if n.Q_rope is None else (n.Q_rope, n.K_rope)
     if n.Q_rope is None and n.normed:
@@ -290,8 +303,16 @@ def _head(
     visible = variants.visibility(s, L_q, L_k)  # (L_q, L_k) the mask
     reshapes = variants.active(s, "scaled")
     sink = next((variant.logit(h) for variant in variants.active(s, "denominator")), None)  # a learned sink's logit
-    attention_head(q, k, n.V, reshapes, score_bias(s, h, L_q, L_k), visible, s.scale.divisor, a, sink)  # type: ignore[arg-type]
+    bias = score_bias(s, h, L_q, L_k)
+    attention_head(q, k, n.V, reshapes, bias, visible, s.scale.divisor, a, sink)  # type: ignore[arg-type]
     t = a.kept
+    mla = None
+    if s.mla is not None and latent is not None and a.rows != []:  # the absorbed form (not for a layer that keeps no rows: a checkpoint's earlier ones)
+        r = rounder(a.decimals)
+        q_both, k_both, W_UK = s.mla.absorbed_inputs(h, q, latent, r)  # (L_q, d_c + d_r), (L_k, d_c + d_r), (d_c, d_n)
+        b = Arithmetic(s, h, a.decimals, a.rows)
+        mixed = attention_head(q_both, k_both, latent.C_KV, reshapes, bias, visible, s.scale.divisor, b, sink)  # (L_q, d_c)
+        mla = s.mla.absorbed(h, W_UK, q_both, b.kept["weights"], mixed, t["weights"], r)
     t["visible"] = visible if a.rows is None else visible[a.rows]  # (L_q or rows, L_k)
     stages = (t["scores"], t["scaled"], t.get("bias"), t.get("biased"), t["visible"], t["masked"], t["shift"], t["exp"], t["exp_sum"], t["weights"], t["output"])
     reshaped = {variant.key: t[variant.key] for variant in reshapes}
@@ -299,7 +320,7 @@ def _head(
     for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages, *reshaped.values(), sink_exp, sink_weight, *(a for x in n.normed.values() for a in x)):
         if array is not None:
             array.setflags(write=False)
-    return HeadResult(h, *n[:-1], *stages, reshaped, sink_exp, sink_weight, n.normed)  # HeadInputs' fields are HeadResult's first ones, in its order
+    return HeadResult(h, *n[:-1], *stages, reshaped, sink_exp, sink_weight, n.normed, mla)  # HeadInputs' fields are HeadResult's first ones, in its order
 
 
 def score_bias(s: Scenario, h: int, L_q: int, L_k: int) -> np.ndarray | None:

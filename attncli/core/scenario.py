@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from attncli.core import variants
-from attncli.core.variants import Alibi, LearnedSink, Mask, QkNorm, Rope, ScoreBias, SoftCap
+from attncli.core.variants import Alibi, LearnedSink, Mask, Mla, QkNorm, Rope, ScoreBias, SoftCap
 from attncli.errors import AttnError, option
 
 
@@ -73,6 +73,7 @@ class Scenario:
     notes: tuple[str, ...] = ()  # where the numbers come from, for the summary (e.g. a checkpoint's layer)
     word_marks: tuple[str, ...] = ()  # a real tokenizer's marks for a leading space ("␣", "Ġ", "▁"): words match without them
     encoder: str | None = None  # the architecture of an encoder checkpoint's layer ("bert"): it reads, it does not generate
+    mla: Mla | None = None  # multi-head latent attention: q, k, v from latents (W_Q, W_K, W_V are then None)
 
     # -- sizes ---------------------------------------------------------------------------------
 
@@ -108,12 +109,16 @@ class Scenario:
 
     @property
     def d_k(self) -> int:
+        if self.mla is not None:
+            return self.mla.d_k
         queries = self.Q if self.Q is not None else self.W_Q
         assert queries is not None
         return int(queries.shape[1]) // self.heads
 
     @property
     def d_v(self) -> int:
+        if self.mla is not None:
+            return self.mla.d_v
         values = self.V if self.V is not None else self.W_V
         assert values is not None
         return int(values.shape[1]) // self.G

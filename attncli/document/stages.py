@@ -69,6 +69,8 @@ _TEXTBOOK_STAGES: tuple[Stage, ...] = (
     Stage("exp", lambda s: True),
     Stage("weights", lambda s: True),
     Stage("output", lambda s: True),
+    Stage("latent", lambda s: s.mla is not None),  # multi-head latent attention: the latents (drawn after the embeddings)
+    Stage("absorbed", lambda s: s.mla is not None),  # ... and each head's absorbed form (drawn after its output)
 )
 
 
@@ -81,6 +83,8 @@ def _keys_from(s: Scenario) -> str:
 
 def _projection(letter: str) -> Formula:
     def formula(n: Notation, s: Scenario, h: HeadResult | None) -> str:
+        if s.mla is not None:
+            return _latent_projection(letter, n, s)
         if s.direct:
             return f"{n(letter)} " + n.text("(given)")
         source = "X" if letter == "Q" else _keys_from(s)
@@ -99,6 +103,9 @@ def _normed(n: Notation, s: Scenario, letter: str, *, transpose: bool = False) -
 
 def _rotated(letter: str) -> Formula:
     def formula(n: Notation, s: Scenario, h: HeadResult | None) -> str:
+        if s.mla is not None:  # MLA: RoPE turns only the decoupled part of each head
+            rotated = f"{n(letter, prime=True)} = " + n.text("RoPE") + f"({n(letter)})"
+            return rotated + (rf" \quad \text{{(last {s.mla.d_r} columns only)}}" if n.tex else f", its last d_r = {s.mla.d_r} columns only")
         text = f"{n(letter, prime=True)} = " + n.text("RoPE") + f"({_normed(kv_notation(n, s, h) if letter != 'Q' else n, s, letter)})"
         words = _rotated_words(s, s.L if letter == "Q" else s.L_k, "-" if n.tex else "–")
         return text + (n.text(f" ({words})") if words else "")
@@ -118,6 +125,76 @@ def _rotated_words(s: Scenario, L: int, dash: str) -> str:
     if r < s.d_k:
         words.append(f"column {s.d_k} unchanged" if r + 1 == s.d_k else f"columns {r + 1}{dash}{s.d_k} unchanged")
     return "; ".join(words)
+
+
+# -- multi-head latent attention (core/variants/mla.py) ---------------------------------------
+
+
+def _sub(n: Notation, base: str, index: str, *, head: bool = False) -> str:
+    """W_UK as `W_UK` or `W_{UK}`, with the head's mark when `head`."""
+    symbol = f"{base}_{{{index}}}" if n.tex else f"{base}_{index}"
+    return n(symbol) if head else symbol
+
+
+def _latent_projection(letter: str, n: Notation, s: Scenario) -> str:
+    """Q = [X·W_UQ | X·W_QR], K = [C_KV·W_UK | K_R], V = C_KV·W_UV: each head's part of the latents' expansion."""
+    t, bar = n.times(), (r" \;|\; " if n.tex else " | ")
+    latent = _sub(n, "C", "KV")
+    if letter == "Q":
+        source = "X" if s.mla is None or s.mla.W_DQ is None else _sub(n, "C", "Q")
+        return f"{n('Q')} = [{source}{t}{_sub(n, 'W', 'UQ', head=True)}{bar}{source}{t}{_sub(n, 'W', 'QR', head=True)}]"
+    if letter == "K":
+        return f"{n('K')} = [{latent}{t}{_sub(n, 'W', 'UK', head=True)}{bar}{_sub(n, 'K', 'R')}]"
+    return f"{n('V')} = {latent}{t}{_sub(n, 'W', 'UV', head=True)}"
+
+
+def _latent(key: str) -> Formula:
+    def formula(n: Notation, s: Scenario, h: HeadResult | None) -> str:
+        t, latent, bar = n.times(), _sub(n, "C", "KV"), (r" \;|\; " if n.tex else " | ")
+        norm = r"\operatorname{RMSNorm}" if n.tex else "RMSNorm"
+        top = r"^{\top}" if n.tex else "ᵀ"
+        k_rope = _sub(n, "K", "R") + ("'" if n.tex else "′")
+        W_UK, W_UV, q_C = _sub(n, "W", "UK", head=True), _sub(n, "W", "UV", head=True), _sub(n, "Q", "C", head=True)
+        W_UK_T = n(_sub(n, "W", "UK"), transpose=True)  # one superscript: W_{UK}^{(h)\top}
+        down_q, down_kv = f"X{t}{_sub(n, 'W', 'DQ')}", f"X{t}{_sub(n, 'W', 'DKV')}"
+        if key == "C_Q":
+            return f"{_sub(n, 'C', 'Q')} = " + (f"{norm}({down_q})" if s.mla is not None and s.mla.q_norm is not None else down_q)
+        if key == "D_KV":
+            return down_kv
+        if key == "C_KV":
+            return f"{latent} = " + (f"{norm}({down_kv})" if s.mla is not None and s.mla.kv_norm is not None else down_kv)
+        if key == "K_R":
+            return f"{_sub(n, 'K', 'R')} = X{t}{_sub(n, 'W', 'KR')}"
+        if key == "K_R_rope":
+            return f"{k_rope} = " + n.text("RoPE") + f"({_sub(n, 'K', 'R')})"
+        if key in ("W_UK", "W_UV"):
+            return W_UK if key == "W_UK" else W_UV
+        if key == "Q_latent":
+            return f"{q_C}{t}{W_UK_T}"
+        if key == "A_absorbed":
+            query = f"[{q_C}{t}{W_UK_T}{bar}" + n.text("RoPE") + f"({_sub(n, 'Q', 'R', head=True)})]"
+            return f"{n('A')} = " + n.text("softmax") + f"({query}{t}[{latent}{bar}{k_rope}]{top} / {_divisor(n, s, h)})"
+        if key == "mixed":
+            return f"{n('A')}{t}{latent}"
+        return f"{n('O')} = ({n('A')}{t}{latent}){t}{W_UV}"
+
+    return formula
+
+
+def _mla_get(attribute: str) -> Getter:
+    """A shared latent (from RunResult.mla) or, per head, a part of its absorbed form (HeadResult.mla); None without MLA."""
+
+    def get(result: RunResult, head: HeadResult | None) -> np.ndarray | None:
+        if head is None:
+            if result.mla is None or (attribute == "D_KV" and result.scenario.mla is not None and result.scenario.mla.kv_norm is None):
+                return None
+            if attribute == "K_R_rope" and result.scenario.rope is None:
+                return None
+            array: np.ndarray = getattr(result.mla, attribute)
+            return array
+        return None if head.mla is None else getattr(head.mla, attribute)
+
+    return get
 
 
 def kv_notation(n: Notation, s: Scenario, h: HeadResult | None) -> Notation:
@@ -236,14 +313,21 @@ _TEXTBOOK_ROWS: tuple[Row, ...] = (
     Row("embeddings", "X", "Embeddings", lambda n, s, h: "X", lambda r, h: r.X, "queries", "x", per_head=False, json=("embeddings",), main=True),
     Row("embeddings", "X_kv", "Context embeddings", lambda n, s, h: "Z", lambda r, h: r.X_kv, "keys", "x", per_head=False,
         json=("context_embeddings",)),
+    Row("latent", "C_Q", "Query latent", _latent("C_Q"), _mla_get("C_Q"), "queries", "cq", per_head=False),
+    Row("latent", "D_KV", "Down-projection, before its norm", _latent("D_KV"), _mla_get("D_KV"), "keys", "c", per_head=False),
+    Row("latent", "C_KV", "Key/value latent (cached)", _latent("C_KV"), _mla_get("C_KV"), "keys", "c", per_head=False, main=True),
+    Row("latent", "K_R", "Shared rotary key part", _latent("K_R"), _mla_get("K_R"), "keys", "r", per_head=False),
+    Row("latent", "K_R_rope", "Shared rotary key part, rotated (cached)", _latent("K_R_rope"), _mla_get("K_R_rope"), "keys", "r", per_head=False),
     Row("q", "W_Q", "Query weights", lambda n, s, h: n("W_Q"), _head("W_Q"), "x", "q"),
     Row("q", "b_Q", "Query bias", lambda n, s, h: n("b_Q"), _head("b_Q"), "one", "q"),
     Row("q", "Q", "Queries", _projection("Q"), _head("Q"), "queries", "q", main=True),
     Row("k", "W_K", "Key weights", lambda n, s, h: n("W_K"), _head("W_K"), "x", "k", kv=True),
     Row("k", "b_K", "Key bias", lambda n, s, h: n("b_K"), _head("b_K"), "one", "k", kv=True),
+    Row("k", "W_UK", "Key up-projection", _latent("W_UK"), _mla_get("W_UK"), "c", "k", kv=True),
     Row("k", "K", "Keys", _projection("K"), _head("K"), "keys", "k", main=True, kv=True),
     Row("v", "W_V", "Value weights", lambda n, s, h: n("W_V"), _head("W_V"), "x", "v", kv=True),
     Row("v", "b_V", "Value bias", lambda n, s, h: n("b_V"), _head("b_V"), "one", "v", kv=True),
+    Row("v", "W_UV", "Value up-projection", _latent("W_UV"), _mla_get("W_UV"), "c", "v", kv=True),
     Row("v", "V", "Values", _projection("V"), _head("V"), "keys", "v", main=True, kv=True),
     Row("rope", "Q_rope", "Rotated queries", _rotated("Q"), _head("Q_rope"), "queries", "q", main=True),
     Row("rope", "K_rope", "Rotated keys", _rotated("K"), _head("K_rope"), "keys", "k", kv=True),
@@ -255,6 +339,11 @@ _TEXTBOOK_ROWS: tuple[Row, ...] = (
     Row("exp", "exp", "Exponentials", _exp, _head("exp"), "queries", "keys", json=("shift", "exp", "exp_sum"), main=True, after_mask=True),
     Row("weights", "weights", "Attention weights", _weights, _head("weights"), "queries", "keys", main=True, after_mask=True),
     Row("output", "output", "Output", _output, _head("output"), "queries", "o", main=True),
+    Row("absorbed", "Q_latent", "Query absorbed into the latent", _latent("Q_latent"), _mla_get("Q_latent"), "queries", "c"),
+    Row("absorbed", "A_absorbed", "Attention weights, absorbed form", _latent("A_absorbed"), _mla_get("weights"), "queries", "keys",
+        json=("A_absorbed",), main=True, after_mask=True),
+    Row("absorbed", "mixed", "Latents mixed by the weights", _latent("mixed"), _mla_get("mixed"), "queries", "c"),
+    Row("absorbed", "O_absorbed", "Output, absorbed form", _latent("O_absorbed"), _mla_get("output"), "queries", "o"),
     Row("output", "concat", "Heads side by side", _concat, lambda r, h: r.concat if r.scenario.heads > 1 else None, "queries", "c",
         per_head=False),
     Row("output", "W_O", "Output projection", lambda n, s, h: "W_O", lambda r, h: r.scenario.W_O, "c", "y", per_head=False),

@@ -20,6 +20,12 @@ DEFS: Schema = {
     "vector": {"type": "array", "minItems": 1, "items": {"type": "number"}},
     "matrix": {"type": "array", "minItems": 1, "items": VECTOR},
     "projection": {"anyOf": [{"const": "identity"}, MATRIX, MATRICES]},
+    "rms_norm": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"weight": VECTOR, "eps": {"type": "number", "minimum": 0, "default": 1e-6}},
+        "description": "x / sqrt(mean(x^2) + eps) * weight; weight defaults to ones.",
+    },
 }
 ONE_OF_TOKENS_OR_SENTENCE = [
     {"required": ["tokens"], "not": {"required": ["sentence"]}},
@@ -210,6 +216,28 @@ FIELDS: tuple[Field, ...] = (
         },
     ),
     Field(
+        "mla",
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["W_DKV", "W_KR", "W_UK", "W_UV", "W_UQ", "W_QR"],
+            "description": "Multi-head latent attention (DeepSeek-V2/V3): keys and values expanded per head from one cached latent "
+            "c_KV = RMSNorm(X·W_DKV), position on a separate decoupled part (one shared RoPE key X·W_KR); the scenario's `rope` "
+            "turns only that part. Instead of W_Q, W_K and W_V.",
+            "properties": {
+                "W_DKV": {**MATRIX, "description": "d_model x d_c: down-projection to the key/value latent."},
+                "kv_norm": {"$ref": "#/$defs/rms_norm", "description": "RMSNorm of the latent (DeepSeek's kv_a_layernorm)."},
+                "W_UK": {"anyOf": [MATRIX, MATRICES], "description": "d_c x (H*d_n), or H per-head d_c x d_n: the keys' up-projection."},
+                "W_UV": {"anyOf": [MATRIX, MATRICES], "description": "d_c x (H*d_v), or H per-head d_c x d_v: the values' up-projection."},
+                "W_KR": {**MATRIX, "description": "d_model x d_r: the decoupled key part, one per token shared by all heads."},
+                "W_DQ": {**MATRIX, "description": "d_model x d_cq: the queries' own latent (optional; without it queries come from X)."},
+                "q_norm": {"$ref": "#/$defs/rms_norm", "description": "RMSNorm of the query latent (q_a_layernorm)."},
+                "W_UQ": {"anyOf": [MATRIX, MATRICES], "description": "(d_cq or d_model) x (H*d_n): the queries' part without position."},
+                "W_QR": {"anyOf": [MATRIX, MATRICES], "description": "(d_cq or d_model) x (H*d_r): the queries' decoupled RoPE part."},
+            },
+        },
+    ),
+    Field(
         "model",
         {
             "type": "string",
@@ -261,7 +289,7 @@ MODEL_KEYS = tuple(field.name for field in FIELDS if field.with_model)  # what a
 
 
 def mapping_keys(name: str) -> tuple[str, ...]:
-    """The keys of the mapping form of field `name` (`context`, `mask`, `rope`), as its schema lists them."""
+    """The keys of the mapping form of field `name` (`context`, `mask`, `rope`, `mla`), as its schema lists them."""
     schema = BY_NAME[name].schema
     forms = [schema, *schema.get("anyOf", ())]
     return next(tuple(form["properties"]) for form in forms if form.get("type") == "object")

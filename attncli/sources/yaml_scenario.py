@@ -18,6 +18,7 @@ import numpy as np
 
 from attncli.core.scenario import Scale, Scenario
 from attncli.core.variants import Alibi, LearnedSink, Mask, QkNorm, Rope, ScoreBias, SoftCap, alibi_slopes
+from attncli.core.variants.mla import Mla, Norm
 from attncli.errors import AttnError, option
 from attncli.sources import builtin, fields, reading
 from attncli.sources.limits import Limits
@@ -26,6 +27,7 @@ from attncli.sources.yamltree import Map, Scalar, Seq, Value, describe, parse, t
 
 KEYS, MODEL_KEYS = fields.KEYS, fields.MODEL_KEYS  # every key, and those a real checkpoint's layer may have
 CONTEXT_KEYS, MASK_KEYS, ROPE_KEYS, QK_NORM_KEYS = (fields.mapping_keys(name) for name in ("context", "mask", "rope", "qk_norm"))
+MLA_KEYS = fields.mapping_keys("mla")
 MAX_PRECISION = 15  # float64 carries 15-17 significant digits; more decimals would be noise
 
 
@@ -100,15 +102,22 @@ class _Validator:
         L_k = L_q if context_tokens is None else len(context_tokens)
         self._check_size(L_q, L_k, heads)
         given = [key for key in ("Q", "K", "V") if key in self.tree.items]
-        if given:
+        mla = None
+        if "mla" in self.tree.items:  # multi-head latent attention: q, k and v come from the latents
+            X = self._embeddings(tokens, case_sensitive, self._get("embeddings"), "embeddings")
+            mla = self._mla(X.shape[1], heads, kv_heads, context is not None)
+            weights: dict[str, np.ndarray | None] = {"X": X}
+            d_k, concat_width = mla.d_k, heads * mla.d_v
+        elif given:
             weights = self._direct(given, heads, kv_heads, L_q, L_k, context_tokens is not None)
         else:
             X = self._embeddings(tokens, case_sensitive, self._get("embeddings"), "embeddings")
             X_kv = None if context is None else self._context_embeddings(context, context_tokens or [], case_sensitive, X.shape[1])
             weights = self._weights(X, X_kv, heads, kv_heads)
-        queries, values = _first(weights, "W_Q", "Q"), _first(weights, "W_V", "V")
-        d_k = queries.shape[1] // heads
-        concat_width = heads * (values.shape[1] // kv_heads)
+        if mla is None:
+            queries, values = _first(weights, "W_Q", "Q"), _first(weights, "W_V", "V")
+            d_k = queries.shape[1] // heads
+            concat_width = heads * (values.shape[1] // kv_heads)
         W_O = self._output_projection(concat_width)
         d_out = W_O.shape[1] if W_O is not None else concat_width
         b_O = self._vector("b_O", d_out, "d_out, the columns of W_O" if W_O is not None else "H·d_v (no W_O given)")
@@ -128,7 +137,7 @@ class _Validator:
             b_O=_frozen(b_O),
             scale=self._scale(d_k),
             mask=mask,
-            rope=self._rope(d_k, max(L_q, L_k)),
+            rope=self._rope(d_k if mla is None else mla.d_r, max(L_q, L_k)),
             bias=self._score_bias(heads, L_q, L_k),
             alibi=self._alibi(heads),
             softcap=self._softcap(),
@@ -136,7 +145,87 @@ class _Validator:
             qk_norm=self._qk_norm(heads, kv_heads, d_k),
             precision=self._int("precision", default=4, minimum=0, maximum=MAX_PRECISION),
             path=self.path,
+            mla=mla,
         )
+
+    def _mla(self, d_model: int, heads: int, kv_heads: int, cross: bool) -> Mla:
+        """`mla:` its latent projections, shapes checked against d_model and the heads; no W_Q, W_K, W_V, Q/K/V or context beside it."""
+        value = self._get("mla")
+        if not isinstance(value, Map):
+            assert value is not None  # the caller saw the key
+            raise self._error(f"found {describe(value)}", "mla", "a mapping of W_DKV, W_KR, W_UK, W_UV, W_UQ, W_QR (and W_DQ, kv_norm, q_norm)", value)
+        _check_keys(value, MLA_KEYS, "mla.")
+        beside = [key for key in ("W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V", "Q", "K", "V") if key in self.tree.items]
+        if beside or cross or kv_heads != heads:
+            key = beside[0] if beside else "context" if cross else "kv_heads"
+            raise self._error(f"`{key}` has no use with `mla`: every head's q, k and v come from the latents", key, "`mla:` without it")
+
+        def matrix(key: str, rows: int, what: str, per_head: bool = False) -> np.ndarray:
+            item = value.items.get(key)
+            if item is None:
+                raise AttnError(f"`mla` needs `{key}`", line=value.line, key=f"mla.{key}", expected=f"a matrix of {rows} rows ({what})")
+            if per_head and isinstance(item, Seq) and item.items and all(isinstance(m, Seq) and m.items and isinstance(m.items[0], Seq) for m in item.items):
+                blocks = [to_matrix(m, f"mla.{key}[{h}]") for h, m in enumerate(item.items, 1)]
+                if len(blocks) != heads or any(b.shape != blocks[0].shape for b in blocks):
+                    raise self._error(f"{len(blocks)} per-head matrices", f"mla.{key}", f"{heads} matrices of one shape, one per head", item)
+                found = np.hstack(blocks)
+            else:
+                found = to_matrix(item, f"mla.{key}")
+            if found.shape[0] != rows or (per_head and found.shape[1] % heads):
+                columns = f" and a multiple of {heads} columns" if per_head else ""
+                raise self._error(f"mla.{key} is {found.shape[0]} × {found.shape[1]}", f"mla.{key}", f"{rows} rows ({what}){columns}", item)
+            return found
+
+        def norm(key: str, size: int) -> Norm | None:
+            item = value.items.get(key)
+            if item is None:
+                return None
+            expected = f"{{weight: [{size} numbers], eps: 1e-6}}"
+            if not isinstance(item, Map):
+                raise self._error(f"found {describe(item)}", f"mla.{key}", expected, item)
+            _check_keys(item, ("weight", "eps"), f"mla.{key}.")
+            weight = np.ones(size) if "weight" not in item.items else to_vector(item.items["weight"], f"mla.{key}.weight")
+            eps = 1e-6 if "eps" not in item.items else to_number(item.items["eps"], f"mla.{key}.eps")
+            if weight.shape != (size,) or not eps >= 0:
+                raise self._error(f"{weight.shape[0]} weights, eps = {eps:g}", f"mla.{key}", expected, item)
+            return Norm(_frozen(weight), float(eps))  # type: ignore[arg-type]
+
+        W_DKV = matrix("W_DKV", d_model, "d_model × d_c")
+        d_c = W_DKV.shape[1]
+        W_DQ = None if "W_DQ" not in value.items else matrix("W_DQ", d_model, "d_model × d_cq")
+        if W_DQ is None and "q_norm" in value.items:
+            raise self._error("`q_norm` normalises the query latent, but no `W_DQ` makes one", "mla.q_norm", "`W_DQ` beside it, or no `q_norm`")
+        q_rows = d_model if W_DQ is None else W_DQ.shape[1]
+        q_what = "d_model" if W_DQ is None else "d_cq, the columns of W_DQ"
+        W_UK = matrix("W_UK", d_c, "d_c, the columns of W_DKV", per_head=True)
+        W_UQ = matrix("W_UQ", q_rows, q_what, per_head=True)
+        if W_UQ.shape[1] != W_UK.shape[1]:
+            raise self._error(
+                f"W_UQ has {W_UQ.shape[1]} columns but W_UK has {W_UK.shape[1]}", "mla.W_UQ", f"{W_UK.shape[1]} columns: H·d_n, as W_UK",
+                value.items["W_UQ"],
+            )
+        W_KR = matrix("W_KR", d_model, "d_model × d_r")
+        W_QR = matrix("W_QR", q_rows, q_what, per_head=True)
+        if W_QR.shape[1] != heads * W_KR.shape[1]:
+            raise self._error(
+                f"W_QR has {W_QR.shape[1]} columns", "mla.W_QR", f"H·d_r = {heads} × {W_KR.shape[1]} columns: each head's part meets k_R",
+                value.items["W_QR"],
+            )
+        mla = Mla(
+            heads=heads,
+            W_DKV=W_DKV,
+            W_KR=W_KR,
+            W_UK=W_UK,
+            W_UV=matrix("W_UV", d_c, "d_c, the columns of W_DKV", per_head=True),
+            W_UQ=W_UQ,
+            W_QR=W_QR,
+            W_DQ=W_DQ,
+            kv_norm=norm("kv_norm", d_c),
+            q_norm=None if W_DQ is None else norm("q_norm", W_DQ.shape[1]),
+        )
+        for array in (mla.W_DKV, mla.W_KR, mla.W_UK, mla.W_UV, mla.W_UQ, mla.W_QR, mla.W_DQ):
+            _frozen(array)
+        return mla
 
     def _checkpoint(self) -> Scenario:
         """`model: FOLDER`, `layer: N` and `sentence: TEXT`: one layer of a local Hugging Face checkpoint."""

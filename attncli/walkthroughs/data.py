@@ -60,8 +60,8 @@ def rounding_json(result: RunResult) -> dict[str, Any] | None:
 def run_json(result: RunResult, wanted: tuple[str, ...], heads: list[int]) -> dict[str, Any]:
     """The attncli.run/1 document; stages left out are simply absent, and so are matrices a scenario does not have."""
     doc: dict[str, Any] = {"schema": RUN_SCHEMA, "scenario": scenario_json(result.scenario)}
-    leading = [row for row in stages.ROWS if not row.per_head and row.stage == "embeddings"]
-    trailing = [row for row in stages.ROWS if not row.per_head and row.stage != "embeddings"]
+    leading = [row for row in stages.ROWS if not row.per_head and row.stage in ("embeddings", "latent")]  # the latents: MLA's shared part
+    trailing = [row for row in stages.ROWS if not row.per_head and row.stage not in ("embeddings", "latent")]
     _add_rows(doc, leading, wanted, result, None)
     doc["heads"] = [_head_json(result, result.head(h), wanted) for h in heads]
     if "output" in wanted:

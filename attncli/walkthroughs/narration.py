@@ -46,7 +46,11 @@ def intro(expl: Explanation) -> list[str]:
         lines.append(f"{quoted(expl.token)} also occurs at position {where}; pick one with --position N.")
     if s.cross:
         lines.append(f"Cross-attention: the query comes from this sentence, the {s.L_k} keys and values from the context.")
-    if s.heads > 1:
+    if s.mla is not None:  # multi-head latent attention: its own account of the head's columns
+        from attncli.walkthroughs import latent
+
+        lines += latent.intro(expl)
+    elif s.heads > 1:
         h, d_k, d_v = expl.head.head, s.d_k, s.d_v
         lines.append(f"Head {h} of {s.heads}: it uses columns {(h - 1) * d_k + 1}–{h * d_k} of W_Q" + (
             f" and W_K and {(h - 1) * d_v + 1}–{h * d_v} of W_V (d_k = {d_k}, d_v = {d_v})." if s.heads == s.G else f" (d_k = {d_k})."))
@@ -72,12 +76,17 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
     """The steps at `p` decimals (decided once, by `numbers.decimals`), written by `w`; `full`: every term, key and matrix."""
     s = expl.scenario
     check = Arithmetic(w, p)
-    out = [_query(expl, p, w, check, full)]
+    if s.mla is not None:  # multi-head latent attention: the query, the latent and the decoupled rotation (walkthroughs/latent.py)
+        from attncli.walkthroughs import latent
+
+        out = latent.before_scores(expl, p, w)
+    else:
+        out = [_query(expl, p, w, check, full)]
     if expl.e is not None and any(key.e is not None for key in expl.keys) and expl.head.W_K is not None:
         out.append(_keys_values(expl, p, w, check, full))
     say = Say(expl, w, p, check, full)
     out += _variant_steps(expl, "norm", say)
-    if s.rope is not None:
+    if s.rope is not None and s.mla is None:
         out.append(_rotation(expl, p, w, full))
     out.append(_dot_products(expl, p, w, check, full))
     if s.scale.mode != "none":
@@ -90,6 +99,8 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
     out += [_exponentials(expl, p, w, check, full), _sum(expl, p, w, check, full), _weights(expl, p, w, check, full)]
     out += _variant_steps(expl, "denominator", say)
     out += [_weighted(expl, p, w, check, full), _output(expl, p, w, check, full)]
+    if s.mla is not None and expl.head.mla is not None:  # the same row the absorbed way, and the cache it needs
+        out.append(latent.absorbed(expl, p, w))
     if s.W_O is not None or s.b_O is not None:
         out.append(_projection(expl, p, w, check, full))
     if expl.online is not None:

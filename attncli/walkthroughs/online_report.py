@@ -158,6 +158,13 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
                          f"{s.rope.offset}, rope.offset): the cached keys keep their turn, and positions simply continue.")
         else:
             intro.append("Under RoPE, step t turns q and k by position t − 1: the cached keys keep their turn, and positions simply continue.")
+    if s.mla is not None:  # multi-head latent attention: the cache is the latent, not the k and v shown
+        intro.append(
+            f"Multi-head latent attention: the cache really holds each token's latent c_KV and rotated shared key k_R′, "
+            f"d_c + d_r = {s.mla.d_c} + {s.mla.d_r} = {s.mla.cached} numbers a token for all {s.heads} heads, against "
+            f"{s.mla.expanded} for every head's k and v; the k and v below are this head's expansion of it (c_KV·W_UK and k_R′, c_KV·W_UV), "
+            "which the absorbed form never writes out."
+        )
     if s.heads != s.G:
         share = s.heads // s.G
         g = dec.kv_head

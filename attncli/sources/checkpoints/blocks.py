@@ -16,6 +16,7 @@ import numpy as np
 from attncli.core import engine
 from attncli.core.scenario import Scale, Scenario
 from attncli.core.variants import LearnedSink, Mask, QkNorm, Rope, SoftCap
+from attncli.core.variants.mla import Mla
 from attncli.errors import AttnError
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -142,9 +143,9 @@ def activate(name: str, x: np.ndarray) -> np.ndarray:
 class AttentionWeights:
     """One layer's self-attention in the row-vector convention: Q = X·W_Q + b_Q, out = concat·W_O + b_O."""
 
-    W_Q: np.ndarray  # (d, H·d_k)
-    W_K: np.ndarray  # (d, G·d_k)
-    W_V: np.ndarray  # (d, G·d_k)
+    W_Q: np.ndarray | None  # (d, H·d_k); None under multi-head latent attention (`mla` makes q, k, v)
+    W_K: np.ndarray | None  # (d, G·d_k)
+    W_V: np.ndarray | None  # (d, G·d_k)
     b_Q: np.ndarray | None  # (H·d_k,)
     b_K: np.ndarray | None  # (G·d_k,)
     b_V: np.ndarray | None  # (G·d_k,)
@@ -160,6 +161,7 @@ class AttentionWeights:
     qk_norm: QkNorm | None = None  # Qwen3, OLMo 2: RMSNorm of q and k before RoPE
     softcap: SoftCap | None = None  # Gemma 2: scaled scores become cap·tanh(s / cap)
     sink: LearnedSink | None = None  # gpt-oss: one logit per head in the softmax's denominator
+    mla: Mla | None = None  # DeepSeek's latent projections (the rope then turns only their decoupled part)
 
     @property
     def mask(self) -> Mask:
@@ -178,6 +180,7 @@ def self_attention(X: np.ndarray, w: AttentionWeights) -> np.ndarray:
         kv_heads=None if w.kv_heads == w.heads else w.kv_heads, scale=Scale("value", w.divisor),
         X=X, W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O, mask=w.mask, rope=w.rope, qk_norm=w.qk_norm,
         softcap=w.softcap, sink_logits=w.sink,
+        mla=w.mla,
     )  # fmt: skip
     seen = _weights_seen.get()
     if seen is None:

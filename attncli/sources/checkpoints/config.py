@@ -16,7 +16,7 @@ from attncli.sources.bounded import JsonLimits
 
 CONFIG_LIMITS = JsonLimits(max_bytes=4 * 1024 * 1024)  # config.json and the shard index: a few kB in real checkpoints
 
-SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral", "bart", "qwen3", "olmo2", "gemma3_text", "gpt_neox", "phi3", "gemma2", "gpt_oss")
+SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral", "bart", "qwen3", "olmo2", "gemma3_text", "gpt_neox", "phi3", "gemma2", "gpt_oss", "deepseek_v3")
 LLAMA_FAMILY = ("llama", "qwen2", "mistral")
 ROPE_KINDS = ("default", "linear", "llama3")
 ACTIVATIONS = (
@@ -52,6 +52,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "phi3": {"layers": 32, "hidden": 3072, "heads": 32, "kv": None, "positions": 4096, "inter": 8192},
     "gemma2": {"layers": 26, "hidden": 2304, "heads": 8, "kv": 4, "positions": 8192, "inter": 9216},
     "gpt_oss": {"layers": 36, "hidden": 2880, "heads": 64, "kv": 8, "positions": 131072, "inter": 2880},
+    "deepseek_v3": {"layers": 61, "hidden": 7168, "heads": 128, "kv": None, "positions": 4096, "inter": 18432},  # MLA keys: deepseek.py
 }
 # families whose config reading lives in their own module (sources/checkpoints/<module>.py: read_config(_Reader))
 _FAMILY_MODULES = {"gpt_neox": "neox", "gemma2": "gemma2", "gpt_oss": "gpt_oss"}

@@ -14,11 +14,13 @@ from typing import Any
 import numpy as np
 
 from attncli.core.variants import LearnedSink, QkNorm, Rope, SoftCap
+from attncli.core.variants.mla import Mla
 from attncli.errors import AttnError, option
 from attncli.sources.arguments import shown_path
 from attncli.sources.checkpoints import (
     bart,
     bert,
+    deepseek,
     gemma2,
     gemma3,
     gpt2,
@@ -42,7 +44,7 @@ __all__ = ["LayerCase", "Tokens", "load_layer", "model_info", "tokenize"]
 
 _ARCHITECTURES = {
     "gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "qwen3": qwen3, "olmo2": olmo2,
-    "gemma3_text": gemma3, "gpt_neox": neox, "phi3": phi3, "gemma2": gemma2, "gpt_oss": gpt_oss,
+    "gemma3_text": gemma3, "gpt_neox": neox, "phi3": phi3, "gemma2": gemma2, "gpt_oss": gpt_oss, "deepseek_v3": deepseek,
 }  # fmt: skip
 ENCODER_DECODERS = ("bart",)  # read a source text and a target text; the layer counts in the stack `attention` names
 
@@ -61,9 +63,9 @@ class LayerCase:
     heads: int
     kv_heads: int
     head_dim: int
-    W_Q: np.ndarray  # (d_model, H·d_k): Q = X·W_Q + b_Q
-    W_K: np.ndarray  # (d_model, G·d_k)
-    W_V: np.ndarray  # (d_model, G·d_k)
+    W_Q: np.ndarray | None  # (d_model, H·d_k): Q = X·W_Q + b_Q; None under multi-head latent attention
+    W_K: np.ndarray | None  # (d_model, G·d_k)
+    W_V: np.ndarray | None  # (d_model, G·d_k)
     b_Q: np.ndarray | None
     b_K: np.ndarray | None
     b_V: np.ndarray | None
@@ -85,6 +87,7 @@ class LayerCase:
     softcap: SoftCap | None = None  # Gemma 2's attn_logit_softcapping
     sink: LearnedSink | None = None  # gpt-oss's learned sinks, one logit per head
     layer_kind: str | None = None  # "sliding" or "global" in a model whose layers differ (Gemma 2, gpt-oss), else None
+    mla: Mla | None = None  # DeepSeek's multi-head latent attention: the latent projections instead of W_Q, W_K, W_V
 
 
 def checkpoint_tokens(
@@ -198,7 +201,7 @@ def load_layer(
         divisor=w.divisor, causal=w.causal, window=w.window, rope=w.rope,
         dtype=inputs.dtype, notes=(*notes, *not_applied_note(not_applied)),
         gguf=None if gguf is None else str(gguf), tokens_from="its tokenizer.json" if gguf is None else "the GGUF metadata",
-        qk_norm=w.qk_norm, softcap=w.softcap, sink=w.sink, layer_kind=_layer_kind(cfg, layer),
+        qk_norm=w.qk_norm, softcap=w.softcap, sink=w.sink, layer_kind=_layer_kind(cfg, layer), mla=w.mla,
     )  # fmt: skip
 
 
@@ -370,8 +373,11 @@ def check_shapes(cfg: ModelConfig, checkpoint: Checkpoint) -> None:
     }
     neox_shapes = {"embed_in.weight": (None, d), "layers.0.attention.query_key_value.weight": (3 * H * d_k, d), "layers.0.mlp.dense_h_to_4h.weight": (inner, d)}
     phi3_shapes = {"embed_tokens.weight": (None, d), "layers.0.self_attn.qkv_proj.weight": ((H + 2 * G) * d_k, d), "layers.0.mlp.gate_up_proj.weight": (2 * inner, d)}
+    deepseek_shapes = {"embed_tokens.weight": (None, d), "layers.0.self_attn.kv_a_proj_with_mqa.weight": (None, d)}
     family_shapes = getattr(_ARCHITECTURES.get(cfg.model_type), "shapes", None)  # a family module may name its own tensors
     probe, prefixes, shapes = {
+        "deepseek_v3": ("embed_tokens.weight", ("model.", ""), deepseek_shapes),
+    }.get(cfg.model_type) or {
         "gpt2": ("wte.weight", ("", "transformer."), gpt2_shapes),
         "bert": ("embeddings.word_embeddings.weight", ("bert.", ""), bert_shapes),
         "bart": ("shared.weight", ("model.", ""), bart_shapes),

@@ -65,6 +65,8 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
         first, last = (head - 1) * case.head_dim + 1, head * case.head_dim
         if case.kv_heads != case.heads:
             notes.append(f"head {head} reads key/value head {kv_head(head, case.heads, case.kv_heads)} of {case.kv_heads}")
+        if case.mla is not None:  # the heads' outputs are d_v wide under multi-head latent attention
+            first, last = (head - 1) * case.mla.d_v + 1, head * case.mla.d_v
         notes.append(f"head {head}'s output meets rows {first}–{last} of W_O")
     return Scenario(
         name=name or f"{folder.name} {_which(case)}" + (f" ({case.layer_kind})" if case.layer_kind else ""),
@@ -93,6 +95,7 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
         word_marks=WORD_MARKS,
         notes=tuple(notes),
         encoder=None if case.causal or case.attention == "cross" else case.model_type + ("'s encoder" if case.attention else ""),
+        mla=case.mla,
     )
 
 

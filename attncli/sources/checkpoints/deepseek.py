@@ -1,0 +1,274 @@
+"""DeepSeek V3: multi-head latent attention, dense first layers, then a mixture of experts.
+
+DeepSeek V2 has the same attention but another router (a softmax over the experts, greedy or group-limited top-k,
+no correction bias), so its config is not read as V3's: it is left out until it has a fixture of its own.
+
+Read against transformers' DeepseekV3Attention, DeepseekV3TopkRouter and DeepseekV3MoE (docs/families.md):
+- attention: q = q_b_proj(RMSNorm(q_a_proj(x))) or q_proj(x), per head [q_nope | q_rope];
+  kv_a_proj_with_mqa(x) = [c | k_rope]; c → kv_a_layernorm → kv_b_proj, per head [k_nope | v]; k_rope is one vector
+  per token for all heads; RoPE on the rope parts only (interleaved pairs with rope_interleave, which give the same
+  dot products as transformers' de-interleaving); scale (nope + rope)^−½. This is core's Mla (core/variants/mla.py):
+  kv_b_proj's per-head blocks are split into W_UK and W_UV, q_b_proj's into W_UQ and W_QR.
+- MLP: dense SwiGLU in layers < first_k_dense_replace; after that the MoE: router logits in float32 (as transformers
+  casts them) → sigmoid; + e_score_correction_bias for the choice only; groups scored by the sum of their top 2;
+  keep topk_group groups (the others' scores set to 0, as masked_fill(…, 0.0)); top-k experts; weights are the
+  sigmoid scores (not the corrected ones), normalised when norm_topk_prob (+1e-20), × routed_scaling_factor; plus
+  the shared experts' MLP on every token.
+Dimension names: L tokens, d hidden, H heads, d_c kv_lora_rank, d_cq q_lora_rank, d_n nope, d_r rope, d_v value, E experts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from attncli.core.variants import Rope
+from attncli.core.variants.mla import Mla, Norm
+from attncli.errors import AttnError
+from attncli.sources.checkpoints.blocks import (
+    AttentionWeights,
+    LayerInputs,
+    Weights,
+    activate,
+    rms_norm,
+    self_attention,
+    storage_note,
+    through,
+)
+from attncli.sources.checkpoints.config import MOST, ModelConfig, read_raw
+from attncli.sources.checkpoints.rope import rope_spec
+from attncli.sources.checkpoints.source import TensorSource
+
+MODEL_TYPES = ("deepseek_v3",)
+
+
+@dataclass(frozen=True)
+class DeepseekConfig:
+    """The keys of config.json only DeepSeek has (transformers' DeepseekV3Config defaults where a key is left out)."""
+
+    q_lora_rank: int | None  # None: one q_proj
+    kv_lora_rank: int
+    nope: int  # qk_nope_head_dim
+    rope: int  # qk_rope_head_dim
+    v_dim: int  # v_head_dim
+    interleave: bool  # rope_interleave
+    experts: int  # n_routed_experts
+    per_token: int  # num_experts_per_tok
+    shared: int  # n_shared_experts
+    groups: int  # n_group
+    top_groups: int  # topk_group
+    dense_layers: int  # first_k_dense_replace
+    moe_inner: int  # moe_intermediate_size
+    scaling: float  # routed_scaling_factor
+    norm_topk: bool  # norm_topk_prob
+
+    @property
+    def cached(self) -> int:
+        """Numbers MLA caches per token and layer: the latent and the rotary key."""
+        return self.kv_lora_rank + self.rope
+
+
+def _count(raw: dict[str, Any], where: str, key: str, default: int | None, *, minimum: int = 1, most: int = MOST["head_dim"]) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= most:
+        raise AttnError(f"found {value!r}", file=where, key=key, expected=f"a whole number from {minimum} to {most:,}")
+    return value
+
+
+def read_deepseek(folder: Any, cfg: ModelConfig) -> DeepseekConfig:
+    """DeepSeek's own config keys, checked (defaults: transformers' DeepseekV3Config)."""
+    raw, where = read_raw(folder)
+    q_lora = raw.get("q_lora_rank", 1536)
+    experts = _count(raw, where, "n_routed_experts", 256, most=MOST["heads"])
+    groups = _count(raw, where, "n_group", 8, most=experts)
+    interleave = raw.get("rope_interleave", True)
+    if not isinstance(interleave, bool):
+        raise AttnError(f"found {interleave!r}", file=where, key="rope_interleave", expected="true or false")
+    norm_topk = raw.get("norm_topk_prob", True)
+    scaling = raw.get("routed_scaling_factor", 2.5)
+    if isinstance(scaling, bool) or not isinstance(scaling, int | float) or not 0 < scaling < 1e6:
+        raise AttnError(f"found {scaling!r}", file=where, key="routed_scaling_factor", expected="a positive number")
+    ds = DeepseekConfig(
+        q_lora_rank=None if q_lora is None else _count(raw, where, "q_lora_rank", None, most=MOST["hidden"]),
+        kv_lora_rank=_count(raw, where, "kv_lora_rank", 512, most=MOST["hidden"]),
+        nope=_count(raw, where, "qk_nope_head_dim", 128),
+        rope=_count(raw, where, "qk_rope_head_dim", 64),
+        v_dim=_count(raw, where, "v_head_dim", 128),
+        interleave=interleave,
+        experts=experts,
+        per_token=_count(raw, where, "num_experts_per_tok", 8, most=experts),
+        shared=_count(raw, where, "n_shared_experts", 1, minimum=0, most=MOST["heads"]),
+        groups=groups,
+        top_groups=_count(raw, where, "topk_group", 4, most=groups),
+        dense_layers=_count(raw, where, "first_k_dense_replace", 3, minimum=0, most=MOST["layers"]),
+        moe_inner=_count(raw, where, "moe_intermediate_size", 2048, most=MOST["inner"]),
+        scaling=float(scaling),
+        norm_topk=bool(norm_topk),
+    )
+    if ds.rope % 2:
+        raise AttnError(f"qk_rope_head_dim {ds.rope} is odd", file=where, key="qk_rope_head_dim", expected="an even size (RoPE turns pairs)")
+    if experts % groups or experts // groups < 2:
+        raise AttnError(f"{experts} experts in {groups} groups", file=where, key="n_group", expected="groups of at least 2 experts each")
+    return ds
+
+
+def _rope(cfg: ModelConfig, ds: DeepseekConfig) -> Rope:
+    """RoPE on the d_r rope part: the config's frequencies for heads of d_r, interleaved pairs with rope_interleave."""
+    assert cfg.rope is not None
+    spec = rope_spec(cfg.rope, ds.rope)
+    if not ds.interleave:
+        return spec
+    return Rope(theta=spec.theta, style="interleaved", inv_freq=spec.inv_freq, scaling=spec.scaling)
+
+
+def _attention(cfg: ModelConfig, ds: DeepseekConfig, w: Weights, index: int, rope: Rope) -> AttentionWeights:
+    """Layer `index`'s MLA as core's Mla (each nn.Linear stored (out, in), turned to (in, out)) and its W_O."""
+    d, H, d_n, d_r, d_v, d_c = cfg.hidden_size, cfg.heads, ds.nope, ds.rope, ds.v_dim, ds.kv_lora_rank
+    p = f"layers.{index}.self_attn."
+    eps = cfg.norm_eps
+    if ds.q_lora_rank is None:
+        W_DQ, q_norm = None, None
+        W_q = w.get(p + "q_proj.weight", (H * (d_n + d_r), d)).T  # (d, H·(d_n + d_r))
+    else:
+        W_DQ = w.get(p + "q_a_proj.weight", (ds.q_lora_rank, d)).T  # (d, d_cq)
+        q_norm = Norm(w.get(p + "q_a_layernorm.weight", (ds.q_lora_rank,)), eps)
+        W_q = w.get(p + "q_b_proj.weight", (H * (d_n + d_r), ds.q_lora_rank)).T  # (d_cq, H·(d_n + d_r))
+    W_kv_a = w.get(p + "kv_a_proj_with_mqa.weight", (d_c + d_r, d)).T  # (d, d_c + d_r)
+    W_kv_b = w.get(p + "kv_b_proj.weight", (H * (d_n + d_v), d_c)).T  # (d_c, H·(d_n + d_v))
+    q_blocks = W_q.reshape(W_q.shape[0], H, d_n + d_r)  # per head [nope | rope]
+    kv_blocks = W_kv_b.reshape(d_c, H, d_n + d_v)  # per head [k_nope | v]
+    mla = Mla(
+        heads=H,
+        W_DKV=np.ascontiguousarray(W_kv_a[:, :d_c]),
+        W_KR=np.ascontiguousarray(W_kv_a[:, d_c:]),
+        W_UK=np.ascontiguousarray(kv_blocks[:, :, :d_n].reshape(d_c, H * d_n)),
+        W_UV=np.ascontiguousarray(kv_blocks[:, :, d_n:].reshape(d_c, H * d_v)),
+        W_UQ=np.ascontiguousarray(q_blocks[:, :, :d_n].reshape(-1, H * d_n)),
+        W_QR=np.ascontiguousarray(q_blocks[:, :, d_n:].reshape(-1, H * d_r)),
+        W_DQ=W_DQ,
+        kv_norm=Norm(w.get(p + "kv_a_layernorm.weight", (d_c,)), eps),
+        q_norm=q_norm,
+    )
+    W_O = w.get(p + "o_proj.weight", (d, H * d_v)).T  # (H·d_v, d)
+    return AttentionWeights(
+        W_Q=None, W_K=None, W_V=None, b_Q=None, b_K=None, b_V=None, W_O=W_O, b_O=None,
+        heads=H, kv_heads=H, head_dim=d_n + d_r, divisor=math.sqrt(d_n + d_r), causal=True, window=None, rope=rope, mla=mla,
+    )  # fmt: skip
+
+
+def _swiglu(cfg: ModelConfig, w: Weights, prefix: str, x: np.ndarray, inner: int) -> np.ndarray:
+    """(L, d) down(act(gate(x))·up(x))."""
+    d = cfg.hidden_size
+    hidden = activate(cfg.activation, w.product(prefix + "gate_proj.weight", x, (inner, d)))  # (L, inner)
+    hidden *= w.product(prefix + "up_proj.weight", x, (inner, d))  # (L, inner)
+    out: np.ndarray = w.product(prefix + "down_proj.weight", hidden, (d, inner))  # (L, d)
+    return out
+
+
+def route(ds: DeepseekConfig, logits: np.ndarray, bias: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(L, k) the experts each token uses and (L, k) their weights, from float32 router logits (L, E), as transformers chooses them."""
+    logits32 = logits.astype(np.float32)
+    scores = (np.float32(1) / (np.float32(1) + np.exp(-logits32))).astype(np.float32)  # (L, E) sigmoid, float32
+    choice = scores + (np.zeros(ds.experts, np.float32) if bias is None else bias.astype(np.float32))  # (L, E)
+    per_group = choice.reshape(len(choice), ds.groups, ds.experts // ds.groups)  # (L, groups, E/groups)
+    group_scores = np.sort(per_group, axis=2)[:, :, -2:].sum(axis=2)  # (L, groups) sum of each group's top 2
+    kept_groups = np.argsort(-group_scores, axis=1, kind="stable")[:, : ds.top_groups]  # (L, topk_group)
+    keep = np.zeros_like(group_scores, dtype=bool)
+    np.put_along_axis(keep, kept_groups, True, axis=1)
+    masked = np.where(np.repeat(keep, ds.experts // ds.groups, axis=1), choice, np.float32(0.0))  # (L, E) masked_fill(…, 0.0)
+    chosen = np.argsort(-masked, axis=1, kind="stable")[:, : ds.per_token]  # (L, k)
+    weights = np.take_along_axis(scores, chosen, axis=1).astype(np.float32)  # (L, k) the scores, not the corrected ones
+    if ds.norm_topk:
+        weights = (weights / (weights.sum(axis=1, keepdims=True) + np.float32(1e-20))).astype(np.float32)
+    weights = (weights * np.float32(ds.scaling)).astype(np.float32)
+    return chosen, weights.astype(np.float64)
+
+
+def _moe(cfg: ModelConfig, ds: DeepseekConfig, w: Weights, index: int, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(L, d) the MoE block's output (routed experts, weighted, + the shared experts), and (L, k) each token's experts."""
+    p = f"layers.{index}.mlp."
+    d, L = cfg.hidden_size, x.shape[0]
+    gate = w.get(p + "gate.weight", (ds.experts, d))  # (E, d)
+    logits = x.astype(np.float32) @ gate.astype(np.float32).T  # (L, E) in float32, as transformers computes the router
+    bias = w.get(p + "gate.e_score_correction_bias", (ds.experts,)) if w.has(p + "gate.e_score_correction_bias") else None
+    chosen, weights = route(ds, logits, bias)
+    out = np.zeros((L, d))  # (L, d)
+    for expert in np.unique(chosen):
+        tokens, slot = np.nonzero(chosen == expert)  # the tokens that use this expert, and where in their top-k
+        out[tokens] += weights[tokens, slot][:, None] * _swiglu(cfg, w, f"{p}experts.{int(expert)}.", x[tokens], ds.moe_inner)
+    if ds.shared:
+        out += _swiglu(cfg, w, p + "shared_experts.", x, ds.moe_inner * ds.shared)
+    return out, chosen
+
+
+def _layer(cfg: ModelConfig, ds: DeepseekConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) -> tuple[np.ndarray, np.ndarray | None]:
+    """(L, d) the residual after layer `index`, and (L, k) the experts each token used (None in a dense layer)."""
+    p = f"layers.{index}."
+    d = cfg.hidden_size
+    X = rms_norm(h, w.get(p + "input_layernorm.weight", (d,)), cfg.norm_eps)  # (L, d)
+    h = h + self_attention(X, _attention(cfg, ds, w, index, rope))  # (L, d)
+    x = rms_norm(h, w.get(p + "post_attention_layernorm.weight", (d,)), cfg.norm_eps)  # (L, d)
+    if index < ds.dense_layers:
+        return h + _swiglu(cfg, w, p + "mlp.", x, cfg.intermediate_size), None
+    out, chosen = _moe(cfg, ds, w, index, x)
+    return h + out, chosen
+
+
+def forward(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layers: int) -> tuple[np.ndarray, list[np.ndarray | None]]:
+    """(L, d) the residual after the first `layers` layers, and each layer's (L, k) experts per token (None: dense)."""
+    ds = read_deepseek(checkpoint.folder, cfg)
+    w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", ""))
+    rope = _rope(cfg, ds)
+    h = w.rows("embed_tokens.weight", ids, cfg.hidden_size)  # (L, d)
+    experts: list[np.ndarray | None] = []
+    for index in range(layers):
+        h, chosen = _layer(cfg, ds, w, index, h, rope)
+        experts.append(chosen)
+    return h, experts
+
+
+def _experts_note(experts: list[np.ndarray | None], ds: DeepseekConfig) -> list[str]:
+    """'layer 2 (MoE): token 1 used experts 3, 1; token 2 …' for each earlier MoE layer, experts counted from 1."""
+    notes = []
+    for layer, chosen in enumerate(experts, 1):
+        if chosen is None:
+            continue
+        per_token = "; ".join(f"token {t} → {', '.join(str(int(e) + 1) for e in row)}" for t, row in enumerate(chosen, 1))
+        notes.append(f"layer {layer} MoE, experts each token used ({ds.per_token} of {ds.experts}, counted from 1: mlp.experts.0 is 1; "
+                     f"+ {ds.shared} shared): {per_token}")
+    return notes
+
+
+def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
+    """X = input_layernorm of the residual entering `layer` (from 1), and that layer's MLA weights."""
+    ds = read_deepseek(checkpoint.folder, cfg)
+    w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", ""))
+    h, experts = forward(cfg, checkpoint, ids, layer - 1)
+    index = layer - 1
+    X = rms_norm(h, w.get(f"layers.{index}.input_layernorm.weight", (cfg.hidden_size,)), cfg.norm_eps)  # (L, d)
+    rope = _rope(cfg, ds)
+    attention = _attention(cfg, ds, w, index, rope)
+    mla = attention.mla
+    assert mla is not None
+    name = "kv_a_proj_with_mqa.weight"
+    dtype = w.dtype(f"layers.{index}.self_attn.{name}")
+    dense = f"dense MLP in layers 1–{ds.dense_layers}" if ds.dense_layers else "no dense layers"
+    queries = "q = q_proj(x)" if ds.q_lora_rank is None else f"q = q_b_proj(RMSNorm(q_a_proj(x))), query latent d_cq = {ds.q_lora_rank}"
+    notes = (
+        f"X = input_layernorm (RMSNorm) of the residual entering layer {layer}: token embeddings{through(layer)}",
+        f"multi-head latent attention: {queries}; kv_a_proj_with_mqa(x) = [latent ({ds.kv_lora_rank}) | shared rotary key "
+        f"({ds.rope})], latent → kv_a_layernorm → kv_b_proj = per head [k_nope ({ds.nope}) | v ({ds.v_dim})]",
+        f"RoPE ({'interleaved pairs' if ds.interleave else 'rotate-half'}) on the {ds.rope} rotary numbers of q and k only: θ = {rope.theta:g}"
+        + (f", {rope.scaling}" if rope.scaling else ""),
+        f"KV cache per token and layer: {mla.cached} numbers (latent + rotary key) against {mla.expanded} expanded",
+        f"scores divided by √(d_n + d_r) = √{ds.nope + ds.rope} = {attention.divisor:g}",
+        "causal mask: each token sees itself and the tokens before it",
+        f"{dense}, then mixture of experts (sigmoid router in float32, {ds.per_token} of {ds.experts} experts, "
+        f"{ds.top_groups} of {ds.groups} groups, × {ds.scaling:g}, {ds.shared} shared)",
+        *_experts_note(experts, ds),
+        storage_note(dtype),
+    )
+    return LayerInputs(X=X, attention=attention, dtype=dtype, notes=notes)
