@@ -33,7 +33,7 @@ def text(words: str) -> str:
 
 
 def comment(words: str) -> str:
-    """A % comment line, in ASCII that nothing can end early (see `attncli.document.escape.latex_comment`)."""
+    """A % comment line, in plain UTF-8 that nothing can end early (see `attncli.document.escape.latex_comment`)."""
     return "% " + escape.latex_comment(words)
 
 
