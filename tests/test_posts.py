@@ -117,3 +117,13 @@ def test_a_wide_label_leaves_the_first_row_in_its_column(first, latex_tools, tmp
     for column in range(2):
         rights = [edges[texmatrix.number(float(data[r, column]), 2).replace("-", "−")] for r in range(3)]
         assert max(rights) - min(rights) < 0.3, (column, rights)
+
+
+def test_twelve_heads_side_by_side_compile(cli, latex_tools, tmp_path):
+    """GPT-2's 12 heads: C = [O⁽¹⁾ … O⁽¹²⁾] is an array, since amsmath's bmatrix stops pdflatex at 10 columns."""
+    scenario = tmp_path / "twelve.yaml"
+    scenario.write_text(cli("scenarios", "new", "a b c", "--d-model", "24", "--heads", "12", "--seed", "1").stdout, encoding="utf-8")
+    result = cli("run", str(scenario), "--stages", "output", "--format", "latex", "--standalone")
+    assert r"C = \left[\begin{array}{cccccccccccc} O^{(1)}" in result.stdout
+    text = renderers.pdf_text(renderers.pdflatex(result.stdout, tmp_path / "tex"))
+    assert "Heads side by side" in text

@@ -128,8 +128,11 @@ def equation(view: Matrix, s: Scenario, *, shifted: bool, masked_shown: bool = T
     if key == "weights":
         argument = (n("M") if masked_shown else masked) if s.mask.hides_anything else logits
         return rf"{n('A')} = \operatorname{{softmax}}\left({argument}\right)"
-    if key == "concat":
-        return "C = " + r"\begin{bmatrix} " + r" & ".join(Notation(h, True)("O") for h in range(1, s.heads + 1)) + r" \end{bmatrix}"
+    if key == "concat":  # amsmath's bmatrix stops at 10 columns (GPT-2 has 12 heads): an array beyond
+        heads = r" & ".join(Notation(h, True)("O") for h in range(1, s.heads + 1))
+        if s.heads <= 10:
+            return r"C = \begin{bmatrix} " + heads + r" \end{bmatrix}"
+        return r"C = \left[\begin{array}{" + "c" * s.heads + "} " + heads + r" \end{array}\right]"
     if key == "final":
         source = "C" if s.heads > 1 else "O"
         return "Y = " + (rf"{source} W_O" if s.W_O is not None else source) + (" + b_O" if s.b_O is not None else "")
