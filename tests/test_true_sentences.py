@@ -86,11 +86,13 @@ def test_a_formula_names_no_m_that_stages_left_out(cli):
 
 
 def test_a_checkpoint_row_is_a_hidden_state_not_an_embedding(cli):
-    """A checkpoint's layer input is a normed hidden state: x(token), never 'embedding e(token)'."""
+    """A checkpoint's layer input is a hidden state: x(token), never 'embedding e(token)'; run's table says so too."""
     result = cli("explain", "--model", str(GPT2), "--layer", "2", "--sentence", "cats and dogs", "--word", "and")
     text = " ".join(result.stdout.split())
     assert "x(␣and) = [" in text and "q = x·W_Q" in text and "hidden state x" in text
     assert "e(␣and)" not in text and "embedding" not in text
+    table = cli("run", "--model", str(GPT2), "--layer", "2", "--sentence", "cats and dogs", "--stages", "embeddings").stdout
+    assert "Hidden states (what enters the attention)  X" in table and "Embeddings" not in table
 
 
 def test_a_built_in_row_is_still_an_embedding(cli):

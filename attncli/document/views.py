@@ -59,6 +59,8 @@ def _view(result: RunResult, row: Row, head: HeadResult | None) -> MatrixView | 
     number = None if not several else (head.kv_head if row.kv and s.heads != s.G else head.head)  # type: ignore[union-attr]
     unicode, tex = Notation(number), Notation(number, tex=True)
     title = row.title
+    if row.key in ("X", "X_kv") and s.word_marks:  # a checkpoint's layer: hidden states (its notes say which), not embeddings
+        title = "Hidden states (what enters the attention)"
     if row.kv and head is not None and s.heads != s.G:
         title += f" (key/value head {head.kv_head} of {s.G})"
     matrix = np.atleast_2d(data)

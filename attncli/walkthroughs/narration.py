@@ -156,7 +156,7 @@ def _matrix_lines(w: Writer, name: str, matrix: np.ndarray, p: int) -> list[Line
 
 
 def _row_symbol(s: Scenario) -> str:
-    """What a token's row of X is called: e, its embedding; x for a checkpoint, whose rows are a layer's normed hidden states."""
+    """What a token's row of X is called: e, its embedding; x for a checkpoint, whose rows are hidden states entering a layer's attention."""
     return "x" if s.word_marks else "e"  # word_marks: a real tokenizer's, i.e. a checkpoint's layer
 
 
@@ -260,7 +260,7 @@ def _keys_values(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: 
                                                        name=f"k({key.label})")))  # fmt: skip
         lines.append(Line(w.of("v", label), _projected(w, check, key.e, head.W_V, head.b_V, key.v, p, full, symbol=kv("W_V"),
                                                        name=f"v({key.label})")))  # fmt: skip
-    row = "hidden state x (the layer's input, after its norm)" if e == "x" else "embedding e"
+    row = "hidden state x (what enters this layer's attention)" if e == "x" else "embedding e"
     notes = [f"Each key word's {row} gives its key k = {e}·W_K{' + b_K' if head.b_K is not None else ''} and its value "
              f"v = {e}·W_V{' + b_V' if head.b_V is not None else ''}."]  # fmt: skip
     if not all(_small(m, full) for m in (head.W_K, head.W_V)):
