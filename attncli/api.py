@@ -590,7 +590,7 @@ def render_explain(expl: Explanation, options: Options) -> Document:
     if fmt is Format.markdown:
         from attncli.formats import markdown
 
-        return markdown.explain_markdown(expl, intro, steps, precision=precision, heading_level=options.heading_level)
+        return markdown.explain_markdown(expl, intro, steps, precision=precision, heading_level=options.heading_level, full=options.full)
     if fmt is Format.latex:
         from attncli.formats import latex
 

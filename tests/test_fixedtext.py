@@ -29,7 +29,9 @@ def reference_matrix(data, *, precision, rows=None, cols=None, extra=()):
     body_rows = []
     for r, row in enumerate(cells):
         if heads is not None and r == 0:
-            row = [rf"\smash[t]{{\overset{{\hphantom{{\textstyle {head}}}}}{{{{{cell}}}}}}}" for head, cell in zip(heads, row)]
+            # as wide as the label or the number, the number flush right: kerned back by its width (digits 0.5em, − 0.7778em)
+            row = [rf"\hphantom{{\overset{{\textstyle {head}}}{{{cell}}}}}\kern-{texmatrix._tex_width(cell):.4f}em {{{cell}}}"
+                   for head, cell in zip(heads, row)]  # fmt: skip
         if row_heads is not None:
             row[0] += rf"\vphantom{{{row_heads[r]}}}"
         body_rows.append(" & ".join(row))

@@ -27,7 +27,8 @@ from tests import renderers
 # Tokens that broke or misprinted somewhere (issues 11 and 12), and the characters that do most harm.
 AWKWARD = ["<eos>", "<|endoftext|>", "a_b", "50%", "R&D", "café", "*x*", "[bold]x[/]", "[/]", "x^2", "~y", "#1", "- x",
            "1. x", "$$x$$", "\\begin{x}", "{}", "a--b", "''q''", "`c`", ":smile:", "=1+1", "@SUM(A1)", "\x1b[31mred",
-           "a\nb\rc\td", "\u202eevil", "\u2028", "\ufffe", "a\\", " lead", "trail ", "two  spaces", "中文", "😀", "é", "Ǆ"]  # fmt: skip
+           "a\nb\rc\td", "\u202eevil", "\u2028", "\ufffe", "a\\", " lead", "trail ", "two  spaces", "中文", "😀", "é", "Ǆ",
+           "␣and", "␣"]  # fmt: skip
 SPECIALS = list("\\{}$&%#^_~<>|`'\"*[]-:!?.,@=+() \t\n\r\x00\x1b\x7f\x85\u00a0\u200b\u200e\u202e\u2028\u2066\ufeff\ufffeéÉßœ–’…中😀")
 TOKENS = st.text(st.one_of(st.sampled_from(SPECIALS), st.characters(exclude_categories=())), min_size=1, max_size=12)
 
@@ -76,7 +77,7 @@ def test_any_token_reads_back_from_every_python_side_format(token):
     assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")) or re.fullmatch(r"[+-]?[\d.]+(?:[eE][+-]?\d+)?", cell)
 
     comment = escape.latex_comment(token)
-    assert comment.isascii() and comment.isprintable()
+    assert comment == escape.visible(token) and not set(comment) & set("\n\r\x0b\x0c\x85\u2028\u2029")  # one line
 
 
 def test_csv_guard_applies_to_text_and_leaves_numbers_alone():
@@ -91,10 +92,10 @@ def test_markdown_of_the_awkward_tokens_is_readable():
         "&lt;eos&gt;", "&lt;&#124;endoftext&#124;&gt;", "a\\_b", "50%", "R&amp;D", "\\*x\\*", "\\[bold\\]x\\[/\\]", "\\- x", "1\\. x"]  # fmt: skip
 
 
-def test_latex_comment_is_one_ascii_line():
-    """Accents are dropped, symbols spelled out, other characters written \\uXXXX; no line break survives."""
-    assert escape.latex_comment("café – x × y\n\\input{evil}") == r"cafe - x x y\n\input{evil}"
-    assert escape.latex_comment("中😀") == r"\u4e2d\U0001f600"
+def test_latex_comment_is_one_utf8_line():
+    """A comment is plain UTF-8 as a reader wrote it (never \\u00f7 for ÷); no line break survives."""
+    assert escape.latex_comment("café – x × y ÷ ␣and\n\\input{evil}") == r"café – x × y ÷ ␣and\n\input{evil}"
+    assert escape.latex_comment("中😀") == "中😀"
 
 
 def test_latex_pieces_for_the_awkward_tokens():

@@ -11,7 +11,7 @@ reading back. Then each format escapes its own specials:
 - `html`, `xml`: HTML and XML text and attribute values;
 - `latex`: math-mode TeX for pdflatex (OT1 or T1), KaTeX (strict) and MathJax 3;
 - `latex_text`: text-mode TeX for prose, which a Markdown post also shows as text;
-- `latex_comment`: the rest of a `%` comment line, in ASCII;
+- `latex_comment`: the rest of a `%` comment line, in UTF-8;
 - `csv_cell`: a text cell of a CSV file, with the spreadsheet formula guard.
 """
 
@@ -111,6 +111,7 @@ _LATEX_SYMBOLS = {
     "\\": r"{\backslash}", "{": r"{\{}", "}": r"{\}}", "$": r"{\$}", "&": r"{\&}", "%": r"{\%}", "#": r"{\#}",
     "_": r"{\_}", "^": r"{\hat{\ }}", "~": r"{\sim}",
     "<": "{<}", ">": "{>}", "|": "{|}",  # in text, OT1 prints these as ¡ ¿ —
+    "␣": r"{\sqcup}",  # a real tokenizer's leading space (GPT-2's Ġ, Llama's ▁): \textvisiblespace is neither KaTeX's nor MathJax's
 }  # fmt: skip
 _LIGATURES = {"--", "''", "``", ",,", "!`", "?`"}  # pairs that TeX or KaTeX would join into one glyph
 _TEXT_ASCII = frozenset(chr(c) for c in range(0x21, 0x7F)) - set(_LATEX_SYMBOLS)
@@ -122,7 +123,8 @@ def latex(s: str) -> str:
     Letters, digits and punctuation go in `\text{…}` runs; TeX's specials and `< > |` are math
     symbols (`{\_}`, `{<}`), since MathJax shows `\text{\_}` literally; outer and repeated
     spaces are `\text{ }` each; characters a plain
-    pdflatex document cannot print are written `\mathtt{U{+}4E2D}`. Runs are split where TeX
+    pdflatex document cannot print are written `\mathtt{U{+}4E2D}`; a tokenizer's ␣ (a leading space) is
+    `{\sqcup}`, which all three print. Runs are split where TeX
     would make a ligature (`--`, `''`). A dollar is `{\$}`, so no `$$` that a page's math finder
     would take for a delimiter ever appears.
     """
@@ -173,7 +175,7 @@ _PROSE_MATH = {
     "Σ": r"\Sigma", "Δ": r"\Delta", "Θ": r"\Theta", "Λ": r"\Lambda", "Π": r"\Pi", "Φ": r"\Phi", "Ω": r"\Omega",
     "α": r"\alpha", "β": r"\beta", "γ": r"\gamma", "δ": r"\delta", "ε": r"\varepsilon", "η": r"\eta", "θ": r"\theta",
     "λ": r"\lambda", "μ": r"\mu", "π": r"\pi", "ρ": r"\rho", "σ": r"\sigma", "τ": r"\tau", "φ": r"\varphi",
-    "ω": r"\omega",
+    "ω": r"\omega", "␣": r"\sqcup", "⌊": r"\lfloor", "⌋": r"\rfloor", "⌈": r"\lceil", "⌉": r"\rceil",
 }  # fmt: skip
 _SUPERSCRIPTS = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁽⁾⁺⁻ⁱⁿ", "0123456789()+-in"))
 _SUBSCRIPTS = dict(zip("₀₁₂₃₄₅₆₇₈₉₍₎₊₋", "0123456789()+-"))
@@ -227,31 +229,13 @@ def latex_text(s: str) -> str:
     return "".join(out)
 
 
-_COMMENT_WORDS = {
-    "×": "x", "·": ".", "−": "-", "–": "-", "—": "--", "‘": "'", "’": "'", "“": '"', "”": '"', "…": "...",
-    "∞": "inf", "√": "sqrt", "Σ": "Sum", "ᵀ": "^T", "≈": "~", "→": "->", "←": "<-", "ß": "ss", "æ": "ae", "Æ": "AE",
-    "ø": "o", "Ø": "O", "œ": "oe", "Œ": "OE", "ł": "l", "Ł": "L", "đ": "d", "Đ": "D", "þ": "th", "Þ": "Th", "ð": "d",
-}  # fmt: skip
-
-
 def latex_comment(s: str) -> str:
-    r"""The rest of a `%` comment line showing s in printable ASCII: accents dropped, other characters as `\u4e2d`.
+    r"""The rest of a `%` comment line showing `visible(s)` as plain UTF-8 (÷, ␣, café as they are, never `\u00f7`).
 
-    It holds no line break, so nothing after it on the line (and nothing in s) can leave the comment.
+    pdflatex skips a comment's characters unread, so any printable character may stand there;
+    it holds no line break, so nothing after it on the line (and nothing in s) can leave the comment.
     """
-    out = []
-    for c in visible(s):
-        if " " <= c <= "~":
-            out.append(c)
-        elif c in _COMMENT_WORDS:
-            out.append(_COMMENT_WORDS[c])
-        else:
-            base = "".join(b for b in unicodedata.normalize("NFKD", c) if not unicodedata.combining(b))
-            if base and all(" " <= b <= "~" for b in base):
-                out.append(base)
-            else:
-                out.append(f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}")
-    return "".join(out)
+    return visible(s)
 
 
 # -- CSV -------------------------------------------------------------------------------------------

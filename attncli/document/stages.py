@@ -280,9 +280,11 @@ def _masked(n: Notation, s: Scenario, h: HeadResult | None) -> str:
 
 
 def _exp(n: Notation, s: Scenario, h: HeadResult | None) -> str:
+    # what the exponential is taken of: the masked scores, or with no mask hiding anything, the scores as they are
+    argument = (r"\text{masked}" if n.tex else "masked") if s.mask.hides_anything else _logits(n, s, h)
     if h is not None and h.shift.any():  # some row's scores were too large for plain e^x
-        return f"{n('E')} = " + (r"\exp(\text{masked} - \text{shift})" if n.tex else "exp(masked − shift)")
-    return f"{n('E')} = " + (r"\exp(\text{masked})" if n.tex else "exp(masked)")
+        return f"{n('E')} = " + (rf"\exp({argument} - \text{{shift}})" if n.tex else f"exp({argument} − shift)")
+    return f"{n('E')} = " + (rf"\exp({argument})" if n.tex else f"exp({argument})")
 
 
 def _weights(n: Notation, s: Scenario, h: HeadResult | None) -> str:

@@ -37,6 +37,10 @@ def views(result: RunResult, wanted: tuple[str, ...], heads: list[int]) -> list[
     for h in heads:
         out += [v for row in per_head if (v := _view(result, row, result.head(h))) is not None]
     out += [v for row in trailing if (v := _view(result, row, None)) is not None]
+    if "masked" not in wanted:  # E and A name no M that is not shown: they say mask(…) themselves
+        s = result.scenario
+        out = [replace(v, equation=equation(v, s, shifted=any(name == "shift" for name, _ in v.extra), masked_shown=False))
+               if v.key in ("exp", "weights") else v for v in out]  # fmt: skip
     return out
 
 
@@ -55,6 +59,8 @@ def _view(result: RunResult, row: Row, head: HeadResult | None) -> MatrixView | 
     number = None if not several else (head.kv_head if row.kv and s.heads != s.G else head.head)  # type: ignore[union-attr]
     unicode, tex = Notation(number), Notation(number, tex=True)
     title = row.title
+    if row.key in ("X", "X_kv") and s.word_marks:  # a checkpoint's layer: hidden states (its notes say which), not embeddings
+        title = "Hidden states (what enters the attention)"
     if row.kv and head is not None and s.heads != s.G:
         title += f" (key/value head {head.kv_head} of {s.G})"
     matrix = np.atleast_2d(data)
@@ -102,7 +108,7 @@ def _logits(n: Notation, s: Scenario) -> str:
     return scaled + (f" + {n('B')}" if s.has_bias else "")
 
 
-def equation(view: Matrix, s: Scenario, *, shifted: bool) -> str:
+def equation(view: Matrix, s: Scenario, *, shifted: bool, masked_shown: bool = True) -> str:
     r"""The left-hand side of a view's equation, symbol first: `S = QK^\top`, `M = \operatorname{mask}(…)`, `Y = C W_O + b_O`."""
     n = Notation(view.head, tex=True)
     key = view.key
@@ -117,14 +123,18 @@ def equation(view: Matrix, s: Scenario, *, shifted: bool) -> str:
         return logits
     if key == "masked":
         return rf"{n('M')} = \operatorname{{mask}}\left({logits}\right)"
+    masked = rf"\operatorname{{mask}}\left({logits}\right)"
     if key == "exp":
-        argument = n("M") if s.mask.hides_anything else logits
+        argument = (n("M") if masked_shown else masked) if s.mask.hides_anything else logits
         return rf"{n('E')} = \exp\left({argument}" + (r" - m" if shifted else "") + r"\right)"
     if key == "weights":
-        argument = n("M") if s.mask.hides_anything else logits
+        argument = (n("M") if masked_shown else masked) if s.mask.hides_anything else logits
         return rf"{n('A')} = \operatorname{{softmax}}\left({argument}\right)"
-    if key == "concat":
-        return "C = " + r"\begin{bmatrix} " + r" & ".join(Notation(h, True)("O") for h in range(1, s.heads + 1)) + r" \end{bmatrix}"
+    if key == "concat":  # amsmath's bmatrix stops at 10 columns (GPT-2 has 12 heads): an array beyond
+        heads = r" & ".join(Notation(h, True)("O") for h in range(1, s.heads + 1))
+        if s.heads <= 10:
+            return r"C = \begin{bmatrix} " + heads + r" \end{bmatrix}"
+        return r"C = \left[\begin{array}{" + "c" * s.heads + "} " + heads + r" \end{array}\right]"
     if key == "final":
         source = "C" if s.heads > 1 else "O"
         return "Y = " + (rf"{source} W_O" if s.W_O is not None else source) + (" + b_O" if s.b_O is not None else "")
@@ -132,16 +142,16 @@ def equation(view: Matrix, s: Scenario, *, shifted: bool) -> str:
 
 
 def remarks(view: Matrix, s: Scenario, *, shifted: bool) -> tuple[str, ...]:
-    """Plain sentences about a matrix beyond its formula: what the mask did, the divisor, how the weights are made, the shift."""
+    """Sentences about a matrix beyond its formula (what the mask did, the divisor, how the weights are made, the shift), in Unicode prose."""
     out = []
     if view.key == "masked":
-        out.append("the mask sets the hidden scores to -infinity: " + s.mask.describe())
+        out.append("the mask sets the hidden scores to −∞: " + s.mask.describe())
     if view.key == "scaled" and s.scale.mode == "sqrt_dk":
-        out.append(f"sqrt(d_k) = sqrt({s.d_k}) = {s.scale.divisor:.6g}")
+        out.append(f"√d_k = √{s.d_k} = {s.scale.divisor:.6g}")
     if view.key == "weights":
-        out.append("each row of E divided by its sum: A_ij = E_ij / Sigma_i")
+        out.append("each row of E divided by its sum: A_ij = E_ij / Σ_i")
         if s.sink_logits is not None:
-            out.append("Sigma_i includes e^sink, a learned sink with no value: the row's weights sum to 1 - sink_i")
+            out.append("Σ_i includes e^sink, a learned sink with no value: the row's weights sum to 1 − sink_i")
     if shifted:
         out.append("m: each row's shift (its largest score), which cancels in the softmax")
     return tuple(out)

@@ -1,6 +1,7 @@
 r"""LaTeX: a sequence of `$$ … $$` display blocks that KaTeX, MathJax and pdflatex all render, or a whole article.
 
-Only comment lines (`%`), blank lines and (in explain) text paragraphs stand between the blocks. Each block is an equation
+Only blank lines and text paragraphs (titles, settings, remarks, explain's narration) stand between the blocks, no `%`
+comment, so a fragment pasted into a Markdown post shows text where text belongs. Each block is an equation
 with its symbol on the left and its matrix on the right, the matrix labelled with the tokens
 (rows and columns) by `texmatrix`, at any width. Tokens go through `escape.latex`, so `<eos>`,
 `a_b`, `50%` or `café` print as written. A fragment needs amsmath (pdflatex) and nothing in
@@ -32,7 +33,7 @@ def text(words: str) -> str:
 
 
 def comment(words: str) -> str:
-    """A % comment line, in ASCII that nothing can end early (see `attncli.document.escape.latex_comment`)."""
+    """A % comment line, in plain UTF-8 that nothing can end early (see `attncli.document.escape.latex_comment`)."""
     return "% " + escape.latex_comment(words)
 
 
@@ -49,13 +50,18 @@ def _token_axes(view: MatrixView) -> tuple[bool, bool]:
 
 
 def view_lines(view: MatrixView, *, precision: int, standalone: bool = False) -> Iterator[str | bytes]:
-    """Comment lines and display blocks of one view: its equation, split into blocks of at most MAX_ROWS × MAX_COLS.
+    r"""A view's title and remarks as text (`\subsection*` in the article), then its equation's display blocks of at most MAX_ROWS × MAX_COLS.
 
-    The blocks come as finished UTF-8 lines (as `_document` would write them), the comments as text.
+    The blocks come as finished UTF-8 lines (as `_document` would write them), the text as str. No
+    `%` comment: pasted into a Markdown post, a comment line would show as a paragraph.
     """
+    title = prose((f"Head {view.head}: " if view.head is not None else "") + f"{view.title} ({view.shape})")
     yield ""
-    yield comment((f"Head {view.head}: " if view.head is not None else "") + f"{view.title} ({view.shape})")
-    yield from map(comment, view.remarks)
+    yield r"\subsection*{" + title + "}" if standalone else title
+    for remark in view.remarks:
+        yield ""
+        yield prose(remark[:1].upper() + remark[1:] + ".")
+    yield ""
     extra = [("m" if name == "shift" else name, vector) for name, vector in view.extra]
     labelled_rows, labelled_cols = _token_axes(view)
     around = (rb"\[ \attnclifit{", b"} \\]\n") if standalone else (b"$$ ", b" $$\n")  # texmatrix.document_line, or block()
@@ -76,21 +82,26 @@ def _document(lines: Iterator[str | bytes], *, standalone: bool, title: str, lan
 
 
 def run_latex(page: RunDocument, *, precision: int, standalone: bool = False) -> Iterator[bytes]:
-    """Every view as an equation with its labelled matrix; a whole article when `standalone`."""
+    """Every view as an equation with its labelled matrix, its title and remarks as text between them; a whole article when `standalone`.
+
+    A fragment holds text paragraphs and `$$` blocks only (no `%` comment, which a Markdown post
+    would print): the scenario and its settings first, as the other formats' headers say them.
+    """
     s, views = page.summary, page.matrices
 
     def lines() -> Iterator[str | bytes]:
-        yield comment(f"attncli: {s.name}: {' '.join(s.tokens)}")
-        yield from (comment(line) for line in s.settings)
-        if not standalone:
-            yield comment("needs amsmath in LaTeX; renders as it is in KaTeX and MathJax")
+        yield prose(f"Attention in {s.name}: {' '.join(s.tokens)}")  # words first: a name may begin with what TeX reads as a command
+        yield ""
+        yield prose("; ".join(s.settings) + ".")
         if s.round_steps is not None:
-            yield comment(f"every intermediate rounded to {s.round_steps} decimals, as by hand")
+            yield ""
+            yield prose(f"Every intermediate is rounded to {s.round_steps} decimals before the next step, as by hand.")
         for view in views:
             yield from view_lines(view, precision=precision, standalone=standalone)
         if (c := page.comparison) is not None:
             yield ""
-            yield comment("exact output, without rounding")
+            yield prose("Exact output, without rounding:")
+            yield ""
             exact = texmatrix.labelled_matrix(c.exact, precision=exact_decimals(precision), rows=list(c.labels))
             yield block(r"Y_{\text{exact}} = " + exact)
 

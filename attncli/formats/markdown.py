@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from attncli.core.explain import Explanation
 from attncli.document import escape
@@ -94,9 +95,32 @@ def matrix_table(view: MatrixView, precision: int) -> Iterator[bytes]:
         yield b"".join([b"| **" + md(label).encode() + b"**" + row + end for label, row in zip(labels, numbers)])
 
 
-def explain_markdown(expl: Explanation, intro: list[str], steps: Steps, *, precision: int, heading_level: int = 1) -> str:
-    """The article's tables (embeddings; pair, score, exponential; pair, weight; weighted values; output), then the steps."""
+SHORT_VECTOR = 12  # a longer vector shows its first 4 and last 2 numbers, as the narration's (walkthroughs.lengths: 2·LONG_TERMS)
+
+
+def short_vector(values: Any, precision: int, *, whole: bool = True, full: bool = False) -> str:
+    """[a, b, c, d, …, y, z] (384 numbers) for a long vector, unless full; a short one whole. The terminal's rule."""
+    import numpy as np
+
+    values = np.ravel(values)
+    if full or len(values) <= SHORT_VECTOR:
+        return vector(values, precision, whole=whole)
+    write = smart if whole else fixed
+    cells = [write(float(v), precision) for v in values[:4]] + ["…"] + [write(float(v), precision) for v in values[-2:]]
+    return "[" + ", ".join(cells) + f"] ({len(values)} numbers)"
+
+
+def explain_markdown(expl: Explanation, intro: list[str], steps: Steps, *, precision: int, heading_level: int = 1,
+                     full: bool = False) -> str:  # fmt: skip
+    """The article's tables (embeddings; pair, score, exponential; pair, weight; weighted values; output), then the steps.
+
+    Long vectors are shortened as in the terminal (first four, last two, how many), unless `full`.
+    """
     p = precision
+
+    def vec(values: Any, *, whole: bool = True) -> str:
+        return short_vector(values, p, whole=whole, full=full)
+
     s = expl.scenario
     word = md(expl.token)
     top, h2 = _levels(heading_level)
@@ -106,8 +130,10 @@ def explain_markdown(expl: Explanation, intro: list[str], steps: Steps, *, preci
         lines += [md(sentence), ""]
 
     if expl.result.X is not None:
-        lines += ["#" * h2 + " Embeddings", ""]
-        lines += table(["Word", "Embedding (E)"], [[md(label), vector(expl.result.X[i], p)] for i, label in enumerate(s.query_labels)],
+        # a checkpoint's X is a layer's normed hidden states (word_marks: a real tokenizer's), a scenario's its embeddings
+        section, column = ("Hidden states", "Hidden state (X)") if s.word_marks else ("Embeddings", "Embedding (E)")
+        lines += ["#" * h2 + f" {section}", ""]
+        lines += table(["Word", column], [[md(label), vec(expl.result.X[i])] for i, label in enumerate(s.query_labels)],
                        align=["l", "l"])  # fmt: skip
         lines.append("")
 
@@ -127,14 +153,15 @@ def explain_markdown(expl: Explanation, intro: list[str], steps: Steps, *, preci
     lines += table(["Pair", "Weight (α)"], [[f"{word} &amp; {md(k.label)}", fixed(k.weight, p)] for k in expl.keys])
 
     lines += ["", "#" * h2 + " Weighted values", ""]
-    rows = [[f"{word} &amp; {md(k.label)}", fixed(k.weight, p), vector(k.v, p), vector(k.weighted_v, p, whole=False)] for k in expl.visible]
+    rows = [[f"{word} &amp; {md(k.label)}", fixed(k.weight, p), vec(k.v), vec(k.weighted_v, whole=False)] for k in expl.visible]
     lines += table(["Pair", "Weight (α)", "Value (V)", "Weighted value (α·V)"], rows, align=["l", "r", "l", "l"])
 
-    lines += ["", "#" * h2 + " Output", "", f"Output({word}) = {vector(expl.output, p, whole=False)}"]
+    lines += ["", "#" * h2 + " Output", "", f"Output({word}) = {vec(expl.output, whole=False)}"]
     if expl.exact_output is not None:
         difference = expl.output - expl.exact_output
-        lines += ["", f"Exact arithmetic gives {vector(expl.exact_output, exact_decimals(p), whole=False)} "
-                      f"(difference {vector(difference, exact_decimals(p), whole=False)})."]
+        exact = exact_decimals(p)
+        lines += ["", f"Exact arithmetic gives {short_vector(expl.exact_output, exact, whole=False, full=full)} "
+                      f"(difference {short_vector(difference, exact, whole=False, full=full)})."]
 
     lines += ["", "#" * h2 + " Step by step"]
     lines += steps_markdown(steps, h3)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 import numpy as np
+from rich.cells import cell_len
 from rich.console import RenderableType
 from rich.padding import Padding
 from rich.text import Text
@@ -11,6 +15,10 @@ from attncli.document.blocks import Steps, step_lines
 from attncli.document.escape import visible
 from attncli.document.numbers import smart
 from attncli.formats.grid import Wrapped
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions
+    from rich.segment import Segment
 
 MATRIX_ROWS = 16  # a weight matrix in the narration shows at most this many rows (half from the top, half from the bottom)
 
@@ -36,11 +44,41 @@ def steps_renderables(steps: Steps, *, full: bool = False) -> list[RenderableTyp
             lines[1:1] = matrix_lines
         lines = ["  " + line for line in lines]
         if lines:
-            parts.append(Wrapped("\n".join(map(visible, lines))))  # arithmetic: wrapped at spaces only, never cut
+            parts.append(Hanging([visible(line) for line in lines]))  # arithmetic: wrapped at spaces only, never cut
         if shortened:
             parts.append(Padding(Text(shortened, style="dim"), (0, 0, 0, 2), expand=False))
         parts += [Padding(Text(visible(note), style="italic"), (0, 0, 0, 2), expand=False) for note in step.notes]
     return parts
+
+
+HANG = 4  # a wrapped line of arithmetic continues this much further in than it began
+
+
+class Hanging:
+    """Lines wrapped at spaces to the console's width (as `Wrapped` wraps them), each continuation indented HANG beyond its line's start."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+
+    def plain(self, width: int) -> str:
+        out: list[str] = []
+        for line in self.lines:
+            body = line.lstrip(" ")
+            lead = line[: len(line) - len(body)]
+            hang = lead + " " * HANG
+            if len(lead) + cell_len(body) <= width:
+                out.append(line.rstrip())
+                continue
+            first, *rest = Wrapped(body).plain(max(width - len(hang), 20)).split("\n")
+            out += [lead + first, *(hang + piece for piece in rest)]
+        return "\n".join(out)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
+        from rich.segment import Segment
+
+        for line in self.plain(options.max_width).split("\n"):
+            yield Segment(line)
+            yield Segment("\n")
 
 
 def matrix_lines_of(name: str, matrix: np.ndarray, precision: int, *, full: bool = False) -> tuple[list[str], str | None]:

@@ -121,8 +121,7 @@ def _figure(view: MatrixView, precision: int) -> Figure:
             x, y = x0 + cell_w * c, y0 + cell_h * r
             masked = hidden[r][c]
             if masked:
-                cls, fill, ink = "cell masked", "url(#attncli-hatch)", palette.ink(palette.LIGHT.masked)
-                text_cls = "km"
+                cls, fill, ink, text_cls = "cell masked", "url(#attncli-hatch)", "", ""
             else:
                 level = palette.level(values[r][c], low, high)
                 cls, fill, ink = f"cell l{level}", palette.LIGHT.shades[level], palette.ink(palette.LIGHT.shades[level])
@@ -130,7 +129,7 @@ def _figure(view: MatrixView, precision: int) -> Figure:
             tip = f"{row_tips[r]} → {col_tips[c]}: {numbers[r][c]}" + (" (masked)" if masked else "")
             out.append(f'<rect class="{cls}" x="{x:.1f}" y="{y:.1f}" width="{cell_w:.1f}" height="{cell_h:.1f}" fill="{fill}">'
                        f"<title>{tip}</title></rect>")  # fmt: skip
-            if show_numbers:
+            if show_numbers and not masked:  # a hidden cell shows the hatching only (its −∞ or 0 is in the tooltip)
                 out.append(f'<text class="{text_cls}" x="{x + cell_w / 2:.1f}" y="{y + cell_h / 2 + NUMBER_SIZE * 0.35:.1f}" '
                            f'text-anchor="middle" font-size="{NUMBER_SIZE}" fill="{ink}">{numbers[r][c]}</text>')  # fmt: skip
     out.append(f'<rect class="frame" x="{x0:.1f}" y="{y0:.1f}" width="{grid_w:.1f}" height="{grid_h:.1f}" fill="none" '
@@ -173,7 +172,7 @@ def _stylesheet() -> str:
     dark = palette.DARK
     rules = [f".bg{{fill:{dark.background}}}", f".fg{{fill:{dark.text}}}", f".frame{{stroke:{dark.text}}}"]
     rules += [f".l{i}{{fill:{shade}}} .k{i}{{fill:{palette.ink(shade)}}}" for i, shade in enumerate(dark.shades)]
-    rules += [f".hatch-bg{{fill:{dark.masked}}}", ".hatch-line{stroke:#5e5e5e}", f".km{{fill:{palette.ink(dark.masked)}}}"]
+    rules += [f".hatch-bg{{fill:{dark.masked}}}", ".hatch-line{stroke:#5e5e5e}"]
     return "@media (prefers-color-scheme: dark){" + " ".join(rules) + "}"
 
 

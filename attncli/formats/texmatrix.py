@@ -4,8 +4,8 @@ The numbers sit in `\left[\begin{array}{rr…r} … \end{array}\right]`, which h
 limit (amsmath's bmatrix stops at 10). The labels are two more arrays: the column labels
 above, the row labels to the left. Two arrays line up column by column only if their
 columns are equally wide, so each header cell carries an invisible copy of its column's
-widest number under it and each first-row number an invisible copy of its label over it
-(`\hphantom`, with `\smash` so neither adds height); each row of numbers carries an
+widest number under it (`\hphantom`, with `\smash` so it adds no height) and each first-row
+number is set flush right in a cell as wide as its label (`_first_row`); each row of numbers carries an
 invisible copy of its label (`\vphantom`) so the rows line up with the labels too.
 
 `standalone` wraps display blocks into a complete article that pdflatex compiles.
@@ -68,6 +68,32 @@ def _label(text: str) -> str:
     return r"\Sigma" if text == "Σ" else escape.latex(text)
 
 
+# The widths in em of what a number is made of in Computer Modern, which pdflatex, KaTeX and MathJax all set numbers in:
+# every digit is 0.5em wide, so a number's width is known exactly from its text.
+_TEX_WIDTHS = {"-": 0.7778, ".": 0.2778, "+": 0.7778, "e": 0.4661, r"\infty": 1.0}
+
+
+def _tex_width(tex: str) -> float:
+    infinities = tex.count(r"\infty")
+    return infinities * _TEX_WIDTHS[r"\infty"] + sum(_TEX_WIDTHS.get(c, 0.5) for c in tex.replace(r"\infty", ""))
+
+
+def _first_row(labels: list[str], cells: npt.NDArray[np.uint8]) -> tuple[bytes, list[int]]:
+    r"""The first row's numbers, each " & " then a cell as wide as its column's label or itself, whichever is wider, the number flush right.
+
+    `\hphantom{\overset{label}{number}}` is the wider of the two; a kern back by the number's own
+    width (known exactly: see _TEX_WIDTHS) puts the number at its right edge, as the `r` column
+    sets the rows below. (An `\overset` alone would centre the number under a wider label, off its column.)
+    """
+    pieces, starts = [], [0]
+    for label, cell in zip(labels, cells):
+        number = cell.tobytes().translate(None, b"\0").decode()
+        piece = rf" & \hphantom{{\overset{{\textstyle {label}}}{{{number}}}}}\kern-{_tex_width(number):.4f}em {{{number}}}".encode()
+        pieces.append(piece)
+        starts.append(starts[-1] + len(piece))
+    return b"".join(pieces), starts
+
+
 def _table(texts: list[str]) -> npt.NDArray[np.uint8]:
     """Texts as the rows of a byte table, each padded with zero bytes (which `escape.latex` never writes)."""
     import numpy as np
@@ -97,9 +123,8 @@ class _Labels:
         self.rows = None if rows is None else [_label(text) for text in rows]
         self.cols = None if cols is None else [_label(text) for text in cols]
         self.phantoms = None if self.rows is None else _table([rf"\vphantom{{{head}}}" for head in self.rows])  # (R, P)
-        self.over = self.under = np.zeros((0, 0), dtype=np.uint8)
-        if self.cols is not None:  # the labels' widths over the first row's numbers; the widest numbers' under the labels
-            self.over = _table([rf" & \smash[t]{{\overset{{\hphantom{{\textstyle {head}}}}}{{{{" for head in self.cols])  # (C', A)
+        self.under = np.zeros((0, 0), dtype=np.uint8)
+        if self.cols is not None:  # the widest numbers' widths under the labels (the labels' over the first row: `_first_row`)
             self.under = _table([rf"}}}}{{{head}}}}}" for head in self.cols])  # (C', B)
 
 
@@ -134,8 +159,8 @@ class _Band:
             before = np.frombuffer(rb" & \smash[b]{\underset{\hphantom{\textstyle ", dtype=np.uint8)
             self.header, self.header_at = _joined(before, widest, labels.under)
         self.first, self.first_at = b"", [0] * (self.width + 1)
-        if self.headed:
-            self.first, self.first_at = _joined(labels.over, self.cells[0, :, 3:], np.frombuffer(b"}}}", dtype=np.uint8))
+        if self.headed and labels.cols is not None:
+            self.first, self.first_at = _first_row(labels.cols, self.cells[0, :, 3:])
 
     def _widest(self) -> npt.NDArray[np.uint8]:
         """Each column's widest number, (C', W): its largest, its smallest or its first non-finite one, as `_width` measures them."""

@@ -6,12 +6,13 @@ import numpy as np
 
 from attncli.core.explain import Explanation
 from attncli.document.blocks import Matrix
+from attncli.document.notation import head_mark
 
 
 def query_weights(expl: Explanation) -> Matrix:
     """The query's row of the attention weights as a 1 × L_k view."""
     s = expl.scenario
-    n = f"⁽{expl.head.head}⁾" if s.heads > 1 else ""
+    n = head_mark(expl.head.head) if s.heads > 1 else ""
     hidden = np.array([[key.masked for key in expl.keys]]) if any(key.masked for key in expl.keys) else None
     return Matrix(
         key="weights", stage="weights", head=expl.head.head if s.heads > 1 else None, title=f"Attention weights of “{expl.token}”",

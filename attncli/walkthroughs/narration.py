@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from attncli.core.explain import Explanation, KeyStep
+from attncli.core.scenario import Scenario
 from attncli.document import numbers
 from attncli.document.blocks import Line, Step
 from attncli.document.notation import Notation, Writer
@@ -52,15 +53,17 @@ def intro(expl: Explanation) -> list[str]:
         lines += latent.intro(expl)
     elif s.heads > 1:
         h, d_k, d_v = expl.head.head, s.d_k, s.d_v
-        lines.append(f"Head {h} of {s.heads}: it uses columns {(h - 1) * d_k + 1}–{h * d_k} of W_Q" + (
-            f" and W_K and {(h - 1) * d_v + 1}–{h * d_v} of W_V (d_k = {d_k}, d_v = {d_v})." if s.heads == s.G else f" (d_k = {d_k})."))
+        q, k, v = ("Q", "K", "V") if s.direct else ("W_Q", "W_K", "W_V")  # given directly, there are no weights
+        given = "the given " if s.direct else ""
+        lines.append(f"Head {h} of {s.heads}: it uses columns {(h - 1) * d_k + 1}–{h * d_k} of {given}{q}" + (
+            f" and {k} and {(h - 1) * d_v + 1}–{h * d_v} of {v} (d_k = {d_k}, d_v = {d_v})." if s.heads == s.G else f" (d_k = {d_k})."))
     if s.heads != s.G:
         g = expl.head.kv_head
         share = s.heads // s.G
         lines.append(
             f"Grouped-query attention: head {expl.head.head} reads key/value head {g} of {s.G}, which {share} query heads share "
             f"(heads {(g - 1) * share + 1}–{g * share}); its keys and values are columns {(g - 1) * s.d_k + 1}–{g * s.d_k} of "
-            f"W_K and {(g - 1) * s.d_v + 1}–{g * s.d_v} of W_V."
+            f"{'the given K' if s.direct else 'W_K'} and {(g - 1) * s.d_v + 1}–{g * s.d_v} of {'V' if s.direct else 'W_V'}."
         )
     if s.scale.mode == "none":
         lines.append("This scenario does not scale the scores (scale: none): they go into the softmax as they are.")
@@ -197,6 +200,20 @@ def _vec(w: Writer, values: np.ndarray, p: int, full: bool, *, whole: bool = Tru
     return "[" + ", ".join(cells) + f"] ({len(values)} numbers)"
 
 
+def _matrix_lines(w: Writer, name: str, matrix: np.ndarray, p: int) -> list[Line]:
+    """`name = matrix`: one bracketed matrix in TeX; in text `name =` and its rows right-aligned below, as W_Q is shown."""
+    if w.tex:
+        return [Line(name, w.mat(matrix, p))]
+    cells = [[w.num(float(x), p) for x in row] for row in np.atleast_2d(matrix)]
+    width = max(len(cell) for row in cells for cell in row)
+    return [Line("", f"{name} =")] + [Line("", "  " + "  ".join(cell.rjust(width) for cell in row)) for row in cells]
+
+
+def _row_symbol(s: Scenario) -> str:
+    """What a token's row of X is called: e, its embedding; x for a checkpoint, whose rows are hidden states entering a layer's attention."""
+    return "x" if s.word_marks else "e"  # word_marks: a real tokenizer's, i.e. a checkpoint's layer
+
+
 def _small(matrix: np.ndarray | None, full: bool) -> bool:
     return matrix is not None and (full or max(matrix.shape) <= BIG_MATRIX)
 
@@ -265,9 +282,10 @@ def _query(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) 
         return Step("The query", f"q = {w.text('row')} {expl.position} {w.text('of')} {n('Q')}",
                     [Line(w.of("q", word), _vec(w, expl.q_raw, p, full))], [f"Q is given directly: this is its row {expl.position}."])
     head = expl.head
-    formula = f"q = e{w.dot}{n('W_Q')}" + (f" + {n('b_Q')}" if head.b_Q is not None else "")
+    e = _row_symbol(expl.scenario)
+    formula = f"q = {e}{w.dot}{n('W_Q')}" + (f" + {n('b_Q')}" if head.b_Q is not None else "")
     rhs = _projected(w, check, expl.e, head.W_Q, head.b_Q, expl.q_raw, p, full, symbol=n("W_Q"), name="q")
-    lines = [Line(w.of("e", word), _vec(w, expl.e, p, full)), Line("q", rhs)]
+    lines = [Line(w.of(e, word), _vec(w, expl.e, p, full)), Line("q", rhs)]
     notes = []
     matrix = None
     if _small(head.W_Q, full):
@@ -282,24 +300,27 @@ def _keys_values(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: 
     head = expl.head
     kv = Notation(head.kv_head if s.heads > 1 and s.heads != s.G else (head.head if s.heads > 1 else None), w.tex)
     keys = _keys_shown(expl, full)
+    e = _row_symbol(s)
     lines = []
     for symbol, matrix in (("W_K", head.W_K), ("W_V", head.W_V)):
         if _small(matrix, full):
-            lines.append(Line(kv(symbol), w.mat(matrix, p)))
+            assert matrix is not None
+            lines += _matrix_lines(w, kv(symbol), matrix, p)
     for key in keys:
         assert key.e is not None
         label = w.label(key.label)
-        lines.append(Line(w.of("e", label), _vec(w, key.e, p, full)))
+        lines.append(Line(w.of(e, label), _vec(w, key.e, p, full)))
         lines.append(Line(w.of("k", label), _projected(w, check, key.e, head.W_K, head.b_K, key.k_raw, p, full, symbol=kv("W_K"),
                                                        name=f"k({key.label})")))  # fmt: skip
         lines.append(Line(w.of("v", label), _projected(w, check, key.e, head.W_V, head.b_V, key.v, p, full, symbol=kv("W_V"),
                                                        name=f"v({key.label})")))  # fmt: skip
-    notes = [f"Each key word's embedding e gives its key k = e·W_K{' + b_K' if head.b_K is not None else ''} and its value "
-             f"v = e·W_V{' + b_V' if head.b_V is not None else ''}."]  # fmt: skip
+    row = "hidden state x (what enters this layer's attention)" if e == "x" else "embedding e"
+    notes = [f"Each key word's {row} gives its key k = {e}·W_K{' + b_K' if head.b_K is not None else ''} and its value "
+             f"v = {e}·W_V{' + b_V' if head.b_V is not None else ''}."]  # fmt: skip
     if not all(_small(m, full) for m in (head.W_K, head.W_V)):
         notes.append("W_K and W_V are too big to show here; --full shows them.")
-    return Step("The keys and the values", f"k = e{w.dot}{kv('W_K')}, \\quad v = e{w.dot}{kv('W_V')}" if w.tex
-                else f"k = e·{kv('W_K')}, v = e·{kv('W_V')}", lines, notes + _fewer_keys(expl, keys))  # fmt: skip
+    return Step("The keys and the values", f"k = {e}{w.dot}{kv('W_K')}, \\quad v = {e}{w.dot}{kv('W_V')}" if w.tex
+                else f"k = {e}·{kv('W_K')}, v = {e}·{kv('W_V')}", lines, notes + _fewer_keys(expl, keys))  # fmt: skip
 
 
 def _dot_products(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
@@ -369,15 +390,20 @@ def _bias(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -
             slope = s.alibi.slopes[h - 1]
             sum_ += f" {w.minus} {slope:.6g} {w.times} ({i} {w.minus} {key.position})"
             reader -= Decimal(f"{slope:.6g}") * (i - key.position)
-            exact = f"{slope:.6g}" == repr(float(slope))
+            exact = float(f"{slope:.6g}") == slope  # the slope shown is the slope used
         relation = check.relation(reader, key.logit, name=f"the biased score of {key.label}") if exact else w.approx
         lines.append(_keyed(w, key, f"{sum_} {relation} {w.num(key.logit, p)}"))
     notes = []
     if s.alibi is not None:
         notes.append(
-            f"ALiBi adds −m·(i − j) with this head's slope m = {s.alibi.slopes[h - 1]:.6g}: the farther key j lies from "
-            "the query at position i, the more its score is lowered, so no position embedding is needed."
+            f"ALiBi adds −m·(i − j) with this head's slope m = {s.alibi.slopes[h - 1]:.6g}: the farther a key j before "
+            "the query at position i lies, the more its score is lowered, so no position embedding is needed."
         )
+        if any(key.position > i and not key.masked for key in expl.keys):  # the bias is signed: nothing hides the later keys
+            notes.append(
+                "No causal mask hides the keys after the query here (j > i): for them −m·(i − j) is positive, so their "
+                "scores are raised, the more the farther they lie. ALiBi is meant for causal attention."
+            )
     if s.bias is not None:
         notes.append("The scenario's bias matrix adds its entry (query row, key column) to each scaled score.")
     return Step("Adding the bias", f"{w.text('logit')} = {w.text('scaled' if reshaped is None else 'capped')} + b", lines, notes)

@@ -1,0 +1,129 @@
+"""Post-shaped output of checkpoints whose tokens carry a leading space (GPT-2's Ġ, Llama's ▁, shown ␣), through the readers' tools.
+
+A blogger pastes run's and explain's LaTeX into a Markdown post (KaTeX or MathJax render each
+`$$` block) or compiles the article; reads explain's Markdown through markdown-it; opens HTML and
+SVG in a browser. Each test checks the text a reader sees: labels as written, no `U+` code, no
+`%` comment text, long vectors shortened as in the terminal.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+from tests import renderers
+
+HERE = Path(__file__).parent
+SENTENCE = "cats and dogs"
+MODELS = {"gpt2": ("␣and", "and"), "llama": ("␣and", "and")}  # the label shown, the --word that finds it
+
+
+def _model_args(model: str) -> list[str]:
+    return ["--model", str(HERE / "checkpoints" / model), "--layer", "2", "--sentence", SENTENCE]
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+@pytest.mark.parametrize("command", ["run", "explain"])
+def test_latex_fragment_renders_labels_as_written_in_katex_and_mathjax(cli, model, command, katex_modules, mathjax_modules):
+    """Every $$ block renders in KaTeX and MathJax; ␣ shows as ⊔ (never U+2423); the fragment holds no % comment line."""
+    label, word = MODELS[model]
+    args = [command, *_model_args(model), "--format", "latex"] + (["--word", word] if command == "explain" else ["--stages", "q,scores,weights"])
+    result = cli(*args)
+    assert result.exit_code == 0, result.stderr
+    assert not [line for line in result.stdout.splitlines() if line.startswith("%")]
+    assert "U{+}" not in result.stdout
+    blocks = renderers.latex_display_blocks(result.stdout)
+    assert blocks
+    for render, modules in ((renderers.katex, katex_modules), (renderers.mathjax, mathjax_modules)):
+        rendered = render(modules, blocks)
+        assert [r.error for r in rendered if r.error] == [], render.__name__
+        assert any("⊔and" in r.text for r in rendered), render.__name__
+        assert not any("U+" in r.text for r in rendered), render.__name__
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_run_article_prints_labels_and_titles(cli, model, latex_tools, tmp_path):
+    """run's standalone article compiles with no overfull box; the PDF shows the titles as text and ⊔and, never U+2423 or a comment."""
+    result = cli("run", *_model_args(model), "--stages", "q,scores,weights", "--format", "latex", "--standalone")
+    assert result.exit_code == 0, result.stderr
+    pdf = renderers.pdflatex(result.stdout, tmp_path)
+    log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
+    assert "Overfull" not in log
+    text = renderers.pdf_text(pdf)
+    assert "Head 1: Queries" in text and "Head 1: Attention weights" in text
+    assert "⊔and" in text.replace(" ", "") and "U+" not in text
+
+
+def test_run_fragment_markdown_post_shows_settings_as_text(cli):
+    """Pasted into a Markdown post, the fragment's text is paragraphs (titles, settings) and its blocks stay `$$ … $$`."""
+    result = cli("run", "journey-causal", "--stages", "weights", "--format", "latex")
+    html = renderers.markdown_html(result.stdout)
+    paragraphs = [e.text for e in renderers.html_elements(html) if e.tag == "p"]
+    assert paragraphs[0] == "Attention in journey-causal: Your journey starts with one step"
+    assert any(p.startswith("Attention weights (6") for p in paragraphs)
+    assert any(p.startswith("$$ A = ") and p.endswith(" $$") for p in paragraphs)
+    assert not any("needs amsmath" in p or p.startswith("%") for p in paragraphs)
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_explain_markdown_shortens_hidden_states_as_the_terminal_does(cli, model):
+    """explain's Markdown shows a checkpoint's hidden states as the terminal does: four numbers, …, two, and how many; --full all."""
+    label, word = MODELS[model]
+    short = cli("explain", *_model_args(model), "--word", word, "--format", "markdown").stdout
+    table_rows = [line for line in short.splitlines() if line.startswith("| ") and "numbers)" in line]
+    assert table_rows and all(re.search(r"\[[^]]*, …, [^]]*\] \(\d+ numbers\) \|$", row) for row in table_rows)
+    assert "## Hidden states" in short and "Embedding" not in short
+    full = cli("explain", *_model_args(model), "--word", word, "--format", "markdown", "--full").stdout
+    assert len(full) > len(short) and "numbers)" not in full.split("## Scores")[0]
+    elements = renderers.html_elements(renderers.markdown_html(short))
+    headings = [e.text for e in elements if e.tag == "h2"]
+    assert headings[:1] == ["Hidden states"] and "Step by step" in headings
+    assert any(e.tag == "td" and e.text == label for e in elements)  # the label as written, in its table cell
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_explain_html_and_svg_parse_and_show_labels(cli, model):
+    """explain's HTML (html.parser) and SVG (an XML parser) parse and show the label as written."""
+    label, word = MODELS[model]
+    html = cli("explain", *_model_args(model), "--word", word, "--format", "html").stdout
+    assert any(label in e.text for e in renderers.html_elements(html))
+    svg = cli("explain", *_model_args(model), "--word", word, "--format", "svg").stdout
+    texts = "".join(ElementTree.fromstring(svg).itertext())
+    assert label in texts and "U+" not in texts
+
+
+def _word_right_edges(pdf: Path) -> dict[str, float]:
+    """Each word pdftotext finds (by its text) and the x of its right edge."""
+    import subprocess
+
+    layout = subprocess.run(["pdftotext", "-bbox", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    return {word: float(x) for x, word in re.findall(r'xMax="([\d.]+)"[^>]*>([^<]+)</word>', layout)}
+
+
+@pytest.mark.parametrize("first", [[-1.25, 2.5], [1.25, -2.5]])
+def test_a_wide_label_leaves_the_first_row_in_its_column(first, latex_tools, tmp_path):
+    """Under a label wider than its numbers, the first row's number ends where the column's other numbers end (it used to be centred)."""
+    import numpy as np
+
+    from attncli.formats import texmatrix
+
+    data = np.array([first, [3.75, 4.5], [-5.25, -6.75]])
+    matrix = texmatrix.labelled_matrix(data, precision=2, rows=["x", "y", "z"], cols=["a", "averyveryverylonglabel"])
+    source = "\\documentclass{article}\n\\usepackage{amsmath}\n\\begin{document}\n\\[ M = " + matrix + " \\]\n\\end{document}\n"
+    edges = _word_right_edges(renderers.pdflatex(source, tmp_path))
+    for column in range(2):
+        rights = [edges[texmatrix.number(float(data[r, column]), 2).replace("-", "−")] for r in range(3)]
+        assert max(rights) - min(rights) < 0.3, (column, rights)
+
+
+def test_twelve_heads_side_by_side_compile(cli, latex_tools, tmp_path):
+    """GPT-2's 12 heads: C = [O⁽¹⁾ … O⁽¹²⁾] is an array, since amsmath's bmatrix stops pdflatex at 10 columns."""
+    scenario = tmp_path / "twelve.yaml"
+    scenario.write_text(cli("scenarios", "new", "a b c", "--d-model", "24", "--heads", "12", "--seed", "1").stdout, encoding="utf-8")
+    result = cli("run", str(scenario), "--stages", "output", "--format", "latex", "--standalone")
+    assert r"C = \left[\begin{array}{cccccccccccc} O^{(1)}" in result.stdout
+    text = renderers.pdf_text(renderers.pdflatex(result.stdout, tmp_path / "tex"))
+    assert "Heads side by side" in text
