@@ -44,6 +44,31 @@ class Table(NamedTuple):
     numeric: Sequence[bool]
 
 
+class Vector(str):
+    """A vector cell as shown ("[0.1, 0.2, …, 0.9] (64 numbers)"), keeping every number so a format can shorten it to fit a width.
+
+    It is the text it shows; `shortened(keep)` writes it with at most `keep` numbers (the first
+    keep − 1, …, the last), as `run` shortens its vectors. `fixed` when --full asked for every number.
+    """
+
+    numbers: tuple[str, ...]
+    fixed: bool
+
+    def __new__(cls, shown: str, numbers: Sequence[str], *, fixed: bool = False) -> Vector:
+        made = super().__new__(cls, shown)
+        made.numbers, made.fixed = tuple(numbers), fixed
+        return made
+
+    def shortened(self, keep: int) -> str:
+        """At most `keep` (≥ 2) numbers, with how many there are; the text as it is when it is as short already or fixed."""
+        if self.fixed or len(self.numbers) < keep + 2 or len(self) <= len(self._cut(keep)):  # hiding one number saves nothing
+            return str(self)
+        return self._cut(keep)
+
+    def _cut(self, keep: int) -> str:
+        return "[" + ", ".join([*self.numbers[: keep - 1], "…", self.numbers[-1]]) + f"] ({len(self.numbers)})"
+
+
 class Note(NamedTuple):
     """A remark inside a section: what was left out, what a check found."""
 
@@ -95,6 +120,26 @@ class Steps(NamedTuple):
 
 
 Block = Heading | Paragraph | Values | Table | Note | Steps
+
+
+class Grid(NamedTuple):
+    """A figure of one matrix for decode and tiling (SVG, HTML): shaded values, a state per cell, tile lines and side columns."""
+
+    title: str
+    caption: str  # what the figure shows, one line
+    rows: Sequence[str]  # row labels
+    cols: Sequence[str]  # column labels
+    data: np.ndarray  # (R, C) the values shaded
+    state: np.ndarray  # (R, C) int8: SHOWN, HIDDEN (by the mask), DROPPED (left the cache) or EMPTY (nothing there yet)
+    probabilities: bool  # the values are weights: shaded on 0..1
+    axes: tuple[str, str] = ("keys", "queries")  # what the columns and the rows are
+    tile: tuple[int, int] = (0, 0)  # tile lines every (rows, columns); 0: none
+    skipped: Sequence[tuple[int, int]] = ()  # tiles (row block, column block), from 0, that were skipped
+    marked: Sequence[tuple[int, int]] = ()  # cells (row, column), from 0, outlined: each row's maximum
+    side: Sequence[tuple[str, Sequence[str]]] = ()  # columns of text right of the grid: a header and one text per row
+
+
+SHOWN, HIDDEN, DROPPED, EMPTY = 0, 1, 2, 3  # Grid.state
 
 
 @dataclass(frozen=True)
