@@ -159,3 +159,30 @@ def test_export_regenerates_tiling_and_decode(cli, tmp_path):
     assert (tmp_path / "sliding-window.svg").read_text(encoding="utf-8") == cli("decode", "sliding-window", "--format", "svg").stdout
     refused = cli("export", "cat", "--decode", "--explain", "cat", "--format", "svg", "--out-dir", str(tmp_path))
     assert refused.exit_code != 0 and "--decode" in refused.stderr
+
+
+def test_a_fragment_figure_stays_light():
+    """A fragment is light only (htmltable's rule): its figure carries no dark stylesheet, a page's does."""
+    from attncli import api
+
+    decoded = api.decode("sliding-window")
+    assert "prefers-color-scheme: dark" not in decoded.render("html", standalone=False)
+    assert "prefers-color-scheme: dark" in decoded.render("svg") and "<svg" in decoded.render("html")
+
+
+def test_vector_cells_shorten_as_run_does():
+    """A vector cell is its text, shortened on demand to the first numbers, …, the last and the count; never when --full."""
+    from attncli.document.blocks import Vector
+
+    numbers = [f"0.{i}" for i in range(10)]
+    cell = Vector("[0.0, 0.1, 0.2, 0.3, …, 0.8, 0.9] (10 numbers)", numbers)
+    assert cell.shortened(3) == "[0.0, 0.1, …, 0.9] (10)" and cell.shortened(9) == str(cell)
+    assert Vector("[0.0, 0.1, 0.2]", numbers[:3]).shortened(2) == "[0.0, 0.1, 0.2]"  # hiding one number saves nothing
+    assert Vector("[" + ", ".join(numbers) + "]", numbers, fixed=True).shortened(2) == "[" + ", ".join(numbers) + "]"
+
+
+def test_export_explains_the_online_softmax(cli, tmp_path):
+    """export --explain WORD --block-size B writes explain's online-softmax walk-through, as `explain --block-size` prints it."""
+    assert cli("export", "cat", "--explain", "cat", "--block-size", "2", "--format", "markdown", "--out-dir", str(tmp_path)).exit_code == 0
+    expected = cli("explain", "cat", "--word", "cat", "--block-size", "2", "--format", "markdown").stdout
+    assert (tmp_path / "cat.md").read_text(encoding="utf-8") == expected and "Online softmax" in expected

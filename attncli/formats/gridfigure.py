@@ -26,8 +26,8 @@ MARK = "#d94801"  # the outline of a row's maximum and of the skipped tiles' cro
 _DARK_DROPPED = "#262626"
 
 
-def grids_svg(grids: Sequence[Grid], *, precision: int) -> str:
-    """The figures stacked top to bottom, GAP px apart, as one SVG document."""
+def grids_svg(grids: Sequence[Grid], *, precision: int, dark: bool = True) -> str:
+    """The figures stacked top to bottom, GAP px apart, as one SVG document; `dark` adds the dark colours (not in a light-only fragment)."""
     figures = [_figure(grid, precision) for grid in grids]
     width = max((w for _, w, _ in figures), default=0.0)
     height = sum(h for _, _, h in figures) + GAP * max(0, len(figures) - 1)
@@ -36,7 +36,7 @@ def grids_svg(grids: Sequence[Grid], *, precision: int) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" '
         f'role="img" aria-labelledby="attncli-grid-title" font-family="{FONTS}">',
         f'<title id="attncli-grid-title">{escape.xml(title)}</title>',
-        f"<style>{_stylesheet()}</style>",
+        *([f"<style>{_stylesheet()}</style>"] if dark else []),
         "<defs>" + _hatch() + "</defs>",
         f'<rect class="bg" width="100%" height="100%" fill="{palette.LIGHT.background}"/>',
     ]

@@ -328,7 +328,7 @@ def html(document: Document, *, fragment: bool = False, level: int = 1, figures:
         if pending and isinstance(block, Heading | Values | Table) and not (isinstance(block, Heading) and block.level == 1):
             from attncli.formats.gridfigure import grids_svg
 
-            body.append('<figure class="attn-figure">' + grids_svg(pending, precision=precision).rstrip("\n") + "</figure>")
+            body.append('<figure class="attn-figure">' + grids_svg(pending, precision=precision, dark=not fragment).rstrip("\n") + "</figure>")
             pending = []
         if isinstance(block, Heading):
             if block.level == 1 and level == 0:
