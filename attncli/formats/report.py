@@ -3,7 +3,9 @@
 The tiled head (`run --block-size`) and the KV-cache decode (`attncli decode`) are such
 documents: their builders (attncli.walkthroughs.online_report) format the numbers once, and
 this module only lays the blocks out. Every cell is text from the builder; each format
-escapes it with its own rule (escape.py).
+escapes it with its own rule (escape.py). The terminal fits the tables to its width
+(shortening `Vector` cells, then splitting columns); LaTeX is paragraphs and `$$` blocks (or an
+article); SVG, and the HTML page beside its tables, draw the builder's `Grid` figures (gridfigure.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 The numbers come from online.py and decode.py; this module picks what a reader needs,
 writes each number once at the decimals `numbers.decimals` chose, and shortens long
-listings unless `full` (the JSON always carries everything).
+listings unless `full` (the JSON always carries everything). `decode_grid` and `tiling_grid`
+are the figures of SVG and HTML: the weights of each step over its cache, the scores under the tiles.
 """
 
 from __future__ import annotations
