@@ -118,42 +118,42 @@ def _fitted_value(name: str, value: str, width: int | None) -> str:
 def _aligned(table: Table, width: int | None = None) -> list[str]:
     """The table's lines; one too wide for `width` has its vectors shortened, then its columns split into
     tables of their own, each led by the first column, as `run` splits a wide matrix."""
-    rows = [list(row) for row in table.rows]
+    header = [escape.visible(cell) for cell in table.header]
+    plain = [[escape.visible(cell) for cell in row] for row in table.rows]
+    shortenable = [(r, c) for r, row in enumerate(table.rows) for c, cell in enumerate(row) if isinstance(cell, Vector) and not cell.fixed]
+    rows = plain
     for keep in (None, *KEEP):
         if keep is not None:
-            rows = [[cell.shortened(keep) if isinstance(cell, Vector) else cell for cell in row] for row in table.rows]
-        lines = _table_lines(table.header, rows, table.numeric)
-        if width is None or _longest(lines) <= width:
-            return lines
-        if not any(isinstance(c, Vector) and not c.fixed for row in table.rows for c in row):
+            rows = [list(row) for row in plain]
+            for r, c in shortenable:
+                cell = table.rows[r][c]
+                assert isinstance(cell, Vector)
+                rows[r][c] = escape.visible(cell.shortened(keep))
+        widths = [max(len(row[c]) for row in [header, *rows]) for c in range(len(header))]
+        if width is None or sum(widths) + 2 * (len(widths) - 1) <= width or not shortenable:
             break
-    assert width is not None  # without a width the first try returned
-    widths = [_longest(_table_lines([table.header[c]], [[row[c]] for row in rows], [True])) for c in range(len(table.header))]
+    columns = list(range(len(header)))
+    if width is None or sum(widths) + 2 * (len(widths) - 1) <= width:
+        return _table_lines(header, rows, widths, table.numeric, columns)
     groups: list[list[int]] = [[0]]
-    for c in range(1, len(widths)):
+    for c in columns[1:]:
         if len(groups[-1]) > 1 and sum(widths[i] + 2 for i in groups[-1]) + widths[c] > width:
             groups.append([0])
         groups[-1].append(c)
     out: list[str] = []
     for group in groups:
-        out += [""] * bool(out) + _table_lines([table.header[c] for c in group], [[row[c] for c in group] for row in rows],
-                                               [table.numeric[c] for c in group])  # fmt: skip
+        out += [""] * bool(out) + _table_lines(header, rows, widths, table.numeric, group)
     return out
 
 
-def _longest(lines: list[str]) -> int:
-    return max(map(len, lines), default=0)
-
-
-def _table_lines(header_cells: Sequence[str], body: Sequence[Sequence[str]], numeric: Sequence[bool]) -> list[str]:
-    header = [escape.visible(cell) for cell in header_cells]
-    rows = [[escape.visible(cell) for cell in row] for row in body]
-    widths = [max(len(row[c]) for row in [header, *rows]) for c in range(len(header))]
+def _table_lines(header: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[int], numeric: Sequence[bool],
+                 columns: Sequence[int]) -> list[str]:  # fmt: skip
+    """The header, a rule and the rows of the chosen columns, padded to `widths`: numbers to the right, text to the left."""
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(cell.rjust(w) if right else cell.ljust(w) for cell, w, right in zip(cells, widths, numeric)).rstrip()
+        return "  ".join(cells[c].rjust(widths[c]) if numeric[c] else cells[c].ljust(widths[c]) for c in columns).rstrip()
 
-    return [line(header), "  ".join("─" * w for w in widths), *map(line, rows)]
+    return [line(header), "  ".join("─" * widths[c] for c in columns), *map(line, rows)]
 
 
 def terminal(document: Document, *, to_file: bool) -> str:
