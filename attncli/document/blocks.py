@@ -45,28 +45,30 @@ class Table(NamedTuple):
 
 
 class Vector(str):
-    """A vector cell as shown ("[0.1, 0.2, …, 0.9] (64 numbers)"), keeping every number so a format can shorten it to fit a width.
+    """A vector cell as shown ("[0.1, 0.2, …, 0.9] (64 numbers)"), keeping enough of its numbers for a format to shorten it to fit a width.
 
-    It is the text it shows; `shortened(keep)` writes it with at most `keep` numbers (the first
-    keep − 1, …, the last), as `run` shortens its vectors. `fixed` when --full asked for every number.
+    It is the text it shows; `shortened(keep)` writes it with at most `keep` (≤ MAX_KEEP) numbers (the
+    first keep − 1, …, the last), as `run` shortens its vectors. `fixed` when --full asked for every number.
+    It keeps only the numbers a shortening can show (a decode report makes hundreds of thousands of cells).
     """
 
-    numbers: tuple[str, ...]
+    MAX_KEEP = 8
+    size: int  # how many numbers the vector has
+    kept: tuple[str, ...]  # its first MAX_KEEP - 1 numbers and its last (all of them when that is all); none when fixed
     fixed: bool
 
     def __new__(cls, shown: str, numbers: Sequence[str], *, fixed: bool = False) -> Vector:
-        made = super().__new__(cls, shown)
-        made.numbers, made.fixed = tuple(numbers), fixed
+        made = str.__new__(cls, shown)
+        made.size, made.fixed = len(numbers), fixed
+        made.kept = () if fixed else tuple(numbers) if len(numbers) <= cls.MAX_KEEP else (*numbers[: cls.MAX_KEEP - 1], numbers[-1])
         return made
 
     def shortened(self, keep: int) -> str:
-        """At most `keep` (≥ 2) numbers, with how many there are; the text as it is when it is as short already or fixed."""
-        if self.fixed or len(self.numbers) < keep + 2 or len(self) <= len(self._cut(keep)):  # hiding one number saves nothing
+        """At most `keep` (2 to MAX_KEEP) numbers, with how many there are; the text as it is when it is short already or fixed."""
+        if self.fixed or self.size < keep + 2:  # hiding one number saves nothing
             return str(self)
-        return self._cut(keep)
-
-    def _cut(self, keep: int) -> str:
-        return "[" + ", ".join([*self.numbers[: keep - 1], "…", self.numbers[-1]]) + f"] ({len(self.numbers)})"
+        cut = "[" + ", ".join([*self.kept[: keep - 1], "…", self.kept[-1]]) + f"] ({self.size})"
+        return cut if len(cut) < len(self) else str(self)
 
 
 class Note(NamedTuple):

@@ -269,7 +269,7 @@ MAX_MATH_VECTOR = 8  # numbers of a vector set as math in an `aligned` row; a lo
 
 
 def _math_vector(value: str) -> bool:
-    return isinstance(value, Vector) and (not value.fixed or len(value.numbers) <= MAX_MATH_VECTOR)
+    return isinstance(value, Vector) and (not value.fixed or value.size <= MAX_MATH_VECTOR)
 
 
 def _symbol(name: str) -> str:
