@@ -186,3 +186,11 @@ def test_export_explains_the_online_softmax(cli, tmp_path):
     assert cli("export", "cat", "--explain", "cat", "--block-size", "2", "--format", "markdown", "--out-dir", str(tmp_path)).exit_code == 0
     expected = cli("explain", "cat", "--word", "cat", "--block-size", "2", "--format", "markdown").stdout
     assert (tmp_path / "cat.md").read_text(encoding="utf-8") == expected and "Online softmax" in expected
+
+
+def test_tiling_figure_marks_where_the_running_maximum_grew(cli):
+    """cat in tiles of 2: only 'sat' meets a larger score in a later block (2 among keys 3–4), so only that m is marked as grown."""
+    root = ET.fromstring(cli("run", "cat", "--block-size", "2", "--format", "svg").stdout)
+    ns = "{http://www.w3.org/2000/svg}"
+    grew = [t for t in root.iter(f"{ns}text") if t.get("class") == "grew"]
+    assert ["".join(t.itertext()).split("rescaled")[-1] for t in grew] == ["↑2.000"]

@@ -139,6 +139,7 @@ class Grid(NamedTuple):
     skipped: Sequence[tuple[int, int]] = ()  # tiles (row block, column block), from 0, that were skipped
     marked: Sequence[tuple[int, int]] = ()  # cells (row, column), from 0, outlined: each row's maximum
     side: Sequence[tuple[str, Sequence[str]]] = ()  # columns of text right of the grid: a header and one text per row
+    side_marked: Sequence[tuple[int, int]] = ()  # (side column, row), from 0: texts drawn marked (tiling: where m grew)
 
 
 SHOWN, HIDDEN, DROPPED, EMPTY = 0, 1, 2, 3  # Grid.state

@@ -88,7 +88,7 @@ def _figure(grid: Grid, precision: int) -> tuple[str, float, float]:
     y0 = title_h + LABEL_SIZE + 4 + 0.71 * (max(col_w, side_w) + LABEL_SIZE) + 10
     grid_w, grid_h = cell_w * n_cols, cell_h * n_rows
     side_x = x0 + grid_w + 16
-    side_widths = [max(CELL_HEIGHT + 8, *(text_width(t, SIDE_SIZE) + 14 for t in texts)) for _, texts in grid.side]
+    side_widths = [max(CELL_HEIGHT + 8, *(text_width("↑" + t, SIDE_SIZE) + 14 for t in texts)) for _, texts in grid.side]
     legend_x = side_x + sum(side_widths) + (8 if grid.side else 4)
     legend = _legend(legend_x, y0, low, high, precision, state)
     width = max(legend_x + 140, x0 + cell_w * (n_cols - 0.5) + 0.71 * (col_w + LABEL_SIZE) + 12,
@@ -122,13 +122,18 @@ def _figure(grid: Grid, precision: int) -> tuple[str, float, float]:
     out.append(f'<rect class="frame" x="{x0:.1f}" y="{y0:.1f}" width="{grid_w:.1f}" height="{grid_h:.1f}" fill="none" '
                f'stroke="{palette.LIGHT.text}" stroke-width="0.5"/>')  # fmt: skip
     x = side_x
-    for (header, texts), w in zip(grid.side, side_widths):
+    grown = set(grid.side_marked)
+    for n, ((header, texts), w) in enumerate(zip(grid.side, side_widths)):
         hx, hy = x + w / 2 + LABEL_SIZE * 0.3, y0 - 6
         out.append(f'<text class="fg" transform="translate({hx:.1f} {hy:.1f}) rotate(-45)" font-size="{LABEL_SIZE}" '
                    f'fill="{palette.LIGHT.text}">{escape.xml(header)}</text>')  # fmt: skip
         for r, t in enumerate(texts):
             y = y0 + cell_h * (r + 0.5) + SIDE_SIZE * 0.35
-            out.append(_text(x + w - 8, y, escape.xml(t), size=SIDE_SIZE, extra=' text-anchor="end"'))
+            if (n, r) in grown:  # m grew here: what came before was rescaled
+                out.append(f'<text class="grew" x="{x + w - 8:.1f}" y="{y:.1f}" font-size="{SIDE_SIZE}" font-weight="700" fill="{MARK}" '
+                           f'text-anchor="end"><title>m grew: the sum and output before were rescaled</title>↑{escape.xml(t)}</text>')  # fmt: skip
+            else:
+                out.append(_text(x + w - 8, y, escape.xml(t), size=SIDE_SIZE, extra=' text-anchor="end"'))
         x += w
     out += legend
     return "".join(out), width, height
@@ -216,5 +221,5 @@ def _stylesheet() -> str:
     rules = [f".bg{{fill:{dark.background}}}", f".fg{{fill:{dark.text}}}", f".frame{{stroke:{dark.text}}}", f".tile{{stroke:{dark.text}}}"]
     rules += [f".l{i}{{fill:{shade}}} .k{i}{{fill:{palette.ink(shade)}}}" for i, shade in enumerate(dark.shades)]
     rules += [f".hatch-bg{{fill:{dark.masked}}}", ".hatch-line{stroke:#5e5e5e}", f".dropped{{fill:{_DARK_DROPPED}}}", ".cross{stroke:#8c8c8c}",
-              ".mark,.skipped{stroke:#fd8d3c}", ".skip-text{fill:#fd8d3c}"]  # fmt: skip
+              ".mark,.skipped{stroke:#fd8d3c}", ".skip-text,.grew{fill:#fd8d3c}"]  # fmt: skip
     return "@media (prefers-color-scheme: dark){" + " ".join(rules) + "}"

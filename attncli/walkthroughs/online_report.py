@@ -290,17 +290,21 @@ def tiling_grid(result: RunResult, head: int, tiling: Tiling, *, precision: int)
     marked = [(i, int(np.argmax(np.where(hidden[i], -np.inf, masked[i])))) for i in range(masked.shape[0]) if not hidden[i].all()]
     key_blocks = -(-s.L_k // B_k)
     running = np.full((masked.shape[0], key_blocks), np.nan)  # m after each key block
+    grew = np.zeros((masked.shape[0], key_blocks), dtype=bool)  # a later block raised m: what came before was rescaled
     for tile in tiling.tiles:
-        running[np.asarray(tile.queries) - 1, tile.key_block - 1] = tile.max
+        rows = np.asarray(tile.queries) - 1
+        running[rows, tile.key_block - 1] = tile.max
+        grew[rows, tile.key_block - 1] = (tile.rescale > 0) & (tile.rescale < 1)
     blocks = list(range(key_blocks)) if key_blocks <= MAX_SIDE else [key_blocks - 1]
     p = precision
     side = [(f"m after {span(np.arange(b * B_k + 1, min((b + 1) * B_k, s.L_k) + 1))}",
              ["−∞" if not np.isfinite(x) else fixed(float(x), p) for x in running[:, b]]) for b in blocks]  # fmt: skip
     head_name = f"head {head}: " if s.heads > 1 else ""
     caption = (f"{head_name}the scores the softmax sees, in tiles of {B_q} queries × {B_k} keys; each row's maximum outlined, "
-               "and right of it the running maximum m after each block of keys")  # fmt: skip
+               "and right of it the running maximum m after each block of keys (marked where it grew)")  # fmt: skip
+    side_marked = [(n, int(r)) for n, b in enumerate(blocks) for r in np.flatnonzero(grew[:, b])]
     return Grid(f"FlashAttention tiling of {quoted(s.name)}", caption, list(s.query_labels), list(s.key_labels), data, state, False,
-                tile=(B_q, B_k), skipped=skipped, marked=marked, side=side)  # fmt: skip
+                tile=(B_q, B_k), skipped=skipped, marked=marked, side=side, side_marked=side_marked)  # fmt: skip
 
 
 def tilings(result: RunResult, heads: list[int], block_size: int) -> dict[int, Tiling]:
