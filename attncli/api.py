@@ -619,12 +619,18 @@ def _one_stage(stages: tuple[str, ...] | None) -> str:
 
 
 def render_tiling(result: RunResult, options: Options, block_size: int) -> Document:
-    """`run --block-size`: the run's JSON with each head's "tiling" added, or the tiling report in any other format."""
+    """`run --block-size`: the run's JSON with each head's "tiling" added, or the tiling report in any other format.
+
+    The report shows tiles, not stages: `stages` is refused there (JSON keeps it). SVG draws each head's tiles over its scores.
+    """
     from attncli.document import stages
-    from attncli.walkthroughs.online_report import tiling_report, tilings
+    from attncli.walkthroughs.online_report import tiling_grid, tiling_report, tilings
 
     s = result.scenario
     heads = options.heads or list(range(1, s.heads + 1))
+    if options.format is not Format.json and options.stages is not None:
+        raise AttnError(f"the tiling report shows tiles, not stages ({', '.join(options.stages)})", key=option("stages"),
+                        expected=f"no {option('stages')} with {option('block_size')}, or {option('format')} json")  # fmt: skip
     tiled = tilings(result, heads, block_size)
     if options.format is Format.json:
         from attncli.formats import jsonout
@@ -638,19 +644,25 @@ def render_tiling(result: RunResult, options: Options, block_size: int) -> Docum
 
     p = decimals(options.precision, s.precision, result.round_steps)
     tiles_report = tiling_report(result, tiled, precision=p, full=options.full)
-    return report.render(tiles_report, options.format.value, to_file=options.to_file, fragment=options.standalone is False)
+    figures = [tiling_grid(result, head, tiled[head], precision=p) for head in heads] if options.format in (Format.svg, Format.html) else []
+    return report.render(tiles_report, options.format.value, to_file=options.to_file, standalone=options.standalone,
+                         heading_level=options.heading_level, figures=figures, precision=p)  # fmt: skip
 
 
 def render_decode(dec: Decode, options: Options, *, made_causal: bool) -> Document:
-    """`attncli decode`: the attncli.decode/1 JSON, or the step-by-step report in any other format."""
+    """`attncli decode`: the attncli.decode/1 JSON, or the step-by-step report in any other format (SVG: the step × cached-key figure)."""
+    if options.stages is not None:
+        raise AttnError(f"decode shows steps, not stages ({', '.join(options.stages)})", key=option("stages"), expected="no stages")
     if options.format is Format.json:
         from attncli.formats import jsonout
         from attncli.walkthroughs import data
 
         return jsonout.document(data.decode_json(dec))
     from attncli.formats import report
-    from attncli.walkthroughs.online_report import decode_report
+    from attncli.walkthroughs.online_report import decode_grid, decode_report
 
     p = decimals(options.precision, dec.scenario.precision, dec.result.round_steps)
     rep = decode_report(dec, precision=p, full=options.full, made_causal=made_causal)
-    return report.render(rep, options.format.value, to_file=options.to_file, fragment=options.standalone is False)
+    figures = [decode_grid(dec)] if options.format in (Format.svg, Format.html) else []
+    return report.render(rep, options.format.value, to_file=options.to_file, standalone=options.standalone,
+                         heading_level=options.heading_level, figures=figures, precision=p)  # fmt: skip

@@ -115,7 +115,9 @@ def test_run_block_size_skips_the_tiles_above_the_causal_diagonal(cli):
     skipped = [(t["query_block"], t["key_block"]) for t in doc["heads"][0]["tiling"]["tiles"] if t["skipped"]]
     assert skipped == [(1, 2), (1, 3), (2, 3)]
     out = cli("run", "journey-causal", "--block-size", "2").stdout
-    assert out.count("skipped: hidden by the mask") == 3 and "working memory, tiled = 24 numbers" in out
+    assert [line.split()[:2] + line.split()[-1:] for line in out.splitlines() if line.endswith("skipped")] == [
+        ["1,", "2", "skipped"], ["1,", "3", "skipped"], ["2,", "3", "skipped"]]
+    assert "working memory, tiled = 24 numbers" in out
 
 
 def test_run_block_size_shortens_many_tiles_unless_full(cli):
@@ -244,7 +246,7 @@ def test_explain_csv_gives_each_key_its_block_and_the_running_state(cli):
 def test_tiling_under_round_steps_names_the_rounding(cli):
     """Rounded by hand the tiled output differs from the ordinary chain, and the report says the exact ones agree."""
     out = cli("run", "cat", "--block-size", "2", "--round-steps", "3").stdout
-    assert "in exact arithmetic the two differ by" in out
+    assert "in exact arithmetic the two differ by" in " ".join(out.split())  # the terminal wraps the sentence
 
 
 def test_decode_a_real_checkpoint_layer(cli):

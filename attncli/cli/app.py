@@ -362,6 +362,11 @@ def export(
     explain_word: Annotated[
         str | None, typer.Option("--explain", metavar="WORD", help="Render the `explain` walk-through of WORD instead of `run`; scenarios without it are skipped.")
     ] = None,
+    block_size: Annotated[
+        int | None,
+        typer.Option("--block-size", min=1, metavar="B", help="As `run --block-size`: FlashAttention's tiling report (with --explain: the online softmax of the word)."),
+    ] = None,
+    decode: Annotated[bool, typer.Option("--decode", help="As `decode`: generation step by step with a KV cache (of --head, default 1).")] = False,
     stages: Annotated[str | None, typer.Option(metavar="LIST", help="As for `run`: the stages to include (CSV: exactly one).")] = None,
     head: HeadOption = None,
     precision: PrecisionOption = None,
@@ -384,6 +389,8 @@ def export(
       attncli export posts/attention/*.yaml --format markdown --out-dir posts/attention/tables
       attncli export scenarios/ --format latex --out-dir build/tex
       attncli export cat journey --explain the --format markdown --out-dir out
+      attncli export journey-causal --block-size 2 --format svg --out-dir figures
+      attncli export sliding-window --decode --format latex --standalone --out-dir tex
     """
     from attncli.cli.export import export as export_all
     from attncli.cli.export import sources
@@ -407,6 +414,8 @@ def export(
             report_error=show_error,
             note=_note,
             advance=lambda: advance(1),
+            block_size=block_size,
+            decode=decode,
         )
     sys.stderr.write(report.summary(folder, format.value) + "\n")
     if report.failed:
@@ -432,6 +441,8 @@ def decode(
     round_steps: RoundOption = None,
     format: FormatOption = Format.table,
     full: Annotated[bool, typer.Option("--full", help="Show every step, cached key and number, however many.")] = False,
+    standalone: StandaloneOption = None,
+    heading_level: HeadingOption = 1,
     output: OutputOption = None,
     force: ForceOption = False,
     max_cells: MaxCellsOption = None,
@@ -459,7 +470,8 @@ def decode(
         scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=_limits(max_cells, max_values),
         target=target, attention=attention,
     )  # fmt: skip
-    options = Options(format=format, precision=precision, full=full, to_file=output is not None)
+    options = Options(format=format, precision=precision, full=full, to_file=output is not None, standalone=standalone,
+                      heading_level=heading_level)  # fmt: skip
     emit(api.decode(loaded, head=head, round_steps=round_steps).document(options), output, force=force)
 
 

@@ -56,8 +56,17 @@ def export(
     report_error: Callable[[AttnError], None],
     note: Callable[[str], None],
     advance: Callable[[], None] = lambda: None,
+    block_size: int | None = None,
+    decode: bool = False,
 ) -> Report:
-    """Render every scenario of `names` (see `sources`) into `out_dir`; `advance()` after each."""
+    """Render every scenario of `names` (see `sources`) into `out_dir`; `advance()` after each.
+
+    As `run` by default; `explain_word` as `explain` (with `block_size`, its online softmax too);
+    `block_size` alone as `run --block-size` (the tiling report); `decode` as `decode`.
+    """
+    if decode and (explain_word is not None or block_size is not None):
+        other = option("explain") if explain_word is not None else option("block_size")
+        raise AttnError(f"{option('decode')} and {other} are both given", key=option("decode"), expected=f"one of {option('decode')}, {other}")
     if not out_dir.is_dir():
         raise AttnError(
             f"the folder {str(out_dir)!r} does not exist" if not out_dir.exists() else f"{str(out_dir)!r} is not a folder",
@@ -75,7 +84,8 @@ def export(
                     file=source,
                     expected="scenario files with different names",
                 )
-            document = _render(source, options=options, head=head, round_steps=round_steps, word=explain_word, limits=limits)
+            document = _render(source, options=options, head=head, round_steps=round_steps, word=explain_word, limits=limits,
+                               block_size=block_size, decode=decode)  # fmt: skip
             if document is None:
                 report.skipped.append((source, f"it has no token {explain_word!r}"))
                 note(f"attncli: skipped {source}: it has no token {explain_word!r}")
@@ -92,7 +102,8 @@ def export(
 
 
 def _render(
-    source: str, *, options: Options, head: int | None, round_steps: int | None, word: str | None, limits: Limits
+    source: str, *, options: Options, head: int | None, round_steps: int | None, word: str | None, limits: Limits,
+    block_size: int | None = None, decode: bool = False,
 ) -> Document | None:
     """The document of one scenario; None when it lacks the word to explain."""
     from attncli import api
@@ -101,10 +112,14 @@ def _render(
     heads = scenario.head_numbers(head)
     if word is not None:
         try:
-            explained = api.explain(scenario, word, head=head or 1, round_steps=round_steps)
+            explained = api.explain(scenario, word, head=head or 1, round_steps=round_steps, block_size=block_size)
         except AttnError as error:
             if error.key != option("word"):  # the scenario has no such token: skipped, not failed
                 raise
             return None
         return explained.document(options._replace(to_file=True))
+    if decode:
+        return api.decode(scenario, head=head or 1, round_steps=round_steps).document(options._replace(to_file=True))
+    if block_size is not None:
+        return api.tiles(scenario, block_size, round_steps=round_steps).document(options._replace(heads=heads, to_file=True))
     return api.run(scenario, round_steps=round_steps).document(options._replace(heads=heads, to_file=True))

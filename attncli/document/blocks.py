@@ -44,6 +44,33 @@ class Table(NamedTuple):
     numeric: Sequence[bool]
 
 
+class Vector(str):
+    """A vector cell as shown ("[0.1, 0.2, …, 0.9] (64 numbers)"), keeping enough of its numbers for a format to shorten it to fit a width.
+
+    It is the text it shows; `shortened(keep)` writes it with at most `keep` (≤ MAX_KEEP) numbers (the
+    first keep − 1, …, the last), as `run` shortens its vectors. `fixed` when --full asked for every number.
+    It keeps only the numbers a shortening can show (a decode report makes hundreds of thousands of cells).
+    """
+
+    MAX_KEEP = 8
+    size: int  # how many numbers the vector has
+    kept: tuple[str, ...]  # its first MAX_KEEP - 1 numbers and its last (all of them when that is all); none when fixed
+    fixed: bool
+
+    def __new__(cls, shown: str, numbers: Sequence[str], *, fixed: bool = False) -> Vector:
+        made = str.__new__(cls, shown)
+        made.size, made.fixed = len(numbers), fixed
+        made.kept = () if fixed else tuple(numbers) if len(numbers) <= cls.MAX_KEEP else (*numbers[: cls.MAX_KEEP - 1], numbers[-1])
+        return made
+
+    def shortened(self, keep: int) -> str:
+        """At most `keep` (2 to MAX_KEEP) numbers, with how many there are; the text as it is when it is short already or fixed."""
+        if self.fixed or self.size < keep + 2:  # hiding one number saves nothing
+            return str(self)
+        cut = "[" + ", ".join([*self.kept[: keep - 1], "…", self.kept[-1]]) + f"] ({self.size})"
+        return cut if len(cut) < len(self) else str(self)
+
+
 class Note(NamedTuple):
     """A remark inside a section: what was left out, what a check found."""
 
@@ -95,6 +122,27 @@ class Steps(NamedTuple):
 
 
 Block = Heading | Paragraph | Values | Table | Note | Steps
+
+
+class Grid(NamedTuple):
+    """A figure of one matrix for decode and tiling (SVG, HTML): shaded values, a state per cell, tile lines and side columns."""
+
+    title: str
+    caption: str  # what the figure shows, one line
+    rows: Sequence[str]  # row labels
+    cols: Sequence[str]  # column labels
+    data: np.ndarray  # (R, C) the values shaded
+    state: np.ndarray  # (R, C) int8: SHOWN, HIDDEN (by the mask), DROPPED (left the cache) or EMPTY (nothing there yet)
+    probabilities: bool  # the values are weights: shaded on 0..1
+    axes: tuple[str, str] = ("keys", "queries")  # what the columns and the rows are
+    tile: tuple[int, int] = (0, 0)  # tile lines every (rows, columns); 0: none
+    skipped: Sequence[tuple[int, int]] = ()  # tiles (row block, column block), from 0, that were skipped
+    marked: Sequence[tuple[int, int]] = ()  # cells (row, column), from 0, outlined: each row's maximum
+    side: Sequence[tuple[str, Sequence[str]]] = ()  # columns of text right of the grid: a header and one text per row
+    side_marked: Sequence[tuple[int, int]] = ()  # (side column, row), from 0: texts drawn marked (tiling: where m grew)
+
+
+SHOWN, HIDDEN, DROPPED, EMPTY = 0, 1, 2, 3  # Grid.state
 
 
 @dataclass(frozen=True)

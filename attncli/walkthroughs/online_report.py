@@ -2,7 +2,8 @@
 
 The numbers come from online.py and decode.py; this module picks what a reader needs,
 writes each number once at the decimals `numbers.decimals` chose, and shortens long
-listings unless `full` (the JSON always carries everything).
+listings unless `full` (the JSON always carries everything). `decode_grid` and `tiling_grid`
+are the figures of SVG and HTML: the weights of each step over its cache, the scores under the tiles.
 """
 
 from __future__ import annotations
@@ -15,7 +16,21 @@ from attncli.core import online
 from attncli.core.decode import Decode, DecodeStep
 from attncli.core.engine import RunResult
 from attncli.core.online import Tiling
-from attncli.document.blocks import Block, Document, Heading, Note, Paragraph, Table, Values
+from attncli.document.blocks import (
+    DROPPED,
+    EMPTY,
+    HIDDEN,
+    SHOWN,
+    Block,
+    Document,
+    Grid,
+    Heading,
+    Note,
+    Paragraph,
+    Table,
+    Values,
+    Vector,
+)
 from attncli.document.numbers import fixed, smart
 from attncli.errors import AttnError, option
 from attncli.walkthroughs.narration import quoted
@@ -27,13 +42,13 @@ MAX_VECTOR = 8  # numbers shown of a long vector unless --full
 MAX_TILES_KEPT = 100_000  # tiles computed and kept for one report (each holds its rows' running state)
 
 
-def vec(values: np.ndarray, p: int, *, full: bool, whole: bool = True) -> str:
-    """[1, 0.5] or, shortened, [0.1, 0.2, 0.3, 0.4, …, 0.9, 1.0] (64 numbers)."""
+def vec(values: np.ndarray, p: int, *, full: bool, whole: bool = True) -> Vector:
+    """[1, 0.5] or, shortened, [0.1, 0.2, 0.3, 0.4, …, 0.9, 1.0] (64 numbers); a terminal may shorten it further to fit."""
     write = smart if whole else fixed
     cells = [write(float(x), p) for x in values]
     if full or len(cells) <= MAX_VECTOR:
-        return "[" + ", ".join(cells) + "]"
-    return "[" + ", ".join(cells[:4] + ["…"] + cells[-2:]) + f"] ({len(cells)} numbers)"
+        return Vector("[" + ", ".join(cells) + "]", cells, fixed=full)
+    return Vector("[" + ", ".join(cells[:4] + ["…"] + cells[-2:]) + f"] ({len(cells)} numbers)", cells)
 
 
 def ulps(values: np.ndarray) -> str:
@@ -80,7 +95,8 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
     intro = [
         f"Queries {B_q} at a time (outer loop), keys {B_k} at a time (inner loop). Each tile updates its queries' running "
         "maximum m and sum l, multiplying what came before by the rescale factor e^(m_old − m) when m grows; the output "
-        "rows are divided by l once their last key block is done. A tile the mask hides entirely is skipped.",
+        "rows are divided by l once their last key block is done. A tile the mask hides entirely is skipped. "
+        "Tile i, j is query block i with key block j; m, l and the rescale factor are given for each of its queries.",
     ]
     if s.sink_logits is not None:
         intro.append("Each head's learned sink (sink_logits) starts every row at m = sink, l = e^0 = 1, o = 0: one more logit, "
@@ -95,14 +111,14 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
         for tile in tiling.tiles:
             cells = [f"{tile.query_block}, {tile.key_block}", span(tile.queries), span(tile.keys)]
             if tile.skipped:
-                rows.append(cells + ["skipped: hidden by the mask", "", ""])
+                rows.append(cells + ["skipped", "", ""])
             else:
                 rows.append(cells + [vec(tile.max, p, full=full), vec(tile.sum, p, full=full, whole=False), vec(tile.rescale, p, full=full)])
             for i, query in enumerate(tile.queries):
                 csv_rows.append([str(head), str(tile.query_block), str(tile.key_block), str(int(query)), span(tile.keys),
                                  "true" if tile.skipped else "false", repr(float(tile.rescale[i])), _number(tile.max[i]), repr(float(tile.sum[i]))])  # fmt: skip
         rows, notes = _shortened(rows, MAX_TILES, "tiles", full=full, width=6)
-        table = Table(["tile (query block, key block)", "queries", "keys", "m per query", "l per query", "rescale per query"], rows,
+        table = Table(["tile", "queries", "keys", "m", "l", "rescale"], rows,
                       [False, False, False, False, False, False])  # fmt: skip
         sections += _section(f"{name}{len(tiling.tiles)} tiles", table=table, notes=notes)
         ordinary = result.head(head).output  # (L_q, d_v)
@@ -150,6 +166,9 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
         "Generation is causal: at step t the new token's k and v join the cache, and its q meets every cached key. "
         "The cache holds only what some query from t on still reads."
     ]
+    if s.scale.mode != "none" or s.has_bias:
+        intro.append("Each step's table gives q·k and the score the softmax sees (q·k scaled" + (", plus the bias" if s.has_bias else "")
+                     + "), then the weight.")  # fmt: skip
     if made_causal:
         intro.append(f"{quoted(s.name)} has no causal mask; decoding adds one, since a generated token cannot see the tokens after it.")
     if s.rope is not None:
@@ -185,7 +204,7 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
         for step in steps
         for key, seen, score, logit, weight in zip(step.cache, step.visible, step.scores, step.logits, step.weights)
     ]  # fmt: skip
-    csv_table = Table(["step", "token", "key_position", "key_token", "visible", "score", "logit", "weight"], csv_rows,
+    csv_table = Table(["step", "token", "key_position", "key_token", "visible", "q_dot_k", "score", "weight"], csv_rows,
                       [True, False, True, False, False, True, True, True])  # fmt: skip
     head = f", head {dec.head}" if s.heads > 1 else ""
     return _document(f"Decoding {quoted(s.name)} with a KV cache{head}", intro, sections, csv_table)
@@ -206,14 +225,14 @@ def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> list[
             notes.append(f"Key{'s' * (len(kept) > 1)} {span(np.array(kept))} stay{'s' * (len(kept) == 1)} in the cache outside the window: "
                          f"attention sink{'s' * (len(kept) > 1)}, seen by every query.")  # fmt: skip
     show_logit = s.scale.mode != "none" or s.has_bias
-    header = ["key", "position", "k", "v", "q·k"] + (["logit"] if show_logit else []) + ["weight"]
+    header = ["key", "position", "q·k"] + (["score"] if show_logit else []) + ["weight", "k", "v"]  # score: what the softmax sees
     rows = []
     for key, seen, k, v, score, logit, weight in zip(step.cache, step.visible, step.K, step.V, step.scores, step.logits, step.weights):
-        row = [s.query_labels[int(key) - 1], str(int(key)), vec(k, p, full=full), vec(v, p, full=full), fixed(float(score), p)]
+        row = [s.query_labels[int(key) - 1], str(int(key)), fixed(float(score), p)]
         row += [fixed(float(logit), p) if seen else "hidden"] if show_logit else []
-        rows.append(row + [fixed(float(weight), p)])
+        rows.append(row + [fixed(float(weight), p), vec(k, p, full=full), vec(v, p, full=full)])
     rows, short = _shortened(rows, MAX_CACHE_ROWS, "cached keys", full=full, width=len(header))
-    numeric = [False, True, False, False, True] + [True] * show_logit + [True]
+    numeric = [False, True, True] + [True] * show_logit + [True, False, False]
     notes += short
     sink_weight = dec.result.head(dec.head).sink_weight  # (L,) whole; None without a learned sink
     if sink_weight is not None:
@@ -246,6 +265,58 @@ def _same_as_run(dec: Decode, step: DecodeStep) -> str:
     recomputed = (weights / total) @ step.V[seen]  # (d_v,)
     return (f"The output is row {row} of the full causal run; computed again from the cache alone it differs by "
             f"{ulps(recomputed - step.output)}.")  # fmt: skip
+
+
+# -- figures (SVG, HTML) ----------------------------------------------------------------------------
+
+MAX_SIDE = 8  # running-maximum columns beside a tiling figure (one per key block); more show the last only
+
+
+def decode_grid(dec: Decode) -> Grid:
+    """Step × cached key: each step's weights over the cache, keys that left it marked, keys not yet generated empty."""
+    s = dec.scenario
+    L = len(dec.steps)
+    data = np.zeros((L, s.L_k))  # (steps, keys)
+    state = np.full((L, s.L_k), EMPTY, dtype=np.int8)
+    for t, step in enumerate(dec.steps):
+        state[t, : step.position] = DROPPED  # every key generated so far, unless it is still cached
+        for key, seen, weight in zip(step.cache, step.visible, step.weights):
+            state[t, int(key) - 1] = SHOWN if seen else HIDDEN
+            data[t, int(key) - 1] = weight
+    head = f"head {dec.head}: " if s.heads > 1 else ""
+    rows = [f"{step.position} {step.token}" for step in dec.steps]
+    return Grid(f"Decoding {quoted(s.name)} with a KV cache", f"{head}each step's weights over its cache (steps down, cached keys across)",
+                rows, list(s.key_labels), data, state, True, axes=("cached keys", "steps"))  # fmt: skip
+
+
+def tiling_grid(result: RunResult, head: int, tiling: Tiling, *, precision: int) -> Grid:
+    """The score matrix under its tiles: skipped tiles marked, each row's maximum outlined, the running maximum m after each key block."""
+    s = result.scenario
+    h = result.head(head)
+    masked = np.asarray(h.masked)  # (L_q, L_k) -inf where hidden
+    hidden = ~np.isfinite(masked)
+    state = np.where(hidden, HIDDEN, SHOWN).astype(np.int8)
+    data = np.where(hidden, 0.0, masked)
+    B_q, B_k = tiling.query_block_size, tiling.block_size
+    skipped = [(tile.query_block - 1, tile.key_block - 1) for tile in tiling.tiles if tile.skipped]
+    marked = [(i, int(np.argmax(np.where(hidden[i], -np.inf, masked[i])))) for i in range(masked.shape[0]) if not hidden[i].all()]
+    key_blocks = -(-s.L_k // B_k)
+    running = np.full((masked.shape[0], key_blocks), np.nan)  # m after each key block
+    grew = np.zeros((masked.shape[0], key_blocks), dtype=bool)  # a later block raised m: what came before was rescaled
+    for tile in tiling.tiles:
+        rows = np.asarray(tile.queries) - 1
+        running[rows, tile.key_block - 1] = tile.max
+        grew[rows, tile.key_block - 1] = (tile.rescale > 0) & (tile.rescale < 1)
+    blocks = list(range(key_blocks)) if key_blocks <= MAX_SIDE else [key_blocks - 1]
+    p = precision
+    side = [(f"m after {span(np.arange(b * B_k + 1, min((b + 1) * B_k, s.L_k) + 1))}",
+             ["−∞" if not np.isfinite(x) else fixed(float(x), p) for x in running[:, b]]) for b in blocks]  # fmt: skip
+    head_name = f"head {head}: " if s.heads > 1 else ""
+    caption = (f"{head_name}the scores the softmax sees, in tiles of {B_q} queries × {B_k} keys; each row's maximum outlined, "
+               "and right of it the running maximum m after each block of keys (marked where it grew)")  # fmt: skip
+    side_marked = [(n, int(r)) for n, b in enumerate(blocks) for r in np.flatnonzero(grew[:, b])]
+    return Grid(f"FlashAttention tiling of {quoted(s.name)}", caption, list(s.query_labels), list(s.key_labels), data, state, False,
+                tile=(B_q, B_k), skipped=skipped, marked=marked, side=side, side_marked=side_marked)  # fmt: skip
 
 
 def tilings(result: RunResult, heads: list[int], block_size: int) -> dict[int, Tiling]:
