@@ -15,7 +15,7 @@ import pytest
 
 from attncli import api
 from attncli.sources.checkpoints import bart
-from attncli.sources.checkpoints.config import read_config
+from attncli.sources.checkpoints.families import read_config
 from attncli.sources.checkpoints.safetensors import Checkpoint
 
 FOLDER = Path(__file__).parent / "checkpoints" / "bart"

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from attncli.errors import AttnError
-from attncli.sources.checkpoints.config import SUPPORTED, read_config
+from attncli.sources.checkpoints.families import SUPPORTED, read_config
 from attncli.sources.checkpoints.layer import LayerCase, load_layer, model_info, tokenize
 from attncli.sources.checkpoints.safetensors import SafetensorsFile
 

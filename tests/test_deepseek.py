@@ -21,8 +21,8 @@ import pytest
 from attncli.core import engine
 from attncli.sources.checkpoints import deepseek
 from attncli.sources.checkpoints.blocks import rms_norm
-from attncli.sources.checkpoints.config import read_config
 from attncli.sources.checkpoints.describe import describe_config
+from attncli.sources.checkpoints.families import read_config
 from attncli.sources.checkpoints.layer import model_info
 from attncli.sources.checkpoints.safetensors import Checkpoint
 from attncli.sources.checkpoints.scenario import load_scenario

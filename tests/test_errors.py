@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attncli.sources.checkpoints.config import SUPPORTED
+from attncli.sources.checkpoints.families import SUPPORTED
 
 BAD = Path(__file__).parent / "bad"
 

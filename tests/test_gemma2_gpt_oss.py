@@ -22,7 +22,7 @@ from attncli.core import engine
 from attncli.errors import AttnError
 from attncli.sources.checkpoints import gemma2, gpt_oss
 from attncli.sources.checkpoints.blocks import rms_norm
-from attncli.sources.checkpoints.config import read_config
+from attncli.sources.checkpoints.families import read_config
 from attncli.sources.checkpoints.layer import LayerCase, load_layer
 from attncli.sources.checkpoints.safetensors import Checkpoint
 from attncli.sources.checkpoints.scenario import layer_scenario

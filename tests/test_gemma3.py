@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from attncli.core import engine
-from attncli.sources.checkpoints.config import read_config
+from attncli.sources.checkpoints.families import read_config
 from attncli.sources.checkpoints.layer import load_layer, model_info
 from attncli.sources.checkpoints.scenario import layer_scenario
 

@@ -149,7 +149,7 @@ def test_thumbnail_keeps_each_blocks_largest_weight():
 
 def golden_fixtures() -> list[str]:
     """Every fixture with transformers' attentions whose family attncli reads: a family added later is tested as it lands."""
-    from attncli.sources.checkpoints.config import SUPPORTED
+    from attncli.sources.checkpoints.families import SUPPORTED
 
     out = []
     for golden in sorted(CHECKPOINTS.glob("*/golden.npz")):

@@ -13,7 +13,7 @@ import jsonschema
 import numpy as np
 import pytest
 
-from attncli.sources.checkpoints.config import SUPPORTED
+from attncli.sources.checkpoints.families import SUPPORTED
 from attncli.sources.checkpoints.layer import tokenize
 from attncli.sources.yamltree import parse
 from tests.test_checkpoints import HERE, TOLERANCE, golden

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from attncli.errors import AttnError, visible
-from attncli.sources.checkpoints.config import LLAMA_FAMILY, ModelConfig, read_config
+from attncli.sources.checkpoints.config import LLAMA_FAMILY, ModelConfig
+from attncli.sources.checkpoints.families import read_config
 
 SCHEMA = "attncli.model-verify/1"
 INSTALL = "pip install torch==2.13.0 transformers"

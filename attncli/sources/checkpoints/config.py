@@ -16,7 +16,6 @@ from attncli.sources.bounded import JsonLimits
 
 CONFIG_LIMITS = JsonLimits(max_bytes=4 * 1024 * 1024)  # config.json and the shard index: a few kB in real checkpoints
 
-SUPPORTED = ("gpt2", "bert", "llama", "qwen2", "mistral", "bart", "qwen3", "olmo2", "gemma3_text", "gpt_neox", "phi3", "gemma2", "gpt_oss", "deepseek_v3")
 LLAMA_FAMILY = ("llama", "qwen2", "mistral")
 ROPE_KINDS = ("default", "linear", "llama3")
 ACTIVATIONS = (
@@ -54,8 +53,6 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "gpt_oss": {"layers": 36, "hidden": 2880, "heads": 64, "kv": 8, "positions": 131072, "inter": 2880},
     "deepseek_v3": {"layers": 61, "hidden": 7168, "heads": 128, "kv": None, "positions": 4096, "inter": 18432},  # MLA keys: deepseek.py
 }
-# families whose config reading lives in their own module (sources/checkpoints/<module>.py: read_config(_Reader))
-_FAMILY_MODULES = {"gpt_neox": "neox", "gemma2": "gemma2", "gpt_oss": "gpt_oss"}
 
 
 @dataclass(frozen=True)
@@ -184,26 +181,14 @@ def read_raw(folder: Path) -> tuple[dict[str, Any], str]:
     return raw, where
 
 
-def read_config(folder: Path) -> ModelConfig:
-    """The normalised config of a checkpoint folder; an unsupported model type is one clear error."""
-    raw, where = read_raw(folder)
-    model_type = raw.get("model_type")
-    if model_type not in SUPPORTED:
-        found = f"model_type {_shown(model_type)} is not supported" if model_type is not None else "config.json has no model_type"
-        raise AttnError(found, file=where, expected="one of " + ", ".join(SUPPORTED))
-    read = _Reader(raw, where)
+def read_known(read: _Reader, model_type: str) -> ModelConfig:
+    """The families whose config spellings are read here (families.read_config dispatches; a family module may read its own)."""
     if model_type == "gpt2":
         return _gpt2(read)
     if model_type == "bert":
         return _bert(read)
     if model_type == "bart":
         return _bart(read)
-    if model_type in _FAMILY_MODULES:
-        import importlib
-
-        family = importlib.import_module(f"attncli.sources.checkpoints.{_FAMILY_MODULES[model_type]}")
-        cfg: ModelConfig = family.read_config(read)
-        return cfg
     return _llama_family(read, model_type)
 
 

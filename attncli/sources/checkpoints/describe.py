@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from attncli.sources.checkpoints.config import SUPPORTED, ModelConfig
+from attncli.sources.checkpoints.config import ModelConfig
+from attncli.sources.checkpoints.families import SUPPORTED
 from attncli.sources.checkpoints.rope import rope_spec
 
 # bytes per number of a cache kept in the checkpoint's dtype

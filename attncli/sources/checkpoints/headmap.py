@@ -16,9 +16,9 @@ import numpy as np
 from attncli.core.heads import HeadMap, repeated_random_tokens
 from attncli.errors import AttnError, option
 from attncli.sources import reading
-from attncli.sources.checkpoints import layer as layers
 from attncli.sources.checkpoints.blocks import AttentionWeights, WeightsSeen, self_attention, weights_seen
-from attncli.sources.checkpoints.config import ModelConfig, read_config
+from attncli.sources.checkpoints.config import ModelConfig
+from attncli.sources.checkpoints.families import ARCHITECTURES, ENCODER_DECODERS, read_config
 from attncli.sources.checkpoints.gguf import gguf_path, open_model
 from attncli.sources.checkpoints.layer import checkpoint_tokens
 from attncli.sources.checkpoints.safetensors import Checkpoint
@@ -65,7 +65,7 @@ def model_map(
         cfg, checkpoint = model.cfg, model.checkpoint
     else:
         cfg = read_config(folder)
-    if cfg.model_type in layers.ENCODER_DECODERS:
+    if cfg.model_type in ENCODER_DECODERS:
         raise AttnError(
             f"the map of an encoder–decoder ({cfg.model_type}: its encoder, its decoder and the cross-attention between them) is not built yet",
             key="model",
@@ -106,7 +106,7 @@ def model_map(
 
 def _forward(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], seen: WeightsSeen) -> None:
     """One pass through every layer; the last layer's attention is computed only for its weights."""
-    architecture = layers._ARCHITECTURES[cfg.model_type]  # the same table load_layer reads
+    architecture = ARCHITECTURES[cfg.model_type]  # the same table load_layer reads
     with weights_seen(seen):
         last = architecture.layer_inputs(cfg, checkpoint, ids, cfg.layers)  # layers 1 … N−1, each reported
         self_attention(last.X, last.attention)  # layer N

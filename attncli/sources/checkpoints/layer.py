@@ -17,23 +17,10 @@ from attncli.core.variants import LearnedSink, QkNorm, Rope, SoftCap
 from attncli.core.variants.mla import Mla
 from attncli.errors import AttnError, option
 from attncli.sources.arguments import shown_path
-from attncli.sources.checkpoints import (
-    bart,
-    bert,
-    deepseek,
-    gemma2,
-    gemma3,
-    gpt2,
-    gpt_oss,
-    llama,
-    neox,
-    olmo2,
-    phi3,
-    qwen3,
-    tokenizer_process,
-)
-from attncli.sources.checkpoints.config import ModelConfig, read_config, read_raw
+from attncli.sources.checkpoints import bart, tokenizer_process
+from attncli.sources.checkpoints.config import ModelConfig, read_raw
 from attncli.sources.checkpoints.describe import config_cache, describe_config, describe_raw
+from attncli.sources.checkpoints.families import ARCHITECTURES, ENCODER_DECODERS, read_config
 from attncli.sources.checkpoints.gguf import gguf_path, open_model
 from attncli.sources.checkpoints.safetensors import FLOAT_NAMES, Checkpoint
 from attncli.sources.checkpoints.source import TensorSource
@@ -42,11 +29,6 @@ from attncli.sources.checkpoints.tokens import Tokens, encode, not_applied_note
 
 __all__ = ["LayerCase", "Tokens", "load_layer", "model_info", "tokenize"]
 
-_ARCHITECTURES = {
-    "gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "qwen3": qwen3, "olmo2": olmo2,
-    "gemma3_text": gemma3, "gpt_neox": neox, "phi3": phi3, "gemma2": gemma2, "gpt_oss": gpt_oss, "deepseek_v3": deepseek,
-}  # fmt: skip
-ENCODER_DECODERS = ("bart",)  # read a source text and a target text; the layer counts in the stack `attention` names
 
 
 @dataclass(frozen=True, eq=False)
@@ -182,7 +164,7 @@ def load_layer(
     if gguf is None:
         checkpoint = Checkpoint(folder)
     with np.errstate(all="ignore"):  # an overflow is reported below, as what it is, not as numpy's warning
-        inputs = _ARCHITECTURES[cfg.model_type].layer_inputs(cfg, checkpoint, ids, layer)
+        inputs = ARCHITECTURES[cfg.model_type].layer_inputs(cfg, checkpoint, ids, layer)
     if not np.isfinite(inputs.X).all():
         raise AttnError(
             f"the input of layer {layer} overflows float64: layers 1–{layer - 1} of the checkpoint give ±∞ or NaN for this sentence",
@@ -319,7 +301,7 @@ def model_info(folder: Path) -> dict[str, Any]:
         info.update(describe_raw(raw))  # what its keys tell of the attention, even unread
         return info
     info.update(describe_config(cfg, raw))
-    words = getattr(_ARCHITECTURES.get(cfg.model_type), "mechanisms", None)
+    words = getattr(ARCHITECTURES.get(cfg.model_type), "mechanisms", None)
     if words is not None:  # what a family module says of itself beyond the mechanisms describe.py detects in every family
         try:
             info["mechanisms"] = [*info.get("mechanisms", []), *({"key": cfg.model_type, "text": text} for text in words(cfg, folder))]
@@ -374,7 +356,7 @@ def check_shapes(cfg: ModelConfig, checkpoint: Checkpoint) -> None:
     neox_shapes = {"embed_in.weight": (None, d), "layers.0.attention.query_key_value.weight": (3 * H * d_k, d), "layers.0.mlp.dense_h_to_4h.weight": (inner, d)}
     phi3_shapes = {"embed_tokens.weight": (None, d), "layers.0.self_attn.qkv_proj.weight": ((H + 2 * G) * d_k, d), "layers.0.mlp.gate_up_proj.weight": (2 * inner, d)}
     deepseek_shapes = {"embed_tokens.weight": (None, d), "layers.0.self_attn.kv_a_proj_with_mqa.weight": (None, d)}
-    family_shapes = getattr(_ARCHITECTURES.get(cfg.model_type), "shapes", None)  # a family module may name its own tensors
+    family_shapes = getattr(ARCHITECTURES.get(cfg.model_type), "shapes", None)  # a family module may name its own tensors
     probe, prefixes, shapes = {
         "deepseek_v3": ("embed_tokens.weight", ("model.", ""), deepseek_shapes),
     }.get(cfg.model_type) or {

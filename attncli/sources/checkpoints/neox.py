@@ -5,7 +5,7 @@ output rows run [q | k | v] for head 1, then head 2, … (not a q block, a k blo
 RoPE rotate-half turns the first r = head_dim · rotary_pct coordinates of each head (Pythia: a quarter);
 scores ÷ √d_k; causal; `dense` (with bias) projects back. GPTNeoXLayer with use_parallel_residual (Pythia):
 x + attention(input_layernorm(x)) + mlp(post_attention_layernorm(x)), the two norms of the same x; without it,
-sequential. MLP: dense_4h_to_h(act(dense_h_to_4h(x))). Its config keys are read here (config.read_config hands a
+sequential. MLP: dense_4h_to_h(act(dense_h_to_4h(x))). Its config keys are read here (families.read_config hands a
 gpt_neox config.json to `read_config`): rotary_pct + rotary_emb_base (transformers 4) or rope_parameters (5),
 use_parallel_residual, attention_bias. Dimension names: L tokens, d = d_model, H heads, d_k head size.
 """
