@@ -2,6 +2,7 @@
 
     python benchmarks/bench.py [--pairs N] [--only 6,9] [--wall] [--docs docs/performance.md]
     python benchmarks/bench.py --only 14,15     # an 8B-class layer: writes 0.8 GiB into the temporary folder
+    python benchmarks/bench.py --only 20        # beside transformers (needs torch==2.13.0, transformers, accelerate)
 
 Builds its inputs in a temporary folder, runs each comparison as alternating pairs of
 subprocesses (A, B, A, B …; 7 pairs by default, at least 5) and prints a Markdown table of
