@@ -1,5 +1,6 @@
 """The `attncli` command and `python -m attncli`: Ctrl-C is one line and status 130 from the very first moment."""
 
+import gc
 import signal
 import sys
 from types import FrameType
@@ -18,6 +19,10 @@ def _interrupted(signum: int, frame: FrameType | None) -> None:
 
 def main() -> None:
     """Catch Ctrl-C first, then import the command line (Typer, Rich: the slow part of start-up) and run it."""
+    # One command is one short process whose objects reference counting frees. Python's cycle collector,
+    # run every 700 new objects by default, took 67 passes and about a tenth of the CPU time of importing
+    # numpy, yaml, typer and Rich (docs/performance.md, row 2); every 100,000 it still runs, in long commands.
+    gc.set_threshold(100_000, 50, 100)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when started with SIGINT ignored (`nohup`, `&`)
         signal.signal(signal.SIGINT, _interrupted)
     from attncli.cli.app import main as run

@@ -2,6 +2,7 @@
 
     python benchmarks/bench.py [--pairs N] [--only 6,9] [--wall] [--docs docs/performance.md]
     python benchmarks/bench.py --only 14,15     # an 8B-class layer: writes 0.8 GiB into the temporary folder
+    python benchmarks/bench.py --only 20        # beside transformers (needs torch==2.13.0, transformers, accelerate)
 
 Builds its inputs in a temporary folder, runs each comparison as alternating pairs of
 subprocesses (A, B, A, B …; 7 pairs by default, at least 5) and prints a Markdown table of
@@ -178,6 +179,10 @@ def main() -> None:
                 rows += comparison(Path(folder), pairs)
         if not only or "5" in only:
             rows += real_model_rows(Path(folder), pairs)
+        if not only or "20" in only:
+            from side_by_side import bench_rows  # attncli beside transformers (benchmarks/side_by_side.py): optional
+
+            rows += bench_rows(Path(folder), pairs)
         if not only or only & {"14", "15"}:
             from big_layer import big_layer_rows  # an 8B-class layer (benchmarks/big_layer.py)
 
@@ -281,6 +286,8 @@ def write_docs(path: Path, table: str) -> None:
 
 ATTNCLI = [PY, "-m", "attncli"]
 IMPORT_FLOOR = [PY, "-c", "import numpy, yaml, typer, rich.console, rich.table"]
+# the same imports with Python's cycle collector set as attncli's __main__ sets it: what attncli's own code adds, strictly
+IMPORT_FLOOR_GC = [PY, "-c", "import gc; gc.set_threshold(100_000, 50, 100); import numpy, yaml, typer, rich.console, rich.table"]
 
 
 def row(name: str, r: dict, target: str, *, digits: int = 2) -> Row:
@@ -311,6 +318,8 @@ def startup(folder: Path, pairs: int) -> list[Row]:
     rows = [("1. --help, --version, scenarios import no numpy/yaml", "-", "-", "yes" if light else "NO", "yes")]
     rows.append(row("2. explain --word cat vs importing its libraries", compare([*ATTNCLI, "explain", "--word", "cat"], IMPORT_FLOOR, pairs), "<= 1.25x"))
     rows.append(row("   run cat (tables) vs importing its libraries", compare([*ATTNCLI, "run", "cat"], IMPORT_FLOOR, pairs), "<= 1.15x"))
+    strict = compare([*ATTNCLI, "run", "cat"], IMPORT_FLOOR_GC, pairs)
+    rows.append(row("   ... vs the same imports, cycle collector as attncli sets it", strict, "-"))
     return rows
 
 
@@ -390,9 +399,38 @@ def refusal(folder: Path, pairs: int) -> list[Row]:
     return rows
 
 
+def new_outputs(folder: Path, pairs: int) -> list[Row]:
+    """16-19. The newer outputs against their own JSON, within the same ratios as the older ones.
+
+    16. explain in LaTeX (a worked example: prose between the display blocks), 2,048 tokens;
+    17. the tiling report (--block-size) as SVG and HTML figures, 1,024 tokens;
+    18. decode's figures (SVG, HTML) and LaTeX, 256 tokens;
+    19. the all-heads grid (`attncli heads`), 8 heads x 64 tokens, as SVG and HTML.
+    """
+    tall, big = scenario_file(folder, 2048, seed=2), scenario_file(folder, 1024)
+    mid, wide = scenario_file(folder, 256, seed=6), scenario_file(folder, 64, heads=8, seed=3)
+    rows: list[Row] = []
+    word = ["--word", "t2000"]
+    r = compare([*ATTNCLI, "explain", "-s", str(tall), *word, "--format", "latex"], [*ATTNCLI, "explain", "-s", str(tall), *word, "--format", "json"], pairs)
+    rows += [row("16. explain L=2048 --format latex (prose) vs --format json", r, "<= 1.3x"), memory_row(r, "<= 1.2x")]
+    tiles = [*ATTNCLI, "run", str(big), "--block-size", "64", "--format"]
+    for number, fmt in enumerate(("svg", "html")):
+        r = compare([*tiles, fmt], [*tiles, "json"], pairs)
+        rows.append(row(f"{'17.' if not number else '   '} run L=1024 --block-size 64 --format {fmt} vs --format json", r, "<= 2x"))
+    decode = [*ATTNCLI, "decode", str(mid), "--format"]
+    for number, (fmt, target) in enumerate((("svg", "<= 2x"), ("html", "<= 2x"), ("latex", "<= 1.3x"))):
+        r = compare([*decode, fmt], [*decode, "json"], pairs)
+        rows.append(row(f"{'18.' if not number else '   '} decode L=256 --format {fmt} vs --format json", r, target))
+    heads = [*ATTNCLI, "heads", str(wide), "--format"]
+    for number, fmt in enumerate(("svg", "html")):
+        r = compare([*heads, fmt], [*heads, "json"], pairs)
+        rows.append(row(f"{'19.' if not number else '   '} heads 8 heads x 64 tokens --format {fmt} vs --format json", r, "<= 2x"))
+    return rows
+
+
 COMPARISONS = [
     ("1,2", startup), ("3", json_vs_naive), ("4", tall_tables), ("6", many_heads), ("7", json_vs_floor),
-    ("8", other_formats), ("9,10,11", explain_rows), ("12", rounding), ("13", refusal),
+    ("8", other_formats), ("9,10,11", explain_rows), ("12", rounding), ("13", refusal), ("16,17,18,19", new_outputs),
 ]  # fmt: skip
 
 

@@ -7,7 +7,8 @@
     the memory map and widened to float64, RMSNorm, attention, SwiGLU MLP) against that layer's
     float64 GEMM floor: its FLOPs at the float64 GEMM rate measured in the same child process,
     alternately, on a (L × 4096)·(4096 × 14336) product of ready float64 arrays. One BLAS thread
-    (--all-threads for every thread), so that the machine's load moves both alike.
+    (--all-threads for every thread), so that the machine's load moves both alike; CPU time of
+    the process (time.process_time), as the rest of the benchmark measures.
 15. Peak anonymous resident memory (RssAnon, sampled every 2 ms: the process's own allocations,
     not the file pages the memory map reads) of `attncli run --model … --layer N --head 29` for the
     deepest layer and the first, against one layer's weights in float64 (1,664 MiB).
@@ -88,8 +89,8 @@ B = rng.standard_normal((cfg.hidden_size, cfg.intermediate_size))
 llama._layer(cfg, w, 0, h, rope)  # warm: the file's pages, BLAS's threads
 layer_times, gemm_times = [], []
 for _ in range(pairs):
-    start = time.perf_counter(); llama._layer(cfg, w, 0, h, rope); layer_times.append(time.perf_counter() - start)
-    start = time.perf_counter(); A @ B; gemm_times.append(time.perf_counter() - start)
+    start = time.process_time(); llama._layer(cfg, w, 0, h, rope); layer_times.append(time.process_time() - start)
+    start = time.process_time(); A @ B; gemm_times.append(time.process_time() - start)
 print(json.dumps({"tokens": len(ids), "layer": statistics.median(layer_times), "gemm": statistics.median(gemm_times),
                   "layer_spread": [min(layer_times), max(layer_times)]}))
 """

@@ -61,7 +61,8 @@ def cells(data: npt.NDArray[np.float64], precision: int, write: Callable[[float,
                 special.append((write(value, precision).encode(), kind))
     digits = max(precision + 1, len(str(top)))
     point = 1 if precision > 0 else 0
-    width = len(lead) + max([digits + point + 1, *map(len, texts.values()), *(len(text) for text, _ in special)])
+    sign = 1 if negative.any() else 0  # a place for "-" only where some number has one: all alike, a row has no zero byte to drop
+    width = len(lead) + max([digits + point + sign, *map(len, texts.values()), *(len(text) for text, _ in special)])
 
     out = np.zeros((*x.shape, width), dtype=np.uint8)  # (R, C, W)
     for i, byte in enumerate(lead):
@@ -70,7 +71,7 @@ def cells(data: npt.NDArray[np.float64], precision: int, write: Callable[[float,
     minus = negative.view(np.uint8) * np.uint8(_MINUS)  # (R, C) the sign, until it is placed
     rest, spare = whole, np.empty_like(whole)  # two buffers, taking turns (see _in_place)
     low = rest.astype(np.uint8)  # the number mod 256: its last digit is that of the number
-    for k in range(digits + 1):  # the k-th digit from the right (the point goes left of the last decimal), then room for a sign
+    for k in range(digits + sign):  # the k-th digit from the right (the point goes left of the last decimal), then room for a sign
         shorter = np.floor_divide(rest, 10, out=spare)  # NumPy divides by a constant fast; a table of digit pairs is slower to look up
         shorter_low = shorter.astype(np.uint8)
         digit = low - shorter_low * np.uint8(10)  # rest - 10·shorter, exact mod 256 and below 10
@@ -83,10 +84,12 @@ def cells(data: npt.NDArray[np.float64], precision: int, write: Callable[[float,
         rest, spare, low = shorter, rest, shorter_low
     if point:
         out[..., width - 1 - precision] = _POINT
+    whole_cells = out.view(f"V{width}")[..., 0]  # (R, C): each cell's bytes as one item, copied by one memcpy
     for written, kind in special:  # ±∞ and NaN: their own text, right-aligned, over the zero written for them
-        padded = np.zeros(width - len(lead), dtype=np.uint8)
-        padded[len(padded) - len(written) :] = np.frombuffer(written, dtype=np.uint8)
-        out[kind, len(lead) :] = padded
+        cell = np.zeros(width, dtype=np.uint8)
+        cell[: len(lead)] = np.frombuffer(lead, dtype=np.uint8)
+        cell[width - len(written) :] = np.frombuffer(written, dtype=np.uint8)
+        whole_cells[kind] = cell.view(f"V{width}")[0]  # a masked causal matrix is half ∞: byte planes by a mask took 5x longer
     for (r, c), text in texts.items():
         out[r, c, len(lead) :] = 0
         out[r, c, width - len(text) :] = np.frombuffer(text, dtype=np.uint8)
@@ -95,4 +98,5 @@ def cells(data: npt.NDArray[np.float64], precision: int, write: Callable[[float,
 
 def rows(out: npt.NDArray[np.uint8]) -> list[bytes]:
     """Each row of `cells` as one text: its cells one after another, the empty places dropped."""
-    return [row.tobytes().translate(None, b"\0") for row in out]
+    texts = [row.tobytes() for row in out]
+    return [text if b"\0" not in text else text.translate(None, b"\0") for text in texts]  # `in`: one memchr, 20x a translate

@@ -123,6 +123,7 @@ class _Labels:
         self.rows = None if rows is None else [_label(text) for text in rows]
         self.cols = None if cols is None else [_label(text) for text in cols]
         self.phantoms = None if self.rows is None else _table([rf"\vphantom{{{head}}}" for head in self.rows])  # (R, P)
+        self.phantom_widths = None if self.phantoms is None else np.count_nonzero(self.phantoms, axis=1)  # (R,)
         self.under = np.zeros((0, 0), dtype=np.uint8)
         if self.cols is not None:  # the widest numbers' widths under the labels (the labels' over the first row: `_first_row`)
             self.under = _table([rf"}}}}{{{head}}}}}" for head in self.cols])  # (C', B)
@@ -146,7 +147,9 @@ class _Band:
         self.n_rows, self.width = int(self.values.shape[0]), int(self.values.shape[1])
         self.labels = labels
         rows = labels.rows
-        self.phantoms = None if labels.phantoms is None else labels.phantoms[r0 : r0 + self.n_rows]  # (R, P)
+        self.phantoms = None
+        if labels.phantoms is not None and labels.phantom_widths is not None:  # as wide as this band's widest: t1 … t48 have no empty place
+            self.phantoms = labels.phantoms[r0 : r0 + self.n_rows, : int(labels.phantom_widths[r0 : r0 + self.n_rows].max(initial=0))]  # (R, P)
         self.headed = labels.cols is not None and self.n_rows > 0  # the first row carries the labels' widths
         self.left = ""
         if rows is not None:
@@ -169,13 +172,14 @@ class _Band:
         values, cells = self.values, self.cells  # (R, C'), (R, C', W)
         columns = np.arange(self.width)
         by_column = np.ascontiguousarray(values.T)  # (C', R): NumPy finds maxima along a row several times faster
-        finite = np.isfinite(by_column)
-        every = bool(finite.all())
-        picks = np.stack([  # (3, C') the rows of the largest, the smallest and the first non-finite number
-            (by_column if every else np.where(finite, by_column, -np.inf)).argmax(axis=1),
-            (by_column if every else np.where(finite, by_column, np.inf)).argmin(axis=1),
-            (~finite).argmax(axis=1),
-        ])  # fmt: skip
+        every = bool(np.isfinite(by_column.sum()))  # a finite sum: no ±∞ or NaN anywhere (a sum that overflows takes the long way)
+        finite = None if every else np.isfinite(by_column)
+        if finite is None:  # (3, C') the rows of the largest, the smallest and (none here) the first non-finite number
+            largest = by_column.argmax(axis=1)
+            picks = np.stack([largest, by_column.argmin(axis=1), largest])
+        else:
+            picks = np.stack([np.where(finite, by_column, -np.inf).argmax(axis=1), np.where(finite, by_column, np.inf).argmin(axis=1),
+                              (~finite).argmax(axis=1)])  # fmt: skip
         size = cells.shape[2]
         at = (picks * self.width + columns).ravel()  # (3·C',) in the band's cells, one row after another
         flat = np.take(cells.reshape(-1, size), at, axis=0)  # (3·C', W)
@@ -193,16 +197,22 @@ class _Band:
         for k in np.flatnonzero(example >= 0).tolist():
             width_of[k] = _width(flat[example[k]].tobytes().translate(None, b"\0").decode())
         widths = width_of[kind].reshape(3, -1)
-        widths[0:2, ~finite.any(axis=1)] = -np.inf
-        widths[2, finite.all(axis=1)] = -np.inf
+        if finite is None:
+            widths[2] = -np.inf
+        else:
+            widths[0:2, ~finite.any(axis=1)] = -np.inf
+            widths[2, finite.all(axis=1)] = -np.inf
         best = np.zeros(self.width, dtype=np.intp)  # max() keeps the first of equally wide candidates
         for k in (1, 2):
             best[widths[k] > widths[best, columns]] = k
         chosen: npt.NDArray[np.uint8] = candidates[best, columns]  # (C', W)
         return chosen
 
-    def matrices(self, c0: int, width: int, count: int, *, extra: int = 0) -> list[bytes]:
-        r"""`count` blocks of `width` columns from column c0, each a labelled matrix in UTF-8; the last `extra` of a block's columns follow a rule."""
+    def matrices(self, c0: int, width: int, count: int, *, extra: int = 0, before: Sequence[bytes] = (), after: bytes = b"") -> list[bytes]:
+        r"""`count` blocks of `width` columns from column c0, each a labelled matrix in UTF-8; the last `extra` of a block's columns follow a rule.
+
+        Block k starts with `before[k]` (when given) and ends with `after`: each block is joined once, from its parts.
+        """
         import numpy as np
 
         skip = 1 if self.headed else 0
@@ -211,33 +221,37 @@ class _Band:
         phantom = self.phantoms[skip:] if self.phantoms is not None and width else np.zeros((body_rows, 0), dtype=np.uint8)  # (R', P)
         gap = phantom.shape[1]
         grid = self.cells[skip:, c0 : c0 + count * width].reshape(body_rows, count, width * cell)  # (R', K, w·W)
-        out = np.zeros((count, body_rows, width * cell + gap + 4), dtype=np.uint8)  # (K, R', a row of a block)
-        out[:, :, 3:cell] = grid[:, :, 3:cell].transpose(1, 0, 2)  # the first number, without " & "
-        out[:, :, cell : cell + gap] = phantom
-        out[:, :, cell + gap : width * cell + gap] = grid[:, :, cell:].transpose(1, 0, 2)
-        out[:, :-1, -4:] = np.frombuffer(rb" \\ ", dtype=np.uint8)
+        out = np.zeros((count, body_rows, width * cell - 3 + gap + 4), dtype=np.uint8)  # (K, R', a row of a block)
+        out[:, :, : cell - 3] = grid[:, :, 3:cell].transpose(1, 0, 2)  # the first number, without " & "
+        out[:, :, cell - 3 : cell - 3 + gap] = phantom
+        out[:, :, cell - 3 + gap : width * cell - 3 + gap] = grid[:, :, cell:].transpose(1, 0, 2)
+        out[:, :, -4:] = np.frombuffer(rb" \\ ", dtype=np.uint8)  # the last row's is cut off below
 
         labels = self.labels
         spec = ("r" * (width - extra) + ("|" + "r" * extra if extra else "")).encode()
-        left = self.left.encode()
+        start = [rb"\left[\begin{array}{", spec, b"} "]
+        end = [rb" \end{array}\right]"]
+        if labels.cols is not None:
+            start = [rb"\begin{array}{rc} & ", rb"\begin{array}{", spec.replace(b"|", b""), b"} ", b"", rb" \end{array}", rb" \\ ",
+                     self.left.encode(), b" & ", *start]  # fmt: skip
+            end.append(rb" \end{array}")
+        else:
+            start.insert(0, self.left.encode())
+        at_header = 4 if labels.cols is not None else -1  # where the header's cells go in `start`
+        phantom_top = self.phantoms[0].tobytes().translate(None, b"\0") if self.headed and self.phantoms is not None and width else b""
         blocks = []
-        for k in range(count):
+        for k in range(count):  # every part is joined once, into the block
             first, last = c0 + k * width, c0 + (k + 1) * width
-            body = out[k].tobytes().translate(None, b"\0")
+            if at_header >= 0:
+                start[at_header] = self.header[self.header_at[first] + 3 : self.header_at[last]]
+            raw = out[k].tobytes()  # with no empty place (numbers and labels alike in width) there is nothing to drop
+            body = memoryview(raw if b"\0" not in raw else raw.translate(None, b"\0"))[:-4]
+            body_parts: list[bytes | memoryview] = [body]
             if self.headed:
                 at = self.first_at
-                top_row = self.first[at[first] + 3 : at[first + 1]]
-                if self.phantoms is not None and width:
-                    top_row += self.phantoms[0].tobytes().translate(None, b"\0")
-                top_row += self.first[at[first + 1] : at[last]]
-                body = top_row + (rb" \\ " + body if body_rows else b"")
-            matrix = [rb"\left[\begin{array}{", spec, b"} ", body, rb" \end{array}\right]"]
-            if labels.cols is None:
-                blocks.append(b"".join([left, *matrix]))
-            else:
-                header = self.header[self.header_at[first] + 3 : self.header_at[last]]
-                top = [rb"\begin{array}{", spec.replace(b"|", b""), b"} ", header, rb" \end{array}"]
-                blocks.append(b"".join([rb"\begin{array}{rc} & ", *top, rb" \\ ", left, b" & ", *matrix, rb" \end{array}"]))
+                top = [self.first[at[first] + 3 : at[first + 1]], phantom_top, self.first[at[first + 1] : at[last]]]
+                body_parts = [*top, rb" \\ ", body] if body_rows else top
+            blocks.append(b"".join([before[k] if before else b"", *start, *body_parts, *end, after]))
         return blocks
 
 
@@ -282,22 +296,20 @@ def iter_blocks(
     starts = list(range(0, max(n_cols, 1), col_step))
     # blocks of exactly col_step columns are laid out together; the last one, with the extra columns, alone
     alike = sum(1 for c0 in starts if c0 + col_step < n_cols or (c0 + col_step == n_cols and not extra))
+    columns = [f"columns {c0 + 1} to {min(c0 + col_step, n_cols)}" if min(c0 + col_step, n_cols) - c0 < n_cols else "" for c0 in starts]
     for r0 in range(0, max(n_rows, 1), row_step):
         r1 = min(r0 + row_step, n_rows)
         band = _Band(data[r0:r1], [vector[r0:r1] for _, vector in extra], precision, labels, r0)
-        matrices = band.matrices(0, col_step, alike) if alike else []
+        rows_part = f"rows {r0 + 1} to {r1}" if r1 - r0 < n_rows else ""
+        heads = []  # each block's `before` and its equation's left side
+        for part in columns:
+            note = ", ".join(filter(None, (rows_part, part)))
+            heads.append(before + (symbol + (r" \quad \text{(" + note + ")}" if note else "") + " = ").encode())
+        if alike:
+            yield from band.matrices(0, col_step, alike, before=heads[:alike], after=after)
         if alike < len(starts):
             last = starts[alike]
-            matrices += band.matrices(last, band.width - last, 1, extra=len(extra))
-        for c0, matrix in zip(starts, matrices):
-            c1 = min(c0 + col_step, n_cols)
-            part = []
-            if r1 - r0 < n_rows:
-                part.append(f"rows {r0 + 1} to {r1}")
-            if c1 - c0 < n_cols:
-                part.append(f"columns {c0 + 1} to {c1}")
-            note = r" \quad \text{(" + ", ".join(part) + ")}" if part else ""
-            yield b"".join([before, f"{symbol}{note} = ".encode(), matrix, after])
+            yield from band.matrices(last, band.width - last, 1, extra=len(extra), before=heads[alike:], after=after)
 
 
 def view_blocks(view: MatrixView, *, precision: int, max_rows: int | None = None, max_cols: int | None = None) -> list[str]:
