@@ -591,8 +591,9 @@ def render_explain(expl: Explanation, options: Options) -> Document:
     steps = mentioned(steps, options.names)
     if fmt is Format.markdown:
         from attncli.formats import markdown
+        from attncli.walkthroughs.explain import article
 
-        return markdown.explain_markdown(expl, intro, steps, precision=precision, heading_level=options.heading_level, full=options.full)
+        return markdown.explain_markdown(article(expl, intro, steps), precision=precision, heading_level=options.heading_level, full=options.full)
     if fmt is Format.latex:
         from attncli.formats import latex
 

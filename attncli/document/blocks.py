@@ -138,6 +138,39 @@ class Steps(NamedTuple):
 Block = Heading | Paragraph | Values | Table | Note | Steps
 
 
+class KeyRow(NamedTuple):
+    """One key of explain's article: its label and the numbers of the query's row at its column."""
+
+    label: str
+    masked: bool  # hidden from the query by the mask
+    score: float
+    scaled: float
+    logit: float  # what the softmax sees (biased)
+    exp: float
+    weight: float
+    v: np.ndarray  # (d_v,)
+    weighted_v: np.ndarray  # (d_v,) weight · v
+
+
+class ExplainArticle(NamedTuple):
+    """`attncli explain` as an article (Markdown): the seed article's tables for one query word, then the steps."""
+
+    token: str  # the query word
+    intro: Sequence[str]  # sentences before the tables
+    inputs: tuple[str, str, Sequence[str], np.ndarray] | None  # section, column, row labels, (L, d_model) rows; None without X
+    scaled: bool  # the scores are scaled: a "Scaled" column
+    biased: bool  # a bias is added: a "Biased" column
+    keys: Sequence[KeyRow]  # every key, in order
+    exp_sum: float
+    output: np.ndarray  # (d_v,)
+    exact_output: np.ndarray | None  # (d_v,) without rounding, when rounded by hand
+    steps: Steps
+
+    @property
+    def visible(self) -> list[KeyRow]:
+        return [key for key in self.keys if not key.masked]
+
+
 class Grid(NamedTuple):
     """A figure of one matrix for decode and tiling (SVG, HTML): shaded values, a state per cell, tile lines and side columns."""
 
