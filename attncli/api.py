@@ -549,12 +549,13 @@ def render_run(result: RunResult, options: Options) -> Document:
         from attncli.formats import publish
 
         return publish.run_html(run_document(result, shown), precision=precision, options=options)
+    from attncli.document.blocks import mentioned
     from attncli.formats import terminal
     from attncli.formats.tables import run_tables
 
     def tables(console: Console) -> list[RenderableType]:
         on_screen = console.is_terminal
-        return run_tables(run_document(result, shown), precision=precision, console=console, full=options.full,
+        return run_tables(mentioned(run_document(result, shown), options.names), precision=precision, console=console, full=options.full,
                           shade_all=options.heatmap, shade_weights=on_screen)  # fmt: skip
 
     return terminal.text_of(tables, to_file=options.to_file)
@@ -574,7 +575,7 @@ def render_explain(expl: Explanation, options: Options) -> Document:
         from attncli.walkthroughs import data
 
         return report.csv(blocks.Document(expl.token, [], tidy=data.explain_table(expl, precision=options.precision)))
-    from attncli.document.blocks import Steps
+    from attncli.document.blocks import Steps, mentioned
     from attncli.document.notation import TexWriter, Writer
     from attncli.walkthroughs import narration
 
@@ -584,13 +585,15 @@ def render_explain(expl: Explanation, options: Options) -> Document:
         from attncli.walkthroughs.explain import query_weights
 
         return publish.explain_svg(query_weights(expl), precision=precision)
-    intro = narration.intro(expl)
+    intro = mentioned(narration.intro(expl), options.names)
     tex = fmt is Format.latex
     steps = Steps(narration.steps(expl, precision, TexWriter() if tex else Writer(), full=options.full), precision, "tex" if tex else "unicode")
+    steps = mentioned(steps, options.names)
     if fmt is Format.markdown:
         from attncli.formats import markdown
+        from attncli.walkthroughs.explain import article
 
-        return markdown.explain_markdown(expl, intro, steps, precision=precision, heading_level=options.heading_level, full=options.full)
+        return markdown.explain_markdown(article(expl, intro, steps), precision=precision, heading_level=options.heading_level, full=options.full)
     if fmt is Format.latex:
         from attncli.formats import latex
 
@@ -624,6 +627,7 @@ def render_tiling(result: RunResult, options: Options, block_size: int) -> Docum
     The report shows tiles, not stages: `stages` is refused there (JSON keeps it). SVG draws each head's tiles over its scores.
     """
     from attncli.document import stages
+    from attncli.document.blocks import mentioned
     from attncli.walkthroughs.online_report import tiling_grid, tiling_report, tilings
 
     s = result.scenario
@@ -643,7 +647,7 @@ def render_tiling(result: RunResult, options: Options, block_size: int) -> Docum
     from attncli.formats import report
 
     p = decimals(options.precision, s.precision, result.round_steps)
-    tiles_report = tiling_report(result, tiled, precision=p, full=options.full)
+    tiles_report = mentioned(tiling_report(result, tiled, precision=p, full=options.full), options.names)
     figures = [tiling_grid(result, head, tiled[head], precision=p) for head in heads] if options.format in (Format.svg, Format.html) else []
     return report.render(tiles_report, options.format.value, to_file=options.to_file, standalone=options.standalone,
                          heading_level=options.heading_level, figures=figures, precision=p)  # fmt: skip
@@ -658,11 +662,12 @@ def render_decode(dec: Decode, options: Options, *, made_causal: bool) -> Docume
         from attncli.walkthroughs import data
 
         return jsonout.document(data.decode_json(dec))
+    from attncli.document.blocks import mentioned
     from attncli.formats import report
     from attncli.walkthroughs.online_report import decode_grid, decode_report
 
     p = decimals(options.precision, dec.scenario.precision, dec.result.round_steps)
-    rep = decode_report(dec, precision=p, full=options.full, made_causal=made_causal)
+    rep = mentioned(decode_report(dec, precision=p, full=options.full, made_causal=made_causal), options.names)
     figures = [decode_grid(dec)] if options.format in (Format.svg, Format.html) else []
     return report.render(rep, options.format.value, to_file=options.to_file, standalone=options.standalone,
                          heading_level=options.heading_level, figures=figures, precision=p)  # fmt: skip

@@ -12,10 +12,13 @@ from rich.table import Table
 
 from attncli.core import engine
 from attncli.document import views
+from attncli.document.blocks import Hints, mentioned
 from attncli.formats import grid, tables
 from attncli.formats import terminal as output
 from attncli.sources.yaml_scenario import from_text
 from attncli.walkthroughs.run import run_document
+
+HINTS = mentioned(Hints(), lambda name: f"--{name}")  # as the command line names options
 
 
 def rich_plain(header: list[str], body: list[list[str]]) -> str:
@@ -120,11 +123,11 @@ def test_rounding_table_is_shortened_like_the_others_unless_full():
     console = Console(file=io.StringIO(), width=80, height=30, color_system=None, no_color=True)
     comparison = run_document(result, views.views(result, ("output",), [1])).comparison
     assert comparison is not None
-    short = output.render(console, tables.rounding_table(comparison, precision=2, console=console, full=False))
+    short = output.render(console, tables.rounding_table(comparison, precision=2, console=console, full=False, hints=HINTS))
     assert all(len(line) <= 80 for line in short.splitlines())
     assert "⋮" in short and "values of each vector" in short
     console = Console(file=io.StringIO(), width=80, height=30, color_system=None, no_color=True)
-    full = output.render(console, tables.rounding_table(comparison, precision=2, console=console, full=True))
+    full = output.render(console, tables.rounding_table(comparison, precision=2, console=console, full=True, hints=HINTS))
     assert "⋮" not in full and full.count("│ w") == 40
 
 

@@ -276,6 +276,7 @@ def run(
         heatmap=heatmap,
         standalone=standalone,
         heading_level=heading_level,
+        names=flag,
     )
     shown = api.run(loaded, round_steps=round_steps) if block_size is None else api.tiles(loaded, block_size, round_steps=round_steps)
     emit(shown.document(options), output, force=force)
@@ -346,7 +347,7 @@ def explain(
         word = text_argument(word, "--word")
     explained = api.explain(loaded, word, position=position, head=head, round_steps=round_steps, block_size=block_size)
     options = Options(format=format, precision=precision, full=full, to_file=output is not None, standalone=standalone,
-                      heading_level=heading_level)  # fmt: skip
+                      heading_level=heading_level, names=flag)  # fmt: skip
     emit(explained.document(options), output, force=force)
 
 
@@ -397,7 +398,7 @@ def export(
     from attncli.document import stages as stage_table
 
     options = Options(format=format, stages=stage_table.parse(stages), precision=precision, full=full, to_file=True, heatmap=heatmap,
-                      standalone=standalone, heading_level=heading_level)  # fmt: skip
+                      standalone=standalone, heading_level=heading_level, names=flag)  # fmt: skip
     if not out_dir:
         raise AttnError("the folder name is empty", key="--out-dir", expected="an existing folder, e.g. --out-dir . for this one")
     folder = Path(out_dir)
@@ -471,7 +472,7 @@ def decode(
         target=target, attention=attention,
     )  # fmt: skip
     options = Options(format=format, precision=precision, full=full, to_file=output is not None, standalone=standalone,
-                      heading_level=heading_level)  # fmt: skip
+                      heading_level=heading_level, names=flag)  # fmt: skip
     emit(api.decode(loaded, head=head, round_steps=round_steps).document(options), output, force=force)
 
 
@@ -538,7 +539,7 @@ def heads(
     from attncli.cli.model import explain_command
 
     check_target(output)  # before the forward pass
-    options = Options(format=format, precision=precision, to_file=output is not None)
+    options = Options(format=format, precision=precision, to_file=output is not None, names=flag)
     if compare_model is not None or compare_sentence is not None:
         from attncli.errors import AttnError, option
 

@@ -10,13 +10,14 @@ arrays, never the syntax of a format: each format escapes text with its own rule
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
 from attncli.document.numbers import smart
+from attncli.errors import named, option
 
 
 class Heading(NamedTuple):
@@ -113,15 +114,61 @@ def step_lines(step: Step, precision: int) -> list[str]:
     return lines
 
 
+class Hints(NamedTuple):
+    """What a format says when it leaves something out, ending in how to see it: the options are `option()` mentions.
+
+    A format shortens on its own (to the terminal's width, to MATRIX_ROWS), but only the command
+    line knows flag names: `mentioned` writes these as `--full` there, as `full` in the Python API.
+    """
+
+    see_all: str = f"see all with {option('full')}, a wider terminal, or {option('format')} csv / json"
+    labels_whole: str = f"{option('full')} shows them whole"
+    rows_elsewhere: str = f"{option('format')} json or csv has them all"
+
+
 class Steps(NamedTuple):
     """The numbered steps of a hand calculation, written in one notation (`notation`: "unicode" or "tex")."""
 
     steps: Sequence[Step]
     precision: int  # decimals of the numbers of a step's matrix
     notation: str = "unicode"
+    hints: Hints = Hints()
 
 
 Block = Heading | Paragraph | Values | Table | Note | Steps
+
+
+class KeyRow(NamedTuple):
+    """One key of explain's article: its label and the numbers of the query's row at its column."""
+
+    label: str
+    masked: bool  # hidden from the query by the mask
+    score: float
+    scaled: float
+    logit: float  # what the softmax sees (biased)
+    exp: float
+    weight: float
+    v: np.ndarray  # (d_v,)
+    weighted_v: np.ndarray  # (d_v,) weight · v
+
+
+class ExplainArticle(NamedTuple):
+    """`attncli explain` as an article (Markdown): the seed article's tables for one query word, then the steps."""
+
+    token: str  # the query word
+    intro: Sequence[str]  # sentences before the tables
+    inputs: tuple[str, str, Sequence[str], np.ndarray] | None  # section, column, row labels, (L, d_model) rows; None without X
+    scaled: bool  # the scores are scaled: a "Scaled" column
+    biased: bool  # a bias is added: a "Biased" column
+    keys: Sequence[KeyRow]  # every key, in order
+    exp_sum: float
+    output: np.ndarray  # (d_v,)
+    exact_output: np.ndarray | None  # (d_v,) without rounding, when rounded by hand
+    steps: Steps
+
+    @property
+    def visible(self) -> list[KeyRow]:
+        return [key for key in self.keys if not key.masked]
 
 
 class Grid(NamedTuple):
@@ -201,9 +248,35 @@ class RunDocument(NamedTuple):
     summary: Summary
     matrices: Sequence[Matrix]
     comparison: Comparison | None
+    hints: Hints = Hints()
 
 
 class Document(NamedTuple):
     title: str
     blocks: Sequence[Block]
     tidy: Table | None = None  # the one table a CSV file holds: every row of every section, tidy
+
+
+Shown = TypeVar("Shown")
+
+
+def mentioned(shown: Shown, names: Callable[[str], str]) -> Shown:
+    """`shown` (a document, its blocks, steps or sentences) with every `option()` mention in its prose written as `names` says.
+
+    The one place mentions are resolved: the API hands each walk-through's document through it
+    (the command line's `flag`, the API's `keyword`) before a format draws it, so no format sees
+    a mention. Tables, matrices and arrays hold no prose and are passed on untouched.
+    """
+    return _mentioned(shown, names)  # type: ignore[no-any-return]
+
+
+def _mentioned(value: Any, names: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return named(value, names) if type(value) is str else value  # a Vector is numbers
+    if isinstance(value, Table | np.ndarray | Matrix | Comparison):
+        return value
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)._make(_mentioned(item, names) for item in value)  # type: ignore[attr-defined]
+    if isinstance(value, list | tuple):
+        return type(value)(_mentioned(item, names) for item in value)
+    return value

@@ -8,8 +8,10 @@ UTF-8 byte chunks. Each format's module is imported only when that format is ask
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
+
+from attncli.errors import keyword
 
 Document = str | Iterator[bytes]  # text, or UTF-8 chunks
 
@@ -41,3 +43,4 @@ class Options(NamedTuple):
     heatmap: bool = False  # tables: shade every L × L stage (the weights are shaded anyway in a terminal)
     standalone: bool | None = None  # a complete document (HTML page, LaTeX article); None: the format's default
     heading_level: int = 1  # Markdown and HTML: level of the top heading; 0 leaves it out (and the others start at 2)
+    names: Callable[[str], str] = keyword  # how shown text names an option: the API's keyword; the command line passes its flag()

@@ -11,10 +11,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from attncli.core.explain import Explanation
 from attncli.document import escape
+from attncli.document.blocks import ExplainArticle, RunDocument, Steps, Summary, step_lines
 from attncli.document.blocks import Matrix as MatrixView
-from attncli.document.blocks import RunDocument, Steps, Summary, step_lines
 from attncli.document.numbers import exact_decimals, fixed, smart, vector
 
 md = escape.markdown  # every input text (token, name, sentence) goes through it
@@ -110,8 +109,7 @@ def short_vector(values: Any, precision: int, *, whole: bool = True, full: bool 
     return "[" + ", ".join(cells) + f"] ({len(values)} numbers)"
 
 
-def explain_markdown(expl: Explanation, intro: list[str], steps: Steps, *, precision: int, heading_level: int = 1,
-                     full: bool = False) -> str:  # fmt: skip
+def explain_markdown(page: ExplainArticle, *, precision: int, heading_level: int = 1, full: bool = False) -> str:
     """The article's tables (embeddings; pair, score, exponential; pair, weight; weighted values; output), then the steps.
 
     Long vectors are shortened as in the terminal (first four, last two, how many), unless `full`.
@@ -121,50 +119,48 @@ def explain_markdown(expl: Explanation, intro: list[str], steps: Steps, *, preci
     def vec(values: Any, *, whole: bool = True) -> str:
         return short_vector(values, p, whole=whole, full=full)
 
-    s = expl.scenario
-    word = md(expl.token)
+    word = md(page.token)
     top, h2 = _levels(heading_level)
     h3 = "#" * min(6, h2 + 1)
     lines = heading(top, f"Attention for “{word}”")
-    for sentence in intro:
+    for sentence in page.intro:
         lines += [md(sentence), ""]
 
-    if expl.result.X is not None:
-        # a checkpoint's X is a layer's normed hidden states (word_marks: a real tokenizer's), a scenario's its embeddings
-        section, column = ("Hidden states", "Hidden state (X)") if s.word_marks else ("Embeddings", "Embedding (E)")
+    if page.inputs is not None:
+        section, column, labels, X = page.inputs
         lines += ["#" * h2 + f" {section}", ""]
-        lines += table(["Word", column], [[md(label), vec(expl.result.X[i])] for i, label in enumerate(s.query_labels)],
+        lines += table(["Word", column], [[md(label), vec(X[i])] for i, label in enumerate(labels)],
                        align=["l", "l"])  # fmt: skip
         lines.append("")
 
-    scaled = s.scale.mode != "none"
+    scaled = page.scaled
     lines += ["#" * h2 + " Scores and exponentials", ""]
-    header = ["Pair", "Score"] + (["Scaled"] if scaled else []) + (["Biased"] if s.has_bias else []) + ["Exponential"]
+    header = ["Pair", "Score"] + (["Scaled"] if scaled else []) + (["Biased"] if page.biased else []) + ["Exponential"]
     rows = []
-    for key in expl.keys:
+    for key in page.keys:
         row = [f"{word} &amp; {md(key.label)}", "−∞ (masked)" if key.masked else smart(key.score, p)]
         row += [("−∞" if key.masked else smart(key.scaled, p))] if scaled else []
-        row += [("−∞" if key.masked else smart(key.logit, p))] if s.has_bias else []
+        row += [("−∞" if key.masked else smart(key.logit, p))] if page.biased else []
         rows.append(row + [smart(key.exp, p)])
     lines += table(header, rows)
-    lines += ["", f"Sum of the exponentials: {fixed(expl.exp_sum, p)}"]
+    lines += ["", f"Sum of the exponentials: {fixed(page.exp_sum, p)}"]
 
     lines += ["", "#" * h2 + " Attention weights", ""]
-    lines += table(["Pair", "Weight (α)"], [[f"{word} &amp; {md(k.label)}", fixed(k.weight, p)] for k in expl.keys])
+    lines += table(["Pair", "Weight (α)"], [[f"{word} &amp; {md(k.label)}", fixed(k.weight, p)] for k in page.keys])
 
     lines += ["", "#" * h2 + " Weighted values", ""]
-    rows = [[f"{word} &amp; {md(k.label)}", fixed(k.weight, p), vec(k.v), vec(k.weighted_v, whole=False)] for k in expl.visible]
+    rows = [[f"{word} &amp; {md(k.label)}", fixed(k.weight, p), vec(k.v), vec(k.weighted_v, whole=False)] for k in page.visible]
     lines += table(["Pair", "Weight (α)", "Value (V)", "Weighted value (α·V)"], rows, align=["l", "r", "l", "l"])
 
-    lines += ["", "#" * h2 + " Output", "", f"Output({word}) = {vec(expl.output, whole=False)}"]
-    if expl.exact_output is not None:
-        difference = expl.output - expl.exact_output
+    lines += ["", "#" * h2 + " Output", "", f"Output({word}) = {vec(page.output, whole=False)}"]
+    if page.exact_output is not None:
+        difference = page.output - page.exact_output
         exact = exact_decimals(p)
-        lines += ["", f"Exact arithmetic gives {short_vector(expl.exact_output, exact, whole=False, full=full)} "
+        lines += ["", f"Exact arithmetic gives {short_vector(page.exact_output, exact, whole=False, full=full)} "
                       f"(difference {short_vector(difference, exact, whole=False, full=full)})."]
 
     lines += ["", "#" * h2 + " Step by step"]
-    lines += steps_markdown(steps, h3)
+    lines += steps_markdown(page.steps, h3)
     return "\n".join(lines) + "\n"
 
 

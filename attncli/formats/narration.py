@@ -11,7 +11,7 @@ from rich.console import RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
-from attncli.document.blocks import Steps, step_lines
+from attncli.document.blocks import Hints, Steps, step_lines
 from attncli.document.escape import visible
 from attncli.document.numbers import smart
 from attncli.formats.grid import Wrapped
@@ -40,7 +40,7 @@ def steps_renderables(steps: Steps, *, full: bool = False) -> list[RenderableTyp
         lines = step_lines(step._replace(matrix=None), precision)
         shortened = None
         if step.matrix is not None:
-            matrix_lines, shortened = matrix_lines_of(*step.matrix, precision, full=full)
+            matrix_lines, shortened = matrix_lines_of(*step.matrix, precision, full=full, hints=steps.hints)
             lines[1:1] = matrix_lines
         lines = ["  " + line for line in lines]
         if lines:
@@ -81,7 +81,7 @@ class Hanging:
             yield Segment("\n")
 
 
-def matrix_lines_of(name: str, matrix: np.ndarray, precision: int, *, full: bool = False) -> tuple[list[str], str | None]:
+def matrix_lines_of(name: str, matrix: np.ndarray, precision: int, *, hints: Hints, full: bool = False) -> tuple[list[str], str | None]:
     """`W_Q =` and the matrix's rows, right-aligned (unless `full`, at most MATRIX_ROWS of them around a ⋮), and a note when shortened."""
     n = matrix.shape[0]
     rows: list[int] = list(range(n))
@@ -92,5 +92,5 @@ def matrix_lines_of(name: str, matrix: np.ndarray, precision: int, *, full: bool
     width = max((len(cell) for row in cells for cell in row), default=0)
     columns = matrix.shape[1]
     lines = [f"{name} ="] + ["  " + "  ".join(cell.rjust(width) for cell in (row or ["⋮"] * columns)) for row in cells]
-    note = None if len(rows) == n else f"Showing {MATRIX_ROWS} of the {n:,} rows of {name}: --format json or csv has them all."
+    note = None if len(rows) == n else f"Showing {MATRIX_ROWS} of the {n:,} rows of {name}: {hints.rows_elsewhere}."
     return lines, note

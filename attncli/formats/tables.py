@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attncli.document import blocks
-from attncli.document.blocks import Comparison, Document, RunDocument, Summary
+from attncli.document.blocks import Comparison, Document, Hints, RunDocument, Summary
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.escape import visible
 from attncli.document.numbers import exact_decimals, fixed, fixed_many
@@ -47,14 +47,16 @@ def run_tables(page: RunDocument, *, precision: int, console: Console, full: boo
         if view.square and (shade_all or (shade_weights and view.key == "weights")):
             colour = console.color_system in ("256", "truecolor")  # 16 colours cannot tell the blues apart: use the ramp
             heat = Heat(view.data, view.hidden, probabilities=view.key == "weights", colour=colour)
-        parts += matrix_table(view, precision=precision, console=console, full=full, heat=heat)
+        parts += matrix_table(view, precision=precision, console=console, full=full, heat=heat, hints=page.hints)
     if page.comparison is not None:
         parts.append(Text(""))
-        parts += rounding_table(page.comparison, precision=precision, console=console, full=full)
+        parts += rounding_table(page.comparison, precision=precision, console=console, full=full, hints=page.hints)
     return parts
 
 
-def matrix_table(view: MatrixView, *, precision: int, console: Console, full: bool, heat: Heat | None = None) -> list[RenderableType]:
+def matrix_table(
+    view: MatrixView, *, precision: int, console: Console, full: bool, hints: Hints, heat: Heat | None = None
+) -> list[RenderableType]:
     """A labelled table of one matrix, shortened around ellipses to fit the screen, or (`full`) stacked in column blocks.
 
     A number is never cut: a table that fits is shown whole, and one too wide for even one
@@ -115,9 +117,9 @@ def matrix_table(view: MatrixView, *, precision: int, console: Console, full: bo
     if len(shown_rows) < n_rows:
         notes.append(f"{len(shown_rows)} of {n_rows} rows")
     if notes:
-        below.append(Text(f"Showing {' and '.join(notes)}: see all with --full, a wider terminal, or --format csv / json.", style="dim"))
+        below.append(Text(f"Showing {' and '.join(notes)}: {hints.see_all}.", style="dim"))
     if columns.shortened or any(label != visible(view.rows[r]) for r, label in row_labels.items()):
-        below.append(Text(f"Labels longer than {cap} characters are shortened with …: --full shows them whole.", style="dim"))
+        below.append(Text(f"Labels longer than {cap} characters are shortened with …: {hints.labels_whole}.", style="dim"))
     return below
 
 
@@ -234,7 +236,9 @@ def _blocks(columns: _Columns, n: int, room: int, extra_width: int) -> list[list
     return blocks
 
 
-def rounding_table(comparison: Comparison, *, precision: int, console: Console | None = None, full: bool = True) -> list[RenderableType]:
+def rounding_table(
+    comparison: Comparison, *, precision: int, console: Console | None = None, hints: Hints, full: bool = True
+) -> list[RenderableType]:
     """Hand-rounded output beside the exact one, with the difference; shortened like the other tables unless `full`."""
     rounded, exact = comparison.rounded, comparison.exact
     n_rows = rounded.shape[0]
@@ -275,7 +279,7 @@ def rounding_table(comparison: Comparison, *, precision: int, console: Console |
     if len(shown) < n_rows:
         notes.append(f"{len(shown)} of {n_rows} rows")
     if notes:
-        parts.append(Text(f"Showing {' and '.join(notes)}: see all with --full, a wider terminal, or --format csv / json.", style="dim"))
+        parts.append(Text(f"Showing {' and '.join(notes)}: {hints.see_all}.", style="dim"))
     return parts
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from attncli.core.explain import Explanation
-from attncli.document.blocks import Matrix
+from attncli.document.blocks import ExplainArticle, KeyRow, Matrix, Steps
 from attncli.document.notation import head_mark
 
 
@@ -31,3 +31,16 @@ def key_table(expl: Explanation) -> Matrix:
         rows.append(row + [key.exp, key.weight])
     return Matrix(key="explain", stage="explain", head=None, title=f"“{expl.token}” and each key", formula="",
                       tex="", data=np.array(rows, dtype=np.float64), rows=[key.label for key in expl.keys], cols=columns)  # fmt: skip
+
+
+def article(expl: Explanation, intro: list[str], steps: Steps) -> ExplainArticle:
+    """explain's article (Markdown): the query word's inputs, each key's numbers and the output, before `steps`."""
+    s = expl.scenario
+    inputs = None
+    if expl.result.X is not None:
+        # a checkpoint's X is a layer's normed hidden states (word_marks: a real tokenizer's), a scenario's its embeddings
+        section, column = ("Hidden states", "Hidden state (X)") if s.word_marks else ("Embeddings", "Embedding (E)")
+        inputs = (section, column, list(s.query_labels), expl.result.X)
+    keys = [KeyRow(k.label, k.masked, k.score, k.scaled, k.logit, k.exp, k.weight, k.v, k.weighted_v) for k in expl.keys]
+    return ExplainArticle(expl.token, intro, inputs, s.scale.mode != "none", s.has_bias, keys, expl.exp_sum, expl.output,
+                          expl.exact_output, steps)  # fmt: skip

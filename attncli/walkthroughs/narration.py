@@ -24,6 +24,7 @@ from attncli.document import numbers
 from attncli.document.blocks import Line, Step
 from attncli.document.notation import Notation, Writer
 from attncli.document.numbers import exact_decimals, shown
+from attncli.errors import option
 from attncli.walkthroughs.lengths import BIG_MATRIX, LONG_KEYS, LONG_SUM, LONG_TERMS
 
 
@@ -44,7 +45,7 @@ def intro(expl: Explanation) -> list[str]:
     lines = [f"Explaining {quoted(expl.token)}, position {expl.position} of {s.L} in {quoted(s.name)}: " + " ".join(s.tokens) + keys]
     if expl.other_positions:
         where = ", ".join(map(str, expl.other_positions))
-        lines.append(f"{quoted(expl.token)} also occurs at position {where}; pick one with --position N.")
+        lines.append(f"{quoted(expl.token)} also occurs at position {where}; pick one with {option('position')} N.")
     if s.cross:
         lines.append(f"Cross-attention: the query comes from this sentence, the {s.L_k} keys and values from the context.")
     if s.mla is not None:  # multi-head latent attention: its own account of the head's columns
@@ -230,7 +231,7 @@ def _keys_shown(expl: Explanation, full: bool) -> list[KeyStep]:
 def _fewer_keys(expl: Explanation, keys: list[KeyStep]) -> list[str]:
     if len(keys) == len(expl.keys):
         return []
-    return [f"{len(keys)} of the {len(expl.keys)} keys are shown, those with the largest weights; --full shows them all."]
+    return [f"{len(keys)} of the {len(expl.keys)} keys are shown, those with the largest weights; {option('full')} shows them all."]
 
 
 class Terms(NamedTuple):
@@ -291,7 +292,7 @@ def _query(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) 
     if _small(head.W_Q, full):
         matrix = (n("W_Q"), head.W_Q)
     elif head.W_Q is not None:
-        notes.append(f"W_Q ({head.W_Q.shape[0]} × {head.W_Q.shape[1]}) is too big to show here; --full shows it.")
+        notes.append(f"W_Q ({head.W_Q.shape[0]} × {head.W_Q.shape[1]}) is too big to show here; {option('full')} shows it.")
     return Step("The query", formula, lines, notes, matrix=matrix)  # type: ignore[arg-type]
 
 
@@ -318,7 +319,7 @@ def _keys_values(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: 
     notes = [f"Each key word's {row} gives its key k = {e}·W_K{' + b_K' if head.b_K is not None else ''} and its value "
              f"v = {e}·W_V{' + b_V' if head.b_V is not None else ''}."]  # fmt: skip
     if not all(_small(m, full) for m in (head.W_K, head.W_V)):
-        notes.append("W_K and W_V are too big to show here; --full shows them.")
+        notes.append(f"W_K and W_V are too big to show here; {option('full')} shows them.")
     return Step("The keys and the values", f"k = {e}{w.dot}{kv('W_K')}, \\quad v = {e}{w.dot}{kv('W_V')}" if w.tex
                 else f"k = {e}·{kv('W_K')}, v = {e}·{kv('W_V')}", lines, notes + _fewer_keys(expl, keys))  # fmt: skip
 
@@ -338,7 +339,7 @@ def _dot_products(expl: Explanation, p: int, w: Writer, check: Arithmetic, full:
     notes = []
     if len(expl.q) > LONG_SUM and not full:
         notes.append(f"The vectors have {len(expl.q)} numbers: each sum shows its {LONG_TERMS} largest terms and adds up the "
-                     "others in one number; --full shows every term.")  # fmt: skip
+                     f"others in one number; {option('full')} shows every term.")  # fmt: skip
     return Step("One dot product per key", f"{w.text('score')} = {q}{w.dot}{k}", lines, notes + _fewer_keys(expl, keys))
 
 
@@ -558,7 +559,7 @@ def _projection(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: b
     if _small(s.W_O, full):
         matrix = ("W_O", s.W_O)
     elif s.W_O is not None:
-        notes.append(f"W_O ({s.W_O.shape[0]} × {s.W_O.shape[1]}) is too big to show here; --full shows it.")
+        notes.append(f"W_O ({s.W_O.shape[0]} × {s.W_O.shape[1]}) is too big to show here; {option('full')} shows it.")
     return Step("The output projection", formula, lines, notes, matrix=matrix)  # type: ignore[arg-type]
 
 

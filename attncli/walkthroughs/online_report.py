@@ -81,7 +81,7 @@ def _shortened(rows: list[list[str]], limit: int, what: str, *, full: bool, widt
     if full or len(rows) <= limit:
         return rows, []
     kept = rows[: limit - 2] + [["…"] + [""] * (width - 1)] + rows[-2:]
-    return kept, [f"{len(rows) - limit} {what} left out; --full shows every one."]
+    return kept, [f"{len(rows) - limit} {what} left out; {option('full')} shows every one."]
 
 
 # -- run --block-size -------------------------------------------------------------------------------
@@ -196,7 +196,7 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
     sections: list[Block] = []
     for index, step in enumerate(shown):
         if len(shown) < len(steps) and index == head_count:
-            sections += _section(f"… steps {head_count + 1}–{len(steps) - 2} left out; --full shows every step")
+            sections += _section(f"… steps {head_count + 1}–{len(steps) - 2} left out; {option('full')} shows every step")
         sections += _step_section(dec, step, p, full=full)
     csv_rows = [
         [str(step.position), step.token, str(int(key)), dec.scenario.tokens[int(key) - 1], "true" if seen else "false",
