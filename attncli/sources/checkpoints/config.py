@@ -187,6 +187,11 @@ def read_raw(folder: Path) -> tuple[dict[str, Any], str]:
 def read_config(folder: Path) -> ModelConfig:
     """The normalised config of a checkpoint folder; an unsupported model type is one clear error."""
     raw, where = read_raw(folder)
+    return config_from_raw(raw, where)
+
+
+def config_from_raw(raw: dict[str, Any], where: str) -> ModelConfig:
+    """The normalised config of config.json's keys (or of a GGUF file's metadata spelled as them); `where` names the source in errors."""
     model_type = raw.get("model_type")
     if model_type not in SUPPORTED:
         found = f"model_type {_shown(model_type)} is not supported" if model_type is not None else "config.json has no model_type"
