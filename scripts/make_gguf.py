@@ -286,12 +286,12 @@ def write_sentencepiece(path: Path) -> None:
 
 # ---------------------------------------------------------------- the families of issue 20
 
-FAMILIES = {"qwen3": "qwen3", "olmo2": "olmo2", "phi3": "phi3", "gpt_neox": "gptneox"}  # fixture -> GGUF architecture
+FAMILIES = {"qwen3": "qwen3", "olmo2": "olmo2", "phi3": "phi3", "gpt_neox": "gptneox", "gemma3": "gemma3"}  # fixture -> GGUF architecture
 FAMILY_NAMES = {
     **LLAMA_NAMES,
     "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
     "self_attn.qkv_proj.weight": "attn_qkv.weight", "mlp.gate_up_proj.weight": "ffn_up.weight",
-    "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+    "post_feedforward_layernorm.weight": "post_ffw_norm.weight", "pre_feedforward_layernorm.weight": "ffn_norm.weight",
     "embed_in.weight": "token_embd.weight", "final_layer_norm.weight": "output_norm.weight", "final_layer_norm.bias": "output_norm.bias",
     "embed_out.weight": "output.weight", "lm_head.weight": "output.weight",
     **{f"{hf}.{p}": f"{gg}.{p}" for hf, gg in (("input_layernorm", "attn_norm"), ("post_attention_layernorm", "ffn_norm"),
@@ -319,6 +319,7 @@ def write_family(name: str, path: Path, *, quantised: str | None = None) -> None
     heads = config["num_attention_heads"]
     head_dim = config.get("head_dim") or config["hidden_size"] // heads
     rope = config["rope_parameters"]
+    rope = rope.get("full_attention", rope)  # Gemma 3: the global layers' θ (the converter stores no local one)
     writer = gguf.GGUFWriter(path, arch)
     writer.add_name(f"attncli tiny {name}" + (f" {quantised}" if quantised else ""))
     writer.add_block_count(config["num_hidden_layers"])
@@ -336,13 +337,18 @@ def write_family(name: str, path: Path, *, quantised: str | None = None) -> None
         writer.add_key_length(head_dim)
         writer.add_value_length(head_dim)
         writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
-        if arch == "phi3" and config.get("sliding_window"):
+        if arch in ("phi3", "gemma3") and config.get("sliding_window"):
             writer.add_sliding_window(config["sliding_window"])
     writer.add_file_type(7 if quantised else 0)
     _tokenizer(writer, tokenizer_metadata(folder))
     for hf, value in hf_tensors(folder).items():
         rest = hf.removeprefix("model.").removeprefix("gpt_neox.")
-        if arch == "olmo2":  # OLMo 2's post_attention_layernorm is a norm after attention, not before the MLP
+        if arch == "gemma3" and hf.endswith("norm.weight"):
+            value = value + np.float32(1)  # Gemma3Model.norm_shift: llama.cpp multiplies by the weight, transformers by 1 + w
+        if arch == "gemma3" and hf.endswith("embed_tokens.weight"):
+            raw = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+            value = value[: len(raw["model"]["vocab"]) + len(raw["added_tokens"])]  # the converter drops rows past the vocabulary
+        if arch in ("olmo2", "gemma3"):  # their post_attention_layernorm is a norm after attention, not before the MLP
             rest = rest.replace("post_attention_layernorm", "post_attention_norm_")
         names = {**FAMILY_NAMES, "post_attention_norm_.weight": "post_attention_norm.weight"}
         target = gguf_name(rest, names)

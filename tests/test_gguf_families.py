@@ -31,7 +31,7 @@ gguf = pytest.importorskip("gguf")
 
 HF = Path(__file__).parent / "checkpoints"
 FIXTURES = HF / "gguf"
-FAMILIES = {"qwen3": "qwen3", "olmo2": "olmo2", "phi3": "phi3", "gpt_neox": "gptneox"}  # fixture -> GGUF architecture
+FAMILIES = {"qwen3": "qwen3", "olmo2": "olmo2", "phi3": "phi3", "gpt_neox": "gptneox", "gemma3": "gemma3"}  # fixture -> GGUF architecture
 # the file against its folder: 1e-9 (ε and θ are float32 in the metadata); Gemma 3's norms are stored as float32(1 + w)
 # (the converter's norm_shift), so w comes back within 2⁻²⁴ of the folder's and the weights move by up to FOLDER_BOUND
 FOLDER_BOUND = {"gemma3": 1e-6}

@@ -16,8 +16,10 @@ wrote (`blk.3.attn_q.weight`), undoing what the converter changed:
 - GPT-NeoX's query_key_value, laid out per head (q, k, v of head 1, then of head 2, …), is stored as
   all queries, then all keys, then all values (the converter's "bloom-style to gpt-style"); the rows
   are put back per head.
-Qwen3, OLMo 2 and Phi-3 keep Hugging Face's row order (llama.cpp turns them as NeoX does); OLMo 2's
-post-norms are post_attention_norm and post_ffw_norm, and its MLP has no norm before it.
+- Gemma 3's norms are stored as 1 + w (ggml multiplies by the weight, transformers by 1 + w); the 1 is
+  taken off again.
+Qwen3, OLMo 2, Phi-3 and Gemma 3 keep Hugging Face's row order (llama.cpp turns them as NeoX does);
+OLMo 2's post-norms are post_attention_norm and post_ffw_norm, and its MLP has no norm before it.
 The config of these families is the metadata spelled as config.json's keys and read by config.py.
 """
 
@@ -47,12 +49,11 @@ OLLAMA_PREFIX = "ollama:"
 OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
 ARCHITECTURES = {
     "llama": "llama", "qwen2": "qwen2", "gpt2": "gpt2", "bert": "bert",
-    "qwen3": "qwen3", "olmo2": "olmo2", "phi3": "phi3", "gptneox": "gpt_neox",
+    "qwen3": "qwen3", "olmo2": "olmo2", "phi3": "phi3", "gptneox": "gpt_neox", "gemma3": "gemma3_text",
 }  # GGUF arch -> attncli's model type  # fmt: skip
 # architectures attncli reads from folders whose GGUF files it does not read yet, and why
 NOT_YET = {
-    "gemma2": "llama.cpp's converter stores no query_pre_attn_scalar (llama.cpp derives the scale from the model's size)",
-    "gemma3": "llama.cpp keeps the local layers' RoPE θ and the 5:1 layer pattern in its code, not in the file",
+    "gemma2": "llama.cpp's converter stores no query_pre_attn_scalar (llama.cpp derives the scale from the model's size), a rule attncli has no test for yet",
     "gpt-oss": "its GGUF files store the experts as MXFP4, which attncli does not dequantise yet",
     "deepseek2": "its GGUF files split MLA's key/value up-projection into attn_k_b and attn_v_b, which attncli does not join yet",
 }
@@ -296,9 +297,18 @@ _NEOX_NAMES = [
     (r"layers\.(\d+)\.mlp\.dense_h_to_4h\.(weight|bias)", r"blk.\1.ffn_up.\2"),
     (r"layers\.(\d+)\.mlp\.dense_4h_to_h\.(weight|bias)", r"blk.\1.ffn_down.\2"),
 ]
+_GEMMA3_NAMES = [
+    *(entry for entry in _LLAMA_NAMES if "layernorm" not in entry[0]),
+    *_QK_NORMS,
+    (r"layers\.(\d+)\.input_layernorm\.weight", r"blk.\1.attn_norm.weight"),
+    (r"layers\.(\d+)\.post_attention_layernorm\.weight", r"blk.\1.post_attention_norm.weight"),
+    (r"layers\.(\d+)\.pre_feedforward_layernorm\.weight", r"blk.\1.ffn_norm.weight"),
+    (r"layers\.(\d+)\.post_feedforward_layernorm\.weight", r"blk.\1.post_ffw_norm.weight"),
+]
 _NAMES = {
     "llama": _LLAMA_NAMES, "qwen2": _LLAMA_NAMES, "gpt2": _GPT2_NAMES, "bert": _BERT_NAMES,
     "qwen3": [*_LLAMA_NAMES, *_QK_NORMS], "olmo2": _OLMO2_NAMES, "phi3": _PHI3_NAMES, "gptneox": _NEOX_NAMES,
+    "gemma3": _GEMMA3_NAMES,
 }  # fmt: skip
 _GPT2_TRANSPOSED = re.compile(r"h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight")
 
@@ -349,6 +359,7 @@ class Stored:
     permute_heads: int | None  # llama's W_Q / W_K rows
     transpose: bool  # GPT-2's Conv1D
     neox_heads: int | None = None  # GPT-NeoX's query_key_value rows
+    shift: float = 0.0  # Gemma 3's norms, stored as 1 + w
 
 
 class GgufCheckpoint:
@@ -363,6 +374,7 @@ class GgufCheckpoint:
         self.folder = file.path.parent
         self.described_by = file.path.name
         self.rope_factors = rope_factors(file, cfg.head_dim) if cfg.rope is not None else None
+        self.config_keys = config_keys(file) if cfg.model_type in CONFIG_FAMILIES else None  # what a family module reads of config.json
 
     def locate(self, name: str) -> Stored | None:
         for pattern, target in _NAMES[self.arch]:
@@ -373,7 +385,8 @@ class GgufCheckpoint:
                     heads = self.cfg.heads if ".attn_q." in gguf_name else self.cfg.kv_heads
                 transpose = self.arch == "gpt2" and bool(_GPT2_TRANSPOSED.fullmatch(name))
                 neox = self.cfg.heads if self.arch == "gptneox" and ".attn_qkv." in gguf_name else None
-                return Stored(gguf_name, heads, transpose, neox)
+                shift = 1.0 if self.arch == "gemma3" and gguf_name.endswith("norm.weight") else 0.0
+                return Stored(gguf_name, heads, transpose, neox, shift)
         return None
 
     def _stored(self, name: str) -> Stored:
@@ -405,6 +418,8 @@ class GgufCheckpoint:
             value = np.ascontiguousarray(value.T)
         if stored.neox_heads is not None:
             value = neox_per_head(value, stored.neox_heads)
+        if stored.shift:
+            value = value - stored.shift  # exact: a float32 1 + w less 1 is a float64 number
         return value
 
     def read_rows(self, name: str, rows: Sequence[int]) -> np.ndarray:
@@ -495,7 +510,7 @@ def read_config(file: GgufFile) -> tuple[str, ModelConfig]:
     )  # fmt: skip
 
 
-CONFIG_FAMILIES = ("qwen3", "olmo2", "phi3", "gpt_neox")  # read as config.json keys by config.py
+CONFIG_FAMILIES = ("qwen3", "olmo2", "phi3", "gpt_neox", "gemma3_text")  # read as config.json keys by config.py
 
 
 def _family_config(file: GgufFile, arch: str, model_type: str) -> ModelConfig:
@@ -530,6 +545,28 @@ def config_keys(file: GgufFile) -> dict[str, Any]:
         "max_position_embeddings": file.count(a + "context_length"),
         "rope_parameters": {"rope_type": "default", "rope_theta": file.number(a + "rope.freq_base", default=10_000.0), "partial_rotary_factor": rotary / head_dim},
     }
+    if model_type == "gemma3_text":  # llama.cpp's own rules where the converter stores nothing (llama-model.cpp, LLM_ARCH_GEMMA3)
+        layers = raw["num_hidden_layers"]
+        pattern = file.value(a + "attention.sliding_window_pattern")
+        sliding = [bool(x) for x in pattern] if isinstance(pattern, list) else [(i + 1) % 6 != 0 for i in range(layers)]
+        if len(sliding) != layers:
+            raise file.fail(f"{len(sliding)} layer kinds for {layers} layers", key=a + "attention.sliding_window_pattern")
+        theta = raw["rope_parameters"]["rope_theta"]
+        raw |= {
+            "num_key_value_heads": file.count(a + "attention.head_count_kv", default=heads),
+            "head_dim": head_dim,
+            "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-6),
+            "hidden_activation": "gelu_pytorch_tanh",
+            "sliding_window": file.count(a + "attention.sliding_window", default=4096),
+            "layer_types": ["sliding_attention" if s else "full_attention" for s in sliding],
+            "rope_parameters": {
+                "full_attention": {"rope_type": "default", "rope_theta": theta},
+                "sliding_attention": {"rope_type": "default", "rope_theta": file.number(a + "rope.freq_base_swa", default=10_000.0)},
+            },
+            "query_pre_attn_scalar": hidden // heads if layers == 62 else head_dim,  # llama.cpp: 1/√(d/H) for the 27B (62 layers), else 1/√d_k
+            "attention_bias": False,
+        }
+        return raw
     if model_type == "gpt_neox":
         raw |= {
             "layer_norm_eps": file.number(a + "attention.layer_norm_epsilon", default=1e-5),
