@@ -13,6 +13,11 @@ stored in the dtype the fixture has (F32, or F16 for the float16 Mistral; bfloat
 Mistral is written with architecture "llama", as the converter writes it; llama.cpp's converter
 stores no sliding window for llama or qwen2, so neither file has one.
 
+The families of issue 20 (qwen3, olmo2, phi3, gpt_neox, gemma3) are written by `write_family` as
+<name>.gguf (F32) and <name>-q8_0.gguf (Q8_0 where a matrix's rows fill whole blocks, F16 elsewhere),
+with the converter's names, GPT-NeoX's query_key_value regrouped to all q | all k | all v, and Gemma 3's
+norms stored as 1 + w.
+
 `quantised.gguf` is a Llama-shaped model (d_model 256, so every matrix's rows fill whole blocks)
 whose matrices use every quantisation type attncli reads, one type per matrix, with random weights
 quantised by gguf.quants where it can quantise (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, BF16) and random
