@@ -13,6 +13,11 @@ stored in the dtype the fixture has (F32, or F16 for the float16 Mistral; bfloat
 Mistral is written with architecture "llama", as the converter writes it; llama.cpp's converter
 stores no sliding window for llama or qwen2, so neither file has one.
 
+The families of issue 20 (qwen3, olmo2, phi3, gpt_neox, gemma3) are written by `write_family` as
+<name>.gguf (F32) and <name>-q8_0.gguf (Q8_0 where a matrix's rows fill whole blocks, F16 elsewhere),
+with the converter's names, GPT-NeoX's query_key_value regrouped to all q | all k | all v, and Gemma 3's
+norms stored as 1 + w.
+
 `quantised.gguf` is a Llama-shaped model (d_model 256, so every matrix's rows fill whole blocks)
 whose matrices use every quantisation type attncli reads, one type per matrix, with random weights
 quantised by gguf.quants where it can quantise (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, BF16) and random
@@ -284,6 +289,88 @@ def write_sentencepiece(path: Path) -> None:
     _finish(writer)
 
 
+# ---------------------------------------------------------------- the families of issue 20
+
+FAMILIES = {"qwen3": "qwen3", "olmo2": "olmo2", "phi3": "phi3", "gpt_neox": "gptneox", "gemma3": "gemma3"}  # fixture -> GGUF architecture
+FAMILY_NAMES = {
+    **LLAMA_NAMES,
+    "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
+    "self_attn.qkv_proj.weight": "attn_qkv.weight", "mlp.gate_up_proj.weight": "ffn_up.weight",
+    "post_feedforward_layernorm.weight": "post_ffw_norm.weight", "pre_feedforward_layernorm.weight": "ffn_norm.weight",
+    "embed_in.weight": "token_embd.weight", "final_layer_norm.weight": "output_norm.weight", "final_layer_norm.bias": "output_norm.bias",
+    "embed_out.weight": "output.weight", "lm_head.weight": "output.weight",
+    **{f"{hf}.{p}": f"{gg}.{p}" for hf, gg in (("input_layernorm", "attn_norm"), ("post_attention_layernorm", "ffn_norm"),
+                                               ("attention.query_key_value", "attn_qkv"), ("attention.dense", "attn_output"),
+                                               ("mlp.dense_h_to_4h", "ffn_up"), ("mlp.dense_4h_to_h", "ffn_down")) for p in ("weight", "bias")},
+}  # fmt: skip
+
+
+def neox_fused(rows: np.ndarray, heads: int) -> np.ndarray:
+    """convert_hf_to_gguf.py's GPTNeoXModel: query_key_value per head (q, k, v of head 1, …) → all q, all k, all v."""
+    return rows.reshape(heads, 3, -1, *rows.shape[1:]).swapaxes(0, 1).reshape(rows.shape)
+
+
+def write_family(name: str, path: Path, *, quantised: str | None = None) -> None:
+    """A Qwen3, OLMo 2, Phi-3 or GPT-NeoX fixture as the converter writes it.
+
+    With `quantised` (Q8_0), each matrix whose rows fill whole blocks is stored so, the other matrices
+    as F16 and the norms as F32, as llama.cpp's quantiser leaves a tensor whose rows do not fit its blocks.
+    """
+    import gguf
+
+    folder = HF / name
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    arch = FAMILIES[name]
+    heads = config["num_attention_heads"]
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    rope = config["rope_parameters"]
+    rope = rope.get("full_attention", rope)  # Gemma 3: the global layers' θ (the converter stores no local one)
+    writer = gguf.GGUFWriter(path, arch)
+    writer.add_name(f"attncli tiny {name}" + (f" {quantised}" if quantised else ""))
+    writer.add_block_count(config["num_hidden_layers"])
+    writer.add_context_length(config["max_position_embeddings"])
+    writer.add_embedding_length(config["hidden_size"])
+    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_head_count(heads)
+    writer.add_rope_dimension_count(int(rope.get("partial_rotary_factor", 1.0) * head_dim))
+    writer.add_rope_freq_base(rope["rope_theta"])
+    if arch == "gptneox":
+        writer.add_parallel_residual(config.get("use_parallel_residual", True))
+        writer.add_layer_norm_eps(config["layer_norm_eps"])
+    else:
+        writer.add_head_count_kv(config["num_key_value_heads"])
+        writer.add_key_length(head_dim)
+        writer.add_value_length(head_dim)
+        writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
+        if arch in ("phi3", "gemma3") and config.get("sliding_window"):
+            writer.add_sliding_window(config["sliding_window"])
+    writer.add_file_type(7 if quantised else 0)
+    _tokenizer(writer, tokenizer_metadata(folder))
+    for hf, value in hf_tensors(folder).items():
+        rest = hf.removeprefix("model.").removeprefix("gpt_neox.")
+        if arch == "gemma3" and hf.endswith("norm.weight"):
+            value = value + np.float32(1)  # Gemma3Model.norm_shift: llama.cpp multiplies by the weight, transformers by 1 + w
+        if arch == "gemma3" and hf.endswith("embed_tokens.weight"):
+            raw = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+            value = value[: len(raw["model"]["vocab"]) + len(raw["added_tokens"])]  # the converter drops rows past the vocabulary
+        if arch in ("olmo2", "gemma3"):  # their post_attention_layernorm is a norm after attention, not before the MLP
+            rest = rest.replace("post_attention_layernorm", "post_attention_norm_")
+        names = {**FAMILY_NAMES, "post_attention_norm_.weight": "post_attention_norm.weight"}
+        target = gguf_name(rest, names)
+        if target is None:
+            continue
+        if arch == "gptneox" and ".attn_qkv." in target:
+            value = neox_fused(value, heads)
+        if quantised and value.ndim == 2:
+            qtype = gguf.GGMLQuantizationType[quantised]
+            if value.shape[1] % gguf.GGML_QUANT_SIZES[qtype][0] == 0:
+                writer.add_tensor(target, gguf.quants.quantize(value, qtype), raw_dtype=qtype)
+                continue
+            value = value.astype(np.float16)
+        writer.add_tensor(target, np.ascontiguousarray(value))
+    _finish(writer)
+
+
 # ---------------------------------------------------------------- every quantisation type in one model
 
 QUANTISED_TYPES = {
@@ -353,6 +440,9 @@ def main() -> None:
     write_gpt2(OUT / "gpt2.gguf")
     write_bert(OUT / "bert.gguf")
     write_quantised(OUT / "quantised.gguf")
+    for name in FAMILIES:
+        write_family(name, OUT / f"{name}.gguf")
+        write_family(name, OUT / f"{name}-q8_0.gguf", quantised="Q8_0")
     for path in sorted(OUT.glob("*.gguf")):
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size:,} bytes")
 

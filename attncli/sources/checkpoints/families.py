@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from attncli.errors import AttnError
 from attncli.sources.checkpoints import bart, bert, deepseek, gemma2, gemma3, gpt2, gpt_oss, llama, neox, olmo2, phi3, qwen3
@@ -26,6 +27,11 @@ ENCODER_DECODERS = ("bart",)  # read a source text and a target text; the layer 
 def read_config(folder: Path) -> ModelConfig:
     """The normalised config of a checkpoint folder, read by its family's module; an unsupported model type is one clear error."""
     raw, where = read_raw(folder)
+    return config_from_raw(raw, where)
+
+
+def config_from_raw(raw: dict[str, Any], where: str) -> ModelConfig:
+    """The normalised config of config.json's keys (or of a GGUF file's metadata spelled as them); `where` names the source in errors."""
     model_type = raw.get("model_type")
     if model_type not in ARCHITECTURES:
         found = f"model_type {_shown(model_type)} is not supported" if model_type is not None else "config.json has no model_type"

@@ -33,8 +33,8 @@ from attncli.sources.checkpoints.source import TensorSource
 class Gemma3:
     """The keys of config.json that only Gemma 3 has, read once per load."""
 
-    def __init__(self, cfg: ModelConfig, folder: Path) -> None:
-        raw, where = read_raw(folder)
+    def __init__(self, cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None) -> None:
+        raw, where = (raw, str(folder)) if raw is not None else read_raw(folder)  # raw: a GGUF file's metadata as config.json keys
         self.scalar = _positive(raw, "query_pre_attn_scalar", 256, where)
         if raw.get("attn_logit_softcapping") is not None:
             raise AttnError("attn_logit_softcapping is set: attncli reads Gemma 3 without soft-capping", file=where,
@@ -86,7 +86,7 @@ def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, g: Gemma3) -
 
 def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
     """X = input_layernorm ((1 + w) RMSNorm) of the residual entering `layer` (from 1), and that layer's attention."""
-    g = Gemma3(cfg, checkpoint.folder)
+    g = Gemma3(cfg, checkpoint.folder, getattr(checkpoint, "config_keys", None))
     w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", "model.language_model.", ""))
     h = w.rows("embed_tokens.weight", ids, cfg.hidden_size) * g.embedding_scale  # (L, d)
     for index in range(layer - 1):
@@ -108,9 +108,9 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
     return LayerInputs(X=X, attention=attention, dtype=dtype, notes=notes)
 
 
-def mechanisms(cfg: ModelConfig, folder: Path) -> list[str]:
+def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None) -> list[str]:
     """What `model info` says of Gemma 3 beyond the mechanisms every family is described by (describe.py)."""
-    g = Gemma3(cfg, folder)
+    g = Gemma3(cfg, folder, raw)
     return [
         f"RoPE θ = {g.local_rope.theta:g} on the sliding layers and {g.global_rope.theta:g} on the global ones",
         f"embeddings × √hidden_size = {g.embedding_scale:g}; (1 + w) RMSNorm before and after attention and MLP",

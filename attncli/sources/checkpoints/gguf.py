@@ -12,11 +12,20 @@ wrote (`blk.3.attn_q.weight`), undoing what the converter changed:
   within each head, from Hugging Face's rotate-half pairing (i, i + d_k/2) to llama.cpp's
   interleaved pairs (2i, 2i + 1); the rows are put back, so the numbers equal the Hugging Face
   model's (qwen2 files keep the rotate-half order: llama.cpp applies that model's RoPE as NeoX does);
-- GPT-2's Conv1D weights are stored transposed (as nn.Linear); they are transposed back.
+- GPT-2's Conv1D weights are stored transposed (as nn.Linear); they are transposed back;
+- GPT-NeoX's query_key_value, laid out per head (q, k, v of head 1, then of head 2, …), is stored as
+  all queries, then all keys, then all values (the converter's "bloom-style to gpt-style"); the rows
+  are put back per head.
+- Gemma 3's norms are stored as 1 + w (ggml multiplies by the weight, transformers by 1 + w); the 1 is
+  taken off again.
+Qwen3, OLMo 2, Phi-3 and Gemma 3 keep Hugging Face's row order (llama.cpp turns them as NeoX does);
+OLMo 2's post-norms are post_attention_norm and post_ffw_norm, and its MLP has no norm before it.
+The config of these families is the metadata spelled as config.json's keys and read by config.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -38,7 +47,16 @@ if TYPE_CHECKING:
 SUFFIX = ".gguf"
 OLLAMA_PREFIX = "ollama:"
 OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
-ARCHITECTURES = {"llama": "llama", "qwen2": "qwen2", "gpt2": "gpt2", "bert": "bert"}  # GGUF arch -> attncli's model type
+ARCHITECTURES = {
+    "llama": "llama", "qwen2": "qwen2", "gpt2": "gpt2", "bert": "bert",
+    "qwen3": "qwen3", "olmo2": "olmo2", "phi3": "phi3", "gptneox": "gpt_neox", "gemma3": "gemma3_text",
+}  # GGUF arch -> attncli's model type  # fmt: skip
+# architectures attncli reads from folders whose GGUF files it does not read yet, and why
+NOT_YET = {
+    "gemma2": "llama.cpp's converter stores no query_pre_attn_scalar (llama.cpp derives the scale from the model's size), a rule attncli has no test for yet",
+    "gpt-oss": "its GGUF files store the experts as MXFP4, which attncli does not dequantise yet",
+    "deepseek2": "its GGUF files split MLA's key/value up-projection into attn_k_b and attn_v_b, which attncli does not join yet",
+}
 
 
 # -- finding the file ------------------------------------------------------------------------
@@ -254,7 +272,44 @@ _BERT_NAMES = [
     (r"encoder\.layer\.(\d+)\.output\.dense\.(weight|bias)", r"blk.\1.ffn_down.\2"),
     (r"encoder\.layer\.(\d+)\.output\.LayerNorm\.(weight|bias)", r"blk.\1.layer_output_norm.\2"),
 ]
-_NAMES = {"llama": _LLAMA_NAMES, "qwen2": _LLAMA_NAMES, "gpt2": _GPT2_NAMES, "bert": _BERT_NAMES}
+_QK_NORMS = [
+    (r"layers\.(\d+)\.self_attn\.q_norm\.weight", r"blk.\1.attn_q_norm.weight"),
+    (r"layers\.(\d+)\.self_attn\.k_norm\.weight", r"blk.\1.attn_k_norm.weight"),
+]
+_OLMO2_NAMES = [
+    *(entry for entry in _LLAMA_NAMES if "layernorm" not in entry[0]),
+    *_QK_NORMS,
+    (r"layers\.(\d+)\.post_attention_layernorm\.weight", r"blk.\1.post_attention_norm.weight"),
+    (r"layers\.(\d+)\.post_feedforward_layernorm\.weight", r"blk.\1.post_ffw_norm.weight"),
+]
+_PHI3_NAMES = [
+    *(entry for entry in _LLAMA_NAMES if not re.search(r"[qkv]_proj|gate_proj|up_proj", entry[0])),
+    (r"layers\.(\d+)\.self_attn\.qkv_proj\.weight", r"blk.\1.attn_qkv.weight"),
+    (r"layers\.(\d+)\.mlp\.gate_up_proj\.weight", r"blk.\1.ffn_up.weight"),
+]
+_NEOX_NAMES = [
+    (r"embed_in\.weight", "token_embd.weight"),
+    (r"final_layer_norm\.(weight|bias)", r"output_norm.\1"),
+    (r"layers\.(\d+)\.input_layernorm\.(weight|bias)", r"blk.\1.attn_norm.\2"),
+    (r"layers\.(\d+)\.post_attention_layernorm\.(weight|bias)", r"blk.\1.ffn_norm.\2"),
+    (r"layers\.(\d+)\.attention\.query_key_value\.(weight|bias)", r"blk.\1.attn_qkv.\2"),
+    (r"layers\.(\d+)\.attention\.dense\.(weight|bias)", r"blk.\1.attn_output.\2"),
+    (r"layers\.(\d+)\.mlp\.dense_h_to_4h\.(weight|bias)", r"blk.\1.ffn_up.\2"),
+    (r"layers\.(\d+)\.mlp\.dense_4h_to_h\.(weight|bias)", r"blk.\1.ffn_down.\2"),
+]
+_GEMMA3_NAMES = [
+    *(entry for entry in _LLAMA_NAMES if "layernorm" not in entry[0]),
+    *_QK_NORMS,
+    (r"layers\.(\d+)\.input_layernorm\.weight", r"blk.\1.attn_norm.weight"),
+    (r"layers\.(\d+)\.post_attention_layernorm\.weight", r"blk.\1.post_attention_norm.weight"),
+    (r"layers\.(\d+)\.pre_feedforward_layernorm\.weight", r"blk.\1.ffn_norm.weight"),
+    (r"layers\.(\d+)\.post_feedforward_layernorm\.weight", r"blk.\1.post_ffw_norm.weight"),
+]
+_NAMES = {
+    "llama": _LLAMA_NAMES, "qwen2": _LLAMA_NAMES, "gpt2": _GPT2_NAMES, "bert": _BERT_NAMES,
+    "qwen3": [*_LLAMA_NAMES, *_QK_NORMS], "olmo2": _OLMO2_NAMES, "phi3": _PHI3_NAMES, "gptneox": _NEOX_NAMES,
+    "gemma3": _GEMMA3_NAMES,
+}  # fmt: skip
 _GPT2_TRANSPOSED = re.compile(r"h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight")
 
 # what each kind of tensor is, for `model info` and the header ("W_Q of layer 5 stored as Q4_1")
@@ -265,12 +320,23 @@ ROLES = {
     "layer_output_norm": "layer output norm", "token_embd": "token embeddings", "position_embd": "position embeddings",
     "token_types": "token-type embeddings", "token_embd_norm": "embedding norm", "output_norm": "final norm",
     "output": "output (unembedding)", "rope_freqs": "RoPE frequency factors",
+    "attn_q_norm": "QK-norm of q", "attn_k_norm": "QK-norm of k",
+    "post_attention_norm": "norm after attention", "post_ffw_norm": "norm after the MLP",
 }  # fmt: skip
 
 
 def kind_of(name: str) -> str:
     """'attn_q.weight' of 'blk.5.attn_q.weight'; 'token_embd.weight' stays."""
     return re.sub(r"^blk\.\d+\.", "", name)
+
+
+def neox_per_head(rows: np.ndarray, heads: int) -> np.ndarray:
+    """Undo llama.cpp's GPT-NeoX query_key_value order: stored (q of all heads, k of all, v of all), back to per head (q, k, v).
+
+    Works on a weight (3·d, in) and on a bias (3·d,).
+    """
+    back: np.ndarray = rows.reshape(3, heads, -1, *rows.shape[1:]).swapaxes(0, 1).reshape(rows.shape)
+    return back
 
 
 def unpermute(rows: np.ndarray, heads: int) -> np.ndarray:
@@ -292,6 +358,8 @@ class Stored:
     gguf_name: str
     permute_heads: int | None  # llama's W_Q / W_K rows
     transpose: bool  # GPT-2's Conv1D
+    neox_heads: int | None = None  # GPT-NeoX's query_key_value rows
+    shift: float = 0.0  # Gemma 3's norms, stored as 1 + w
 
 
 class GgufCheckpoint:
@@ -306,6 +374,7 @@ class GgufCheckpoint:
         self.folder = file.path.parent
         self.described_by = file.path.name
         self.rope_factors = rope_factors(file, cfg.head_dim) if cfg.rope is not None else None
+        self.config_keys = config_keys(file) if cfg.model_type in CONFIG_FAMILIES else None  # what a family module reads of config.json
 
     def locate(self, name: str) -> Stored | None:
         for pattern, target in _NAMES[self.arch]:
@@ -315,7 +384,9 @@ class GgufCheckpoint:
                 if self.arch == "llama" and re.search(r"\.attn_[qk]\.", gguf_name):
                     heads = self.cfg.heads if ".attn_q." in gguf_name else self.cfg.kv_heads
                 transpose = self.arch == "gpt2" and bool(_GPT2_TRANSPOSED.fullmatch(name))
-                return Stored(gguf_name, heads, transpose)
+                neox = self.cfg.heads if self.arch == "gptneox" and ".attn_qkv." in gguf_name else None
+                shift = 1.0 if self.arch == "gemma3" and gguf_name.endswith("norm.weight") else 0.0
+                return Stored(gguf_name, heads, transpose, neox, shift)
         return None
 
     def _stored(self, name: str) -> Stored:
@@ -345,6 +416,10 @@ class GgufCheckpoint:
             value = unpermute(value, stored.permute_heads)
         if stored.transpose:
             value = np.ascontiguousarray(value.T)
+        if stored.neox_heads is not None:
+            value = neox_per_head(value, stored.neox_heads)
+        if stored.shift:
+            value = value - stored.shift  # exact: a float32 1 + w less 1 is a float64 number
         return value
 
     def read_rows(self, name: str, rows: Sequence[int]) -> np.ndarray:
@@ -378,6 +453,8 @@ def architecture(file: GgufFile) -> tuple[str, str]:
     arch = file.value("general.architecture")
     if not isinstance(arch, str):
         raise file.fail(f"found {arch!r}", key="general.architecture", expected="the model's architecture name")
+    if arch in NOT_YET:
+        raise file.fail(f"attncli does not read {arch} GGUF files yet: {NOT_YET[arch]}", key="general.architecture", expected="the Hugging Face checkpoint folder")
     if arch not in ARCHITECTURES:
         raise file.fail(f"the architecture {arch!r} is not supported", key="general.architecture", expected="one of " + ", ".join(ARCHITECTURES))
     return arch, ARCHITECTURES[arch]
@@ -387,6 +464,8 @@ def read_config(file: GgufFile) -> tuple[str, ModelConfig]:
     """The GGUF architecture and a ModelConfig from the metadata under `{arch}.…`."""
     arch, model_type = architecture(file)
     a = arch + "."
+    if model_type in CONFIG_FAMILIES:
+        return arch, _family_config(file, arch, model_type)
     layers = file.count(a + "block_count")
     hidden = file.count(a + "embedding_length")
     heads = file.count(a + "attention.head_count")
@@ -429,6 +508,83 @@ def read_config(file: GgufFile) -> tuple[str, ModelConfig]:
         qkv_bias="blk.0.attn_q.bias" in file.tensors, output_bias="blk.0.attn_output.bias" in file.tensors,
         mlp_bias="blk.0.ffn_up.bias" in file.tensors, **common,
     )  # fmt: skip
+
+
+CONFIG_FAMILIES = ("qwen3", "olmo2", "phi3", "gpt_neox", "gemma3_text")  # read as config.json keys (families.config_from_raw)
+
+
+def _family_config(file: GgufFile, arch: str, model_type: str) -> ModelConfig:
+    """The config of a family, from the metadata spelled as its config.json (imported here: only GGUF files of these families need every family module)."""
+    from attncli.sources.checkpoints.families import config_from_raw
+
+    cfg = config_from_raw(config_keys(file), f"{file.where} (metadata under '{arch}.…')")
+    return dataclasses.replace(cfg, dtype=None)
+
+
+def config_keys(file: GgufFile) -> dict[str, Any]:
+    """The metadata of a Qwen3, OLMo 2, Phi-3 or GPT-NeoX file as config.json's keys (the converter's set_gguf_parameters undone)."""
+    arch, model_type = architecture(file)
+    a = arch + "."
+    heads = file.count(a + "attention.head_count")
+    hidden = file.count(a + "embedding_length")
+    if not file.has_key(a + "attention.key_length") and hidden % heads:
+        raise file.fail(f"{heads} heads do not divide the hidden size {hidden}", key=a + "attention.head_count")
+    head_dim = file.count(a + "attention.key_length", default=hidden // heads)
+    rotary = file.count(a + "rope.dimension_count", default=head_dim)
+    if rotary > head_dim or rotary % 2:
+        raise file.fail(f"RoPE turns {rotary} of the {head_dim} numbers of each head", key=a + "rope.dimension_count", expected="an even number up to the head size")
+    kind = file.value(a + "rope.scaling.type")
+    if kind not in (None, "none") or "rope_factors_long.weight" in file.tensors:
+        raise file.fail(f"the RoPE scaling {kind or 'longrope'!r} is not supported in {arch} files", key=a + "rope.scaling.type", expected="no RoPE scaling")
+    raw: dict[str, Any] = {
+        "model_type": model_type,
+        "num_hidden_layers": file.count(a + "block_count"),
+        "hidden_size": hidden,
+        "num_attention_heads": heads,
+        "intermediate_size": file.count(a + "feed_forward_length"),
+        "max_position_embeddings": file.count(a + "context_length"),
+        "rope_parameters": {"rope_type": "default", "rope_theta": file.number(a + "rope.freq_base", default=10_000.0), "partial_rotary_factor": rotary / head_dim},
+    }
+    if model_type == "gemma3_text":  # llama.cpp's own rules where the converter stores nothing (llama-model.cpp, LLM_ARCH_GEMMA3)
+        layers = raw["num_hidden_layers"]
+        pattern = file.value(a + "attention.sliding_window_pattern")
+        sliding = [bool(x) for x in pattern] if isinstance(pattern, list) else [(i + 1) % 6 != 0 for i in range(layers)]
+        if len(sliding) != layers:
+            raise file.fail(f"{len(sliding)} layer kinds for {layers} layers", key=a + "attention.sliding_window_pattern")
+        theta = raw["rope_parameters"]["rope_theta"]
+        raw |= {
+            "num_key_value_heads": file.count(a + "attention.head_count_kv", default=heads),
+            "head_dim": head_dim,
+            "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-6),
+            "hidden_activation": "gelu_pytorch_tanh",
+            "sliding_window": file.count(a + "attention.sliding_window", default=4096),
+            "layer_types": ["sliding_attention" if s else "full_attention" for s in sliding],
+            "rope_parameters": {
+                "full_attention": {"rope_type": "default", "rope_theta": theta},
+                "sliding_attention": {"rope_type": "default", "rope_theta": file.number(a + "rope.freq_base_swa", default=10_000.0)},
+            },
+            "query_pre_attn_scalar": hidden // heads if layers == 62 else head_dim,  # llama.cpp: 1/√(d/H) for the 27B (62 layers), else 1/√d_k
+            "attention_bias": False,
+        }
+        return raw
+    if model_type == "gpt_neox":
+        raw |= {
+            "layer_norm_eps": file.number(a + "attention.layer_norm_epsilon", default=1e-5),
+            "use_parallel_residual": bool(file.value(a + "use_parallel_residual") if file.has_key(a + "use_parallel_residual") else True),
+            "attention_bias": "blk.0.attn_qkv.bias" in file.tensors,
+            "hidden_act": "gelu",  # GGUF stores no activation; Pythia's is GELU (llama.cpp computes it with tanh's approximation)
+        }
+    else:
+        raw |= {
+            "num_key_value_heads": file.count(a + "attention.head_count_kv", default=heads),
+            "head_dim": head_dim,
+            "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-6),
+            "attention_bias": "blk.0.attn_q.bias" in file.tensors,
+        }
+        window = file.value(a + "attention.sliding_window")
+        if model_type == "phi3" and window:
+            raw["sliding_window"] = window
+    return raw
 
 
 def _rope(file: GgufFile, a: str) -> RopeConfig:
