@@ -168,3 +168,16 @@ def test_the_cache_is_in_every_format(cli):
 def test_a_loaded_file_keeps_its_cache():
     s = load(PAGED)
     assert s.cached == 1 and s.key_tokens == ("t1", "t2")
+
+
+def test_a_window_drops_cached_keys_at_the_first_step():
+    """Under a window of 1, the cache of 2 given keys loses key 1 at the first step (position 3): no query reads it."""
+    doc = {
+        "tokens": ["sat", "on"], "Q": [[1.0, 0.0], [0.0, 1.0]], "K": [[1.0, 1.0], [0.5, 0.0]], "V": [[1.0, 0.0], [0.0, 1.0]],
+        "cache": {"tokens": ["the", "cat"], "K": [[0.5, 0.5], [1.0, -1.0]], "V": [[1.0, 2.0], [3.0, 4.0]]},
+        "mask": {"causal": True, "window": 1},
+    }  # fmt: skip
+    first, second = decode(from_text(json.dumps(doc)), 1).steps
+    assert (first.position, first.cache.tolist(), first.dropped.tolist()) == (3, [2, 3], [1])
+    assert (second.position, second.cache.tolist(), second.dropped.tolist()) == (4, [3, 4], [2])
+    assert first.visible.all() and second.visible.all()
