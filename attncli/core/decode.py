@@ -18,8 +18,10 @@ proves that the cache holds every key the query reads.
 
 The cache holds, after step t, the keys j ≤ t that query t or a later query still reads; a key
 that no later query reads leaves it (outside a sliding window, say, unless it is a sink), and
-a key no query reads (padding) never stays. Dimension names:
-    L    tokens (L_q = L_k: decoding is self-attention)
+a key no query reads (padding) never stays. A scenario with a given KV cache of c tokens starts with
+those c rows in the cache (as given: their k already rotated) and takes its steps at positions
+c + 1 … c + L. Dimension names:
+    L    tokens (L_q = L_k − c: decoding is self-attention; c keys given in a cache, 0 without)
     c    keys in the cache at a step
     d_k  width of a query/key         d_v  width of a value
 """
@@ -71,7 +73,12 @@ class Decode(NamedTuple):
     result: RunResult
     head: int  # the query head, from 1
     kv_head: int  # the key/value head whose cache it reads, from 1 (grouped-query attention)
-    steps: tuple[DecodeStep, ...]  # L of them
+    steps: tuple[DecodeStep, ...]  # L of them, at positions c + 1 … c + L
+
+    @property
+    def cached(self) -> int:
+        """c, the keys in the cache before the first step (a given KV cache; 0 without)."""
+        return self.result.scenario.cached
 
     @property
     def scenario(self) -> Scenario:
@@ -88,8 +95,7 @@ def causal_version(scenario: Scenario) -> tuple[Scenario, bool]:
     if mask.causal or mask.matrix is not None or scenario.cross:
         return scenario, False
     causal = replace(mask, causal=True)
-    L = len(scenario.tokens)
-    blind = np.flatnonzero(~causal.visible(L, L).any(axis=1))  # queries (from 0) the causal rule leaves with no key
+    blind = np.flatnonzero(~causal.visible(scenario.L, scenario.L_k).any(axis=1))  # queries (from 0) the causal rule leaves with no key
     if blind.size:
         i = int(blind[0]) + 1
         raise AttnError(
@@ -121,49 +127,51 @@ def decode(source: RunResult | Scenario, head: int) -> Decode:
             expected="a scenario without a context (of an encoder–decoder checkpoint, its decoder's self-attention)",
         )
     h = result.head(head)
-    visible = h.visible  # (L, L)
-    ahead = np.argwhere(np.triu(visible, 1))  # (·, 2) pairs where a query sees a later key
+    visible = h.visible  # (L, c + L): query row r is at position c + r + 1
+    c = scenario.cached
+    ahead = np.argwhere(np.triu(visible, 1 + c))  # (·, 2) pairs where a query sees a later key
     if ahead.size:
-        i, j = (int(n) + 1 for n in ahead[0])
+        i, j = int(ahead[0][0]) + 1 + c, int(ahead[0][1]) + 1
         raise AttnError(
             f"decode needs a causal mask: query {i} sees key {j}, which comes after it",
             key="mask",
             expected="mask: causal (with any window, sinks or padding)",
         )
-    L = visible.shape[0]
-    read_until = np.where(visible.any(axis=0), L - np.argmax(visible[::-1], axis=0), 0)  # (L,) last query reading key j
-    positions = np.arange(1, L + 1)  # (L,)
+    L_k = visible.shape[1]  # c + L
+    read_until = np.where(visible.any(axis=0), L_k - np.argmax(visible[::-1], axis=0), 0)  # (c + L,) last query (position) reading key j
+    positions = np.arange(1, L_k + 1)  # (c + L,)
     cached = int(np.maximum(read_until - positions + 1, 0).sum())  # rows of K and V held over all steps
     if cached * (scenario.d_k + scenario.d_v) > MAX_CACHED_NUMBERS:
         raise AttnError(
-            f"decoding {L} tokens holds {cached:,} cached rows of K and V across its steps, "
+            f"decoding {L_k - c} tokens holds {cached:,} cached rows of K and V across its steps, "
             f"more than the {MAX_CACHED_NUMBERS:,} numbers decode keeps",
             key="tokens",
             expected="a shorter sentence (a few hundred tokens), or `run` for the whole causal head at once",
         )
     steps = []
-    for t in range(1, L + 1):
+    for t in range(c + 1, L_k + 1):
+        row = t - c - 1  # the query's row
         cache = positions[(positions <= t) & (read_until >= t)]  # (c,)
-        was = positions[(positions < t) & (read_until >= t - 1)]  # (·,) the cache after step t − 1
+        was = positions[:c] if t == c + 1 else positions[(positions < t) & (read_until >= t - 1)]  # (·,) the cache after step t − 1
         dropped = np.setdiff1d(np.append(was, t), cache)  # (·,)
         columns = cache - 1  # (c,)
         steps.append(
             DecodeStep(
                 position=t,
-                token=scenario.tokens[t - 1],
-                label=scenario.query_labels[t - 1],
-                q=h.q[t - 1],
+                token=scenario.tokens[row],
+                label=scenario.query_labels[row],
+                q=h.q[row],
                 k=h.k[t - 1],
                 v=h.V[t - 1],
                 cache=_frozen(cache.astype(np.int64)),
                 dropped=_frozen(dropped.astype(np.int64)),
                 K=_frozen(h.k[columns]),  # (c, d_k)
                 V=_frozen(h.V[columns]),  # (c, d_v)
-                visible=_frozen(visible[t - 1, columns]),  # (c,)
-                scores=_frozen(h.scores[t - 1, columns]),  # (c,)
-                logits=_frozen(h.logits[t - 1, columns]),  # (c,)
-                weights=_frozen(h.weights[t - 1, columns]),  # (c,)
-                output=h.output[t - 1],  # (d_v,) read-only in the result already
+                visible=_frozen(visible[row, columns]),  # (c,)
+                scores=_frozen(h.scores[row, columns]),  # (c,)
+                logits=_frozen(h.logits[row, columns]),  # (c,)
+                weights=_frozen(h.weights[row, columns]),  # (c,)
+                output=h.output[row],  # (d_v,) read-only in the result already
             )
         )
     return Decode(result, head, h.kv_head, tuple(steps))

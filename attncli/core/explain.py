@@ -154,7 +154,7 @@ def _explanation(
             position=j + 1,
             token=s.key_tokens[j],
             label=s.key_labels[j],
-            e=None if keys_X is None else keys_X[j],
+            e=None if keys_X is None or j < s.cached else keys_X[j - s.cached],  # a given KV cache's keys have no embedding
             k=h.k[j],
             k_raw=h.K[j],
             v=h.V[j],

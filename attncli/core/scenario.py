@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from attncli.core import variants
-from attncli.core.variants import Alibi, LearnedSink, Mask, Mla, QkNorm, Rope, ScoreBias, SoftCap
+from attncli.core.variants import Alibi, KvCache, LearnedSink, Mask, Mla, QkNorm, Rope, ScoreBias, SoftCap
 from attncli.errors import AttnError, option
 
 
@@ -74,6 +74,7 @@ class Scenario:
     word_marks: tuple[str, ...] = ()  # a real tokenizer's marks for a leading space ("␣", "Ġ", "▁"): words match without them
     encoder: str | None = None  # the architecture of an encoder checkpoint's layer ("bert"): it reads, it does not generate
     mla: Mla | None = None  # multi-head latent attention: q, k, v from latents (W_Q, W_K, W_V are then None)
+    cache: KvCache | None = None  # keys and values given before the tokens (c of them): L_k = c + L_q, queries at c+1 … c+L_q
 
     # -- sizes ---------------------------------------------------------------------------------
 
@@ -88,7 +89,14 @@ class Scenario:
 
     @property
     def key_tokens(self) -> tuple[str, ...]:
+        if self.cache is not None:
+            return self.cache.tokens + self.tokens
         return self.tokens if self.context is None else self.context
+
+    @property
+    def cached(self) -> int:
+        """c, the keys given in a KV cache before the tokens (0 without): query row r (from 0) is at position c + r + 1."""
+        return 0 if self.cache is None else self.cache.length
 
     @property
     def cross(self) -> bool:
@@ -165,12 +173,18 @@ class Scenario:
 
     @functools.cached_property
     def query_labels(self) -> tuple[str, ...]:
-        """Row labels: the tokens, a token that repeats with its position ("the (4)")."""
+        """Row labels: the tokens, a token that repeats with its position ("the (4)"), counted after any cached tokens."""
+        if self.cache is not None:
+            return _unique_labels(self.key_tokens)[self.cached :]
         return _unique_labels(self.tokens)
 
     @functools.cached_property
     def key_labels(self) -> tuple[str, ...]:
-        """Column labels: the context's tokens in cross-attention, else the query labels."""
+        """Column labels: the context's tokens in cross-attention, cached keys marked as such, else the query labels."""
+        if self.cache is not None:
+            labels = _unique_labels(self.key_tokens)
+            cached = tuple(f"{label[:-1]}, cached)" if label.endswith(")") else f"{label} (cached)" for label in labels[: self.cached])
+            return cached + labels[self.cached :]
         return self.query_labels if self.context is None else _unique_labels(self.context)
 
     def labels(self) -> list[str]:

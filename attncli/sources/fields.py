@@ -238,6 +238,23 @@ FIELDS: tuple[Field, ...] = (
         },
     ),
     Field(
+        "cache",
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["tokens", "K", "V"],
+            "description": "Keys and values already cached before the sentence (prefix caching, paged attention): the sentence's "
+            "tokens come after them, its queries at positions c+1 … c+L read the cached keys and then their own, the causal rule "
+            "counts absolute positions and RoPE turns the new tokens from position c on. Not with `context`, `mla`, `qk_norm` or `alibi`.",
+            "properties": {
+                "tokens": {**TOKENS, "description": "The c cached tokens, in order."},
+                "K": {"anyOf": [MATRIX, MATRICES], "description": "c x (G*d_k), or G per-head c x d_k: the cached keys as a KV cache holds "
+                      "them, i.e. already turned by RoPE at their positions (0 … c−1 plus any rope offset); shown and used as given."},
+                "V": {"anyOf": [MATRIX, MATRICES], "description": "c x (G*d_v), or G per-head c x d_v: the cached values."},
+            },
+        },
+    ),
+    Field(
         "model",
         {
             "type": "string",
@@ -289,7 +306,7 @@ MODEL_KEYS = tuple(field.name for field in FIELDS if field.with_model)  # what a
 
 
 def mapping_keys(name: str) -> tuple[str, ...]:
-    """The keys of the mapping form of field `name` (`context`, `mask`, `rope`, `mla`), as its schema lists them."""
+    """The keys of the mapping form of field `name` (`context`, `mask`, `rope`, `mla`, `cache`), as its schema lists them."""
     schema = BY_NAME[name].schema
     forms = [schema, *schema.get("anyOf", ())]
     return next(tuple(form["properties"]) for form in forms if form.get("type") == "object")

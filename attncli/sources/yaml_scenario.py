@@ -12,12 +12,13 @@ import itertools
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from attncli.core.scenario import Scale, Scenario
-from attncli.core.variants import Alibi, LearnedSink, Mask, QkNorm, Rope, ScoreBias, SoftCap, alibi_slopes
+from attncli.core.variants import Alibi, KvCache, LearnedSink, Mask, QkNorm, Rope, ScoreBias, SoftCap, alibi_slopes
 from attncli.core.variants.mla import Mla, Norm
 from attncli.errors import AttnError, option
 from attncli.sources import builtin, fields, reading
@@ -28,6 +29,7 @@ from attncli.sources.yamltree import Map, Scalar, Seq, Value, describe, parse, t
 KEYS, MODEL_KEYS = fields.KEYS, fields.MODEL_KEYS  # every key, and those a real checkpoint's layer may have
 CONTEXT_KEYS, MASK_KEYS, ROPE_KEYS, QK_NORM_KEYS = (fields.mapping_keys(name) for name in ("context", "mask", "rope", "qk_norm"))
 MLA_KEYS = fields.mapping_keys("mla")
+CACHE_KEYS = fields.mapping_keys("cache")
 MAX_PRECISION = 15  # float64 carries 15-17 significant digits; more decimals would be noise
 
 
@@ -98,8 +100,11 @@ class _Validator:
         kv_heads = self._kv_heads(heads)
         context = self._context()
         context_tokens = None if context is None else self._tokens(context, "context.")
+        cache_value = self._cache_value(context is not None)
+        cache_tokens = None if cache_value is None else self._tokens(cache_value, "cache.")
+        c = 0 if cache_tokens is None else len(cache_tokens)
         L_q = len(tokens)
-        L_k = L_q if context_tokens is None else len(context_tokens)
+        L_k = L_q + c if context_tokens is None else len(context_tokens)
         self._check_size(L_q, L_k, heads)
         given = [key for key in ("Q", "K", "V") if key in self.tree.items]
         mla = None
@@ -109,7 +114,7 @@ class _Validator:
             weights: dict[str, np.ndarray | None] = {"X": X}
             d_k, concat_width = mla.d_k, heads * mla.d_v
         elif given:
-            weights = self._direct(given, heads, kv_heads, L_q, L_k, context_tokens is not None)
+            weights = self._direct(given, heads, kv_heads, L_q, L_k - c, context_tokens is not None)
         else:
             X = self._embeddings(tokens, case_sensitive, self._get("embeddings"), "embeddings")
             X_kv = None if context is None else self._context_embeddings(context, context_tokens or [], case_sensitive, X.shape[1])
@@ -121,8 +126,14 @@ class _Validator:
         W_O = self._output_projection(concat_width)
         d_out = W_O.shape[1] if W_O is not None else concat_width
         b_O = self._vector("b_O", d_out, "d_out, the columns of W_O" if W_O is not None else "H·d_v (no W_O given)")
-        mask = self._mask(L_q, L_k)
+        cache = None
+        if cache_value is not None and cache_tokens is not None:
+            cache = self._cache(cache_value, tuple(cache_tokens), kv_heads, d_k, concat_width // heads)
+        mask = self._mask(L_q, L_k, c)
         self._check_rows_see_a_key(mask, L_q, L_k, tokens)
+        rope = self._rope(d_k if mla is None else mla.d_r, L_q if cache is not None else max(L_q, L_k))
+        if rope is not None and cache is not None:  # the new tokens continue after the cached ones: rows from position offset + c
+            rope = replace(rope, offset=rope.offset + c)
         return Scenario(
             name=self._text("name", default=self.stem),
             description=self._text("description", default=""),
@@ -137,7 +148,7 @@ class _Validator:
             b_O=_frozen(b_O),
             scale=self._scale(d_k),
             mask=mask,
-            rope=self._rope(d_k if mla is None else mla.d_r, max(L_q, L_k)),
+            rope=rope,
             bias=self._score_bias(heads, L_q, L_k),
             alibi=self._alibi(heads),
             softcap=self._softcap(),
@@ -146,7 +157,41 @@ class _Validator:
             precision=self._int("precision", default=4, minimum=0, maximum=MAX_PRECISION),
             path=self.path,
             mla=mla,
+            cache=cache,
         )
+
+    def _cache_value(self, cross: bool) -> Map | None:
+        """The `cache` mapping, refused beside what it cannot go with."""
+        value = self._get("cache")
+        if value is None:
+            return None
+        if not isinstance(value, Map):
+            raise self._error(f"found {describe(value)}", "cache", "a mapping {tokens, K, V}: the cached tokens, keys and values", value)
+        _check_keys(value, CACHE_KEYS, "cache.")
+        if cross:
+            raise self._error("a KV cache holds earlier tokens of the same sequence, so it has no use in cross-attention", "cache",
+                              "no `cache` beside `context`", value)  # fmt: skip
+        for key, why in (("mla", "multi-head latent attention caches its latent, not k and v"),
+                         ("qk_norm", "a cache with QK-norm is not supported yet"), ("alibi", "a cache with ALiBi is not supported yet")):  # fmt: skip
+            if key in self.tree.items:
+                raise self._error(f"`cache` with `{key}`: {why}", "cache", f"no `cache` beside `{key}`", value)
+        for key in ("K", "V"):
+            if key not in value.items:
+                raise self._error(f"the cache has no `{key}`", "cache", "`tokens`, `K` and `V`: the cached tokens, their keys and values", value)
+        return value
+
+    def _cache(self, value: Map, tokens: tuple[str, ...], kv_heads: int, d_k: int, d_v: int) -> KvCache:
+        """The cached keys and values: c rows each, G·d_k and G·d_v columns like the sentence's own K and V."""
+        c = len(tokens)
+        arrays = []
+        for key, width, what in (("K", d_k, "d_k"), ("V", d_v, "d_v")):
+            matrix = self._projection(f"cache.{key}", c, kv_heads, rows_are="cached tokens", value=value.items[key])
+            if matrix.shape[1] != kv_heads * width:
+                raise self._error(f"cache.{key} has {matrix.shape[1]} columns, but the sentence's {key[0].lower()} rows have {kv_heads} × {what} = "
+                                  f"{kv_heads * width}", f"cache.{key}", f"{kv_heads * width} columns, as wide as the new tokens' {key}",
+                                  value.items[key])  # fmt: skip
+            arrays.append(_frozen(matrix))
+        return KvCache(tokens=tokens, K=arrays[0], V=arrays[1])  # type: ignore[arg-type]
 
     def _mla(self, d_model: int, heads: int, kv_heads: int, cross: bool) -> Mla:
         """`mla:` its latent projections, shapes checked against d_model and the heads; no W_Q, W_K, W_V, Q/K/V or context beside it."""
@@ -515,9 +560,9 @@ class _Validator:
             )
         return {"Q": Q, "K": K, "V": V}
 
-    def _projection(self, key: str, rows: int, heads: int, rows_are: str = "") -> np.ndarray:
-        """A weight matrix (rows = d_model) or, with `rows_are`, Q/K/V given directly (rows = tokens)."""
-        value = self._get(key)
+    def _projection(self, key: str, rows: int, heads: int, rows_are: str = "", value: Value | None = None) -> np.ndarray:
+        """A weight matrix (rows = d_model) or, with `rows_are`, Q/K/V given directly (rows = tokens); `value` instead of the key's own."""
+        value = self._get(key) if value is None else value
         if not rows_are and (value is None or (isinstance(value, Scalar) and value.text == "identity")):
             if rows % heads:
                 raise self._error(
@@ -611,7 +656,12 @@ class _Validator:
 
     # -- variants --------------------------------------------------------------------------
 
-    def _mask(self, L_q: int, L_k: int) -> Mask:
+    def _mask(self, L_q: int, L_k: int, cached: int = 0) -> Mask:
+        """The mask; after `cached` keys of a given KV cache, its rules count the queries from position cached + 1."""
+        mask = self._mask_given(L_q, L_k, cached)
+        return mask if not cached else replace(mask, first=cached)
+
+    def _mask_given(self, L_q: int, L_k: int, cached: int) -> Mask:
         value = self._get("mask")
         expected = "`none`, `causal`, a mapping {causal, window, sinks, padding}, or an L_q × L_k matrix of 0/1"
         if value is None:
@@ -635,7 +685,7 @@ class _Validator:
             mask = Mask(matrix=matrix_bool)
         else:
             mask = self._mask_rules(value, L_q, L_k)
-        if mask.causal and L_q != L_k:
+        if mask.causal and L_q + cached != L_k:
             raise self._error(
                 f"a causal mask needs as many queries as keys, but there are {L_q} and {L_k}",
                 "mask",

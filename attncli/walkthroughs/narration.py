@@ -308,8 +308,10 @@ def _keys_values(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: 
             assert matrix is not None
             lines += _matrix_lines(w, kv(symbol), matrix, p)
     for key in keys:
-        assert key.e is not None
         label = w.label(key.label)
+        if key.e is None:  # a given KV cache's key: k and v are given as cached, not projected
+            lines += [Line(w.of("k", label), _vec(w, key.k_raw, p, full)), Line(w.of("v", label), _vec(w, key.v, p, full))]
+            continue
         lines.append(Line(w.of(e, label), _vec(w, key.e, p, full)))
         lines.append(Line(w.of("k", label), _projected(w, check, key.e, head.W_K, head.b_K, key.k_raw, p, full, symbol=kv("W_K"),
                                                        name=f"k({key.label})")))  # fmt: skip
@@ -320,8 +322,20 @@ def _keys_values(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: 
              f"v = {e}·W_V{' + b_V' if head.b_V is not None else ''}."]  # fmt: skip
     if not all(_small(m, full) for m in (head.W_K, head.W_V)):
         notes.append(f"W_K and W_V are too big to show here; {option('full')} shows them.")
+    notes += _cached_note(s)
     return Step("The keys and the values", f"k = {e}{w.dot}{kv('W_K')}, \\quad v = {e}{w.dot}{kv('W_V')}" if w.tex
                 else f"k = {e}·{kv('W_K')}, v = {e}·{kv('W_V')}", lines, notes + _fewer_keys(expl, keys))  # fmt: skip
+
+
+def _cached_note(s: Scenario) -> list[str]:
+    """What a given KV cache's keys are, for the steps that show them."""
+    c = s.cached
+    if not c:
+        return []
+    keys = "key 1" if c == 1 else f"keys 1–{c}"
+    rotated = ", the keys already turned by RoPE at their positions" if s.rope is not None else ""
+    return [f"The {keys} ({', '.join(s.key_labels[:c])}) come from the given KV cache: their k and v are given as cached{rotated}, "
+            f"not projected. The sentence's words follow them: word n sits at position {c} + n."]
 
 
 def _dot_products(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
@@ -340,6 +354,8 @@ def _dot_products(expl: Explanation, p: int, w: Writer, check: Arithmetic, full:
     if len(expl.q) > LONG_SUM and not full:
         notes.append(f"The vectors have {len(expl.q)} numbers: each sum shows its {LONG_TERMS} largest terms and adds up the "
                      f"others in one number; {option('full')} shows every term.")  # fmt: skip
+    if expl.e is None or expl.head.W_K is None:  # no keys-and-values step said it
+        notes += _cached_note(expl.scenario)
     return Step("One dot product per key", f"{w.text('score')} = {q}{w.dot}{k}", lines, notes + _fewer_keys(expl, keys))
 
 
@@ -601,7 +617,10 @@ def _rotation(expl: Explanation, p: int, w: Writer, full: bool = False) -> Step:
     lines.append(Line(w.prime("q"), w.vec(expl.q, p)))
     shown = expl.keys if len(expl.keys) <= LONG_SUM else expl.keys[:5] + expl.keys[-2:]
     for key in shown:
-        at = int(rope.positions(np.array([key.position - 1]))[0])
+        at = int(rope.positions(np.array([key.position - 1]))[0]) - s.cached  # a given KV cache's keys come first, from offset − c
+        if key.position <= s.cached:  # given as cached: already turned
+            lines.append(Line(w.of(w.prime("k"), w.label(key.label)), f"{w.vec(key.k, p)}{w.text(f' (cached: already turned at position {at})')}"))
+            continue
         lines.append(Line(w.of(w.prime("k"), w.label(key.label)), f"{w.text('RoPE')}({w.vec(expl.head.normed_k[key.position - 1], p)}, {at}) = {w.vec(key.k, p)}"))
     counted = (f"counted from 0, the first token at position {rope.offset}" if rope.offset else "counted from 0")
     if rope.given is not None:

@@ -171,10 +171,17 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
                      + "), then the weight.")  # fmt: skip
     if made_causal:
         intro.append(f"{quoted(s.name)} has no causal mask; decoding adds one, since a generated token cannot see the tokens after it.")
+    c = dec.cached
+    if c:
+        intro.append(f"The cache starts with {c} given key{'s' * (c > 1)} and value{'s' * (c > 1)} ({span(np.arange(1, c + 1))}: "
+                     f"{', '.join(quoted(t) for t in s.key_tokens[:c])}), as a KV cache holds them: given, not projected"
+                     + (", the keys already turned by RoPE at their positions" if s.rope is not None else "")
+                     + f". The steps begin at position {c + 1}.")  # fmt: skip
+    rope_start = 0 if s.rope is None else s.rope.offset - c  # the RoPE position of key 1
     if s.rope is not None:
-        if s.rope.offset:
-            intro.append(f"Under RoPE, step t turns q and k by position {s.rope.offset} + t − 1 (the first token sits at position "
-                         f"{s.rope.offset}, rope.offset): the cached keys keep their turn, and positions simply continue.")
+        if rope_start:
+            intro.append(f"Under RoPE, step t turns q and k by position {rope_start} + t − 1 (the first token sits at position "
+                         f"{rope_start}, rope.offset): the cached keys keep their turn, and positions simply continue.")
         else:
             intro.append("Under RoPE, step t turns q and k by position t − 1: the cached keys keep their turn, and positions simply continue.")
     if s.mla is not None:  # multi-head latent attention: the cache is the latent, not the k and v shown
@@ -199,7 +206,7 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
             sections += _section(f"… steps {head_count + 1}–{len(steps) - 2} left out; {option('full')} shows every step")
         sections += _step_section(dec, step, p, full=full)
     csv_rows = [
-        [str(step.position), step.token, str(int(key)), dec.scenario.tokens[int(key) - 1], "true" if seen else "false",
+        [str(step.position), step.token, str(int(key)), dec.scenario.key_tokens[int(key) - 1], "true" if seen else "false",
          repr(float(score)), _number(logit if seen else -np.inf), repr(float(weight))]
         for step in steps
         for key, seen, score, logit, weight in zip(step.cache, step.visible, step.scores, step.logits, step.weights)
@@ -228,7 +235,7 @@ def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> list[
     header = ["key", "position", "q·k"] + (["score"] if show_logit else []) + ["weight", "k", "v"]  # score: what the softmax sees
     rows = []
     for key, seen, k, v, score, logit, weight in zip(step.cache, step.visible, step.K, step.V, step.scores, step.logits, step.weights):
-        row = [s.query_labels[int(key) - 1], str(int(key)), fixed(float(score), p)]
+        row = [s.key_labels[int(key) - 1], str(int(key)), fixed(float(score), p)]
         row += [fixed(float(logit), p) if seen else "hidden"] if show_logit else []
         rows.append(row + [fixed(float(weight), p), vec(k, p, full=full), vec(v, p, full=full)])
     rows, short = _shortened(rows, MAX_CACHE_ROWS, "cached keys", full=full, width=len(header))
@@ -236,11 +243,12 @@ def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> list[
     notes += short
     sink_weight = dec.result.head(dec.head).sink_weight  # (L,) whole; None without a learned sink
     if sink_weight is not None:
-        notes.append(f"The learned sink (sink_logits) takes {fixed(float(sink_weight[step.position - 1]), p)} of this step's attention: "
+        notes.append(f"The learned sink (sink_logits) takes {fixed(float(sink_weight[step.position - 1 - dec.cached]), p)} of this step's attention: "
                      "it joins the softmax's sum with no value, so the weights above sum to 1 minus that.")  # fmt: skip
     notes.append(f"output = Σ weight·v = {vec(step.output, p, full=full, whole=False)}")
     notes.append(_same_as_run(dec, step))
-    at = f"position {step.position}" + (f"; RoPE position {s.rope.offset + step.position - 1}" if s.rope is not None and s.rope.offset else "")
+    rope_start = 0 if s.rope is None else s.rope.offset - dec.cached  # the RoPE position of key 1
+    at = f"position {step.position}" + (f"; RoPE position {rope_start + step.position - 1}" if s.rope is not None and rope_start else "")
     return _section(f"Step {step.position}: {quoted(step.label)} ({at})", lines, Table(header, rows, numeric), notes)
 
 
@@ -253,7 +261,7 @@ def _why_dropped(dec: Decode, step: DecodeStep) -> str:
 
 def _same_as_run(dec: Decode, step: DecodeStep) -> str:
     """The check a reader wants: the cache alone gives row t of the full causal run."""
-    row = step.position
+    row = step.position - dec.cached  # the query's row of the run (its position, after a given cache of c keys)
     if dec.result.round_steps is not None:
         return f"These are row {row} of the full causal run's hand-rounded chain, restricted to the cached keys."
     seen = step.visible  # (c,)

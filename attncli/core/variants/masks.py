@@ -1,6 +1,8 @@
 """Which keys each query may see: causal, a sliding window, attention sinks, padding, or an explicit matrix.
 
-Positions are counted from 1, as people count them: query i, key j.
+Positions are counted from 1, as people count them: query i, key j. After a given KV cache of c tokens
+(`first` = c) the queries sit at positions c + 1 … c + L_q and the keys at 1 … c + L_q: every rule counts
+those absolute positions, and a query row's i is c + its row.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class Mask:
     sinks: int = 0  # keys 1..sinks are seen whatever the window (the causal rule still applies)
     padding: tuple[int, ...] = ()  # key positions hidden from every query
     matrix: np.ndarray | None = None  # (L_q, L_k) bool, True where the query sees the key
+    first: int = 0  # c: positions before the first query (keys cached before the sentence); query row r is at c + r + 1
 
     @property
     def name(self) -> str:
@@ -42,7 +45,7 @@ class Mask:
         """(L_q, L_k) bool: True where query i sees key j."""
         if self.matrix is not None:
             return self.matrix.copy()
-        i = np.arange(1, L_q + 1)[:, None]  # (L_q, 1)
+        i = np.arange(self.first + 1, self.first + L_q + 1)[:, None]  # (L_q, 1) absolute positions
         j = np.arange(1, L_k + 1)[None, :]  # (1, L_k)
         seen = np.ones((L_q, L_k), dtype=bool)  # (L_q, L_k)
         if self.causal:
@@ -54,7 +57,8 @@ class Mask:
         return seen
 
     def why_hidden(self, i: int, j: int) -> str:
-        """Why key j is hidden from query i (both from 1), in a few words."""
+        """Why key j is hidden from query i (both from 1; i counts query rows, j key positions), in a few words."""
+        i += self.first
         if self.matrix is not None:
             return "the mask matrix hides it"
         if j in self.padding:
@@ -64,7 +68,8 @@ class Mask:
         return f"outside the window of {self.window}"
 
     def why_seen(self, i: int, j: int) -> str | None:
-        """A note for a key seen only because of a rule (a sink outside the window), else None."""
+        """A note for a key seen only because of a rule (a sink outside the window), else None (i a query row, j a key position)."""
+        i += self.first
         if self.window is not None and j <= self.sinks and abs(i - j) > self.window:
             return "a sink: always seen"
         return None
