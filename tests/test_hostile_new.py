@@ -93,3 +93,11 @@ def test_an_mla_latent_norm_of_a_zero_row_with_no_epsilon_names_it(tmp_path: Pat
     code, out, err = invoke(tmp_path, mla(mla=entries), "run")
     assert (code, out, len(err.splitlines())) == (1, "", 1), err
     assert f"hostile.yaml: mla.{norm}.eps: row 1 of the latent is all zeros" in err
+
+
+@pytest.mark.parametrize("sharpness", ["nan", "NaN", "-nan"])
+def test_scenarios_new_refuses_a_sharpness_of_nan(sharpness: str) -> None:
+    """Click's range check lets NaN through: `scenarios new --sharpness nan` wrote nan weights that `run` then refused."""
+    result = CliRunner().invoke(app, ["scenarios", "new", "the cat sat", "--sharpness", sharpness])
+    assert (result.exit_code, result.stdout) == (1, ""), result.stdout
+    assert result.stderr.startswith("attncli: error: --sharpness: found nan") and len(result.stderr.splitlines()) == 1
