@@ -24,6 +24,7 @@ from attncli.core import variants
 from attncli.core.arithmetic import Arithmetic, Rounder, finite, rounder
 from attncli.core.scenario import Scenario
 from attncli.core.variants.mla import Latent, MlaHead
+from attncli.errors import AttnError
 
 
 class Normed(NamedTuple):
@@ -144,7 +145,10 @@ def _run(scenario: Scenario, decimals: int | None, rows: tuple[int, ...] | None)
     X_kv = None if scenario.X_kv is None else r(np.asarray(scenario.X_kv, dtype=np.float64))  # (L_k, d_model)
     kv_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # kv head -> (K, V), shared by its query heads
     wholes: dict[str, np.ndarray] = {}  # "q", "k" -> the whole projection, computed once when QK-norm spans all heads
-    latent = None if scenario.mla is None or X is None else scenario.mla.latent(X, X if X_kv is None else X_kv, scenario.rope, r)
+    try:
+        latent = None if scenario.mla is None or X is None else scenario.mla.latent(X, X if X_kv is None else X_kv, scenario.rope, r)
+    except AttnError as error:  # a latent's RMSNorm that would divide 0 by 0 knows its key, not the file
+        raise error.located(file=scenario.path) from None
     heads = tuple(
         _head(scenario, X, X_kv, h, Arithmetic(scenario, h, decimals, rows), kv_cache, wholes, latent) for h in range(1, scenario.heads + 1)
     )
@@ -243,8 +247,11 @@ def head_inputs(
                 if role not in wholes:
                     wholes[role] = whole_projection(s, role, X, X_kv, r)  # (L, H·d_k or G·d_k)
                 whole[role] = wholes[role]
-        q_hat, q_ms = variant.normalise(q, "q", h, whole["q"])
-        k_hat, k_ms = variant.normalise(k, "k", g, whole["k"])
+        with np.errstate(invalid="ignore", divide="ignore"):  # 0/0 of an all-zero row under ε = 0: refused just below
+            q_hat, q_ms = variant.normalise(q, "q", h, whole["q"])
+            k_hat, k_ms = variant.normalise(k, "k", g, whole["k"])
+        variant.refuse_zero_rms(q_ms, "q", s.path, h, queries)
+        variant.refuse_zero_rms(k_ms, "k", s.path, h, keys)
         q = finite(r(q_hat), variant.key, f"{variant.symbol}(Q)", s, h, queries)  # (L_q, d_k)
         k = finite(r(k_hat), variant.key, f"{variant.symbol}(K)", s, h, keys)  # (L_k, d_k)
         normed[variant.key] = Normed(q, k, q_ms, k_ms)

@@ -39,6 +39,8 @@ def new_scenario(
     tokens = split_sentence(sentence)
     if not tokens:
         raise AttnError("the sentence has no words", key="SENTENCE", expected="a sentence such as 'The cat sat.'")
+    if not 0.01 <= sharpness <= 100:  # NaN fails this too (Click's range check lets it through): it would write nan weights
+        raise AttnError(f"found {sharpness:g}", key=option("sharpness"), expected="a number from 0.01 to 100")
     G = heads if kv_heads is None else kv_heads
     if d_k is None and d_model % heads:
         raise AttnError(

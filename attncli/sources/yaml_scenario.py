@@ -204,6 +204,12 @@ class _Validator:
         if beside or cross or kv_heads != heads:
             key = beside[0] if beside else "context" if cross else "kv_heads"
             raise self._error(f"`{key}` has no use with `mla`: every head's q, k and v come from the latents", key, "`mla:` without it")
+        if "qk_norm" in self.tree.items:  # the expanded and the absorbed form would differ: RMSNorm of k does not commute with W_UK
+            raise self._error(
+                "`qk_norm` has no use with `mla`: MLA normalises its latents (`kv_norm`, `q_norm`), not each head's q and k",
+                "qk_norm",
+                "`mla:` without `qk_norm` (its `kv_norm` and `q_norm` are the RMSNorms DeepSeek applies)",
+            )
 
         def matrix(key: str, rows: int, what: str, per_head: bool = False) -> np.ndarray:
             item = value.items.get(key)

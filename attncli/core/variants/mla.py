@@ -30,6 +30,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 
 from attncli.core.variants.positions import Rope
+from attncli.errors import AttnError
 
 Rounder = Callable[[np.ndarray], np.ndarray]
 
@@ -40,9 +41,17 @@ class Norm(NamedTuple):
     weight: np.ndarray  # (d,)
     eps: float
 
-    def apply(self, x: np.ndarray) -> np.ndarray:
-        """(L, d) each row divided by its root mean square, times the weight."""
-        return np.asarray(x / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + self.eps) * self.weight)  # (L, d)
+    def apply(self, x: np.ndarray, key: str = "mla.kv_norm") -> np.ndarray:
+        """(L, d) each row divided by its root mean square, times the weight; `key` names the norm when ε = 0 meets a zero row."""
+        mean_square = np.mean(x * x, axis=1, keepdims=True)  # (L, 1)
+        if self.eps == 0 and not mean_square.all():
+            i = int(np.flatnonzero(mean_square == 0)[0])
+            raise AttnError(
+                f"row {i + 1} of the latent is all zeros and eps = 0, so its RMSNorm would divide 0 by 0",
+                key=f"{key}.eps",
+                expected="eps > 0 (such as 1e-6), as DeepSeek's RMSNorms use",
+            )
+        return np.asarray(x / np.sqrt(mean_square + self.eps) * self.weight)  # (L, d)
 
 
 class Latent(NamedTuple):
@@ -132,7 +141,7 @@ class Mla:
         if self.W_DQ is not None:
             C_Q = r(X @ self.W_DQ)  # (L_q, d_model) @ (d_model, d_cq) -> (L_q, d_cq)
             if self.q_norm is not None:
-                C_Q = r(self.q_norm.apply(C_Q))  # (L_q, d_cq)
+                C_Q = r(self.q_norm.apply(C_Q, "mla.q_norm"))  # (L_q, d_cq)
         D_KV = r(X_kv @ self.W_DKV)  # (L_k, d_model) @ (d_model, d_c) -> (L_k, d_c)
         C_KV = D_KV if self.kv_norm is None else r(self.kv_norm.apply(D_KV))  # (L_k, d_c)
         K_R = r(X_kv @ self.W_KR)  # (L_k, d_model) @ (d_model, d_r) -> (L_k, d_r)

@@ -14,6 +14,7 @@ narrated step of `explain`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, ClassVar
@@ -21,6 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from attncli.core.variants.shown import Narrated, Say, StageRow
+from attncli.errors import AttnError
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,6 +63,17 @@ class QkNorm:
         mean_square = np.asarray((source * source).mean(axis=-1))  # (L,)
         normed = x / np.sqrt(mean_square + self.eps)[:, None] * self.weight(role, index, x.shape[1])  # (L, d_k)
         return np.asarray(normed), mean_square
+
+    def refuse_zero_rms(self, mean_square: np.ndarray, role: str, path: str | None, h: int, rows: Sequence[str]) -> None:
+        """An AttnError when ε = 0 meets a row of q or k (role) whose numbers are all 0: its RMSNorm would be 0 / 0."""
+        if self.eps == 0 and not mean_square.all():  # (L,) mean(x²)
+            i = int(np.flatnonzero(mean_square == 0)[0])
+            raise AttnError(
+                f"head {h}, row {i + 1} ({rows[i]!r}): {role} is all zeros and ε = 0, so its RMSNorm would divide 0 by 0",
+                file=path,
+                key=f"{self.key}.eps",
+                expected="ε > 0 (such as 1e-6), as every model uses",
+            )
 
     def describe(self) -> str:
         over = "each head's q and k" if not self.whole else "the whole q and k projections (all heads)"

@@ -51,7 +51,7 @@ class SoftCap:
         """Each key's scaled score through cap·tanh(s / cap), and what that did to the largest ones."""
         w, p = say.w, say.p
         capped = expl.head.reshaped[self.key][expl.row]  # (L_k,) this query's soft-capped scores
-        cap = say.shown(self.cap)
+        cap = say.shown(self.cap) or Decimal(repr(self.cap))  # a cap below the precision shows as 0: divide by the cap itself
         lines: list[tuple[str, ...]] = []
         for key in say.shown_keys():
             value = float(capped[key.position - 1])
