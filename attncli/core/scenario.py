@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from attncli.core import variants
-from attncli.core.variants import Alibi, LearnedSink, Mask, Mla, QkNorm, Rope, ScoreBias, SoftCap
+from attncli.core.variants import Alibi, LearnedSink, LinearAttention, Mask, Mla, QkNorm, Retention, Rope, ScoreBias, SoftCap
 from attncli.errors import AttnError, option
 
 
@@ -74,6 +74,8 @@ class Scenario:
     word_marks: tuple[str, ...] = ()  # a real tokenizer's marks for a leading space ("␣", "Ġ", "▁"): words match without them
     encoder: str | None = None  # the architecture of an encoder checkpoint's layer ("bert"): it reads, it does not generate
     mla: Mla | None = None  # multi-head latent attention: q, k, v from latents (W_Q, W_K, W_V are then None)
+    linear_attention: LinearAttention | None = None  # attention without softmax: φ(q)·φ(k) / Σ (Katharopoulos et al. 2020)
+    retention: Retention | None = None  # attention without softmax: (Q·Kᵀ ⊙ D)·V, D_ij = γ^(i−j) (RetNet)
 
     # -- sizes ---------------------------------------------------------------------------------
 

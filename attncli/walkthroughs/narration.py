@@ -91,16 +91,21 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
     out += _variant_steps(expl, "norm", say)
     if s.rope is not None and s.mla is None:
         out.append(_rotation(expl, p, w, full))
-    out.append(_dot_products(expl, p, w, check, full))
-    if s.scale.mode != "none":
-        out.append(_scaling(expl, p, w, check, full))
-    out += _variant_steps(expl, "scaled", say)
-    if s.has_bias:
-        out.append(_bias(expl, p, w, check, full))
+    without_softmax = _variant_steps(expl, "kernel", say)  # linear attention, retention: their step replaces the softmax's
+    if not without_softmax:
+        out.append(_dot_products(expl, p, w, check, full))
+        if s.scale.mode != "none":
+            out.append(_scaling(expl, p, w, check, full))
+        out += _variant_steps(expl, "scaled", say)
+        if s.has_bias:
+            out.append(_bias(expl, p, w, check, full))
     if s.mask.hides_anything:
         out.append(_mask(expl, w))
-    out += [_exponentials(expl, p, w, check, full), _sum(expl, p, w, check, full), _weights(expl, p, w, check, full)]
-    out += _variant_steps(expl, "denominator", say)
+    if without_softmax:
+        out += without_softmax
+    else:
+        out += [_exponentials(expl, p, w, check, full), _sum(expl, p, w, check, full), _weights(expl, p, w, check, full)]
+        out += _variant_steps(expl, "denominator", say)
     out += [_weighted(expl, p, w, check, full), _output(expl, p, w, check, full)]
     if s.mla is not None and expl.head.mla is not None:  # the same row the absorbed way, and the cache it needs
         out.append(latent.absorbed(expl, p, w))

@@ -12,6 +12,7 @@ engine meets them:
     "visibility"  which keys each query sees: visible(L_q, L_k) -> bool          (the mask)
     "denominator" the softmax's sum: logit(h), whose e^ joins every row's sum    (learned sinks)
     "heads"       makes each head's q, k, v instead of W_Q, W_K, W_V              (multi-head latent attention)
+    "kernel"      replaces the softmax: head(h, q, k, V, visible, divisor, r)      (linear attention, retention)
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from attncli.core.variants.biases import Alibi, ScoreBias, alibi_slopes
+from attncli.core.variants.linear import LinearAttention, Retention
 from attncli.core.variants.masks import Mask
 from attncli.core.variants.mla import Mla
 from attncli.core.variants.positions import Rope
@@ -31,7 +33,7 @@ from attncli.core.variants.sinks import LearnedSink
 from attncli.core.variants.softcap import SoftCap
 
 __all__ = [
-    "REGISTRY", "Alibi", "LearnedSink", "Mask", "Mla", "Narrated", "QkNorm", "Rope", "Say", "ScoreBias", "SoftCap", "StageRow", "Variant", "active",
+    "REGISTRY", "Alibi", "LearnedSink", "LinearAttention", "Mask", "Mla", "Narrated", "QkNorm", "Retention", "Rope", "Say", "ScoreBias", "SoftCap", "StageRow", "Variant", "active",
     "alibi_slopes", "in_json_order", "shown_rows", "visibility",
 ]  # fmt: skip
 
@@ -52,7 +54,7 @@ class Variant(Protocol):
     #   def narrate(self, expl: Explanation, say: Say) -> Narrated   its step of `explain`, after the steps of its stage
 
 
-REGISTRY: tuple[type[Variant], ...] = (QkNorm, Rope, SoftCap, ScoreBias, Alibi, Mask, LearnedSink, Mla)  # in the order the engine meets them
+REGISTRY: tuple[type[Variant], ...] = (QkNorm, Rope, SoftCap, ScoreBias, Alibi, Mask, LearnedSink, Mla, LinearAttention, Retention)  # in the order the engine meets them
 
 
 def shown_rows() -> list[StageRow]:
