@@ -183,3 +183,28 @@ def test_decode_refuses_a_window(cli, tmp_path):
     path.write_text(_doc([[1, 0, 2], [0, 1, 1], [1, 1, 0]], {"linear_attention": {}, "mask": {"causal": True, "window": 1}}))
     result = cli("decode", str(path))
     assert result.exit_code != 0 and result.stdout == "" and "recurrent state" in result.stderr and result.stderr.count("\n") == 1
+
+
+RETENTION = "tests/scenarios/retention-two-heads.yaml"
+
+
+@pytest.mark.parametrize("path", ["tests/scenarios/linear-attention-leetgpu-1.yaml", RETENTION])
+@pytest.mark.parametrize("fmt", ["table", "markdown", "latex", "csv", "html", "svg", "json"])
+def test_every_command_and_format_renders(cli, path, fmt):
+    """run, explain and decode in every format: exit 0, something written, nothing on stderr."""
+    for command in (["run", path], ["explain", path, "--word", "b"], ["decode", path]):
+        if fmt == "csv" and command[0] == "run":
+            command += ["--stages", "weights"]
+        result = cli(*command, "--format", fmt)
+        assert result.exit_code == 0 and result.stdout and not result.stderr, (command, fmt, result.output)
+
+
+@pytest.mark.parametrize("path", ["tests/scenarios/linear-attention-leetgpu-1.yaml", RETENTION])
+def test_the_latex_renders_with_katex(cli, katex_modules, path):
+    """run's feature, similarity, decay and contrast tables and explain's step, in LaTeX, render with KaTeX in strict mode."""
+    from tests import renderers
+
+    texts = [cli("run", path, "--format", "latex").stdout, cli("explain", path, "--word", "b", "--format", "latex").stdout]
+    blocks = [block for text in texts for block in renderers.latex_display_blocks(text)]
+    errors = [(i, r.error) for i, r in enumerate(renderers.katex(katex_modules, blocks)) if r.error is not None]
+    assert errors == []
