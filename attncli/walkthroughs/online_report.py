@@ -235,8 +235,9 @@ def _state_lines(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> tuple[
     if rec.normalisers is not None:
         lines.append((f"z_{step.position}", vec(rec.normalisers[t], p, full=full)))
     out = rec.outputs[t]
+    rounding = "" if dec.result.round_steps is None else " (the state is computed exactly, the parallel row hand-rounded: that is the rounding)"
     notes = [f"recurrent output = {vec(out, p, full=full, whole=False)}; the parallel run's row {step.position} differs by "
-             f"{ulps(out - step.output)}."]  # fmt: skip
+             f"{ulps(out - step.output)}{rounding}."]  # fmt: skip
     return lines, notes
 
 
@@ -255,7 +256,9 @@ def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> list[
             notes.append(f"Key{'s' * (len(kept) > 1)} {span(np.array(kept))} stay{'s' * (len(kept) == 1)} in the cache outside the window: "
                          f"attention sink{'s' * (len(kept) > 1)}, seen by every query.")  # fmt: skip
     show_logit = s.scale.mode != "none" or s.has_bias
-    header = ["key", "position", "q·k"] + (["score"] if show_logit else []) + ["weight", "k", "v"]  # score: what the softmax sees
+    dot = "φ(q)·φ(k)" if s.linear_attention is not None else "q·k / s" if s.retention is not None and s.scale.mode != "none" else "q·k"
+    show_logit = show_logit and dec.recurrent is None  # without softmax the similarity is what the weight is made of
+    header = ["key", "position", dot] + (["score"] if show_logit else []) + ["weight", "k", "v"]  # score: what the softmax sees
     rows = []
     for key, seen, k, v, score, logit, weight in zip(step.cache, step.visible, step.K, step.V, step.scores, step.logits, step.weights):
         row = [s.query_labels[int(key) - 1], str(int(key)), fixed(float(score), p)]
