@@ -187,8 +187,11 @@ def run(scenario: Scenario | str | Path, *, round_steps: int | None = None) -> R
 def tiles(scenario: Scenario | str | Path, block_size: int, *, round_steps: int | None = None) -> Tiled:
     """FlashAttention's tiles of `block_size` for every head (render it; JSON adds each head's "tiling")."""
     from attncli.core import engine
+    from attncli.core.variants.linear import refuse_softmax_only
 
-    return Tiled(engine.run(_scenario(scenario), round_steps=round_steps), block_size)
+    loaded = _scenario(scenario)
+    refuse_softmax_only(loaded, "block_size", "FlashAttention's online softmax")
+    return Tiled(engine.run(loaded, round_steps=round_steps), block_size)
 
 
 def explain(
@@ -205,6 +208,10 @@ def explain(
 
     loaded = _scenario(scenario)
     loaded.head_numbers(head)  # a head that does not exist is an error before any work
+    if block_size is not None:
+        from attncli.core.variants.linear import refuse_softmax_only
+
+        refuse_softmax_only(loaded, "block_size", "FlashAttention's online softmax")
     where, others = find_word(loaded, word, position)
     return Explained(explain_scenario(loaded, position=where, head=head, round_steps=round_steps, others=others, block_size=block_size))
 
@@ -525,7 +532,7 @@ def render_run(result: RunResult, options: Options) -> Document:
         from attncli.formats import csvout
 
         stage = _one_stage(options.stages)
-        view = views.view_of(result, stages.main_row(stage).key, heads[0])
+        view = views.view_of(result, stages.main_row(stage, result.scenario).key, heads[0])
         if view is None:
             raise AttnError(f"this scenario has no {stage!r} stage", key=option("stages"), expected="a stage it has, e.g. weights")
         return csvout.run_csv(view, precision=options.precision)

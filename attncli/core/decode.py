@@ -67,6 +67,14 @@ class DecodeStep(NamedTuple):
     output: Array  # (d_v,) weights·V: row t of the full run's head output, bit for bit
 
 
+class Recurrent(NamedTuple):
+    """Linear attention or retention step by step in its recurrent form: a state of fixed size instead of a growing cache."""
+
+    states: tuple[Array, ...]  # L of (d_k, d_v): S_t = S_{t−1} + φ(k_t)ᵀ v_t, or γ·S_{t−1} + k_tᵀ v_t
+    normalisers: tuple[Array, ...] | None  # L of (d_k,): z_t = z_{t−1} + φ(k_t) (linear attention); None under retention
+    outputs: Array  # (L, d_v) out_t = φ(q_t)·S_t / φ(q_t)·z_t, or q_t·S_t: the recurrent form's own outputs
+
+
 class Decode(NamedTuple):
     """One head's causal self-attention as L generation steps."""
 
@@ -79,6 +87,7 @@ class Decode(NamedTuple):
     def cached(self) -> int:
         """c, the keys in the cache before the first step (a given KV cache; 0 without)."""
         return self.result.scenario.cached
+    recurrent: Recurrent | None = None  # attention without softmax: the fixed-size state that replaces the KV cache; None with a softmax
 
     @property
     def scenario(self) -> Scenario:
@@ -174,7 +183,32 @@ def decode(source: RunResult | Scenario, head: int) -> Decode:
                 output=h.output[row],  # (d_v,) read-only in the result already
             )
         )
-    return Decode(result, head, h.kv_head, tuple(steps))
+    return Decode(result, head, h.kv_head, tuple(steps), _recurrent(result, head))
+
+
+def _recurrent(result: RunResult, head: int) -> Recurrent | None:
+    """The recurrent form of a head without softmax (its plain causal mask checked); None for a softmax head."""
+    from attncli.core.variants.linear import LinearAttention, recurrent
+
+    s = result.scenario
+    kernel = s.linear_attention or s.retention
+    if kernel is None:
+        return None
+    mask = s.mask
+    if mask.window is not None or mask.sinks or mask.padding or mask.matrix is not None:
+        raise AttnError(
+            f"decode shows {kernel.key}'s recurrent state, which sums every earlier token: a window, sinks, padding or a mask matrix "
+            "would need a state per query",
+            key="mask",
+            expected="mask: causal (or none: decoding makes it causal)",
+        )
+    h = result.head(head)
+    q = h.q if isinstance(kernel, LinearAttention) else h.q / s.scale.divisor  # (L, d_k) retention scales q·k by the divisor
+    states, outputs = recurrent(kernel, head, q, h.k, h.V)
+    normalisers = None
+    if isinstance(kernel, LinearAttention) and h.kernel is not None and h.kernel.phi_k is not None:
+        normalisers = tuple(_frozen(z) for z in np.cumsum(h.kernel.phi_k, axis=0))  # (d_k,) each
+    return Recurrent(tuple(_frozen(S) for S in states), normalisers, _frozen(outputs))
 
 
 def _frozen(array: AnyArray) -> AnyArray:

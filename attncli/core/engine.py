@@ -23,6 +23,7 @@ import numpy as np
 from attncli.core import variants
 from attncli.core.arithmetic import Arithmetic, Rounder, finite, rounder
 from attncli.core.scenario import Scenario
+from attncli.core.variants.linear import KernelHead
 from attncli.core.variants.mla import Latent, MlaHead
 from attncli.errors import AttnError
 
@@ -69,6 +70,7 @@ class HeadResult:
     sink_weight: np.ndarray | None = None  # (L_q,) sink_exp / exp_sum: the weight the sink took; the row's weights sum to 1 minus it
     normed: dict[str, Normed] = field(default_factory=dict)  # "norm" variant key -> q and k after it (QK-norm), before RoPE
     mla: MlaHead | None = None  # multi-head latent attention: the head's up-projections and its absorbed form; None without
+    kernel: KernelHead | None = None  # attention without softmax (linear attention, retention): its own stages; None with the softmax
 
     @property
     def logits(self) -> np.ndarray:
@@ -312,6 +314,9 @@ def _head(
     if n.Q_rope is None and n.normed:
         q, k = list(n.normed.values())[-1][:2]
     visible = variants.visibility(s, L_q, L_k)  # (L_q, L_k) the mask
+    kernel = next(iter(variants.active(s, "kernel")), None)
+    if kernel is not None:  # attention without softmax: the variant's own stages replace the softmax's
+        return kernel_head(kernel, s, h, n, q, k, visible, a)  # type: ignore[arg-type]
     reshapes = variants.active(s, "scaled")
     sink = next((variant.logit(h) for variant in variants.active(s, "denominator")), None)  # a learned sink's logit
     bias = score_bias(s, h, L_q, L_k)
@@ -332,6 +337,33 @@ def _head(
         if array is not None:
             array.setflags(write=False)
     return HeadResult(h, *n[:-1], *stages, reshaped, sink_exp, sink_weight, n.normed, mla)  # HeadInputs' fields are HeadResult's first ones, in its order
+
+
+def kernel_head(kernel: Any, s: Scenario, h: int, n: HeadInputs, q: np.ndarray, k: np.ndarray, visible: np.ndarray, a: Arithmetic) -> HeadResult:
+    """Head h under a "kernel" variant (linear attention, retention): its stages, and HeadResult's textbook fields filled from them.
+
+    The softmax's fields hold what stands in its place: scores, scaled and masked the similarities (0 where hidden), exp the
+    weights before any normaliser, exp_sum the normaliser (the row sums; 1 under retention), weights what multiplies V.
+    """
+    r = rounder(a.decimals)
+    t = kernel.head(h, q, k, n.V, visible, s.scale.divisor, r)  # KernelHead
+    where = s.tokens
+    finite(t.similarities, "scores", "similarities", s, h, where)
+    if t.row_sums is not None and not np.all(t.row_sums != 0):
+        row = int(np.flatnonzero(t.row_sums == 0)[0])
+        raise AttnError(f"head {h}, row {row + 1} ({where[row]}): the similarities sum to 0, so the weights are 0/0",
+                        key="linear_attention", expected="a feature map that keeps some similarity positive (elu+1 always does)")  # fmt: skip
+    weights = finite(t.weights, "weights", "weights", s, h, where)
+    output = finite(r(weights @ n.V), "output", "weights·V", s, h, where)  # (L_q, L_k) @ (L_k, d_v) -> (L_q, d_v)
+    exp_sum = t.row_sums if t.row_sums is not None else np.ones(weights.shape[0])  # (L_q,)
+    numerators = t.similarities if t.decay is None else t.weights  # (L_q, L_k)
+    kept = slice(None) if a.rows is None else list(a.rows)
+    stages = (t.similarities[kept], t.similarities[kept], None, None, visible[kept], t.similarities[kept], np.zeros(weights.shape[0])[kept],
+              numerators[kept], exp_sum[kept], weights[kept], output)  # fmt: skip
+    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages, *t):
+        if array is not None:
+            array.setflags(write=False)
+    return HeadResult(h, *n[:-1], *stages, {}, None, None, n.normed, None, t)
 
 
 def score_bias(s: Scenario, h: int, L_q: int, L_k: int) -> np.ndarray | None:

@@ -18,7 +18,19 @@ from typing import NamedTuple
 import numpy as np
 
 from attncli.core import variants
-from attncli.core.variants import Alibi, KvCache, LearnedSink, Mask, Mla, QkNorm, Rope, ScoreBias, SoftCap
+from attncli.core.variants import (
+    Alibi,
+    KvCache,
+    LearnedSink,
+    LinearAttention,
+    Mask,
+    Mla,
+    QkNorm,
+    Retention,
+    Rope,
+    ScoreBias,
+    SoftCap,
+)
 from attncli.errors import AttnError, option
 
 
@@ -75,6 +87,8 @@ class Scenario:
     encoder: str | None = None  # the architecture of an encoder checkpoint's layer ("bert"): it reads, it does not generate
     mla: Mla | None = None  # multi-head latent attention: q, k, v from latents (W_Q, W_K, W_V are then None)
     cache: KvCache | None = None  # keys and values given before the tokens (c of them): L_k = c + L_q, queries at c+1 … c+L_q
+    linear_attention: LinearAttention | None = None  # attention without softmax: φ(q)·φ(k) / Σ (Katharopoulos et al. 2020)
+    retention: Retention | None = None  # attention without softmax: (Q·Kᵀ ⊙ D)·V, D_ij = γ^(i−j) (RetNet)
 
     # -- sizes ---------------------------------------------------------------------------------
 

@@ -379,7 +379,13 @@ def _has(key: str) -> Callable[[Scenario], bool]:
 
 
 STAGES, ROWS = _with_variants(_TEXTBOOK_STAGES, _TEXTBOOK_ROWS)
+_VARIANT_OF = {shown.key: kind.key for kind in variants.REGISTRY for shown in getattr(kind, "rows", ())}  # a variant's row -> its scenario key
 STAGE_NAMES = tuple(stage.name for stage in STAGES)
+
+
+def replaced(row: Row, scenario: Scenario) -> bool:
+    """The row is one a variant of the scenario shows its own way instead (attention without softmax: the softmax's rows)."""
+    return any(row.key in getattr(variant, "replaces", ()) for variant in variants.active(scenario))
 
 
 def parse(listed: str | None) -> tuple[str, ...] | None:
@@ -402,6 +408,10 @@ def default(scenario: Scenario) -> tuple[str, ...]:
     return tuple(stage.name for stage in STAGES if stage.shown_by_default(scenario))
 
 
-def main_row(stage: str) -> Row:
-    """The one matrix that stands for `stage` where only one can be written (CSV)."""
-    return next(row for row in ROWS if row.stage == stage and row.main)
+def main_row(stage: str, scenario: Scenario | None = None) -> Row:
+    """The one matrix that stands for `stage` where only one can be written (CSV); for `scenario`, one of its own rows."""
+    rows = [row for row in ROWS if row.stage == stage and row.main]
+    if scenario is not None:
+        own = [row for row in rows if not replaced(row, scenario) and getattr(scenario, _VARIANT_OF.get(row.key, "name")) is not None]
+        rows = own or rows
+    return rows[0]

@@ -52,7 +52,7 @@ def view_of(result: RunResult, key: str, head: int | None) -> MatrixView | None:
 
 def _view(result: RunResult, row: Row, head: HeadResult | None) -> MatrixView | None:
     data = row.get(result, head)
-    if data is None:
+    if data is None or stages.replaced(row, result.scenario):
         return None
     s = result.scenario
     several = s.heads > 1 and head is not None

@@ -255,6 +255,31 @@ FIELDS: tuple[Field, ...] = (
         },
     ),
     Field(
+        "linear_attention",
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "Attention without softmax (Katharopoulos et al. 2020): out_i = Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j) over "
+            "the keys the mask lets query i see (causal with mask: causal). The scale cancels in the ratio. Not with retention, "
+            "soft-capping, a bias, ALiBi, learned sinks or MLA.",
+            "properties": {"feature_map": {"enum": ["elu+1", "relu", "identity"], "default": "elu+1", "description": "φ, elementwise."}},
+        },
+    ),
+    Field(
+        "retention",
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["gamma"],
+            "description": "Retention (RetNet, Sun et al. 2023), parallel form: out = (Q·Kᵀ / scale ⊙ D)·V, D_ij = γ^(i−j) for j ≤ i, "
+            "0 above the diagonal; no softmax, no normaliser. Not with linear_attention, soft-capping, a bias, ALiBi, sinks or MLA.",
+            "properties": {
+                "gamma": {"anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 1}, VECTOR],
+                          "description": "The decay γ in (0, 1]: one for every head, or one per head."},
+            },
+        },
+    ),
+    Field(
         "model",
         {
             "type": "string",

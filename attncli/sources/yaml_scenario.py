@@ -19,6 +19,7 @@ import numpy as np
 
 from attncli.core.scenario import Scale, Scenario
 from attncli.core.variants import Alibi, KvCache, LearnedSink, Mask, QkNorm, Rope, ScoreBias, SoftCap, alibi_slopes
+from attncli.core.variants.linear import FEATURE_MAPS, LinearAttention, Retention
 from attncli.core.variants.mla import Mla, Norm
 from attncli.errors import AttnError, option
 from attncli.sources import builtin, fields, reading
@@ -158,6 +159,7 @@ class _Validator:
             path=self.path,
             mla=mla,
             cache=cache,
+            **self._without_softmax(heads, mla is not None),  # type: ignore[arg-type]  # linear_attention= or retention=, or nothing
         )
 
     def _cache_value(self, cross: bool) -> Map | None:
@@ -853,6 +855,47 @@ class _Validator:
         else:
             raise self._error(f"found {describe(value)}", "sink_logits", expected, value)
         return LearnedSink(tuple(float(logit) for logit in logits))
+
+    def _without_softmax(self, heads: int, mla: bool) -> dict[str, LinearAttention | Retention]:
+        """`linear_attention:` or `retention:` (one of them), refused beside what only a softmax has."""
+        given = [key for key in ("linear_attention", "retention") if self._get(key) is not None]
+        if not given:
+            return {}
+        key, value = given[0], self._get(given[0])
+        assert value is not None
+        beside = [other for other in ("linear_attention", "retention", "softcap", "sink_logits", "bias", "alibi") if other != key and self._get(other) is not None]
+        if mla:
+            beside.append("mla")
+        if beside:
+            raise self._error(f"{key} beside {beside[0]}", key, f"{key} alone: {beside[0]} changes a softmax, and {key} has none", value)
+        if key == "linear_attention":
+            expected = "{feature_map: elu+1 | relu | identity}"
+            if not isinstance(value, Map):
+                raise self._error(f"found {describe(value)}", key, expected, value)
+            _check_keys(value, ("feature_map",), "linear_attention.")
+            name = "elu+1"
+            if "feature_map" in value.items:
+                item = value.items["feature_map"]
+                name = item.text if isinstance(item, Scalar) else ""
+                if name not in FEATURE_MAPS:
+                    raise self._error(f"found {describe(item)}", "linear_attention.feature_map", "elu+1, relu or identity", item)
+            return {key: LinearAttention(name)}
+        expected = f"{{gamma: γ}}, γ in (0, 1]: one number for every head, or {heads}, one per head"
+        if not isinstance(value, Map) or "gamma" not in value.items:
+            raise self._error(f"found {describe(value)}", key, expected, value)
+        _check_keys(value, ("gamma",), "retention.")
+        item = value.items["gamma"]
+        if isinstance(item, Scalar) and item.plain and item.kind != "bool":
+            gammas = [to_number(item, "retention.gamma")] * heads
+        elif isinstance(item, Seq) and all(isinstance(x, Scalar) and x.plain and x.kind != "bool" for x in item.items):
+            gammas = [to_number(x, f"retention.gamma[{n}]") for n, x in enumerate(item.items, 1)]
+            if len(gammas) != heads:
+                raise self._error(f"{len(gammas)} decays for heads = {heads}", "retention.gamma", expected, item)
+        else:
+            raise self._error(f"found {describe(item)}", "retention.gamma", expected, item)
+        if not all(0 < gamma <= 1 for gamma in gammas):
+            raise self._error(f"found {', '.join(f'{g:g}' for g in gammas)}", "retention.gamma", expected, item)
+        return {key: Retention(tuple(float(gamma) for gamma in gammas))}
 
     def _qk_norm(self, heads: int, kv_heads: int, d_k: int) -> QkNorm | None:
         value = self._get("qk_norm")

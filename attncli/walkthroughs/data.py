@@ -77,7 +77,7 @@ def _add_rows(doc: dict[str, Any], rows: list[stages.Row], wanted: tuple[str, ..
         if row.stage not in wanted:
             continue
         data = row.get(result, head)
-        if data is None:
+        if data is None or stages.replaced(row, result.scenario):
             continue
         for key in row.json or (row.key,):  # a head's row may name other arrays to write beside its own (exp: shift, exp_sum)
             doc[key] = getattr(head, key) if head is not None and key != row.key else data
@@ -248,6 +248,12 @@ def decode_json(dec: Decode) -> dict[str, Any]:
     if sink_weight is not None:
         for step, out in zip(dec.steps, doc["steps"]):
             out["sink_weight"] = float(sink_weight[step.position - 1])
+    if dec.recurrent is not None:  # attention without softmax: the state carried instead of a cache (keys only added)
+        for t, out in enumerate(doc["steps"]):
+            out["state"] = dec.recurrent.states[t]
+            out["recurrent_output"] = dec.recurrent.outputs[t]
+            if dec.recurrent.normalisers is not None:
+                out["normaliser"] = dec.recurrent.normalisers[t]
     return doc
 
 

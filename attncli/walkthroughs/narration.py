@@ -66,7 +66,9 @@ def intro(expl: Explanation) -> list[str]:
             f"(heads {(g - 1) * share + 1}–{g * share}); its keys and values are columns {(g - 1) * s.d_k + 1}–{g * s.d_k} of "
             f"{'the given K' if s.direct else 'W_K'} and {(g - 1) * s.d_v + 1}–{g * s.d_v} of {'V' if s.direct else 'W_V'}."
         )
-    if s.scale.mode == "none":
+    if s.linear_attention is not None or s.retention is not None:  # attention without softmax: say so before any step
+        lines.append(next(v for v in (s.linear_attention, s.retention) if v is not None).describe().capitalize() + ".")
+    elif s.scale.mode == "none":
         lines.append("This scenario does not scale the scores (scale: none): they go into the softmax as they are.")
     if expl.result.round_steps is not None:
         lines.append(
@@ -92,16 +94,21 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
     out += _variant_steps(expl, "norm", say)
     if s.rope is not None and s.mla is None:
         out.append(_rotation(expl, p, w, full))
-    out.append(_dot_products(expl, p, w, check, full))
-    if s.scale.mode != "none":
-        out.append(_scaling(expl, p, w, check, full))
-    out += _variant_steps(expl, "scaled", say)
-    if s.has_bias:
-        out.append(_bias(expl, p, w, check, full))
+    without_softmax = _variant_steps(expl, "kernel", say)  # linear attention, retention: their step replaces the softmax's
+    if not without_softmax:
+        out.append(_dot_products(expl, p, w, check, full))
+        if s.scale.mode != "none":
+            out.append(_scaling(expl, p, w, check, full))
+        out += _variant_steps(expl, "scaled", say)
+        if s.has_bias:
+            out.append(_bias(expl, p, w, check, full))
     if s.mask.hides_anything:
         out.append(_mask(expl, w))
-    out += [_exponentials(expl, p, w, check, full), _sum(expl, p, w, check, full), _weights(expl, p, w, check, full)]
-    out += _variant_steps(expl, "denominator", say)
+    if without_softmax:
+        out += without_softmax
+    else:
+        out += [_exponentials(expl, p, w, check, full), _sum(expl, p, w, check, full), _weights(expl, p, w, check, full)]
+        out += _variant_steps(expl, "denominator", say)
     out += [_weighted(expl, p, w, check, full), _output(expl, p, w, check, full)]
     if s.mla is not None and expl.head.mla is not None:  # the same row the absorbed way, and the cache it needs
         out.append(latent.absorbed(expl, p, w))

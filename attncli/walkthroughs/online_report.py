@@ -166,6 +166,8 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
         "Generation is causal: at step t the new token's k and v join the cache, and its q meets every cached key. "
         "The cache holds only what some query from t on still reads."
     ]
+    if dec.recurrent is not None:  # attention without softmax: a state of fixed size, not a cache
+        intro = [_recurrent_intro(dec)]
     if s.scale.mode != "none" or s.has_bias:
         intro.append("Each step's table gives q·k and the score the softmax sees (q·k scaled" + (", plus the bias" if s.has_bias else "")
                      + "), then the weight.")  # fmt: skip
@@ -214,7 +216,36 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
     csv_table = Table(["step", "token", "key_position", "key_token", "visible", "q_dot_k", "score", "weight"], csv_rows,
                       [True, False, True, False, False, True, True, True])  # fmt: skip
     head = f", head {dec.head}" if s.heads > 1 else ""
-    return _document(f"Decoding {quoted(s.name)} with a KV cache{head}", intro, sections, csv_table)
+    carried = "a recurrent state" if dec.recurrent is not None else "a KV cache"
+    return _document(f"Decoding {quoted(s.name)} with {carried}{head}", intro, sections, csv_table)
+
+
+def _recurrent_intro(dec: Decode) -> str:
+    s = dec.scenario
+    if s.linear_attention is not None:
+        rule = ("linear attention keeps S_t = S_{t−1} + φ(k_t)ᵀ v_t (d_k × d_v numbers) and z_t = z_{t−1} + φ(k_t) (d_k numbers), "
+                "and the new token's output is φ(q_t)·S_t / φ(q_t)·z_t")  # fmt: skip
+    else:
+        gamma = s.retention.gamma(dec.head) if s.retention is not None else 1.0
+        rule = f"retention keeps S_t = γ·S_{{t−1}} + k_tᵀ v_t (d_k × d_v numbers, γ = {gamma:g}), and the new token's output is q_t·S_t"
+    return (f"Generation without softmax: no KV cache that grows by a key and a value per token; {rule}. Each step shows the state "
+            "after the new token joined it, and checks that the recurrent output equals row t of the parallel run (the weights table "
+            "below it is that row, over the tokens so far).")  # fmt: skip
+
+
+def _state_lines(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> tuple[list[tuple[str, str | Vector]], list[str]]:
+    """The state S_t row by row (and z_t), and the check against the parallel run, for a step of a head without softmax."""
+    rec = dec.recurrent
+    assert rec is not None
+    t = step.position - 1
+    lines: list[tuple[str, str | Vector]] = [(f"S_{step.position} row {a + 1}", vec(row, p, full=full)) for a, row in enumerate(rec.states[t])]
+    if rec.normalisers is not None:
+        lines.append((f"z_{step.position}", vec(rec.normalisers[t], p, full=full)))
+    out = rec.outputs[t]
+    rounding = "" if dec.result.round_steps is None else " (the state is computed exactly, the parallel row hand-rounded: that is the rounding)"
+    notes = [f"recurrent output = {vec(out, p, full=full, whole=False)}; the parallel run's row {step.position} differs by "
+             f"{ulps(out - step.output)}{rounding}."]  # fmt: skip
+    return lines, notes
 
 
 def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> list[Block]:
@@ -232,7 +263,9 @@ def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> list[
             notes.append(f"Key{'s' * (len(kept) > 1)} {span(np.array(kept))} stay{'s' * (len(kept) == 1)} in the cache outside the window: "
                          f"attention sink{'s' * (len(kept) > 1)}, seen by every query.")  # fmt: skip
     show_logit = s.scale.mode != "none" or s.has_bias
-    header = ["key", "position", "q·k"] + (["score"] if show_logit else []) + ["weight", "k", "v"]  # score: what the softmax sees
+    dot = "φ(q)·φ(k)" if s.linear_attention is not None else "q·k / s" if s.retention is not None and s.scale.mode != "none" else "q·k"
+    show_logit = show_logit and dec.recurrent is None  # without softmax the similarity is what the weight is made of
+    header = ["key", "position", dot] + (["score"] if show_logit else []) + ["weight", "k", "v"]  # score: what the softmax sees
     rows = []
     for key, seen, k, v, score, logit, weight in zip(step.cache, step.visible, step.K, step.V, step.scores, step.logits, step.weights):
         row = [s.key_labels[int(key) - 1], str(int(key)), fixed(float(score), p)]
@@ -246,7 +279,12 @@ def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> list[
         notes.append(f"The learned sink (sink_logits) takes {fixed(float(sink_weight[step.position - 1 - dec.cached]), p)} of this step's attention: "
                      "it joins the softmax's sum with no value, so the weights above sum to 1 minus that.")  # fmt: skip
     notes.append(f"output = Σ weight·v = {vec(step.output, p, full=full, whole=False)}")
-    notes.append(_same_as_run(dec, step))
+    if dec.recurrent is not None:  # no softmax: the state carried instead of the cache, and its output against the parallel row
+        state, checked = _state_lines(dec, step, p, full=full)
+        lines = lines[:3] + state
+        notes += checked
+    else:
+        notes.append(_same_as_run(dec, step))
     rope_start = 0 if s.rope is None else s.rope.offset - dec.cached  # the RoPE position of key 1
     at = f"position {step.position}" + (f"; RoPE position {rope_start + step.position - 1}" if s.rope is not None and rope_start else "")
     return _section(f"Step {step.position}: {quoted(step.label)} ({at})", lines, Table(header, rows, numeric), notes)

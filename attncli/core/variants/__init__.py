@@ -13,6 +13,7 @@ engine meets them:
     "denominator" the softmax's sum: logit(h), whose e^ joins every row's sum    (learned sinks)
     "heads"       makes each head's q, k, v instead of W_Q, W_K, W_V              (multi-head latent attention)
     "cache"       keys and values given before the sentence's own, after RoPE     (a KV cache: prefix caching)
+    "kernel"      replaces the softmax: head(h, q, k, V, visible, divisor, r)      (linear attention, retention)
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 
 from attncli.core.variants.biases import Alibi, ScoreBias, alibi_slopes
 from attncli.core.variants.cache import KvCache
+from attncli.core.variants.linear import LinearAttention, Retention
 from attncli.core.variants.masks import Mask
 from attncli.core.variants.mla import Mla
 from attncli.core.variants.positions import Rope
@@ -33,7 +35,7 @@ from attncli.core.variants.sinks import LearnedSink
 from attncli.core.variants.softcap import SoftCap
 
 __all__ = [
-    "REGISTRY", "Alibi", "KvCache", "LearnedSink", "Mask", "Mla", "Narrated", "QkNorm", "Rope", "Say", "ScoreBias", "SoftCap", "StageRow", "Variant", "active",
+    "REGISTRY", "Alibi", "KvCache", "LearnedSink", "LinearAttention", "Mask", "Mla", "Narrated", "QkNorm", "Retention", "Rope", "Say", "ScoreBias", "SoftCap", "StageRow", "Variant", "active",
     "alibi_slopes", "in_json_order", "shown_rows", "visibility",
 ]  # fmt: skip
 
@@ -54,7 +56,7 @@ class Variant(Protocol):
     #   def narrate(self, expl: Explanation, say: Say) -> Narrated   its step of `explain`, after the steps of its stage
 
 
-REGISTRY: tuple[type[Variant], ...] = (QkNorm, Rope, SoftCap, ScoreBias, Alibi, Mask, LearnedSink, Mla, KvCache)  # in the order the engine meets them
+REGISTRY: tuple[type[Variant], ...] = (QkNorm, Rope, SoftCap, ScoreBias, Alibi, Mask, LearnedSink, Mla, KvCache, LinearAttention, Retention)  # in the order the engine meets them
 
 
 def shown_rows() -> list[StageRow]:
