@@ -122,6 +122,7 @@ def test_model_info_describes_both_stacks(cli):
         (["decode", "--layer", "1", "--sentence", SENTENCE, "--target", TARGET], "decode needs self-attention"),
         (["decode", "--layer", "1", "--sentence", SENTENCE], "bart's encoder is an encoder"),
         (["heads", "--sentence", SENTENCE], "the map of an encoder–decoder"),
+        (["run", "--layer", "1", "--sentence", SENTENCE, "--target", TARGET, "--attention", "encoder"], "--target: the encoder's self-attention reads the source sentence only"),
     ],
 )
 def test_what_bart_cannot_do_is_one_line(cli, args, expected):

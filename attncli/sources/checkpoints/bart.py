@@ -63,6 +63,12 @@ def chosen_attention(attention: str | None, has_target: bool) -> str:
         return "cross" if has_target else "encoder"
     if attention not in ATTENTIONS:
         raise AttnError(f"found {attention!r}", key="attention", expected="encoder, decoder or cross")
+    if attention == "encoder" and has_target:
+        raise AttnError(
+            "the encoder's self-attention reads the source sentence only: the target text would be left unused",
+            key="target",
+            expected="no target with attention encoder, or attention decoder or cross to see the target's tokens",
+        )
     if attention != "encoder" and not has_target:
         raise AttnError(
             f"the {attention} attention reads the decoder's tokens, and no target text was given",
