@@ -168,4 +168,6 @@ def test_model_verify_knows_where_each_family_projects_its_heads():
     assert verify.OUTPUT_PROJECTIONS["gpt_neox"].search("gpt_neox.layers.1.attention.dense")
     assert verify.OUTPUT_PROJECTIONS["phi3"].search("model.layers.0.self_attn.o_proj")
     assert not verify.OUTPUT_PROJECTIONS["gpt_neox"].search("gpt_neox.layers.1.attention.query_key_value")
-    assert verify.bound_for("gpt_neox") is verify.FLOAT32_INSIDE and verify.bound_for("phi3") is verify.FLOAT32_INSIDE
+    assert verify.bound_for("phi3") is verify.FLOAT32_INSIDE
+    neox = verify.bound_for("gpt_neox")  # float32 RoPE and softmax; its LayerNorm is float64, so no RMSNorm in the reason
+    assert neox.weights == verify.FLOAT32_INSIDE.weights and "softmax" in neox.why and "RMSNorm" not in neox.why

@@ -459,6 +459,7 @@ def test_live_transformers_reads_every_quantisation_type_alike():
     """
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
+    pytest.importorskip("accelerate", reason="transformers loads a GGUF file only with accelerate: pip install accelerate")
     text = "The cat sat on the mat, then the cat slept."
     model = transformers.AutoModelForCausalLM.from_pretrained(
         str(FIXTURES), gguf_file="quantised.gguf", dtype=torch.float64, attn_implementation="eager"

@@ -801,6 +801,10 @@ def model_verify(
     layer: Annotated[int | None, typer.Option("--layer", metavar="N", help="Only layer N (from 1) [default: every layer].")] = None,
     special_tokens: SpecialTokensOption = "auto",
     format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = Format.table,
+    target: Annotated[
+        str | None,
+        typer.Option("--target", metavar="TEXT", help="For an encoder–decoder (BART), needed: the text the decoder has produced so far; --sentence is the source. Its encoder, decoder and cross attentions are all compared."),
+    ] = None,
 ) -> None:
     """Run transformers (eager attention, float64) beside attncli: per layer and head, the largest difference of the weights and of the head's output, and the bound expected.
 
@@ -811,8 +815,12 @@ def model_verify(
       attncli model verify models/gpt2 --sentence "When Mary and John went to the store" --layer 5
     """
     from attncli.cli.verify import verify_document
+    from attncli.sources.arguments import text_argument
 
-    document, within = verify_document(folder, sentence=sentence, layer=layer, special_tokens=special_tokens, as_json=_table_or_json(format))
+    document, within = verify_document(
+        folder, sentence=sentence, layer=layer, special_tokens=special_tokens, as_json=_table_or_json(format),
+        target=None if target is None else text_argument(target, "--target"),
+    )  # fmt: skip
     emit(document)
     if not within:
         print_line("attncli: some heads differ from transformers by more than the bound (see the table)")

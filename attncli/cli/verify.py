@@ -7,8 +7,11 @@ imported only here, and only when the command runs; attncli never needs them oth
 
 Where transformers' numbers come from: the model loaded from the folder in float64 with
 `attn_implementation="eager"`, given attncli's token ids; the weights are its `output_attentions`;
-each head's output is read by a forward pre-hook on the output projection (o_proj, c_proj or
-attention.output.dense), whose input is the heads' outputs side by side, before the projection.
+each head's output is read by a forward pre-hook on the output projection (o_proj, c_proj,
+attention.output.dense, attention.dense, BART's out_proj), whose input is the heads' outputs side
+by side, before the projection. BART runs on the sentence (the encoder's source) and a target text
+(the decoder's input behind its start token, as attncli builds it): its encoder, decoder and cross
+attentions are compared layer by layer.
 """
 
 from __future__ import annotations
@@ -31,13 +34,22 @@ SCHEMA = "attncli.model-verify/1"
 INSTALL = "pip install torch==2.13.0 transformers"
 
 # the module whose input is the heads' outputs side by side (L, H·d_v), by architecture; group 1 is the layer index from 0
+_O_PROJ = re.compile(r"(?:^|\.)layers\.(\d+)\.self_attn\.o_proj$")  # Llama's name, kept by every family that followed it
 OUTPUT_PROJECTIONS = {
     "gpt2": re.compile(r"(?:^|\.)h\.(\d+)\.attn\.c_proj$"),
     "bert": re.compile(r"(?:^|\.)encoder\.layer\.(\d+)\.attention\.output\.dense$"),
-    **{kind: re.compile(r"(?:^|\.)layers\.(\d+)\.self_attn\.o_proj$") for kind in LLAMA_FAMILY},
-    "phi3": re.compile(r"(?:^|\.)layers\.(\d+)\.self_attn\.o_proj$"),
+    **{kind: _O_PROJ for kind in (*LLAMA_FAMILY, "phi3", "qwen3", "olmo2", "gemma2", "gemma3_text", "gpt_oss", "deepseek_v3")},
     "gpt_neox": re.compile(r"(?:^|\.)layers\.(\d+)\.attention\.dense$"),
 }
+# BART's three attentions, each with its own output projection (`out_proj`); the layer counts within its stack
+BART_PROJECTIONS = {
+    "encoder": re.compile(r"(?:^|\.)encoder\.layers\.(\d+)\.self_attn\.out_proj$"),
+    "decoder": re.compile(r"(?:^|\.)decoder\.layers\.(\d+)\.self_attn\.out_proj$"),
+    "cross": re.compile(r"(?:^|\.)decoder\.layers\.(\d+)\.encoder_attn\.out_proj$"),
+}
+BART_ATTENTIONS = {"encoder": "encoder_attentions", "decoder": "decoder_attentions", "cross": "cross_attentions"}  # transformers' output names
+# families whose MoE experts transformers runs in float64 only one by one (the default grouped_mm kernel refuses double)
+_EAGER_EXPERTS = ("gpt_oss", "deepseek_v3")
 
 
 @dataclass(frozen=True)
@@ -55,18 +67,48 @@ FLOAT64_THROUGHOUT = Bound(
     "transformers computes this architecture wholly in float64 when loaded in float64, as attncli does: both round only at "
     "float64's 1.1e-16, and the bound leaves room for different orders of summation",
 )
-FLOAT32_INSIDE = Bound(
-    1e-5,
-    1e-5,
-    "transformers computes part of this architecture in float32 even in a float64 model: RMSNorm casts the hidden state to "
-    "float32 and normalises it there, the rotary embedding computes its inverse frequencies, angles, cos and sin in float32, "
-    "and eager attention's softmax runs with dtype=float32; its numbers carry float32 rounding (6e-8 relative) that grows "
-    "through the layers, while attncli is float64 throughout",
-)
+
+# the steps transformers runs in float32 inside a float64 model (docs/families.md, "Float32 inside a float64 model")
+_FLOAT32_STEPS = {
+    "rmsnorm": "RMSNorm casts the hidden state to float32 and normalises it there",
+    "qk_norm": "RMSNorm casts the hidden state to float32 and normalises it there (the q and k norms too)",
+    "gemma_norm": "RMSNorm casts the hidden state to float32 and normalises it there (x / rms · (1 + w), the q and k norms too)",
+    "rope": "the rotary embedding computes its inverse frequencies, angles, cos and sin in float32",
+    "softmax": "eager attention's softmax runs with dtype=float32",
+    "embed_scale": "the embedding scale √hidden is kept as a float32 number (exact only where √hidden is)",
+    "router": "the MoE router's logits and sigmoid run in float32 (a near-tie between two experts could choose another one)",
+}
+
+
+def _float32_inside(*steps: str) -> Bound:
+    named = [_FLOAT32_STEPS[step] for step in steps]
+    listed = ", ".join(named[:-1]) + ", and " + named[-1] if len(named) > 1 else named[0]
+    return Bound(
+        1e-5,
+        1e-5,
+        f"transformers computes part of this architecture in float32 even in a float64 model: {listed}; its numbers carry "
+        "float32 rounding (6e-8 relative) that grows through the layers, while attncli is float64 throughout",
+    )
+
+
+FLOAT32_INSIDE = _float32_inside("rmsnorm", "rope", "softmax")  # Llama, Qwen2, Mistral, Phi-3
+BOUNDS = {
+    **{kind: FLOAT32_INSIDE for kind in (*LLAMA_FAMILY, "phi3")},
+    "gpt2": FLOAT64_THROUGHOUT,
+    "bert": FLOAT64_THROUGHOUT,
+    "bart": FLOAT64_THROUGHOUT,  # LayerNorm, learned positions, softmax in the model's dtype
+    "gpt_neox": _float32_inside("rope", "softmax"),  # LayerNorm is float64
+    "qwen3": _float32_inside("qk_norm", "rope", "softmax"),
+    "olmo2": _float32_inside("qk_norm", "rope", "softmax"),
+    "gemma2": _float32_inside("gemma_norm", "rope", "softmax", "embed_scale"),
+    "gemma3_text": _float32_inside("gemma_norm", "rope", "softmax", "embed_scale"),
+    "gpt_oss": _float32_inside("rmsnorm", "rope"),  # its softmax (with the sink column) runs in the model's dtype
+    "deepseek_v3": _float32_inside("rmsnorm", "rope", "softmax", "router"),
+}
 
 
 def bound_for(model_type: str) -> Bound:
-    return FLOAT32_INSIDE if model_type in (*LLAMA_FAMILY, "phi3", "gpt_neox") else FLOAT64_THROUGHOUT  # NeoX: float32 RoPE and softmax
+    return BOUNDS[model_type]
 
 
 def _reference_libraries() -> tuple[Any, Any]:
@@ -85,8 +127,10 @@ def _reference_libraries() -> tuple[Any, Any]:
     return torch, transformers
 
 
-def verify(folder: Path, *, sentence: str, layer: int | None = None, special_tokens: str = "auto") -> dict[str, Any]:
-    """Run transformers and attncli on `sentence`; the attncli.model-verify/1 document (without its schema key)."""
+def verify(
+    folder: Path, *, sentence: str, layer: int | None = None, special_tokens: str = "auto", target: str | None = None
+) -> dict[str, Any]:
+    """Run transformers and attncli on `sentence` (and, for BART, `target`); the attncli.model-verify/1 document (without its schema key)."""
     from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS
 
     if special_tokens not in SPECIAL_TOKENS:
@@ -94,35 +138,30 @@ def verify(folder: Path, *, sentence: str, layer: int | None = None, special_tok
     if not folder.is_dir():
         raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a Hugging Face checkpoint folder")
     cfg = read_config(folder)
-    if cfg.model_type not in OUTPUT_PROJECTIONS:
-        raise AttnError(
-            f"model verify does not compare {cfg.model_type} models yet (its attentions need a target text beside the sentence)",
-            key="MODEL",
-            expected="a decoder or encoder model: " + ", ".join(OUTPUT_PROJECTIONS),
-        )
-    if layer is not None and not 1 <= layer <= cfg.layers:
-        raise AttnError(f"layer {layer} is out of range: the model has {cfg.layers} layers", key="--layer", expected=f"1 to {cfg.layers}")
+    units = _units(cfg, layer, target)
     torch, transformers = _reference_libraries()
-    layers = [layer] if layer is not None else list(range(1, cfg.layers + 1))
-    ours = _attncli_heads(folder, sentence, layers, special_tokens)
-    ids = ours["ids"]
-    theirs = _transformers_heads(torch, transformers, folder, cfg, ids, layers)
+    ours = _attncli_heads(folder, sentence, units, special_tokens, target)
+    ids, target_ids = ours["ids"], ours["target_ids"]
+    theirs = _transformers_heads(torch, transformers, folder, cfg, ids, units, target_ids)
     bound = bound_for(cfg.model_type)
     rows: list[dict[str, Any]] = []
-    for n in layers:
+    for unit in units:
+        attention, n = unit
         heads = []
-        for h, ((w_ours, out_ours), (w_theirs, out_theirs)) in enumerate(zip(ours["heads"][n], theirs[n]), start=1):
+        for h, ((w_ours, out_ours), (w_theirs, out_theirs)) in enumerate(zip(ours["heads"][unit], theirs[unit], strict=True), start=1):
             output_bound = bound.output * max(1.0, float(np.abs(out_theirs).max()))
             weights_diff = float(np.abs(w_ours - w_theirs).max())
             output_diff = float(np.abs(out_ours - out_theirs).max())
             within = weights_diff <= bound.weights and output_diff <= output_bound
             heads.append({"head": h, "weights_diff": weights_diff, "output_diff": output_diff, "output_bound": output_bound, "within": within})
-        rows.append({"layer": n, "heads": heads})
+        rows.append({"layer": n, "attention": attention, "heads": heads})
     return {
         "folder": str(folder),
         "model_type": cfg.model_type,
         "sentence": sentence,
+        "target": target,
         "token_ids": list(ids),
+        "target_ids": None if target is None else list(target_ids),
         "tokens_match": _tokens_match(transformers, folder, sentence, ids, special_tokens == "auto"),
         "reference": {
             "library": "transformers",
@@ -138,57 +177,92 @@ def verify(folder: Path, *, sentence: str, layer: int | None = None, special_tok
     }
 
 
-def _attncli_heads(folder: Path, sentence: str, layers: list[int], special_tokens: str) -> dict[str, Any]:
+def _units(cfg: ModelConfig, layer: int | None, target: str | None) -> list[tuple[str, int]]:
+    """The (attention, layer) pairs to compare: "self" for a model of one stack; BART's encoder, decoder and cross attentions."""
+    if cfg.model_type not in (*OUTPUT_PROJECTIONS, "bart"):
+        raise AttnError(f"model verify does not compare {cfg.model_type} models yet", key="MODEL", expected="one of " + ", ".join((*OUTPUT_PROJECTIONS, "bart")))
+    if cfg.model_type != "bart":
+        if target is not None:
+            raise AttnError(f"a {cfg.model_type} model reads one text: a target text is for an encoder–decoder (bart)", key="--target", expected="no --target")
+        if layer is not None and not 1 <= layer <= cfg.layers:
+            raise AttnError(f"layer {layer} is out of range: the model has {cfg.layers} layers", key="--layer", expected=f"1 to {cfg.layers}")
+        return [("self", n) for n in ([layer] if layer is not None else range(1, cfg.layers + 1))]
+    if target is None:
+        raise AttnError(
+            "a bart model's decoder and cross-attention read the text the decoder has produced so far, and no target text was given",
+            key="--target", expected="--target TEXT beside --sentence (the source), e.g. the start of a summary or translation",
+        )  # fmt: skip
+    most = max(cfg.encoder_layers, cfg.layers)
+    if layer is not None and not 1 <= layer <= most:
+        raise AttnError(f"layer {layer} is out of range: the model has {cfg.encoder_layers} encoder and {cfg.layers} decoder layers", key="--layer", expected=f"1 to {most}")
+    counts = {"encoder": cfg.encoder_layers, "decoder": cfg.layers, "cross": cfg.layers}
+    return [(attention, n) for attention, count in counts.items() for n in range(1, count + 1) if layer is None or n == layer]
+
+
+def _attncli_heads(folder: Path, sentence: str, units: list[tuple[str, int]], special_tokens: str, target: str | None) -> dict[str, Any]:
     """attncli's own path, as `run --model` takes it: the layer's scenario through the engine; per head (weights, output)."""
     from attncli.core.engine import run
     from attncli.sources.checkpoints.scenario import load_scenario
     from attncli.sources.limits import Limits
 
-    heads: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+    heads: dict[tuple[str, int], list[tuple[np.ndarray, np.ndarray]]] = {}
     limits = Limits(max_cells=2**62)  # a certificate checks every cell the model computes
-    for n in layers:
-        result = run(load_scenario(folder, layer=n, sentence=sentence, special_tokens=special_tokens, limits=limits))
-        heads[n] = [(head.weights, head.output) for head in result.heads]  # (L, L), (L, d_v)
+    for attention, n in units:
+        chosen = None if attention == "self" else attention
+        scenario = load_scenario(folder, layer=n, sentence=sentence, special_tokens=special_tokens, limits=limits, target=target, attention=chosen)
+        heads[(attention, n)] = [(head.weights, head.output) for head in run(scenario).heads]  # (L, L), (L, d_v)
     from attncli.sources.checkpoints.layer import checkpoint_tokens
     from attncli.sources.checkpoints.tokenizer_process import MAX_TEXT_CHARACTERS
 
-    ids = checkpoint_tokens(folder, sentence, special_tokens=special_tokens == "auto", max_tokens=MAX_TEXT_CHARACTERS).ids
-    return {"ids": ids, "heads": heads}
+    def tokens(text: str) -> tuple[int, ...]:
+        return checkpoint_tokens(folder, text, special_tokens=special_tokens == "auto", max_tokens=MAX_TEXT_CHARACTERS).ids
+
+    target_ids: tuple[int, ...] = ()
+    if target is not None:
+        from attncli.sources.checkpoints import bart
+
+        target_ids = bart.decoder_ids(read_config(folder), tokens(target))  # the decoder's input, as attncli builds it
+    return {"ids": tokens(sentence), "target_ids": target_ids, "heads": heads}
 
 
 def _transformers_heads(
-    torch: Any, transformers: Any, folder: Path, cfg: ModelConfig, ids: tuple[int, ...], layers: list[int]
-) -> dict[int, list[tuple[np.ndarray, np.ndarray]]]:
+    torch: Any, transformers: Any, folder: Path, cfg: ModelConfig, ids: tuple[int, ...], units: list[tuple[str, int]], target_ids: tuple[int, ...]
+) -> dict[tuple[str, int], list[tuple[np.ndarray, np.ndarray]]]:
     """transformers' eager attention in float64 on the same ids; per head (weights (L, L), output (L, d_v))."""
+    options = {"experts_implementation": "eager"} if cfg.model_type in _EAGER_EXPERTS else {}
     try:
-        model = transformers.AutoModel.from_pretrained(folder, attn_implementation="eager", dtype=torch.float64).eval()
+        model = transformers.AutoModel.from_pretrained(folder, attn_implementation="eager", dtype=torch.float64, **options).eval()
     except Exception as error:  # transformers raises many kinds for a folder it cannot load
         problem = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise AttnError(f"transformers cannot load the checkpoint: {problem}", file=str(folder)) from None
-    pattern = OUTPUT_PROJECTIONS[cfg.model_type]
-    captured: dict[int, np.ndarray] = {}
+    patterns = BART_PROJECTIONS if cfg.model_type == "bart" else {"self": OUTPUT_PROJECTIONS[cfg.model_type]}
+    captured: dict[tuple[str, int], np.ndarray] = {}
     hooks = []
     for name, module in model.named_modules():
-        match = pattern.search(name)
-        if match:
-            index = int(match.group(1))
+        for attention, pattern in patterns.items():
+            match = pattern.search(name)
+            if match:
 
-            def keep(_module: Any, args: tuple[Any, ...], index: int = index) -> None:
-                captured[index] = args[0][0].detach().numpy().copy()  # (L, H·d_v) of the one sentence
+                def keep(_module: Any, args: tuple[Any, ...], unit: tuple[str, int] = (attention, int(match.group(1)) + 1)) -> None:
+                    captured[unit] = args[0][0].detach().numpy().copy()  # (L, H·d_v) of the one sentence
 
-            hooks.append(module.register_forward_pre_hook(keep))
+                hooks.append(module.register_forward_pre_hook(keep))
+    inputs = {"input_ids": torch.tensor([list(ids)])}
+    if cfg.model_type == "bart":
+        inputs["decoder_input_ids"] = torch.tensor([list(target_ids)])
     try:
         with torch.no_grad():
-            out = model(input_ids=torch.tensor([list(ids)]), output_attentions=True)
+            out = model(**inputs, output_attentions=True)
     finally:
         for hook in hooks:
             hook.remove()
-    heads: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
-    for n in layers:
-        weights = out.attentions[n - 1][0].numpy()  # (H, L, L)
-        concat = captured[n - 1]  # (L, H·d_v)
-        d_v = concat.shape[1] // cfg.heads
-        heads[n] = [(weights[h], concat[:, h * d_v : (h + 1) * d_v]) for h in range(cfg.heads)]
+    heads: dict[tuple[str, int], list[tuple[np.ndarray, np.ndarray]]] = {}
+    for unit in units:
+        attention, n = unit
+        weights = getattr(out, BART_ATTENTIONS.get(attention, "attentions"))[n - 1][0].numpy()  # (H, L, L)
+        concat = captured[unit]  # (L, H·d_v)
+        d_v = concat.shape[1] // weights.shape[0]
+        heads[unit] = [(weights[h], concat[:, h * d_v : (h + 1) * d_v]) for h in range(weights.shape[0])]
     return heads
 
 
@@ -205,9 +279,11 @@ def _tokens_match(transformers: Any, folder: Path, sentence: str, ids: tuple[int
 # -- the document ---------------------------------------------------------------------------
 
 
-def verify_document(folder: Path, *, sentence: str, layer: int | None, special_tokens: str, as_json: bool) -> tuple[str | Iterator[bytes], bool]:
+def verify_document(
+    folder: Path, *, sentence: str, layer: int | None, special_tokens: str, as_json: bool, target: str | None = None
+) -> tuple[str | Iterator[bytes], bool]:
     """The certificate as aligned text or attncli.model-verify/1 JSON, and whether every head is within its bound."""
-    doc = verify(folder, sentence=sentence, layer=layer, special_tokens=special_tokens)
+    doc = verify(folder, sentence=sentence, layer=layer, special_tokens=special_tokens, target=target)
     if as_json:
         from attncli.formats import jsonout
 
@@ -218,26 +294,34 @@ def verify_document(folder: Path, *, sentence: str, layer: int | None, special_t
 def _text(doc: dict[str, Any]) -> str:
     ref, bound = doc["reference"], doc["bound"]
     ids = doc["token_ids"]
+    width = max(5, *(len(_layer_label(row)) for row in doc["layers"]))
     tokens = {True: "equal transformers' tokenizer's", False: "DIFFER from transformers' tokenizer's", None: "not compared (transformers cannot load the tokenizer alone)"}
     lines = [
-        f"model verify {doc['folder']}: {doc['model_type']}, {len(ids)} tokens",
+        f"model verify {doc['folder']}: {doc['model_type']}, {len(ids)} tokens"
+        + ("" if doc["target_ids"] is None else f", {len(doc['target_ids'])} decoder tokens (the target behind its start token)"),
         f"reference: transformers {ref['transformers']} (torch {ref['torch']}), eager attention, loaded in float64, given attncli's ids",
         "head output: weights·V of each head, read from transformers by a forward pre-hook on the output projection (its input)",
         f"tokens: attncli's ids {tokens[doc['tokens_match']]}",
         f"bound: {bound['weights']:g} on weights; {bound['output_relative']:g} × max(1, largest |output|) on a head's output",
         f"why: {bound['why']}",
         "",
-        f"{'layer':>5}  {'head':>4}  {'weights Δ':>9}  {'output Δ':>9}  {'bound':>9}",
+        f"{'layer':>{width}}  {'head':>4}  {'weights Δ':>9}  {'output Δ':>9}  {'bound':>9}",
     ]
     for row in doc["layers"]:
         for head in row["heads"]:
             mark = "" if head["within"] else "  OUTSIDE THE BOUND"
             lines.append(
-                f"{row['layer']:>5}  {head['head']:>4}  {head['weights_diff']:>9.1e}  {head['output_diff']:>9.1e}  {head['output_bound']:>9.1e}{mark}"
+                f"{_layer_label(row):>{width}}  {head['head']:>4}  {head['weights_diff']:>9.1e}  {head['output_diff']:>9.1e}  {head['output_bound']:>9.1e}{mark}"
             )
     count = sum(len(row["heads"]) for row in doc["layers"])
     worst_w = max(head["weights_diff"] for row in doc["layers"] for head in row["heads"])
     worst_o = max(head["output_diff"] for row in doc["layers"] for head in row["heads"])
     verdict = "within the bound" if doc["within"] else "NOT all within the bound"
-    lines.append(f"{count} heads of {len(doc['layers'])} layer{'s' * (len(doc['layers']) > 1)}: {verdict} (largest weights Δ {worst_w:.1e}, output Δ {worst_o:.1e})")
+    what = "attention layer" if doc["target_ids"] is not None else "layer"  # BART: the encoder's, decoder's and cross layers, counted apart
+    lines.append(f"{count} heads of {len(doc['layers'])} {what}{'s' * (len(doc['layers']) > 1)}: {verdict} (largest weights Δ {worst_w:.1e}, output Δ {worst_o:.1e})")
     return "".join(visible(line) + "\n" for line in lines)
+
+
+def _layer_label(row: dict[str, Any]) -> str:
+    """The layer, and for BART which of its three attentions: "2", "cross 2"."""
+    return str(row["layer"]) if row["attention"] == "self" else f"{row['attention']} {row['layer']}"
