@@ -96,10 +96,6 @@ class Bart:
     def _norm(self, name: str, x: np.ndarray) -> np.ndarray:
         return layer_norm(x, self.w.get(name + ".weight", (self.d,)), self.w.get(name + ".bias", (self.d,)), self.cfg.norm_eps)
 
-    def _linear(self, name: str, n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
-        """nn.Linear stored as (out, in), returned as (in, out) and its bias."""
-        return self.w.get(name + ".weight", (n_out, n_in)).T, self.w.get(name + ".bias", (n_out,))
-
     def embed(self, stack: str, ids: tuple[int, ...]) -> np.ndarray:
         """(n, d) token rows (× √d with scale_embedding) + learned positions from row 2, then layernorm_embedding."""
         table = f"{stack}.embed_tokens.weight" if self.w.has(f"{stack}.embed_tokens.weight") else "shared.weight"
@@ -114,10 +110,10 @@ class Bart:
         """Layer `index` (from 0)'s `self_attn` or `encoder_attn` (the cross-attention) as the engine takes it."""
         H, d_k = stacks(self.cfg)[stack].heads, self.d_k[stack]
         p = f"{stack}.layers.{index}.{kind}."
-        W_Q, b_Q = self._linear(p + "q_proj", self.d, H * d_k)
-        W_K, b_K = self._linear(p + "k_proj", self.d, H * d_k)
-        W_V, b_V = self._linear(p + "v_proj", self.d, H * d_k)
-        W_O, b_O = self._linear(p + "out_proj", H * d_k, self.d)
+        W_Q, b_Q = self.w.linear(p + "q_proj", self.d, H * d_k)
+        W_K, b_K = self.w.linear(p + "k_proj", self.d, H * d_k)
+        W_V, b_V = self.w.linear(p + "v_proj", self.d, H * d_k)
+        W_O, b_O = self.w.linear(p + "out_proj", H * d_k, self.d)
         return AttentionWeights(
             W_Q=W_Q, W_K=W_K, W_V=W_V, b_Q=b_Q, b_K=b_K, b_V=b_V, W_O=W_O, b_O=b_O,
             heads=H, kv_heads=H, head_dim=d_k, divisor=math.sqrt(d_k),
@@ -128,9 +124,9 @@ class Bart:
         """(n, d) h + fc2(act(fc1(h))), then final_layer_norm."""
         inner = stacks(self.cfg)[stack].inner
         p = f"{stack}.layers.{index}."
-        W_in, b_in = self._linear(p + "fc1", self.d, inner)
+        W_in, b_in = self.w.linear(p + "fc1", self.d, inner)
         hidden = activate(self.cfg.activation, h @ W_in + b_in)  # (n, inner)
-        W_out, b_out = self._linear(p + "fc2", inner, self.d)
+        W_out, b_out = self.w.linear(p + "fc2", inner, self.d)
         return self._norm(p + "final_layer_norm", h + hidden @ W_out + b_out)
 
     def encoder_layer(self, index: int, h: np.ndarray) -> np.ndarray:

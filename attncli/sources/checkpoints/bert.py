@@ -28,18 +28,13 @@ def _norm(cfg: ModelConfig, w: Weights, name: str, x: np.ndarray) -> np.ndarray:
     return layer_norm(x, weight, bias, cfg.norm_eps)
 
 
-def _linear(w: Weights, name: str, n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
-    """nn.Linear stored as (out, in), returned as (in, out) and its bias."""
-    return w.get(name + ".weight", (n_out, n_in)).T, w.get(name + ".bias", (n_out,))
-
-
 def _attention(cfg: ModelConfig, w: Weights, index: int) -> AttentionWeights:
     d = cfg.hidden_size
     p = f"encoder.layer.{index}.attention."
-    W_Q, b_Q = _linear(w, p + "self.query", d, d)
-    W_K, b_K = _linear(w, p + "self.key", d, d)
-    W_V, b_V = _linear(w, p + "self.value", d, d)
-    W_O, b_O = _linear(w, p + "output.dense", d, d)
+    W_Q, b_Q = w.linear(p + "self.query", d, d)
+    W_K, b_K = w.linear(p + "self.key", d, d)
+    W_V, b_V = w.linear(p + "self.value", d, d)
+    W_O, b_O = w.linear(p + "output.dense", d, d)
     return AttentionWeights(
         W_Q=W_Q, W_K=W_K, W_V=W_V, b_Q=b_Q, b_K=b_K, b_V=b_V, W_O=W_O, b_O=b_O,
         heads=cfg.heads, kv_heads=cfg.heads, head_dim=cfg.head_dim,
@@ -52,10 +47,10 @@ def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray) -> np.ndarra
     d, inner = cfg.hidden_size, cfg.intermediate_size
     p = f"encoder.layer.{index}."
     h = _norm(cfg, w, p + "attention.output.LayerNorm", self_attention(h, _attention(cfg, w, index)) + h)  # (L, d)
-    W_in, b_in = _linear(w, p + "intermediate.dense", d, inner)
+    W_in, b_in = w.linear(p + "intermediate.dense", d, inner)
     hidden = activate(cfg.activation, h @ W_in + b_in)  # (L, inner)
     del W_in  # one MLP matrix in float64 at a time
-    W_out, b_out = _linear(w, p + "output.dense", inner, d)
+    W_out, b_out = w.linear(p + "output.dense", inner, d)
     return _norm(cfg, w, p + "output.LayerNorm", hidden @ W_out + b_out + h)  # (L, d)
 
 

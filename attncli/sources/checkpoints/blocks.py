@@ -86,6 +86,10 @@ class Weights:
             raise AttnError(f"tensor '{name}' holds {what}", file=str(self.checkpoint.file_of(name)), expected="finite weights")
         return value
 
+    def linear(self, name: str, n_in: int, n_out: int, bias: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """An nn.Linear stored as (out, in): its weight as (in, out), for x·W, and its bias (None when `bias` is False)."""
+        return self.get(name + ".weight", (n_out, n_in)).T, self.get(name + ".bias", (n_out,)) if bias else None
+
     def product(self, name: str, x: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
         """(L, out) x·Wᵀ for an nn.Linear weight W stored as `shape` = (out, in), widened a block of rows at a time.
 

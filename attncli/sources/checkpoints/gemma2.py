@@ -86,20 +86,15 @@ def settings(cfg: ModelConfig) -> Gemma2Settings:
     return cfg.family
 
 
-def _projection(w: Weights, name: str, n_in: int, n_out: int, bias: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """nn.Linear stored as (out, in), returned as (in, out), with its bias when the model has one."""
-    weight = w.get(name + ".weight", (n_out, n_in)).T
-    return weight, w.get(name + ".bias", (n_out,)) if bias else None
-
 
 def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> AttentionWeights:
     d, H, G, d_k = cfg.hidden_size, cfg.heads, cfg.kv_heads, cfg.head_dim
     g = settings(cfg)
     p = f"layers.{index}.self_attn."
-    W_Q, b_Q = _projection(w, p + "q_proj", d, H * d_k, cfg.qkv_bias)
-    W_K, b_K = _projection(w, p + "k_proj", d, G * d_k, cfg.qkv_bias)
-    W_V, b_V = _projection(w, p + "v_proj", d, G * d_k, cfg.qkv_bias)
-    W_O, b_O = _projection(w, p + "o_proj", H * d_k, d, cfg.output_bias)
+    W_Q, b_Q = w.linear(p + "q_proj", d, H * d_k, cfg.qkv_bias)
+    W_K, b_K = w.linear(p + "k_proj", d, G * d_k, cfg.qkv_bias)
+    W_V, b_V = w.linear(p + "v_proj", d, G * d_k, cfg.qkv_bias)
+    W_O, b_O = w.linear(p + "o_proj", H * d_k, d, cfg.output_bias)
     window = cfg.windows[index]
     return AttentionWeights(
         W_Q=W_Q, W_K=W_K, W_V=W_V, b_Q=b_Q, b_K=b_K, b_V=b_V, W_O=W_O, b_O=b_O,
