@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from attncli.core.explain import Explanation
     from attncli.core.heads import HeadMap
     from attncli.core.scenario import Scenario
+    from attncli.formats.headgrid import HeadGrid, HeadTable
     from attncli.sources.limits import Limits
     from attncli.walkthroughs.compare import DiffRow, Run
     from attncli.walkthroughs.heads import ExplainCall, HeadRow, Source
@@ -289,20 +290,27 @@ class Mapped(_Shown):
             return headgrid.table_csv(table)
         tips = [[r.reading or _tip(r) for r in every[li * self.map.heads : (li + 1) * self.map.heads]] for li in range(self.map.layers)]
         grid = headgrid.HeadGrid(walk.title(self.source, self.map), walk.thumbnails(self.map), self.map.first_layer, self.map.tokens, tips)
-        precision = 3 if options.precision is None else options.precision
-        if fmt is Format.svg:
-            return headgrid.grid_svg(grid)
-        if fmt is Format.html:
-            return headgrid.grid_html(grid, table, precision=precision)
-        if fmt is not Format.table:
-            raise AttnError(f"heads prints a table, json, csv, svg or html, not {fmt.value}", key=option("format"), expected="table, json, csv, svg or html")
-        from attncli.formats import terminal
-        from attncli.formats.heatmap import terminal_ramp
+        return _grid_document(grid, table, options)
 
-        console = terminal.console(to_file=options.to_file)
-        colour = console.color_system is not None
-        lines = headgrid.grid_lines(grid, width=console.width, colour=colour, ramp=terminal_ramp())
-        return terminal.render(console, [*lines, *headgrid.table_renderables(table, precision=precision)])
+
+def _grid_document(grid: HeadGrid, table: HeadTable, options: Options) -> Document:
+    """A grid of heads and its table (the map's, or a comparison's) as SVG, an HTML page or the terminal's thumbnails and table."""
+    from attncli.formats import headgrid
+
+    fmt = Format(options.format)
+    precision = 3 if options.precision is None else options.precision
+    if fmt is Format.svg:
+        return headgrid.grid_svg(grid)
+    if fmt is Format.html:
+        return headgrid.grid_html(grid, table, precision=precision)
+    if fmt is not Format.table:
+        raise AttnError(f"heads prints a table, json, csv, svg or html, not {fmt.value}", key=option("format"), expected="table, json, csv, svg or html")
+    from attncli.formats import terminal
+    from attncli.formats.heatmap import terminal_ramp
+
+    console = terminal.console(to_file=options.to_file)
+    lines = headgrid.grid_lines(grid, width=console.width, colour=console.color_system is not None, ramp=terminal_ramp())
+    return terminal.render(console, [*lines, *headgrid.table_renderables(table, precision=precision)])
 
 
 def _render_shading(shaded: Shading, source: Source, options: Options) -> Document:
@@ -380,19 +388,7 @@ class ComparedHeads(_Shown):
         grid = headgrid.HeadGrid(walk.title(self.first, self.second), walk.thumbnails(self.comparison), 1, self.comparison.tokens, tips,
                                  subtitle=headgrid.COMPARE_SUBTITLE,
                                  hover="Hover over a thumbnail's row: its query tokens and the keys whose weight changed most.")  # fmt: skip
-        precision = 3 if options.precision is None else options.precision
-        if fmt is Format.svg:
-            return headgrid.grid_svg(grid)
-        if fmt is Format.html:
-            return headgrid.grid_html(grid, table, precision=precision)
-        if fmt is not Format.table:
-            raise AttnError(f"heads prints a table, json, csv, svg or html, not {fmt.value}", key=option("format"), expected="table, json, csv, svg or html")
-        from attncli.formats import terminal
-        from attncli.formats.heatmap import terminal_ramp
-
-        console = terminal.console(to_file=options.to_file)
-        lines = headgrid.grid_lines(grid, width=console.width, colour=console.color_system is not None, ramp=terminal_ramp())
-        return terminal.render(console, [*lines, *headgrid.table_renderables(table, precision=precision)])
+        return _grid_document(grid, table, options)
 
 
 def _tip(row: HeadRow) -> str:
