@@ -45,12 +45,37 @@ def inverse_frequencies(rope: RopeConfig, head_dim: int) -> np.ndarray:
         smoothed = (1 - smooth) * scaled / rope.factor + smooth * scaled  # between the two: a blend
         medium = (wavelen >= high_wavelen) & (wavelen <= low_wavelen)
         return np.where(medium, smoothed, scaled)
+    if rope.kind == "yarn":
+        return _yarn(rope, inv_freq, head_dim)
     return inv_freq
 
 
+def _yarn(rope: RopeConfig, inv_freq: np.ndarray, dim: int) -> np.ndarray:
+    """(r/2,) YaRN's blend, as transformers' _compute_yarn_parameters: pairs that turn more than beta_fast times over the
+    original context keep their frequency, pairs turning fewer than beta_slow times are divided by the factor, and
+    a linear ramp over the pair index blends the two between (ends rounded outwards unless truncate is false)."""
+    assert rope.original_positions is not None
+
+    def pair_turning(rotations: float) -> float:  # the pair index whose wave turns `rotations` times in the original context
+        return dim * math.log(rope.original_positions / (rotations * 2 * math.pi)) / (2 * math.log(rope.theta))  # type: ignore[operator]
+
+    low, high = pair_turning(rope.beta_fast), pair_turning(rope.beta_slow)
+    if rope.truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    if low == high:
+        high += 0.001  # transformers' guard against a zero-width ramp
+    ramp = np.clip((np.arange(dim // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)  # (r/2,) 0: keep, 1: divide
+    keep = 1.0 - ramp
+    return np.asarray(inv_freq / rope.factor * (1.0 - keep) + inv_freq * keep)  # (r/2,)
+
+
 def rope_spec(rope: RopeConfig, head_dim: int) -> Rope:
-    """The RoPE of a config for heads of size head_dim (yarn and longrope, which would also scale cos and sin, are refused earlier)."""
+    """The RoPE of a config for heads of size head_dim; yarn also multiplies cos and sin by its attention factor."""
     inv_freq = np.ascontiguousarray(inverse_frequencies(rope, head_dim), dtype=np.float64)  # (d_k/2,)
     inv_freq.setflags(write=False)
     r = rotary_dim(rope, head_dim)
-    return Rope(theta=rope.theta, style="half", inv_freq=inv_freq, scaling=rope.describe(), rotary_dim=r if r < head_dim else None)
+    return Rope(
+        theta=rope.theta, style="half", inv_freq=inv_freq, scaling=rope.describe(), rotary_dim=r if r < head_dim else None,
+        attention_factor=rope.yarn_attention_factor if rope.kind == "yarn" else 1.0,
+    )
