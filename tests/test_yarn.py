@@ -137,3 +137,11 @@ def test_every_head_of_a_yarn_model_equals_transformers(tmp_path: Path, family: 
     np.testing.assert_allclose(weights, golden["attentions"][layer - 1], rtol=0, atol=FLOAT32)
     plain = np.load(CHECKPOINTS / family / "golden.npz")["attentions"][layer - 1]  # the same model with default RoPE
     assert np.abs(weights - plain).max() > 1e-3
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "latex", "html"])
+def test_explain_says_cos_and_sin_carry_the_attention_factor(cli, tmp_path: Path, fmt: str) -> None:  # type: ignore[no-untyped-def]
+    folder = _tiny(tmp_path, "gpt_oss")
+    result = cli("explain", "--model", str(folder), "--layer", "2", "--sentence", "The cat sat", "--head", "1", "--position", "3", "--format", fmt)
+    assert result.exit_code == 0, result.stderr
+    assert "YaRN attention factor" in result.stdout and "1.3466" in result.stdout
