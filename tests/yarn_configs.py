@@ -43,3 +43,23 @@ TINY: dict[str, dict[str, Any]] = {
 def with_yarn(config: dict[str, Any], family: str) -> dict[str, Any]:
     """A tiny fixture's config.json with TINY's YaRN settings as its rope_parameters (transformers 5's spelling)."""
     return {**{k: v for k, v in config.items() if k not in ("rope_scaling", "rope_parameters")}, "rope_parameters": TINY[family]}
+
+# longrope: Phi-3-mini-128k-instruct's shape (head 96 → 48 pairs, θ 10000, 4096 original positions, 131072 in all)
+# with short and long factors drawn from a seed (tests/test_yarn.py), and the tiny phi3 fixture (1 rotary pair) with
+# 8 original positions, so that its 12-token golden sentence takes the long factor and a 3-token one the short.
+LONGROPE = {
+    "model_type": "phi3", "num_hidden_layers": 32, "hidden_size": 3072, "num_attention_heads": 32,
+    "num_key_value_heads": 32, "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+    "rope_theta": 10000.0,
+    "rope_scaling": {"type": "longrope", "short_factor": [round(1.0 + 0.05 * i, 4) for i in range(48)],
+                     "long_factor": [round(1.0 + 0.9 * i, 4) for i in range(48)]},
+}  # fmt: skip
+TINY_LONGROPE = {"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                 "short_factor": [1.5], "long_factor": [7.0]}  # fmt: skip
+SHORT_SENTENCE = "The cat sat"
+
+
+def with_longrope(config: dict[str, Any]) -> dict[str, Any]:
+    """The tiny phi3 fixture's config.json with TINY_LONGROPE and 8 original positions (top level, as Phi-3 keeps it)."""
+    out = {k: v for k, v in config.items() if k not in ("rope_scaling", "rope_parameters")}
+    return {**out, "rope_parameters": TINY_LONGROPE, "original_max_position_embeddings": 8}

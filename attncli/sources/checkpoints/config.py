@@ -18,7 +18,7 @@ from attncli.sources.bounded import JsonLimits
 CONFIG_LIMITS = JsonLimits(max_bytes=4 * 1024 * 1024)  # config.json and the shard index: a few kB in real checkpoints
 
 LLAMA_FAMILY = ("llama", "qwen2", "mistral")
-ROPE_KINDS = ("default", "linear", "llama3", "yarn")
+ROPE_KINDS = ("default", "linear", "llama3", "yarn", "longrope")
 ACTIVATIONS = (
     "gelu", "gelu_python", "gelu_new", "gelu_pytorch_tanh", "gelu_python_tanh", "gelu_fast", "quick_gelu",
     "relu", "silu", "swish", "tanh", "sigmoid", "linear",
@@ -80,6 +80,9 @@ class RopeConfig:
     attention_factor: float | None = None
     mscale: float = 0.0
     mscale_all_dim: float = 0.0
+    # longrope only (Phi-3-128k, Phi-4-mini): per-pair divisors up to original_positions tokens and beyond
+    short_factor: tuple[float, ...] = ()
+    long_factor: tuple[float, ...] = ()
 
     @property
     def yarn_attention_factor(self) -> float:
@@ -91,6 +94,15 @@ class RopeConfig:
             return yarn_mscale(self.factor, self.mscale) / yarn_mscale(self.factor, self.mscale_all_dim)
         return yarn_mscale(self.factor)
 
+    @property
+    def longrope_attention_factor(self) -> float:
+        """longrope's factor on cos and sin (transformers' _compute_longrope_parameters): the given attention_factor,
+        else √(1 + ln(factor) / ln(original positions)) when the factor stretches, else 1."""
+        if self.attention_factor is not None:
+            return self.attention_factor
+        assert self.original_positions is not None
+        return 1.0 if self.factor <= 1 else math.sqrt(1 + math.log(self.factor) / math.log(self.original_positions))
+
     def describe(self) -> str | None:
         """'linear (factor 2)', 'llama3 (factor 8, original 8192 positions)', or None without scaling."""
         if self.kind == "linear":
@@ -99,6 +111,11 @@ class RopeConfig:
             return (
                 f"llama3 (factor {self.factor:g}, low/high frequency factors {self.low_freq_factor:g}/"
                 f"{self.high_freq_factor:g}, original {self.original_positions} positions)"
+            )
+        if self.kind == "longrope":
+            return (
+                f"longrope (per-pair short factors up to {self.original_positions} positions, long factors beyond; "
+                f"factor {self.factor:g}; cos and sin × {self.longrope_attention_factor:.6g})"
             )
         if self.kind == "yarn":
             extra = f", mscale {self.mscale:g}/{self.mscale_all_dim:g}" if self.mscale or self.mscale_all_dim else ""
@@ -364,7 +381,7 @@ def _llama_family(read: _Reader, model_type: str) -> ModelConfig:
         norm_eps=read.number("rms_norm_eps", d.get("eps", 1e-6)),
         activation=_activation(read, "hidden_act", "hidden_activation", default=d.get("act", "silu")),
         dtype=_dtype(read),
-        rope=_rope(read, max_positions, per_type="full_attention" if model_type == "gemma3_text" else None),
+        rope=_longrope_family(read, model_type, _rope(read, max_positions, per_type="full_attention" if model_type == "gemma3_text" else None)),
         windows=_windows(read, model_type, layers),
         causal=True,
         qkv_bias=model_type == "qwen2" or attention_bias,
@@ -396,6 +413,8 @@ def _rope(read: _Reader, max_positions: int, *, per_type: str | None = None) -> 
     theta = read.number("rope_theta", read.raw.get("rope_theta", 10_000.0), source=chosen)
     if kind == "default":
         return RopeConfig(theta=theta, kind=kind, partial=partial)
+    if kind == "longrope":
+        return _longrope(read, key, chosen, theta, partial, max_positions)
     factor = read.number("factor", None, source=chosen)
     if kind == "linear":
         return RopeConfig(theta=theta, kind=kind, factor=factor, partial=partial)
@@ -412,6 +431,37 @@ def _rope(read: _Reader, max_positions: int, *, per_type: str | None = None) -> 
             key, f"high_freq_factor {high:g} is not above low_freq_factor {low:g}", "high_freq_factor > low_freq_factor"
         )
     return RopeConfig(theta, kind, factor, low, high, original, partial)
+
+
+def _longrope_family(read: _Reader, model_type: str, rope: RopeConfig) -> RopeConfig:
+    """longrope's frequencies depend on the sentence's length, which only the phi3 reader hands RoPE: elsewhere refused."""
+    if rope.kind == "longrope" and model_type != "phi3":
+        raise read.fail("rope_scaling", f"the RoPE scaling 'longrope' is read for phi3 only, not {model_type}", "phi3, or another scaling")
+    return rope
+
+
+def _longrope(read: _Reader, key: str, chosen: dict[str, Any], theta: float, partial: float, max_positions: int) -> RopeConfig:
+    """longrope as transformers 5 reads it: original_max_position_embeddings top level first (Phi-3), then in the
+    settings, else max_position_embeddings; factor given, else max / original; short and long per-pair factors."""
+    original = read.raw.get("original_max_position_embeddings", chosen.get("original_max_position_embeddings", max_positions))
+    if isinstance(original, bool) or not isinstance(original, int) or not 2 <= original <= MOST["positions"]:
+        raise read.fail("original_max_position_embeddings", f"found {_shown(original)}", f"a whole number from 2 to {MOST['positions']:,}")
+    given = chosen.get("factor")
+    factor = max_positions / original if given is None else read.number("factor", given, source={})
+    lists = []
+    for name in ("short_factor", "long_factor"):
+        value = chosen.get(name)
+        if not isinstance(value, list) or not value or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < 1e30 for v in value
+        ):
+            raise read.fail(f"{key}.{name}", f"found {_shown(value)}", "a list of positive numbers, one per rotary pair")
+        lists.append(tuple(float(v) for v in value))
+    attention = chosen.get("attention_factor")
+    return RopeConfig(
+        theta, "longrope", factor, None, None, original, partial,
+        attention_factor=None if attention is None else read.number("attention_factor", attention, source={}),
+        short_factor=lists[0], long_factor=lists[1],
+    )  # fmt: skip
 
 
 def _yarn(read: _Reader, key: str, chosen: dict[str, Any], base: RopeConfig) -> RopeConfig:

@@ -29,7 +29,7 @@ def rotary_dim(rope: RopeConfig, head_dim: int) -> int:
     return r
 
 
-def inverse_frequencies(rope: RopeConfig, head_dim: int) -> np.ndarray:
+def inverse_frequencies(rope: RopeConfig, head_dim: int, length: int | None = None) -> np.ndarray:
     """(r/2,) θ^(−2i/r) over the rotated width r (head_dim unless partial), then the linear or llama3 scaling, in float64."""
     head_dim = rotary_dim(rope, head_dim)
     inv_freq = 1.0 / rope.theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)  # (r/2,)
@@ -47,7 +47,24 @@ def inverse_frequencies(rope: RopeConfig, head_dim: int) -> np.ndarray:
         return np.where(medium, smoothed, scaled)
     if rope.kind == "yarn":
         return _yarn(rope, inv_freq, head_dim)
+    if rope.kind == "longrope":
+        return np.asarray(inv_freq / _longrope_factors(rope, head_dim, length))
     return inv_freq
+
+
+def _longrope_factors(rope: RopeConfig, r: int, length: int | None) -> np.ndarray:
+    """(r/2,) longrope's divisors: the long factors once the sequence is longer than the original positions (as
+    transformers' longrope_frequency_update switches on the last position + 1), the short ones otherwise."""
+    assert rope.original_positions is not None
+    long = length is not None and length > rope.original_positions
+    factors = rope.long_factor if long else rope.short_factor
+    if len(factors) != r // 2:
+        raise AttnError(
+            f"{'long' if long else 'short'}_factor has {len(factors)} numbers for {r // 2} rotary pairs",
+            key="long_factor" if long else "short_factor",
+            expected=f"{r // 2} numbers, one per rotary pair",
+        )
+    return np.asarray(factors, dtype=np.float64)
 
 
 def _yarn(rope: RopeConfig, inv_freq: np.ndarray, dim: int) -> np.ndarray:
@@ -70,12 +87,14 @@ def _yarn(rope: RopeConfig, inv_freq: np.ndarray, dim: int) -> np.ndarray:
     return np.asarray(inv_freq / rope.factor * (1.0 - keep) + inv_freq * keep)  # (r/2,)
 
 
-def rope_spec(rope: RopeConfig, head_dim: int) -> Rope:
-    """The RoPE of a config for heads of size head_dim; yarn also multiplies cos and sin by its attention factor."""
-    inv_freq = np.ascontiguousarray(inverse_frequencies(rope, head_dim), dtype=np.float64)  # (d_k/2,)
+def rope_spec(rope: RopeConfig, head_dim: int, length: int | None = None) -> Rope:
+    """The RoPE of a config for heads of size head_dim; yarn and longrope also multiply cos and sin by their attention
+    factor; longrope's frequencies depend on the sequence's `length` (without one: the short factors)."""
+    inv_freq = np.ascontiguousarray(inverse_frequencies(rope, head_dim, length), dtype=np.float64)  # (d_k/2,)
     inv_freq.setflags(write=False)
     r = rotary_dim(rope, head_dim)
     return Rope(
         theta=rope.theta, style="half", inv_freq=inv_freq, scaling=rope.describe(), rotary_dim=r if r < head_dim else None,
-        attention_factor=rope.yarn_attention_factor if rope.kind == "yarn" else 1.0,
+        attention_factor=rope.yarn_attention_factor if rope.kind == "yarn"
+        else rope.longrope_attention_factor if rope.kind == "longrope" else 1.0,
     )
