@@ -625,9 +625,9 @@ def make_bad_corpus() -> None:
         "no-weights": {"weights": None},
         "missing-shard": {"weights": None, "index": {"weight_map": {name: "model-00001-of-00002.safetensors" for name in tensors}}},
         "config-not-json": {"config": "{'n_layer': 1}"},
-        "rope-yarn": {
+        "rope-longrope": {  # Phi-3-128k's scaling, read for phi3 only: a llama with it is refused in one line
             "config": {"model_type": "llama", "num_hidden_layers": 1, "hidden_size": 4, "num_attention_heads": 2,
-                       "rope_scaling": {"rope_type": "yarn", "factor": 4.0}},
+                       "rope_scaling": {"rope_type": "longrope", "long_factor": [1.0], "short_factor": [1.0]}},
         },  # fmt: skip
     }  # fmt: skip
     tokenizer = word_tokenizer_json()

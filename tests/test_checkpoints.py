@@ -269,7 +269,7 @@ BAD_CASES = [
     ("wrong-shape", "model.safetensors", "tensor 'h.0.attn.c_proj.weight' has shape [4, 16] but config.json implies [4, 4]"),
     ("unsupported-model-type", "config.json", "model_type 'mamba' is not supported (expected one of " + ", ".join(SUPPORTED[:5])),
     ("config-not-json", "config.json:1", "not JSON: Expecting property name enclosed in double quotes"),
-    ("rope-yarn", "config.json", "rope_scaling: the RoPE scaling 'yarn' is not supported (expected one of default, linear, llama3)"),
+    ("rope-longrope", "config.json", "rope_scaling: the RoPE scaling 'longrope' is read for phi3 only, not llama (expected phi3, or another scaling)"),
     ("missing-tokenizer", "", "no tokenizer.json in the checkpoint folder (expected the tokenizer saved with the model)"),
     ("no-weights", "", "no model.safetensors or model.safetensors.index.json in the folder"),
     ("missing-shard", "model-00001-of-00002.safetensors", "the shard model-00001-of-00002.safetensors named by model.safetensors.index.json is missing"),

@@ -91,17 +91,17 @@ def test_llama_in_bfloat16_costs_two_bytes_a_number():
 
 
 def test_a_config_attncli_refuses_is_still_described(tmp_path):
-    """gpt-oss-20b's config as published (YaRN RoPE, which attncli refuses): its windows, sinks, experts and cache anyway.
+    """gpt-oss-20b's config with longrope RoPE (which attncli refuses; its own YaRN is read): windows, sinks, experts, cache.
     24 layers × K and V of 8 heads × 64 in bfloat16 = 49,152 bytes a token; the 12 sliding layers hold at most 128 tokens."""
     config = {
         "model_type": "gpt_oss", "num_hidden_layers": 24, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
         "hidden_size": 2880, "layer_types": ["sliding_attention", "full_attention"] * 12, "sliding_window": 128,
         "num_local_experts": 32, "num_experts_per_tok": 4, "max_position_embeddings": 131072, "torch_dtype": "bfloat16",
-        "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096}, "rope_theta": 150000,
+        "rope_scaling": {"rope_type": "longrope", "long_factor": [1.0] * 32, "short_factor": [1.0] * 32}, "rope_theta": 150000,
     }  # fmt: skip
     (tmp_path / "config.json").write_text(json.dumps(config))
     info = model_info(tmp_path)
-    assert info["supported"] is False and "yarn" in info["reason"]
+    assert info["supported"] is False and "longrope" in info["reason"]
     assert keys(info) == ["gqa", "local_global", "sinks", "rope_scaling", "moe"]
     assert "layers 1, 3, …, 23 (every 2nd), the local ones" in info["mechanisms"][1]["text"]
     cache = info["kv_cache"]

@@ -209,7 +209,8 @@ def _attncli_heads(folder: Path, sentence: str, units: list[tuple[str, int]], sp
     limits = Limits(max_cells=2**62)  # a certificate checks every cell the model computes
     for attention, n in units:
         chosen = None if attention == "self" else attention
-        scenario = load_scenario(folder, layer=n, sentence=sentence, special_tokens=special_tokens, limits=limits, target=target, attention=chosen)
+        used = None if chosen == "encoder" else target  # the encoder reads the source alone (a target beside it is refused)
+        scenario = load_scenario(folder, layer=n, sentence=sentence, special_tokens=special_tokens, limits=limits, target=used, attention=chosen)
         heads[(attention, n)] = [(head.weights, head.output) for head in run(scenario).heads]  # (L, L), (L, d_v)
     from attncli.sources.checkpoints.layer import checkpoint_tokens
     from attncli.sources.checkpoints.tokenizer_process import MAX_TEXT_CHARACTERS

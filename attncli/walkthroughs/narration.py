@@ -614,6 +614,11 @@ def _rotation(expl: Explanation, p: int, w: Writer, full: bool = False) -> Step:
                 f"{how}, ({w.num(float(q_in[a]), p)}, {w.num(float(q_in[b]), p)}) {w.text('turns to')} "
                 f"({w.num(float(expl.q[a]), p)}, {w.num(float(expl.q[b]), p)})",
             ))  # fmt: skip
+    if rope.attention_factor != 1.0:  # a checkpoint's YaRN: cos and sin × the factor, so each turned pair grows by it
+        lines.append(Line(
+            f"{w.text('cos')}, {w.text('sin')}", f"{w.times} {w.num(rope.attention_factor, p)}"
+            f"{w.text(' (YaRN attention factor): each turned pair is that much longer')}", ":",
+        ))  # fmt: skip
     if r < d_k:
         rest = range(r, d_k)
         lines.append(Line(

@@ -40,6 +40,7 @@ class Rope:
     given_angles: np.ndarray | None = None  # (L, r/2) the angle of each pair at each token's position
     given_cos: np.ndarray | None = None  # (L, r) a cos table, one column per rotated coordinate (transformers' layout)
     given_sin: np.ndarray | None = None  # (L, r)
+    attention_factor: float = 1.0  # computed cos and sin × this (a checkpoint's YaRN), as transformers' attention_scaling
 
     def width(self, d_k: int) -> int:
         """r: how many of a head's d_k coordinates are rotated."""
@@ -86,9 +87,16 @@ class Rope:
         first, second = self.pairs(d_k)
         r = self.width(d_k)
         cos, sin = np.empty((angles.shape[0], r)), np.empty((angles.shape[0], r))  # (L, r) each
-        cos[:, first], cos[:, second] = np.cos(angles), np.cos(angles)
-        sin[:, first], sin[:, second] = np.sin(angles), np.sin(angles)
+        c, s = self._cos_sin(angles)  # (L, r/2) each
+        cos[:, first], cos[:, second] = c, c
+        sin[:, first], sin[:, second] = s, s
         return cos, sin
+
+    def _cos_sin(self, angles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """cos and sin of the angles, each × attention_factor when it is not 1."""
+        if self.attention_factor == 1.0:
+            return np.cos(angles), np.sin(angles)
+        return np.cos(angles) * self.attention_factor, np.sin(angles) * self.attention_factor
 
     def pairs(self, d_k: int) -> tuple[np.ndarray, np.ndarray]:
         """The coordinates paired for rotation: (first, second), each (r/2,) indexes from 0, all below r."""
@@ -105,7 +113,7 @@ class Rope:
         out = x.copy()  # (L, d_k): the coordinates past r pass through
         if self.given_cos is None:
             angles = self.angles(rows, d_k)  # (L, r/2)
-            cos, sin = np.cos(angles), np.sin(angles)  # (L, r/2)
+            cos, sin = self._cos_sin(angles)  # (L, r/2)
             out[:, first] = a * cos - b * sin
             out[:, second] = b * cos + a * sin
             return out

@@ -6,8 +6,9 @@ what it means to transformers.
 
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from attncli.sources.bounded import JsonLimits
 CONFIG_LIMITS = JsonLimits(max_bytes=4 * 1024 * 1024)  # config.json and the shard index: a few kB in real checkpoints
 
 LLAMA_FAMILY = ("llama", "qwen2", "mistral")
-ROPE_KINDS = ("default", "linear", "llama3")
+ROPE_KINDS = ("default", "linear", "llama3", "yarn", "longrope")
 ACTIVATIONS = (
     "gelu", "gelu_python", "gelu_new", "gelu_pytorch_tanh", "gelu_python_tanh", "gelu_fast", "quick_gelu",
     "relu", "silu", "swish", "tanh", "sigmoid", "linear",
@@ -55,17 +56,52 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
+def yarn_mscale(factor: float, mscale: float = 1.0) -> float:
+    """YaRN's 0.1·mscale·ln(factor) + 1 (1 when the factor does not stretch), transformers' get_mscale."""
+    return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
+
+
 @dataclass(frozen=True)
 class RopeConfig:
     """Rotary position settings: θ and the scaling of the inverse frequencies."""
 
     theta: float
-    kind: str  # "default", "linear" or "llama3"
+    kind: str  # "default", "linear", "llama3" or "yarn"
     factor: float = 1.0
     low_freq_factor: float | None = None  # llama3 only
     high_freq_factor: float | None = None  # llama3 only
-    original_positions: int | None = None  # llama3 only
+    original_positions: int | None = None  # llama3 and yarn
     partial: float = 1.0  # the fraction of each head rotated (partial_rotary_factor; GPT-NeoX's rotary_pct)
+    # yarn only (transformers' _compute_yarn_parameters): the ramp's rotation counts, whether its ends are rounded
+    # outwards, the explicit attention_factor if given, and DeepSeek's mscale / mscale_all_dim (0 when absent)
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    truncate: bool = True
+    attention_factor: float | None = None
+    mscale: float = 0.0
+    mscale_all_dim: float = 0.0
+    # longrope only (Phi-3-128k, Phi-4-mini): per-pair divisors up to original_positions tokens and beyond
+    short_factor: tuple[float, ...] = ()
+    long_factor: tuple[float, ...] = ()
+
+    @property
+    def yarn_attention_factor(self) -> float:
+        """YaRN's factor on cos and sin, as transformers' _compute_yarn_parameters: the given attention_factor, else
+        mscale(factor, mscale)/mscale(factor, mscale_all_dim) when both are set (1 for DeepSeek-V3), else mscale(factor)."""
+        if self.attention_factor is not None:
+            return self.attention_factor
+        if self.mscale and self.mscale_all_dim:
+            return yarn_mscale(self.factor, self.mscale) / yarn_mscale(self.factor, self.mscale_all_dim)
+        return yarn_mscale(self.factor)
+
+    @property
+    def longrope_attention_factor(self) -> float:
+        """longrope's factor on cos and sin (transformers' _compute_longrope_parameters): the given attention_factor,
+        else √(1 + ln(factor) / ln(original positions)) when the factor stretches, else 1."""
+        if self.attention_factor is not None:
+            return self.attention_factor
+        assert self.original_positions is not None
+        return 1.0 if self.factor <= 1 else math.sqrt(1 + math.log(self.factor) / math.log(self.original_positions))
 
     def describe(self) -> str | None:
         """'linear (factor 2)', 'llama3 (factor 8, original 8192 positions)', or None without scaling."""
@@ -75,6 +111,18 @@ class RopeConfig:
             return (
                 f"llama3 (factor {self.factor:g}, low/high frequency factors {self.low_freq_factor:g}/"
                 f"{self.high_freq_factor:g}, original {self.original_positions} positions)"
+            )
+        if self.kind == "longrope":
+            return (
+                f"longrope (per-pair short factors up to {self.original_positions} positions, long factors beyond; "
+                f"factor {self.factor:g}; cos and sin × {self.longrope_attention_factor:.6g})"
+            )
+        if self.kind == "yarn":
+            extra = f", mscale {self.mscale:g}/{self.mscale_all_dim:g}" if self.mscale or self.mscale_all_dim else ""
+            return (
+                f"yarn (factor {self.factor:g}, original {self.original_positions} positions, beta fast/slow "
+                f"{self.beta_fast:g}/{self.beta_slow:g}{extra}{'' if self.truncate else ', not truncated'}; "
+                f"cos and sin × {self.yarn_attention_factor:.6g})"
             )
         return None
 
@@ -333,7 +381,7 @@ def _llama_family(read: _Reader, model_type: str) -> ModelConfig:
         norm_eps=read.number("rms_norm_eps", d.get("eps", 1e-6)),
         activation=_activation(read, "hidden_act", "hidden_activation", default=d.get("act", "silu")),
         dtype=_dtype(read),
-        rope=_rope(read, max_positions, per_type="full_attention" if model_type == "gemma3_text" else None),
+        rope=_longrope_family(read, model_type, _rope(read, max_positions, per_type="full_attention" if model_type == "gemma3_text" else None)),
         windows=_windows(read, model_type, layers),
         causal=True,
         qkv_bias=model_type == "qwen2" or attention_bias,
@@ -365,6 +413,8 @@ def _rope(read: _Reader, max_positions: int, *, per_type: str | None = None) -> 
     theta = read.number("rope_theta", read.raw.get("rope_theta", 10_000.0), source=chosen)
     if kind == "default":
         return RopeConfig(theta=theta, kind=kind, partial=partial)
+    if kind == "longrope":
+        return _longrope(read, key, chosen, theta, partial, max_positions)
     factor = read.number("factor", None, source=chosen)
     if kind == "linear":
         return RopeConfig(theta=theta, kind=kind, factor=factor, partial=partial)
@@ -372,6 +422,8 @@ def _rope(read: _Reader, max_positions: int, *, per_type: str | None = None) -> 
     original = read.raw.get("original_max_position_embeddings", chosen.get("original_max_position_embeddings", max_positions))
     if isinstance(original, bool) or not isinstance(original, int) or not 1 <= original <= MOST["positions"]:
         raise read.fail("original_max_position_embeddings", f"found {_shown(original)}", f"a whole number from 1 to {MOST['positions']:,}")
+    if kind == "yarn":
+        return _yarn(read, key, chosen, RopeConfig(theta, kind, factor, None, None, original, partial))
     low = read.number("low_freq_factor", None, source=chosen)
     high = read.number("high_freq_factor", None, source=chosen)
     if high <= low:
@@ -379,6 +431,55 @@ def _rope(read: _Reader, max_positions: int, *, per_type: str | None = None) -> 
             key, f"high_freq_factor {high:g} is not above low_freq_factor {low:g}", "high_freq_factor > low_freq_factor"
         )
     return RopeConfig(theta, kind, factor, low, high, original, partial)
+
+
+def _longrope_family(read: _Reader, model_type: str, rope: RopeConfig) -> RopeConfig:
+    """longrope's frequencies depend on the sentence's length, which only the phi3 reader hands RoPE: elsewhere refused."""
+    if rope.kind == "longrope" and model_type != "phi3":
+        raise read.fail("rope_scaling", f"the RoPE scaling 'longrope' is read for phi3 only, not {model_type}", "phi3, or another scaling")
+    return rope
+
+
+def _longrope(read: _Reader, key: str, chosen: dict[str, Any], theta: float, partial: float, max_positions: int) -> RopeConfig:
+    """longrope as transformers 5 reads it: original_max_position_embeddings top level first (Phi-3), then in the
+    settings, else max_position_embeddings; factor given, else max / original; short and long per-pair factors."""
+    original = read.raw.get("original_max_position_embeddings", chosen.get("original_max_position_embeddings", max_positions))
+    if isinstance(original, bool) or not isinstance(original, int) or not 2 <= original <= MOST["positions"]:
+        raise read.fail("original_max_position_embeddings", f"found {_shown(original)}", f"a whole number from 2 to {MOST['positions']:,}")
+    given = chosen.get("factor")
+    factor = max_positions / original if given is None else read.number("factor", given, source={})
+    lists = []
+    for name in ("short_factor", "long_factor"):
+        value = chosen.get(name)
+        if not isinstance(value, list) or not value or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < 1e30 for v in value
+        ):
+            raise read.fail(f"{key}.{name}", f"found {_shown(value)}", "a list of positive numbers, one per rotary pair")
+        lists.append(tuple(float(v) for v in value))
+    attention = chosen.get("attention_factor")
+    return RopeConfig(
+        theta, "longrope", factor, None, None, original, partial,
+        attention_factor=None if attention is None else read.number("attention_factor", attention, source={}),
+        short_factor=lists[0], long_factor=lists[1],
+    )  # fmt: skip
+
+
+def _yarn(read: _Reader, key: str, chosen: dict[str, Any], base: RopeConfig) -> RopeConfig:
+    """YaRN's optional keys, with transformers' defaults: beta_fast 32, beta_slow 1 (a 0 or null counts as absent, as
+    transformers' `or` has it), truncate true, mscale and mscale_all_dim absent, attention_factor from the factor."""
+    beta_fast = read.number("beta_fast", chosen.get("beta_fast") or 32, source={})
+    beta_slow = read.number("beta_slow", chosen.get("beta_slow") or 1, source={})
+    truncate = chosen.get("truncate", True)
+    if not isinstance(truncate, bool):
+        raise read.fail(f"{key}.truncate", f"found {_shown(truncate)}", "true or false")
+    given = chosen.get("attention_factor")
+    attention = None if given is None else read.number("attention_factor", given, source={})
+    mscales = [chosen.get(name) or 0 for name in ("mscale", "mscale_all_dim")]
+    for name, value in zip(("mscale", "mscale_all_dim"), mscales, strict=True):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1e6:
+            raise read.fail(f"{key}.{name}", f"found {_shown(value)}", "a number from 0 to 1e6, or absent")
+    return replace(base, beta_fast=beta_fast, beta_slow=beta_slow, truncate=truncate, attention_factor=attention,
+                   mscale=float(mscales[0]), mscale_all_dim=float(mscales[1]))  # fmt: skip
 
 
 def _partial(read: _Reader, key: str, value: object) -> float:

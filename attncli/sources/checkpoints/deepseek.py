@@ -38,7 +38,7 @@ from attncli.sources.checkpoints.blocks import (
     storage_note,
     through,
 )
-from attncli.sources.checkpoints.config import MOST, ModelConfig, read_raw
+from attncli.sources.checkpoints.config import MOST, ModelConfig, read_raw, yarn_mscale
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -121,7 +121,16 @@ def _rope(cfg: ModelConfig, ds: DeepseekConfig) -> Rope:
     spec = rope_spec(cfg.rope, ds.rope)
     if not ds.interleave:
         return spec
-    return Rope(theta=spec.theta, style="interleaved", inv_freq=spec.inv_freq, scaling=spec.scaling)
+    return Rope(theta=spec.theta, style="interleaved", inv_freq=spec.inv_freq, scaling=spec.scaling, attention_factor=spec.attention_factor)
+
+
+def _mscale(cfg: ModelConfig) -> float:
+    """DeepSeek's YaRN softmax factor: the scale (d_n + d_r)^−½ is multiplied by mscale(factor, mscale_all_dim)² when
+    mscale_all_dim is set (transformers' yarn_apply_mscale; 1 otherwise)."""
+    rope = cfg.rope
+    if rope is None or rope.kind != "yarn" or not rope.mscale_all_dim:
+        return 1.0
+    return yarn_mscale(rope.factor, rope.mscale_all_dim)
 
 
 def _attention(cfg: ModelConfig, ds: DeepseekConfig, w: Weights, index: int, rope: Rope) -> AttentionWeights:
@@ -155,7 +164,7 @@ def _attention(cfg: ModelConfig, ds: DeepseekConfig, w: Weights, index: int, rop
     W_O = w.get(p + "o_proj.weight", (d, H * d_v)).T  # (H·d_v, d)
     return AttentionWeights(
         W_Q=None, W_K=None, W_V=None, b_Q=None, b_K=None, b_V=None, W_O=W_O, b_O=None,
-        heads=H, kv_heads=H, head_dim=d_n + d_r, divisor=math.sqrt(d_n + d_r), causal=True, window=None, rope=rope, mla=mla,
+        heads=H, kv_heads=H, head_dim=d_n + d_r, divisor=math.sqrt(d_n + d_r) / _mscale(cfg) ** 2, causal=True, window=None, rope=rope, mla=mla,
     )  # fmt: skip
 
 
@@ -264,7 +273,10 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
         f"RoPE ({'interleaved pairs' if ds.interleave else 'rotate-half'}) on the {ds.rope} rotary numbers of q and k only: θ = {rope.theta:g}"
         + (f", {rope.scaling}" if rope.scaling else ""),
         f"KV cache per token and layer: {mla.cached} numbers (latent + rotary key) against {mla.expanded} expanded",
-        f"scores divided by √(d_n + d_r) = √{ds.nope + ds.rope} = {attention.divisor:g}",
+        f"scores divided by √(d_n + d_r) = √{ds.nope + ds.rope} = {attention.divisor:g}"
+        if _mscale(cfg) == 1.0
+        else f"scores divided by √(d_n + d_r) / mscale² = √{ds.nope + ds.rope} / {_mscale(cfg):.6g}² = {attention.divisor:g} "
+        f"(YaRN's mscale(factor {cfg.rope.factor:g}, mscale_all_dim {cfg.rope.mscale_all_dim:g}) squared)",  # type: ignore[union-attr]
         "causal mask: each token sees itself and the tokens before it",
         f"{dense}, then mixture of experts (sigmoid router in float32, {ds.per_token} of {ds.experts} experts, "
         f"{ds.top_groups} of {ds.groups} groups, × {ds.scaling:g}, {ds.shared} shared)",

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
 
 from attncli.core.variants import LearnedSink, Rope
 from attncli.errors import AttnError
-from attncli.sources.checkpoints import moe
+from attncli.sources.checkpoints import moe, mxfp4
 from attncli.sources.checkpoints.blocks import (
     AttentionWeights,
     LayerInputs,
@@ -35,6 +36,7 @@ from attncli.sources.checkpoints.blocks import (
 from attncli.sources.checkpoints.config import MOST, ModelConfig, _llama_family, _Reader, _window
 from attncli.sources.checkpoints.gemma2 import layer_kinds
 from attncli.sources.checkpoints.rope import rope_spec
+from attncli.sources.checkpoints.safetensors import Checkpoint
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -99,15 +101,11 @@ def _norm(cfg: ModelConfig, w: Weights, name: str, x: np.ndarray) -> np.ndarray:
     return rms_norm(x, w.get(name + ".weight", (cfg.hidden_size,)), cfg.norm_eps)
 
 
-def _expert_blocks(w: Weights, name: str, shape: tuple[int, ...]) -> tuple[str, list[int]]:
-    """The full name of an experts tensor, checked for shape (quantised MXFP4 experts refused by name)."""
+def _expert_blocks(w: Weights, name: str, shape: tuple[int, ...]) -> tuple[str, bool]:
+    """The full name of an experts tensor, checked for shape, and whether it is stored as MXFP4 (`_blocks` + `_scales`)."""
     full = w.prefix + name
-    if not w.checkpoint.has(full) and w.checkpoint.has(full + "_blocks"):
-        raise AttnError(
-            f"tensor '{full}' is stored quantised as MXFP4 ('{name}_blocks' and '_scales'), which attncli does not dequantise",
-            file=str(w.checkpoint.file_of(full + "_blocks")),
-            expected="experts in float32, bfloat16 or float16 (transformers' dequantised save)",
-        )
+    if not w.checkpoint.has(full) and mxfp4.has_mxfp4(w.checkpoint, full):
+        return full, True  # shapes checked per expert as it is read
     stored = w.checkpoint.shape(full) if w.checkpoint.has(full) else None
     if stored is None:
         w.get(name, shape)  # names the missing tensor
@@ -116,7 +114,19 @@ def _expert_blocks(w: Weights, name: str, shape: tuple[int, ...]) -> tuple[str, 
             f"tensor '{full}' has shape {list(stored or ())} but {w.checkpoint.config_source} implies {list(shape)}",
             file=str(w.checkpoint.file_of(full)),
         )
-    return full, list(shape)
+    return full, False
+
+
+def _each_expert(w: Weights, name: str, quantised: bool, shape: tuple[int, int], used: list[int]) -> Iterator[tuple[int, np.ndarray]]:
+    """(expert, its (shape) float64 matrix) for each used expert: from float blocks of rows, or dequantised from MXFP4."""
+    if quantised:
+        assert isinstance(w.checkpoint, Checkpoint)
+        for e in used:
+            yield e, mxfp4.expert(w.checkpoint, name, e, shape)
+        return
+    for first, block in w.checkpoint.row_blocks(name):  # block: (experts, *shape)
+        for e in (e for e in used if first <= e < first + block.shape[0]):
+            yield e, block[e - first]
 
 
 def experts(cfg: ModelConfig, w: Weights, index: int, x: np.ndarray) -> tuple[np.ndarray, moe.Routing]:
@@ -128,26 +138,24 @@ def experts(cfg: ModelConfig, w: Weights, index: int, x: np.ndarray) -> tuple[np
     routing = moe.top_k_softmax(logits, s.top_k, layer=index + 1)
     gate_up_bias = w.get(p + "experts.gate_up_proj_bias", (E, 2 * inner))  # (E, 2·inner)
     down_bias = w.get(p + "experts.down_proj_bias", (E, d))  # (E, d)
-    gate_up_name, _ = _expert_blocks(w, p + "experts.gate_up_proj", (E, d, 2 * inner))
-    down_name, _ = _expert_blocks(w, p + "experts.down_proj", (E, inner, d))
+    gate_up_name, gate_up_q = _expert_blocks(w, p + "experts.gate_up_proj", (E, d, 2 * inner))
+    down_name, down_q = _expert_blocks(w, p + "experts.down_proj", (E, inner, d))
     share = np.zeros((x.shape[0], E))  # (L, E) each token's weight per expert, 0 where not chosen
     np.put_along_axis(share, routing.experts, routing.weights, axis=-1)
     used = [e for e in range(E) if share[:, e].any()]
     glu: dict[int, np.ndarray] = {}  # expert → (L_e, inner) its activation for the tokens routed to it
-    for first, block in w.checkpoint.row_blocks(gate_up_name):  # block: (experts, d, 2·inner)
-        for e in (e for e in used if first <= e < first + block.shape[0]):
-            _finite(w, gate_up_name, block[e - first])
-            rows = share[:, e] > 0  # (L,)
-            gate_up = x[rows] @ block[e - first] + gate_up_bias[e]  # (L_e, 2·inner)
-            gate = np.minimum(gate_up[:, ::2], s.limit)  # (L_e, inner)
-            up = np.clip(gate_up[:, 1::2], -s.limit, s.limit)  # (L_e, inner)
-            glu[e] = (up + 1.0) * gate / (1.0 + np.exp(-s.alpha * gate))  # (L_e, inner) (up + 1)·gate·σ(α·gate)
+    for e, matrix in _each_expert(w, gate_up_name, gate_up_q, (d, 2 * inner), used):  # matrix: (d, 2·inner)
+        _finite(w, gate_up_name, matrix)
+        rows = share[:, e] > 0  # (L,)
+        gate_up = x[rows] @ matrix + gate_up_bias[e]  # (L_e, 2·inner)
+        gate = np.minimum(gate_up[:, ::2], s.limit)  # (L_e, inner)
+        up = np.clip(gate_up[:, 1::2], -s.limit, s.limit)  # (L_e, inner)
+        glu[e] = (up + 1.0) * gate / (1.0 + np.exp(-s.alpha * gate))  # (L_e, inner) (up + 1)·gate·σ(α·gate)
     out = np.zeros_like(x)  # (L, d)
-    for first, block in w.checkpoint.row_blocks(down_name):  # block: (experts, inner, d)
-        for e in (e for e in used if first <= e < first + block.shape[0]):
-            _finite(w, down_name, block[e - first])
-            rows = share[:, e] > 0
-            out[rows] += (glu[e] @ block[e - first] + down_bias[e]) * share[rows, e][:, None]  # (L_e, d)
+    for e, matrix in _each_expert(w, down_name, down_q, (inner, d), used):  # matrix: (inner, d)
+        _finite(w, down_name, matrix)
+        rows = share[:, e] > 0
+        out[rows] += (glu[e] @ matrix + down_bias[e]) * share[rows, e][:, None]  # (L_e, d)
     return out, routing
 
 
@@ -212,7 +220,8 @@ def notes(
         kind,
         f"learned attention sinks (self_attn.sinks): each head's logit joins the softmax's denominator with no value, so a "
         f"row's weights sum to less than 1: sink = {sinks}",
-        f"RoPE (rotate-half: the two halves of each head turned by a table of d_k/2 angles) at positions 0, 1, 2, …: θ = {rope.theta:g}",
+        f"RoPE (rotate-half: the two halves of each head turned by a table of d_k/2 angles) at positions 0, 1, 2, …: θ = {rope.theta:g}"
+        + (f", {rope.scaling}" if rope.scaling else ""),
         sharing,
         "q, k, v and o projections have biases" if cfg.output_bias else None,
         f"scores divided by √d_k = √{cfg.head_dim} = {attention.divisor:g}",

@@ -66,7 +66,7 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
     """X = input_layernorm (RMSNorm) of the residual entering `layer` (from 1), and that layer's attention weights."""
     assert cfg.rope is not None
     w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", ""))
-    rope = rope_spec(cfg.rope, cfg.head_dim)
+    rope = rope_spec(cfg.rope, cfg.head_dim, len(ids))  # longrope: short or long factors by the sentence's length
     h = w.rows("embed_tokens.weight", ids, cfg.hidden_size)  # (L, d)
     for index in range(layer - 1):
         h = _layer(cfg, w, index, h, rope)
