@@ -137,30 +137,8 @@ def load_layer(
             f"layer {layer} is out of range: the model has {cfg.layers} layers", key="layer", expected=f"1 to {cfg.layers}"
         )
     widest = cfg.intermediate_size if layer > 1 else 0  # the earlier layers' MLPs hold L × intermediate numbers
-    by_cells = cfg.max_positions
-    if max_cells is not None:
-        by_cells = min(math.isqrt(max_cells // cfg.heads), max_cells // widest if widest else by_cells)
-
-    def too_long(count: int) -> AttnError:
-        if count > cfg.max_positions:
-            return AttnError(
-                f"the sentence is {count:,} tokens long, more than the model's {cfg.max_positions:,} positions",
-                key="sentence",
-                expected=f"at most {cfg.max_positions:,} tokens",
-            )
-        if max_cells is not None and count * widest > max_cells:
-            return AttnError(
-                f"{count:,} tokens × {widest:,} (the MLP width of layers 1–{layer - 1}) = {count * widest:,} numbers, "
-                f"more than the limit of {max_cells:,}",
-                key="sentence",
-                expected=f"a shorter sentence, an earlier layer, or raise the limit with {option('max_cells')}",
-            )
-        return too_many_cells(count, cfg.heads, max_cells or 0)
-
-    tokenized = checkpoint_tokens(folder, text, special_tokens=special_tokens, max_tokens=min(cfg.max_positions, by_cells), too_many=too_long)
+    tokenized = _bounded_tokens(folder, cfg, text, "sentence", special_tokens, max_cells, heads=cfg.heads, widest=widest, layer=layer, what="the sentence")
     ids, labels, not_applied = tokenized.ids, tokenized.labels, tokenized.not_applied
-    if not ids:
-        raise AttnError("the sentence gives no tokens", key="sentence", expected="some text")
     if gguf is None:
         checkpoint = Checkpoint(folder)
     with np.errstate(all="ignore"):  # an overflow is reported below, as what it is, not as numpy's warning
@@ -254,18 +232,36 @@ def _encoder_decoder_layer(
     )  # fmt: skip
 
 
-def _bounded_tokens(folder: Path, cfg: ModelConfig, text: str, key: str, special_tokens: bool, max_cells: int | None, *, heads: int) -> Tokenized:
-    """A text's tokens, refused when longer than the model's positions or, squared over `heads`, than `max_cells`."""
-    most = cfg.max_positions if max_cells is None else min(cfg.max_positions, math.isqrt(max_cells // heads))
+def _bounded_tokens(
+    folder: Path, cfg: ModelConfig, text: str, key: str, special_tokens: bool, max_cells: int | None, *,
+    heads: int, widest: int = 0, layer: int = 1, what: str = "the text",
+) -> Tokenized:  # fmt: skip
+    """A text's tokens, refused as soon as they are counted when longer than the model's positions or than `max_cells` allows.
+
+    `max_cells` bounds the heads × L × L attention cells, and L × `widest` (the MLP width of layers 1 … layer − 1,
+    which each hold that many numbers); nothing is computed before the count.
+    """
+    by_cells = cfg.max_positions
+    if max_cells is not None:
+        by_cells = min(math.isqrt(max_cells // heads), max_cells // widest if widest else by_cells)
 
     def too_long(count: int) -> AttnError:
         if count > cfg.max_positions:
-            return AttnError(f"the text is {count:,} tokens long, more than the model's {cfg.max_positions:,} positions", key=key, expected=f"at most {cfg.max_positions:,} tokens")
+            return AttnError(
+                f"{what} is {count:,} tokens long, more than the model's {cfg.max_positions:,} positions", key=key, expected=f"at most {cfg.max_positions:,} tokens"
+            )
+        if max_cells is not None and count * widest > max_cells:
+            return AttnError(
+                f"{count:,} tokens × {widest:,} (the MLP width of layers 1–{layer - 1}) = {count * widest:,} numbers, "
+                f"more than the limit of {max_cells:,}",
+                key=key,
+                expected=f"a shorter sentence, an earlier layer, or raise the limit with {option('max_cells')}",
+            )
         return too_many_cells(count, heads, max_cells or 0)
 
-    tokens = checkpoint_tokens(folder, text, special_tokens=special_tokens, max_tokens=most, too_many=too_long)
+    tokens = checkpoint_tokens(folder, text, special_tokens=special_tokens, max_tokens=min(cfg.max_positions, by_cells), too_many=too_long)
     if not tokens.ids:
-        raise AttnError("the text gives no tokens", key=key, expected="some text")
+        raise AttnError(f"{what} gives no tokens", key=key, expected="some text")
     return tokens
 
 
