@@ -17,9 +17,18 @@ from attncli.document import escape
 from attncli.document.blocks import DROPPED, EMPTY, HIDDEN, Grid
 from attncli.document.numbers import fixed
 from attncli.formats import palette
-from attncli.formats.svgheatmap import CELL_HEIGHT, FONTS, GAP, LABEL_SIZE, MAX_GRID_WIDTH, NUMBER_SIZE, text_width
+from attncli.formats.svgheatmap import (
+    CELL_HEIGHT,
+    FONTS,
+    GAP,
+    LABEL_SIZE,
+    MAX_GRID_WIDTH,
+    NUMBER_SIZE,
+    label_text,
+    short_label,
+    text_width,
+)
 
-MAX_LABEL = 24  # characters of a label shown; the whole label is in its tooltip
 SIDE_SIZE = 11  # px, the side columns' numbers
 DROPPED_FILL = "#f2f2f2"
 MARK = "#d94801"  # the outline of a row's maximum and of the skipped tiles' cross: orange, apart from the blues
@@ -48,16 +57,6 @@ def grids_svg(grids: Sequence[Grid], *, precision: int, dark: bool = True) -> st
     return "\n".join(out) + "\n"
 
 
-def _short(label: str) -> str:
-    shown = escape.visible(label)
-    return shown if len(shown) <= MAX_LABEL else shown[: MAX_LABEL - 1] + "…"
-
-
-def _label(shown: str, label: str) -> str:
-    tip = f"<title>{escape.xml(label)}</title>" if shown != escape.visible(label) else ""
-    return tip + escape.xml(shown)
-
-
 def _text(x: float, y: float, words: str, *, size: float = LABEL_SIZE, extra: str = "") -> str:
     return f'<text class="fg" x="{x:.1f}" y="{y:.1f}" font-size="{size}" fill="{palette.LIGHT.text}"{extra}>{words}</text>'
 
@@ -79,7 +78,7 @@ def _figure(grid: Grid, precision: int) -> tuple[str, float, float]:
     cell_h = CELL_HEIGHT if cell_w >= 8 else max(4.0, cell_w)
     show_numbers = widest + 4 <= cell_w and cell_h >= NUMBER_SIZE + 4
 
-    row_labels, col_labels = [_short(x) for x in grid.rows], [_short(x) for x in grid.cols]
+    row_labels, col_labels = [short_label(x) for x in grid.rows], [short_label(x) for x in grid.cols]
     row_w = max((text_width(x, LABEL_SIZE) for x in row_labels), default=0.0)
     col_w = max((text_width(x, LABEL_SIZE) for x in col_labels), default=0.0)
     x0 = 12 + LABEL_SIZE + 6 + row_w + 8
@@ -106,10 +105,10 @@ def _figure(grid: Grid, precision: int) -> tuple[str, float, float]:
     for c, label in enumerate(col_labels):
         x, y = x0 + cell_w * (c + 0.5) + LABEL_SIZE * 0.3, y0 - 6
         out.append(f'<text class="fg" transform="translate({x:.1f} {y:.1f}) rotate(-45)" font-size="{LABEL_SIZE}" '
-                   f'fill="{palette.LIGHT.text}">{_label(label, grid.cols[c])}</text>')  # fmt: skip
+                   f'fill="{palette.LIGHT.text}">{label_text(label, grid.cols[c])}</text>')  # fmt: skip
     for r, label in enumerate(row_labels):
         y = y0 + cell_h * (r + 0.5) + LABEL_SIZE * 0.35
-        out.append(_text(x0 - 8, y, _label(label, grid.rows[r]), extra=' text-anchor="end"'))
+        out.append(_text(x0 - 8, y, label_text(label, grid.rows[r]), extra=' text-anchor="end"'))
     row_tips, col_tips = [escape.xml(x) for x in grid.rows], [escape.xml(x) for x in grid.cols]
     for r in range(n_rows):
         for c in range(n_cols):

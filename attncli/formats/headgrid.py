@@ -17,6 +17,7 @@ import numpy as np
 
 from attncli.document import escape
 from attncli.formats import palette
+from attncli.formats.htmltable import html_page
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -175,16 +176,15 @@ def grid_html(grid: HeadGrid, table: HeadTable, *, precision: int = 3) -> str:
                          for text, command in table.readings)  # fmt: skip
     header = "".join(f'<th scope="col" title="{escape.html(c)}">{escape.html(SHORT.get(c, c))}</th>' for c in table.columns)
     body = "\n".join("<tr>" + "".join(f"<td>{escape.html(_number(v, precision, table.general))}</td>" for v in row) + "</tr>" for row in table.rows)
-    return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n<meta name="color-scheme" content="light dark">\n'
-        f"<title>{escape.html(grid.title)}</title>\n<style>\n{css}\n</style>\n</head>\n<body>\n<main>\n"
+    return html_page(
+        grid.title,
+        f"{css}\n",
         f"<h1>{escape.html(grid.title)}</h1>\n"
         f'<div class="scroll">\n{grid_svg(grid, tooltips=True, standalone=False)}</div>\n'
         f'<p class="legend">{escape.html(grid.hover)}</p>\n'
         f"<h2>{escape.html(table.heading)}</h2>\n<ul>\n{readings or '<li>' + escape.html(table.none) + '</li>'}\n</ul>\n"
         f"<h2>Statistics</h2>\n<p class=\"legend\">{escape.html(table.legend)}</p>\n"
-        f"<table>\n<thead><tr>{header}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>\n</main>\n</body>\n</html>\n"
+        f"<table>\n<thead><tr>{header}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>\n",
     )
 
 

@@ -76,12 +76,16 @@ def page(content: str, *, fragment: bool, title: str, dark: bool, css: str = "")
     """The one HTML skeleton: a complete page around `content`, or (fragment) a <div class="attncli"> with its <style>; `css` added to the stylesheet."""
     if fragment:
         return f'<div class="attncli">\n<style>\n{stylesheet(dark=dark)}{css}</style>\n{content}\n</div>\n'
-    schemes = "light dark" if dark else "light"
+    return html_page(title, stylesheet(page=True, dark=dark) + css, f"{content}\n", schemes="light dark" if dark else "light", main='<main class="attncli">')
+
+
+def html_page(title: str, css: str, body: str, *, schemes: str = "light dark", main: str = "<main>") -> str:
+    """A complete page: `css` in its <style>, `body` (ending in a newline) inside `main`; `schemes` the colour schemes it supports."""
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">\n<meta name="color-scheme" content="{schemes}">\n'
-        f"<title>{escape.html(title)}</title>\n<style>\n{stylesheet(page=True, dark=dark)}{css}</style>\n</head>\n"
-        f'<body>\n<main class="attncli">\n{content}\n</main>\n</body>\n</html>\n'
+        f"<title>{escape.html(title)}</title>\n<style>\n{css}</style>\n</head>\n"
+        f"<body>\n{main}\n{body}</main>\n</body>\n</html>\n"
     )
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from attncli.document import escape
 from attncli.formats import palette
+from attncli.formats.htmltable import html_page
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -158,15 +159,14 @@ def html(shaded: Shaded, *, precision: int = 2) -> str:
         + "</tr>"
         for row in shaded.rows
     )
-    return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n<meta name="color-scheme" content="light dark">\n'
-        f"<title>{escape.html(shaded.title)}</title>\n<style>\n{css}\n</style>\n</head>\n<body>\n<main>\n"
+    return html_page(
+        shaded.title,
+        f"{css}\n",
         f"<h1>{escape.html(shaded.title)}</h1>\n"
         f'<div class="scroll">\n{svg(shaded, precision=precision, standalone=False)}</div>\n'
         + (f"<h2>What the rows show</h2>\n<ul>\n{readings}\n</ul>\n" if readings else "")
         + f'<h2>The weights</h2>\n<div class="scroll">\n<table>\n<thead><tr><th></th>{header}</tr></thead>\n<tbody>\n{body}\n</tbody>\n'
-        "</table>\n</div>\n</main>\n</body>\n</html>\n"
+        "</table>\n</div>\n",
     )
 
 

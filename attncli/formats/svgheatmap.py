@@ -79,8 +79,8 @@ def _figure(view: MatrixView, precision: int) -> Figure:
     cell_h = CELL_HEIGHT if cell_w >= 8 else max(4.0, cell_w)
     show_numbers = widest + 4 <= cell_w and cell_h >= NUMBER_SIZE + 4
 
-    row_labels = [_short(label) for label in view.rows]
-    col_labels = [_short(label) for label in view.cols]
+    row_labels = [short_label(label) for label in view.rows]
+    col_labels = [short_label(label) for label in view.cols]
     row_w = max((text_width(label, LABEL_SIZE) for label in row_labels), default=0.0)
     col_w = max((text_width(label, LABEL_SIZE) for label in col_labels), default=0.0)
     square = view.square  # queries × keys: name the axes
@@ -107,11 +107,11 @@ def _figure(view: MatrixView, precision: int) -> Figure:
     for c, label in enumerate(col_labels):
         x, y = x0 + cell_w * (c + 0.5) + LABEL_SIZE * 0.3, y0 - 6
         out.append(f'<text class="fg" transform="translate({x:.1f} {y:.1f}) rotate(-45)" font-size="{LABEL_SIZE}" '
-                   f'fill="{palette.LIGHT.text}">{_label_text(label, view.cols[c])}</text>')  # fmt: skip
+                   f'fill="{palette.LIGHT.text}">{label_text(label, view.cols[c])}</text>')  # fmt: skip
     for r, label in enumerate(row_labels):
         y = y0 + cell_h * (r + 0.5) + LABEL_SIZE * 0.35
         out.append(f'<text class="fg" x="{x0 - 8:.1f}" y="{y:.1f}" text-anchor="end" font-size="{LABEL_SIZE}" '
-                   f'fill="{palette.LIGHT.text}">{_label_text(label, view.rows[r])}</text>')  # fmt: skip
+                   f'fill="{palette.LIGHT.text}">{label_text(label, view.rows[r])}</text>')  # fmt: skip
 
     # numbers need no escaping (digits, sign, point, e, ∞), and escaping is character by character: each label once
     row_tips, col_tips = [escape.xml(label) for label in view.rows], [escape.xml(label) for label in view.cols]
@@ -180,13 +180,14 @@ def _caption_title(view: MatrixView) -> str:
     return (f"Head {view.head} · " if view.head is not None else "") + view.title
 
 
-def _short(label: str) -> str:
+def short_label(label: str) -> str:
     """The label as shown: visible, and cut to MAX_LABEL characters with an ellipsis."""
     shown = escape.visible(label)
     return shown if len(shown) <= MAX_LABEL else shown[: MAX_LABEL - 1] + "…"
 
 
-def _label_text(shown: str, label: str) -> str:
+def label_text(shown: str, label: str) -> str:
+    """A label as SVG text: escaped, with the whole label as its tooltip when it was shortened or made visible."""
     tip = f"<title>{escape.xml(label)}</title>" if shown != escape.visible(label) else ""
     return tip + escape.xml(shown)
 
