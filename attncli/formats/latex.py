@@ -32,11 +32,6 @@ def text(words: str) -> str:
     return escape.latex(words)
 
 
-def comment(words: str) -> str:
-    """A % comment line, in plain UTF-8 that nothing can end early (see `attncli.document.escape.latex_comment`)."""
-    return "% " + escape.latex_comment(words)
-
-
 def block(body: str) -> str:
     return f"$$ {body} $$"
 
@@ -124,20 +119,6 @@ def _aligned_row(line: Line) -> str:
         if line.rhs.startswith(relation):
             return f"&{relation.strip()} {line.rhs[len(relation):]}"
     return rf"&\quad {line.rhs}"
-
-
-def steps_latex(steps: Steps) -> Iterator[str]:
-    """Each step (written in TeX notation): a comment with its title, its arithmetic as one `aligned` block, its notes as comments."""
-    for number, step in enumerate(steps.steps, 1):
-        yield ""
-        yield comment(f"Step {number}: {step.title}")
-        rows = [_aligned_row(line) for line in step.lines]
-        if step.matrix is not None:
-            name, matrix = step.matrix
-            rows.insert(1, f"{name} &= {texmatrix.labelled_matrix(np.atleast_2d(matrix), precision=steps.precision)}")
-        if rows:
-            yield block(r"\begin{aligned} " + r" \\ ".join(rows) + r" \end{aligned}")
-        yield from (comment(note) for note in step.notes)
 
 
 _SPACED_WORDS = re.compile(r"(?<= )\\text\{([A-Za-z][A-Za-z ]*)\}(?= )")  # `(a, b) \text{turns to} (c, d)`

@@ -42,8 +42,6 @@ from attncli.sources.checkpoints.config import MOST, ModelConfig, read_raw, yarn
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
-MODEL_TYPES = ("deepseek_v3",)
-
 
 @dataclass(frozen=True)
 class DeepseekConfig:
