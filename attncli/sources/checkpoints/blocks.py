@@ -264,6 +264,16 @@ def storage_note(dtype: str) -> str:
     return f"weights stored as {dtype}, arithmetic in float64"
 
 
+def sharing_note(heads: int, kv_heads: int) -> str | None:
+    """How the query heads share key/value heads, in the header's words; None when each has its own."""
+    if 1 < kv_heads < heads:
+        return (f"grouped-query attention: {heads} query heads share {kv_heads} key/value heads, {heads // kv_heads} each "
+                "(head h reads key/value head ⌊(h−1)·G/H⌋ + 1)")  # fmt: skip
+    if kv_heads == 1 and heads > 1:
+        return f"multi-query attention: all {heads} query heads read one key/value head"
+    return None
+
+
 def window_note(window: int | None) -> str | None:
     """'sliding window: query i sees keys i−3 … i (sliding_window = 4)' or None."""
     if window is None:

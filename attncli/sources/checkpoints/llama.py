@@ -20,6 +20,7 @@ from attncli.sources.checkpoints.blocks import (
     activate,
     rms_norm,
     self_attention,
+    sharing_note,
     storage_note,
     through,
     window_note,
@@ -110,13 +111,7 @@ def layer_inputs(
 def notes(cfg: ModelConfig, layer: int, rope: Rope, attention: AttentionWeights, dtype: str, *, first: str | None = None) -> tuple[str, ...]:
     """The header's lines for a Llama-like layer; `first` replaces the line that says what X is."""
     H, G = cfg.heads, cfg.kv_heads
-    sharing = (
-        f"grouped-query attention: {H} query heads share {G} key/value heads, {H // G} each (head h reads key/value head ⌊(h−1)·G/H⌋ + 1)"
-        if 1 < G < H
-        else f"multi-query attention: all {H} query heads read one key/value head"
-        if G == 1 and H > 1
-        else None
-    )
+    sharing = sharing_note(H, G)
     scaling = f", {rope.scaling.replace(' (', ' scaling (', 1)}" if rope.scaling else ""
     norm = attention.qk_norm
     qk_norm = None if norm is None else (

@@ -21,6 +21,7 @@ from attncli.sources.checkpoints.blocks import (
     activate,
     rms_norm,
     self_attention,
+    sharing_note,
     storage_note,
     through,
     window_note,
@@ -83,8 +84,7 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
         f"X = input_layernorm (RMSNorm) of the residual entering layer {layer}: token embeddings{through(layer)}",
         f"W_Q, W_K, W_V are the row blocks [q ({H}·{d_k}) | k ({G}·{d_k}) | v ({G}·{d_k})] of qkv_proj",
         f"RoPE (rotate-half){part} at positions 0, 1, 2, …: θ = {rope.theta:g}{scaling}",
-        f"grouped-query attention: {H} query heads share {G} key/value heads, {H // G} each (head h reads key/value head ⌊(h−1)·G/H⌋ + 1)"
-        if 1 < G < H else None,
+        sharing_note(H, G),
         f"scores divided by √d_k = √{d_k} = {attention.divisor:g}",
         "causal mask: each token sees itself and the tokens before it",
         window_note(attention.window),
