@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from attncli.core.variants import Rope, SoftCap
+from attncli.sources.checkpoints import llama
 from attncli.sources.checkpoints.blocks import (
     AttentionWeights,
     LayerInputs,
@@ -88,20 +89,11 @@ def settings(cfg: ModelConfig) -> Gemma2Settings:
 
 
 def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> AttentionWeights:
-    d, H, G, d_k = cfg.hidden_size, cfg.heads, cfg.kv_heads, cfg.head_dim
+    """Llama's projections and window, scores divided by √query_pre_attn_scalar and soft-capped."""
     g = settings(cfg)
-    p = f"layers.{index}.self_attn."
-    W_Q, b_Q = w.linear(p + "q_proj", d, H * d_k, cfg.qkv_bias)
-    W_K, b_K = w.linear(p + "k_proj", d, G * d_k, cfg.qkv_bias)
-    W_V, b_V = w.linear(p + "v_proj", d, G * d_k, cfg.qkv_bias)
-    W_O, b_O = w.linear(p + "o_proj", H * d_k, d, cfg.output_bias)
-    window = cfg.windows[index]
-    return AttentionWeights(
-        W_Q=W_Q, W_K=W_K, W_V=W_V, b_Q=b_Q, b_K=b_K, b_V=b_V, W_O=W_O, b_O=b_O,
-        heads=H, kv_heads=G, head_dim=d_k, divisor=math.sqrt(g.query_pre_attn_scalar), causal=True,
-        window=None if window is None else window - 1,  # transformers: key j seen when j > i − sliding_window
-        rope=rope, softcap=None if g.attn_cap is None else SoftCap(g.attn_cap),
-    )  # fmt: skip
+    return dataclasses.replace(
+        llama._attention(cfg, w, index, rope), divisor=math.sqrt(g.query_pre_attn_scalar), softcap=None if g.attn_cap is None else SoftCap(g.attn_cap)
+    )
 
 
 def _norm(cfg: ModelConfig, w: Weights, name: str, x: np.ndarray) -> np.ndarray:

@@ -15,7 +15,6 @@ with W_gu stored (E, d, 2·inner) and W_down (E, inner, d): x·W, not nn.Linear'
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -23,7 +22,7 @@ import numpy as np
 
 from attncli.core.variants import LearnedSink, Rope
 from attncli.errors import AttnError
-from attncli.sources.checkpoints import moe, mxfp4
+from attncli.sources.checkpoints import llama, moe, mxfp4
 from attncli.sources.checkpoints.blocks import (
     AttentionWeights,
     LayerInputs,
@@ -81,20 +80,9 @@ def settings(cfg: ModelConfig) -> GptOssSettings:
 
 
 def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> AttentionWeights:
-    d, H, G, d_k = cfg.hidden_size, cfg.heads, cfg.kv_heads, cfg.head_dim
-    p = f"layers.{index}.self_attn."
-    W_Q, b_Q = w.linear(p + "q_proj", d, H * d_k, cfg.qkv_bias)
-    W_K, b_K = w.linear(p + "k_proj", d, G * d_k, cfg.qkv_bias)
-    W_V, b_V = w.linear(p + "v_proj", d, G * d_k, cfg.qkv_bias)
-    W_O, b_O = w.linear(p + "o_proj", H * d_k, d, cfg.output_bias)
-    sinks = w.get(p + "sinks", (H,))  # (H,)
-    window = cfg.windows[index]
-    return AttentionWeights(
-        W_Q=W_Q, W_K=W_K, W_V=W_V, b_Q=b_Q, b_K=b_K, b_V=b_V, W_O=W_O, b_O=b_O,
-        heads=H, kv_heads=G, head_dim=d_k, divisor=math.sqrt(d_k), causal=True,
-        window=None if window is None else window - 1,  # transformers: key j seen when j > i − sliding_window
-        rope=rope, sink=LearnedSink(tuple(float(s) for s in sinks)),
-    )  # fmt: skip
+    """Llama's projections, biases and window, with the layer's learned sinks (one logit per head)."""
+    sinks = w.get(f"layers.{index}.self_attn.sinks", (cfg.heads,))  # (H,)
+    return dataclasses.replace(llama._attention(cfg, w, index, rope), sink=LearnedSink(tuple(float(s) for s in sinks)))
 
 
 def _norm(cfg: ModelConfig, w: Weights, name: str, x: np.ndarray) -> np.ndarray:
