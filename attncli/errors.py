@@ -92,6 +92,7 @@ class AttnError(Exception):
         line: int | None = None,
         key: str | None = None,
         expected: str | None = None,
+        about: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -99,6 +100,16 @@ class AttnError(Exception):
         self.line = line  # 1-based, as editors number lines
         self.key = key
         self.expected = expected
+        self.about = about  # the file the message is about, when another file named it (a checkpoint behind `model:`)
+
+    def behind(self, *, line: int | None, key: str) -> AttnError:
+        """This error of a file that another file names at `line`, `key`: where it is said, then what it is about."""
+        about = self.file if self.file is not None else self.about
+        if about is not None and self.line is not None:
+            about += f":{self.line}"
+        if about is not None and self.key:
+            about += f": {self.key}"
+        return AttnError(self.message, line=line, key=key, expected=self.expected, about=about)
 
     def located(self, *, file: str | None = None) -> AttnError:
         """Return this error with `file` filled in where it was not known yet."""
@@ -115,8 +126,9 @@ class AttnError(Exception):
         if self.file is not None:
             where = self.file + (f":{self.line}" if self.line is not None else "") + ": "
         key = f"{named(self.key, names)}: " if self.key else ""
+        about = f"{self.about}: " if self.about else ""
         expected = f" (expected {named(self.expected, names)})" if self.expected else ""
-        return f"{where}{key}{named(self.message, names)}{expected}"
+        return f"{where}{key}{about}{named(self.message, names)}{expected}"
 
     def one_line(self, width: int = MAX_LINE, names: Callable[[str], str] = keyword) -> str:
         """`self.text(names)` made safe to print: control characters visible, at most about `width` characters.
@@ -125,15 +137,18 @@ class AttnError(Exception):
         a message and an expectation keep their start.
         """
         file = visible(self.file) if self.file is not None else None
-        parts = [file or "", *(visible(named(part or "", names)) for part in (self.key, self.message, self.expected))]
-        lengths = _fit([len(part) for part in parts], width - 20)  # 20: room for ":LINE: ", ": " and " (expected )"
-        file_part, key, message, expected = (
-            shorten(part, length, keep_end=index == 0) for index, (part, length) in enumerate(zip(parts, lengths))
+        texts = (self.key, visible(self.about) if self.about else None, self.message, self.expected)
+        parts = [file or "", *(visible(named(part or "", names)) for part in texts)]
+        lengths = _fit([len(part) for part in parts], width - 22)  # 22: room for ":LINE: ", ": ", ": " and " (expected )"
+        file_part, key, about, message, expected = (
+            shorten(part, length, keep_end=index in (0, 2)) for index, (part, length) in enumerate(zip(parts, lengths))
         )
         where = ""
         if file is not None:
             where = file_part + (f":{self.line}" if self.line is not None else "") + ": "
-        return where + (f"{key}: " if key else "") + message + (f" (expected {expected})" if expected else "")
+        return (
+            where + (f"{key}: " if key else "") + (f"{about}: " if about else "") + message + (f" (expected {expected})" if expected else "")
+        )
 
 
 def _fit(lengths: list[int], budget: int, smallest: int = 24) -> list[int]:

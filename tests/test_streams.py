@@ -156,6 +156,14 @@ def test_error_lines_are_bounded():
     assert "/name.yaml:3: " in line and line.startswith("…") and "(expected e" in line
 
 
+def test_an_error_behind_a_long_path_keeps_its_message():
+    """A checkpoint's error behind a scenario's `model:` line: both file names give way before the message does."""
+    inner = AttnError("model_type 'mamba' is not supported", file="/ci" * 60 + "/config.json", expected="one of " + ", ".join(["family"] * 30))
+    line = inner.behind(line=1, key="model").located(file="/check" * 30 + "/s.yaml").one_line()
+    assert len(line) <= MAX_LINE
+    assert "/s.yaml:1: model: …" in line and "/config.json: model_type 'mamba' is not supported (expected one of family" in line
+
+
 def test_short_error_lines_are_unchanged():
     """A message that fits is printed exactly as before."""
     error = AttnError("found 'one'", file="my.yaml", line=4, key="embeddings.b[2]", expected="a number")

@@ -317,8 +317,8 @@ class _Validator:
                 attention=self._text("attention", default="") if "attention" in self.tree.items else None,
             )
         except AttnError as error:
-            if error.file is not None:  # a file of the checkpoint: named in the message, the scenario's `model:` line in front
-                raise AttnError(f"{error.file}: {error.message}", line=model_value.line, key="model", expected=error.expected) from None
+            if error.file is not None:  # a file of the checkpoint: the scenario's `model:` line in front, then that file
+                raise error.behind(line=model_value.line, key="model") from None
             if error.key in MODEL_KEYS:
                 error.line = self.tree.key_lines.get(error.key)
             raise
