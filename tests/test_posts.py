@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 from xml.etree import ElementTree
 
+from attncli.document import escape
+
 import pytest
 
 from tests import renderers
@@ -127,3 +129,15 @@ def test_twelve_heads_side_by_side_compile(cli, latex_tools, tmp_path):
     assert r"C = \left[\begin{array}{cccccccccccc} O^{(1)}" in result.stdout
     text = renderers.pdf_text(renderers.pdflatex(result.stdout, tmp_path / "tex"))
     assert "Heads side by side" in text
+
+
+
+def test_a_long_path_in_an_article_breaks_at_its_slashes(latex_tools, tmp_path):
+    """A checkpoint's folder deep in the file system (CI's clone, a home directory) breaks after a slash, not into the margin."""
+    from attncli.formats import texmatrix
+
+    folder = "/" + "/".join(["somewhere", "deep", "in", "a", "checkout", "of", "attncli"] * 3) + "/tests/checkpoints/llama"
+    prose = escape.latex_text(f"llama checkpoint {folder}: layer 2 of 4, rotate-half pairs (i, i + d_k/2)")
+    pdf = renderers.pdflatex(texmatrix.standalone(prose + "\n\n$$ \\frac{1}{2} = 1/2 $$\n"), tmp_path)
+    assert "Overfull" not in (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
+    assert folder in renderers.pdf_text(pdf).replace("\n", "")

@@ -327,6 +327,9 @@ PREAMBLE = r"""\documentclass{article}
 \usepackage{graphicx}  % \resizebox: displays wider than the page are scaled down to fit
 \usepackage[a4paper,margin=2cm]{geometry}
 \allowdisplaybreaks  % long align* steps may break across pages
+{\catcode`\/=\active \gdef/{\slash}}  % a slash in the text (a checkpoint's folder) is a place to break the line,
+\AtBeginDocument{\catcode`\/=\active}  % so a long path does not run into the margin,
+\setlength{\emergencystretch}{3em}  % and the line before it may stretch a little to let it break
 \newsavebox{\attnclibox}
 \newcommand{\attnclifit}[1]{%
   \sbox{\attnclibox}{$\displaystyle #1$}%
