@@ -12,10 +12,9 @@ import re
 from pathlib import Path
 from xml.etree import ElementTree
 
-from attncli.document import escape
-
 import pytest
 
+from attncli.document import escape
 from tests import renderers
 
 HERE = Path(__file__).parent
