@@ -14,7 +14,7 @@ Dimension names: L source tokens, T target tokens, d = d_model, d_k head size.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from attncli.sources.checkpoints.blocks import (
     self_attention,
     storage_note,
 )
-from attncli.sources.checkpoints.config import ModelConfig
+from attncli.sources.checkpoints.config import MOST, ModelConfig, _activation, _dtype, _heads_divide, _Reader
 from attncli.sources.checkpoints.source import TensorSource
 
 ATTENTIONS = ("encoder", "decoder", "cross")  # which of the three a layer number counts in
@@ -221,3 +221,40 @@ def _through(stack: str, layer: int) -> str:
     if layer == 1:
         return ""
     return f", then {stack} " + ("layer 1" if layer == 2 else f"layers 1–{layer - 1}")
+
+
+DEFAULTS: dict[str, Any] = {"layers": 12, "hidden": 1024, "heads": 16, "positions": 1024, "inter": 4096, "act": "gelu"}  # transformers' BartConfig
+
+
+def read_config(read: _Reader) -> ModelConfig:
+    """BART's config: the decoder in the common fields, the encoder in its own (both stacks share d_model)."""
+    d = DEFAULTS
+    hidden = read.count("d_model", default=d["hidden"], most=MOST["hidden"])
+    layers = read.count("decoder_layers", default=d["layers"], most=MOST["layers"])
+    heads = read.count("decoder_attention_heads", default=d["heads"], most=MOST["heads"])
+    eos = read.raw.get("eos_token_id", 2)
+    return ModelConfig(
+        model_type="bart",
+        layers=layers,
+        hidden_size=hidden,
+        heads=heads,
+        kv_heads=heads,
+        head_dim=_heads_divide(read, hidden, heads, "decoder_attention_heads"),
+        intermediate_size=read.count("decoder_ffn_dim", default=d["inter"], most=MOST["inner"]),
+        max_positions=read.count("max_position_embeddings", default=d["positions"], most=MOST["positions"]),
+        norm_eps=1e-5,  # BART's LayerNorms are nn.LayerNorm's default
+        activation=_activation(read, "activation_function", default=d["act"]),
+        dtype=_dtype(read),
+        rope=None,
+        windows=(None,) * layers,
+        causal=True,
+        qkv_bias=True,
+        output_bias=True,
+        mlp_bias=True,
+        encoder_layers=read.count("encoder_layers", default=d["layers"], most=MOST["layers"]),
+        encoder_heads=read.count("encoder_attention_heads", default=d["heads"], most=MOST["heads"]),
+        encoder_inner=read.count("encoder_ffn_dim", default=d["inter"], most=MOST["inner"]),
+        scale_embedding=read.flag("scale_embedding", False),
+        decoder_start_token_id=read.count("decoder_start_token_id", default=2, minimum=0, most=MOST["vocabulary"]),
+        eos_token_id=eos if isinstance(eos, int) and not isinstance(eos, bool) else None,
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from attncli.sources.checkpoints.blocks import (
     storage_note,
     through,
 )
-from attncli.sources.checkpoints.config import ModelConfig
+from attncli.sources.checkpoints.config import MOST, ModelConfig, _activation, _dtype, _heads_divide, _Reader, _shown
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -78,3 +79,37 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
         storage_note(dtype),
     )
     return LayerInputs(X=h, attention=attention, dtype=dtype, notes=notes)
+
+
+DEFAULTS: dict[str, Any] = {"layers": 12, "hidden": 768, "heads": 12, "positions": 512, "eps": 1e-12, "act": "gelu", "inter": 3072}  # BertConfig
+
+
+def read_config(read: _Reader) -> ModelConfig:
+    """BERT's config.json keys, with transformers' BertConfig defaults; absolute positions only."""
+    d = DEFAULTS
+    position_kind = read.raw.get("position_embedding_type", "absolute")
+    if position_kind != "absolute":
+        raise read.fail("position_embedding_type", f"found {_shown(position_kind)}", "absolute (the only kind attncli reads)")
+    layers = read.count("num_hidden_layers", default=d["layers"], most=MOST["layers"])
+    hidden = read.count("hidden_size", default=d["hidden"], most=MOST["hidden"])
+    heads = read.count("num_attention_heads", default=d["heads"], most=MOST["heads"])
+    return ModelConfig(
+        model_type="bert",
+        layers=layers,
+        hidden_size=hidden,
+        heads=heads,
+        kv_heads=heads,
+        head_dim=_heads_divide(read, hidden, heads, "num_attention_heads"),
+        intermediate_size=read.count("intermediate_size", default=d["inter"], most=MOST["inner"]),
+        max_positions=read.count("max_position_embeddings", default=d["positions"], most=MOST["positions"]),
+        norm_eps=read.number("layer_norm_eps", d["eps"]),
+        activation=_activation(read, "hidden_act", default=d["act"]),
+        dtype=_dtype(read),
+        rope=None,
+        windows=(None,) * layers,
+        causal=read.flag("is_decoder", False),
+        qkv_bias=True,
+        output_bias=True,
+        mlp_bias=True,
+        type_vocab_size=read.count("type_vocab_size", default=2, most=MOST["vocabulary"]),
+    )

@@ -1,13 +1,15 @@
 """Read a checkpoint's config.json into one small normalised record, across the spellings of transformers 4 and 5.
 
-Defaults are transformers' own, per model type, so that a config.json that leaves a key out means
-what it means to transformers.
+What the families share: the record, the typed reader, RoPE's settings and the keys Llama's
+descendants have in common (`llama_like`). Each family's module reads its own keys with transformers'
+defaults for its model type, so that a config.json that leaves a key out means what it means to transformers.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from attncli.sources.bounded import JsonLimits
 
 CONFIG_LIMITS = JsonLimits(max_bytes=4 * 1024 * 1024)  # config.json and the shard index: a few kB in real checkpoints
 
-LLAMA_FAMILY = ("llama", "qwen2", "mistral")
+LLAMA_FAMILY = ("llama", "qwen2", "mistral")  # the model types llama.py reads
 ROPE_KINDS = ("default", "linear", "llama3", "yarn", "longrope")
 ACTIVATIONS = (
     "gelu", "gelu_python", "gelu_new", "gelu_pytorch_tanh", "gelu_python_tanh", "gelu_fast", "quick_gelu",
@@ -36,25 +38,6 @@ MOST = {
     "positions": 1 << 31,
     "vocabulary": 1 << 24,
 }
-
-# transformers' defaults per model type (its configuration_<type>.py)
-_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gpt2": {"layers": 12, "hidden": 768, "heads": 12, "positions": 1024, "eps": 1e-5, "act": "gelu_new"},
-    "bert": {"layers": 12, "hidden": 768, "heads": 12, "positions": 512, "eps": 1e-12, "act": "gelu", "inter": 3072},
-    "llama": {"layers": 32, "hidden": 4096, "heads": 32, "kv": None, "positions": 2048, "inter": 11008},
-    "qwen2": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 32, "positions": 32768, "inter": 22016},
-    "mistral": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 8, "positions": 131072, "inter": 14336},
-    "bart": {"layers": 12, "hidden": 1024, "heads": 16, "positions": 1024, "inter": 4096, "act": "gelu"},
-    "qwen3": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 32, "positions": 32768, "inter": 22016, "head_dim": 128},
-    "olmo2": {"layers": 32, "hidden": 4096, "heads": 32, "kv": None, "positions": 2048, "inter": 11008, "eps": 1e-5},
-    "gemma3_text": {"layers": 26, "hidden": 2304, "heads": 8, "kv": 4, "positions": 131072, "inter": 9216, "head_dim": 256, "act": "gelu_pytorch_tanh"},
-    "gpt_neox": {"layers": 44, "hidden": 6144, "heads": 64, "positions": 2048, "eps": 1e-5, "act": "gelu", "inter": 24576},
-    "phi3": {"layers": 32, "hidden": 3072, "heads": 32, "kv": None, "positions": 4096, "inter": 8192},
-    "gemma2": {"layers": 26, "hidden": 2304, "heads": 8, "kv": 4, "positions": 8192, "inter": 9216},
-    "gpt_oss": {"layers": 36, "hidden": 2880, "heads": 64, "kv": 8, "positions": 131072, "inter": 2880},
-    "deepseek_v3": {"layers": 61, "hidden": 7168, "heads": 128, "kv": None, "positions": 4096, "inter": 18432},  # MLA keys: deepseek.py
-}
-
 
 def yarn_mscale(factor: float, mscale: float = 1.0) -> float:
     """YaRN's 0.1·mscale·ln(factor) + 1 (1 when the factor does not stretch), transformers' get_mscale."""
@@ -229,17 +212,6 @@ def read_raw(folder: Path) -> tuple[dict[str, Any], str]:
     return raw, where
 
 
-def read_known(read: _Reader, model_type: str) -> ModelConfig:
-    """The families whose config spellings are read here (families.read_config dispatches; a family module may read its own)."""
-    if model_type == "gpt2":
-        return _gpt2(read)
-    if model_type == "bert":
-        return _bert(read)
-    if model_type == "bart":
-        return _bart(read)
-    return _llama_family(read, model_type)
-
-
 def _activation(read: _Reader, *keys: str, default: str) -> str:
     name = read.word(*keys, default=default)
     if name not in ACTIVATIONS:
@@ -258,101 +230,27 @@ def _heads_divide(read: _Reader, hidden: int, heads: int, key: str) -> int:
     return hidden // heads
 
 
-def _gpt2(read: _Reader) -> ModelConfig:
-    d = _DEFAULTS["gpt2"]
-    layers = read.count("n_layer", "num_hidden_layers", default=d["layers"], most=MOST["layers"])
-    hidden = read.count("n_embd", "hidden_size", default=d["hidden"], most=MOST["hidden"])
-    heads = read.count("n_head", "num_attention_heads", default=d["heads"], most=MOST["heads"])
-    inner = read.raw.get("n_inner")
-    return ModelConfig(
-        model_type="gpt2",
-        layers=layers,
-        hidden_size=hidden,
-        heads=heads,
-        kv_heads=heads,
-        head_dim=_heads_divide(read, hidden, heads, "n_head"),
-        intermediate_size=4 * hidden if inner is None else read.count("n_inner", default=None, most=MOST["inner"]),
-        max_positions=read.count("n_positions", "max_position_embeddings", default=d["positions"], most=MOST["positions"]),
-        norm_eps=read.number("layer_norm_epsilon", d["eps"]),
-        activation=_activation(read, "activation_function", default=d["act"]),
-        dtype=_dtype(read),
-        rope=None,
-        windows=(None,) * layers,
-        causal=True,
-        qkv_bias=True,
-        output_bias=True,
-        mlp_bias=True,
-        scale_attn_weights=read.flag("scale_attn_weights", True),
-        scale_attn_by_inverse_layer_idx=read.flag("scale_attn_by_inverse_layer_idx", False),
-    )
+Windows = Callable[["_Reader", int], tuple[int | None, ...]]  # (read, layers) -> per layer, the sliding window or None
 
 
-def _bert(read: _Reader) -> ModelConfig:
-    d = _DEFAULTS["bert"]
-    position_kind = read.raw.get("position_embedding_type", "absolute")
-    if position_kind != "absolute":
-        raise read.fail("position_embedding_type", f"found {_shown(position_kind)}", "absolute (the only kind attncli reads)")
-    layers = read.count("num_hidden_layers", default=d["layers"], most=MOST["layers"])
-    hidden = read.count("hidden_size", default=d["hidden"], most=MOST["hidden"])
-    heads = read.count("num_attention_heads", default=d["heads"], most=MOST["heads"])
-    return ModelConfig(
-        model_type="bert",
-        layers=layers,
-        hidden_size=hidden,
-        heads=heads,
-        kv_heads=heads,
-        head_dim=_heads_divide(read, hidden, heads, "num_attention_heads"),
-        intermediate_size=read.count("intermediate_size", default=d["inter"], most=MOST["inner"]),
-        max_positions=read.count("max_position_embeddings", default=d["positions"], most=MOST["positions"]),
-        norm_eps=read.number("layer_norm_eps", d["eps"]),
-        activation=_activation(read, "hidden_act", default=d["act"]),
-        dtype=_dtype(read),
-        rope=None,
-        windows=(None,) * layers,
-        causal=read.flag("is_decoder", False),
-        qkv_bias=True,
-        output_bias=True,
-        mlp_bias=True,
-        type_vocab_size=read.count("type_vocab_size", default=2, most=MOST["vocabulary"]),
-    )
+def llama_like(
+    read: _Reader,
+    model_type: str,
+    d: dict[str, Any],
+    *,
+    windows: Windows | None = None,
+    attention_bias: bool = False,
+    qkv_bias: bool = False,
+    mlp_bias: bool = False,
+    rope_per_type: str | None = None,
+    longrope: bool = False,
+) -> ModelConfig:
+    """The keys Llama's descendants share, with the family's defaults `d` (transformers' configuration_<type>.py).
 
-
-def _bart(read: _Reader) -> ModelConfig:
-    """BART's config: the decoder in the common fields, the encoder in its own (both stacks share d_model)."""
-    d = _DEFAULTS["bart"]
-    hidden = read.count("d_model", default=d["hidden"], most=MOST["hidden"])
-    layers = read.count("decoder_layers", default=d["layers"], most=MOST["layers"])
-    heads = read.count("decoder_attention_heads", default=d["heads"], most=MOST["heads"])
-    eos = read.raw.get("eos_token_id", 2)
-    return ModelConfig(
-        model_type="bart",
-        layers=layers,
-        hidden_size=hidden,
-        heads=heads,
-        kv_heads=heads,
-        head_dim=_heads_divide(read, hidden, heads, "decoder_attention_heads"),
-        intermediate_size=read.count("decoder_ffn_dim", default=d["inter"], most=MOST["inner"]),
-        max_positions=read.count("max_position_embeddings", default=d["positions"], most=MOST["positions"]),
-        norm_eps=1e-5,  # BART's LayerNorms are nn.LayerNorm's default
-        activation=_activation(read, "activation_function", default=d["act"]),
-        dtype=_dtype(read),
-        rope=None,
-        windows=(None,) * layers,
-        causal=True,
-        qkv_bias=True,
-        output_bias=True,
-        mlp_bias=True,
-        encoder_layers=read.count("encoder_layers", default=d["layers"], most=MOST["layers"]),
-        encoder_heads=read.count("encoder_attention_heads", default=d["heads"], most=MOST["heads"]),
-        encoder_inner=read.count("encoder_ffn_dim", default=d["inter"], most=MOST["inner"]),
-        scale_embedding=read.flag("scale_embedding", False),
-        decoder_start_token_id=read.count("decoder_start_token_id", default=2, minimum=0, most=MOST["vocabulary"]),
-        eos_token_id=eos if isinstance(eos, int) and not isinstance(eos, bool) else None,
-    )
-
-
-def _llama_family(read: _Reader, model_type: str) -> ModelConfig:
-    d = _DEFAULTS[model_type]
+    The family says what it adds: its `windows` rule (else `sliding_layers`, Qwen2's), whether config.json's
+    `attention_bias` (q, k, v and o) and `mlp_bias` are read, whether q, k and v always have biases (Qwen2),
+    the layer type whose RoPE settings apply (Gemma 3) and whether longrope's per-length factors are read (Phi-3).
+    """
     layers = read.count("num_hidden_layers", default=d["layers"], most=MOST["layers"])
     hidden = read.count("hidden_size", default=d["hidden"], most=MOST["hidden"])
     heads = read.count("num_attention_heads", default=d["heads"], most=MOST["heads"])
@@ -368,7 +266,10 @@ def _llama_family(read: _Reader, model_type: str) -> ModelConfig:
     if head_dim % 2:
         raise read.fail("head_dim", f"the head size {head_dim} is odd", "an even head size (RoPE turns pairs)")
     max_positions = read.count("max_position_embeddings", default=d["positions"], most=MOST["positions"])
-    attention_bias = model_type in ("llama", "qwen3", "olmo2", "gemma3_text") and read.flag("attention_bias", False)
+    rope = _rope(read, max_positions, per_type=rope_per_type)
+    if rope.kind == "longrope" and not longrope:  # its frequencies depend on the sentence's length, which only phi3 hands RoPE
+        raise read.fail("rope_scaling", f"the RoPE scaling 'longrope' is read for phi3 only, not {model_type}", "phi3, or another scaling")
+    biased = attention_bias and read.flag("attention_bias", False)
     return ModelConfig(
         model_type=model_type,
         layers=layers,
@@ -381,12 +282,12 @@ def _llama_family(read: _Reader, model_type: str) -> ModelConfig:
         norm_eps=read.number("rms_norm_eps", d.get("eps", 1e-6)),
         activation=_activation(read, "hidden_act", "hidden_activation", default=d.get("act", "silu")),
         dtype=_dtype(read),
-        rope=_longrope_family(read, model_type, _rope(read, max_positions, per_type="full_attention" if model_type == "gemma3_text" else None)),
-        windows=_windows(read, model_type, layers),
+        rope=rope,
+        windows=(windows or sliding_layers)(read, layers),
         causal=True,
-        qkv_bias=model_type == "qwen2" or attention_bias,
-        output_bias=attention_bias,
-        mlp_bias=model_type == "llama" and read.flag("mlp_bias", False),
+        qkv_bias=qkv_bias or biased,
+        output_bias=biased,
+        mlp_bias=mlp_bias and read.flag("mlp_bias", False),
     )
 
 
@@ -431,13 +332,6 @@ def _rope(read: _Reader, max_positions: int, *, per_type: str | None = None) -> 
             key, f"high_freq_factor {high:g} is not above low_freq_factor {low:g}", "high_freq_factor > low_freq_factor"
         )
     return RopeConfig(theta, kind, factor, low, high, original, partial)
-
-
-def _longrope_family(read: _Reader, model_type: str, rope: RopeConfig) -> RopeConfig:
-    """longrope's frequencies depend on the sentence's length, which only the phi3 reader hands RoPE: elsewhere refused."""
-    if rope.kind == "longrope" and model_type != "phi3":
-        raise read.fail("rope_scaling", f"the RoPE scaling 'longrope' is read for phi3 only, not {model_type}", "phi3, or another scaling")
-    return rope
 
 
 def _longrope(read: _Reader, key: str, chosen: dict[str, Any], theta: float, partial: float, max_positions: int) -> RopeConfig:
@@ -495,23 +389,24 @@ def _window(read: _Reader, key: str, value: object) -> int:
     return value
 
 
-def _windows(read: _Reader, model_type: str, layers: int) -> tuple[int | None, ...]:
-    """Per layer, the sliding window transformers applies, or None."""
-    if model_type == "llama":
-        return (None,) * layers
-    if model_type == "gemma3_text":  # layer_types, or (transformers 4) every sliding_window_pattern-th layer full
-        size = _window(read, "sliding_window", read.raw.get("sliding_window", 4096))
-        kinds = read.raw.get("layer_types")
-        if kinds is None:
-            pattern = read.count("sliding_window_pattern", "_sliding_window_pattern", default=6, most=MOST["layers"])
-            kinds = ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(layers)]
-        if not isinstance(kinds, list) or len(kinds) != layers:
-            raise read.fail("layer_types", f"found {_shown(kinds)}", f"a list of {layers} layer kinds")
-        return tuple(size if kind == "sliding_attention" else None for kind in kinds)
-    if model_type in ("mistral", "phi3"):  # every layer, when sliding_window is set (transformers' default: 4096 for Mistral, none for Phi-3)
-        value = read.raw.get("sliding_window", 4096 if model_type == "mistral" else None)
+def no_windows(read: _Reader, layers: int) -> tuple[int | None, ...]:
+    """Every layer global (Llama)."""
+    return (None,) * layers
+
+
+def every_layer(default: int | None) -> Windows:
+    """One `sliding_window` on every layer when it is set (Mistral: 4096 when left out; Phi-3: none)."""
+
+    def windows(read: _Reader, layers: int) -> tuple[int | None, ...]:
+        value = read.raw.get("sliding_window", default)
         return (None if value is None else _window(read, "sliding_window", value),) * layers
-    # qwen2: only with use_sliding_window, on the layers that layer_types (or max_window_layers) marks
+
+    return windows
+
+
+def sliding_layers(read: _Reader, layers: int) -> tuple[int | None, ...]:
+    """Qwen2's rule, transformers' default for its descendants: a window only with use_sliding_window, on the layers
+    that layer_types (or max_window_layers) marks."""
     if not read.flag("use_sliding_window", False) or read.raw.get("sliding_window", 4096) is None:
         return (None,) * layers
     size = _window(read, "sliding_window", read.raw.get("sliding_window", 4096))

@@ -38,7 +38,7 @@ from attncli.sources.checkpoints.blocks import (
     storage_note,
     through,
 )
-from attncli.sources.checkpoints.config import MOST, ModelConfig, read_raw, yarn_mscale
+from attncli.sources.checkpoints.config import MOST, ModelConfig, _Reader, llama_like, read_raw, yarn_mscale
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -282,3 +282,11 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
         storage_note(dtype),
     )
     return LayerInputs(X=X, attention=attention, dtype=dtype, notes=notes)
+
+
+DEFAULTS: dict[str, Any] = {"layers": 61, "hidden": 7168, "heads": 128, "kv": None, "positions": 4096, "inter": 18432}  # DeepseekV3Config
+
+
+def read_config(read: _Reader) -> ModelConfig:
+    """Llama's keys with DeepSeek V3's defaults; MLA's own keys are read by `settings`."""
+    return llama_like(read, "deepseek_v3", DEFAULTS)

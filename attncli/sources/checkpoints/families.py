@@ -1,9 +1,10 @@
 """Which module computes each `model_type`: the one table the checkpoint readers consult.
 
-A family is one module (gpt2.py, llama.py, qwen3.py, …) with `layer_inputs` and, where it has
-them, its own `read_config(read)` (its config.json keys), `shapes(cfg)` (the tensors `model info`
-checks) and `mechanisms(cfg, folder)` (what `model info` says of it beyond describe.py). Adding a
-family is its module and one line here. config.py reads the spellings the older families share.
+A family is one module (gpt2.py, llama.py, qwen3.py, …) with `read_config(read)` (its config.json
+keys, with transformers' defaults for its model type), `layer_inputs` and, where it has them,
+`shapes(cfg)` (the tensors `model info` checks) and `mechanisms(cfg, folder)` (what `model info` says
+of it beyond describe.py). Adding a family is its module and one line here; config.py holds what the
+families share (`llama_like` for Llama's descendants).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from attncli.errors import AttnError
 from attncli.sources.checkpoints import bart, bert, deepseek, gemma2, gemma3, gpt2, gpt_oss, llama, neox, olmo2, phi3, qwen3
-from attncli.sources.checkpoints.config import ModelConfig, _Reader, _shown, read_known, read_raw
+from attncli.sources.checkpoints.config import ModelConfig, _Reader, _shown, read_raw
 
 ARCHITECTURES: dict[str, ModuleType] = {
     "gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "bart": bart, "qwen3": qwen3, "olmo2": olmo2,
@@ -36,9 +37,5 @@ def config_from_raw(raw: dict[str, Any], where: str) -> ModelConfig:
     if model_type not in ARCHITECTURES:
         found = f"model_type {_shown(model_type)} is not supported" if model_type is not None else "config.json has no model_type"
         raise AttnError(found, file=where, expected="one of " + ", ".join(SUPPORTED))
-    read = _Reader(raw, where)
-    own = getattr(ARCHITECTURES[model_type], "read_config", None)
-    if own is not None:  # a family that reads its own keys
-        cfg: ModelConfig = own(read)
-        return cfg
-    return read_known(read, model_type)
+    cfg: ModelConfig = ARCHITECTURES[model_type].read_config(_Reader(raw, where))
+    return cfg

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from attncli.sources.checkpoints.blocks import (
     storage_note,
     through,
 )
-from attncli.sources.checkpoints.config import MOST, ModelConfig, _llama_family, _Reader, _shown, _window
+from attncli.sources.checkpoints.config import MOST, ModelConfig, _Reader, _shown, _window, llama_like
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -47,9 +47,12 @@ class Gemma2Settings(NamedTuple):
     kinds_given: bool  # config.json lists layer_types (else transformers 4's default: even layers, from 0, slide)
 
 
+DEFAULTS: dict[str, Any] = {"layers": 26, "hidden": 2304, "heads": 8, "kv": 4, "positions": 8192, "inter": 9216}  # Gemma2Config
+
+
 def read_config(read: _Reader) -> ModelConfig:
     """Gemma 2's config: the Llama-like keys, then its own (with transformers' Gemma2Config defaults)."""
-    cfg = _llama_family(read, "gemma2")
+    cfg = llama_like(read, "gemma2", DEFAULTS)
     if read.raw.get("use_bidirectional_attention"):
         raise read.fail("use_bidirectional_attention", "bidirectional Gemma 2 is not supported", "false or null (a causal model)")
     scalar = read.number("query_pre_attn_scalar", 256, most=MOST["head_dim"] ** 2)

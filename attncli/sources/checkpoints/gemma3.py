@@ -25,7 +25,7 @@ from attncli.core.variants import QkNorm, Rope
 from attncli.errors import AttnError
 from attncli.sources.checkpoints import llama
 from attncli.sources.checkpoints.blocks import AttentionWeights, LayerInputs, Weights, rms_norm, self_attention, through
-from attncli.sources.checkpoints.config import ModelConfig, RopeConfig, read_raw
+from attncli.sources.checkpoints.config import MOST, ModelConfig, RopeConfig, _Reader, _shown, _window, llama_like, read_raw
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -115,3 +115,26 @@ def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None
         f"RoPE θ = {g.local_rope.theta:g} on the sliding layers and {g.global_rope.theta:g} on the global ones",
         f"embeddings × √hidden_size = {g.embedding_scale:g}; (1 + w) RMSNorm before and after attention and MLP",
     ]
+
+
+DEFAULTS: dict[str, Any] = {
+    "layers": 26, "hidden": 2304, "heads": 8, "kv": 4, "positions": 131072, "inter": 9216, "head_dim": 256, "act": "gelu_pytorch_tanh",
+}  # transformers' Gemma3TextConfig  # fmt: skip
+
+
+def read_config(read: _Reader) -> ModelConfig:
+    """Llama's keys with Gemma 3's defaults, the full-attention layers' RoPE settings and its layer types;
+    its own keys (the local RoPE, query_pre_attn_scalar, QK-norm) are read by `settings`."""
+    return llama_like(read, "gemma3_text", DEFAULTS, windows=_windows, attention_bias=True, rope_per_type="full_attention")
+
+
+def _windows(read: _Reader, layers: int) -> tuple[int | None, ...]:
+    """layer_types, or (transformers 4) every sliding_window_pattern-th layer full."""
+    size = _window(read, "sliding_window", read.raw.get("sliding_window", 4096))
+    kinds = read.raw.get("layer_types")
+    if kinds is None:
+        pattern = read.count("sliding_window_pattern", "_sliding_window_pattern", default=6, most=MOST["layers"])
+        kinds = ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(layers)]
+    if not isinstance(kinds, list) or len(kinds) != layers:
+        raise read.fail("layer_types", f"found {_shown(kinds)}", f"a list of {layers} layer kinds")
+    return tuple(size if kind == "sliding_attention" else None for kind in kinds)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from attncli.sources.checkpoints.blocks import (
     storage_note,
     through,
 )
-from attncli.sources.checkpoints.config import ModelConfig
+from attncli.sources.checkpoints.config import MOST, ModelConfig, _activation, _dtype, _heads_divide, _Reader
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -79,3 +80,36 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
         storage_note(dtype),
     )
     return LayerInputs(X=X, attention=attention, dtype=dtype, notes=notes)
+
+
+DEFAULTS: dict[str, Any] = {"layers": 12, "hidden": 768, "heads": 12, "positions": 1024, "eps": 1e-5, "act": "gelu_new"}  # transformers' GPT2Config
+
+
+def read_config(read: _Reader) -> ModelConfig:
+    """GPT-2's config.json keys (transformers 4 and 5 spellings), with transformers' GPT2Config defaults."""
+    d = DEFAULTS
+    layers = read.count("n_layer", "num_hidden_layers", default=d["layers"], most=MOST["layers"])
+    hidden = read.count("n_embd", "hidden_size", default=d["hidden"], most=MOST["hidden"])
+    heads = read.count("n_head", "num_attention_heads", default=d["heads"], most=MOST["heads"])
+    inner = read.raw.get("n_inner")
+    return ModelConfig(
+        model_type="gpt2",
+        layers=layers,
+        hidden_size=hidden,
+        heads=heads,
+        kv_heads=heads,
+        head_dim=_heads_divide(read, hidden, heads, "n_head"),
+        intermediate_size=4 * hidden if inner is None else read.count("n_inner", default=None, most=MOST["inner"]),
+        max_positions=read.count("n_positions", "max_position_embeddings", default=d["positions"], most=MOST["positions"]),
+        norm_eps=read.number("layer_norm_epsilon", d["eps"]),
+        activation=_activation(read, "activation_function", default=d["act"]),
+        dtype=_dtype(read),
+        rope=None,
+        windows=(None,) * layers,
+        causal=True,
+        qkv_bias=True,
+        output_bias=True,
+        mlp_bias=True,
+        scale_attn_weights=read.flag("scale_attn_weights", True),
+        scale_attn_by_inverse_layer_idx=read.flag("scale_attn_by_inverse_layer_idx", False),
+    )

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from attncli.sources.checkpoints.blocks import (
     storage_note,
     through,
 )
-from attncli.sources.checkpoints.config import MOST, ModelConfig, _llama_family, _Reader, _window
+from attncli.sources.checkpoints.config import MOST, ModelConfig, _Reader, _window, llama_like
 from attncli.sources.checkpoints.gemma2 import layer_kinds
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.safetensors import Checkpoint
@@ -51,9 +51,12 @@ class GptOssSettings(NamedTuple):
     kinds_given: bool
 
 
+DEFAULTS: dict[str, Any] = {"layers": 36, "hidden": 2880, "heads": 64, "kv": 8, "positions": 131072, "inter": 2880}  # GptOssConfig
+
+
 def read_config(read: _Reader) -> ModelConfig:
     """gpt-oss's config: the Llama-like keys, then its own (transformers' GptOssConfig defaults)."""
-    cfg = _llama_family(read, "gpt_oss")
+    cfg = llama_like(read, "gpt_oss", DEFAULTS)
     experts = read.count("num_local_experts", default=128, most=MOST["heads"])
     top_k = read.count("num_experts_per_tok", default=4, most=experts)
     size = read.raw.get("sliding_window", 128)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from attncli.sources.checkpoints.blocks import (
     through,
     window_note,
 )
-from attncli.sources.checkpoints.config import ModelConfig
+from attncli.sources.checkpoints.config import ModelConfig, _Reader, every_layer, llama_like, no_windows, sliding_layers
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -141,3 +142,22 @@ def notes(cfg: ModelConfig, layer: int, rope: Rope, attention: AttentionWeights,
         if note is not None
     )
     return lines
+
+
+# transformers' defaults per model type (configuration_llama.py, _qwen2.py, _mistral.py)
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "llama": {"layers": 32, "hidden": 4096, "heads": 32, "kv": None, "positions": 2048, "inter": 11008},
+    "qwen2": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 32, "positions": 32768, "inter": 22016},
+    "mistral": {"layers": 32, "hidden": 4096, "heads": 32, "kv": 8, "positions": 131072, "inter": 14336},
+}
+
+
+def read_config(read: _Reader) -> ModelConfig:
+    """Llama (attention_bias and mlp_bias read), Qwen2 (q, k and v always biased; windows by use_sliding_window) and
+    Mistral (one window on every layer, 4096 when left out)."""
+    model_type = str(read.raw["model_type"])
+    if model_type == "llama":
+        return llama_like(read, model_type, DEFAULTS[model_type], windows=no_windows, attention_bias=True, mlp_bias=True)
+    if model_type == "qwen2":
+        return llama_like(read, model_type, DEFAULTS[model_type], windows=sliding_layers, qkv_bias=True)
+    return llama_like(read, model_type, DEFAULTS[model_type], windows=every_layer(4096))

@@ -12,8 +12,9 @@ use_parallel_residual, attention_bias. Dimension names: L tokens, d = d_model, H
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -29,7 +30,6 @@ from attncli.sources.checkpoints.blocks import (
     through,
 )
 from attncli.sources.checkpoints.config import (
-    _DEFAULTS,
     MOST,
     ModelConfig,
     RopeConfig,
@@ -51,9 +51,12 @@ class NeoxSettings(NamedTuple):
     parallel_residual: bool  # use_parallel_residual (Pythia: true): x + attn(ln1(x)) + mlp(ln2(x)) of the same x
 
 
+DEFAULTS: dict[str, Any] = {"layers": 44, "hidden": 6144, "heads": 64, "positions": 2048, "eps": 1e-5, "act": "gelu", "inter": 24576}  # GPTNeoXConfig
+
+
 def read_config(read: _Reader) -> ModelConfig:
     """GPT-NeoX / Pythia: transformers 4's rotary_pct + rotary_emb_base, or transformers 5's rope_parameters."""
-    d = _DEFAULTS["gpt_neox"]
+    d = DEFAULTS
     layers = read.count("num_hidden_layers", default=d["layers"], most=MOST["layers"])
     hidden = read.count("hidden_size", default=d["hidden"], most=MOST["hidden"])
     heads = read.count("num_attention_heads", default=d["heads"], most=MOST["heads"])
@@ -68,7 +71,7 @@ def read_config(read: _Reader) -> ModelConfig:
             raise read.fail("rope_parameters", f"found {_shown(parameters)}", "a mapping of RoPE settings")
         rope = _rope(read, max_positions) if parameters else RopeConfig(theta=10_000.0, kind="default", partial=0.25)
         if "partial_rotary_factor" not in parameters and "partial_rotary_factor" not in read.raw:
-            rope = RopeConfig(rope.theta, rope.kind, rope.factor, rope.low_freq_factor, rope.high_freq_factor, rope.original_positions, 0.25)
+            rope = dataclasses.replace(rope, partial=0.25)
     bias = read.flag("attention_bias", True)
     return ModelConfig(
         model_type="gpt_neox",

@@ -11,13 +11,14 @@ notes are llama.py's.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
 from attncli.core.variants import QkNorm, Rope
 from attncli.sources.checkpoints import llama
 from attncli.sources.checkpoints.blocks import AttentionWeights, LayerInputs, Weights, self_attention, through
-from attncli.sources.checkpoints.config import ModelConfig
+from attncli.sources.checkpoints.config import ModelConfig, _Reader, llama_like
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -47,3 +48,11 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
     dtype = w.dtype(f"layers.{layer - 1}.self_attn.q_proj.weight")
     first = f"X = the residual stream entering layer {layer}, not normalised (OLMo 2 norms after attention and MLP): token embeddings{through(layer)}"
     return LayerInputs(X=h, attention=attention, dtype=dtype, notes=llama.notes(cfg, layer, rope, attention, dtype, first=first))
+
+
+DEFAULTS: dict[str, Any] = {"layers": 32, "hidden": 4096, "heads": 32, "kv": None, "positions": 2048, "inter": 11008, "eps": 1e-5}  # Olmo2Config
+
+
+def read_config(read: _Reader) -> ModelConfig:
+    """Llama's keys with OLMo 2's defaults; attention_bias read."""
+    return llama_like(read, "olmo2", DEFAULTS, attention_bias=True)

@@ -10,6 +10,7 @@ RMSNorm before attention and MLP. Dimension names: L tokens, d = d_model, H quer
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from attncli.sources.checkpoints.blocks import (
     through,
     window_note,
 )
-from attncli.sources.checkpoints.config import ModelConfig
+from attncli.sources.checkpoints.config import ModelConfig, _Reader, every_layer, llama_like
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -91,3 +92,11 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
         storage_note(dtype),
     )  # fmt: skip
     return LayerInputs(X=X, attention=attention, dtype=dtype, notes=tuple(note for note in notes if note is not None))
+
+
+DEFAULTS: dict[str, Any] = {"layers": 32, "hidden": 3072, "heads": 32, "kv": None, "positions": 4096, "inter": 8192}  # Phi3Config
+
+
+def read_config(read: _Reader) -> ModelConfig:
+    """Llama's keys with Phi-3's defaults; one window on every layer when sliding_window is set; longrope read."""
+    return llama_like(read, "phi3", DEFAULTS, windows=every_layer(None), longrope=True)

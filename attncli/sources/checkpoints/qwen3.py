@@ -8,11 +8,12 @@ Each head's q and k go through RMSNorm over head_dim before RoPE (transformers' 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from attncli.core.variants import QkNorm, Rope
 from attncli.sources.checkpoints import llama
 from attncli.sources.checkpoints.blocks import AttentionWeights, LayerInputs, Weights
-from attncli.sources.checkpoints.config import ModelConfig
+from attncli.sources.checkpoints.config import ModelConfig, _Reader, llama_like
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -26,3 +27,11 @@ def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> Attentio
 def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
     """X = input_layernorm (RMSNorm) of the residual entering `layer` (from 1), and that layer's attention with its QK-norm."""
     return llama.layer_inputs(cfg, checkpoint, ids, layer, attention=_attention)
+
+
+DEFAULTS: dict[str, Any] = {"layers": 32, "hidden": 4096, "heads": 32, "kv": 32, "positions": 32768, "inter": 22016, "head_dim": 128}  # Qwen3Config
+
+
+def read_config(read: _Reader) -> ModelConfig:
+    """Llama's keys with Qwen3's defaults; attention_bias read; windows by use_sliding_window, as Qwen2's."""
+    return llama_like(read, "qwen3", DEFAULTS, attention_bias=True)
