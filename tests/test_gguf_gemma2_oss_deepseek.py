@@ -147,7 +147,8 @@ def test_mxfp4_experts_equal_the_folder_s(mxfp4_pair):
     for layer in (1, 2):
         assert_same_layer(load_layer(path, layer=layer, text=text), load_layer(folder, layer=layer, text=text), 1e-12)
     notes = load_layer(path, layer=2, text=text).notes
-    assert any("experts' gate of layer 2 stored as MXFP4 (4.25 bits per weight)" in n for n in notes)
+    assert any("experts' gate of layer 1 stored as MXFP4 (4.25 bits per weight)" in n for n in notes)  # the experts before layer 2
+    assert not any("experts'" in n for n in load_layer(path, layer=1, text=text).notes)  # no experts before layer 1
 
 
 def test_mxfp4_blocks_are_repacked_without_a_number_changed(mxfp4_pair):
@@ -272,3 +273,24 @@ def test_yarn_in_these_files_is_one_clear_line(tmp_path):
     with pytest.raises(AttnError) as caught:
         open_model(path)
     assert "\n" not in str(caught.value) and "'yarn' is not supported" in str(caught.value) and "rope.scaling.type" in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["gemma2", "gpt_oss", "deepseek_v3"])
+def test_run_and_heads_on_the_command_line(cli, name):
+    """`run --model FILE.gguf` and `heads` work on each file: the last layer's JSON has every head, the header names the
+    file's storage, and the heads map equals the folder's where the folder computes the same (all but Gemma 2's scale)."""
+    import json as json_module
+
+    text = "The cat sat on the mat."
+    result = cli("run", "--model", str(FIXTURES / f"{name}.gguf"), "--layer", "2", "--sentence", text, "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json_module.loads(result.stdout)
+    assert "schema" in doc and len(doc["heads"]) == {"gemma2": 4, "gpt_oss": 4, "deepseek_v3": 2}[name]
+    assert "stored as F32" in result.stdout
+    if name == "gemma2":
+        return
+    from_file = json_module.loads(cli("heads", "--model", str(FIXTURES / f"{name}.gguf"), "--sentence", text, "--format", "json").stdout)
+    from_folder = json_module.loads(cli("heads", "--model", str(HF / name), "--sentence", text, "--format", "json").stdout)
+    assert len(from_file["heads"]) == len(from_folder["heads"]) > 1
+    for a, b in zip(from_file["heads"], from_folder["heads"]):
+        assert a["entropy"] == pytest.approx(b["entropy"], abs=1e-9) and a["max_weight"] == pytest.approx(b["max_weight"], abs=1e-9)

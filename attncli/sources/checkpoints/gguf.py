@@ -16,8 +16,11 @@ wrote (`blk.3.attn_q.weight`), undoing what the converter changed:
 - GPT-NeoX's query_key_value, laid out per head (q, k, v of head 1, then of head 2, …), is stored as
   all queries, then all keys, then all values (the converter's "bloom-style to gpt-style"); the rows
   are put back per head.
-- Gemma 3's norms are stored as 1 + w (ggml multiplies by the weight, transformers by 1 + w); the 1 is
+- Gemma 2 and 3's norms are stored as 1 + w (ggml multiplies by the weight, transformers by 1 + w); the 1 is
   taken off again.
+- gpt-oss's experts are split into ffn_gate_exps / ffn_up_exps / ffn_down_exps (out, in) per expert, and
+  DeepSeek's per-expert matrices merged into one 3-d tensor each; DeepSeek's kv_b_proj is split by newer
+  converters into attn_k_b and attn_v_b: each is put back as the Hugging Face tensor (GgufCheckpoint._joined).
 Qwen3, OLMo 2, Phi-3 and Gemma 3 keep Hugging Face's row order (llama.cpp turns them as NeoX does);
 OLMo 2's post-norms are post_attention_norm and post_ffw_norm, and its MLP has no norm before it.
 The config of these families is the metadata spelled as config.json's keys and read by config.py.
@@ -579,13 +582,14 @@ class GgufCheckpoint:
     def provenance(self, layer: int) -> tuple[str, ...]:
         """'W_Q of layer 5 stored as Q4_1 (5.0 bits per weight), dequantised exactly to float64', one line per matrix."""
         lines = []
-        for kind in ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_q_a", "attn_q_b", "attn_kv_a_mqa", "attn_kv_b", "attn_k_b", "attn_v_b",
-                     "attn_output", "ffn_gate_exps", "ffn_up_exps", "ffn_gate_up_exps", "ffn_down_exps"):  # fmt: skip
-            entry = self.file.tensors.get(f"blk.{layer - 1}.{kind}.weight")
-            if entry is not None:
+        attention = ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_q_a", "attn_q_b", "attn_kv_a_mqa", "attn_kv_b", "attn_k_b", "attn_v_b", "attn_output")
+        experts = ("ffn_gate_exps", "ffn_up_exps", "ffn_gate_up_exps", "ffn_down_exps")  # the layer before's: they made this layer's input
+        for kind, at in (*((k, layer) for k in attention), *((k, layer - 1) for k in experts)):
+            entry = self.file.tensors.get(f"blk.{at - 1}.{kind}.weight")
+            if entry is not None and at >= 1:
                 how = "widened exactly" if entry.kind.name in ("F32", "F16", "BF16", "F64") else "dequantised exactly"
                 lines.append(
-                    f"{ROLES[kind]} of layer {layer} stored as {entry.kind.name} ({entry.kind.bits_per_weight:g} bits per weight), {how} to float64"
+                    f"{ROLES[kind]} of layer {at} stored as {entry.kind.name} ({entry.kind.bits_per_weight:g} bits per weight), {how} to float64"
                 )
         if f"blk.{layer - 1}.attn_k_b.weight" in self.file.tensors and f"blk.{layer - 1}.attn_kv_b.weight" not in self.file.tensors:
             lines.append(f"kv_b_proj of layer {layer} joined from attn_k_b (transposed back per head) and attn_v_b, as the converter split it")
@@ -694,10 +698,7 @@ def config_keys(file: GgufFile) -> dict[str, Any]:
     }
     if model_type == "gemma3_text":  # llama.cpp's own rules where the converter stores nothing (llama-model.cpp, LLM_ARCH_GEMMA3)
         layers = raw["num_hidden_layers"]
-        pattern = file.value(a + "attention.sliding_window_pattern")
-        sliding = [bool(x) for x in pattern] if isinstance(pattern, list) else [(i + 1) % 6 != 0 for i in range(layers)]
-        if len(sliding) != layers:
-            raise file.fail(f"{len(sliding)} layer kinds for {layers} layers", key=a + "attention.sliding_window_pattern")
+        sliding = sliding_layers(file, a, layers, 6)
         theta = raw["rope_parameters"]["rope_theta"]
         raw |= {
             "num_key_value_heads": file.count(a + "attention.head_count_kv", default=heads),
