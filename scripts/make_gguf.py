@@ -371,6 +371,249 @@ def write_family(name: str, path: Path, *, quantised: str | None = None) -> None
     _finish(writer)
 
 
+# ---------------------------------------------------------------- Gemma 2, gpt-oss and DeepSeek V3 (llama.cpp's own name map)
+
+
+def converter_name(arch: str, blocks: int, hf: str) -> str:
+    """The GGUF name convert_hf_to_gguf.py's map_tensor_name gives `hf`: gguf-py's TensorNameMap for the architecture."""
+    import gguf
+
+    by_name = {name: key for key, name in gguf.MODEL_ARCH_NAMES.items()}
+    target = gguf.get_tensor_name_map(by_name[arch], blocks).get_name(hf, try_suffixes=(".weight", ".bias"))
+    if target is None:
+        raise KeyError(f"gguf-py maps no {arch} tensor for {hf}")
+    return str(target)
+
+
+def _common(writer: Any, config: dict[str, Any], *, kv_heads: int | None = None) -> None:
+    """What the converter's TextModel.set_gguf_parameters writes for every architecture (the keys these fixtures have)."""
+    writer.add_block_count(config["num_hidden_layers"])
+    writer.add_context_length(config["max_position_embeddings"])
+    writer.add_embedding_length(config["hidden_size"])
+    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_head_count(config["num_attention_heads"])
+    writer.add_head_count_kv(config["num_key_value_heads"] if kv_heads is None else kv_heads)
+    writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
+    writer.add_file_type(0)
+
+
+def write_gemma2(path: Path, folder: Path = HF / "gemma2") -> None:
+    """Gemma 2 as Gemma2Model writes it: no RoPE θ (llama.cpp's default, 10 000, is the fixture's), norms as 1 + w,
+    soft-caps and window stored, and no query_pre_attn_scalar: llama.cpp derives the scale from the model's size."""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert config["rope_parameters"]["rope_theta"] == 10_000.0  # what llama.cpp assumes for a file that stores none
+    writer = gguf.GGUFWriter(path, "gemma2")
+    writer.add_name("attncli tiny gemma2")
+    _common(writer, config)
+    writer.add_key_length(config["head_dim"])
+    writer.add_value_length(config["head_dim"])
+    writer.add_attn_logit_softcapping(config["attn_logit_softcapping"])
+    writer.add_final_logit_softcapping(config["final_logit_softcapping"])
+    writer.add_sliding_window(config["sliding_window"])
+    _tokenizer(writer, tokenizer_metadata(folder))
+    for hf, value in hf_tensors(folder).items():
+        if hf == "lm_head.weight":
+            continue
+        if hf.endswith("norm.weight"):
+            value = value + np.float32(1)  # Gemma2Model.modify_tensors: ggml multiplies by the weight, transformers by 1 + w
+        writer.add_tensor(converter_name("gemma2", config["num_hidden_layers"], hf), np.ascontiguousarray(value))
+    _finish(writer)
+
+
+def _split_gate_up(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """gpt-oss's gate_up rows interleave gate and up (gate, up, gate, …): the converter takes [::2] and [1::2] along axis 1."""
+    return rows[:, 0::2], rows[:, 1::2]
+
+
+def mxfp4_to_ggml(blocks: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """(…, rows, G·17) ggml MXFP4 blocks from Hugging Face's (…, rows, G, 16) blocks and (…, rows, G) e8m0 scales.
+
+    Hugging Face packs numbers 2j and 2j + 1 of a block in byte j (low nibble first); ggml packs numbers j and j + 16
+    in byte j, after the block's exponent byte, which is the same e8m0 byte (ggml's doubled levels × 2^(e − 128) =
+    e2m1 × 2^(e − 127)). Written from the two layouts, not from the converter's code (repack_mxfp4).
+    """
+    codes = np.stack([blocks & 0x0F, blocks >> 4], axis=-1).reshape(*blocks.shape[:-1], 32)  # number by number
+    packed = (codes[..., :16] | (codes[..., 16:] << 4)).astype(np.uint8)
+    out = np.concatenate([scales[..., None].astype(np.uint8), packed], axis=-1)  # (…, rows, G, 17)
+    return out.reshape(*out.shape[:-2], -1)
+
+
+def write_gpt_oss(path: Path, folder: Path = HF / "gpt_oss") -> None:
+    """gpt-oss as GptOssModel writes it: sinks as attn_sinks, the router as ffn_gate_inp, the experts split into
+    ffn_gate_exps / ffn_up_exps / ffn_down_exps (E, rows, in) with their biases; float experts transposed to (out, in),
+    MXFP4 experts (a folder with _blocks and _scales) repacked to ggml's MXFP4 without a number changed."""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    layers = config["num_hidden_layers"]
+    writer = gguf.GGUFWriter(path, "gpt-oss")
+    writer.add_name(f"attncli tiny gpt-oss{' mxfp4' if folder.name != 'gpt_oss' else ''}")
+    _common(writer, config)
+    writer.add_rope_freq_base(config["rope_parameters"]["rope_theta"])
+    writer.add_expert_count(config["num_local_experts"])
+    writer.add_expert_used_count(config["num_experts_per_tok"])
+    writer.add_key_length(config["head_dim"])
+    writer.add_value_length(config["head_dim"])
+    writer.add_sliding_window(config["sliding_window"])
+    writer.add_expert_feed_forward_length(config["intermediate_size"])
+    _tokenizer(writer, tokenizer_metadata(folder))
+    tensors = raw_tensors(folder)
+    for hf, value in tensors.items():
+        name = lambda n: converter_name("gpt-oss", layers, n)  # noqa: E731
+        prefix = hf.rsplit(".mlp.experts.", 1)[0] + ".mlp.experts."
+        if hf.endswith("_scales"):
+            continue
+        if hf.endswith("gate_up_proj_blocks"):
+            all_scales = tensors[hf.replace("_blocks", "_scales")]
+            for part, rows, scales in (("gate", value[:, 0::2], all_scales[:, 0::2]), ("up", value[:, 1::2], all_scales[:, 1::2])):
+                writer.add_tensor(name(f"{prefix}{part}_proj.weight"), mxfp4_to_ggml(rows, scales), raw_dtype=gguf.GGMLQuantizationType.MXFP4)
+        elif hf.endswith("down_proj_blocks"):
+            scales = tensors[hf.replace("_blocks", "_scales")]
+            writer.add_tensor(name(prefix + "down_proj.weight"), mxfp4_to_ggml(value, scales), raw_dtype=gguf.GGMLQuantizationType.MXFP4)
+        elif hf.endswith("experts.gate_up_proj"):
+            gate, up = _split_gate_up(value.transpose(0, 2, 1))  # (E, 2·inner, d) → two (E, inner, d)
+            writer.add_tensor(name(prefix + "gate_proj.weight"), np.ascontiguousarray(gate))
+            writer.add_tensor(name(prefix + "up_proj.weight"), np.ascontiguousarray(up))
+        elif hf.endswith("experts.down_proj"):
+            writer.add_tensor(name(prefix + "down_proj.weight"), np.ascontiguousarray(value.transpose(0, 2, 1)))  # (E, d, inner)
+        elif hf.endswith("gate_up_proj_bias"):
+            gate, up = value[:, 0::2], value[:, 1::2]
+            writer.add_tensor(name(prefix + "gate_proj.bias"), np.ascontiguousarray(gate))
+            writer.add_tensor(name(prefix + "up_proj.bias"), np.ascontiguousarray(up))
+        elif hf.endswith("down_proj_bias"):
+            writer.add_tensor(name(prefix + "down_proj.bias"), value)
+        else:
+            writer.add_tensor(name(hf + ".weight" if hf.endswith("sinks") else hf), np.ascontiguousarray(value))
+    _finish(writer)
+
+
+def raw_tensors(folder: Path) -> dict[str, np.ndarray]:
+    """Every tensor of a fixture's model.safetensors as stored (float32, or uint8 for MXFP4 blocks and scales)."""
+    raw = (folder / "model.safetensors").read_bytes()
+    size = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8 : 8 + size])
+    header.pop("__metadata__", None)
+    out = {}
+    for name, entry in sorted(header.items()):
+        begin, end = entry["data_offsets"]
+        dtype = {"F32": "<f4", "U8": "u1"}[entry["dtype"]]
+        out[name] = np.frombuffer(raw[8 + size + begin : 8 + size + end], dtype=dtype).reshape(entry["shape"])
+    return out
+
+
+def save_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    """A safetensors file of float32 and uint8 tensors."""
+    header, data = {}, b""
+    for name, array in tensors.items():
+        blob = np.ascontiguousarray(array).tobytes()
+        header[name] = {"dtype": "U8" if array.dtype == np.uint8 else "F32", "shape": list(array.shape), "data_offsets": [len(data), len(data) + len(blob)]}
+        data += blob
+    text = json.dumps(header).encode()
+    path.write_bytes(len(text).to_bytes(8, "little") + text + data)
+
+
+def gpt_oss_mxfp4_folder(out: Path, *, seed: int = 11) -> Path:
+    """A gpt-oss folder whose experts are MXFP4 as OpenAI publishes them, wide enough for ggml's MXFP4 (rows of 32).
+
+    The tiny fixture's hidden size (16) fills no 32-number block along a row, so its GGUF keeps the experts in F32
+    (as the converter writes float experts); this folder (hidden 32, 4 heads of 8, experts of 32) has MXFP4 experts
+    in both formats. Random weights (seeded), the fixture's tokenizer; attncli reads it through mxfp4.py, which
+    tests/test_mxfp4.py checks against transformers.
+    """
+    import shutil
+
+    rng = np.random.default_rng(seed)
+    config = json.loads((HF / "gpt_oss" / "config.json").read_text(encoding="utf-8"))
+    d, H, G, d_k, inner, E, V = 32, 4, 2, 8, 32, 4, config["vocab_size"]
+    config |= {"hidden_size": d, "num_attention_heads": H, "num_key_value_heads": G, "head_dim": d_k, "intermediate_size": inner}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    shutil.copy(HF / "gpt_oss" / "tokenizer.json", out / "tokenizer.json")
+    f32 = lambda *shape, scale=0.3: rng.normal(0, scale, shape).astype(np.float32)  # noqa: E731
+    tensors: dict[str, np.ndarray] = {"model.embed_tokens.weight": f32(V, d, scale=1.0), "model.norm.weight": 1 + f32(d, scale=0.1),
+                                      "lm_head.weight": f32(V, d)}  # fmt: skip
+    for i in range(config["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        tensors |= {
+            p + "input_layernorm.weight": 1 + f32(d, scale=0.1), p + "post_attention_layernorm.weight": 1 + f32(d, scale=0.1),
+            p + "self_attn.q_proj.weight": f32(H * d_k, d), p + "self_attn.q_proj.bias": f32(H * d_k),
+            p + "self_attn.k_proj.weight": f32(G * d_k, d), p + "self_attn.k_proj.bias": f32(G * d_k),
+            p + "self_attn.v_proj.weight": f32(G * d_k, d), p + "self_attn.v_proj.bias": f32(G * d_k),
+            p + "self_attn.o_proj.weight": f32(d, H * d_k), p + "self_attn.o_proj.bias": f32(d),
+            p + "self_attn.sinks": f32(H, scale=1.0), p + "mlp.router.weight": f32(E, d), p + "mlp.router.bias": f32(E),
+            p + "mlp.experts.gate_up_proj_bias": f32(E, 2 * inner), p + "mlp.experts.down_proj_bias": f32(E, d),
+        }  # fmt: skip
+        for what, rows, columns in (("gate_up_proj", 2 * inner, d), ("down_proj", d, inner)):
+            tensors[p + f"mlp.experts.{what}_blocks"] = rng.integers(0, 256, (E, rows, columns // 32, 16)).astype(np.uint8)
+            tensors[p + f"mlp.experts.{what}_scales"] = rng.integers(120, 128, (E, rows, columns // 32)).astype(np.uint8)
+    save_safetensors(out / "model.safetensors", tensors)
+    return out
+
+
+DEEPSEEK_EXPERTS = ("gate", "up", "down")
+
+
+def write_deepseek(path: Path, folder: Path = HF / "deepseek_v3", *, split_kv_b: bool = True) -> None:
+    """DeepSeek V3 as DeepseekV2Model writes it (architecture deepseek2): MLA as multi-query attention over the latent
+    (head_count_kv 1, key_length = kv_lora_rank + rope, value_length = kv_lora_rank, the head sizes as key/value_length_mla),
+    the routed experts merged into ffn_{gate,up,down}_exps (E, rows, in), e_score_correction_bias as exp_probs_b, and
+    kv_b_proj split into attn_k_b (each head's key block transposed) and attn_v_b, or kept whole as attn_kv_b
+    (split_kv_b=False: the files converted before the split). The fixture's config has no scoring_func (transformers'
+    DeepseekV3Config has none: V3 always routes by sigmoid); the published V3 configs say "sigmoid", which the converter
+    writes as expert_gating_func 2, so it is written here.
+    """
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    layers, H = config["num_hidden_layers"], config["num_attention_heads"]
+    d_n, d_r, d_v, d_c = config["qk_nope_head_dim"], config["qk_rope_head_dim"], config["v_head_dim"], config["kv_lora_rank"]
+    writer = gguf.GGUFWriter(path, "deepseek2")
+    writer.add_name("attncli tiny deepseek_v3" + ("" if split_kv_b else " (attn_kv_b)"))
+    _common(writer, config, kv_heads=1)
+    writer.add_rope_freq_base(config["rope_parameters"]["rope_theta"])
+    writer.add_expert_count(config["n_routed_experts"])
+    writer.add_expert_used_count(config["num_experts_per_tok"])
+    writer.add_expert_group_count(config["n_group"])
+    writer.add_expert_group_used_count(config["topk_group"])
+    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+    writer.add_leading_dense_block_count(config["first_k_dense_replace"])
+    writer.add_vocab_size(config["vocab_size"])
+    writer.add_q_lora_rank(config["q_lora_rank"])
+    writer.add_kv_lora_rank(d_c)
+    writer.add_key_length(d_c + d_r)
+    writer.add_value_length(d_c)
+    writer.add_key_length_mla(d_n + d_r)
+    writer.add_value_length_mla(d_v)
+    writer.add_expert_feed_forward_length(config["moe_intermediate_size"])
+    writer.add_expert_shared_count(config["n_shared_experts"])
+    writer.add_expert_weights_scale(config["routed_scaling_factor"])
+    if config["norm_topk_prob"]:
+        writer.add_expert_weights_norm(True)
+    writer.add_rope_dimension_count(d_r)
+    _tokenizer(writer, tokenizer_metadata(folder))
+    tensors = hf_tensors(folder)
+    name = lambda n: converter_name("deepseek2", layers, n)  # noqa: E731
+    for hf, value in tensors.items():
+        if ".mlp.experts." in hf:
+            continue
+        if hf.endswith("kv_b_proj.weight") and split_kv_b:
+            per_head = value.reshape(H, d_n + d_v, d_c)
+            writer.add_tensor(name(hf.replace("kv_b_proj", "k_b_proj")), np.ascontiguousarray(per_head[:, :d_n].transpose(0, 2, 1)))
+            writer.add_tensor(name(hf.replace("kv_b_proj", "v_b_proj")), np.ascontiguousarray(per_head[:, d_n:]))
+            continue
+        writer.add_tensor(name(hf.replace("e_score_correction_bias", "e_score_correction.bias")), np.ascontiguousarray(value))
+    for i in range(config["first_k_dense_replace"], layers):
+        for what in DEEPSEEK_EXPERTS:
+            merged = np.stack([tensors[f"model.layers.{i}.mlp.experts.{e}.{what}_proj.weight"] for e in range(config["n_routed_experts"])])
+            writer.add_tensor(name(f"model.layers.{i}.mlp.experts.{what}_proj.weight"), merged)
+    _finish(writer)
+
+
+NEW_FAMILIES = {"gemma2": write_gemma2, "gpt_oss": write_gpt_oss, "deepseek_v3": write_deepseek}
+
+
 # ---------------------------------------------------------------- every quantisation type in one model
 
 QUANTISED_TYPES = {
@@ -443,6 +686,8 @@ def main() -> None:
     for name in FAMILIES:
         write_family(name, OUT / f"{name}.gguf")
         write_family(name, OUT / f"{name}-q8_0.gguf", quantised="Q8_0")
+    for name, write in NEW_FAMILIES.items():
+        write(OUT / f"{name}.gguf")
     for path in sorted(OUT.glob("*.gguf")):
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size:,} bytes")
 

@@ -33,10 +33,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import make_gguf  # noqa: E402
 
 # types whose reference dequantisation (float32) is exact, and those where it rounds the final sum once
-EXACT_IN_FLOAT32 = ("Q4_0", "Q5_0", "Q8_0", "IQ4_NL", "Q3_K", "Q6_K", "IQ4_XS", "TQ2_0")
+EXACT_IN_FLOAT32 = ("Q4_0", "Q5_0", "Q8_0", "IQ4_NL", "Q3_K", "Q6_K", "IQ4_XS", "TQ2_0", "MXFP4")
 ROUNDED_IN_FLOAT32 = ("Q4_1", "Q5_1", "Q2_K", "Q4_K", "Q5_K")
 HALVES = {"Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0,), "Q5_1": (0, 2), "Q8_0": (0,), "IQ4_NL": (0,),
-          "Q2_K": (80, 82), "Q3_K": (108,), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,), "IQ4_XS": (0,), "TQ2_0": (64,)}  # fmt: skip
+          "Q2_K": (80, 82), "Q3_K": (108,), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,), "IQ4_XS": (0,), "TQ2_0": (64,), "MXFP4": ()}  # fmt: skip
 
 
 def random_blocks(kind: str, n: int, seed: int) -> np.ndarray:
@@ -47,6 +47,8 @@ def random_blocks(kind: str, n: int, seed: int) -> np.ndarray:
     for at in HALVES[kind]:
         halves = (rng.standard_normal(n) * 10.0 ** rng.integers(-8, 4, n)).astype(np.float16)
         raw[:, at : at + 2] = halves.view(np.uint8).reshape(n, 2)
+    if kind == "MXFP4":  # every e8m0 exponent, short of those whose 12·2^(e − 128) overflows the reference's float32
+        raw[:, 0] = np.arange(n) % 253
     return raw
 
 

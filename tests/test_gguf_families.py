@@ -20,8 +20,7 @@ import numpy as np
 import pytest
 
 from attncli.core import engine
-from attncli.errors import AttnError
-from attncli.sources.checkpoints.gguf import NOT_YET, neox_per_head, open_model
+from attncli.sources.checkpoints.gguf import neox_per_head, open_model
 from attncli.sources.checkpoints.layer import checkpoint_tokens, load_layer, model_info
 from attncli.sources.checkpoints.safetensors import Checkpoint
 from attncli.sources.checkpoints.scenario import layer_scenario
@@ -163,15 +162,3 @@ def test_model_info_on_the_file(name):
     assert from_file["gguf_architecture"] == FAMILIES[name]
     assert [m["key"] for m in from_file["mechanisms"]] == [m["key"] for m in from_folder["mechanisms"]]
     assert from_file["layers"] == from_folder["layers"] and from_file["heads"] == from_folder["heads"]
-
-
-@pytest.mark.parametrize("arch", sorted(NOT_YET))
-def test_an_architecture_not_read_yet_is_one_clear_line(arch, tmp_path):
-    path = tmp_path / f"{arch}.gguf"
-    writer = gguf.GGUFWriter(path, arch)
-    writer.add_block_count(1)
-    make_gguf._finish(writer)
-    with pytest.raises(AttnError) as caught:
-        open_model(path)
-    message = str(caught.value)
-    assert "\n" not in message and f"does not read {arch} GGUF files yet" in message and "general.architecture" in message

@@ -76,9 +76,9 @@ def _count(raw: dict[str, Any], where: str, key: str, default: int | None, *, mi
     return value
 
 
-def read_deepseek(folder: Any, cfg: ModelConfig) -> DeepseekConfig:
-    """DeepSeek's own config keys, checked (defaults: transformers' DeepseekV3Config)."""
-    raw, where = read_raw(folder)
+def read_deepseek(folder: Any, cfg: ModelConfig, keys: dict[str, Any] | None = None) -> DeepseekConfig:
+    """DeepSeek's own config keys, checked (defaults: transformers' DeepseekV3Config); `keys`: a GGUF file's metadata as them."""
+    raw, where = (keys, str(folder)) if keys is not None else read_raw(folder)
     q_lora = raw.get("q_lora_rank", 1536)
     experts = _count(raw, where, "n_routed_experts", 256, most=MOST["heads"])
     groups = _count(raw, where, "n_group", 8, most=experts)
@@ -226,7 +226,7 @@ def _layer(cfg: ModelConfig, ds: DeepseekConfig, w: Weights, index: int, h: np.n
 
 def forward(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layers: int) -> tuple[np.ndarray, list[np.ndarray | None]]:
     """(L, d) the residual after the first `layers` layers, and each layer's (L, k) experts per token (None: dense)."""
-    ds = read_deepseek(checkpoint.folder, cfg)
+    ds = read_deepseek(checkpoint.folder, cfg, getattr(checkpoint, "config_keys", None))
     w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", ""))
     rope = _rope(cfg, ds)
     h = w.rows("embed_tokens.weight", ids, cfg.hidden_size)  # (L, d)
@@ -251,7 +251,7 @@ def _experts_note(experts: list[np.ndarray | None], ds: DeepseekConfig) -> list[
 
 def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
     """X = input_layernorm of the residual entering `layer` (from 1), and that layer's MLA weights."""
-    ds = read_deepseek(checkpoint.folder, cfg)
+    ds = read_deepseek(checkpoint.folder, cfg, getattr(checkpoint, "config_keys", None))
     w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", ""))
     h, experts = forward(cfg, checkpoint, ids, layer - 1)
     index = layer - 1

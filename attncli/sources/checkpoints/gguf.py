@@ -16,8 +16,11 @@ wrote (`blk.3.attn_q.weight`), undoing what the converter changed:
 - GPT-NeoX's query_key_value, laid out per head (q, k, v of head 1, then of head 2, …), is stored as
   all queries, then all keys, then all values (the converter's "bloom-style to gpt-style"); the rows
   are put back per head.
-- Gemma 3's norms are stored as 1 + w (ggml multiplies by the weight, transformers by 1 + w); the 1 is
+- Gemma 2 and 3's norms are stored as 1 + w (ggml multiplies by the weight, transformers by 1 + w); the 1 is
   taken off again.
+- gpt-oss's experts are split into ffn_gate_exps / ffn_up_exps / ffn_down_exps (out, in) per expert, and
+  DeepSeek's per-expert matrices merged into one 3-d tensor each; DeepSeek's kv_b_proj is split by newer
+  converters into attn_k_b and attn_v_b: each is put back as the Hugging Face tensor (GgufCheckpoint._joined).
 Qwen3, OLMo 2, Phi-3 and Gemma 3 keep Hugging Face's row order (llama.cpp turns them as NeoX does);
 OLMo 2's post-norms are post_attention_norm and post_ffw_norm, and its MLP has no norm before it.
 The config of these families is the metadata spelled as config.json's keys and read by config.py.
@@ -50,13 +53,10 @@ OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
 ARCHITECTURES = {
     "llama": "llama", "qwen2": "qwen2", "gpt2": "gpt2", "bert": "bert",
     "qwen3": "qwen3", "olmo2": "olmo2", "phi3": "phi3", "gptneox": "gpt_neox", "gemma3": "gemma3_text",
+    "gemma2": "gemma2", "gpt-oss": "gpt_oss", "deepseek2": "deepseek_v3",
 }  # GGUF arch -> attncli's model type  # fmt: skip
-# architectures attncli reads from folders whose GGUF files it does not read yet, and why
-NOT_YET = {
-    "gemma2": "llama.cpp's converter stores no query_pre_attn_scalar (llama.cpp derives the scale from the model's size), a rule attncli has no test for yet",
-    "gpt-oss": "its GGUF files store the experts as MXFP4, which attncli does not dequantise yet",
-    "deepseek2": "its GGUF files split MLA's key/value up-projection into attn_k_b and attn_v_b, which attncli does not join yet",
-}
+GEMMA2_27B_LAYERS = 46  # llama.cpp's LLM_TYPE_27B for gemma2: the one size whose scale is 1/√(n_embd / n_head)
+EXPERT_GATING = {1: "softmax", 2: "sigmoid", 3: "softmax over the chosen experts"}  # llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE
 
 
 # -- finding the file ------------------------------------------------------------------------
@@ -207,6 +207,16 @@ class GgufFile:
         self._readable(entry)
         return dequantize(entry.kind.name, self.raw(entry), entry.count).reshape(entry.shape)
 
+    def read_expert(self, name: str, expert: int) -> np.ndarray:
+        """(rows, in) float64: expert `expert` of a 3-d tensor (experts, rows, in); only that expert's bytes are decoded."""
+        entry = self.info(name)
+        self._readable(entry)
+        if len(entry.dims) != 3 or not 0 <= expert < entry.shape[0]:
+            raise self.fail(f"tensor '{name}' has shape {list(entry.shape)}", expected=f"a 3-d tensor of experts with an expert {expert + 1}")
+        per = entry.nbytes // entry.shape[0]  # each expert's rows are whole blocks, stored one expert after another
+        raw = self.raw(entry)[expert * per : (expert + 1) * per]
+        return dequantize(entry.kind.name, raw, entry.count // entry.shape[0]).reshape(entry.shape[1:])
+
     def read_rows(self, name: str, rows: Sequence[int]) -> np.ndarray:
         """(len(rows), row length) chosen rows of a 2-d tensor in float64; only their blocks are decoded."""
         entry = self.info(name)
@@ -305,11 +315,32 @@ _GEMMA3_NAMES = [
     (r"layers\.(\d+)\.pre_feedforward_layernorm\.weight", r"blk.\1.ffn_norm.weight"),
     (r"layers\.(\d+)\.post_feedforward_layernorm\.weight", r"blk.\1.post_ffw_norm.weight"),
 ]
+_GPT_OSS_NAMES = [
+    *(entry for entry in _LLAMA_NAMES if "post_attention_layernorm" not in entry[0] and "mlp" not in entry[0]),
+    (r"layers\.(\d+)\.post_attention_layernorm\.weight", r"blk.\1.post_attention_norm.weight"),
+    (r"layers\.(\d+)\.self_attn\.sinks", r"blk.\1.attn_sinks.weight"),
+    (r"layers\.(\d+)\.mlp\.router\.(weight|bias)", r"blk.\1.ffn_gate_inp.\2"),
+    (r"layers\.(\d+)\.mlp\.experts\.down_proj_bias", r"blk.\1.ffn_down_exps.bias"),
+]  # the experts' matrices and gate/up biases are joined from several tensors (GgufCheckpoint._joined)
+_DEEPSEEK2_NAMES = [
+    *(entry for entry in _LLAMA_NAMES if re.search(r"embed|norm|layernorm|o_proj|q_proj|mlp", entry[0])),
+    (r"layers\.(\d+)\.self_attn\.q_a_proj\.weight", r"blk.\1.attn_q_a.weight"),
+    (r"layers\.(\d+)\.self_attn\.q_a_layernorm\.weight", r"blk.\1.attn_q_a_norm.weight"),
+    (r"layers\.(\d+)\.self_attn\.q_b_proj\.weight", r"blk.\1.attn_q_b.weight"),
+    (r"layers\.(\d+)\.self_attn\.kv_a_proj_with_mqa\.weight", r"blk.\1.attn_kv_a_mqa.weight"),
+    (r"layers\.(\d+)\.self_attn\.kv_a_layernorm\.weight", r"blk.\1.attn_kv_a_norm.weight"),
+    (r"layers\.(\d+)\.self_attn\.kv_b_proj\.weight", r"blk.\1.attn_kv_b.weight"),  # older files; newer ones split it (_joined)
+    (r"layers\.(\d+)\.mlp\.gate\.weight", r"blk.\1.ffn_gate_inp.weight"),
+    (r"layers\.(\d+)\.mlp\.gate\.e_score_correction_bias", r"blk.\1.exp_probs_b.bias"),
+    (r"layers\.(\d+)\.mlp\.shared_experts\.(gate|up|down)_proj\.weight", r"blk.\1.ffn_\2_shexp.weight"),
+]
 _NAMES = {
     "llama": _LLAMA_NAMES, "qwen2": _LLAMA_NAMES, "gpt2": _GPT2_NAMES, "bert": _BERT_NAMES,
     "qwen3": [*_LLAMA_NAMES, *_QK_NORMS], "olmo2": _OLMO2_NAMES, "phi3": _PHI3_NAMES, "gptneox": _NEOX_NAMES,
-    "gemma3": _GEMMA3_NAMES,
+    "gemma3": _GEMMA3_NAMES, "gemma2": [entry for entry in _GEMMA3_NAMES if entry not in _QK_NORMS],
+    "gpt-oss": _GPT_OSS_NAMES, "deepseek2": _DEEPSEEK2_NAMES,
 }  # fmt: skip
+SHIFTED_NORMS = ("gemma2", "gemma3")  # norms stored as 1 + w
 _GPT2_TRANSPOSED = re.compile(r"h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight")
 
 # what each kind of tensor is, for `model info` and the header ("W_Q of layer 5 stored as Q4_1")
@@ -322,6 +353,13 @@ ROLES = {
     "output": "output (unembedding)", "rope_freqs": "RoPE frequency factors",
     "attn_q_norm": "QK-norm of q", "attn_k_norm": "QK-norm of k",
     "post_attention_norm": "norm after attention", "post_ffw_norm": "norm after the MLP",
+    "attn_sinks": "learned attention sinks", "ffn_gate_inp": "MoE router", "ffn_gate_exps": "experts' gate",
+    "ffn_up_exps": "experts' up", "ffn_down_exps": "experts' down", "ffn_gate_up_exps": "experts' gate and up (fused)",
+    "exp_probs_b": "router's correction bias", "ffn_gate_shexp": "shared expert gate", "ffn_up_shexp": "shared expert up",
+    "ffn_down_shexp": "shared expert down", "attn_q_a": "W_DQ (query down-projection)", "attn_q_a_norm": "query latent norm",
+    "attn_q_b": "W_UQ | W_QR (query up-projection)", "attn_kv_a_mqa": "W_DKV | W_KR (key/value down-projection, rotary key)",
+    "attn_kv_a_norm": "key/value latent norm", "attn_kv_b": "W_UK | W_UV (key/value up-projection)",
+    "attn_k_b": "W_UK (key up-projection, split)", "attn_v_b": "W_UV (value up-projection, split)",
 }  # fmt: skip
 
 
@@ -359,7 +397,17 @@ class Stored:
     permute_heads: int | None  # llama's W_Q / W_K rows
     transpose: bool  # GPT-2's Conv1D
     neox_heads: int | None = None  # GPT-NeoX's query_key_value rows
-    shift: float = 0.0  # Gemma 3's norms, stored as 1 + w
+    shift: float = 0.0  # Gemma 2 and 3's norms, stored as 1 + w
+
+
+@dataclass(frozen=True)
+class Joined:
+    """A Hugging Face tensor llama.cpp's converter split or rearranged: its shape, and how to rebuild it from the file's tensors."""
+
+    shape: tuple[int, ...]
+    parts: tuple[str, ...]  # the GGUF tensors it is made of
+    kind: str  # "kv_b" (DeepSeek's attn_k_b + attn_v_b), "expert" (one expert of a 3-d tensor), "gate_up", "down", "gate_up_bias"
+    expert: int = 0
 
 
 class GgufCheckpoint:
@@ -385,7 +433,7 @@ class GgufCheckpoint:
                     heads = self.cfg.heads if ".attn_q." in gguf_name else self.cfg.kv_heads
                 transpose = self.arch == "gpt2" and bool(_GPT2_TRANSPOSED.fullmatch(name))
                 neox = self.cfg.heads if self.arch == "gptneox" and ".attn_qkv." in gguf_name else None
-                shift = 1.0 if self.arch == "gemma3" and gguf_name.endswith("norm.weight") else 0.0
+                shift = 1.0 if self.arch in SHIFTED_NORMS and gguf_name.endswith("norm.weight") else 0.0
                 return Stored(gguf_name, heads, transpose, neox, shift)
         return None
 
@@ -396,7 +444,93 @@ class GgufCheckpoint:
             raise AttnError(f"the file has no tensor {wanted}", file=self.file.where)
         return stored
 
+    def _dims(self, gguf_name: str) -> tuple[int, ...]:
+        """A tensor's shape outermost first, from the header."""
+        return tuple(reversed(self.file.info(gguf_name).dims))
+
+    def _joined(self, name: str) -> Joined | None:
+        """What the converter split or rearranged (DeepSeek's kv_b_proj, merged experts, gpt-oss's gate_up), or None.
+
+        - DeepSeek's kv_b_proj (H·(d_n + d_v), d_c), per head [k | v], is stored by newer converters as attn_k_b
+          (H, d_c, d_n), each head's k block transposed, and attn_v_b (H, d_v, d_c); older files keep attn_kv_b whole.
+        - DeepSeek's experts.E.{gate,up,down}_proj is expert E of the merged ffn_{gate,up,down}_exps (E, rows, in).
+        - gpt-oss's experts.gate_up_proj (E, d, 2·inner), gate and up interleaved along the last axis (x·W, not x·Wᵀ),
+          is stored as ffn_gate_exps and ffn_up_exps (E, inner, d) (or both in ffn_gate_up_exps (E, 2·inner, d));
+          experts.down_proj (E, inner, d) as ffn_down_exps (E, d, inner); the gate/up bias (E, 2·inner) as two biases.
+        """
+        m = re.fullmatch(r"layers\.(\d+)\.(.+)", name)
+        if m is None:
+            return None
+        blk, rest = f"blk.{m.group(1)}.", m.group(2)
+        have = self.file.tensors
+        if self.arch == "deepseek2":
+            if rest == "self_attn.kv_b_proj.weight" and blk + "attn_kv_b.weight" not in have:
+                k_b, v_b = blk + "attn_k_b.weight", blk + "attn_v_b.weight"
+                if k_b not in have or v_b not in have:
+                    return None
+                (H, d_c, d_n), (H_v, d_v, d_c_v) = self._dims(k_b), self._dims(v_b)
+                if (H, d_c) != (H_v, d_c_v):
+                    raise AttnError(f"attn_k_b {[H, d_c, d_n]} and attn_v_b {[H_v, d_v, d_c_v]} do not pair", file=self.file.where,
+                                    expected="(heads, kv_lora_rank, nope) and (heads, v_head_dim, kv_lora_rank)")  # fmt: skip
+                return Joined((H * (d_n + d_v), d_c), (k_b, v_b), "kv_b")
+            e = re.fullmatch(r"mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight", rest)
+            if e is not None:
+                merged = f"{blk}ffn_{e.group(2)}_exps.weight"
+                if merged not in have or len(self._dims(merged)) != 3 or int(e.group(1)) >= self._dims(merged)[0]:
+                    return None
+                return Joined(self._dims(merged)[1:], (merged,), "expert", int(e.group(1)))
+        if self.arch == "gpt-oss" and rest.startswith("mlp.experts."):
+            what = rest.removeprefix("mlp.experts.")
+            fused = blk + "ffn_gate_up_exps." + ("bias" if what.endswith("_bias") else "weight")
+            if what in ("gate_up_proj", "gate_up_proj_bias"):
+                suffix = "bias" if what.endswith("_bias") else "weight"
+                parts = (fused,) if fused in have else (f"{blk}ffn_gate_exps.{suffix}", f"{blk}ffn_up_exps.{suffix}")
+                if not all(part in have for part in parts):
+                    return None
+                dims = self._dims(parts[0])
+                rows = dims[1] if len(parts) == 2 else dims[1] // 2  # inner
+                if suffix == "bias":
+                    return Joined((dims[0], 2 * rows), parts, "gate_up_bias")
+                return Joined((dims[0], dims[2], 2 * rows), parts, "gate_up")
+            if what == "down_proj" and blk + "ffn_down_exps.weight" in have:
+                E, d, inner = self._dims(blk + "ffn_down_exps.weight")
+                return Joined((E, inner, d), (blk + "ffn_down_exps.weight",), "down")
+        return None
+
+    def _rebuild(self, joined: Joined, expert: int | None = None) -> np.ndarray:
+        """The Hugging Face tensor (or, for the 3-d gpt-oss experts, one expert of it) from the file's tensors, exactly."""
+        f = self.file
+        if joined.kind == "kv_b":
+            k_b, v_b = f.read(joined.parts[0]), f.read(joined.parts[1])  # (H, d_c, d_n), (H, d_v, d_c)
+            per_head = np.concatenate([k_b.transpose(0, 2, 1), v_b], axis=1)  # (H, d_n + d_v, d_c)
+            return np.ascontiguousarray(per_head.reshape(joined.shape))
+        if joined.kind == "expert":
+            return f.read_expert(joined.parts[0], joined.expert)
+        if joined.kind == "gate_up_bias":
+            gate, up = (f.read(joined.parts[0]), f.read(joined.parts[1])) if len(joined.parts) == 2 else np.split(f.read(joined.parts[0]), 2, axis=1)
+            out = np.empty(joined.shape)  # (E, 2·inner)
+            out[:, 0::2], out[:, 1::2] = gate, up
+            return out
+        experts = range(joined.shape[0]) if expert is None else (expert,)
+        blocks = [self._expert(joined, e) for e in experts]
+        return np.stack(blocks) if expert is None else blocks[0]
+
+    def _expert(self, joined: Joined, e: int) -> np.ndarray:
+        """One expert of gpt-oss's gate_up_proj (d, 2·inner) or down_proj (inner, d), from the file's per-expert rows."""
+        f = self.file
+        if joined.kind == "down":
+            return np.ascontiguousarray(f.read_expert(joined.parts[0], e).T)  # (d, inner) → (inner, d)
+        if len(joined.parts) == 2:
+            gate, up = f.read_expert(joined.parts[0], e), f.read_expert(joined.parts[1], e)  # (inner, d) each
+        else:
+            gate, up = np.split(f.read_expert(joined.parts[0], e), 2, axis=0)
+        out = np.empty(joined.shape[1:])  # (d, 2·inner)
+        out[:, 0::2], out[:, 1::2] = gate.T, up.T
+        return out
+
     def has(self, name: str) -> bool:
+        if self._joined(name) is not None:
+            return True
         stored = self.locate(name)
         return stored is not None and stored.gguf_name in self.file.tensors
 
@@ -405,11 +539,17 @@ class GgufCheckpoint:
 
     def shape(self, name: str) -> tuple[int, ...]:
         """Hugging Face's shape of the tensor, from the header (stored innermost first); nothing is read."""
+        joined = self._joined(name)
+        if joined is not None:
+            return joined.shape
         stored = self._stored(name)
         shape = tuple(reversed(self.file.info(stored.gguf_name).dims))
         return shape[::-1] if stored.transpose else shape
 
     def read(self, name: str) -> np.ndarray:
+        joined = self._joined(name)
+        if joined is not None:
+            return self._rebuild(joined)
         stored = self._stored(name)
         value = self.file.read(stored.gguf_name)
         if stored.permute_heads is not None:
@@ -426,22 +566,35 @@ class GgufCheckpoint:
         return self.file.read_rows(self._stored(name).gguf_name, rows)
 
     def row_blocks(self, name: str) -> Iterator[tuple[int, np.ndarray]]:
-        """The tensor in one block: a quantised tensor is dequantised whole (its blocks run along rows anyway)."""
+        """The tensor in one block (a quantised tensor is dequantised whole: its blocks run along rows anyway);
+        gpt-oss's 3-d experts one expert at a time, so only one expert's matrix is in float64 at once."""
+        joined = self._joined(name)
+        if joined is not None and joined.kind in ("gate_up", "down"):
+            for e in range(joined.shape[0]):
+                yield e, self._rebuild(joined, e)[None]
+            return
         yield 0, self.read(name)
 
     def stored_dtype(self, name: str) -> str:
-        return self.file.info(self._stored(name).gguf_name).kind.name
+        joined = self._joined(name)
+        return self.file.info(joined.parts[0] if joined else self._stored(name).gguf_name).kind.name
 
     def provenance(self, layer: int) -> tuple[str, ...]:
         """'W_Q of layer 5 stored as Q4_1 (5.0 bits per weight), dequantised exactly to float64', one line per matrix."""
         lines = []
-        for kind in ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_output"):
-            entry = self.file.tensors.get(f"blk.{layer - 1}.{kind}.weight")
-            if entry is not None:
+        attention = ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_q_a", "attn_q_b", "attn_kv_a_mqa", "attn_kv_b", "attn_k_b", "attn_v_b", "attn_output")
+        experts = ("ffn_gate_exps", "ffn_up_exps", "ffn_gate_up_exps", "ffn_down_exps")  # the layer before's: they made this layer's input
+        for kind, at in (*((k, layer) for k in attention), *((k, layer - 1) for k in experts)):
+            entry = self.file.tensors.get(f"blk.{at - 1}.{kind}.weight")
+            if entry is not None and at >= 1:
                 how = "widened exactly" if entry.kind.name in ("F32", "F16", "BF16", "F64") else "dequantised exactly"
                 lines.append(
-                    f"{ROLES[kind]} of layer {layer} stored as {entry.kind.name} ({entry.kind.bits_per_weight:g} bits per weight), {how} to float64"
+                    f"{ROLES[kind]} of layer {at} stored as {entry.kind.name} ({entry.kind.bits_per_weight:g} bits per weight), {how} to float64"
                 )
+        if f"blk.{layer - 1}.attn_k_b.weight" in self.file.tensors and f"blk.{layer - 1}.attn_kv_b.weight" not in self.file.tensors:
+            lines.append(f"kv_b_proj of layer {layer} joined from attn_k_b (transposed back per head) and attn_v_b, as the converter split it")
+        if self.arch == "gemma2":
+            lines.append(gemma2_scale_note(self.file))
         return tuple(lines)
 
 
@@ -453,8 +606,6 @@ def architecture(file: GgufFile) -> tuple[str, str]:
     arch = file.value("general.architecture")
     if not isinstance(arch, str):
         raise file.fail(f"found {arch!r}", key="general.architecture", expected="the model's architecture name")
-    if arch in NOT_YET:
-        raise file.fail(f"attncli does not read {arch} GGUF files yet: {NOT_YET[arch]}", key="general.architecture", expected="the Hugging Face checkpoint folder")
     if arch not in ARCHITECTURES:
         raise file.fail(f"the architecture {arch!r} is not supported", key="general.architecture", expected="one of " + ", ".join(ARCHITECTURES))
     return arch, ARCHITECTURES[arch]
@@ -510,7 +661,7 @@ def read_config(file: GgufFile) -> tuple[str, ModelConfig]:
     )  # fmt: skip
 
 
-CONFIG_FAMILIES = ("qwen3", "olmo2", "phi3", "gpt_neox", "gemma3_text")  # read as config.json keys (families.config_from_raw)
+CONFIG_FAMILIES = ("qwen3", "olmo2", "phi3", "gpt_neox", "gemma3_text", "gemma2", "gpt_oss", "deepseek_v3")  # read as config.json keys (families.config_from_raw)
 
 
 def _family_config(file: GgufFile, arch: str, model_type: str) -> ModelConfig:
@@ -547,10 +698,7 @@ def config_keys(file: GgufFile) -> dict[str, Any]:
     }
     if model_type == "gemma3_text":  # llama.cpp's own rules where the converter stores nothing (llama-model.cpp, LLM_ARCH_GEMMA3)
         layers = raw["num_hidden_layers"]
-        pattern = file.value(a + "attention.sliding_window_pattern")
-        sliding = [bool(x) for x in pattern] if isinstance(pattern, list) else [(i + 1) % 6 != 0 for i in range(layers)]
-        if len(sliding) != layers:
-            raise file.fail(f"{len(sliding)} layer kinds for {layers} layers", key=a + "attention.sliding_window_pattern")
+        sliding = sliding_layers(file, a, layers, 6)
         theta = raw["rope_parameters"]["rope_theta"]
         raw |= {
             "num_key_value_heads": file.count(a + "attention.head_count_kv", default=heads),
@@ -567,6 +715,12 @@ def config_keys(file: GgufFile) -> dict[str, Any]:
             "attention_bias": False,
         }
         return raw
+    if model_type == "gemma2":
+        return raw | _gemma2_keys(file, a, raw, head_dim)
+    if model_type == "gpt_oss":
+        return raw | _gpt_oss_keys(file, a, raw, head_dim)
+    if model_type == "deepseek_v3":
+        return raw | _deepseek_keys(file, a, raw)
     if model_type == "gpt_neox":
         raw |= {
             "layer_norm_eps": file.number(a + "attention.layer_norm_epsilon", default=1e-5),
@@ -585,6 +739,129 @@ def config_keys(file: GgufFile) -> dict[str, Any]:
         if model_type == "phi3" and window:
             raw["sliding_window"] = window
     return raw
+
+
+def sliding_layers(file: GgufFile, a: str, layers: int, period: int) -> list[bool]:
+    """Which layers slide, as llama.cpp's set_swa_pattern decides: the file's per-layer list, or a period p (the key, else
+    the architecture's): layer i (from 0) slides unless i % p == p − 1."""
+    pattern = file.value(a + "attention.sliding_window_pattern")
+    if isinstance(pattern, list):
+        if len(pattern) != layers:
+            raise file.fail(f"{len(pattern)} layer kinds for {layers} layers", key=a + "attention.sliding_window_pattern")
+        return [bool(x) for x in pattern]
+    if pattern is not None:
+        period = file.count(a + "attention.sliding_window_pattern")
+    return [i % period < period - 1 for i in range(layers)]
+
+
+def gemma2_scalar(file: GgufFile) -> tuple[int, str]:
+    """(query_pre_attn_scalar, why) as llama.cpp derives it for gemma2: n_embd / n_head for the 27B (46 layers), else key_length.
+
+    The converter stores no query_pre_attn_scalar; llama.cpp (llama-model.cpp, LLM_ARCH_GEMMA2) sets the attention scale
+    from the model's size, after gemma_pytorch's config: 1/√(n_embd / n_head) when the file has 46 layers (LLM_TYPE_27B),
+    1/√(n_embd_head_k) otherwise. It gives the published configs' values: 256 for Gemma 2 2B and 9B (head_dim 256),
+    144 = 4608 / 32 for the 27B (head_dim 128).
+    """
+    a = "gemma2."
+    layers = file.count(a + "block_count")
+    hidden, heads = file.count(a + "embedding_length"), file.count(a + "attention.head_count")
+    head_dim = file.count(a + "attention.key_length", default=hidden // heads)
+    if layers == GEMMA2_27B_LAYERS:
+        return hidden // heads, f"n_embd / n_head = {hidden} / {heads}, llama.cpp's rule for the 27B ({GEMMA2_27B_LAYERS} layers)"
+    return head_dim, f"the head size (key_length), llama.cpp's rule for every Gemma 2 but the 27B ({GEMMA2_27B_LAYERS} layers; this file has {layers})"
+
+
+def gemma2_scale_note(file: GgufFile) -> str:
+    scalar, why = gemma2_scalar(file)
+    return (f"the GGUF file stores no query_pre_attn_scalar: the scale is derived as llama.cpp derives it, "
+            f"query_pre_attn_scalar = {scalar}, {why}")  # fmt: skip
+
+
+def _gemma2_keys(file: GgufFile, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """Gemma 2's config.json keys from the metadata, with llama.cpp's rules where the converter stores nothing."""
+    layers = raw["num_hidden_layers"]
+    heads = raw["num_attention_heads"]
+    caps = {key: file.number(a + key, default=default) for key, default in (("attn_logit_softcapping", 50.0), ("final_logit_softcapping", 30.0))}
+    return {
+        "num_key_value_heads": file.count(a + "attention.head_count_kv", default=heads),
+        "head_dim": head_dim,
+        "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-6),
+        "hidden_activation": "gelu_pytorch_tanh",
+        "sliding_window": file.count(a + "attention.sliding_window", default=4096),  # llama.cpp's default for gemma2
+        "layer_types": ["sliding_attention" if s else "full_attention" for s in sliding_layers(file, a, layers, 2)],
+        "query_pre_attn_scalar": gemma2_scalar(file)[0],
+        "attention_bias": "blk.0.attn_q.bias" in file.tensors,
+        **caps,
+    }
+
+
+def _gpt_oss_keys(file: GgufFile, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """gpt-oss's config.json keys from the metadata; the SwiGLU clamp and α are llama.cpp's constants (7 and 1.702)."""
+    layers = raw["num_hidden_layers"]
+    experts = file.count(a + "expert_count")
+    return {
+        "num_key_value_heads": file.count(a + "attention.head_count_kv", default=raw["num_attention_heads"]),
+        "head_dim": head_dim,
+        "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-5),
+        "intermediate_size": file.count(a + "expert_feed_forward_length", default=raw["intermediate_size"]),
+        "num_local_experts": experts,
+        "num_experts_per_tok": file.count(a + "expert_used_count"),
+        "sliding_window": file.count(a + "attention.sliding_window"),
+        "layer_types": ["sliding_attention" if s else "full_attention" for s in sliding_layers(file, a, layers, 2)],
+        "attention_bias": "blk.0.attn_q.bias" in file.tensors,
+        "swiglu_limit": 7.0,
+        "swiglu_alpha": 1.702,
+        "hidden_act": "silu",
+    }
+
+
+def _deepseek_keys(file: GgufFile, a: str, raw: dict[str, Any]) -> dict[str, Any]:
+    """DeepSeek V3's config.json keys from the metadata under deepseek2.… (the converter's set_gguf_parameters undone).
+
+    The converter writes MLA as multi-query attention over the latent: key_length = kv_lora_rank + rope, value_length =
+    kv_lora_rank, and the per-head sizes as key_length_mla / value_length_mla (older files: key_length = nope + rope and
+    value_length = v_head_dim). llama.cpp applies RoPE to interleaved pairs (the checkpoint's own order: nothing permuted).
+    A file whose router is not the sigmoid (DeepSeek V2's softmax, or no gating key, which llama.cpp reads as V2) is refused:
+    attncli reads DeepSeek V3 only, from folders too.
+    """
+    gating = file.value(a + "expert_gating_func")
+    if gating != 2:
+        said = EXPERT_GATING.get(gating, repr(gating)) if gating is not None else "not stored (llama.cpp then routes as DeepSeek V2, by softmax)"
+        raise file.fail(f"the expert router is {said}: attncli reads DeepSeek V3 (sigmoid router) only", key=a + "expert_gating_func",
+                        expected="2 (sigmoid), as DeepSeek V3 files have it")  # fmt: skip
+    rope = file.count(a + "rope.dimension_count")
+    kv_lora = file.count(a + "attention.kv_lora_rank")
+    if file.has_key(a + "attention.key_length_mla"):
+        qk, v = file.count(a + "attention.key_length_mla"), file.count(a + "attention.value_length_mla")
+    else:
+        qk, v = file.count(a + "attention.key_length"), file.count(a + "attention.value_length")
+    if qk <= rope:
+        raise file.fail(f"a query/key head of {qk} numbers with {rope} rotary ones", key=a + "attention.key_length_mla", expected="more than the rotary part")
+    experts = file.count(a + "expert_count")
+    groups = file.count(a + "expert_group_count", default=1)
+    q_lora = file.count(a + "attention.q_lora_rank") if file.has_key(a + "attention.q_lora_rank") else None
+    return {
+        "num_key_value_heads": raw["num_attention_heads"],  # the converter's head_count_kv = 1 is MLA seen as MQA
+        "head_dim": rope,
+        "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-6),
+        "rope_parameters": {"rope_type": "default", "rope_theta": raw["rope_parameters"]["rope_theta"]},
+        "q_lora_rank": q_lora,
+        "kv_lora_rank": kv_lora,
+        "qk_nope_head_dim": qk - rope,
+        "qk_rope_head_dim": rope,
+        "v_head_dim": v,
+        "rope_interleave": True,
+        "n_routed_experts": experts,
+        "num_experts_per_tok": file.count(a + "expert_used_count"),
+        "n_shared_experts": file.count(a + "expert_shared_count", default=0, minimum=0),
+        "n_group": groups,
+        "topk_group": file.count(a + "expert_group_used_count", default=groups),
+        "first_k_dense_replace": file.count(a + "leading_dense_block_count", default=0, minimum=0),
+        "moe_intermediate_size": file.count(a + "expert_feed_forward_length"),
+        "routed_scaling_factor": file.number(a + "expert_weights_scale", default=1.0),
+        "norm_topk_prob": bool(file.value(a + "expert_weights_norm") or False),
+        "attention_bias": False,
+    }
 
 
 def _rope(file: GgufFile, a: str) -> RopeConfig:

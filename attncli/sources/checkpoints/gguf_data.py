@@ -44,6 +44,8 @@ LAYOUTS: dict[str, list[tuple[str, int, str]]] = {
     "TQ2_0": [("qs", 64, "256 two-bit codes, stored +1 (ternary −1, 0, 1)"), ("d", 2, "fp16 scale")],
     "Q6_K": [("ql", 128, "the low four bits of each code"), ("qh", 64, "the top two bits"),
              ("scales", 16, "16 signed eight-bit scales"), ("d", 2, "fp16 scale of the scales")],
+    "MXFP4": [("e", 1, "e8m0 shared exponent: the step is 2^(e − 128)"),
+              ("qs", 16, "32 four-bit e2m1 codes, indices into the doubled levels 0, ±1, ±2, ±3, ±4, ±6, ±8, ±12")],
 }  # fmt: skip
 FORMULAS = {
     "Q4_0": "w = d · (q − 8)", "Q4_1": "w = d · q + m", "Q5_0": "w = d · (q − 16)", "Q5_1": "w = d · q + m",
@@ -52,6 +54,7 @@ FORMULAS = {
     "Q4_K": "w = d·scale · q − dmin·min (per sub-block of 32)", "Q5_K": "w = d·scale · q − dmin·min (per sub-block of 32)",
     "Q6_K": "w = d·scale · (q − 32) (per sub-block of 16)",
     "IQ4_XS": "w = d·(scale − 32) · level[q] (per sub-block of 32)", "TQ2_0": "w = d · (q − 1)",
+    "MXFP4": "w = 2^(e − 128) · level[q]",
 }  # fmt: skip
 ROUNDED_BY_REFERENCE = ("Q4_1", "Q5_1", "Q2_K", "Q4_K", "Q5_K")  # llama.cpp's float32 rounds the final sum once
 

@@ -13,7 +13,7 @@ than 44 bits of span), so attncli's weights are the format's exact numbers. The 
 (gguf-py's `gguf.quants.dequantize`, and llama.cpp) computes in float32 and so rounds the final
 sum once for the types with a minimum (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K): their float32 value is
 this float64 value rounded to float32. The others (Q4_0, Q5_0, Q8_0, Q3_K, Q6_K, IQ4_NL, IQ4_XS,
-TQ2_0, F16, BF16, F32) are exact in both.
+TQ2_0, MXFP4, F16, BF16, F32) are exact in both (MXFP4 short of float32's overflow: 12·2^(e−128) past 2^128).
 
 Dimension names: n blocks, E weights per block, S sub-blocks per block.
 """
@@ -207,9 +207,25 @@ def _iq4_xs(b: np.ndarray) -> Decoded:
     return Decoded(d[:, None] * sc, None, codes, {"d": d, "scales": sc})
 
 
+# MXFP4's e2m1 levels as ggml stores them, doubled (kvalues_mxfp4): 0, 0.5, 1, … 6 and their negatives, times 2
+MXFP4_LEVELS = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], dtype=np.int16)
+
+
+def _mxfp4(b: np.ndarray) -> Decoded:
+    """OCP MXFP4 as ggml stores it (gpt-oss's experts): one e8m0 byte e, then 32 four-bit e2m1 codes (low nibbles first).
+
+    ggml's e8m0-to-half gives 2^(e − 128) for every byte, subnormal float32 ones included; the levels are
+    doubled, so w = 2^(e − 128) · level = e2m1 · 2^(e − 127), the OCP value, exact in float64.
+    """
+    e = b[:, 0].astype(np.int64)
+    step = np.ldexp(1.0, e - 128)  # (n,) exact powers of two
+    return Decoded(step[:, None], None, MXFP4_LEVELS[_nibbles(b[:, 1:17])], {"e": e.astype(np.float64)})
+
+
 DECODERS = {
     "Q4_0": _q4_0, "Q4_1": _q4_1, "Q5_0": _q5_0, "Q5_1": _q5_1, "Q8_0": _q8_0, "IQ4_NL": _iq4_nl,
     "Q2_K": _q2_k, "Q3_K": _q3_k, "Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k, "IQ4_XS": _iq4_xs, "TQ2_0": _tq2_0,
+    "MXFP4": _mxfp4,
 }  # fmt: skip
 READABLE = (*FLOAT_TYPES, *DECODERS)
 CHUNK_BLOCKS = 16_384  # blocks decoded at once: bounds the temporary codes and steps to a few MiB
