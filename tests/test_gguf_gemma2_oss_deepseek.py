@@ -167,6 +167,18 @@ def test_mxfp4_blocks_are_repacked_without_a_number_changed(mxfp4_pair):
         assert np.array_equal(model.file.read(entry.name), rows), part
 
 
+def test_model_dequant_walks_an_mxfp4_block_and_says_why_it_is_exact(mxfp4_pair):
+    """`model dequant` on an MXFP4 expert: exponent and levels, and no word of fp16 (MXFP4 has none)."""
+    from attncli.sources.checkpoints.gguf_data import dequant_data
+    from attncli.walkthroughs.dequant import dequant_report
+
+    _, path = mxfp4_pair
+    doc = dequant_data(path, "blk.0.ffn_gate_exps.weight", 1)
+    assert doc["type"] == "MXFP4" and doc["formula"] == "w = 2^(e − 128) · level[q]"
+    text = " ".join(block.text for block in dequant_report(doc).blocks if hasattr(block, "text"))
+    assert "a power of two times an e2m1 level is exact" in text and "fp16" not in text
+
+
 def test_deepseek_both_layouts_of_kv_b(tmp_path):
     """Newer files split kv_b_proj into attn_k_b (keys, transposed per head) and attn_v_b; older ones keep attn_kv_b: both read as the folder."""
     whole = tmp_path / "deepseek_v3-kv_b.gguf"

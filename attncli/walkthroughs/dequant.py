@@ -21,6 +21,14 @@ def info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+_WIDENS = {  # why a block's numbers are exact in float64, by what the block stores (fp16 scales, for the other types)
+    "MXFP4": "a power of two times an e2m1 level is exact",
+    "BF16": "bf16 widens exactly",
+    "F32": "float32 widens exactly",
+    "F64": "it is float64",
+}
+
+
 def dequant_report(doc: dict[str, Any]) -> Document:
     """The walk-through as a document, for every format but JSON."""
     kind = doc["type"]
@@ -31,7 +39,7 @@ def dequant_report(doc: dict[str, Any]) -> Document:
         f"of {doc['weights_per_block']} weights; block {doc['block']} holds row {doc['row']}, columns {doc['columns'][0]}–{doc['columns'][1]}.",
         f"{kind}: {doc['bytes']} bytes per {doc['weights_per_block']} weights = {doc['bits_per_weight']:g} bits per weight; "
         f"the block starts at byte {doc['file_offset']:,} of the file.",
-        f"Formula: {doc['formula']}. Every number below is exact in float64 (fp16 widens exactly).",
+        f"Formula: {doc['formula']}. Every number below is exact in float64 ({_WIDENS.get(kind, 'fp16 widens exactly')}).",
     ]
     sections: list[Block] = []
     if "fields" in doc:
