@@ -177,8 +177,12 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
     if c:
         intro.append(f"The cache starts with {c} given key{'s' * (c > 1)} and value{'s' * (c > 1)} ({span(np.arange(1, c + 1))}: "
                      f"{', '.join(quoted(t) for t in s.key_tokens[:c])}), as a KV cache holds them: given, not projected"
-                     + (", the keys already turned by RoPE at their positions" if s.rope is not None else "")
+                     + (", the keys already normalised by QK-norm" + (" and" if s.rope is not None else "") if s.qk_norm is not None else "")
+                     + ((", the keys already" if s.qk_norm is None else "") + " turned by RoPE at their positions" if s.rope is not None else "")
                      + f". The steps begin at position {c + 1}.")  # fmt: skip
+        if s.alibi is not None:
+            intro.append(f"ALiBi counts positions from the cache's start: step t adds −m·(t − j) to the score of key j, as if the "
+                         f"{c} cached token{'s' * (c > 1)} had been computed with the rest.")  # fmt: skip
     rope_start = 0 if s.rope is None else s.rope.offset - c  # the RoPE position of key 1
     if s.rope is not None:
         if rope_start:
