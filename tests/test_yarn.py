@@ -188,3 +188,19 @@ def test_every_head_of_a_longrope_phi3_equals_transformers(tmp_path: Path, which
     assert golden["ids" if which == "long" else "short_ids"].shape[0] == scenario.L
     weights = np.stack([head.weights for head in engine.run(scenario).heads])
     np.testing.assert_allclose(weights, golden[f"{which}_attentions"][layer - 1], rtol=0, atol=FLOAT32)
+
+
+def test_json_gives_the_attention_factor_as_its_own_key(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The scenario's rope in JSON has "attention_factor": gpt-oss's YaRN factor as transformers computes it (the golden
+    above), for run, explain and decode; 1.0 for a scenario's own RoPE. The "scaling" words stay as they were."""
+    folder = _tiny(tmp_path, "gpt_oss")
+    wanted = GOLDENS["gpt-oss-20b"]["attention_factor"]
+    model = ["--model", str(folder), "--layer", "2", "--sentence", "The cat sat"]
+    for command in (["run"], ["explain", "--position", "2"], ["decode"]):
+        result = cli(*command, *model, "--format", "json")
+        assert result.exit_code == 0, result.stderr
+        rope = json.loads(result.stdout)["scenario"]["rope"]
+        assert rope["attention_factor"] == pytest.approx(wanted, rel=1e-12) and "yarn" in rope["scaling"], command
+    plain = json.loads(cli("run", "llama-style", "--format", "json").stdout)["scenario"]["rope"]
+    assert plain["attention_factor"] == 1.0
+
