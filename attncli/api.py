@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ComparedHeads", "Decoded", "Explained", "Mapped", "Ran", "Tiled",
-    "compare_heads", "decode", "explain", "heads", "load", "load_model", "render_options", "run", "text_of", "tiles",
+    "compare_heads", "decode", "explain", "heads", "load", "load_model", "longrope_prefix", "render_options", "run", "text_of", "tiles",
 ]  # fmt: skip
 
 
@@ -217,8 +217,13 @@ def explain(
     return Explained(explain_scenario(loaded, position=where, head=head, round_steps=round_steps, others=others, block_size=block_size))
 
 
-def decode(scenario: Scenario | str | Path, *, head: int = 1, round_steps: int | None = None) -> Decoded:
-    """Generate the sentence token by token with a KV cache (a scenario without a causal mask is given one)."""
+def decode(scenario: Scenario | str | Path, *, head: int = 1, round_steps: int | None = None, before: Scenario | None = None) -> Decoded:
+    """Generate the sentence token by token with a KV cache (a scenario without a causal mask is given one).
+
+    `before` is the scenario of the first s − 1 tokens as the model computes them while the sequence is that short
+    (a longrope checkpoint up to original_max_position_embeddings: `longrope_prefix`): steps 1 … s − 1 are its rows,
+    and at step s RoPE changes its factors and every cached key is computed again.
+    """
     from attncli.core import engine
     from attncli.core.decode import causal_version
     from attncli.core.decode import decode as decode_head
@@ -226,7 +231,28 @@ def decode(scenario: Scenario | str | Path, *, head: int = 1, round_steps: int |
     loaded = _scenario(scenario)
     loaded.head_numbers(head)
     causal, made_causal = causal_version(loaded)
-    return Decoded(decode_head(engine.run(causal, round_steps=round_steps), head), made_causal)
+    if before is not None and before.L >= loaded.L:  # the sentence never outgrows the first tokens' factors: no switch
+        before = None
+    early = None if before is None else engine.run(causal_version(before)[0], round_steps=round_steps)
+    return Decoded(decode_head(engine.run(causal, round_steps=round_steps), head, before=early), made_causal)
+
+
+def longrope_prefix(folder: str | Path, *, layer: int, sentence: str, special_tokens: str = "auto") -> Scenario | None:
+    """The scenario `decode` needs as `before` for a longrope checkpoint (Phi-3-128k, Phi-4-mini) whose sentence is longer
+    than original_max_position_embeddings: its first that many tokens, which turn by the short factors; else None."""
+    from attncli.sources.checkpoints.families import read_config
+    from attncli.sources.checkpoints.gguf import gguf_path
+    from attncli.sources.checkpoints.scenario import load_scenario
+
+    if gguf_path(Path(folder)) is not None or not Path(folder).is_dir():  # a GGUF file carries no longrope (refused when read)
+        return None
+    rope = read_config(Path(folder)).rope  # once a sequence is longer than original_max_position_embeddings, transformers turns
+    if rope is None or rope.kind != "longrope":  # q and k by the long factors (longrope_frequency_update), and in generation
+        return None  # Phi3ForCausalLM.prepare_inputs_for_generation drops the cache at that step: every key is computed again
+    original = rope.original_positions
+    assert original is not None
+    early = load_scenario(Path(folder), layer=layer, sentence=sentence, special_tokens=special_tokens, first=original)
+    return early  # its first `original` tokens (all of them when the sentence is no longer: decode then has no switch)
 
 
 

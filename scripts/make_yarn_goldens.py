@@ -6,7 +6,7 @@ transformers computes them), and for DeepSeek-V3 the softmax scale of `yarn_appl
 random MXFP4 tensor (float32 holds every value exactly), the golden of tests/test_mxfp4.py.
 Run: python scripts/make_yarn_goldens.py > /tmp/goldens.py, then paste into tests/test_yarn.py; with --tiny it
 writes tests/checkpoints/yarn_gpt_oss.npz, yarn_deepseek_v3.npz and longrope_phi3.npz, the whole-layer goldens of
-the tiny fixtures.
+the tiny fixtures; with --decode, tests/checkpoints/longrope_phi3_decode.npz, longrope's decoding step by step.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import transformers  # noqa: E402
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 from transformers.models.deepseek_v3.modeling_deepseek_v3 import yarn_apply_mscale  # noqa: E402
-from yarn_configs import CONFIGS, LONGROPE, SHORT_SENTENCE, TINY, with_longrope, with_yarn  # noqa: E402
+from yarn_configs import CONFIGS, LONGROPE, SHORT_SENTENCE, TINY, generated_rows, with_longrope, with_yarn  # noqa: E402
 
 HERE = Path(__file__).resolve().parents[1] / "tests" / "checkpoints"
 
@@ -103,8 +103,34 @@ def tiny() -> None:
     print("tests/checkpoints/longrope_phi3.npz", long_arrays["attentions"].shape, short_arrays["attentions"].shape)
 
 
+def decode() -> None:
+    """tests/checkpoints/longrope_phi3_decode.npz: the tiny longrope phi3 (8 original positions) generating its 13-token
+    golden sentence token by token through `generate` (each next token forced to the sentence's, greedy), as
+    transformers decodes with a KV cache: every step's attention row of every layer and head. At the step whose input
+    reaches 9 tokens Phi3ForCausalLM.prepare_inputs_for_generation drops the cache and the whole sequence runs again
+    with the long factors (longrope_frequency_update); the steps before it used the short ones."""
+    import shutil
+    import tempfile
+
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "phi3"
+        shutil.copytree(HERE / "phi3", folder)
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps(with_longrope(config)))
+        with np.load(HERE / "phi3" / "golden.npz") as data:
+            ids, text = data["ids"], data["text"]
+        rows, query_lengths = generated_rows(folder, ids.tolist())
+    np.savez_compressed(HERE / "longrope_phi3_decode.npz", text=text, ids=ids, step_rows=rows, query_lengths=np.array(query_lengths))
+    print("tests/checkpoints/longrope_phi3_decode.npz", rows.shape, "query lengths", query_lengths)
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--tiny"]:
         tiny()
+        sys.exit()
+    if sys.argv[1:] == ["--decode"]:
+        decode()
         sys.exit()
     main()

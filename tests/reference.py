@@ -121,13 +121,14 @@ def variant_attention(
 ) -> dict:
     """Every variant, from projected Q (L_q × H·d_k), K and V (L_k × G·d).
 
-    Returns {"weights", "head_outputs", "Q", "K", "V"}, each a list over the heads; Q and K as the
-    head's dot products see them (rotated under RoPE), K and V those of the head's key/value head.
+    Returns {"weights", "logits", "head_outputs", "Q", "K", "V"}, each a list over the heads (logits: what the softmax
+    sees, −inf where hidden); Q and K as the head's dot products see them (normed and rotated), K and V those of the
+    head's key/value head.
     """
     L_q, L_k = len(Q_all), len(K_all)
     d_k = len(Q_all[0]) // heads
     d_v = len(V_all[0]) // kv_heads
-    all_weights, outputs, queries, keys, values = [], [], [], [], []
+    all_weights, all_logits, outputs, queries, keys, values = [], [], [], [], [], []
     for h in range(heads):
         g = h * kv_heads // heads
         Q = columns(Q_all, h * d_k, (h + 1) * d_k)
@@ -135,7 +136,7 @@ def variant_attention(
         V = columns(V_all, g * d_v, (g + 1) * d_v)
         if rope is not None:
             Q, K = rope_rows(Q, rope), rope_rows(K, rope)
-        weights = []
+        weights, head_logits = [], []
         for i in range(L_q):
             logits = {}
             for j in range(L_k):
@@ -151,12 +152,14 @@ def variant_attention(
             exps = {j: math.exp(x - biggest) for j, x in logits.items()}
             total = sum(exps.values())
             weights.append([exps[j] / total if j in exps else 0.0 for j in range(L_k)])
+            head_logits.append([logits.get(j, -math.inf) for j in range(L_k)])
         all_weights.append(weights)
+        all_logits.append(head_logits)
         outputs.append([[sum(weights[i][j] * V[j][t] for j in range(L_k)) for t in range(d_v)] for i in range(L_q)])
         queries.append(Q)
         keys.append(K)
         values.append(V)
-    return {"weights": all_weights, "head_outputs": outputs, "Q": queries, "K": keys, "V": values}
+    return {"weights": all_weights, "logits": all_logits, "head_outputs": outputs, "Q": queries, "K": keys, "V": values}
 
 # ---------------------------------------------------------------- the mechanisms of 2024–26 models (issue 20)
 # Each function below is one mechanism, by hand, with loops and the math module; a row is a list of floats,
@@ -437,6 +440,8 @@ def document_attention(document: dict, mask: dict | None = None) -> dict:
         K, V = matmul(keys_from, document["W_K"]), matmul(keys_from, document["W_V"])
     heads = document.get("heads", 1)
     d_k = len(Q[0]) // heads
+    if document.get("qk_norm"):  # before RoPE: each head's slice (Qwen3, Gemma 3) or the whole projection (OLMo 2)
+        Q, K = document_qk_norm(document["qk_norm"], Q, K, heads, document.get("kv_heads", heads), d_k)
     scale = document.get("scale", "sqrt_dk")
     divisor = {"sqrt_dk": math.sqrt(d_k), "none": 1.0}.get(scale, scale) if isinstance(scale, str) else float(scale)
     rope = document.get("rope")
@@ -453,6 +458,21 @@ def document_attention(document: dict, mask: dict | None = None) -> dict:
         rope=None if rope is None else rope if set(rope) - {"theta", "style"} else (rope.get("theta", 10000), rope.get("style", "half")),
         bias=bias, slopes=slopes,
     )  # fmt: skip
+
+
+def document_qk_norm(norm: dict | bool, Q: list[list[float]], K: list[list[float]], heads: int, kv_heads: int, d_k: int) -> tuple[list, list]:
+    """A document's `qk_norm` (true, or {over, form, eps, q_weight, k_weight}) applied to its projected Q and K, by hand."""
+    norm = {} if norm is True else dict(norm)  # type: ignore[arg-type]
+    over, offset, eps = norm.get("over", "head"), 1.0 if norm.get("form") == "1+w" else 0.0, norm.get("eps", 1e-6)
+    out = []
+    for rows, count, key in ((Q, heads, "q_weight"), (K, kv_heads, "k_weight")):
+        length = d_k * (count if over == "whole" else 1)
+        weight = norm.get(key, [0.0 if offset else 1.0] * length)
+        if over == "whole":
+            out.append([rms_norm(row, weight, eps, offset=offset) for row in rows])
+        else:
+            out.append(qk_norm_per_head(rows, count, weight, eps, offset=offset))
+    return out[0], out[1]
 
 
 def scenario_document(scenario, *, causal: bool = False) -> dict:

@@ -46,10 +46,23 @@ def test_leetgpu_paged_attention_through_the_cli(cli):
 
 
 @st.composite
+def qk_norms(draw, document: dict) -> dict:
+    """A `qk_norm` for the document: per head or over the whole projection, w or 1 + w, random weights."""
+    H, G = document["heads"], document["kv_heads"]
+    d_k = len((document.get("Q") or document["W_Q"])[0]) // H
+    over = draw(st.sampled_from(["head", "whole"]))
+    weight = lambda count: draw(st.lists(st.floats(0.1, 2), min_size=d_k * count, max_size=d_k * count))  # noqa: E731
+    return {"over": over, "form": draw(st.sampled_from(["w", "1+w"])), "eps": draw(st.sampled_from([1e-6, 0.1])),
+            "q_weight": weight(H if over == "whole" else 1), "k_weight": weight(G if over == "whole" else 1)}  # fmt: skip
+
+
+@st.composite
 def cut_documents(draw):
-    """A causal document (no ALiBi) and where to cut it: c ≥ 1 tokens become the cache, at least one stays."""
+    """A causal document (any ALiBi; QK-norm half the time) and where to cut it: c ≥ 1 tokens become the cache, at least one stays."""
     document = json.loads(draw(causal_documents()))
-    assume("alibi" not in document and len(document["tokens"]) >= 2)
+    assume(len(document["tokens"]) >= 2)
+    if draw(st.booleans()):
+        document["qk_norm"] = draw(qk_norms(document))
     try:
         from_text(json.dumps(document))
     except AttnError as error:  # padding can leave a query with no key at all
@@ -59,7 +72,7 @@ def cut_documents(draw):
 
 
 def cached_document(document: dict, c: int, per_head: bool, expected: dict) -> dict:
-    """The document's tokens after c, those c given as a cache: each key/value head's keys as the reference rotated them."""
+    """The document's tokens after c, those c given as a cache: each key/value head's keys as the reference met them (normed, rotated)."""
     H, G = document["heads"], document["kv_heads"]
     rows = lambda matrix: matrix[c:]  # noqa: E731
     K_heads = [expected["K"][g * H // G] for g in range(G)]  # the first query head of each group reads key/value head g
@@ -79,7 +92,8 @@ def cached_document(document: dict, c: int, per_head: bool, expected: dict) -> d
 @settings(max_examples=150, deadline=None)
 @given(cut_documents())
 def test_a_cut_scenario_gives_the_references_last_rows(case):
-    """run and decode of the scenario after a cache of c tokens are the whole scenario's rows c + 1 … L (RoPE continuing at c)."""
+    """run and decode of the scenario after a cache of c tokens are the whole scenario's rows c + 1 … L (RoPE continuing at c,
+    ALiBi counting from the cache's start, QK-norm's cached keys given as normalised)."""
     document, c, per_head = case
     expected = reference.document_attention(document)
     try:
@@ -92,6 +106,7 @@ def test_a_cut_scenario_gives_the_references_last_rows(case):
     close = lambda actual, wanted: np.testing.assert_allclose(actual, np.asarray(wanted, dtype=np.float64), rtol=1e-9, atol=1e-9)  # noqa: E731
     for h, head in enumerate(result.heads):
         close(head.weights, expected["weights"][h][c:])
+        close(head.masked, expected["logits"][h][c:])  # ALiBi's −m·(i − j) counts absolute positions: a row's shift would not move its weights
         close(head.output, expected["head_outputs"][h][c:])
         close(head.k, expected["K"][h])
         for step in decode(result, h + 1).steps:
@@ -105,9 +120,9 @@ def test_a_cut_scenario_gives_the_references_last_rows(case):
 @settings(max_examples=60, deadline=None)
 @given(cut_documents())
 def test_decode_from_cache_of_the_reference_agrees(case):
-    """The reference's own decode_from_cache (positions c + n, every cached key seen) on plain causal documents."""
+    """The reference's own decode_from_cache (positions c + n, every cached key seen) on plain causal documents (QK-norm kept)."""
     document, c, per_head = case
-    document = {**{key: value for key, value in document.items() if key != "bias"}, "mask": {"causal": True}}
+    document = {**{key: value for key, value in document.items() if key not in ("bias", "alibi")}, "mask": {"causal": True}}
     expected = reference.document_attention(document)
     s = from_text(json.dumps(cached_document(document, c, per_head, expected)))
     result = engine.run(s)
@@ -140,7 +155,7 @@ def test_rope_continues_after_the_cache_and_explain_says_the_keys_are_given():
     ("extra", "message"),
     [
         ({"context": {"tokens": ["a"], "embeddings": [[1.0, 0.0]]}}, "no use in cross-attention"),
-        ({"alibi": True}, "`cache` with `alibi`"),
+        ({"mla": {}}, "`cache` with `mla`"),
         ({"cache": {"tokens": ["a"], "K": [[1.0, 0.0, 0.0]], "V": [[1.0, 0.0]]}}, "cache.K has 3 columns"),
         ({"cache": {"tokens": ["a", "b"], "K": [[1.0, 0.0]], "V": [[1.0, 0.0]]}}, "cache.K has 1 rows but there are 2 cached tokens"),
         ({"cache": {"tokens": ["a"], "K": [[1.0, 0.0]]}}, "the cache has no `V`"),
@@ -181,3 +196,24 @@ def test_a_window_drops_cached_keys_at_the_first_step():
     assert (first.position, first.cache.tolist(), first.dropped.tolist()) == (3, [2, 3], [1])
     assert (second.position, second.cache.tolist(), second.dropped.tolist()) == (4, [3, 4], [2])
     assert first.visible.all() and second.visible.all()
+
+
+def test_qk_norm_and_alibi_with_a_cache_are_narrated(cli, tmp_path):
+    """explain marks the cached keys as already normalised and writes ALiBi's distance from the cache's start; decode says both."""
+    doc = {
+        "tokens": ["sat", "on"], "embeddings": [[1.0, 0.0], [0.0, 1.0]], "W_Q": "identity", "W_K": "identity", "W_V": "identity",
+        "cache": {"tokens": ["the", "cat"], "K": [[0.5, 0.5], [1.0, -1.0]], "V": [[1.0, 2.0], [3.0, 4.0]]},
+        "mask": "causal", "rope": True, "qk_norm": {"q_weight": [1.0, 2.0], "k_weight": [0.5, 1.5]}, "alibi": True,
+    }  # fmt: skip
+    s = from_text(json.dumps(doc))
+    head = engine.run(s).head(1)
+    np.testing.assert_array_equal(head.normed["qk_norm"].k[:2], [[0.5, 0.5], [1.0, -1.0]])  # the cache holds k̂: used as given
+    np.testing.assert_allclose(head.bias[1], [-(4 - j) / 256 for j in (1, 2, 3, 4)], rtol=1e-15)  # query 'on' sits at position 4
+    path = tmp_path / "cached.yaml"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    text = " ".join(cli("explain", str(path), "--position", "2").stdout.split())  # the terminal's line breaks undone
+    assert "k̂(the (cached)) = [0.5000, 0.5000] (cached: already normalised)" in text
+    assert "× (4 − 1)" in text and "this query sits at position i = 2 + 2 = 4" in text
+    assert "already normalised by QK-norm and turned by RoPE" in text
+    intro = " ".join(cli("decode", str(path)).stdout.split())
+    assert "already normalised by QK-norm and turned by RoPE" in intro and "ALiBi counts positions from the cache's start" in intro

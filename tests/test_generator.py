@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from attncli import api
 from attncli.errors import AttnError
 from attncli.sources.generator import new_scenario
+from tests import reference as ref
 from tests.reference import sees
 
 WORDS = st.lists(st.sampled_from(["the", "cat", "sat", "on", "a", "mat", "and", "slept"]), min_size=1, max_size=7)
@@ -116,3 +117,75 @@ def test_cli_refuses_bad_padding_in_one_line(cli, value, expected):
     out = cli("scenarios", "new", "a b c", "--padding", value)
     assert out.exit_code == 1 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and expected in out.stderr and "--padding" in out.stderr
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    words=WORDS,
+    heads=st.integers(1, 2),
+    half_d_k=st.integers(1, 3),
+    fraction=st.sampled_from([None, 0.5, 1.0]),
+    offset=st.one_of(st.none(), st.integers(0, 200)),
+    qk_norm=st.booleans(),
+    softcap=st.one_of(st.none(), st.sampled_from([0.5, 5.0, 50.0])),
+    sink_logits=st.booleans(),
+    seed=st.integers(0, 50),
+)
+def test_generated_mechanisms_are_what_the_reference_computes(tmp_path_factory, words, heads, half_d_k, fraction, offset, qk_norm, softcap,
+                                                              sink_logits, seed):  # fmt: skip
+    """--rotary-fraction, --rope-offset, --qk-norm, --softcap and --sink-logits write keys that load into those mechanisms,
+    whose numbers are the naive reference's (tests/reference.py: RoPE partial and from an offset, RMSNorm, cap·tanh, the sink's sum)."""
+    d_k = 2 * half_d_k
+    if fraction is not None and (d_k * fraction) % 2:
+        fraction = 1.0
+    text = new_scenario(" ".join(words), d_model=4, heads=heads, d_k=d_k, causal=True, rotary_fraction=fraction, rope_offset=offset,
+                        qk_norm=qk_norm, softcap=softcap, sink_logits=sink_logits, sharpness=3.0, seed=seed)  # fmt: skip
+    doc = yaml.safe_load(text)
+    result = _run(tmp_path_factory.mktemp("g"), text)
+    s = result.scenario
+    assert (s.rope is not None) == (fraction is not None or offset is not None)
+    if s.rope is not None:
+        assert s.rope.offset == (offset or 0) and s.rope.width(d_k) == int(d_k * (fraction or 1))
+    assert (s.qk_norm is not None) == qk_norm and (s.softcap is not None) == (softcap is not None)
+    assert (s.sink_logits is not None) == sink_logits
+    Q, K, V = (ref.matmul(doc["embeddings"], doc[key]) for key in ("W_Q", "W_K", "W_V"))
+    for h, head in enumerate(result.heads):
+        q, k, v = (ref.columns(rows, h * d_k, (h + 1) * d_k) for rows in (Q, K, V))
+        if qk_norm:
+            norm = doc["qk_norm"]
+            q = [ref.rms_norm(row, norm["q_weight"], norm["eps"]) for row in q]
+            k = [ref.rms_norm(row, norm["k_weight"], norm["eps"]) for row in k]
+        if s.rope is not None:
+            q, k = ref.rope_rows(q, doc["rope"]), ref.rope_rows(k, doc["rope"])
+        sink = doc["sink_logits"][h] if sink_logits else None
+        expected = ref.head_attention(q, k, v, scale=1 / np.sqrt(d_k), sees=lambda i, j: j <= i, cap=softcap, sink=sink)
+        np.testing.assert_allclose(head.weights, expected["weights"], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(head.output, expected["output"], rtol=1e-9, atol=1e-12)
+
+
+def test_cli_new_mechanisms_are_shown(cli, tmp_path):
+    """The generated file of every new option runs through explain, which narrates each mechanism."""
+    out = cli("scenarios", "new", "a b c d", "--d-model", "8", "--heads", "2", "--mask", "causal", "--qk-norm", "--softcap", "5",
+              "--sink-logits", "--rotary-fraction", "0.5", "--rope-offset", "100", "--sharpness", "4", "--seed", "3")  # fmt: skip
+    assert out.exit_code == 0, out.stderr
+    path = tmp_path / "new.yaml"
+    path.write_text(out.stdout, encoding="utf-8")
+    said = " ".join(cli("explain", str(path), "--position", "4").stdout.split())
+    for step in ("(QK-norm)", "Rotating the query and the keys (RoPE)", "Soft-capping the scores", "The learned sink's share"):
+        assert step in said, step
+    assert "positions from 100" in said and "Partial rotary: only the first r = 2 of the d_k = 4 coordinates turn" in said
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--rotary-fraction", "0.3"], "--rotary-fraction"),
+        (["--rotary-fraction", "0.25"], "is 1 coordinates"),
+        (["--softcap", "0"], "--softcap"),
+        (["--softcap", "nan"], "--softcap"),
+    ],
+)
+def test_cli_refuses_mechanism_options_in_one_line(cli, options, message):
+    out = cli("scenarios", "new", "a b c", "--d-model", "4", *options)
+    assert out.exit_code != 0 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and message in out.stderr, out.stderr

@@ -188,3 +188,98 @@ def test_every_head_of_a_longrope_phi3_equals_transformers(tmp_path: Path, which
     assert golden["ids" if which == "long" else "short_ids"].shape[0] == scenario.L
     weights = np.stack([head.weights for head in engine.run(scenario).heads])
     np.testing.assert_allclose(weights, golden[f"{which}_attentions"][layer - 1], rtol=0, atol=FLOAT32)
+
+
+def test_json_gives_the_attention_factor_as_its_own_key(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The scenario's rope in JSON has "attention_factor": gpt-oss's YaRN factor as transformers computes it (the golden
+    above), for run, explain and decode; 1.0 for a scenario's own RoPE. The "scaling" words stay as they were."""
+    folder = _tiny(tmp_path, "gpt_oss")
+    wanted = GOLDENS["gpt-oss-20b"]["attention_factor"]
+    model = ["--model", str(folder), "--layer", "2", "--sentence", "The cat sat"]
+    for command in (["run"], ["explain", "--position", "2"], ["decode"]):
+        result = cli(*command, *model, "--format", "json")
+        assert result.exit_code == 0, result.stderr
+        rope = json.loads(result.stdout)["scenario"]["rope"]
+        assert rope["attention_factor"] == pytest.approx(wanted, rel=1e-12) and "yarn" in rope["scaling"], command
+    plain = json.loads(cli("run", "llama-style", "--format", "json").stdout)["scenario"]["rope"]
+    assert plain["attention_factor"] == 1.0
+
+
+def _longrope_phi3(tmp_path: Path) -> Path:
+    import shutil
+
+    folder = tmp_path / "phi3"
+    shutil.copytree(CHECKPOINTS / "phi3", folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(with_longrope(config)))
+    return folder
+
+
+@pytest.mark.parametrize("layer", [1, 2])
+def test_longrope_decode_switches_factors_as_transformers_generates(tmp_path: Path, layer: int) -> None:
+    """The tiny longrope phi3 (8 original positions) decoding its 13-token sentence: every step's weights of every head
+    equal transformers' `generate` step by step (make_yarn_goldens.py --decode), where steps 1–8 use the short factors
+    and step 9 drops the cache and recomputes every key with the long ones (its query length 9 in the golden). Without
+    the switch (the long factors throughout, the whole run's rows) steps 2–8 would differ."""
+    from attncli import api
+
+    folder = _longrope_phi3(tmp_path)
+    with np.load(CHECKPOINTS / "longrope_phi3_decode.npz") as data:
+        golden = {key: data[key] for key in data.files}
+    assert golden["query_lengths"].tolist() == [1] * 8 + [9] + [1] * 4  # transformers recomputed the cache at step 9
+    sentence = str(golden["text"])
+    loaded = api.load_model(folder, layer=layer, sentence=sentence)
+    before = api.longrope_prefix(folder, layer=layer, sentence=sentence)
+    assert before is not None and before.L == 8 and loaded.L == 13
+    for head in range(1, loaded.heads + 1):
+        decoded = api.decode(loaded, head=head, before=before).decoded
+        assert decoded.switched == 9
+        for step in decoded.steps:
+            t = step.position
+            np.testing.assert_allclose(step.weights, golden["step_rows"][layer - 1, head - 1, t - 1, :t], rtol=0, atol=FLOAT32)
+        plain = api.decode(loaded, head=head).decoded  # the factors chosen from the whole sentence's length
+        assert max(np.abs(p.weights - golden["step_rows"][layer - 1, head - 1, p.position - 1, : p.position]).max() for p in plain.steps) > 1e-3
+
+
+def test_decode_says_where_longrope_switches(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """decode's report says at step 9 that the factors change and the cache is computed again; JSON has "rope_switch": 9;
+    a sentence within the original positions has no switch."""
+    folder = _longrope_phi3(tmp_path)
+    sentence = "The cat sat on the mat, then the cat slept."
+    model = ["--model", str(folder), "--layer", "2", "--sentence", sentence]
+    said = " ".join(cli("decode", *model).stdout.split())
+    assert "steps 1–8 turn q and k by the short factors" in said
+    step9 = said[said.index("Step 9:") :]
+    assert "RoPE switches from the short factors to the long ones" in step9 and "computes every key again" in step9
+    assert "row 8 of the causal run of the first 8 tokens (short factors)" in said
+    assert json.loads(cli("decode", *model, "--format", "json").stdout)["rope_switch"] == 9
+    for within in (SHORT_SENTENCE, "The cat sat on the mat,"):  # 4 tokens, and exactly the 8 original positions
+        result = cli("decode", "--model", str(folder), "--layer", "2", "--sentence", within, "--format", "json")
+        assert result.exit_code == 0, result.stderr
+        assert "rope_switch" not in json.loads(result.stdout)
+    assert len(json.loads(result.stdout)["steps"]) == 8
+
+
+def test_longrope_decode_against_transformers_live(tmp_path: Path) -> None:
+    """The live tier (torch and transformers, else skipped): transformers' `generate` run now on the tiny longrope phi3
+    gives every step of every head of both layers as attncli's decode with the switch, to 1e-6."""
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except Exception as error:  # not installed, or unable to load
+        pytest.skip(f"optional oracle: pip install torch==2.13.0 transformers ({error})")
+    from attncli import api
+    from tests.yarn_configs import generated_rows
+
+    folder = _longrope_phi3(tmp_path)
+    with np.load(CHECKPOINTS / "phi3" / "golden.npz") as data:
+        ids, sentence = data["ids"].tolist(), str(data["text"])
+    rows, query_lengths = generated_rows(folder, ids)
+    assert query_lengths[8] == 9  # the cache dropped and computed again at step 9
+    for layer in (1, 2):
+        loaded = api.load_model(folder, layer=layer, sentence=sentence)
+        before = api.longrope_prefix(folder, layer=layer, sentence=sentence)
+        for head in range(1, loaded.heads + 1):
+            for step in api.decode(loaded, head=head, before=before).decoded.steps:
+                t = step.position
+                np.testing.assert_allclose(step.weights, rows[layer - 1, head - 1, t - 1, :t], rtol=0, atol=FLOAT32)

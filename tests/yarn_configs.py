@@ -63,3 +63,37 @@ def with_longrope(config: dict[str, Any]) -> dict[str, Any]:
     """The tiny phi3 fixture's config.json with TINY_LONGROPE and 8 original positions (top level, as Phi-3 keeps it)."""
     out = {k: v for k, v in config.items() if k not in ("rope_scaling", "rope_parameters")}
     return {**out, "rope_parameters": TINY_LONGROPE, "original_max_position_embeddings": 8}
+
+
+def generated_rows(folder: Any, ids: list[int]) -> tuple[Any, list[int]]:
+    """transformers' `generate` (torch and transformers needed) decoding `ids` token by token with a KV cache, each next
+    token forced to the sentence's: every step's attention row, (layers, heads, L, L) with step t's row over keys 1 … t,
+    and each forward's query length (1, or the whole sequence where Phi-3 dropped its cache at the longrope switch)."""
+    import numpy as np
+    import torch
+    from transformers import AutoModelForCausalLM, LogitsProcessor, LogitsProcessorList
+
+    class Forced(LogitsProcessor):  # the sentence's next token, whatever the model would pick (one more after it)
+        def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+            forced = torch.full_like(scores, -torch.inf)
+            forced[:, ids[min(input_ids.shape[1], len(ids) - 1)]] = 0.0
+            return forced
+
+    model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager", dtype=torch.float64).double().eval()
+    L = len(ids)
+    with torch.no_grad():
+        out = model.generate(
+            input_ids=torch.tensor([ids[:1]]), attention_mask=torch.ones((1, 1), dtype=torch.long),  # token 0 is no padding
+            max_new_tokens=L, min_new_tokens=L, do_sample=False, logits_processor=LogitsProcessorList([Forced()]),
+            output_attentions=True, return_dict_in_generate=True, eos_token_id=None, pad_token_id=0,
+        )  # fmt: skip
+    assert out.sequences[0].tolist()[:L] == ids
+    layers, heads = len(out.attentions[0]), out.attentions[0][0].shape[1]
+    rows = np.full((layers, heads, L, L), np.nan)  # step t's row over keys 1 … t
+    query_lengths = []
+    for per_layer in out.attentions[:L]:  # step 0: the first token; then one forward per generated token
+        query_lengths.append(int(per_layer[0].shape[2]))
+        for layer, attention in enumerate(per_layer):
+            width = attention.shape[3]
+            rows[layer, :, width - 1, :width] = attention[0, :, -1].numpy()
+    return rows, query_lengths

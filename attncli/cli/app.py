@@ -473,7 +473,12 @@ def decode(
     )  # fmt: skip
     options = Options(format=format, precision=precision, full=full, to_file=output is not None, standalone=standalone,
                       heading_level=heading_level, names=flag)  # fmt: skip
-    emit(api.decode(loaded, head=head, round_steps=round_steps).document(options), output, force=force)
+    before = None  # a longrope checkpoint's first tokens, turned by the short factors until the sequence outgrows them
+    if model is not None and sentence is not None:
+        from attncli.sources.arguments import text_argument
+
+        before = api.longrope_prefix(model, layer=layer or 1, sentence=text_argument(sentence, "--sentence"), special_tokens=special_tokens)
+    emit(api.decode(loaded, head=head, round_steps=round_steps, before=before).document(options), output, force=force)
 
 
 @app.command()
@@ -690,6 +695,11 @@ def scenarios_new(
     sink_tokens: Annotated[int | None, typer.Option("--sink-tokens", min=0, metavar="N", help="With --window: the first N keys stay seen beyond the window (StreamingLLM).")] = None,
     padding: Annotated[str | None, typer.Option(metavar="POSITIONS", help="Key positions hidden from every query, from 1, comma-separated: 5,6.")] = None,
     rope: Annotated[bool, typer.Option("--rope", help="Rotary position embeddings (θ = 10000, rotate-half).")] = False,
+    rotary_fraction: Annotated[float | None, typer.Option("--rotary-fraction", metavar="F", help="Partial rotary: RoPE on the first F of each head's coordinates (Pythia 0.25, Phi 0.5); turns RoPE on.")] = None,
+    rope_offset: Annotated[int | None, typer.Option("--rope-offset", min=0, metavar="P", help="RoPE position of the first token (as after a prefix of P tokens); turns RoPE on.")] = None,
+    qk_norm: Annotated[bool, typer.Option("--qk-norm", help="QK-norm: RMSNorm of each head's q and k before RoPE (Qwen3, Gemma 3), weights about √S.")] = False,
+    softcap: Annotated[float | None, typer.Option("--softcap", min=0, metavar="CAP", help="Logit soft-capping: each scaled score s becomes CAP·tanh(s / CAP) (Gemma 2: 50).")] = None,
+    sink_logits: Annotated[bool, typer.Option("--sink-logits", help="Learned attention sinks: one random logit per head joins each softmax's sum (gpt-oss).")] = False,
     sharpness: Annotated[
         float,
         typer.Option(
@@ -706,6 +716,7 @@ def scenarios_new(
       attncli scenarios new "The cat sat on the mat" --d-model 4 > mine.yaml
       attncli scenarios new "Llamas like grass" --d-model 8 --heads 4 --kv-heads 2 --mask causal --rope --seed 7
       attncli scenarios new "one two three four five six" --d-model 8 --mask causal --window 2 --sink-tokens 1 --sharpness 4
+      attncli scenarios new "a b c d" --d-model 8 --heads 2 --mask causal --qk-norm --softcap 5 --sink-logits --rotary-fraction 0.5 --rope-offset 100
     """
     from attncli.sources.arguments import text_argument
     from attncli.sources.generator import new_scenario
@@ -716,7 +727,8 @@ def scenarios_new(
     emit(
         new_scenario(
             sentence, d_model=d_model, heads=heads, kv_heads=kv_heads, d_k=d_k, causal=mask == "causal", window=window,
-            sink_tokens=sink_tokens, padding=_positions(padding), rope=rope, sharpness=sharpness, seed=seed,
+            sink_tokens=sink_tokens, padding=_positions(padding), rope=rope, rotary_fraction=rotary_fraction, rope_offset=rope_offset,
+            qk_norm=qk_norm, softcap=softcap, sink_logits=sink_logits, sharpness=sharpness, seed=seed,
         )
     )  # fmt: skip
 

@@ -88,6 +88,8 @@ class Decode(NamedTuple):
         """c, the keys in the cache before the first step (a given KV cache; 0 without)."""
         return self.result.scenario.cached
     recurrent: Recurrent | None = None  # attention without softmax: the fixed-size state that replaces the KV cache; None with a softmax
+    before: RunResult | None = None  # the run of the first s − 1 tokens whose rows steps 1 … s − 1 are (longrope's short factors); None
+    switched: int | None = None  # s: the step where RoPE changes its factors and every cached key is computed again; None
 
     @property
     def scenario(self) -> Scenario:
@@ -117,8 +119,14 @@ def causal_version(scenario: Scenario) -> tuple[Scenario, bool]:
     return replace(scenario, mask=replace(mask, causal=True)), True
 
 
-def decode(source: RunResult | Scenario, head: int) -> Decode:
-    """Head `head` (from 1) of a causal self-attention scenario, step by step with a KV cache."""
+def decode(source: RunResult | Scenario, head: int, *, before: RunResult | None = None) -> Decode:
+    """Head `head` (from 1) of a causal self-attention scenario, step by step with a KV cache.
+
+    With `before`, the run of the first s − 1 tokens as the model computed them while the sequence was that short
+    (Phi-3's longrope: the short factors up to original_max_position_embeddings = s − 1 tokens), steps 1 … s − 1 are
+    its rows; at step s the model switches to the factors of the whole run and computes every cached key again with
+    them (transformers drops the cache there), so steps s … L are the whole run's rows.
+    """
     result = source if isinstance(source, RunResult) else engine.run(source)
     scenario = result.scenario
     scenario.head_numbers(head)  # refuses a head that does not exist
@@ -157,6 +165,8 @@ def decode(source: RunResult | Scenario, head: int) -> Decode:
             key="tokens",
             expected="a shorter sentence (a few hundred tokens), or `run` for the whole causal head at once",
         )
+    switched = None if before is None else _switch(result, before, head)
+    early = None if before is None else before.head(head)  # the head as the first s − 1 tokens computed it
     steps = []
     for t in range(c + 1, L_k + 1):
         row = t - c - 1  # the query's row
@@ -164,6 +174,7 @@ def decode(source: RunResult | Scenario, head: int) -> Decode:
         was = positions[:c] if t == c + 1 else positions[(positions < t) & (read_until >= t - 1)]  # (·,) the cache after step t − 1
         dropped = np.setdiff1d(np.append(was, t), cache)  # (·,)
         columns = cache - 1  # (c,)
+        h = early if early is not None and switched is not None and t < switched else result.head(head)  # the numbers of this step
         steps.append(
             DecodeStep(
                 position=t,
@@ -183,7 +194,25 @@ def decode(source: RunResult | Scenario, head: int) -> Decode:
                 output=h.output[row],  # (d_v,) read-only in the result already
             )
         )
-    return Decode(result, head, h.kv_head, tuple(steps), _recurrent(result, head))
+    h = result.head(head)
+    return Decode(result, head, h.kv_head, tuple(steps), _recurrent(result, head), before, switched)
+
+
+def _switch(result: RunResult, before: RunResult, head: int) -> int:
+    """s, the first step of the whole run's numbers: `before` must be a causal run of the scenario's first s − 1 tokens."""
+    scenario, early = result.scenario, before.scenario
+    s = early.L + 1
+    same = (early.tokens == scenario.tokens[: early.L] and early.L < scenario.L and not early.cached and not scenario.cached
+            and (early.heads, early.G, early.d_k, early.d_v) == (scenario.heads, scenario.G, scenario.d_k, scenario.d_v)
+            and early.mask.causal and before.round_steps == result.round_steps)  # fmt: skip
+    if not same:
+        raise AttnError(
+            f"the run before the switch has {early.L} tokens that are not the first tokens of the {scenario.L} decoded",
+            key="before",
+            expected="a causal run of the decoded scenario's first tokens, with the same heads and rounding",
+        )
+    early.head_numbers(head)
+    return s
 
 
 def _recurrent(result: RunResult, head: int) -> Recurrent | None:

@@ -262,10 +262,13 @@ def head_inputs(
         q, k = (q, k) if Q_rope is None or K_rope is None else (Q_rope, K_rope)
         Q_rope = finite(r(variant.apply(q, np.arange(q.shape[0]))), variant.key, f"{variant.symbol}(Q)", s, h, queries)  # (L_q, d_k)
         K_rope = finite(r(variant.apply(k, np.arange(k.shape[0]))), variant.key, f"{variant.symbol}(K)", s, h, keys)  # (L_k, d_k)
-    if s.cache is not None:  # a given KV cache: its rows (keys already after RoPE) come before the new tokens' keys and values
+    if s.cache is not None:  # a given KV cache: its rows (keys as the queries meet them: after QK-norm and RoPE) come first
         K_cached, V_cached = (r(part) for part in s.cache.head_rows(g, d_k, d_v))  # (c, d_k), (c, d_v)
         K, V = np.vstack([K_cached, K]), np.vstack([V_cached, V])  # (c + L, d_k), (c + L, d_v)
         K_rope = None if K_rope is None else np.vstack([K_cached, K_rope])  # (c + L, d_k)
+        unknown = np.full(K_cached.shape[0], np.nan)  # (c,) a cached key's mean square before the norm: the cache holds k̂, not k
+        normed = {key: Normed(n.q, np.vstack([K_cached, n.k]), n.q_mean_square, np.concatenate([unknown, n.k_mean_square]))
+                  for key, n in normed.items()}  # fmt: skip
     return HeadInputs(g, W_Q, W_K, W_V, b_Q, b_K, b_V, Q, K, V, Q_rope, K_rope, normed)
 
 

@@ -245,11 +245,12 @@ FIELDS: tuple[Field, ...] = (
             "required": ["tokens", "K", "V"],
             "description": "Keys and values already cached before the sentence (prefix caching, paged attention): the sentence's "
             "tokens come after them, its queries at positions c+1 … c+L read the cached keys and then their own, the causal rule "
-            "counts absolute positions and RoPE turns the new tokens from position c on. Not with `context`, `mla`, `qk_norm` or `alibi`.",
+            "counts absolute positions (so does ALiBi) and RoPE turns the new tokens from position c on. Not with `context` or `mla`.",
             "properties": {
                 "tokens": {**TOKENS, "description": "The c cached tokens, in order."},
                 "K": {"anyOf": [MATRIX, MATRICES], "description": "c x (G*d_k), or G per-head c x d_k: the cached keys as a KV cache holds "
-                      "them, i.e. already turned by RoPE at their positions (0 … c−1 plus any rope offset); shown and used as given."},
+                      "them, i.e. already turned by RoPE at their positions (0 … c−1 plus any rope offset) and normalised by any "
+                      "qk_norm; shown and used as given."},
                 "V": {"anyOf": [MATRIX, MATRICES], "description": "c x (G*d_v), or G per-head c x d_v: the cached values."},
             },
         },

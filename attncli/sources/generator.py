@@ -27,6 +27,11 @@ def new_scenario(
     sink_tokens: int | None = None,
     padding: tuple[int, ...] = (),
     rope: bool = False,
+    rotary_fraction: float | None = None,
+    rope_offset: int | None = None,
+    qk_norm: bool = False,
+    softcap: float | None = None,
+    sink_logits: bool = False,
     sharpness: float = 1.0,
     seed: int = 0,
 ) -> str:
@@ -35,6 +40,13 @@ def new_scenario(
     The weights are drawn with standard deviation √(sharpness / d_model), so that with embeddings of
     unit spread a scaled score q·k/√d_k has a spread of about `sharpness`: 1 gives soft rows close to
     uniform, 3 to 5 a pattern a reader sees at once (a few keys take most of each row).
+
+    The mechanisms of recent models, each written as its scenario key for the reader to edit:
+    `rotary_fraction` and `rope_offset` (partial rotary, a first position; either turns RoPE on),
+    `qk_norm` (RMSNorm of q and k with weights about √sharpness, since after the norm q and k have
+    a root mean square of 1 and the weights alone set the scores' spread), `softcap` (Gemma 2's
+    cap·tanh(s / cap)) and `sink_logits` (one learned sink logit per head, gpt-oss, drawn with the
+    scaled scores' spread). Their numbers are drawn after the weights, so a seed's weights stay the same.
     """
     tokens = split_sentence(sentence)
     if not tokens:
@@ -49,8 +61,16 @@ def new_scenario(
     if heads % G:
         raise AttnError(f"{option('kv_heads')} {G} does not divide {option('heads')} {heads}", key=option("kv_heads"), expected=f"a divisor of {heads}")
     d_k = d_model // heads if d_k is None else d_k
+    rope = rope or rotary_fraction is not None or rope_offset is not None
     if rope and d_k % 2:
         raise AttnError(f"RoPE needs an even d_k, but d_k = {d_k}", key=option("rope"), expected=f"an even {option('d_k')}, or d_model a multiple of 2·heads")
+    if rotary_fraction is not None:
+        r = d_k * rotary_fraction
+        if not 0 < rotary_fraction <= 1 or r != int(r) or int(r) % 2:  # NaN fails this too
+            raise AttnError(f"{rotary_fraction:g} of d_k = {d_k} is {r:g} coordinates", key=option("rotary_fraction"),
+                            expected=f"a fraction from 0 to 1 that leaves an even number of coordinates to turn, such as {2 / d_k:g}")  # fmt: skip
+    if softcap is not None and not 0 < softcap < float("inf"):
+        raise AttnError(f"found {softcap:g}", key=option("softcap"), expected="a positive number, the cap of cap·tanh(s / cap) (Gemma 2 uses 50)")
     if sink_tokens is not None and window is None:
         raise AttnError(f"{option('sink_tokens')} keeps the first keys seen beyond a window, but there is no window", key=option("sink_tokens"), expected=f"{option('window')} N as well")
     if sink_tokens is not None and sink_tokens > len(tokens):
@@ -93,8 +113,25 @@ def new_scenario(
         lines += rows(d_model, columns, weight_scale)
     lines.append("scale: sqrt_dk")
     lines += _mask_lines(causal, window, sink_tokens, padding)
-    if rope:
+    if rotary_fraction is not None or rope_offset is not None:
+        lines.append("rope:")
+        if rotary_fraction is not None:
+            lines.append(f"  fraction: {rotary_fraction:g}  # partial rotary: only the first {int(d_k * rotary_fraction)} of each head's {d_k} coordinates turn")
+        if rope_offset is not None:
+            lines.append(f"  offset: {rope_offset}  # the first token's position (counted from 0), as after a prefix")
+    elif rope:
         lines.append("rope: true")
+    if qk_norm:  # weights about √sharpness: after the norm q and k have rms 1, so q̂·k̂/√d_k spreads by about w_q·w_k
+        strength = float(np.sqrt(sharpness))
+        lines += ["qk_norm:  # RMSNorm of each head's q and k before RoPE (Qwen3, Gemma 3): x / √(mean(x²) + eps) · w", "  eps: 1.0e-6"]
+        for name in ("q_weight", "k_weight"):
+            weight = np.round(strength * (1 + 0.1 * rng.standard_normal(d_k)), 2) + 0.0  # (d_k,)
+            lines.append(f"  {name}: [" + ", ".join(f"{w:.2f}" for w in weight) + "]  # d_k numbers, shared by every head")
+    if softcap is not None:
+        lines.append(f"softcap: {softcap:g}  # Gemma 2: each scaled score s becomes cap·tanh(s / cap)")
+    if sink_logits:
+        logits = np.round(sharpness * rng.standard_normal(heads), 2) + 0.0  # (H,)
+        lines.append("sink_logits: [" + ", ".join(f"{x:.2f}" for x in logits) + "]  # one learned logit per head joins each softmax's sum (gpt-oss)")
     lines.append("precision: 3")
     return "\n".join(lines) + "\n"
 

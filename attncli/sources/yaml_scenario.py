@@ -151,7 +151,7 @@ class _Validator:
             mask=mask,
             rope=rope,
             bias=self._score_bias(heads, L_q, L_k),
-            alibi=self._alibi(heads),
+            alibi=None if (alibi := self._alibi(heads)) is None else replace(alibi, first=c),  # ALiBi counts absolute positions, from the cache's start
             softcap=self._softcap(),
             sink_logits=self._sink_logits(heads),
             qk_norm=self._qk_norm(heads, kv_heads, d_k),
@@ -173,10 +173,8 @@ class _Validator:
         if cross:
             raise self._error("a KV cache holds earlier tokens of the same sequence, so it has no use in cross-attention", "cache",
                               "no `cache` beside `context`", value)  # fmt: skip
-        for key, why in (("mla", "multi-head latent attention caches its latent, not k and v"),
-                         ("qk_norm", "a cache with QK-norm is not supported yet"), ("alibi", "a cache with ALiBi is not supported yet")):  # fmt: skip
-            if key in self.tree.items:
-                raise self._error(f"`cache` with `{key}`: {why}", "cache", f"no `cache` beside `{key}`", value)
+        if "mla" in self.tree.items:
+            raise self._error("`cache` with `mla`: multi-head latent attention caches its latent, not k and v", "cache", "no `cache` beside `mla`", value)
         for key in ("K", "V"):
             if key not in value.items:
                 raise self._error(f"the cache has no `{key}`", "cache", "`tokens`, `K` and `V`: the cached tokens, their keys and values", value)

@@ -248,6 +248,8 @@ def decode_json(dec: Decode) -> dict[str, Any]:
     if sink_weight is not None:
         for step, out in zip(dec.steps, doc["steps"]):
             out["sink_weight"] = float(sink_weight[step.position - 1])
+    if dec.switched is not None:  # longrope: the step where RoPE takes the long factors and the cache is computed again (keys only added)
+        doc["rope_switch"] = dec.switched
     if dec.recurrent is not None:  # attention without softmax: the state carried instead of a cache (keys only added)
         for t, out in enumerate(doc["steps"]):
             out["state"] = dec.recurrent.states[t]

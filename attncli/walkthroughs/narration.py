@@ -340,7 +340,8 @@ def _cached_note(s: Scenario) -> list[str]:
     if not c:
         return []
     keys = "key 1" if c == 1 else f"keys 1–{c}"
-    rotated = ", the keys already turned by RoPE at their positions" if s.rope is not None else ""
+    done = [what for what, on in (("normalised by QK-norm", s.qk_norm is not None), ("turned by RoPE at their positions", s.rope is not None)) if on]
+    rotated = f", the keys already {' and '.join(done)}" if done else ""  # a cache holds k as the queries meet it
     return [f"The {keys} ({', '.join(s.key_labels[:c])}) come from the given KV cache: their k and v are given as cached{rotated}, "
             f"not projected. The sentence's words follow them: word n sits at position {c} + n."]
 
@@ -399,7 +400,8 @@ def _bias(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -
     s = expl.scenario
     h = expl.head.head
     lines = []
-    i = expl.position
+    i = expl.position  # the query's row; its position is s.cached + i after a given KV cache (what ALiBi counts)
+    at = s.cached + i
     reshaped = list(expl.head.reshaped.values())[-1][expl.row] if expl.head.reshaped else None  # (L_k,) soft-capped scores
     for key in _keys_shown(expl, full):
         before = key.scaled if reshaped is None else float(reshaped[key.position - 1])  # what the bias is added to
@@ -412,8 +414,8 @@ def _bias(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -
             reader += shown(b, p)
         if s.alibi is not None:
             slope = s.alibi.slopes[h - 1]
-            sum_ += f" {w.minus} {slope:.6g} {w.times} ({i} {w.minus} {key.position})"
-            reader -= Decimal(f"{slope:.6g}") * (i - key.position)
+            sum_ += f" {w.minus} {slope:.6g} {w.times} ({at} {w.minus} {key.position})"
+            reader -= Decimal(f"{slope:.6g}") * (at - key.position)
             exact = float(f"{slope:.6g}") == slope  # the slope shown is the slope used
         relation = check.relation(reader, key.logit, name=f"the biased score of {key.label}") if exact else w.approx
         lines.append(_keyed(w, key, f"{sum_} {relation} {w.num(key.logit, p)}"))
@@ -423,7 +425,10 @@ def _bias(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -
             f"ALiBi adds −m·(i − j) with this head's slope m = {s.alibi.slopes[h - 1]:.6g}: the farther a key j before "
             "the query at position i lies, the more its score is lowered, so no position embedding is needed."
         )
-        if any(key.position > i and not key.masked for key in expl.keys):  # the bias is signed: nothing hides the later keys
+        if s.cached:
+            notes.append(f"After the given KV cache of {s.cached} key{'s' * (s.cached > 1)}, i and j count from the cache's start: this "
+                         f"query sits at position i = {s.cached} + {i} = {at}, as it would had the whole text been computed at once.")  # fmt: skip
+        if any(key.position > at and not key.masked for key in expl.keys):  # the bias is signed: nothing hides the later keys
             notes.append(
                 "No causal mask hides the keys after the query here (j > i): for them −m·(i − j) is positive, so their "
                 "scores are raised, the more the farther they lie. ALiBi is meant for causal attention."

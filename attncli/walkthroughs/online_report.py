@@ -177,8 +177,12 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
     if c:
         intro.append(f"The cache starts with {c} given key{'s' * (c > 1)} and value{'s' * (c > 1)} ({span(np.arange(1, c + 1))}: "
                      f"{', '.join(quoted(t) for t in s.key_tokens[:c])}), as a KV cache holds them: given, not projected"
-                     + (", the keys already turned by RoPE at their positions" if s.rope is not None else "")
+                     + (", the keys already normalised by QK-norm" + (" and" if s.rope is not None else "") if s.qk_norm is not None else "")
+                     + ((", the keys already" if s.qk_norm is None else "") + " turned by RoPE at their positions" if s.rope is not None else "")
                      + f". The steps begin at position {c + 1}.")  # fmt: skip
+        if s.alibi is not None:
+            intro.append(f"ALiBi counts positions from the cache's start: step t adds −m·(t − j) to the score of key j, as if the "
+                         f"{c} cached token{'s' * (c > 1)} had been computed with the rest.")  # fmt: skip
     rope_start = 0 if s.rope is None else s.rope.offset - c  # the RoPE position of key 1
     if s.rope is not None:
         if rope_start:
@@ -186,6 +190,11 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
                          f"{rope_start}, rope.offset): the cached keys keep their turn, and positions simply continue.")
         else:
             intro.append("Under RoPE, step t turns q and k by position t − 1: the cached keys keep their turn, and positions simply continue.")
+    if dec.switched is not None and dec.before is not None:  # longrope: the factors change once the sequence outgrows them
+        early = dec.before.scenario.rope
+        intro.append(f"RoPE's factors depend on the sequence's length here ({early.scaling if early is not None else 'longrope'}): "
+                     f"steps 1–{dec.switched - 1} turn q and k by the short factors, as the model does while the sequence has at "
+                     f"most {dec.switched - 1} tokens; step {dec.switched} switches to the long ones (see that step).")  # fmt: skip
     if s.mla is not None:  # multi-head latent attention: the cache is the latent, not the k and v shown
         intro.append(
             f"Multi-head latent attention: the cache really holds each token's latent c_KV and rotated shared key k_R′, "
@@ -253,6 +262,12 @@ def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> list[
     lines = [("q", vec(step.q, p, full=full)), ("k", vec(step.k, p, full=full)), ("v", vec(step.v, p, full=full)),
              ("cache", f"key{'s' * (len(step.cache) > 1)} {span(step.cache)} ({len(step.cache)} of {step.position} tokens so far)")]  # fmt: skip
     notes = []
+    if dec.switched == step.position:
+        notes.append(f"The sequence now has {step.position} tokens, more than the {step.position - 1} the model was trained on "
+                     "(original_max_position_embeddings): RoPE switches from the short factors to the long ones "
+                     "(transformers' longrope_frequency_update), and Phi-3 drops the cache at this step and computes every key "
+                     f"again with them (Phi3ForCausalLM.prepare_inputs_for_generation): the cached keys 1–{step.position - 1} "
+                     "below differ from the ones the steps before used, and every later step keeps the long factors.")  # fmt: skip
     if step.dropped.size:
         notes.append(f"Key{'s' * (step.dropped.size > 1)} {span(step.dropped)} leave{'s' * (step.dropped.size == 1)} the cache: "
                      "no query from this step on reads " + ("them" if step.dropped.size > 1 else "it") + f" ({_why_dropped(dec, step)}).")  # fmt: skip
@@ -300,8 +315,10 @@ def _why_dropped(dec: Decode, step: DecodeStep) -> str:
 def _same_as_run(dec: Decode, step: DecodeStep) -> str:
     """The check a reader wants: the cache alone gives row t of the full causal run."""
     row = step.position - dec.cached  # the query's row of the run (its position, after a given cache of c keys)
+    run = "full causal run" if dec.switched is None or step.position >= dec.switched else f"causal run of the first {dec.switched - 1} tokens (short factors)"
     if dec.result.round_steps is not None:
-        return f"These are row {row} of the full causal run's hand-rounded chain, restricted to the cached keys."
+        chain = f"the {run}'s hand-rounded chain" if run == "full causal run" else f"the hand-rounded chain of the {run}"
+        return f"These are row {row} of {chain}, restricted to the cached keys."
     seen = step.visible  # (c,)
     logits = step.logits[seen]  # (c',)
     sink = dec.scenario.sink_logits  # a learned sink: e^sink joins the sum, with no value
@@ -309,7 +326,7 @@ def _same_as_run(dec: Decode, step: DecodeStep) -> str:
     weights = np.exp(logits - top)  # (c',)
     total = weights.sum() + (0.0 if sink is None else np.exp(sink.logit(dec.head) - top))
     recomputed = (weights / total) @ step.V[seen]  # (d_v,)
-    return (f"The output is row {row} of the full causal run; computed again from the cache alone it differs by "
+    return (f"The output is row {row} of the {run}; computed again from the cache alone it differs by "
             f"{ulps(recomputed - step.output)}.")  # fmt: skip
 
 

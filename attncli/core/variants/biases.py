@@ -36,10 +36,11 @@ class Alibi:
 
     slopes: tuple[float, ...]  # m_1..m_H
     given: bool = False  # the scenario listed the slopes itself
+    first: int = 0  # c: keys given in a KV cache before the sentence; query row r is at position c + r + 1 (as the mask's `first`)
 
     def matrix(self, head: int, L_q: int, L_k: int) -> np.ndarray:
-        """(L_q, L_k) −m_h·(i − j) for head h (from 1)."""
-        i = np.arange(1, L_q + 1, dtype=np.float64)[:, None]  # (L_q, 1)
+        """(L_q, L_k) −m_h·(i − j) for head h (from 1), i and j absolute positions: after a cache of c keys, i runs from c + 1."""
+        i = np.arange(self.first + 1, self.first + L_q + 1, dtype=np.float64)[:, None]  # (L_q, 1)
         j = np.arange(1, L_k + 1, dtype=np.float64)[None, :]  # (1, L_k)
         return -self.slopes[head - 1] * (i - j)  # (L_q, L_k)
 

@@ -144,4 +144,5 @@ class Rope:
             "angles": None if self.given_angles is None else self.given_angles.tolist(),
             "cos": None if self.given_cos is None else self.given_cos.tolist(),
             "sin": None if self.given_sin is None else self.given_sin.tolist(),
+            "attention_factor": self.attention_factor,  # cos and sin × this: 1.0 unless a checkpoint's YaRN or longrope sets it
         }  # fmt: skip

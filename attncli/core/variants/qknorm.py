@@ -114,8 +114,12 @@ class QkNorm:
                                     f"{say.relation(reader_hat, q_hat, name='the normalised q')} {say.vec(q_hat)}"))  # fmt: skip
         weight_k = self.weight("k", head.kv_head, s.d_k)
         lines.append((form_k, say.vec(weight_k)))
+        cached = s.cached  # keys 1 … c of a given KV cache hold k̂ already (after RoPE too): nothing to normalise
         for key in say.shown_keys():
             j = key.position - 1
+            if key.position <= cached:
+                lines.append((w.of(_hat(w, "k"), w.label(key.label)), f"{say.vec(normed.k[j])}{w.text(' (cached: already normalised)')}"))
+                continue
             rms_k = _rms(float(normed.k_mean_square[j]), self.eps)
             reader_k = [say.shown(float(x)) / say.shown(rms_k) * say.shown(float(g)) for x, g in zip(key.k_raw, weight_k)]
             lines.append((w.of(_hat(w, "k"), w.label(key.label)),
@@ -132,6 +136,10 @@ class QkNorm:
             + ("1 + w_j (Gemma's form: weights near 0 mean a factor near 1)" if self.offset else "w_j")
             + f"; ε = {self.eps:g} keeps the division safe. Each key is normalised the same way, with the keys' own weight w_k"
             + (", its rms over the whole key projection." if self.whole else "."),
+            *([f"The {cached} key{'s' * (cached > 1)} of the given KV cache {'are' if cached > 1 else 'is'} cached as the queries meet "
+               "them, after QK-norm" + (" and RoPE" if s.rope is not None else "") + ", as a model's cache stores them (Qwen3 "
+               "normalises k before caching it): their rms before the norm is not in the cache, and they are not normalised again."]
+              if cached else []),
             "Why models do it: after the norm, q and k have a root mean square of about 1 whatever the projections learned, so "
             f"the logits stay bounded (|score| ≤ {bound}·max|w|·max|w_k|). Without it the logits can grow during training until "
             "the softmax saturates to one key and the loss diverges; Qwen3, OLMo 2 and Gemma 3 normalise q and k for that stability.",

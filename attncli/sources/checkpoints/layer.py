@@ -114,8 +114,11 @@ def load_layer(
     max_cells: int | None = None,
     target: str | None = None,
     attention: str | None = None,
+    first: int | None = None,
 ) -> LayerCase:
     """Run `text` through layers 1 … layer−1 of the checkpoint in float64 and return layer `layer`'s attention inputs.
+
+    With `first`, only the text's first tokens (decode's run before a longrope switch: api.longrope_prefix).
 
     With `max_cells`, a text whose heads × L × L attention cells pass it is refused as soon as its
     tokens are counted, before any layer is computed (each earlier layer holds as many cells).
@@ -139,6 +142,8 @@ def load_layer(
     widest = cfg.intermediate_size if layer > 1 else 0  # the earlier layers' MLPs hold L × intermediate numbers
     tokenized = _bounded_tokens(folder, cfg, text, "sentence", special_tokens, max_cells, heads=cfg.heads, widest=widest, layer=layer, what="the sentence")
     ids, labels, not_applied = tokenized.ids, tokenized.labels, tokenized.not_applied
+    if first is not None:
+        ids, labels = ids[:first], labels[:first]
     if gguf is None:
         checkpoint = Checkpoint(folder)
     with np.errstate(all="ignore"):  # an overflow is reported below, as what it is, not as numpy's warning

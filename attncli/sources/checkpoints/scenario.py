@@ -34,17 +34,20 @@ def load_scenario(
     shown: str | None = None,
     target: str | None = None,
     attention: str | None = None,
+    first: int | None = None,
 ) -> Scenario:
     """The scenario of layer `layer` (from 1) of the checkpoint in `folder`, for `sentence`.
 
     `shown` is the folder as the person wrote it (a scenario's `model: ~/models/gpt2`), which the
     header and JSON name instead of the path it expands to: a published post shows no home folder.
-    An encoder–decoder also takes the decoder's `target` text and which `attention` to show.
+    An encoder–decoder also takes the decoder's `target` text and which `attention` to show; `first` keeps only the
+    sentence's first tokens (decode's run before a longrope switch).
     """
     if special_tokens not in SPECIAL_TOKENS:
         raise AttnError(f"found {special_tokens!r}", key="special_tokens", expected="auto (as the tokenizer adds them) or none")
     case = load_layer(
-        folder, layer=layer, text=sentence, special_tokens=special_tokens == "auto", max_cells=limits.max_cells, target=target, attention=attention
+        folder, layer=layer, text=sentence, special_tokens=special_tokens == "auto", max_cells=limits.max_cells, target=target, attention=attention,
+        first=first,
     )
     if case.gguf is not None:  # no --output may replace a file of the checkpoint
         reading.note_read(Path(case.gguf))
