@@ -18,6 +18,7 @@ import pytest
 from attncli.document import blocks
 from attncli.document.blocks import Document, Heading, Line, Note, Paragraph, Step, Steps, Table, Values, Vector
 from attncli.formats import Format, render_document
+from attncli.formats.terminal import document_terminal
 from tests import renderers
 from tests.test_formats import BalancedHTML
 
@@ -80,6 +81,13 @@ def test_every_format_draws_each_block_type_on_its_own(fmt, kind):
         assert not missing, f"{fmt} {way} lost {missing} of {kind.__name__}"
 
 
+def test_the_boxed_terminal_draws_every_block_type():
+    """variance's framed tables (terminal.document_terminal(boxed=True)) draw the other blocks too, not only tables and notes."""
+    text = document_terminal(every_block(), to_file=True, boxed=True)
+    missing = [word for _, words in one_of_each().values() for word in words if word not in text]
+    assert not missing and "┃" in text  # the table framed
+
+
 class Unknown(NamedTuple):
     text: str
 
@@ -90,6 +98,9 @@ def test_a_block_a_format_cannot_draw_is_an_error(fmt):
     document = Document("The title", [Unknown("words")], tidy=TIDY)
     with pytest.raises(TypeError, match="no drawing for Unknown"):
         render_document(document, fmt, to_file=True)  # type: ignore[arg-type]
+    if fmt == "table":
+        with pytest.raises(TypeError, match="no drawing for Unknown"):
+            document_terminal(document, to_file=True, boxed=True)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("fragment", [False, True])

@@ -112,6 +112,28 @@ def text_lines(document: Document, width: int | None = None) -> list[str]:
     return [line for line, _ in _styled_lines(document, width)]
 
 
+def _boxed(document: Document, width: int) -> list[RenderableType]:
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    from attncli.document.blocks import Note, Table
+
+    out: list[RenderableType] = []
+    for block in document.blocks:
+        if isinstance(block, Table):
+            table = RichTable(title=document.title, title_justify="left", title_style="bold")
+            for name, numeric in zip(block.header, block.numeric):
+                table.add_column(name, justify="right" if numeric else "left", no_wrap=True)
+            for row in block.rows:
+                table.add_row(*row)
+            out.append(table)
+        elif isinstance(block, Note):
+            out.append(Text(block.text, style="italic"))
+        else:
+            out += [Text(line, style=style, no_wrap=True, overflow="ignore") for line, style in _text_block(block, width)]
+    return out
+
+
 def _styled_lines(document: Document, width: int | None) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for block in document.blocks:
@@ -210,11 +232,17 @@ def _table_lines(header: Sequence[str], rows: Sequence[Sequence[str]], widths: S
     return [line(header), "  ".join("─" * widths[c] for c in columns), *map(line, rows)]
 
 
-def document_terminal(document: Document, *, to_file: bool) -> str:
-    """The document for the terminal, fitted to its width: bold titles, italic notes when colour is on, else the plain text."""
+def document_terminal(document: Document, *, to_file: bool, boxed: bool = False) -> str:
+    """The document for the terminal, fitted to its width: bold titles, italic notes when colour is on, else the plain text.
+
+    `boxed` (variance's table) draws each table as a framed Rich table titled with the document's title and
+    each note as Rich text wrapped by Rich; the other blocks as lines all the same.
+    """
     from rich.text import Text
 
     con = console(to_file=to_file)
+    if boxed:
+        return render(con, _boxed(document, con.width))
     width = con.width
     if con.color_system is None:
         return "\n".join(text_lines(document, width)) + "\n"
