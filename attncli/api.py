@@ -600,10 +600,10 @@ def render_explain(expl: Explanation, options: Options) -> Document:
         return jsonout.document(data.explain_json(expl))
     if fmt is Format.csv:
         from attncli.document import blocks
-        from attncli.formats import report
+        from attncli.formats.csvout import document_csv
         from attncli.walkthroughs import data
 
-        return report.csv(blocks.Document(expl.token, [], tidy=data.explain_table(expl, precision=options.precision)))
+        return document_csv(blocks.Document(expl.token, [], tidy=data.explain_table(expl, precision=options.precision)))
     from attncli.document.blocks import Steps, mentioned
     from attncli.document.notation import TexWriter, Writer
     from attncli.walkthroughs import narration
@@ -673,12 +673,12 @@ def render_tiling(result: RunResult, options: Options, block_size: int) -> Docum
         for entry, head in zip(doc["heads"], heads):
             entry["tiling"] = data.tiling_json(tiled[head], result.head(head).output)
         return jsonout.document(doc)
-    from attncli.formats import report
+    from attncli.formats import render_document
 
     p = decimals(options.precision, s.precision, result.round_steps)
     tiles_report = mentioned(tiling_report(result, tiled, precision=p, full=options.full), options.names)
     figures = [tiling_grid(result, head, tiled[head], precision=p) for head in heads] if options.format in (Format.svg, Format.html) else []
-    return report.render(tiles_report, options.format.value, to_file=options.to_file, standalone=options.standalone,
+    return render_document(tiles_report, options.format.value, to_file=options.to_file, standalone=options.standalone,
                          heading_level=options.heading_level, figures=figures, precision=p)  # fmt: skip
 
 
@@ -692,11 +692,11 @@ def render_decode(dec: Decode, options: Options, *, made_causal: bool) -> Docume
 
         return jsonout.document(data.decode_json(dec))
     from attncli.document.blocks import mentioned
-    from attncli.formats import report
+    from attncli.formats import render_document
     from attncli.walkthroughs.online_report import decode_grid, decode_report
 
     p = decimals(options.precision, dec.scenario.precision, dec.result.round_steps)
     rep = mentioned(decode_report(dec, precision=p, full=options.full, made_causal=made_causal), options.names)
     figures = [decode_grid(dec)] if options.format in (Format.svg, Format.html) else []
-    return report.render(rep, options.format.value, to_file=options.to_file, standalone=options.standalone,
+    return render_document(rep, options.format.value, to_file=options.to_file, standalone=options.standalone,
                          heading_level=options.heading_level, figures=figures, precision=p)  # fmt: skip

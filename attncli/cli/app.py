@@ -607,12 +607,10 @@ def variance(
 
         emit(jsonout.document(variance_json(rows, keys=keys, seed=seed)), output, force=force)
         return
-    from attncli.formats.tables import table_renderables
-    from attncli.formats.terminal import console, render
+    from attncli.formats.terminal import document_terminal
     from attncli.walkthroughs.variance import variance_document
 
-    con = console(to_file=output is not None)
-    emit(render(con, table_renderables(variance_document(rows, keys=keys))), output, force=force)
+    emit(document_terminal(variance_document(rows, keys=keys), to_file=output is not None, boxed=True), output, force=force)
 
 
 def _note(line: str) -> None:

@@ -206,7 +206,7 @@ def _json(doc: dict[str, Any]) -> Iterator[bytes]:
 
 def dequant_document(model: Path, tensor: str, *, block: int, fmt: str, to_file: bool) -> str | Iterator[bytes]:
     """One block of a GGUF tensor becoming numbers: an attncli.gguf-dequant/1 JSON document, or the walk-through in any other format."""
-    from attncli.formats import report
+    from attncli.formats import render_document
     from attncli.sources.checkpoints.gguf import gguf_path
     from attncli.sources.checkpoints.gguf_data import dequant_data
     from attncli.walkthroughs.dequant import dequant_report
@@ -217,4 +217,4 @@ def dequant_document(model: Path, tensor: str, *, block: int, fmt: str, to_file:
     doc = dequant_data(path, tensor, block)
     if fmt == "json":
         return _json(doc)
-    return report.render(dequant_report(doc), fmt, to_file=to_file)
+    return render_document(dequant_report(doc), fmt, to_file=to_file)

@@ -1,4 +1,4 @@
-"""CSV: one stage of one head as a plain matrix, for spreadsheets and scripts (a document's tidy table: formats/report.py).
+"""CSV: one stage of one head as a plain matrix, for spreadsheets and scripts; a document as its tidy table (`document_csv`).
 
 Numbers carry full float64 precision (the shortest text that reads back to the same
 float) unless --precision asks for fewer decimals (then a number that rounds to zero is
@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from attncli.document.blocks import Document
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.escape import csv_cell
 from attncli.document.numbers import plain, plain_rows, plain_writer
@@ -53,3 +54,15 @@ def _matrix_rows(data: np.ndarray, rows: list[str], cols: list[str], precision: 
 def _field(text: str) -> str:
     """One CSV field as csv.writer writes it (minimal quoting); `text` has no line breaks (csv_cell made them visible)."""
     return '"' + text.replace('"', '""') + '"' if "," in text or '"' in text else text
+
+
+def document_csv(document: Document) -> str:
+    """The document's tidy table (its other blocks are for people): text cells guarded against spreadsheet formulas, numbers as they are."""
+    tidy = document.tidy
+    assert tidy is not None, "a document written as CSV has a tidy table"
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([csv_cell(cell) for cell in tidy.header])
+    for row in tidy.rows:
+        writer.writerow([cell if numeric else csv_cell(cell) for cell, numeric in zip(row, tidy.numeric)])
+    return buffer.getvalue()

@@ -17,6 +17,7 @@ from attncli.document.numbers import fixed
 from attncli.formats import palette
 
 if TYPE_CHECKING:
+    from attncli.document.blocks import Document, Grid, Steps, Table, Values
     from attncli.document.blocks import Matrix as MatrixView
 
 FONTS = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'
@@ -178,3 +179,86 @@ def stylesheet(*, page: bool = False, dark: bool = True) -> str:
         if dark:
             rules.insert(1, f"@media (prefers-color-scheme: dark) {{ body {{ background: {night.background}; color: {night.text}; }} }}")
     return "\n".join(rules) + "\n"
+
+
+# -- documents (attncli.document.blocks): the tiled head, decode; explain's steps ----------------------
+
+
+def steps_parts(steps: Steps, level: int) -> list[Heading | Paragraph | Code]:
+    """Each step: a heading at `level` with its formula, its arithmetic as a <pre> block, its notes as paragraphs."""
+    from attncli.document.blocks import step_lines
+
+    parts: list[Heading | Paragraph | Code] = []
+    for number, step in enumerate(steps.steps, 1):
+        parts.append(Heading(f"Step {number}: {step.title}   {step.formula}", level))
+        body = step_lines(step, steps.precision)
+        if body:
+            parts.append(Code(tuple(body)))
+        parts += [Paragraph(note) for note in step.notes]
+    return parts
+
+
+def part_html(part: Heading | Paragraph | Code | str) -> str:
+    """A heading, a paragraph or lines of arithmetic as HTML (as `html_document` writes them)."""
+    if isinstance(part, Heading):
+        level = min(6, max(1, part.level))
+        return f"<h{level}>{escape.html(part.text)}</h{level}>"
+    if isinstance(part, Code):
+        return '<pre class="attn-steps">' + "\n".join(escape.html(line) for line in part.lines) + "</pre>"
+    return f"<p>{escape.html(part if isinstance(part, str) else part.text)}</p>"
+
+
+TEXT_CLASS = ' class="attn-text"'
+TEXT_CELLS = (".attncli td.attn-text, .attncli th.attn-text { text-align: left; }\n"  # vectors and words in a table read from the left
+              ".attncli figure.attn-figure { margin: 1em 0; overflow-x: auto; }\n")  # fmt: skip
+
+
+def text_table(table: Table) -> str:
+    """A table of text cells: <th> headers, the first cell of a row naming it, numbers right-aligned and text left."""
+    head = "".join(f'<th scope="col"{"" if right or c == 0 else TEXT_CLASS}>{escape.html(cell)}</th>'
+                   for c, (cell, right) in enumerate(zip(table.header, table.numeric)))  # fmt: skip
+    rows = "\n".join(
+        f'<tr><th scope="row">{escape.html(row[0])}</th>'
+        + "".join(f"<td{'' if right else TEXT_CLASS}>{escape.html(cell)}</td>" for cell, right in zip(row[1:], table.numeric[1:]))
+        + "</tr>"
+        for row in table.rows
+    )
+    return f'<div class="attn-scroll"><table class="attn-matrix">\n<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}\n</tbody></table></div>'
+
+
+def values_list(values: Values) -> str:
+    """`name = value` lines as a list; nothing when there are none."""
+    return f"<ul>{''.join(f'<li>{escape.html(name)} = {escape.html(value)}</li>' for name, value in values.pairs)}</ul>" if values.pairs else ""
+
+
+def document_html(document: Document, *, fragment: bool = False, level: int = 1, figures: Sequence[Grid] = (), precision: int = 3) -> str:
+    """Semantic HTML: a heading per section, a <table> with <th> headers, the figures after the introduction; a page, or a fragment to paste.
+
+    The top heading is at `level` (0 leaves it out, the sections then at <h2>), the sections one below, the steps two below.
+    """
+    from attncli.document import blocks
+
+    body: list[str] = []
+    pending = list(figures)
+    for block in document.blocks:
+        if pending and isinstance(block, blocks.Heading | blocks.Values | blocks.Table) and not (isinstance(block, blocks.Heading) and block.level == 1):
+            from attncli.formats.gridfigure import grids_svg
+
+            body.append('<figure class="attn-figure">' + grids_svg(pending, precision=precision, dark=not fragment).rstrip("\n") + "</figure>")
+            pending = []
+        if isinstance(block, blocks.Heading):
+            if block.level == 1 and level == 0:
+                continue
+            body.append(part_html(Heading(block.text, max(level, 1) + block.level - 1)))
+        elif isinstance(block, blocks.Paragraph | blocks.Note):
+            body.append(part_html(Paragraph(block.text)))
+        elif isinstance(block, blocks.Values):
+            if block.pairs:
+                body.append(values_list(block))
+        elif isinstance(block, blocks.Steps):
+            body += map(part_html, steps_parts(block, min(6, max(level, 1) + 2)))
+        elif isinstance(block, blocks.Table):
+            body.append(text_table(block))
+        else:
+            raise TypeError(f"HTML has no drawing for {type(block).__name__}")
+    return page("\n".join(body), fragment=fragment, title=document.title, dark=not fragment, css=TEXT_CELLS)

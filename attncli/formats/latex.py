@@ -8,6 +8,8 @@ with its symbol on the left and its matrix on the right, the matrix labelled wit
 KaTeX or MathJax; `standalone=True` writes a complete article (see `texmatrix.PREAMBLE`).
 
 The output is streamed: a matrix is written a band of MAX_ROWS rows at a time (see `texmatrix.iter_blocks`), as UTF-8.
+A document (`document_latex`: the tiled head, decode) is text paragraphs and `$$` blocks too: its values an `aligned`
+block, its tables `array`s, its steps as explain's.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from attncli.document import escape, stages
-from attncli.document.blocks import Line, RunDocument, Steps
+from attncli.document.blocks import Document, Heading, Line, Note, Paragraph, RunDocument, Steps, Table, Values, Vector
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.numbers import exact_decimals
 from attncli.formats import texmatrix
@@ -232,3 +234,96 @@ def explain_latex(
                         + texmatrix.labelled_matrix(np.atleast_2d(exact_output), precision=exact_decimals(precision)))  # fmt: skip
 
     return _document(lines(), standalone=standalone, title=f"Attention for {token}", landscape=False)
+
+
+# -- documents (attncli.document.blocks) ------------------------------------------------------------
+
+
+def document_latex(document: Document, *, standalone: bool = False) -> str:
+    r"""Text paragraphs and `$$` display blocks, a blank line between them; an article when `standalone`.
+
+    A fragment pastes into a LaTeX document and into a Markdown post alike (each `$$` block renders on
+    its own in KaTeX and MathJax, each paragraph is text): headings are paragraphs of their own,
+    `name = value` lines paragraphs, tables `array`s in `$$` blocks. The article has the title, a
+    `\subsection*` per section, and each block fitted to the page width.
+    """
+    out: list[str] = []
+    for part in document.blocks:
+        if isinstance(part, Heading):
+            if part.level == 1 and standalone:
+                continue  # the article's \maketitle
+            out += ["", r"\subsection*{" + prose(part.text) + "}" if standalone and part.level > 1 else prose(part.text)]
+        elif isinstance(part, Paragraph | Note):
+            out += ["", prose(part.text)]
+        elif isinstance(part, Values):
+            vectors = [(name, value) for name, value in part.pairs if _math_vector(value)]
+            if vectors:
+                rows = [f"{_symbol(name)} &= {_table_cell(value, first=False)}" for name, value in vectors]
+                out += ["", block(r"\begin{aligned} " + r" \\ ".join(rows) + r" \end{aligned}")]
+            out += [line for name, value in part.pairs if not _math_vector(value) for line in ("", prose(f"{name} = {value}"))]
+        elif isinstance(part, Steps):
+            out += list(explain_steps(part, standalone=standalone))
+        elif isinstance(part, Table):
+            columns = "".join("r" if right else "l" for right in part.numeric)
+            header = " & ".join(map(_mixed, part.header))
+            rows = [" & ".join(_table_cell(cell, first=c == 0) for c, cell in enumerate(row)) for row in part.rows]
+            body = header + r" \\ \hline " + r" \\ ".join(rows)
+            out += ["", block(r"\begin{array}{" + columns + "} " + body + r" \end{array}")]
+        else:
+            raise TypeError(f"LaTeX has no drawing for {type(part).__name__}")
+    while out and not out[0]:
+        out.pop(0)
+    if standalone:
+        title = [r"\title{" + prose(document.title) + "}", r"\date{}", r"\maketitle"]  # prose: breaks across lines, symbols as math
+        lines = [texmatrix.document_start(), *title, *map(texmatrix.document_line, out), texmatrix.DOCUMENT_END]
+        return "\n".join(lines) + "\n"
+    return "\n".join(out) + "\n"
+
+
+_MATH = {"−": "-", "×": r"\times", "·": r"\cdot", "Σ": r"\Sigma", "∞": r"\infty", "…": r"\ldots", "≈": r"\approx", "→": r"\to",
+         "–": r"\text{--}"}  # fmt: skip
+_NUMERIC = frozenset("0123456789.,[]()+- −…∞")
+
+
+_COUNT = re.compile(r" \((\d+)( numbers)?\)$")  # "[0.1, …, 0.9] (64 numbers)": how many a shortened vector has
+
+
+def _table_cell(cell: str, *, first: bool) -> str:
+    """A table cell in math mode: the row's name (the first cell) as written, numbers and vectors as math, words as text."""
+    if not cell:
+        return ""
+    count = _COUNT.search(cell)
+    numbers = cell[: count.start()] if count else cell
+    if first or not set(numbers) <= _NUMERIC:
+        return _mixed(cell)
+    math = "".join(_MATH.get(c, c) for c in numbers.replace(", ", ",\\,"))
+    return math + (r"\;\text{(" + count.group(1) + (count.group(2) or "") + ")}" if count else "")
+
+
+MAX_MATH_VECTOR = 8  # numbers of a vector set as math in an `aligned` row; a longer one (--full) is a paragraph, which breaks across lines
+
+
+def _math_vector(value: str) -> bool:
+    return isinstance(value, Vector) and (not value.fixed or value.size <= MAX_MATH_VECTOR)
+
+
+def _symbol(name: str) -> str:
+    """A value's name in math: a single letter as a variable (q, k, v), anything else as text."""
+    return name if len(name) == 1 and name.isascii() and name.isalpha() else _mixed(name)
+
+
+def _mixed(text: str) -> str:
+    """Words as written (`escape.latex`) with the symbols of `_MATH` as math."""
+    out: list[str] = []
+    run: list[str] = []
+    for c in text:
+        if c in _MATH:
+            if run:
+                out.append(escape.latex("".join(run)))
+                run.clear()
+            out.append(_MATH[c])
+        else:
+            run.append(c)
+    if run:
+        out.append(escape.latex("".join(run)))
+    return "".join(out)

@@ -1,4 +1,4 @@
-"""GitHub-flavoured Markdown: tables a blog post can paste as they are.
+"""GitHub-flavoured Markdown: tables a blog post can paste as they are; `run`, `explain` and every block of a document.
 
 Every input text goes through `escape.markdown`, so `<eos>`, `*x*` or `a_b` render literally.
 The top heading's level is chosen by `heading_level` (0 leaves it out). A run is streamed:
@@ -8,23 +8,39 @@ a block of table rows at a time, its numbers written at once by `fixedtext`, as 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from attncli.document import escape
-from attncli.document.blocks import ExplainArticle, RunDocument, Steps, Summary, step_lines
+from attncli.document.blocks import (
+    Document,
+    ExplainArticle,
+    Heading,
+    Note,
+    Paragraph,
+    RunDocument,
+    Steps,
+    Summary,
+    Table,
+    Values,
+    step_lines,
+)
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.numbers import exact_decimals, fixed, smart, vector
 
 md = escape.markdown  # every input text (token, name, sentence) goes through it
 
 
-def table(header: list[str], rows: list[list[str]], *, align: list[str] | None = None) -> list[str]:
-    """A GFM table; align holds "l" or "r" per column (default: first left, others right)."""
+def table(header: Sequence[str], rows: Sequence[Sequence[str]], *, align: Sequence[str] | None = None, blank: str = " ") -> list[str]:
+    """A GFM table; align holds "l" or "r" per column (default: first left, others right).
+
+    Cells arrive escaped (`escape.markdown`). An empty cell is written as `blank`: a space for run's and
+    explain's tables ("|   |"), nothing for a document's (`document_markdown`: "|  |"); GFM shows both alike.
+    """
     align = align or ["l"] + ["r"] * (len(header) - 1)
-    lines = ["| " + " | ".join(_cell(h) for h in header) + " |"]
+    lines = ["| " + " | ".join(h or blank for h in header) + " |"]
     lines.append("|" + "|".join(":---" if a == "l" else "---:" for a in align) + "|")
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(c or blank for c in row) + " |" for row in rows]
     return lines
 
 
@@ -176,3 +192,27 @@ def steps_markdown(steps: Steps, h3: str) -> list[str]:
         for note in step.notes:
             lines += ["", md(note)]
     return lines
+
+
+def document_markdown(document: Document, *, level: int = 1) -> str:
+    """GFM: the top heading at `level` (0 leaves it out, the sections then at 2), values as a list, a pipe table, paragraphs and notes as paragraphs."""
+    out: list[str] = []
+    for block in document.blocks:
+        if isinstance(block, Heading):
+            if block.level == 1 and level == 0:
+                continue
+            out += heading(min(6, max(level, 1) + block.level - 1), md(block.text))
+        elif isinstance(block, Paragraph | Note):
+            out += [md(block.text), ""]
+        elif isinstance(block, Values):
+            if block.pairs:
+                out += [f"- {md(name)} = {md(value)}" for name, value in block.pairs] + [""]
+        elif isinstance(block, Steps):
+            out += steps_markdown(block, "#" * min(6, max(level, 1) + 1))[1:] + [""]
+        elif isinstance(block, Table):
+            align = ["r" if right else "l" for right in block.numeric]
+            out += table([md(cell) for cell in block.header], [[md(cell) for cell in row] for row in block.rows], align=align, blank="")
+            out.append("")
+        else:
+            raise TypeError(f"Markdown has no drawing for {type(block).__name__}")
+    return "\n".join(out).rstrip("\n") + "\n"

@@ -1,18 +1,20 @@
-"""HTML pages (or fragments) and SVG heatmap figures of a run or an explanation, for a blog post.
+"""HTML pages (or fragments) and SVG figures of a run, an explanation or a document, for a blog post.
 
 `run_html` writes each stage as a semantic <table> (`htmltable`); `run_svg` draws the chosen
 stages (the weights by default) as heatmap figures, one per head (`svgheatmap`). The
 explanation gets the same: its steps as headings and <pre> blocks around two tables, and a
-one-row heatmap of the query's weights.
+one-row heatmap of the query's weights. A document's HTML is `htmltable.document_html`; its SVG
+(`document_svg`) its `Grid` figures (`gridfigure`), or without them its text.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from attncli.document.blocks import Document, Grid, RunDocument, Steps
 from attncli.document.blocks import Matrix as MatrixView
-from attncli.document.blocks import RunDocument, Steps, step_lines
-from attncli.formats.htmltable import Code, Heading, Paragraph, html_document
+from attncli.formats.htmltable import Code, Heading, Paragraph, html_document, steps_parts
 
 if TYPE_CHECKING:
     from attncli.formats import Options
@@ -62,20 +64,20 @@ def explain_html(token: str, intro: list[str], matrices: list[MatrixView], steps
                          title=f"attncli: {token}", shade={"weights"})  # fmt: skip
 
 
-def steps_parts(steps: Steps, level: int) -> list[Heading | Paragraph | Code]:
-    """Each step: a heading at `level` with its formula, its arithmetic as a <pre> block, its notes as paragraphs."""
-    parts: list[Heading | Paragraph | Code] = []
-    for number, step in enumerate(steps.steps, 1):
-        parts.append(Heading(f"Step {number}: {step.title}   {step.formula}", level))
-        body = step_lines(step, steps.precision)
-        if body:
-            parts.append(Code(tuple(body)))
-        parts += [Paragraph(note) for note in step.notes]
-    return parts
-
-
 def explain_svg(weights: MatrixView, *, precision: int) -> str:
     """The query's weights as a one-row heatmap."""
     from attncli.formats.svgheatmap import heatmap_svgs
 
     return heatmap_svgs([weights], precision=min(precision, 3))
+
+
+def document_svg(document: Document, *, figures: Sequence[Grid] = (), precision: int = 3) -> str:
+    """The document's figures (decode's steps × keys, each head's tiles) stacked in one SVG; without figures, its text as the terminal's lines."""
+    if figures:
+        from attncli.formats.gridfigure import grids_svg
+
+        return grids_svg(figures, precision=precision)
+    from attncli.formats.svgheatmap import text_svg
+    from attncli.formats.terminal import text_lines
+
+    return text_svg(text_lines(document), document.title)

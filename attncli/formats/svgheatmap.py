@@ -203,3 +203,25 @@ def text_width(text: str, size: float) -> float:
             continue
         width += 1.0 if unicodedata.east_asian_width(c) in "WF" else 0.6
     return width * size
+
+
+LINE_HEIGHT = 18
+CHAR_WIDTH = 7.8  # a 13 px monospace character
+
+
+def text_svg(lines: Sequence[str], title: str) -> str:
+    """Lines of plain text as a self-contained SVG figure: one monospace <text> per line (the first bold), nothing fetched."""
+    width = int(max(map(len, lines)) * CHAR_WIDTH) + 32
+    height = len(lines) * LINE_HEIGHT + 32
+    bold = ' font-weight="bold"'
+    texts = "\n".join(
+        f'<text x="16" y="{24 + i * LINE_HEIGHT}"{bold if i == 0 else ""} xml:space="preserve">{escape.xml(line)}</text>'
+        for i, line in enumerate(lines)
+        if line
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'font-family="ui-monospace, SFMono-Regular, Menlo, Consolas, monospace" font-size="13">\n'
+        f"<title>{escape.xml(title)}</title>\n"
+        f'<rect width="100%" height="100%" fill="#ffffff"/>\n<g fill="#1a1a1a">\n{texts}\n</g>\n</svg>\n'
+    )

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from rich.console import Console, RenderableType
-from rich.table import Table
 from rich.text import Text
 
-from attncli.document import blocks
-from attncli.document.blocks import Comparison, Document, Hints, RunDocument, Summary
+from attncli.document.blocks import Comparison, Hints, RunDocument, Summary
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.escape import visible
 from attncli.document.numbers import exact_decimals, fixed, fixed_many
@@ -292,19 +290,3 @@ def _vector(texts: list[str], keep: int) -> str:
 
 def _vector_width(vectors: list[tuple[list[str], list[str], list[str]]], i: int, keep: int) -> int:
     return max([len(_vector(v[i], keep)) for v in vectors], default=0)
-
-
-def table_renderables(document: Document) -> list[RenderableType]:
-    """A document of tables and notes for the terminal: each table a Rich table under the document's title, notes in italics."""
-    out: list[RenderableType] = []
-    for block in document.blocks:
-        if isinstance(block, blocks.Table):
-            table = Table(title=document.title, title_justify="left", title_style="bold")
-            for name, numeric in zip(block.header, block.numeric):
-                table.add_column(name, justify="right" if numeric else "left", no_wrap=True)
-            for row in block.rows:
-                table.add_row(*row)
-            out.append(table)
-        elif isinstance(block, blocks.Note):
-            out.append(Text(block.text, style="italic"))
-    return out

@@ -1,19 +1,29 @@
-"""The terminal: a Rich console with the terminal's width and colours, and renderables turned into text.
+"""The terminal: a Rich console with the terminal's width and colours, renderables turned into text, and documents as lines.
 
 Rich is imported only here and in the modules that build renderables for it (tables, grid,
 narration); the text is handed to `attncli.io`, which writes it.
+
+A document (`document.blocks.Document`: the tiled head, decode, dequant) is drawn here block by
+block (`document_terminal`): prose wrapped to the width with a hanging indent, tables with spaces
+and a rule under the header, their vectors shortened (then their columns split) to fit. The same
+lines, unwrapped, are the text of its plain SVG (`svgheatmap.document_svg`).
 """
 
 from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Callable
+import textwrap
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
+
+from attncli.document import escape
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.text import Text
+
+    from attncli.document.blocks import Block, Document, Table
 
 
 def console(*, to_file: bool = False) -> Console:
@@ -86,3 +96,157 @@ def text_of(build: Callable[[Console], list[RenderableType]], *, to_file: bool) 
     """Render what `build` makes for the terminal's console (or plain text for a file)."""
     con = console(to_file=to_file)
     return render(con, build(con))
+
+
+# -- documents (attncli.document.blocks) ------------------------------------------------------------
+
+KEEP = (6, 5, 4, 3, 2)  # numbers a vector keeps, tried in turn until its table fits the width
+
+
+def text_lines(document: Document, width: int | None = None) -> list[str]:
+    """The document as plain lines (no colour): tables drawn with spaces and a rule under the header.
+
+    With a `width`, prose is wrapped to it with a hanging indent and a table too wide for it has its
+    vectors shortened (the first numbers, …, the last, as `run` does) until it fits, or as far as they go.
+    """
+    return [line for line, _ in _styled_lines(document, width)]
+
+
+def _boxed(document: Document, width: int) -> list[RenderableType]:
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    from attncli.document.blocks import Note, Table
+
+    out: list[RenderableType] = []
+    for block in document.blocks:
+        if isinstance(block, Table):
+            table = RichTable(title=document.title, title_justify="left", title_style="bold")
+            for name, numeric in zip(block.header, block.numeric):
+                table.add_column(name, justify="right" if numeric else "left", no_wrap=True)
+            for row in block.rows:
+                table.add_row(*row)
+            out.append(table)
+        elif isinstance(block, Note):
+            out.append(Text(block.text, style="italic"))
+        else:
+            out += [Text(line, style=style, no_wrap=True, overflow="ignore") for line, style in _text_block(block, width)]
+    return out
+
+
+def _styled_lines(document: Document, width: int | None) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for block in document.blocks:
+        out += _text_block(block, width)
+    return out
+
+
+def _wrapped(text: str, width: int | None, indent: str = "", hang: str = "") -> list[str]:
+    """`text` at `indent`, wrapped to `width` at spaces (never inside a word) with its next lines at `indent` + `hang`."""
+    if width is None or len(indent) + len(text) <= width:
+        return [indent + text]
+    return textwrap.wrap(text, width=max(width, len(indent + hang) + 20), initial_indent=indent, subsequent_indent=indent + hang,
+                         break_long_words=False, break_on_hyphens=False)  # fmt: skip
+
+
+def _text_block(block: Block, width: int | None) -> list[tuple[str, str]]:
+    from attncli.document.blocks import Heading, Note, Paragraph, Steps, Table, Values, step_lines  # numpy: not at start-up
+
+    if isinstance(block, Heading):
+        return [(line, "bold") for line in ([] if block.level == 1 else [""]) + _wrapped(escape.visible(block.text), width)]
+    if isinstance(block, Paragraph):
+        return [(line, "") for line in _wrapped(escape.visible(block.text), width)]
+    if isinstance(block, Values):
+        out = []
+        for name, value in block.pairs:
+            shown = escape.visible(_fitted_value(name, value, width))
+            out += [(line, "") for line in _wrapped(f"{escape.visible(name)} = {shown}", width, "  ", " " * (len(escape.visible(name)) + 3))]
+        return out
+    if isinstance(block, Table):
+        return [(("  " + line).rstrip(), "") for line in _aligned(block, None if width is None else width - 2)]
+    if isinstance(block, Steps):
+        lines: list[tuple[str, str]] = []
+        for number, step in enumerate(block.steps, 1):
+            lines += [("", ""), (escape.visible(f"Step {number} · {step.title}   {step.formula}"), "bold")]
+            lines += [("  " + escape.visible(line), "") for line in step_lines(step, block.precision)]
+            lines += [(line, "italic") for note in step.notes for line in _wrapped(escape.visible(note), width, "  ", "  ")]
+        return lines
+    if isinstance(block, Note):
+        return [(line, "italic") for line in _wrapped(escape.visible(block.text), width, "  ", "  ")]
+    raise TypeError(f"the terminal has no drawing for {type(block).__name__}")
+
+
+def _fitted_value(name: str, value: str, width: int | None) -> str:
+    """A vector value shortened until `  name = value` fits the width (or as far as it goes)."""
+    from attncli.document.blocks import Vector
+
+    if width is None or not isinstance(value, Vector):
+        return value
+    for keep in KEEP:
+        shown = value.shortened(keep)
+        if len(name) + len(shown) + 5 <= width:
+            return shown
+    return value.shortened(KEEP[-1])
+
+
+def _aligned(table: Table, width: int | None = None) -> list[str]:
+    """The table's lines; one too wide for `width` has its vectors shortened, then its columns split into
+    tables of their own, each led by the first column, as `run` splits a wide matrix."""
+    from attncli.document.blocks import Vector
+
+    header = [escape.visible(cell) for cell in table.header]
+    plain = [[escape.visible(cell) for cell in row] for row in table.rows]
+    shortenable = [(r, c) for r, row in enumerate(table.rows) for c, cell in enumerate(row) if isinstance(cell, Vector) and not cell.fixed]
+    rows = plain
+    for keep in (None, *KEEP):
+        if keep is not None:
+            rows = [list(row) for row in plain]
+            for r, c in shortenable:
+                cell = table.rows[r][c]
+                assert isinstance(cell, Vector)
+                rows[r][c] = escape.visible(cell.shortened(keep))
+        widths = [max(len(row[c]) for row in [header, *rows]) for c in range(len(header))]
+        if width is None or sum(widths) + 2 * (len(widths) - 1) <= width or not shortenable:
+            break
+    columns = list(range(len(header)))
+    if width is None or sum(widths) + 2 * (len(widths) - 1) <= width:
+        return _table_lines(header, rows, widths, table.numeric, columns)
+    groups: list[list[int]] = [[0]]
+    for c in columns[1:]:
+        if len(groups[-1]) > 1 and sum(widths[i] + 2 for i in groups[-1]) + widths[c] > width:
+            groups.append([0])
+        groups[-1].append(c)
+    out: list[str] = []
+    for group in groups:
+        out += [""] * bool(out) + _table_lines(header, rows, widths, table.numeric, group)
+    return out
+
+
+def _table_lines(header: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[int], numeric: Sequence[bool],
+                 columns: Sequence[int]) -> list[str]:  # fmt: skip
+    """The header, a rule and the rows of the chosen columns, padded to `widths`: numbers to the right, text to the left."""
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(cells[c].rjust(widths[c]) if numeric[c] else cells[c].ljust(widths[c]) for c in columns).rstrip()
+
+    return [line(header), "  ".join("─" * widths[c] for c in columns), *map(line, rows)]
+
+
+def document_terminal(document: Document, *, to_file: bool, boxed: bool = False) -> str:
+    """The document for the terminal, fitted to its width: bold titles, italic notes when colour is on, else the plain text.
+
+    `boxed` (variance's table) draws each table as a framed Rich table titled with the document's title and
+    each note as Rich text wrapped by Rich; the other blocks as lines all the same.
+    """
+    from rich.text import Text
+
+    con = console(to_file=to_file)
+    if boxed:
+        return render(con, _boxed(document, con.width))
+    width = con.width
+    if con.color_system is None:
+        return "\n".join(text_lines(document, width)) + "\n"
+    parts: list[RenderableType] = []
+    for line, style in _styled_lines(document, width):
+        parts.append(Text(line, style=style, no_wrap=True, overflow="ignore"))
+    return render(con, parts)
