@@ -69,8 +69,8 @@ def intro(expl: Explanation) -> list[str]:
             f"(heads {(g - 1) * share + 1}–{g * share}); its keys and values are columns {(g - 1) * s.d_k + 1}–{g * s.d_k} of "
             f"{'the given K' if s.direct else 'W_K'} and {(g - 1) * s.d_v + 1}–{g * s.d_v} of {'V' if s.direct else 'W_V'}."
         )
-    if s.linear_attention is not None or s.retention is not None:  # attention without softmax: say so before any step
-        lines.append(next(v for v in (s.linear_attention, s.retention) if v is not None).describe().capitalize() + ".")
+    if kernels := variants.active(s, "kernel"):  # attention without softmax (linear attention, retention): say so before any step
+        lines.append(kernels[0].describe().capitalize() + ".")
     elif s.scale.mode == "none":
         lines.append("This scenario does not scale the scores (scale: none): they go into the softmax as they are.")
     if expl.result.round_steps is not None:
