@@ -136,8 +136,8 @@ class Say:
     def __init__(self, expl: Explanation, w: Writer, p: int, check: Arithmetic, full: bool) -> None:
         self.expl, self.w, self.p, self.check, self.full = expl, w, p, check, full
 
-    def shown(self, x: float) -> Decimal:
-        return shown(x, self.p)
+    def shown(self, x: float, p: int | None = None) -> Decimal:
+        return shown(x, self.p if p is None else p)
 
     def relation(self, reader: Decimal | Sequence[Decimal], result: float | np.ndarray, *, name: str) -> str:
         return self.check.relation(reader, result, name=name)

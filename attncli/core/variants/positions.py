@@ -172,8 +172,10 @@ class Rope:
         else:
             angles = self.angles(np.array([row]), d_k)[0]  # (r/2,)
             for i, (a, b, angle) in enumerate(zip(first, second, angles)):
+                omega = float(self.frequencies(d_k)[i])  # shown with two more decimals: the product needs them
+                said = say.relation(position * say.shown(omega, p + 2), float(angle), name=f"the angle of pair {i + 1}")
                 how = (f"{w.num(float(angle), p)} ({w.text('given')})" if self.given_angles is not None
-                       else f"{position} {w.times} {w.num(float(self.frequencies(d_k)[i]), p + 2)} = {w.num(float(angle), p)}")  # fmt: skip
+                       else f"{position} {w.times} {w.num(omega, p + 2)} {said} {w.num(float(angle), p)}")  # fmt: skip
                 lines.append((
                     f"{w.text('pair')}\\ {i + 1} \\ ({a + 1}, {b + 1}): {w.phi}" if w.tex else f"pair {i + 1} ({a + 1}, {b + 1}): φ",
                     f"{how}, ({w.num(float(q_in[a]), p)}, {w.num(float(q_in[b]), p)}) {w.text('turns to')} "

@@ -66,7 +66,7 @@ class Say(Protocol):
     full: bool  # every term and key (--full)
     long: int  # a sum of more terms, or a list of more keys, is shortened (unless full)
 
-    def shown(self, x: float) -> Decimal: ...  # x as the reader sees it, at p decimals
+    def shown(self, x: float, p: int | None = None) -> Decimal: ...  # x as the reader sees it, at p decimals (default: self.p)
     def relation(self, reader: Decimal | Sequence[Decimal], result: float | np.ndarray, *, name: str) -> str: ...  # "=" or "≈"
     def vec(self, values: np.ndarray) -> str: ...  # a vector, its middle left out when long (unless full)
     def terms(self, texts: list[str]) -> str: ...  # terms joined by +, the middle left out when long (unless full)
