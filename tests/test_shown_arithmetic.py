@@ -32,7 +32,7 @@ from tests.strategies import sentences
 
 _NUMBER = r"-?\d+(?:\.\d+)?"
 _PAIR = re.compile(
-    rf"pair (\d+) \((\d+), (\d+)\): φ = ({_NUMBER}) × ({_NUMBER}) = ({_NUMBER}), "
+    rf"pair (\d+) \((\d+), (\d+)\): φ = ({_NUMBER}) × ({_NUMBER}) [=≈] ({_NUMBER}), "
     rf"\(({_NUMBER}), ({_NUMBER})\) turns to \(({_NUMBER}), ({_NUMBER})\)$"
 )
 _KEY = re.compile(r"k′\((.*)\) = RoPE\(\[(.*)\], (\d+)\) = \[(.*)\]$")

@@ -2,10 +2,12 @@
 
 A row says which `--stages` name it belongs to, its title, its formula (written once, drawn
 in Unicode or TeX through `attncli.document.notation`), where its numbers come from, how its rows and
-columns are labelled, and when it exists. A variant brings its own rows (`core.variants.shown.StageRow`,
-held by the variant's module): `_with_variants` places each after the row it names, and its stage
-after that row's stage, shown by default whenever the scenario has the variant. The rows written
-here are the textbook's, and those of the variants that came before variants owned themselves.
+columns are labelled, and when it exists. The rows written here are the textbook's; every variant
+brings its own (`core.variants.shown.StageRow`, held by the variant's module: RoPE's, the bias's, the
+mask's, …): `_with_variants` places each after (or before) the row it names, and its stage beside that
+row's stage, shown by default when the scenario has the variant and the variant says it is worth showing.
+It asks the registry by stage ("norm", "qk", "logits", "visibility") instead of naming variants; the one
+still written here is multi-head latent attention (its `latent` and `absorbed` stages, below).
 """
 
 from __future__ import annotations
@@ -61,11 +63,8 @@ _TEXTBOOK_STAGES: tuple[Stage, ...] = (
     Stage("q", lambda s: True),
     Stage("k", lambda s: True),
     Stage("v", lambda s: True),
-    Stage("rope", lambda s: s.rope is not None),
     Stage("scores", lambda s: True),
     Stage("scaled", lambda s: s.scale.divisor != 1.0),
-    Stage("bias", lambda s: s.has_bias),
-    Stage("masked", lambda s: s.mask.hides_anything),
     Stage("exp", lambda s: True),
     Stage("weights", lambda s: True),
     Stage("output", lambda s: True),
@@ -98,33 +97,7 @@ def _normed(n: Notation, s: Scenario, letter: str, *, transpose: bool = False) -
     """Q or K as RoPE meets it: Q̂ after QK-norm, else Q."""
     from attncli.core.variants.qknorm import hatted
 
-    return hatted(n, letter, transpose=transpose) if s.qk_norm is not None else n(letter, transpose=transpose)
-
-
-def _rotated(letter: str) -> Formula:
-    def formula(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-        if s.mla is not None:  # MLA: RoPE turns only the decoupled part of each head
-            rotated = f"{n(letter, prime=True)} = " + n.text("RoPE") + f"({n(letter)})"
-            return rotated + (rf" \quad \text{{(last {s.mla.d_r} columns only)}}" if n.tex else f", its last d_r = {s.mla.d_r} columns only")
-        text = f"{n(letter, prime=True)} = " + n.text("RoPE") + f"({_normed(kv_notation(n, s, h) if letter != 'Q' else n, s, letter)})"
-        words = _rotated_words(s, s.L if letter == "Q" else s.L_k, "-" if n.tex else "–")
-        return text + (n.text(f" ({words})") if words else "")
-
-    return formula
-
-
-def _rotated_words(s: Scenario, L: int, dash: str) -> str:
-    """'at positions 100–103; columns 3–4 unchanged': a position offset and a partial rotary, in words ('' for neither)."""
-    rope = s.rope
-    if rope is None:
-        return ""
-    words = []
-    if rope.offset:
-        words.append(f"at position {rope.offset}" if L == 1 else f"at positions {rope.offset}{dash}{rope.offset + L - 1}")
-    r = rope.width(s.d_k)
-    if r < s.d_k:
-        words.append(f"column {s.d_k} unchanged" if r + 1 == s.d_k else f"columns {r + 1}{dash}{s.d_k} unchanged")
-    return "; ".join(words)
+    return hatted(n, letter, transpose=transpose) if variants.active(s, "norm") else n(letter, transpose=transpose)
 
 
 # -- multi-head latent attention (core/variants/mla.py) ---------------------------------------
@@ -205,9 +178,9 @@ def kv_notation(n: Notation, s: Scenario, h: HeadResult | None) -> Notation:
 
 
 def _scores(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-    rope = s.rope is not None
+    rope = bool(variants.active(s, "qk"))  # Q′, K′: turned by RoPE
     k = kv_notation(n, s, h)
-    if s.qk_norm is not None and not rope:
+    if variants.active(s, "norm") and not rope:
         return f"{n('S')} = {_normed(n, s, 'Q')}{n.times()}{_normed(k, s, 'K', transpose=True)}"
     return f"{n('S')} = {n('Q', prime=rope)}{n.times()}{k('K', prime=rope, transpose=True)}"
 
@@ -236,24 +209,6 @@ def _scaled(n: Notation, s: Scenario, h: HeadResult | None) -> str:
     return f"{n('S')} / {_divisor(n, s, h)}{note}"
 
 
-def _bias_terms(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-    terms = []
-    if s.bias is not None:
-        terms.append(n.text("given bias"))
-    if s.alibi is not None:
-        slope = f"{s.alibi.slopes[n.head - 1]:.6g}" if n.head is not None else f"{s.alibi.slopes[0]:.6g}"
-        terms.append(f"−{slope}{n.symbol('·')}(i − j)" if not n.tex else rf"-{slope}\,(i - j)")
-    return " + ".join(terms).replace("+ −", "− ").replace("+ -", "- ")
-
-
-def _bias(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-    return f"{n('B')} = {_bias_terms(n, s, h)}"
-
-
-def _biased(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-    return f"{reshaped(n, s, _over_divisor(n, s, h))} + {n('B')}"
-
-
 def reshaped(n: Notation, s: Scenario, inner: str) -> str:
     """`inner` (the scaled scores) as the registry's "scaled" variants reshape it: 50·tanh(S / √d_k / 50) under soft-capping."""
     for variant in variants.active(s, "scaled"):
@@ -265,23 +220,9 @@ def _logits(n: Notation, s: Scenario, h: HeadResult | None) -> str:
     return reshaped(n, s, _over_divisor(n, s, h)) + (f" + {n('B')}" if s.has_bias else "")
 
 
-def _masked(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-    inner = _logits(n, s, h)
-    if n.tex:
-        where = r"-\infty \text{ above the diagonal}" if s.mask.name == "causal" else r"-\infty \text{ where hidden}"
-        if not s.mask.hides_anything:
-            where = r"\text{nothing hidden}"
-        return rf"\operatorname{{mask}}({inner}) \quad ({where})"
-    if not s.mask.hides_anything:
-        return f"mask({inner}), nothing hidden"
-    if s.mask.name == "causal":
-        return f"mask({inner}), −∞ above the diagonal"
-    return f"mask({inner}), −∞ where hidden ({s.mask.describe()})"
-
-
 def _exp(n: Notation, s: Scenario, h: HeadResult | None) -> str:
     # what the exponential is taken of: the masked scores, or with no mask hiding anything, the scores as they are
-    argument = (r"\text{masked}" if n.tex else "masked") if s.mask.hides_anything else _logits(n, s, h)
+    argument = (r"\text{masked}" if n.tex else "masked") if _shows(s, "visibility") else _logits(n, s, h)
     if h is not None and h.shift.any():  # some row's scores were too large for plain e^x
         return f"{n('E')} = " + (rf"\exp({argument} - \text{{shift}})" if n.tex else f"exp({argument} − shift)")
     return f"{n('E')} = " + (rf"\exp({argument})" if n.tex else f"exp({argument})")
@@ -331,13 +272,8 @@ _TEXTBOOK_ROWS: tuple[Row, ...] = (
     Row("v", "b_V", "Value bias", lambda n, s, h: n("b_V"), _head("b_V"), "one", "v", kv=True),
     Row("v", "W_UV", "Value up-projection", _latent("W_UV"), _mla_get("W_UV"), "c", "v", kv=True),
     Row("v", "V", "Values", _projection("V"), _head("V"), "keys", "v", main=True, kv=True),
-    Row("rope", "Q_rope", "Rotated queries", _rotated("Q"), _head("Q_rope"), "queries", "q", main=True),
-    Row("rope", "K_rope", "Rotated keys", _rotated("K"), _head("K_rope"), "keys", "k", kv=True),
     Row("scores", "scores", "Scores", _scores, _head("scores"), "queries", "keys", main=True),
     Row("scaled", "scaled", "Scaled scores", _scaled, _head("scaled"), "queries", "keys", main=True),
-    Row("bias", "bias", "Score bias", _bias, _head("bias"), "queries", "keys"),
-    Row("bias", "biased", "Biased scores", _biased, _head("biased"), "queries", "keys", main=True),
-    Row("masked", "masked", "Masked scores", _masked, _head("masked"), "queries", "keys", main=True, after_mask=True),
     Row("exp", "exp", "Exponentials", _exp, _head("exp"), "queries", "keys", json=("shift", "exp", "exp_sum"), main=True, after_mask=True),
     Row("weights", "weights", "Attention weights", _weights, _head("weights"), "queries", "keys", main=True, after_mask=True),
     Row("output", "output", "Output", _output, _head("output"), "queries", "o", main=True),
@@ -356,17 +292,25 @@ _TEXTBOOK_ROWS: tuple[Row, ...] = (
 
 
 def _with_variants(stages: tuple[Stage, ...], rows: tuple[Row, ...]) -> tuple[tuple[Stage, ...], tuple[Row, ...]]:
-    """The table with every variant's own rows (core.variants.shown.StageRow) in place, and their stages."""
+    """The table with every variant's own rows (core.variants.shown.StageRow) in place, and their stages.
+
+    A row goes after the row its `after` names, or before the one its `before` names; a new stage goes after (or before) that
+    row's stage and is shown by default when a variant holding one of its rows is (`_holders`). A row several variants list
+    (a given bias and ALiBi: one B) is placed once.
+    """
     stage_list, row_list = list(stages), list(rows)
     for kind in variants.REGISTRY:
         for shown in getattr(kind, "rows", ()):
-            index = next(i for i, row in enumerate(row_list) if row.key == shown.after)
-            row = Row(shown.stage, shown.key, shown.title, shown.formula, _per_head(shown.get), shown.rows, shown.cols, json=shown.json,
+            if any(row.key == shown.key for row in row_list):
+                continue  # listed by an earlier variant of the registry: it shows them together
+            anchor = next(i for i, row in enumerate(row_list) if row.key == (shown.after or shown.before))
+            row = Row(shown.stage, shown.key, shown.title, _formula(shown), _per_head(shown.get), shown.rows, shown.cols, json=shown.json,
                       main=shown.main, kv=shown.kv, after_mask=shown.after_mask)  # fmt: skip
-            row_list.insert(index + 1, row)
+            row_list.insert(anchor + 1 if shown.after else anchor, row)
             if all(stage.name != shown.stage for stage in stage_list):
-                place = next(i for i, stage in enumerate(stage_list) if stage.name == row_list[index].stage)
-                stage_list.insert(place + 1, Stage(shown.stage, _has(kind.key)))
+                neighbour = row_list[anchor].stage if shown.after else row_list[anchor + 1].stage
+                place = next(i for i, stage in enumerate(stage_list) if stage.name == neighbour)
+                stage_list.insert(place + 1 if shown.after else place, Stage(shown.stage, _held(shown.stage)))
     return tuple(stage_list), tuple(row_list)
 
 
@@ -374,12 +318,45 @@ def _per_head(get: Callable[[HeadResult], np.ndarray | None]) -> Getter:
     return lambda result, head: None if head is None else get(head)
 
 
-def _has(key: str) -> Callable[[Scenario], bool]:
-    return lambda s: getattr(s, key) is not None
+def _formula(shown: variants.StageRow) -> Formula:
+    """The row's formula, handed what its `of` names (core.variants.shown.StageRow.of), written here."""
+    if not shown.of:
+        return shown.formula
+    given: Formula = {
+        "Q": lambda n, s, h: _normed(n, s, "Q"),
+        "K": lambda n, s, h: _normed(kv_notation(n, s, h), s, "K"),
+        "reshaped": lambda n, s, h: reshaped(n, s, _over_divisor(n, s, h)),
+        "logits": _logits,
+    }[shown.of]
+    return lambda n, s, h: shown.formula(n, s, h, given(n, s, h))
+
+
+def _worth(variant: object) -> bool:
+    """Whether a variant the scenario has is worth showing: unless it says otherwise (`shows()`: the mask, when it hides nothing)."""
+    return bool(variant.shows()) if hasattr(variant, "shows") else True
+
+
+def _shows(s: Scenario, stage: str) -> bool:
+    """Whether the scenario has a variant of the registry's `stage` worth showing."""
+    return any(_worth(variant) for variant in variants.active(s, stage))
+
+
+def _holders(name: str) -> tuple[type, ...]:
+    """The variant classes that list a row of the --stages name `name`."""
+    return tuple(kind for kind in variants.REGISTRY if any(shown.stage == name for shown in getattr(kind, "rows", ())))
+
+
+def _held(name: str) -> Callable[[Scenario], bool]:
+    """A variant stage's rule for plain `run`: shown when a variant holding one of its rows is worth showing."""
+    holders = _holders(name)
+    return lambda s: any(_worth(variant) for variant in variants.active(s) if isinstance(variant, holders))
 
 
 STAGES, ROWS = _with_variants(_TEXTBOOK_STAGES, _TEXTBOOK_ROWS)
-_VARIANT_OF = {shown.key: kind.key for kind in variants.REGISTRY for shown in getattr(kind, "rows", ())}  # a variant's row -> its scenario key
+_VARIANTS_OF = {  # a variant's row -> the variant classes that list it
+    shown.key: tuple(kind for kind in variants.REGISTRY if shown in getattr(kind, "rows", ()))
+    for holder in variants.REGISTRY for shown in getattr(holder, "rows", ())
+}  # fmt: skip
 STAGE_NAMES = tuple(stage.name for stage in STAGES)
 
 
@@ -412,6 +389,8 @@ def main_row(stage: str, scenario: Scenario | None = None) -> Row:
     """The one matrix that stands for `stage` where only one can be written (CSV); for `scenario`, one of its own rows."""
     rows = [row for row in ROWS if row.stage == stage and row.main]
     if scenario is not None:
-        own = [row for row in rows if not replaced(row, scenario) and getattr(scenario, _VARIANT_OF.get(row.key, "name")) is not None]
+        present = variants.active(scenario)
+        own = [row for row in rows if not replaced(row, scenario)
+               and (row.key not in _VARIANTS_OF or any(isinstance(variant, _VARIANTS_OF[row.key]) for variant in present))]  # fmt: skip
         rows = own or rows
     return rows[0]

@@ -1,8 +1,10 @@
 """The worked example as numbered steps, like a hand calculation, written once for every notation.
 
 `steps(expl, precision, writer)` builds the steps with a `Writer` (Unicode for the terminal
-and Markdown) or a `TexWriter` (LaTeX): the same function says the same thing in both, and
-each variant (RoPE, grouped-query heads, a bias, a mask) adds its own step or sentence here.
+and Markdown) or a `TexWriter` (LaTeX): the same function says the same thing in both. The steps
+written here are the textbook's; each variant of the registry (QK-norm, RoPE, soft-capping, a bias and
+ALiBi, the mask, a learned sink, …) narrates its own (`narrate`, core.variants.shown), asked for by its
+stage at its place among them (`_variant_steps`).
 
 Every `=` between shown numbers holds at the shown precision: a result that the shown terms do
 not give exactly (they are rounded) is written with `≈`, and one note says why. Long sums show
@@ -18,6 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from attncli.core import variants
 from attncli.core.explain import Explanation, KeyStep
 from attncli.core.scenario import Scenario
 from attncli.document import numbers
@@ -66,8 +69,8 @@ def intro(expl: Explanation) -> list[str]:
             f"(heads {(g - 1) * share + 1}–{g * share}); its keys and values are columns {(g - 1) * s.d_k + 1}–{g * s.d_k} of "
             f"{'the given K' if s.direct else 'W_K'} and {(g - 1) * s.d_v + 1}–{g * s.d_v} of {'V' if s.direct else 'W_V'}."
         )
-    if s.linear_attention is not None or s.retention is not None:  # attention without softmax: say so before any step
-        lines.append(next(v for v in (s.linear_attention, s.retention) if v is not None).describe().capitalize() + ".")
+    if kernels := variants.active(s, "kernel"):  # attention without softmax (linear attention, retention): say so before any step
+        lines.append(kernels[0].describe().capitalize() + ".")
     elif s.scale.mode == "none":
         lines.append("This scenario does not scale the scores (scale: none): they go into the softmax as they are.")
     if expl.result.round_steps is not None:
@@ -92,18 +95,16 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
         out.append(_keys_values(expl, p, w, check, full))
     say = Say(expl, w, p, check, full)
     out += _variant_steps(expl, "norm", say)
-    if s.rope is not None and s.mla is None:
-        out.append(_rotation(expl, p, w, full))
+    if s.mla is None:  # with multi-head latent attention, latent.before_scores turned the decoupled part itself
+        out += _variant_steps(expl, "qk", say)
     without_softmax = _variant_steps(expl, "kernel", say)  # linear attention, retention: their step replaces the softmax's
     if not without_softmax:
         out.append(_dot_products(expl, p, w, check, full))
         if s.scale.mode != "none":
             out.append(_scaling(expl, p, w, check, full))
         out += _variant_steps(expl, "scaled", say)
-        if s.has_bias:
-            out.append(_bias(expl, p, w, check, full))
-    if s.mask.hides_anything:
-        out.append(_mask(expl, w))
+        out += _variant_steps(expl, "logits", say)
+    out += _variant_steps(expl, "visibility", say)
     if without_softmax:
         out += without_softmax
     else:
@@ -130,11 +131,13 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
 class Say:
     """What a variant's `narrate` writes with (core.variants.shown.Say): the writer, the =/≈ rule, shortened vectors and sums."""
 
+    long = LONG_SUM
+
     def __init__(self, expl: Explanation, w: Writer, p: int, check: Arithmetic, full: bool) -> None:
         self.expl, self.w, self.p, self.check, self.full = expl, w, p, check, full
 
-    def shown(self, x: float) -> Decimal:
-        return shown(x, self.p)
+    def shown(self, x: float, p: int | None = None) -> Decimal:
+        return shown(x, self.p if p is None else p)
 
     def relation(self, reader: Decimal | Sequence[Decimal], result: float | np.ndarray, *, name: str) -> str:
         return self.check.relation(reader, result, name=name)
@@ -152,14 +155,19 @@ class Say:
 
 
 def _variant_steps(expl: Explanation, stage: str, say: Say) -> list[Step]:
-    """The steps the scenario's variants at `stage` narrate themselves (QK-norm, soft-capping, a learned sink), in registry order."""
-    from attncli.core import variants
+    """The steps the scenario's variants at `stage` narrate themselves, in registry order.
 
-    out = []
+    A variant that says it is not worth showing (`shows()`: a mask that hides nothing) has no step; variants whose classes share
+    one `narrate` (a given bias and ALiBi) share one step, told once for all of them.
+    """
+    out, told_by = [], set()
     for variant in variants.active(expl.scenario, stage):
-        if hasattr(variant, "narrate"):
-            told = variant.narrate(expl, say)
-            out.append(Step(told.title, told.formula, [Line(*line) for line in told.lines], told.notes))
+        narrate = getattr(type(variant), "narrate", None)
+        if narrate is None or narrate in told_by or (hasattr(variant, "shows") and not variant.shows()):
+            continue
+        told_by.add(narrate)
+        told = variant.narrate(expl, say)
+        out.append(Step(told.title, told.formula, [Line(*line) for line in told.lines], told.notes))
     return out
 
 
@@ -340,7 +348,7 @@ def _cached_note(s: Scenario) -> list[str]:
     if not c:
         return []
     keys = "key 1" if c == 1 else f"keys 1–{c}"
-    done = [what for what, on in (("normalised by QK-norm", s.qk_norm is not None), ("turned by RoPE at their positions", s.rope is not None)) if on]
+    done = [what for what, on in (("normalised by QK-norm", bool(variants.active(s, "norm"))), ("turned by RoPE at their positions", _turned(s))) if on]
     rotated = f", the keys already {' and '.join(done)}" if done else ""  # a cache holds k as the queries meet it
     return [f"The {keys} ({', '.join(s.key_labels[:c])}) come from the given KV cache: their k and v are given as cached{rotated}, "
             f"not projected. The sentence's words follow them: word n sits at position {c} + n."]
@@ -356,7 +364,7 @@ def _dot_products(expl: Explanation, p: int, w: Writer, check: Arithmetic, full:
         products = [float(a * b) for a, b in zip(expl.q, key.k)]
         terms = _terms(w, products, texts, functools.partial(_partial_dot, expl.q, key.k), p, full)
         reader = sum((q_shown[j] * shown(float(key.k[j]), p) for j in terms.shown), Decimal(0)) + _rest(terms, p)
-        relation = check.relation(reader, key.score, name=f"{'q′' if expl.scenario.rope is not None else 'q'}·k({key.label})")
+        relation = check.relation(reader, key.score, name=f"{'q′' if _turned(expl.scenario) else 'q'}·k({key.label})")
         lines.append(Line(f"{q}{w.dot}{w.of(k, w.label(key.label))}", f"{terms.text} {relation} {w.num(key.score, p)}"))
     notes = []
     if len(expl.q) > LONG_SUM and not full:
@@ -369,11 +377,16 @@ def _dot_products(expl: Explanation, p: int, w: Writer, check: Arithmetic, full:
 
 def _met(expl: Explanation, w: Writer, letter: str) -> str:
     """q or k as the scores meet it: q′ rotated by RoPE, q̂ after QK-norm alone, else q."""
-    if expl.scenario.rope is not None:
+    if _turned(expl.scenario):
         return w.prime(letter)
-    if expl.scenario.qk_norm is not None:
+    if variants.active(expl.scenario, "norm"):
         return rf"\hat{{{letter}}}" if w.tex else letter + "\u0302"
     return letter
+
+
+def _turned(s: Scenario) -> bool:
+    """Whether q and k are turned before the scores (the registry's "qk" stage: RoPE), so the scores meet q′ and k′."""
+    return bool(variants.active(s, "qk"))
 
 
 def _partial_dot(q: np.ndarray, k: np.ndarray, others: list[int]) -> float:
@@ -394,48 +407,6 @@ def _scaling(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool
     said = f"√d_k = √{expl.scenario.d_k} = {Writer().num(scale.divisor, p)}" if sqrt else Writer().num(scale.divisor, p)
     return Step("Scaling", f"{w.text('scaled')} = {w.frac(w.text('score'), by)}", lines,
                 [f"Each score is divided by {said}, which keeps the softmax from saturating as d_k grows."] + _fewer_keys(expl, keys))
-
-
-def _bias(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
-    s = expl.scenario
-    h = expl.head.head
-    lines = []
-    i = expl.position  # the query's row; its position is s.cached + i after a given KV cache (what ALiBi counts)
-    at = s.cached + i
-    reshaped = list(expl.head.reshaped.values())[-1][expl.row] if expl.head.reshaped else None  # (L_k,) soft-capped scores
-    for key in _keys_shown(expl, full):
-        before = key.scaled if reshaped is None else float(reshaped[key.position - 1])  # what the bias is added to
-        sum_ = w.num(before, p)
-        reader = shown(before, p)
-        exact = True
-        if s.bias is not None:
-            b = float(s.bias.matrix(h, s.L, s.L_k)[i - 1, key.position - 1])
-            sum_ += f" {w.minus} {w.num(-b, p)}" if b < 0 else f" + {w.num(b, p)}"
-            reader += shown(b, p)
-        if s.alibi is not None:
-            slope = s.alibi.slopes[h - 1]
-            sum_ += f" {w.minus} {slope:.6g} {w.times} ({at} {w.minus} {key.position})"
-            reader -= Decimal(f"{slope:.6g}") * (at - key.position)
-            exact = float(f"{slope:.6g}") == slope  # the slope shown is the slope used
-        relation = check.relation(reader, key.logit, name=f"the biased score of {key.label}") if exact else w.approx
-        lines.append(_keyed(w, key, f"{sum_} {relation} {w.num(key.logit, p)}"))
-    notes = []
-    if s.alibi is not None:
-        notes.append(
-            f"ALiBi adds −m·(i − j) with this head's slope m = {s.alibi.slopes[h - 1]:.6g}: the farther a key j before "
-            "the query at position i lies, the more its score is lowered, so no position embedding is needed."
-        )
-        if s.cached:
-            notes.append(f"After the given KV cache of {s.cached} key{'s' * (s.cached > 1)}, i and j count from the cache's start: this "
-                         f"query sits at position i = {s.cached} + {i} = {at}, as it would had the whole text been computed at once.")  # fmt: skip
-        if any(key.position > at and not key.masked for key in expl.keys):  # the bias is signed: nothing hides the later keys
-            notes.append(
-                "No causal mask hides the keys after the query here (j > i): for them −m·(i − j) is positive, so their "
-                "scores are raised, the more the farther they lie. ALiBi is meant for causal attention."
-            )
-    if s.bias is not None:
-        notes.append("The scenario's bias matrix adds its entry (query row, key column) to each scaled score.")
-    return Step("Adding the bias", f"{w.text('logit')} = {w.text('scaled' if reshaped is None else 'capped')} + b", lines, notes)
 
 
 def _exponentials(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -> Step:
@@ -589,107 +560,6 @@ def _projection(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: b
     elif s.W_O is not None:
         notes.append(f"W_O ({s.W_O.shape[0]} × {s.W_O.shape[1]}) is too big to show here; {option('full')} shows it.")
     return Step("The output projection", formula, lines, notes, matrix=matrix)  # type: ignore[arg-type]
-
-
-def _rotation(expl: Explanation, p: int, w: Writer, full: bool = False) -> Step:
-    s = expl.scenario
-    rope = s.rope
-    assert rope is not None
-    d_k, r, row = s.d_k, rope.width(s.d_k), expl.position - 1
-    position = int(rope.positions(np.array([row]))[0])  # RoPE counts positions from 0, the first token at the offset
-    first, second = rope.pairs(d_k)
-    q_in = expl.head.normed_q[row]  # (d_k,) q as RoPE meets it: after QK-norm when the model has one
-    lines = []
-    if rope.given_cos is not None:
-        cos, sin = (table[0] for table in rope.table(np.array([row]), d_k))  # (r,) each
-        for i, (a, b) in enumerate(zip(first, second)):
-            lines.append(Line(
-                f"{w.text('pair')}\\ {i + 1} \\ ({a + 1}, {b + 1})" if w.tex else f"pair {i + 1} ({a + 1}, {b + 1})",
-                f"{w.text('cos')} {w.num(float(cos[a]), p)}, {w.text('sin')} {w.num(float(sin[a]), p)}: "
-                f"({w.num(float(q_in[a]), p)}, {w.num(float(q_in[b]), p)}) {w.text('turns to')} "
-                f"({w.num(float(expl.q[a]), p)}, {w.num(float(expl.q[b]), p)})",
-            ))  # fmt: skip
-    else:
-        angles = rope.angles(np.array([row]), d_k)[0]  # (r/2,)
-        for i, (a, b, angle) in enumerate(zip(first, second, angles)):
-            how = (f"{w.num(float(angle), p)} ({w.text('given')})" if rope.given_angles is not None
-                   else f"{position} {w.times} {w.num(float(rope.frequencies(d_k)[i]), p + 2)} = {w.num(float(angle), p)}")  # fmt: skip
-            lines.append(Line(
-                f"{w.text('pair')}\\ {i + 1} \\ ({a + 1}, {b + 1}): {w.phi}" if w.tex else f"pair {i + 1} ({a + 1}, {b + 1}): φ",
-                f"{how}, ({w.num(float(q_in[a]), p)}, {w.num(float(q_in[b]), p)}) {w.text('turns to')} "
-                f"({w.num(float(expl.q[a]), p)}, {w.num(float(expl.q[b]), p)})",
-            ))  # fmt: skip
-    if rope.attention_factor != 1.0:  # a checkpoint's YaRN: cos and sin × the factor, so each turned pair grows by it
-        lines.append(Line(
-            f"{w.text('cos')}, {w.text('sin')}", f"{w.times} {w.num(rope.attention_factor, p)}"
-            f"{w.text(' (YaRN attention factor): each turned pair is that much longer')}", ":",
-        ))  # fmt: skip
-    if r < d_k:
-        rest = range(r, d_k)
-        lines.append(Line(
-            f"{w.text('coordinates')}\\ {r + 1}{w.text('-')}{d_k}" if w.tex else f"coordinates {r + 1}–{d_k}",
-            f"{_vec(w, q_in[r:], p, full)}{w.text(' pass through unrotated')}" if len(rest) > 1
-            else f"{w.num(float(q_in[r]), p)}{w.text(' passes through unrotated')}", ":",
-        ))  # fmt: skip
-    lines.append(Line(w.prime("q"), w.vec(expl.q, p)))
-    shown = expl.keys if len(expl.keys) <= LONG_SUM else expl.keys[:5] + expl.keys[-2:]
-    for key in shown:
-        at = int(rope.positions(np.array([key.position - 1]))[0]) - s.cached  # a given KV cache's keys come first, from offset − c
-        if key.position <= s.cached:  # given as cached: already turned
-            lines.append(Line(w.of(w.prime("k"), w.label(key.label)), f"{w.vec(key.k, p)}{w.text(f' (cached: already turned at position {at})')}"))
-            continue
-        lines.append(Line(w.of(w.prime("k"), w.label(key.label)), f"{w.text('RoPE')}({w.vec(expl.head.normed_k[key.position - 1], p)}, {at}) = {w.vec(key.k, p)}"))
-    counted = (f"counted from 0, the first token at position {rope.offset}" if rope.offset else "counted from 0")
-    if rope.given is not None:
-        what = "the given cos and sin of its row" if rope.given == "table" else "the given angle of its row"
-        notes = [f"{rope.describe()}: the query at position {position} ({counted}) turns its pair i by {what}; "
-                 "each key turns by its own row's the same way."]  # fmt: skip
-    else:
-        notes = [
-            f"{rope.describe()}: the query at position {position} ({counted}) turns its pair i by the angle "
-            f"{position}·ω_i, with ω_i = θ^(−2i/{'r' if r < d_k else 'd_k'}); each key turns by its own position the same way.",
-            "Turning both by their positions makes q′·k′ depend on the positions only through their distance i − j: "
-            "rotations compose, so rotating q by i and k by j is, for the dot product, rotating k by j − i.",
-        ]
-    if r < d_k:
-        notes.append(f"Partial rotary: only the first r = {r} of the d_k = {d_k} coordinates turn (GPT-NeoX/Pythia's rotary_pct, "
-                     f"Phi's partial_rotary_factor); coordinates {r + 1}–{d_k} pass through unrotated and meet the keys' as they are, "
-                     "carrying no position.")  # fmt: skip
-    if len(shown) < len(expl.keys):
-        notes.append(f"{len(expl.keys) - len(shown)} of the {len(expl.keys)} rotated keys are left out here.")
-    turned = "q" if s.qk_norm is None else (r"\hat{q}" if w.tex else "q\u0302")  # q̂ after QK-norm
-    return Step("Rotating the query and the keys (RoPE)", f"{w.prime('q')} = {w.text('RoPE')}({turned}, i)", lines, notes)
-
-
-
-def _mask(expl: Explanation, w: Writer) -> Step:
-    s = expl.scenario
-    hidden = [key for key in expl.keys if key.masked]
-    sinks = [key for key in expl.keys if not key.masked and key.why]
-    lines = [] if s.mask.name == "causal" else [
-        _keyed(w, key, f"{w.minus_infinity} \\quad {w.text('(' + (key.why or '') + ')')}" if w.tex else f"−∞ ({key.why})") for key in hidden
-    ]
-    rule = s.mask.rule()
-    if not hidden:
-        note = f"{quoted(expl.token)} at position {expl.position} sees every key ({rule}): nothing is hidden."
-    elif s.mask.name == "causal":
-        names = ", ".join(f"{key.token} ({key.position})" for key in hidden)
-        note = (
-            f"The mask is causal: {quoted(expl.token)} at position {expl.position} may only look at positions "
-            f"1–{expl.position}, the words before it and itself. Hidden: {names}. Their scores become −∞, "
-            "so their exponentials are e^−∞ = 0 and their weights 0."
-        )
-    else:
-        names = ", ".join(f"{key.token} ({key.position})" for key in hidden)
-        note = (
-            f"The mask is {s.mask.describe()}: {rule}. Hidden from {quoted(expl.token)} at position {expl.position}: {names}. "
-            "Their scores become −∞, so their exponentials are e^−∞ = 0 and their weights 0."
-        )
-    notes = [note] + [f"{key.token} ({key.position}) is {key.why}, although it lies outside the window." for key in sinks]
-    title = "The causal mask" if s.mask.name == "causal" else "The mask"
-    formula = w.text("query i sees keys 1..i") if s.mask.name == "causal" else w.text(rule.replace("query i sees key j when ", "seen when "))
-    return Step(title, formula, lines, notes)
-
 
 
 def _reading(expl: Explanation, p: int) -> str:

@@ -50,10 +50,10 @@ class Variant(Protocol):
     def describe(self) -> str: ...
     def as_json(self) -> Any: ...
 
-    # How it is shown (core.variants.shown), optional: a variant without them is shown by the rows and steps
-    # that document.stages and walkthroughs.narration wrote for it before variants owned themselves (RoPE, bias, ALiBi, mask).
+    # How it is shown (core.variants.shown), optional (tests/test_variants_shown.py: every variant has rows or a step):
     #   rows: ClassVar[tuple[StageRow, ...]]                     its stage-table rows
     #   def narrate(self, expl: Explanation, say: Say) -> Narrated   its step of `explain`, after the steps of its stage
+    #   def shows(self) -> bool                                  whether its rows and step are worth showing (default: always)
 
 
 REGISTRY: tuple[type[Variant], ...] = (QkNorm, Rope, SoftCap, ScoreBias, Alibi, Mask, LearnedSink, Mla, KvCache, LinearAttention, Retention)  # in the order the engine meets them

@@ -3,14 +3,19 @@
 Positions are counted from 1, as people count them: query i, key j. After a given KV cache of c tokens
 (`first` = c) the queries sit at positions c + 1 … c + L_q and the keys at 1 … c + L_q: every rule counts
 those absolute positions, and a query row's i is c + its row.
+
+The module also holds how the mask is shown (core.variants.shown): its stage-table row and its step of
+`explain`, both only when it hides anything (`shows`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
+
+from attncli.core.variants.shown import Narrated, Say, StageRow
 
 
 @dataclass(frozen=True, eq=False)
@@ -22,6 +27,7 @@ class Mask:
     json_key: ClassVar[str] = "masking"
     json_slot: ClassVar[int] = 0
     json_absent: ClassVar[None] = None  # a scenario always has one (Mask() sees everything)
+    rows: ClassVar[tuple[StageRow, ...]]  # its stage-table row, below the class
 
     causal: bool = False
     window: int | None = None  # query i sees key j only when |i − j| ≤ window
@@ -109,3 +115,59 @@ class Mask:
             "padding": list(self.padding),
             "explicit": self.matrix is not None,
         }
+
+    def shows(self) -> bool:
+        """Its row and its step are shown only when it hides anything."""
+        return self.hides_anything
+
+    def narrate(self, expl: Any, say: Say) -> Narrated:
+        """Which keys the query may not see, and why."""
+        w = say.w
+        hidden = [key for key in expl.keys if key.masked]
+        sinks = [key for key in expl.keys if not key.masked and key.why]
+        lines: list[tuple[str, ...]] = [] if self.name == "causal" else [
+            (w.label(key.label), f"{w.minus_infinity} \\quad {w.text('(' + (key.why or '') + ')')}" if w.tex else f"−∞ ({key.why})", ":")
+            for key in hidden
+        ]  # fmt: skip
+        rule = self.rule()
+        token = f"'{expl.token}'"  # quoted as written
+        if not hidden:
+            note = f"{token} at position {expl.position} sees every key ({rule}): nothing is hidden."
+        elif self.name == "causal":
+            names = ", ".join(f"{key.token} ({key.position})" for key in hidden)
+            note = (
+                f"The mask is causal: {token} at position {expl.position} may only look at positions "
+                f"1–{expl.position}, the words before it and itself. Hidden: {names}. Their scores become −∞, "
+                "so their exponentials are e^−∞ = 0 and their weights 0."
+            )
+        else:
+            names = ", ".join(f"{key.token} ({key.position})" for key in hidden)
+            note = (
+                f"The mask is {self.describe()}: {rule}. Hidden from {token} at position {expl.position}: {names}. "
+                "Their scores become −∞, so their exponentials are e^−∞ = 0 and their weights 0."
+            )
+        notes = [note] + [f"{key.token} ({key.position}) is {key.why}, although it lies outside the window." for key in sinks]
+        title = "The causal mask" if self.name == "causal" else "The mask"
+        formula = w.text("query i sees keys 1..i") if self.name == "causal" else w.text(rule.replace("query i sees key j when ", "seen when "))
+        return Narrated(title, formula, lines, notes)
+
+
+def _masked_formula(n: Any, s: Any, h: Any, logits: str) -> str:
+    """mask(S / √d_k + B), −∞ above the diagonal."""
+    mask = s.mask
+    if n.tex:
+        where = r"-\infty \text{ above the diagonal}" if mask.name == "causal" else r"-\infty \text{ where hidden}"
+        if not mask.hides_anything:
+            where = r"\text{nothing hidden}"
+        return rf"\operatorname{{mask}}({logits}) \quad ({where})"
+    if not mask.hides_anything:
+        return f"mask({logits}), nothing hidden"
+    if mask.name == "causal":
+        return f"mask({logits}), −∞ above the diagonal"
+    return f"mask({logits}), −∞ where hidden ({mask.describe()})"
+
+
+Mask.rows = (
+    StageRow("masked", "masked", "Masked scores", _masked_formula, lambda h: h.masked, "queries", "keys", before="exp", main=True,
+             after_mask=True, of="logits"),
+)  # fmt: skip

@@ -12,14 +12,18 @@ The angles come from θ (ω_i = θ^(−2i/r), angle (offset + p)·ω_i), from gi
 checkpoint's, after its scaling), from a given angle per position and pair, or from a given cos/sin
 table as transformers hands it to the attention (one column per rotated coordinate). Given rows are
 the tokens' rows: row 1 is the first token's, at position `offset`.
+
+The module also holds how RoPE is shown (core.variants.shown): its stage-table rows and its step of `explain`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
+
+from attncli.core.variants.shown import Narrated, Say, StageRow
 
 
 @dataclass(frozen=True, eq=False)
@@ -30,6 +34,7 @@ class Rope:
     json_slot: ClassVar[int] = 1
     json_absent: ClassVar[None] = None
     symbol: ClassVar[str] = "RoPE"  # how a formula names it: RoPE(Q)
+    rows: ClassVar[tuple[StageRow, ...]]  # its stage-table rows, below the class
 
     theta: float = 10000.0
     style: str = "half"  # "half" or "interleaved"
@@ -146,3 +151,105 @@ class Rope:
             "sin": None if self.given_sin is None else self.given_sin.tolist(),
             "attention_factor": self.attention_factor,  # cos and sin × this: 1.0 unless a checkpoint's YaRN or longrope sets it
         }  # fmt: skip
+
+    def narrate(self, expl: Any, say: Say) -> Narrated:
+        """Each pair of the query's coordinates turned by its angle, then each key turned at its own position."""
+        w, p = say.w, say.p
+        s = expl.scenario
+        d_k, r, row = s.d_k, self.width(s.d_k), expl.position - 1
+        position = int(self.positions(np.array([row]))[0])  # RoPE counts positions from 0, the first token at the offset
+        first, second = self.pairs(d_k)
+        q_in = expl.head.normed_q[row]  # (d_k,) q as RoPE meets it: after QK-norm when the model has one
+        lines: list[tuple[str, ...]] = []
+        if self.given_cos is not None:
+            cos, sin = (table[0] for table in self.table(np.array([row]), d_k))  # (r,) each
+            for i, (a, b) in enumerate(zip(first, second)):
+                lines.append((
+                    f"{w.text('pair')}\\ {i + 1} \\ ({a + 1}, {b + 1})" if w.tex else f"pair {i + 1} ({a + 1}, {b + 1})",
+                    f"{w.text('cos')} {w.num(float(cos[a]), p)}, {w.text('sin')} {w.num(float(sin[a]), p)}: "
+                    f"({w.num(float(q_in[a]), p)}, {w.num(float(q_in[b]), p)}) {w.text('turns to')} "
+                    f"({w.num(float(expl.q[a]), p)}, {w.num(float(expl.q[b]), p)})",
+                ))  # fmt: skip
+        else:
+            angles = self.angles(np.array([row]), d_k)[0]  # (r/2,)
+            for i, (a, b, angle) in enumerate(zip(first, second, angles)):
+                omega = float(self.frequencies(d_k)[i])  # shown with two more decimals: the product needs them
+                said = say.relation(position * say.shown(omega, p + 2), float(angle), name=f"the angle of pair {i + 1}")
+                how = (f"{w.num(float(angle), p)} ({w.text('given')})" if self.given_angles is not None
+                       else f"{position} {w.times} {w.num(omega, p + 2)} {said} {w.num(float(angle), p)}")  # fmt: skip
+                lines.append((
+                    f"{w.text('pair')}\\ {i + 1} \\ ({a + 1}, {b + 1}): {w.phi}" if w.tex else f"pair {i + 1} ({a + 1}, {b + 1}): φ",
+                    f"{how}, ({w.num(float(q_in[a]), p)}, {w.num(float(q_in[b]), p)}) {w.text('turns to')} "
+                    f"({w.num(float(expl.q[a]), p)}, {w.num(float(expl.q[b]), p)})",
+                ))  # fmt: skip
+        if self.attention_factor != 1.0:  # a checkpoint's YaRN: cos and sin × the factor, so each turned pair grows by it
+            lines.append((
+                f"{w.text('cos')}, {w.text('sin')}", f"{w.times} {w.num(self.attention_factor, p)}"
+                f"{w.text(' (YaRN attention factor): each turned pair is that much longer')}", ":",
+            ))  # fmt: skip
+        if r < d_k:
+            rest = range(r, d_k)
+            lines.append((
+                f"{w.text('coordinates')}\\ {r + 1}{w.text('-')}{d_k}" if w.tex else f"coordinates {r + 1}–{d_k}",
+                f"{say.vec(q_in[r:])}{w.text(' pass through unrotated')}" if len(rest) > 1
+                else f"{w.num(float(q_in[r]), p)}{w.text(' passes through unrotated')}", ":",
+            ))  # fmt: skip
+        lines.append((w.prime("q"), w.vec(expl.q, p)))
+        keys = expl.keys if len(expl.keys) <= say.long else expl.keys[:5] + expl.keys[-2:]
+        for key in keys:
+            at = int(self.positions(np.array([key.position - 1]))[0]) - s.cached  # a given KV cache's keys come first, from offset − c
+            if key.position <= s.cached:  # given as cached: already turned
+                lines.append((w.of(w.prime("k"), w.label(key.label)), f"{w.vec(key.k, p)}{w.text(f' (cached: already turned at position {at})')}"))
+                continue
+            lines.append((w.of(w.prime("k"), w.label(key.label)), f"{w.text('RoPE')}({w.vec(expl.head.normed_k[key.position - 1], p)}, {at}) = {w.vec(key.k, p)}"))
+        counted = (f"counted from 0, the first token at position {self.offset}" if self.offset else "counted from 0")
+        if self.given is not None:
+            what = "the given cos and sin of its row" if self.given == "table" else "the given angle of its row"
+            notes = [f"{self.describe()}: the query at position {position} ({counted}) turns its pair i by {what}; "
+                     "each key turns by its own row's the same way."]  # fmt: skip
+        else:
+            notes = [
+                f"{self.describe()}: the query at position {position} ({counted}) turns its pair i by the angle "
+                f"{position}·ω_i, with ω_i = θ^(−2i/{'r' if r < d_k else 'd_k'}); each key turns by its own position the same way.",
+                "Turning both by their positions makes q′·k′ depend on the positions only through their distance i − j: "
+                "rotations compose, so rotating q by i and k by j is, for the dot product, rotating k by j − i.",
+            ]
+        if r < d_k:
+            notes.append(f"Partial rotary: only the first r = {r} of the d_k = {d_k} coordinates turn (GPT-NeoX/Pythia's rotary_pct, "
+                         f"Phi's partial_rotary_factor); coordinates {r + 1}–{d_k} pass through unrotated and meet the keys' as they are, "
+                         "carrying no position.")  # fmt: skip
+        if len(keys) < len(expl.keys):
+            notes.append(f"{len(expl.keys) - len(keys)} of the {len(expl.keys)} rotated keys are left out here.")
+        turned = "q" if not expl.head.normed else (r"\hat{q}" if w.tex else "q\u0302")  # q̂ after QK-norm
+        return Narrated("Rotating the query and the keys (RoPE)", f"{w.prime('q')} = {w.text('RoPE')}({turned}, i)", lines, notes)
+
+
+    def words(self, d_k: int, L: int, dash: str) -> str:
+        """'at positions 100–103; columns 3–4 unchanged': a position offset and a partial rotary, in words ('' for neither)."""
+        words = []
+        if self.offset:
+            words.append(f"at position {self.offset}" if L == 1 else f"at positions {self.offset}{dash}{self.offset + L - 1}")
+        r = self.width(d_k)
+        if r < d_k:
+            words.append(f"column {d_k} unchanged" if r + 1 == d_k else f"columns {r + 1}{dash}{d_k} unchanged")
+        return "; ".join(words)
+
+def _rotated(letter: str) -> Any:
+    """Q′ = RoPE(Q̂) (at positions 100–103; columns 3–4 unchanged): `met` is Q or K as RoPE meets it (stages.py writes it)."""
+
+    def formula(n: Any, s: Any, h: Any, met: str) -> str:
+        mla = getattr(s, "mla", None)
+        if mla is not None:  # multi-head latent attention: RoPE turns only the decoupled part of each head
+            rotated: str = f"{n(letter, prime=True)} = " + n.text("RoPE") + f"({n(letter)})"
+            return rotated + (rf" \quad \text{{(last {mla.d_r} columns only)}}" if n.tex else f", its last d_r = {mla.d_r} columns only")
+        text: str = f"{n(letter, prime=True)} = " + n.text("RoPE") + f"({met})"
+        words = "" if s.rope is None else s.rope.words(s.d_k, s.L if letter == "Q" else s.L_k, "-" if n.tex else "–")
+        return text + (n.text(f" ({words})") if words else "")
+
+    return formula
+
+
+Rope.rows = (
+    StageRow("rope", "Q_rope", "Rotated queries", _rotated("Q"), lambda h: h.Q_rope, "queries", "q", main=True, before="scores", of="Q"),
+    StageRow("rope", "K_rope", "Rotated keys", _rotated("K"), lambda h: h.K_rope, "keys", "k", after="Q_rope", kv=True, of="K"),
+)  # fmt: skip

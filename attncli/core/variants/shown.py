@@ -7,6 +7,13 @@ variant does not build the document's objects: it describes its rows as `StageRo
 writes its explain step as a `Narrated` through a `Say` that `attncli.walkthroughs.narration`
 hands it (numbers as text, the =/≈ rule, the shortening of long vectors). A formula gets the
 document's `Notation` and writes through it, so the same function draws Unicode and TeX.
+
+Several variants of one stage may show one row or one step together (a given bias and ALiBi: one
+matrix B, one "Adding the bias" step, whose terms come from each): each lists the same `StageRow`
+(the table holds it once, shown when any of them is), and their classes share one `narrate`
+function (the narration calls it once, for the first of them, and it narrates them all). A variant
+says when it is worth showing with `shows()` (the mask: only when it hides anything); without it,
+whenever the scenario has it.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-Formula = Callable[[Any, Any, Any], str]  # (document.notation.Notation, Scenario, HeadResult | None) -> the formula
+Formula = Callable[..., str]  # (document.notation.Notation, Scenario, HeadResult | None[, what the row's `of` names]) -> the formula
 
 
 class StageRow(NamedTuple):
@@ -30,11 +37,16 @@ class StageRow(NamedTuple):
     get: Callable[[Any], np.ndarray | None]  # (HeadResult) -> the numbers
     rows: str  # "queries", "keys", a dimension letter or "one"
     cols: str
-    after: str  # the key of the row it follows in the table
+    after: str = ""  # the key of the row it follows in the table (or:)
     kv: bool = False
     after_mask: bool = False
     main: bool = False
     json: tuple[str, ...] = ()
+    before: str = ""  # the key of the row it goes before (its stage before that row's stage), when `after` is not given
+    of: str = ""  # what the stage table hands its formula as a fourth argument, written as far as the table goes:
+    #   "Q", "K"     the queries or keys as the "qk" stage meets them (after the "norm" stage, with the key/value head's mark)
+    #   "reshaped"   the scaled scores as the "scaled" variants leave them: 50·tanh(S / √d_k / 50)
+    #   "logits"     what the mask and the softmax see: the reshaped scores, + B when a "logits" variant adds to them
 
 
 class Narrated(NamedTuple):
@@ -52,8 +64,9 @@ class Say(Protocol):
     w: Any  # document.notation.Writer or TexWriter: num, vec, text, of, frac, sqrt, times, minus, label, tex …
     p: int  # decimals shown
     full: bool  # every term and key (--full)
+    long: int  # a sum of more terms, or a list of more keys, is shortened (unless full)
 
-    def shown(self, x: float) -> Decimal: ...  # x as the reader sees it, at p decimals
+    def shown(self, x: float, p: int | None = None) -> Decimal: ...  # x as the reader sees it, at p decimals (default: self.p)
     def relation(self, reader: Decimal | Sequence[Decimal], result: float | np.ndarray, *, name: str) -> str: ...  # "=" or "≈"
     def vec(self, values: np.ndarray) -> str: ...  # a vector, its middle left out when long (unless full)
     def terms(self, texts: list[str]) -> str: ...  # terms joined by +, the middle left out when long (unless full)
