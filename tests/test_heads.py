@@ -997,3 +997,6 @@ def test_the_terminal_table_shows_whole_numbers_at_any_width(cli, monkeypatch, c
     assert sorted(headers(lines)) == sorted(every) and len(every) >= 5  # every column, in one band or several
     bands = sum(line.lstrip().startswith("L  H") for line in lines)
     assert bands == 1 if columns == 200 else bands > 1 if (columns, extra) == (40, ()) else bands >= 1  # the map's 9 columns: 2 bands at 40
+    if "Most changed heads:" in lines:  # each reading indented, its wrapped lines too (a hanging indent, never column 0)
+        readings = lines[lines.index("Most changed heads:") + 1 :]
+        assert readings and all(line.startswith("  ") for line in readings if line.strip())

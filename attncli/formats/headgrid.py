@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from rich.console import Console, ConsoleOptions, RenderableType
+    from rich.segment import Segment
 
 FONTS = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 THUMB = 48  # px, one head's square
@@ -246,13 +247,29 @@ def table_renderables(table: HeadTable, *, precision: int = 3) -> list[Renderabl
             if command:
                 out.append(Block(["  " + escape.visible(text), "    " + escape.visible(command)]))  # never wrapped: a command is copied whole
             else:
-                out.append(Text("  " + escape.visible(text)))
+                out.append(_Hanging(escape.visible(text), 2))
     else:
         out.append(Text(table.none))
     return out
 
 
 KEY_COLUMNS = ("layer", "head", "kv_head")  # repeated in every band of a table too wide for the terminal
+
+
+class _Hanging:
+    """A reading indented under its heading, its wrapped lines two further (not back at column 0)."""
+
+    def __init__(self, text: str, indent: int) -> None:
+        self.text, self.indent = text, indent
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
+        from rich.segment import Segment
+
+        from attncli.formats.grid import Wrapped
+
+        for number, line in enumerate(Wrapped(self.text).plain(max(20, options.max_width - self.indent - 2)).split("\n")):
+            yield Segment(" " * (self.indent + 2 * (number > 0)) + line)
+            yield Segment("\n")
 
 
 class _Bands:
