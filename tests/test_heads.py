@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -955,3 +956,47 @@ def test_gqa_heads_say_which_key_value_head_they_share_and_those_heads_share_the
         run = json.loads(cli("run", "--model", str(CHECKPOINTS / "llama"), "--layer", str(layer), "--sentence", SENTENCE, "--format", "json").stdout)
         keys = [np.array(h["K_rope"]) for h in run["heads"]]
         assert np.array_equal(keys[0], keys[1]) and np.array_equal(keys[2], keys[3]) and not np.allclose(keys[0], keys[2])
+
+
+@pytest.mark.parametrize("extra", [(), ("--position", "3", "--layer", "1")])
+def test_the_map_and_the_shaded_sentence_use_runs_stylesheet(cli, tmp_path, extra):
+    """The heads map and the shaded sentence are pages in run's one stylesheet (light and dark), their tables run's tables."""
+    from attncli.formats.htmltable import stylesheet
+
+    scenario = tmp_path / "hostile.yaml"
+    scenario.write_text(HOSTILE, encoding="utf-8")
+    html = cli("heads", str(scenario), *extra, "--format", "html").stdout
+    css = html[html.index("<style>") + len("<style>\n") : html.index("</style>")]
+    assert css.startswith(stylesheet(page=True, dark=True))  # then at most a rule of its own, scoped under .attncli
+    assert all(line.startswith(".attncli ") for line in css[len(stylesheet(page=True, dark=True)) :].splitlines())
+    assert '<meta name="color-scheme" content="light dark">' in html and '<main class="attncli">' in html
+    assert '<table class="attn-matrix">' in html and "<table>" not in html
+
+
+@pytest.mark.parametrize("columns", [40, 60, 80, 200])
+@pytest.mark.parametrize("extra", [(), ("--induction", "6"), ("--compare-sentence", "When John and Mary went to the store")])
+def test_the_terminal_table_shows_whole_numbers_at_any_width(cli, monkeypatch, columns, extra):
+    """COLUMNS=40 … 200: every number of the statistics table is whole (no "0.…"), no line is wider than the terminal, and
+    every column is shown: too narrow a terminal gets the table in bands one under the other, each with L and H again."""
+    args = ["heads", "--model", str(CHECKPOINTS / "gpt2"), "--sentence", "When Mary and John went to the store", *extra]
+
+    def headers(lines: list[str]) -> list[str]:
+        return [word for line in lines if line.lstrip().startswith("L  H") for word in line.split() if word not in ("L", "H")]
+
+    monkeypatch.setenv("COLUMNS", "200")
+    every = headers(cli(*args).stdout.splitlines())
+    monkeypatch.setenv("COLUMNS", str(columns))
+    done = cli(*args)
+    assert done.exit_code == 0, done.output
+    lines = done.stdout.splitlines()
+    assert max(map(len, lines)) <= columns
+    table = [line for line in lines if re.fullmatch(r"[\s\d.e+–-]+", line) and re.search(r"\d\.\d", line)]
+    assert table and not any("…" in line for line in table)
+    cells = [cell for line in table for cell in line.split()]
+    assert all(re.fullmatch(r"\d+|–|-?\d+\.\d+(e[+-]\d+)?", cell) for cell in cells), cells
+    assert sorted(headers(lines)) == sorted(every) and len(every) >= 5  # every column, in one band or several
+    bands = sum(line.lstrip().startswith("L  H") for line in lines)
+    assert bands == 1 if columns == 200 else bands > 1 if (columns, extra) == (40, ()) else bands >= 1  # the map's 9 columns: 2 bands at 40
+    if "Most changed heads:" in lines:  # each reading indented, its wrapped lines too (a hanging indent, never column 0)
+        readings = lines[lines.index("Most changed heads:") + 1 :]
+        assert readings and all(line.startswith("  ") for line in readings if line.strip())

@@ -631,8 +631,10 @@ EXPLAINED = {  # a built-in, RoPE with grouped-query heads, a causal mask: the h
                     ["Step 3: Rotating the query and the keys (RoPE)", "Grouped-query attention: head 1 reads key/value head 1 of 2",
                      "(1.621, −0.941) turns to (0.181, 1.866)", "Step 6: The causal mask"]),
     "journey-causal": (["-s", "journey-causal", "--word", "starts"],
-                       ["Step 5: The causal mask", "The mask is causal: ’starts’ at position 3 may only look at positions 1–3",
-                        "= 1.4142, which keeps the softmax from saturating as d_k grows."]),
+                       ["Step 5: The causal mask", "The mask is causal: ‘starts’ at position 3 may only look at positions 1–3",
+                        "= 1.4142, which keeps the softmax from saturating as dk grows."]),  # d_k: d with a subscript k
+    "mla": (["-s", "mla", "--position", "2", "--block-size", "2"],  # the most names in prose (c_KV, W_UK, k_R′), e^(m_old − m_new)
+            ["Each token is compressed to a latent cKV = x · WDKV", "multiplying it by"]),
 }  # fmt: skip
 
 
@@ -648,6 +650,7 @@ def test_explain_latex_reads_as_a_worked_example(cli, name, latex_tools, katex_m
     assert steps >= 8 and all(f"Step {n}: " in text for n in range(1, steps + 1)), text[:500]
     assert [s for s in seen if s not in text] == [], text
     assert "U+" not in text and "\\u" not in text and not re.search(r"(^|\s)%", text)  # a comment's text, not a percentage
+    assert not re.search(r"\b\w_", text) and "--" not in text and "ˆ" not in text  # W_K with subscripts (kv_a_layernorm a name), – not --, e^x a power
 
     fragment = cli("explain", *args, "--format", "latex").stdout
     assert not any(line.startswith("%") for line in fragment.splitlines())
@@ -658,6 +661,7 @@ def test_explain_latex_reads_as_a_worked_example(cli, name, latex_tools, katex_m
     paragraphs = [e.text for e in renderers.html_elements(renderers.markdown_html(fragment)) if e.tag == "p"]
     words = [re.sub(r"\$[^$]*\$", "", p) for p in paragraphs if not p.startswith("$$")]  # a post's text, less its inline math
     assert "Step 1: The query" in words and not any("\\" in w for w in words), words
+    assert not any(re.search(r"\b\w_", w) or "--" in w for w in words), words  # a post shows W_K and d_k as math, dashes as – and —
 
 
 @pytest.mark.parametrize("model", ["gpt2", "llama", "qwen2", "bert"])
@@ -671,9 +675,19 @@ def test_explain_latex_of_a_checkpoint_fits_the_page(cli, model, latex_tools, tm
     assert "Step 1: The query" in text and "Step 2: The keys and the values" in text
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(TOKENS, st.sampled_from(["W_K", "d_k", "c_KV", "e^(m_old − m_new)", "e^−∞", "·", "q·k = ", "'", "√d_k", "ᵀ", " "])),
+                max_size=8))
+def test_latex_prose_is_text_and_paired_inline_math(pieces):
+    """latex_prose of any narration with any tokens in it: `$` paired, never `$$`, no command outside math (tests.renderers)."""
+    renderers.latex_prose_math(escape.latex_prose("Step 1: " + "".join(pieces)).replace("\n", " "))
+
+
 def test_latex_text_prints_the_awkward_tokens_as_prose(latex_tools, tmp_path):
     """escape.latex_text: each awkward token in a paragraph prints as written in pdflatex, T1 and OT1 (where it has the glyphs)."""
     assert escape.latex_text("k = e·W_K ≈ 2, 50% R&D") == r"k = e$\cdot{}$W\_K $\approx{}$ 2, 50\% R\&D"
+    assert escape.latex_prose("k = e·W_K ≈ 2, 50% R&D, a_b") == r"$k$ = $e\cdot{}W_{K}$ $\approx{}$ 2, 50\% R\&D, a\_b"
+    assert escape.latex_text("keys 1–2 — so") == "keys 1–2 — so"  # pdflatex prints them; a post would show TeX's -- as it is
     assert escape.latex_text("α⁽²⁾ and $<") == r"$\alpha{}^{(2)}$ and ${\$}<$" and "$$" not in escape.latex_text("$$x$$")
     tokens = [t for t in AWKWARD if t.isascii() or t in ("café", "é")]
     for name, preamble in (("t1", T1_ARTICLE), ("ot1", PLAIN_ARTICLE)):

@@ -194,3 +194,21 @@ def test_tiling_figure_marks_where_the_running_maximum_grew(cli):
     ns = "{http://www.w3.org/2000/svg}"
     grew = [t for t in root.iter(f"{ns}text") if t.get("class") == "grew"]
     assert ["".join(t.itertext()).split("rescaled")[-1] for t in grew] == ["↑2.000"]
+
+
+@pytest.mark.parametrize("name", ["tiling", "decode", "gpt2-tiling"])
+def test_a_figure_is_as_wide_as_its_grid_not_its_caption(cli, name):
+    """The title and caption wrap to the figure's width: every line fits, and the figure is no wider than its grid and legend need."""
+    from attncli.formats.gridfigure import CAPTION_SIZE
+    from attncli.formats.svgheatmap import text_width
+
+    args, _, _ = REPORTS[name]
+    root = ET.fromstring(cli(*args, "--format", "svg").stdout)
+    ns = "{http://www.w3.org/2000/svg}"
+    width = float(root.get("width") or 0)
+    captions = ["".join(t.itertext()) for t in root.iter(f"{ns}text") if t.get("font-size") == str(CAPTION_SIZE)]
+    assert captions and all(12 + text_width(line, CAPTION_SIZE) <= width - 12 for line in captions)
+    if len(captions) > 1:  # wrapped because the whole caption was wider than the figure, in lines of even length
+        assert width < 24 + text_width(" ".join(captions), CAPTION_SIZE) and " " in captions[-1]
+    if name == "tiling":  # six keys in tiles of two: about 700 px, as wide as grid, running maxima and legend (was 1,389)
+        assert width < 800 and len(captions) > 1

@@ -179,7 +179,6 @@ _PROSE_MATH = {
 }  # fmt: skip
 _SUPERSCRIPTS = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁽⁾⁺⁻ⁱⁿ", "0123456789()+-in"))
 _SUBSCRIPTS = dict(zip("₀₁₂₃₄₅₆₇₈₉₍₎₊₋", "0123456789()+-"))
-_PROSE_ASCII = {"–": "--", "—": "---", "…": "...", "‘": "`", "’": "'", "“": "``", "”": "''"}  # TeX's own ligatures: ASCII source
 _PROSE_ESCAPED = {"_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#", "{": r"\{", "}": r"\}"}  # CommonMark reads these too
 
 
@@ -189,10 +188,49 @@ def latex_text(s: str) -> str:
     Letters, digits, punctuation and the accented letters of LATEX_TEXT_CHARACTERS stay as they
     are; `_ % & # { }` get a backslash (which CommonMark also reads as an escape); mathematical
     symbols (≈ × · − Σ α ᵀ √ ∞ …) and `$` become inline math `$\approx$`, adjacent ones one `$…$`, so no
-    `$$` can appear; dashes, quotes and … are TeX's ASCII ligatures; other characters are `$\mathtt{U{+}4E2D}$` as in `latex`. Pairs TeX would
-    join (`--`, `''`) are kept apart with `{}`.
+    `$$` can appear; dashes (– —), curly quotes and … stay UTF-8 characters, which pdflatex prints and a Markdown post
+    shows as they are (TeX's `--` would show as two hyphens there); other characters are `$\mathtt{U{+}4E2D}$` as in `latex`.
+    Pairs TeX would join (`--`, `''`) are kept apart with `{}`.
     """
-    text = unicodedata.normalize("NFC", visible(s)).replace("\u00a0", " ")
+    return _prose(unicodedata.normalize("NFC", visible(s)).replace("\u00a0", " "), names=False)
+
+
+# A name of attncli's notation in narration: one letter, "_", its subscript (W_K, d_k, c_KV, W_DKV, m_old, ω_i, A_ij, B_q),
+# a whole word; the letters and subscripts are the notation's own, so a token such as a_b or my_file stays text.
+_NAME = re.compile(r"(?<![\w'’])([WdqkvcmexωθbhwABE]|Σ)_([A-Z]{1,4}|[ijkqvrncth0-9]|ij|model|head|old|new|max|out)(?!['’]|(?!ᵀ)\w)")
+_EQUATED = re.compile(r"(?<![\w'’])[b-zB-HJ-Z](?= [=≈] )")  # the k of "k = …": a symbol (not the words a, A, I)
+_POWER = re.compile(r"(?<=[eθ0-9])\^(?:\(([^()'’\"]{1,40})\)|(−?∞|−?[0-9]+(?:\.[0-9]+)?|[a-z]{2,8}\b))")  # e^(m_old − m_new), e^−∞, e^sink: a power
+_OPENING = re.compile(r"(?<![\w'’])'(?=[^\s'])")  # the first quote of 'cat': ‘, which pdflatex and a post print (TeX's ` shows as `)
+_CLOSING = re.compile(r"(?<=\S)'(?![\w'’])")  # the last: ’, as pdflatex prints ' (a post would show it straight, beside a curly ‘)
+_IN_POWER = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/+.,")
+
+
+def latex_prose(s: str) -> str:
+    r"""`latex_text` for attncli's own narration: names of its notation (`W_K`, `d_k`, `c_KV`, `m_old`) as inline math with
+    subscripts, `e^(…)` and `e^−∞` as powers, quotes as ‘ and ’ (the narration quotes words as 'cat'), and a one-letter word written against a formula (the `e` of `e·W_K`, the `k` of
+    `q·k`) inside it: `$e\cdot{}W_{K}$`.
+
+    Only names of the notation are read so (see `_NAME`): user text inside the narration, a token such as `a_b` or
+    `x^2`, prints as written, as `latex_text` prints it.
+    """
+    return _prose(unicodedata.normalize("NFC", visible(s)).replace("\u00a0", " "), names=True)
+
+
+def _name(base: str, sub: str) -> str:
+    piece = _PROSE_MATH.get(base, base)
+    return piece + "_{" + (r"\text{" + sub + "}" if len(sub) > 2 and sub.islower() else sub) + "}"
+
+
+def _alone(text: str, i: int) -> bool:
+    """Whether text[i] is a one-letter word (an ASCII letter between no letters, digits or apostrophes)."""
+    def word(j: int) -> bool:
+        return 0 <= j < len(text) and (text[j].isalnum() or text[j] in "_'’")
+
+    return text[i].isascii() and text[i].isalpha() and not word(i - 1) and not word(i + 1)
+
+
+def _prose(text: str, *, names: bool, in_power: bool = False) -> str:
+    """`latex_text`'s writing; with `names`, `latex_prose`'s (`in_power`: all of `text` is a superscript's math)."""
     out: list[str] = []
     math: list[str] = []
 
@@ -201,8 +239,48 @@ def latex_text(s: str) -> str:
             out.append("$" + "".join(math) + "$")
             math.clear()
 
+    def symbol(piece: str, i: int) -> None:
+        """`piece` joins the formula; a one-letter word just before it (no space) comes in with it: the e of e·W_K."""
+        if names and not math and i > 0 and _alone(text, i - 1) and out and out[-1] == text[i - 1]:
+            out.pop()
+            math.append(text[i - 1])
+        math.append(piece)
+
     previous = ""
-    for c in text:
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if names and (found := _NAME.match(text, i)):
+            symbol(_name(found.group(1), found.group(2)), i)
+            i, previous = found.end(), ""
+            continue
+        if names and c == "'" and (_OPENING.match(text, i) or _CLOSING.match(text, i)):
+            flush()
+            out.append("‘" if _OPENING.match(text, i) else "’")
+            i, previous = i + 1, ""
+            continue
+        if (names and c == "^" and (found := _POWER.match(text, i))
+                and _is_math(power := _prose((found.group(1) or found.group(2)).replace(" ", ""), names=True, in_power=True))):  # fmt: skip
+            word = found.group(2) or ""
+            symbol("^{" + (r"\text{" + word + "}" if word.isalpha() else power[1:-1]) + "}", i)
+            i, previous = found.end(), ""
+            continue
+        if names and _EQUATED.match(text, i):
+            if math:  # written against the formula before it: q·k = …
+                math.append(c)
+            else:
+                out.append(f"${c}$")
+            i, previous = i + 1, ""
+            continue
+        if names and text.startswith("--", i) and (i == 0 or text[i - 1] in " ("):  # an option, --full: two hyphens in TeX and a post
+            flush()
+            out.append(r"$\text{-}\text{-}$")
+            i, previous = i + 2, ""
+            continue
+        i += 1
+        if in_power and c in _IN_POWER:
+            math.append(c)
+            continue
         if c in _SUPERSCRIPTS or c in _SUBSCRIPTS:  # ⁽²⁾: one group, ^{(2)}
             mark, plain = ("^", _SUPERSCRIPTS[c]) if c in _SUPERSCRIPTS else ("_", _SUBSCRIPTS[c])
             if math and math[-1].startswith(mark + "{"):
@@ -213,20 +291,23 @@ def latex_text(s: str) -> str:
             continue
         if c in _PROSE_MATH or not (c == " " or c in _PROSE_ESCAPED or _in_text(c)):
             piece = _PROSE_MATH.get(c) or latex(c)
-            math.append(piece + ("{}" if piece[-1].isalpha() else ""))  # `\surd{}d`: no space before a closing $
+            symbol(piece + ("{}" if piece[-1].isalpha() else ""), i - 1)  # `\surd{}d`: no space before a closing $
             previous = ""
+            continue
+        if names and math and _alone(text, i - 1) and text[i - 2] != " ":
+            math.append(c)  # a one-letter word written against a formula: the k of q·k
             continue
         flush()
-        if c in _PROSE_ASCII:
-            out.append(_PROSE_ASCII[c])
-            previous = ""
-            continue
         if previous + c in _LIGATURES:
             out.append("{}")
         out.append(_PROSE_ESCAPED.get(c, c))
         previous = c
     flush()
     return "".join(out)
+
+
+def _is_math(written: str) -> bool:
+    return written.startswith("$") and written.endswith("$") and written.count("$") == 2
 
 
 def latex_comment(s: str) -> str:

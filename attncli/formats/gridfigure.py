@@ -33,6 +33,35 @@ SIDE_SIZE = 11  # px, the side columns' numbers
 DROPPED_FILL = "#f2f2f2"
 MARK = "#d94801"  # the outline of a row's maximum and of the skipped tiles' cross: orange, apart from the blues
 _DARK_DROPPED = "#262626"
+TITLE_SIZE, CAPTION_SIZE = 15, 13  # px
+LINE_STEP = 17  # px between the lines of a wrapped title or caption
+MIN_TEXT_WIDTH = 320.0  # px: a small figure's caption wraps to this, not to the figure's few cells
+
+
+def wrap(text: str, size: float, measure: float) -> list[str]:
+    """`text` broken at spaces into lines no wider than `measure` px at `size` px, as few lines as that takes, of even
+    lengths (no last line of one word); a single longer word keeps its own line."""
+    lines = _fill(text, size, measure)
+    narrow = text_width(text, size) / len(lines)
+    while narrow < measure and len(lines) > 1:  # the narrowest measure that needs no more lines
+        even = _fill(text, size, narrow)
+        if len(even) == len(lines):
+            return even
+        narrow += 8
+    return lines
+
+
+def _fill(text: str, size: float, measure: float) -> list[str]:
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        candidate = f"{line} {word}" if line else word
+        if line and text_width(candidate, size) > measure:
+            lines.append(line)
+            line = word
+        else:
+            line = candidate
+    return [*lines, line]
 
 
 def grids_svg(grids: Sequence[Grid], *, precision: int, dark: bool = True) -> str:
@@ -82,22 +111,28 @@ def _figure(grid: Grid, precision: int) -> tuple[str, float, float]:
     row_w = max((text_width(x, LABEL_SIZE) for x in row_labels), default=0.0)
     col_w = max((text_width(x, LABEL_SIZE) for x in col_labels), default=0.0)
     x0 = 12 + LABEL_SIZE + 6 + row_w + 8
-    title_h = 44
     side_w = max((text_width(header, LABEL_SIZE) for header, _ in grid.side), default=0.0)
-    y0 = title_h + LABEL_SIZE + 4 + 0.71 * (max(col_w, side_w) + LABEL_SIZE) + 10
     grid_w, grid_h = cell_w * n_cols, cell_h * n_rows
     side_x = x0 + grid_w + 16
     side_widths = [max(CELL_HEIGHT + 8, *(text_width("↑" + t, SIDE_SIZE) + 14 for t in texts)) for _, texts in grid.side]
     legend_x = side_x + sum(side_widths) + (8 if grid.side else 4)
-    legend = _legend(legend_x, y0, low, high, precision, state)
     width = max(legend_x + 140, x0 + cell_w * (n_cols - 0.5) + 0.71 * (col_w + LABEL_SIZE) + 12,
-                side_x + sum(side_widths) + 0.71 * (side_w + LABEL_SIZE) + 12,
-                12 + text_width(grid.caption, 13) + 12)  # fmt: skip
+                side_x + sum(side_widths) + 0.71 * (side_w + LABEL_SIZE) + 12)  # fmt: skip
+    # the title and caption wrap to the figure's width (never narrower than MIN_TEXT_WIDTH), rather than widening it
+    measure = max(width - 24, MIN_TEXT_WIDTH)
+    title_lines, caption_lines = wrap(grid.title, TITLE_SIZE, measure), wrap(grid.caption, CAPTION_SIZE, measure)
+    width = max(width, 24 + max(text_width(line, size) for lines, size in ((title_lines, TITLE_SIZE), (caption_lines, CAPTION_SIZE))
+                                for line in lines))  # fmt: skip
+    heading = [_text(12, 20 + LINE_STEP * i, escape.xml(line), size=TITLE_SIZE, extra=' font-weight="600"') for i, line in enumerate(title_lines)]
+    caption_y = 38 + LINE_STEP * (len(title_lines) - 1)
+    heading += [_text(12, caption_y + LINE_STEP * i, escape.xml(line), size=CAPTION_SIZE) for i, line in enumerate(caption_lines)]
+    title_h = caption_y + LINE_STEP * (len(caption_lines) - 1) + 6
+    y0 = title_h + LABEL_SIZE + 4 + 0.71 * (max(col_w, side_w) + LABEL_SIZE) + 10
+    legend = _legend(legend_x, y0, low, high, precision, state)
     height = y0 + max(grid_h, 8 * 14 + 100) + 12
 
     out = [
-        _text(12, 20, escape.xml(grid.title), size=15, extra=' font-weight="600"'),
-        _text(12, 38, escape.xml(grid.caption), size=13),
+        *heading,
         _text(x0, title_h + LABEL_SIZE, f"{escape.xml(grid.axes[0])} →", extra=' font-style="italic"'),
         f'<text class="fg" transform="translate({12 + LABEL_SIZE / 2 + 2} {y0 + grid_h / 2:.1f}) rotate(-90)" text-anchor="middle" '
         f'font-size="{LABEL_SIZE}" font-style="italic" fill="{palette.LIGHT.text}">← {escape.xml(grid.axes[1])}</text>',

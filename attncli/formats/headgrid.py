@@ -17,10 +17,13 @@ import numpy as np
 
 from attncli.document import escape
 from attncli.formats import palette
-from attncli.formats.htmltable import html_page
+from attncli.formats.htmltable import page
 
 if TYPE_CHECKING:
-    from rich.console import RenderableType
+    from collections.abc import Iterator
+
+    from rich.console import Console, ConsoleOptions, RenderableType
+    from rich.segment import Segment
 
 FONTS = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 THUMB = 48  # px, one head's square
@@ -161,31 +164,25 @@ def _svg_stylesheet() -> str:
     return "@media (prefers-color-scheme: dark){" + " ".join(rules) + "}"
 
 
+CODE = ".attncli code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.9em; }\n"  # the commands beside the readings
+
+
 def grid_html(grid: HeadGrid, table: HeadTable, *, precision: int = 3) -> str:
-    """A self-contained page: the grid (tokens on hover), the notable heads with their commands, and the statistics table."""
-    light, night = palette.LIGHT, palette.DARK
-    css = "\n".join([
-        f"body {{ margin: 2em; font-family: {FONTS}; background: {light.background}; color: {light.text}; }}",
-        "table { border-collapse: collapse; font-variant-numeric: tabular-nums; }",
-        "th, td { padding: 0.15em 0.6em; text-align: right; } th { border-bottom: 1px solid; }",
-        "code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.9em; }",
-        ".legend { font-size: 0.9em; }", ".scroll { overflow-x: auto; }",
-        f"@media (prefers-color-scheme: dark) {{ body {{ background: {night.background}; color: {night.text}; }} }}",
-    ])  # fmt: skip
+    """A self-contained page in run's stylesheet (`htmltable.page`, light and dark): the grid (tokens on hover), the notable
+    heads with their commands, and the statistics table."""
     readings = "\n".join(f"<li>{escape.html(text)}" + (f"<br><code>{escape.html(command)}</code>" if command else "") + "</li>"
                          for text, command in table.readings)  # fmt: skip
     header = "".join(f'<th scope="col" title="{escape.html(c)}">{escape.html(SHORT.get(c, c))}</th>' for c in table.columns)
     body = "\n".join("<tr>" + "".join(f"<td>{escape.html(_number(v, precision, table.general))}</td>" for v in row) + "</tr>" for row in table.rows)
-    return html_page(
-        grid.title,
-        f"{css}\n",
+    return page(
         f"<h1>{escape.html(grid.title)}</h1>\n"
-        f'<div class="scroll">\n{grid_svg(grid, tooltips=True, standalone=False)}</div>\n'
-        f'<p class="legend">{escape.html(grid.hover)}</p>\n'
+        f'<div class="attn-scroll">\n{grid_svg(grid, tooltips=True, standalone=False)}</div>\n'
+        f'<p class="attn-legend">{escape.html(grid.hover)}</p>\n'
         f"<h2>{escape.html(table.heading)}</h2>\n<ul>\n{readings or '<li>' + escape.html(table.none) + '</li>'}\n</ul>\n"
-        f"<h2>Statistics</h2>\n<p class=\"legend\">{escape.html(table.legend)}</p>\n"
-        f"<table>\n<thead><tr>{header}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>\n",
-    )
+        f'<h2>Statistics</h2>\n<p class="attn-legend">{escape.html(table.legend)}</p>\n'
+        f'<div class="attn-scroll"><table class="attn-matrix">\n<thead><tr>{header}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table></div>',
+        fragment=False, title=grid.title, dark=True, css=CODE,
+    )  # fmt: skip
 
 
 # -- the terminal ---------------------------------------------------------------------------------
@@ -237,27 +234,73 @@ def _shrink(cells: np.ndarray, rows: int, cols: int) -> np.ndarray:
 
 def table_renderables(table: HeadTable, *, precision: int = 3) -> list[RenderableType]:
     """The statistics as a Rich table, then each notable head's reading and the command that explains it."""
-    from rich.table import Table
     from rich.text import Text
 
     from attncli.formats.grid import Block
 
-    shown = Table(box=None, padding=(0, 1), show_edge=False)
-    for column in table.columns:
-        shown.add_column(SHORT.get(column, column), justify="right", no_wrap=True)
-    for row in table.rows:
-        shown.add_row(*(_number(v, precision, table.general) for v in row))
-    out: list[RenderableType] = [shown, Text(table.legend), Text("")]
+    headers = [SHORT.get(column, column) for column in table.columns]
+    cells = [[_number(v, precision, table.general) for v in row] for row in table.rows]
+    out: list[RenderableType] = [_Bands(headers, cells, sum(c in KEY_COLUMNS for c in table.columns)), Text(table.legend), Text("")]
     if table.readings:
         out.append(Text(f"{table.heading}:"))
         for text, command in table.readings:
             if command:
                 out.append(Block(["  " + escape.visible(text), "    " + escape.visible(command)]))  # never wrapped: a command is copied whole
             else:
-                out.append(Text("  " + escape.visible(text)))
+                out.append(_Hanging(escape.visible(text), 2))
     else:
         out.append(Text(table.none))
     return out
+
+
+KEY_COLUMNS = ("layer", "head", "kv_head")  # repeated in every band of a table too wide for the terminal
+
+
+class _Hanging:
+    """A reading indented under its heading, its wrapped lines two further (not back at column 0)."""
+
+    def __init__(self, text: str, indent: int) -> None:
+        self.text, self.indent = text, indent
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
+        from rich.segment import Segment
+
+        from attncli.formats.grid import Wrapped
+
+        for number, line in enumerate(Wrapped(self.text).plain(max(20, options.max_width - self.indent - 2)).split("\n")):
+            yield Segment(" " * (self.indent + 2 * (number > 0)) + line)
+            yield Segment("\n")
+
+
+class _Bands:
+    """The statistics table at the width it is drawn: whole numbers always. When every column does not fit, the columns
+    after the key ones (L, H, kv) go into further bands one under the other, each with the key columns again, rather than
+    Rich's shrinking every cell to "0.…"."""
+
+    def __init__(self, headers: list[str], cells: list[list[str]], keys: int) -> None:
+        self.headers, self.cells, self.keys = headers, cells, keys
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[RenderableType]:
+        from rich.table import Table
+        from rich.text import Text
+
+        widths = [max(len(h), *(len(row[n]) for row in self.cells)) + 2 for n, h in enumerate(self.headers)]  # padding 1 a side
+        room = options.max_width - sum(widths[: self.keys])
+        bands: list[list[int]] = []
+        for n in range(self.keys, len(self.headers)):
+            if bands and sum(widths[m] for m in bands[-1]) + widths[n] <= room:
+                bands[-1].append(n)
+            else:
+                bands.append([n])
+        for number, band in enumerate(bands or [[]]):
+            if number:
+                yield Text("")
+            shown = Table(box=None, padding=(0, 1), show_edge=False)
+            for n in [*range(self.keys), *band]:
+                shown.add_column(self.headers[n], justify="right", no_wrap=True, min_width=widths[n] - 2)
+            for row in self.cells:
+                shown.add_row(*(row[n] for n in [*range(self.keys), *band]))
+            yield shown
 
 
 def _number(value: int | float | None, precision: int, general: bool = False) -> str:

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from attncli.document.blocks import Matrix as MatrixView
 
 FONTS = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'
+HIDDEN_INK = ("#6b6b6b", "#9e9e9e")  # a masked cell of an unshaded table, light and dark: muted as the terminal's dim, WCAG AA on the page
+HIDDEN_STYLE = f"text-align:right;font-style:italic;color:{HIDDEN_INK[0]}"
 
 
 class Heading(NamedTuple):
@@ -114,6 +116,8 @@ def matrix_table(view: MatrixView, *, precision: int, shaded: bool, inline: bool
             elif shaded:
                 level = palette.level(x, low, high)
                 cells.append(f'<td class="attn-l{level}"{_style(palette.LIGHT.shades[level], inline)}>{text}</td>')
+            elif masked:  # as the terminal dims it: hidden by the mask, not a computed −∞ or 0
+                cells.append('<td class="attn-hidden">' + text + "</td>" if not inline else f'<td style="{HIDDEN_STYLE}">{text}</td>')
             else:
                 cells.append(f"<td>{text}</td>" if not inline else f'<td style="text-align:right">{text}</td>')
         cells += [f'<td class="attn-extra">{fixed(float(vector[r]), precision)}</td>' for _, vector in view.extra]
@@ -167,13 +171,15 @@ def stylesheet(*, page: bool = False, dark: bool = True) -> str:
         ".attncli th[scope=row] { text-align: left; border-right: 1px solid; }",
         ".attncli .attn-extra { border-left: 3px double; }",
         ".attncli .attn-masked { font-style: italic; }",
+        f".attncli .attn-hidden {{ font-style: italic; color: {HIDDEN_INK[0]}; }}",
         ".attncli pre.attn-steps { font-family: ui-monospace, Menlo, Consolas, monospace; overflow-x: auto; }",
         ".attncli .attn-legend { margin: 0 0 1.5em; font-size: 0.9em; }",
         ".attncli .attn-swatch { display: inline-block; width: 1.2em; height: 0.9em; vertical-align: -0.1em; }",
         *shades(light, ""),
     ]
     if dark:
-        rules += ["@media (prefers-color-scheme: dark) {", *("  " + rule for rule in shades(night, " !important")), "}"]  # over style=""
+        rules += ["@media (prefers-color-scheme: dark) {", *("  " + rule for rule in shades(night, " !important")),
+                  f"  .attncli .attn-hidden {{ color: {HIDDEN_INK[1]} !important; }}", "}"]  # over style=""  # fmt: skip
     if page:
         rules[:0] = [f"body {{ margin: 2em; background: {light.background}; color: {light.text}; }}"]
         if dark:

@@ -183,8 +183,9 @@ def _fitted_rows(rows: list[str]) -> list[str]:
 
 
 def prose(words: str) -> str:
-    """A paragraph of text (after a blank line): pdflatex prints it, and a Markdown post shows it as text (see `escape.latex_text`)."""
-    return escape.latex_text(words)
+    """A paragraph of text (after a blank line): pdflatex prints it, and a Markdown post shows it as text, the notation's names
+    (W_K, d_k) with their subscripts (see `escape.latex_prose`)."""
+    return escape.latex_prose(words)
 
 
 def explain_steps(steps: Steps, *, standalone: bool) -> Iterator[str]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from attncli.document import escape
 from attncli.formats import palette
-from attncli.formats.htmltable import html_page
+from attncli.formats.htmltable import page
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -142,15 +142,8 @@ def _stylesheet() -> str:
 
 
 def html(shaded: Shaded, *, precision: int = 2) -> str:
-    """A self-contained page: the figure, each row's readings, and the weights as a table (no scripts, light and dark)."""
-    light, night = palette.LIGHT, palette.DARK
-    css = "\n".join([
-        f"body {{ margin: 2em; font-family: {FONTS}; background: {light.background}; color: {light.text}; }}",
-        "table { border-collapse: collapse; font-variant-numeric: tabular-nums; }",
-        "th, td { padding: 0.15em 0.5em; text-align: right; } thead th { border-bottom: 1px solid; }",
-        ".scroll { overflow-x: auto; }",
-        f"@media (prefers-color-scheme: dark) {{ body {{ background: {night.background}; color: {night.text}; }} }}",
-    ])  # fmt: skip
+    """A self-contained page in run's stylesheet (`htmltable.page`: no scripts, light and dark): the figure, each row's
+    readings, and the weights as a table."""
     readings = "\n".join(f"<li>{escape.html(row.name)}: {escape.html(text)}</li>" for row in shaded.rows for text in row.readings)
     header = "".join(f'<th scope="col">{escape.html(t)}</th>' for t in shaded.tokens)
     body = "\n".join(
@@ -159,15 +152,14 @@ def html(shaded: Shaded, *, precision: int = 2) -> str:
         + "</tr>"
         for row in shaded.rows
     )
-    return html_page(
-        shaded.title,
-        f"{css}\n",
+    return page(
         f"<h1>{escape.html(shaded.title)}</h1>\n"
-        f'<div class="scroll">\n{svg(shaded, precision=precision, standalone=False)}</div>\n'
+        f'<div class="attn-scroll">\n{svg(shaded, precision=precision, standalone=False)}</div>\n'
         + (f"<h2>What the rows show</h2>\n<ul>\n{readings}\n</ul>\n" if readings else "")
-        + f'<h2>The weights</h2>\n<div class="scroll">\n<table>\n<thead><tr><th></th>{header}</tr></thead>\n<tbody>\n{body}\n</tbody>\n'
-        "</table>\n</div>\n",
-    )
+        + f'<h2>The weights</h2>\n<div class="attn-scroll"><table class="attn-matrix">\n<thead><tr><td class="attn-corner"></td>{header}</tr></thead>\n'
+        f"<tbody>\n{body}\n</tbody>\n</table></div>",
+        fragment=False, title=shaded.title, dark=True,
+    )  # fmt: skip
 
 
 def csv(shaded: Shaded) -> str:
