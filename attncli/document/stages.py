@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from attncli.core import variants
+from attncli.core.variants import Alibi, Mla, QkNorm, Rope, ScoreBias
 from attncli.document.notation import Notation
 from attncli.errors import AttnError, option
 
@@ -61,7 +62,7 @@ _TEXTBOOK_STAGES: tuple[Stage, ...] = (
     Stage("q", lambda s: True),
     Stage("k", lambda s: True),
     Stage("v", lambda s: True),
-    Stage("rope", lambda s: s.rope is not None),
+    Stage("rope", lambda s: s.variant(Rope) is not None),
     Stage("scores", lambda s: True),
     Stage("scaled", lambda s: s.scale.divisor != 1.0),
     Stage("bias", lambda s: s.has_bias),
@@ -69,8 +70,8 @@ _TEXTBOOK_STAGES: tuple[Stage, ...] = (
     Stage("exp", lambda s: True),
     Stage("weights", lambda s: True),
     Stage("output", lambda s: True),
-    Stage("latent", lambda s: s.mla is not None),  # multi-head latent attention: the latents (drawn after the embeddings)
-    Stage("absorbed", lambda s: s.mla is not None),  # ... and each head's absorbed form (drawn after its output)
+    Stage("latent", lambda s: s.variant(Mla) is not None),  # multi-head latent attention: the latents (drawn after the embeddings)
+    Stage("absorbed", lambda s: s.variant(Mla) is not None),  # ... and each head's absorbed form (drawn after its output)
 )
 
 
@@ -83,7 +84,7 @@ def _keys_from(s: Scenario) -> str:
 
 def _projection(letter: str) -> Formula:
     def formula(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-        if s.mla is not None:
+        if s.variant(Mla) is not None:
             return _latent_projection(letter, n, s)
         if s.direct:
             return f"{n(letter)} " + n.text("(given)")
@@ -98,14 +99,14 @@ def _normed(n: Notation, s: Scenario, letter: str, *, transpose: bool = False) -
     """Q or K as RoPE meets it: Q̂ after QK-norm, else Q."""
     from attncli.core.variants.qknorm import hatted
 
-    return hatted(n, letter, transpose=transpose) if s.qk_norm is not None else n(letter, transpose=transpose)
+    return hatted(n, letter, transpose=transpose) if s.variant(QkNorm) is not None else n(letter, transpose=transpose)
 
 
 def _rotated(letter: str) -> Formula:
     def formula(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-        if s.mla is not None:  # MLA: RoPE turns only the decoupled part of each head
+        if (mla := s.variant(Mla)) is not None:  # MLA: RoPE turns only the decoupled part of each head
             rotated = f"{n(letter, prime=True)} = " + n.text("RoPE") + f"({n(letter)})"
-            return rotated + (rf" \quad \text{{(last {s.mla.d_r} columns only)}}" if n.tex else f", its last d_r = {s.mla.d_r} columns only")
+            return rotated + (rf" \quad \text{{(last {mla.d_r} columns only)}}" if n.tex else f", its last d_r = {mla.d_r} columns only")
         text = f"{n(letter, prime=True)} = " + n.text("RoPE") + f"({_normed(kv_notation(n, s, h) if letter != 'Q' else n, s, letter)})"
         words = _rotated_words(s, s.L if letter == "Q" else s.L_k, "-" if n.tex else "–")
         return text + (n.text(f" ({words})") if words else "")
@@ -115,7 +116,7 @@ def _rotated(letter: str) -> Formula:
 
 def _rotated_words(s: Scenario, L: int, dash: str) -> str:
     """'at positions 100–103; columns 3–4 unchanged': a position offset and a partial rotary, in words ('' for neither)."""
-    rope = s.rope
+    rope = s.variant(Rope)
     if rope is None:
         return ""
     words = []
@@ -141,7 +142,7 @@ def _latent_projection(letter: str, n: Notation, s: Scenario) -> str:
     t, bar = n.times(), (r" \;|\; " if n.tex else " | ")
     latent = _sub(n, "C", "KV")
     if letter == "Q":
-        source = "X" if s.mla is None or s.mla.W_DQ is None else _sub(n, "C", "Q")
+        source = "X" if (mla := s.variant(Mla)) is None or mla.W_DQ is None else _sub(n, "C", "Q")
         return f"{n('Q')} = [{source}{t}{_sub(n, 'W', 'UQ', head=True)}{bar}{source}{t}{_sub(n, 'W', 'QR', head=True)}]"
     if letter == "K":
         return f"{n('K')} = [{latent}{t}{_sub(n, 'W', 'UK', head=True)}{bar}{_sub(n, 'K', 'R')}]"
@@ -158,11 +159,11 @@ def _latent(key: str) -> Formula:
         W_UK_T = n(_sub(n, "W", "UK"), transpose=True)  # one superscript: W_{UK}^{(h)\top}
         down_q, down_kv = f"X{t}{_sub(n, 'W', 'DQ')}", f"X{t}{_sub(n, 'W', 'DKV')}"
         if key == "C_Q":
-            return f"{_sub(n, 'C', 'Q')} = " + (f"{norm}({down_q})" if s.mla is not None and s.mla.q_norm is not None else down_q)
+            return f"{_sub(n, 'C', 'Q')} = " + (f"{norm}({down_q})" if (mla := s.variant(Mla)) is not None and mla.q_norm is not None else down_q)
         if key == "D_KV":
             return down_kv
         if key == "C_KV":
-            return f"{latent} = " + (f"{norm}({down_kv})" if s.mla is not None and s.mla.kv_norm is not None else down_kv)
+            return f"{latent} = " + (f"{norm}({down_kv})" if (mla := s.variant(Mla)) is not None and mla.kv_norm is not None else down_kv)
         if key == "K_R":
             return f"{_sub(n, 'K', 'R')} = X{t}{_sub(n, 'W', 'KR')}"
         if key == "K_R_rope":
@@ -186,9 +187,9 @@ def _mla_get(attribute: str) -> Getter:
 
     def get(result: RunResult, head: HeadResult | None) -> np.ndarray | None:
         if head is None:
-            if result.mla is None or (attribute == "D_KV" and result.scenario.mla is not None and result.scenario.mla.kv_norm is None):
+            if result.mla is None or (attribute == "D_KV" and (mla := result.scenario.variant(Mla)) is not None and mla.kv_norm is None):
                 return None
-            if attribute == "K_R_rope" and result.scenario.rope is None:
+            if attribute == "K_R_rope" and result.scenario.variant(Rope) is None:
                 return None
             array: np.ndarray = getattr(result.mla, attribute)
             return array
@@ -205,9 +206,9 @@ def kv_notation(n: Notation, s: Scenario, h: HeadResult | None) -> Notation:
 
 
 def _scores(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-    rope = s.rope is not None
+    rope = s.variant(Rope) is not None
     k = kv_notation(n, s, h)
-    if s.qk_norm is not None and not rope:
+    if s.variant(QkNorm) is not None and not rope:
         return f"{n('S')} = {_normed(n, s, 'Q')}{n.times()}{_normed(k, s, 'K', transpose=True)}"
     return f"{n('S')} = {n('Q', prime=rope)}{n.times()}{k('K', prime=rope, transpose=True)}"
 
@@ -238,10 +239,10 @@ def _scaled(n: Notation, s: Scenario, h: HeadResult | None) -> str:
 
 def _bias_terms(n: Notation, s: Scenario, h: HeadResult | None) -> str:
     terms = []
-    if s.bias is not None:
+    if s.variant(ScoreBias) is not None:
         terms.append(n.text("given bias"))
-    if s.alibi is not None:
-        slope = f"{s.alibi.slopes[n.head - 1]:.6g}" if n.head is not None else f"{s.alibi.slopes[0]:.6g}"
+    if (alibi := s.variant(Alibi)) is not None:
+        slope = f"{alibi.slopes[n.head - 1]:.6g}" if n.head is not None else f"{alibi.slopes[0]:.6g}"
         terms.append(f"−{slope}{n.symbol('·')}(i − j)" if not n.tex else rf"-{slope}\,(i - j)")
     return " + ".join(terms).replace("+ −", "− ").replace("+ -", "- ")
 
@@ -366,7 +367,7 @@ def _with_variants(stages: tuple[Stage, ...], rows: tuple[Row, ...]) -> tuple[tu
             row_list.insert(index + 1, row)
             if all(stage.name != shown.stage for stage in stage_list):
                 place = next(i for i, stage in enumerate(stage_list) if stage.name == row_list[index].stage)
-                stage_list.insert(place + 1, Stage(shown.stage, _has(kind.key)))
+                stage_list.insert(place + 1, Stage(shown.stage, _has(kind)))
     return tuple(stage_list), tuple(row_list)
 
 
@@ -374,12 +375,12 @@ def _per_head(get: Callable[[HeadResult], np.ndarray | None]) -> Getter:
     return lambda result, head: None if head is None else get(head)
 
 
-def _has(key: str) -> Callable[[Scenario], bool]:
-    return lambda s: getattr(s, key) is not None
+def _has(kind: type) -> Callable[[Scenario], bool]:
+    return lambda s: s.variant(kind) is not None
 
 
 STAGES, ROWS = _with_variants(_TEXTBOOK_STAGES, _TEXTBOOK_ROWS)
-_VARIANT_OF = {shown.key: kind.key for kind in variants.REGISTRY for shown in getattr(kind, "rows", ())}  # a variant's row -> its scenario key
+_VARIANT_OF = {shown.key: kind for kind in variants.REGISTRY for shown in getattr(kind, "rows", ())}  # a variant's row -> its class
 STAGE_NAMES = tuple(stage.name for stage in STAGES)
 
 
@@ -412,6 +413,6 @@ def main_row(stage: str, scenario: Scenario | None = None) -> Row:
     """The one matrix that stands for `stage` where only one can be written (CSV); for `scenario`, one of its own rows."""
     rows = [row for row in ROWS if row.stage == stage and row.main]
     if scenario is not None:
-        own = [row for row in rows if not replaced(row, scenario) and getattr(scenario, _VARIANT_OF.get(row.key, "name")) is not None]
+        own = [row for row in rows if not replaced(row, scenario) and ((kind := _VARIANT_OF.get(row.key)) is None or scenario.variant(kind) is not None)]
         rows = own or rows
     return rows[0]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attncli.core.scenario import Scale, Scenario
+from attncli.core.scenario import Scale, Scenario, held
 from attncli.core.variants import Alibi, KvCache, LearnedSink, Mask, QkNorm, Rope, ScoreBias, SoftCap, alibi_slopes
 from attncli.core.variants.linear import FEATURE_MAPS, LinearAttention, Retention
 from attncli.core.variants.mla import Mla, Norm
@@ -149,17 +149,12 @@ class _Validator:
             b_O=_frozen(b_O),
             scale=self._scale(d_k),
             mask=mask,
-            rope=rope,
-            bias=self._score_bias(heads, L_q, L_k),
-            alibi=self._alibi(heads),
-            softcap=self._softcap(),
-            sink_logits=self._sink_logits(heads),
-            qk_norm=self._qk_norm(heads, kv_heads, d_k),
+            variants=held(
+                rope, self._score_bias(heads, L_q, L_k), self._alibi(heads), self._softcap(), self._sink_logits(heads),
+                self._qk_norm(heads, kv_heads, d_k), mla, cache, *self._without_softmax(heads, mla is not None).values(),
+            ),
             precision=self._int("precision", default=4, minimum=0, maximum=MAX_PRECISION),
             path=self.path,
-            mla=mla,
-            cache=cache,
-            **self._without_softmax(heads, mla is not None),  # type: ignore[arg-type]  # linear_attention= or retention=, or nothing
         )
 
     def _cache_value(self, cross: bool) -> Map | None:

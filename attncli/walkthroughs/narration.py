@@ -20,6 +20,7 @@ import numpy as np
 
 from attncli.core.explain import Explanation, KeyStep
 from attncli.core.scenario import Scenario
+from attncli.core.variants import Alibi, LinearAttention, Mla, QkNorm, Retention, Rope, ScoreBias
 from attncli.document import numbers
 from attncli.document.blocks import Line, Step
 from attncli.document.notation import Notation, Writer
@@ -48,7 +49,7 @@ def intro(expl: Explanation) -> list[str]:
         lines.append(f"{quoted(expl.token)} also occurs at position {where}; pick one with {option('position')} N.")
     if s.cross:
         lines.append(f"Cross-attention: the query comes from this sentence, the {s.L_k} keys and values from the context.")
-    if s.mla is not None:  # multi-head latent attention: its own account of the head's columns
+    if s.variant(Mla) is not None:  # multi-head latent attention: its own account of the head's columns
         from attncli.walkthroughs import latent
 
         lines += latent.intro(expl)
@@ -66,8 +67,8 @@ def intro(expl: Explanation) -> list[str]:
             f"(heads {(g - 1) * share + 1}–{g * share}); its keys and values are columns {(g - 1) * s.d_k + 1}–{g * s.d_k} of "
             f"{'the given K' if s.direct else 'W_K'} and {(g - 1) * s.d_v + 1}–{g * s.d_v} of {'V' if s.direct else 'W_V'}."
         )
-    if s.linear_attention is not None or s.retention is not None:  # attention without softmax: say so before any step
-        lines.append(next(v for v in (s.linear_attention, s.retention) if v is not None).describe().capitalize() + ".")
+    if (kernel := s.variant(LinearAttention) or s.variant(Retention)) is not None:  # attention without softmax: say so before any step
+        lines.append(kernel.describe().capitalize() + ".")
     elif s.scale.mode == "none":
         lines.append("This scenario does not scale the scores (scale: none): they go into the softmax as they are.")
     if expl.result.round_steps is not None:
@@ -82,7 +83,7 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
     """The steps at `p` decimals (decided once, by `numbers.decimals`), written by `w`; `full`: every term, key and matrix."""
     s = expl.scenario
     check = Arithmetic(w, p)
-    if s.mla is not None:  # multi-head latent attention: the query, the latent and the decoupled rotation (walkthroughs/latent.py)
+    if s.variant(Mla) is not None:  # multi-head latent attention: the query, the latent and the decoupled rotation (walkthroughs/latent.py)
         from attncli.walkthroughs import latent
 
         out = latent.before_scores(expl, p, w)
@@ -92,7 +93,7 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
         out.append(_keys_values(expl, p, w, check, full))
     say = Say(expl, w, p, check, full)
     out += _variant_steps(expl, "norm", say)
-    if s.rope is not None and s.mla is None:
+    if s.variant(Rope) is not None and s.variant(Mla) is None:
         out.append(_rotation(expl, p, w, full))
     without_softmax = _variant_steps(expl, "kernel", say)  # linear attention, retention: their step replaces the softmax's
     if not without_softmax:
@@ -110,7 +111,7 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
         out += [_exponentials(expl, p, w, check, full), _sum(expl, p, w, check, full), _weights(expl, p, w, check, full)]
         out += _variant_steps(expl, "denominator", say)
     out += [_weighted(expl, p, w, check, full), _output(expl, p, w, check, full)]
-    if s.mla is not None and expl.head.mla is not None:  # the same row the absorbed way, and the cache it needs
+    if s.variant(Mla) is not None and expl.head.mla is not None:  # the same row the absorbed way, and the cache it needs
         out.append(latent.absorbed(expl, p, w))
     if s.W_O is not None or s.b_O is not None:
         out.append(_projection(expl, p, w, check, full))
@@ -340,7 +341,7 @@ def _cached_note(s: Scenario) -> list[str]:
     if not c:
         return []
     keys = "key 1" if c == 1 else f"keys 1–{c}"
-    rotated = ", the keys already turned by RoPE at their positions" if s.rope is not None else ""
+    rotated = ", the keys already turned by RoPE at their positions" if s.variant(Rope) is not None else ""
     return [f"The {keys} ({', '.join(s.key_labels[:c])}) come from the given KV cache: their k and v are given as cached{rotated}, "
             f"not projected. The sentence's words follow them: word n sits at position {c} + n."]
 
@@ -355,7 +356,7 @@ def _dot_products(expl: Explanation, p: int, w: Writer, check: Arithmetic, full:
         products = [float(a * b) for a, b in zip(expl.q, key.k)]
         terms = _terms(w, products, texts, functools.partial(_partial_dot, expl.q, key.k), p, full)
         reader = sum((q_shown[j] * shown(float(key.k[j]), p) for j in terms.shown), Decimal(0)) + _rest(terms, p)
-        relation = check.relation(reader, key.score, name=f"{'q′' if expl.scenario.rope is not None else 'q'}·k({key.label})")
+        relation = check.relation(reader, key.score, name=f"{'q′' if expl.scenario.variant(Rope) is not None else 'q'}·k({key.label})")
         lines.append(Line(f"{q}{w.dot}{w.of(k, w.label(key.label))}", f"{terms.text} {relation} {w.num(key.score, p)}"))
     notes = []
     if len(expl.q) > LONG_SUM and not full:
@@ -368,9 +369,9 @@ def _dot_products(expl: Explanation, p: int, w: Writer, check: Arithmetic, full:
 
 def _met(expl: Explanation, w: Writer, letter: str) -> str:
     """q or k as the scores meet it: q′ rotated by RoPE, q̂ after QK-norm alone, else q."""
-    if expl.scenario.rope is not None:
+    if expl.scenario.variant(Rope) is not None:
         return w.prime(letter)
-    if expl.scenario.qk_norm is not None:
+    if expl.scenario.variant(QkNorm) is not None:
         return rf"\hat{{{letter}}}" if w.tex else letter + "\u0302"
     return letter
 
@@ -400,27 +401,28 @@ def _bias(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -
     h = expl.head.head
     lines = []
     i = expl.position
+    bias, alibi = s.variant(ScoreBias), s.variant(Alibi)
     reshaped = list(expl.head.reshaped.values())[-1][expl.row] if expl.head.reshaped else None  # (L_k,) soft-capped scores
     for key in _keys_shown(expl, full):
         before = key.scaled if reshaped is None else float(reshaped[key.position - 1])  # what the bias is added to
         sum_ = w.num(before, p)
         reader = shown(before, p)
         exact = True
-        if s.bias is not None:
-            b = float(s.bias.matrix(h, s.L, s.L_k)[i - 1, key.position - 1])
+        if bias is not None:
+            b = float(bias.matrix(h, s.L, s.L_k)[i - 1, key.position - 1])
             sum_ += f" {w.minus} {w.num(-b, p)}" if b < 0 else f" + {w.num(b, p)}"
             reader += shown(b, p)
-        if s.alibi is not None:
-            slope = s.alibi.slopes[h - 1]
+        if alibi is not None:
+            slope = alibi.slopes[h - 1]
             sum_ += f" {w.minus} {slope:.6g} {w.times} ({i} {w.minus} {key.position})"
             reader -= Decimal(f"{slope:.6g}") * (i - key.position)
             exact = float(f"{slope:.6g}") == slope  # the slope shown is the slope used
         relation = check.relation(reader, key.logit, name=f"the biased score of {key.label}") if exact else w.approx
         lines.append(_keyed(w, key, f"{sum_} {relation} {w.num(key.logit, p)}"))
     notes = []
-    if s.alibi is not None:
+    if alibi is not None:
         notes.append(
-            f"ALiBi adds −m·(i − j) with this head's slope m = {s.alibi.slopes[h - 1]:.6g}: the farther a key j before "
+            f"ALiBi adds −m·(i − j) with this head's slope m = {alibi.slopes[h - 1]:.6g}: the farther a key j before "
             "the query at position i lies, the more its score is lowered, so no position embedding is needed."
         )
         if any(key.position > i and not key.masked for key in expl.keys):  # the bias is signed: nothing hides the later keys
@@ -428,7 +430,7 @@ def _bias(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: bool) -
                 "No causal mask hides the keys after the query here (j > i): for them −m·(i − j) is positive, so their "
                 "scores are raised, the more the farther they lie. ALiBi is meant for causal attention."
             )
-    if s.bias is not None:
+    if s.variant(ScoreBias) is not None:
         notes.append("The scenario's bias matrix adds its entry (query row, key column) to each scaled score.")
     return Step("Adding the bias", f"{w.text('logit')} = {w.text('scaled' if reshaped is None else 'capped')} + b", lines, notes)
 
@@ -588,7 +590,7 @@ def _projection(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: b
 
 def _rotation(expl: Explanation, p: int, w: Writer, full: bool = False) -> Step:
     s = expl.scenario
-    rope = s.rope
+    rope = s.variant(Rope)
     assert rope is not None
     d_k, r, row = s.d_k, rope.width(s.d_k), expl.position - 1
     position = int(rope.positions(np.array([row]))[0])  # RoPE counts positions from 0, the first token at the offset
@@ -652,7 +654,7 @@ def _rotation(expl: Explanation, p: int, w: Writer, full: bool = False) -> Step:
                      "carrying no position.")  # fmt: skip
     if len(shown) < len(expl.keys):
         notes.append(f"{len(expl.keys) - len(shown)} of the {len(expl.keys)} rotated keys are left out here.")
-    turned = "q" if s.qk_norm is None else (r"\hat{q}" if w.tex else "q\u0302")  # q̂ after QK-norm
+    turned = "q" if s.variant(QkNorm) is None else (r"\hat{q}" if w.tex else "q\u0302")  # q̂ after QK-norm
     return Step("Rotating the query and the keys (RoPE)", f"{w.prime('q')} = {w.text('RoPE')}({turned}, i)", lines, notes)
 
 

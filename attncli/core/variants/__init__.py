@@ -41,7 +41,7 @@ __all__ = [
 
 
 class Variant(Protocol):
-    key: ClassVar[str]  # its scenario key, and the Scenario attribute that holds it (None when absent)
+    key: ClassVar[str]  # its scenario key (a Scenario holds it in `variants`: s.variant(Kind))
     stage: ClassVar[str]  # "qk", "scaled", "logits", "visibility" or "denominator"
     json_key: ClassVar[str]  # its key in the scenario's JSON
     json_slot: ClassVar[int]  # its place among the variants' JSON keys: keys are only ever added, a new one takes the next
@@ -64,10 +64,10 @@ def shown_rows() -> list[StageRow]:
     return [row for kind in REGISTRY for row in getattr(kind, "rows", ())]
 
 
-def active(s: object, stage: str | None = None) -> list[Any]:
+def active(s: Any, stage: str | None = None) -> list[Any]:
     """The variants a Scenario holds (at `stage`, or all), in registry order. (`s` is a Scenario: core.scenario imports this module.)"""
-    found = (getattr(s, kind.key) for kind in REGISTRY if stage is None or kind.stage == stage)
-    return [variant for variant in found if variant is not None]
+    held = {type(variant): variant for variant in (s.mask, *s.variants)}
+    return [held[kind] for kind in REGISTRY if kind in held and (stage is None or kind.stage == stage)]
 
 
 def in_json_order() -> list[type[Variant]]:

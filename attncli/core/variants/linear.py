@@ -211,7 +211,7 @@ def refuse_softmax_only(s: Any, name: str, what: str) -> None:
     """An AttnError when scenario s has no softmax (linear attention, retention) and option `name` needs one."""
     from attncli.errors import AttnError, option
 
-    kernel = next((v for v in (getattr(s, "linear_attention", None), getattr(s, "retention", None)) if v is not None), None)
+    kernel = s.variant(LinearAttention) or s.variant(Retention)
     if kernel is not None:
         raise AttnError(f"{what} needs a softmax, and {kernel.key} has none", key=option(name),
                         expected=f"a scenario with a softmax, or no {option(name)}")  # fmt: skip
@@ -227,13 +227,13 @@ def _kernel(attribute: str, *, retention: bool = False) -> Any:
 
 def _phi(letter: str) -> Any:
     def formula(n: Any, s: Any, h: Any) -> str:
-        name = s.linear_attention.feature_map if s.linear_attention is not None else "elu+1"
+        name = linear.feature_map if (linear := s.variant(LinearAttention)) is not None else "elu+1"
         return (rf"\varphi({n(letter)})" if n.tex else f"φ({n(letter)})") + (rf" \quad \text{{({name})}}" if n.tex else f", φ = {name}")
     return formula
 
 
 def _similarities(n: Any, s: Any, h: Any) -> str:
-    if s.retention is not None:
+    if s.variant(Retention) is not None:
         scaled = f"{n('Q')}{n.times()}{n('K', transpose=True)}" + ("" if s.scale.mode == "none" else f" / {s.scale.divisor:g}")
         return scaled + (r" \quad (0 \text{ where hidden})" if n.tex else ", 0 where hidden")
     phi = r"\varphi" if n.tex else "φ"
@@ -254,7 +254,7 @@ def _linear_weights(n: Any, s: Any, h: Any) -> str:
 
 
 def _decay(n: Any, s: Any, h: Any) -> str:
-    gamma = s.retention.gamma(h.head if h is not None else 1) if s.retention is not None else 0.0
+    gamma = retention.gamma(h.head if h is not None else 1) if (retention := s.variant(Retention)) is not None else 0.0
     if n.tex:
         return rf"D_{{ij}} = \gamma^{{i-j}} \; (j \le i), \quad \gamma = {gamma:g}"
     return f"D_ij = γ^(i−j) for j ≤ i, 0 above, γ = {gamma:g}"

@@ -168,7 +168,7 @@ def hatted(n: Any, letter: str, *, transpose: bool = False) -> str:
 
 def _normed_formula(letter: str) -> Any:
     def formula(n: Any, s: Any, h: Any) -> str:
-        norm = s.qk_norm
+        norm = s.variant(QkNorm)
         weight = "w" if letter == "Q" else "w_k"
         form = weight if not norm.offset else f"(1 + {weight})"
         if n.tex:

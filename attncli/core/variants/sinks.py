@@ -71,7 +71,7 @@ class LearnedSink:
 
 
 def _sink_formula(n: Any, s: Any, h: Any) -> str:
-    logit = s.sink_logits.logit(h.head if h is not None else 1)
+    logit = s.variant(LearnedSink).logit(h.head if h is not None else 1)
     if n.tex:
         return rf"\text{{sink weight}} = e^{{\text{{sink}} - m}} / \Sigma, \quad \text{{sink}} = {logit:g}"
     return f"sink weight = e^(sink − m) / Σ, sink = {logit:g}"

@@ -77,7 +77,7 @@ class SoftCap:
 def _capped_formula(n: Any, s: Any, h: Any) -> str:
     divisor = {"sqrt_dk": n.sqrt("d_k"), "none": ""}.get(s.scale.mode, f"{s.scale.divisor:g}")
     inner = n("S") + (f" / {divisor}" if divisor else "")
-    return str(s.softcap.wrap(n, inner)) if s.softcap is not None else inner
+    return str(cap.wrap(n, inner)) if (cap := s.variant(SoftCap)) is not None else inner
 
 
 SoftCap.rows = (
