@@ -19,6 +19,7 @@ engine meets them:
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -46,9 +47,17 @@ class Variant(Protocol):
     json_key: ClassVar[str]  # its key in the scenario's JSON
     json_slot: ClassVar[int]  # its place among the variants' JSON keys: keys are only ever added, a new one takes the next
     json_absent: ClassVar[Any]  # the JSON value when the scenario does not have it
+    schema: ClassVar[Mapping[str, Any]]  # its key's JSON Schema, with a description (core.variants.keys)
 
     def describe(self) -> str: ...
     def as_json(self) -> Any: ...
+
+    # How its scenario key is read (core.variants.keys), optional beside `schema`:
+    #   schema_after: ClassVar[str]                                  the key it follows in the key table (none: after the variants)
+    #   @classmethod def from_yaml(cls, read: Read, sizes: Sizes) -> Self | None    its value read and checked; None: absent
+    #   softmax_only: ClassVar[bool]                                 attention without softmax refuses it
+    # MLA and a KV cache, which change the scenario's sizes, are read by sources.yaml_scenario itself, by their
+    # schema and the keys they refuse (`excludes`).
 
     # How it is shown (core.variants.shown), optional: a variant without them is shown by the rows and steps
     # that document.stages and walkthroughs.narration wrote for it before variants owned themselves (RoPE, bias, ALiBi, mask).
