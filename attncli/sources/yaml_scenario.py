@@ -20,7 +20,7 @@ import numpy as np
 from attncli.core import variants
 from attncli.core.scenario import Scale, Scenario, held
 from attncli.core.variants import KvCache, Mask
-from attncli.core.variants.keys import Sizes, mapping_keys
+from attncli.core.variants.keys import Read, Sizes, mapping_keys
 from attncli.core.variants.mla import Mla, Norm
 from attncli.errors import AttnError, option
 from attncli.sources import builtin, fields, reading
@@ -158,7 +158,8 @@ class _Validator:
         for kind in sorted(variants.REGISTRY, key=lambda kind: order.get(kind.key, len(order))):
             value = self._get(kind.key)
             if value is not None and hasattr(kind, "from_yaml"):
-                variant = kind.from_yaml(_Read(self, value, kind.key), sizes)
+                read: Read = _Read(self, value, kind.key)  # mypy checks that _Read is a Read
+                variant = kind.from_yaml(read, sizes)
                 if variant is not None:
                     found.append(variant)
         return found
@@ -723,7 +724,7 @@ class _Read:
             return [to_matrix(m, f"{self.path}[{h}]") for h, m in enumerate(value.items, 1)]
         return None
 
-    def items(self) -> list[_Read]:
+    def items(self) -> list[Read]:
         value = self._value
         listed = value.items if isinstance(value, Seq) else []
         return [_Read(self._validator, item, f"{self.path}[{n}]") for n, item in enumerate(listed, 1)]
@@ -731,7 +732,7 @@ class _Read:
     def keys_given(self) -> list[str]:
         return list(self._value.items) if isinstance(self._value, Map) else []
 
-    def mapping(self, keys: Sequence[str]) -> dict[str, _Read]:
+    def mapping(self, keys: Sequence[str]) -> dict[str, Read]:
         value = self._value
         assert isinstance(value, Map), "a variant asks for a mapping once its form says it is one"
         _check_keys(value, tuple(keys), f"{self.path}.")

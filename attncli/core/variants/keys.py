@@ -31,6 +31,7 @@ TOKENS: Schema = {
     "description": "The words, in order. Every item is read as the word written: on, yes, null and 2024 stay words.",
 }
 
+
 class Sizes(NamedTuple):
     """What a variant's key is checked against, read before the variants."""
 
@@ -47,9 +48,13 @@ class Read(Protocol):
     """One value of a scenario file as a variant reads it; every error names the file, the line and the key path."""
 
     path: str  # this value's key path: "softcap", "qk_norm.eps", "sink_logits[2]"
-    form: str  # "mapping", "list", "plain" (an unquoted scalar: a number, a word, true) or "quoted"
-    kind: str  # what YAML 1.1 makes of a plain scalar ("int", "float", "bool", "null", "str"); "" otherwise
-    text: str  # a scalar as written ("" for a list or a mapping)
+
+    @property
+    def form(self) -> str: ...  # "mapping", "list", "plain" (an unquoted scalar: a number, a word, true) or "quoted"
+    @property
+    def kind(self) -> str: ...  # what YAML 1.1 makes of a plain scalar ("int", "float", "bool", "null", "str"); "" otherwise
+    @property
+    def text(self) -> str: ...  # a scalar as written ("" for a list or a mapping)
 
     def found(self) -> str: ...  # "found a mapping": what the value is, for a message
     def number(self) -> float: ...  # a finite number, or the error
