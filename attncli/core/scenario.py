@@ -13,7 +13,7 @@ from __future__ import annotations
 import collections
 import functools
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar, cast
 
 import numpy as np
 
@@ -83,13 +83,18 @@ class Scenario:
     # -- variants ------------------------------------------------------------------------------
 
     def variant(self, kind: type[VariantT]) -> VariantT | None:
-        """The variant of class `kind` the scenario holds, or None: s.variant(Rope) -> Rope | None; s.variant(Mask) is s.mask."""
-        if isinstance(self.mask, kind):
-            return self.mask
-        for variant in self.variants:
-            if isinstance(variant, kind):
-                return variant
-        return None
+        """The variant whose class is `kind`, or None: s.variant(Rope) -> Rope | None; s.variant(Mask) is s.mask."""
+        return cast("VariantT | None", self._by_class.get(kind))
+
+    @functools.cached_property
+    def _by_class(self) -> dict[type, object]:
+        """Each variant by its class, the mask's too (worked out once: the engine asks several times per head)."""
+        return {type(variant): variant for variant in (self.mask, *self.variants)}
+
+    @functools.cached_property
+    def in_registry_order(self) -> tuple[Variant | Mask, ...]:
+        """The mask and the variants, in the order of core.variants.REGISTRY (the engine's order)."""
+        return tuple(sorted((self.mask, *self.variants), key=_registry_place))
 
     def with_variants(self, *new: Variant | Mask) -> Scenario:
         """This scenario with each of `new` in place of the variant of its class (or added, in registry order); a Mask replaces `mask`."""

@@ -9,6 +9,7 @@ attention in `core.variants.REGISTRY` brings its own row (its class's `key`, `sc
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 from attncli.core import variants
@@ -157,9 +158,15 @@ def scenario_fields() -> tuple[Field, ...]:
     """Every top-level key in the order of the file's key table: the scenario's own, each variant's after the key it names.
 
     A variant whose `schema_after` is not (yet) placed waits for it; one that names none goes after the other variants.
+    Worked out once per registry (every load asks for it).
     """
+    return _placed(variants.REGISTRY)
+
+
+@functools.cache
+def _placed(registry: tuple[type[variants.Variant], ...]) -> tuple[Field, ...]:
     placed = list(_OWN)
-    waiting = list(variants.REGISTRY)
+    waiting = list(registry)
     while waiting:
         names = [field.name for field in placed]
         ready = [kind for kind in waiting if getattr(kind, "schema_after", None) in names]
@@ -176,7 +183,12 @@ def scenario_fields() -> tuple[Field, ...]:
 
 def keys() -> tuple[str, ...]:
     """Every top-level key, in the key table's order."""
-    return tuple(field.name for field in scenario_fields())
+    return _names(variants.REGISTRY)
+
+
+@functools.cache
+def _names(registry: tuple[type[variants.Variant], ...]) -> tuple[str, ...]:
+    return tuple(field.name for field in _placed(registry))
 
 
 FIELDS = scenario_fields()  # as the registry was when this module was imported

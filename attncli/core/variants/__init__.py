@@ -75,8 +75,7 @@ def shown_rows() -> list[StageRow]:
 
 def active(s: Any, stage: str | None = None) -> list[Any]:
     """The variants a Scenario holds (at `stage`, or all), in registry order. (`s` is a Scenario: core.scenario imports this module.)"""
-    held = {type(variant): variant for variant in (s.mask, *s.variants)}
-    return [held[kind] for kind in REGISTRY if kind in held and (stage is None or kind.stage == stage)]
+    return [variant for variant in s.in_registry_order if stage is None or variant.stage == stage]
 
 
 def in_json_order() -> list[type[Variant]]:
