@@ -121,3 +121,11 @@ def test_every_variant_refuses_a_key_its_own_schema_does_not_list():
             from_text(f"tokens: [a, b]\nembeddings: [[1, 0], [0, 1]]\n{kind.key}: {WITH_BOGUS[kind.key]}\n")
         assert (caught.value.key, caught.value.line) == (f"{kind.key}.bogus", 3), kind.key
         assert caught.value.expected == "one of: " + ", ".join(mapping_keys(kind.schema))
+
+
+def test_every_variant_key_is_read_by_someone():
+    """A key in the schema is never silently ignored: each variant reads its own, but MLA and the KV cache, which
+    change the scenario's sizes and are read by sources/yaml_scenario.py itself."""
+    from attncli.core.variants import REGISTRY
+
+    assert {kind.key for kind in REGISTRY if not hasattr(kind, "from_yaml")} == {"mla", "cache"}
