@@ -1,7 +1,9 @@
 """Write attncli/scenario.schema.json from the one table of scenario keys (attncli/sources/fields.py).
 
-Run after changing a key: python scripts/make_schema.py. tests/test_schema.py fails while the
-shipped file and the table differ.
+That table is the scenario's own keys and, for each variant in attncli.core.variants.REGISTRY, the
+row its class holds (`schema`, placed after its `schema_after`). Run after changing a key or adding
+a variant: python scripts/make_schema.py. tests/test_schema.py fails while the shipped file and the
+table differ.
 """
 
 import json

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from attncli.core.variants import Alibi, Mla, Rope, ScoreBias
+
 
 def matmul(A: list[list[float]], B: list[list[float]]) -> list[list[float]]:
     return [[sum(A[i][t] * B[t][j] for t in range(len(B))) for j in range(len(B[0]))] for i in range(len(A))]
@@ -481,7 +483,7 @@ def scenario_document(scenario, *, causal: bool = False) -> dict:
     Inputs only: nothing attncli computed."""
     s = scenario
     document: dict = {"tokens": list(s.tokens), "heads": s.heads, "kv_heads": s.G, "scale": s.scale.divisor}
-    if s.mla is not None:  # latent attention: each head's q, k, v by hand (RoPE on the decoupled part done here)
+    if s.variant(Mla) is not None:  # latent attention: each head's q, k, v by hand (RoPE on the decoupled part done here)
         document.update(zip("QKV", mla_qkv(s)))
     elif s.X is None:
         document.update(Q=s.Q.tolist(), K=s.K.tolist(), V=s.V.tolist())
@@ -490,7 +492,7 @@ def scenario_document(scenario, *, causal: bool = False) -> dict:
         if s.X_kv is not None:
             document["context"] = {"embeddings": s.X_kv.tolist()}
         document.update(W_Q=s.W_Q.tolist(), W_K=s.W_K.tolist(), W_V=s.W_V.tolist())
-    assert s.b_Q is None and s.b_K is None and s.b_V is None and s.bias is None  # no built-in has them
+    assert s.b_Q is None and s.b_K is None and s.b_V is None and s.variant(ScoreBias) is None  # no built-in has them
     if s.mask.matrix is not None:
         assert not causal
         document["mask"] = s.mask.matrix.astype(int).tolist()
@@ -498,13 +500,14 @@ def scenario_document(scenario, *, causal: bool = False) -> dict:
         document["mask"] = {"causal": causal or s.mask.causal, "sinks": s.mask.sinks, "padding": list(s.mask.padding)}
         if s.mask.window is not None:
             document["mask"]["window"] = s.mask.window
-    if s.rope is not None and s.mla is None:
-        document["rope"] = {"theta": s.rope.theta, "style": s.rope.style}
-        given = {"rotary_dim": s.rope.rotary_dim, "offset": s.rope.offset or None, "angles": s.rope.given_angles,
-                 "cos": s.rope.given_cos, "sin": s.rope.given_sin}  # fmt: skip
+    rope = s.variant(Rope)
+    if rope is not None and s.variant(Mla) is None:
+        document["rope"] = {"theta": rope.theta, "style": rope.style}
+        given = {"rotary_dim": rope.rotary_dim, "offset": rope.offset or None, "angles": rope.given_angles,
+                 "cos": rope.given_cos, "sin": rope.given_sin}  # fmt: skip
         document["rope"].update({key: value if key in ("rotary_dim", "offset") else value.tolist() for key, value in given.items() if value is not None})
-    if s.alibi is not None:
-        document["alibi"] = {"slopes": list(s.alibi.slopes)}
+    if s.variant(Alibi) is not None:
+        document["alibi"] = {"slopes": list(s.variant(Alibi).slopes)}
     return document
 
 
@@ -512,9 +515,10 @@ def mla_qkv(s) -> tuple[list[list[float]], list[list[float]], list[list[float]]]
     """A loaded MLA scenario's Q, K, V (heads side by side), the decoupled part rotated, from its weights by hand:
     q_h = [c·W_UQ,h | RoPE(c·W_QR,h)] with c = X or RMSNorm(X·W_DQ); k_h = [c_KV·W_UK,h | RoPE(X·W_KR)], v_h = c_KV·W_UV,h,
     c_KV = RMSNorm(X·W_DKV) (DeepSeek-V2 §2.1.2–2.1.3, eqs. 9–19)."""
-    m, X = s.mla, s.X.tolist()
+    m, X = s.variant(Mla), s.X.tolist()
     H, d_n, d_r = s.heads, m.d_n, m.d_r
-    rot = (lambda row, p: row) if s.rope is None else (lambda row, p: rotate_by_angles(row, rope_angles(p, d_r, s.rope.theta), s.rope.style))
+    rope = s.variant(Rope)
+    rot = (lambda row, p: row) if rope is None else (lambda row, p: rotate_by_angles(row, rope_angles(p, d_r, rope.theta), rope.style))
     source = X
     if m.W_DQ is not None:
         source = matmul(X, m.W_DQ.tolist())

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from attncli.core import engine
 from attncli.core.decode import decode
 from attncli.core.explain import explain_scenario
+from attncli.core.variants import Rope
 from attncli.errors import AttnError
 from attncli.sources.yaml_scenario import from_text, load
 from attncli.walkthroughs.narration import steps
@@ -141,7 +142,7 @@ def test_rope_continues_after_the_cache_and_explain_says_the_keys_are_given():
         "mask": "causal", "rope": {"offset": 10},
     }  # fmt: skip
     s = from_text(json.dumps(doc))
-    assert s.rope is not None and s.rope.offset == 12
+    assert s.variant(Rope) is not None and s.variant(Rope).offset == 12
     head = engine.run(s).head(1)
     angle = reference.rope_angles(0, 2, 10000.0, offset=12)
     np.testing.assert_allclose(head.k[2], reference.rotate_by_angles([1.0, 0.0], angle, "half"), rtol=1e-12)

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from attncli.core import engine
+from attncli.core.variants import Mla, Rope
 from attncli.sources.checkpoints import deepseek
 from attncli.sources.checkpoints.blocks import rms_norm
 from attncli.sources.checkpoints.describe import describe_config
@@ -40,7 +41,7 @@ def golden():
 def test_every_head_of_every_layer_equals_transformers(golden, layer):
     """The layer's input X and every head's weights equal transformers' to 1e-6; the absorbed form equals the expanded to 1e-12."""
     scenario = load_scenario(FOLDER, layer=layer, sentence=str(golden["text"]))
-    assert scenario.mla is not None
+    assert scenario.variant(Mla) is not None
     np.testing.assert_allclose(scenario.X, golden["attention_inputs"][layer - 1], rtol=0, atol=FLOAT32)
     result = engine.run(scenario)
     for head in result.heads:
@@ -52,8 +53,8 @@ def test_the_rotary_part_turns_by_transformers_angles(golden):
     """The interleaved pairs (2i, 2i+1) of the rope part turn by p·θ^(−2i/d_r): transformers' cos/sin table (whose halves
     are alike, cat(freqs, freqs)) holds the same angles, to float32."""
     scenario = load_scenario(FOLDER, layer=1, sentence=str(golden["text"]))
-    assert scenario.rope is not None and scenario.rope.style == "interleaved"
-    angles = scenario.rope.angles(np.arange(scenario.L), 4)  # (L, 2)
+    assert scenario.variant(Rope) is not None and scenario.variant(Rope).style == "interleaved"
+    angles = scenario.variant(Rope).angles(np.arange(scenario.L), 4)  # (L, 2)
     np.testing.assert_allclose(np.cos(angles), golden["cos"][0][:, :2], rtol=0, atol=FLOAT32)
     np.testing.assert_allclose(np.sin(angles), golden["sin"][0][:, 2:], rtol=0, atol=FLOAT32)
 

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attncli.core import engine
+from attncli.core.variants import LearnedSink, Rope, SoftCap
 from attncli.errors import AttnError
 from attncli.sources.checkpoints import gemma2, gpt_oss
 from attncli.sources.checkpoints.blocks import rms_norm
@@ -46,9 +47,9 @@ def layers_of(family: str) -> int:
 CASES = [(f, layer) for f in FAMILIES for layer in range(1, layers_of(f) + 1)]
 
 
-def weights(case: LayerCase, **replaced: object) -> np.ndarray:
-    """(H, L, L) the engine's attention weights for the case's scenario (with fields replaced)."""
-    scenario = dataclasses.replace(layer_scenario(case), **replaced)
+def weights(case: LayerCase, without: tuple[type, ...] = (), **replaced: object) -> np.ndarray:
+    """(H, L, L) the engine's attention weights for the case's scenario (with fields replaced, the variants `without` left out)."""
+    scenario = dataclasses.replace(layer_scenario(case).without(*without), **replaced)
     return np.stack([head.weights for head in engine.run(scenario).heads])
 
 
@@ -92,7 +93,7 @@ def test_the_attention_alone_is_exact_from_transformers_inputs(family, layer):
         return X @ W + (0 if b is None else b)
 
     given = dict(
-        X=None, W_Q=None, W_K=None, W_V=None, b_Q=None, b_K=None, b_V=None, W_O=None, b_O=None, rope=None,
+        X=None, W_Q=None, W_K=None, W_V=None, b_Q=None, b_K=None, b_V=None, W_O=None, b_O=None, without=(Rope,),
         Q=rotate_by_table(project(case.W_Q, case.b_Q), cos, sin, case.heads),
         K=rotate_by_table(project(case.W_K, case.b_K), cos, sin, case.kv_heads),
         V=project(case.W_V, case.b_V),
@@ -127,14 +128,14 @@ def test_leaving_out_a_mechanism_breaks_the_agreement():
     case = load_layer(HERE / "gemma2", layer=3, text=str(expected["text"]))
     target = expected["attentions"][2]
     assert case.softcap is not None and case.softcap.cap == 5.0 and case.window == 3
-    assert np.abs(weights(case, softcap=None) - target).max() > 1e-3
+    assert np.abs(weights(case, without=(SoftCap,)) - target).max() > 1e-3
     scale = layer_scenario(case).scale
     assert np.abs(weights(case, scale=scale._replace(divisor=np.sqrt(8))) - target).max() > 1e-3
     assert np.abs(weights(case, mask=Mask(causal=True)) - target).max() > 1e-3
     expected = golden("gpt_oss")
     case = load_layer(HERE / "gpt_oss", layer=1, text=str(expected["text"]))
     assert case.sink is not None and case.window == 3
-    assert np.abs(weights(case, sink_logits=None) - expected["attentions"][0]).max() > 1e-3
+    assert np.abs(weights(case, without=(LearnedSink,)) - expected["attentions"][0]).max() > 1e-3
     assert np.abs(weights(case, mask=Mask(causal=True)) - expected["attentions"][0]).max() > 1e-3
     rows = weights(case).sum(axis=-1)  # (H, L): the sink's share is missing from every row
     assert (rows < 1 - 1e-3).all()

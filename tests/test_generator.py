@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attncli import api
+from attncli.core.variants import LearnedSink, QkNorm, Rope, SoftCap
 from attncli.errors import AttnError
 from attncli.sources.generator import new_scenario
 from tests import reference as ref
@@ -143,11 +144,12 @@ def test_generated_mechanisms_are_what_the_reference_computes(tmp_path_factory, 
     doc = yaml.safe_load(text)
     result = _run(tmp_path_factory.mktemp("g"), text)
     s = result.scenario
-    assert (s.rope is not None) == (fraction is not None or offset is not None)
-    if s.rope is not None:
-        assert s.rope.offset == (offset or 0) and s.rope.width(d_k) == int(d_k * (fraction or 1))
-    assert (s.qk_norm is not None) == qk_norm and (s.softcap is not None) == (softcap is not None)
-    assert (s.sink_logits is not None) == sink_logits
+    rope = s.variant(Rope)
+    assert (rope is not None) == (fraction is not None or offset is not None)
+    if rope is not None:
+        assert rope.offset == (offset or 0) and rope.width(d_k) == int(d_k * (fraction or 1))
+    assert (s.variant(QkNorm) is not None) == qk_norm and (s.variant(SoftCap) is not None) == (softcap is not None)
+    assert (s.variant(LearnedSink) is not None) == sink_logits
     Q, K, V = (ref.matmul(doc["embeddings"], doc[key]) for key in ("W_Q", "W_K", "W_V"))
     for h, head in enumerate(result.heads):
         q, k, v = (ref.columns(rows, h * d_k, (h + 1) * d_k) for rows in (Q, K, V))
@@ -155,7 +157,7 @@ def test_generated_mechanisms_are_what_the_reference_computes(tmp_path_factory, 
             norm = doc["qk_norm"]
             q = [ref.rms_norm(row, norm["q_weight"], norm["eps"]) for row in q]
             k = [ref.rms_norm(row, norm["k_weight"], norm["eps"]) for row in k]
-        if s.rope is not None:
+        if rope is not None:
             q, k = ref.rope_rows(q, doc["rope"]), ref.rope_rows(k, doc["rope"])
         sink = doc["sink_logits"][h] if sink_logits else None
         expected = ref.head_attention(q, k, v, scale=1 / np.sqrt(d_k), sees=lambda i, j: j <= i, cap=softcap, sink=sink)

@@ -67,7 +67,7 @@ def test_linear_attention_against_the_reference(rows, feature_map, causal):
     expected = ref.linear_attention(Q, K, V, causal=causal, feature=phi)
     np.testing.assert_allclose(head.output, expected, rtol=1e-9, atol=1e-9 * max(1.0, max(map(abs, sum(V, [])))))
     if causal:  # the recurrent form, token by token, is the parallel row
-        _, states_out = recurrent(scenario.linear_attention, 1, np.array(Q), np.array(K), np.array(V))
+        _, states_out = recurrent(scenario.variant(LinearAttention), 1, np.array(Q), np.array(K), np.array(V))
         np.testing.assert_allclose(states_out, head.output, rtol=1e-9, atol=1e-9)
 
 
@@ -84,7 +84,7 @@ def test_retention_against_the_reference(rows, gamma, scaled):
     np.testing.assert_allclose(head.kernel.decay, expected["mask"], rtol=1e-14)
     np.testing.assert_allclose(head.kernel.weights, expected["scores"], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(head.output, expected["output"], rtol=1e-12, atol=1e-11)
-    _, out = recurrent(scenario.retention, 1, np.array(Q) / divisor, np.array(K), np.array(V))
+    _, out = recurrent(scenario.variant(Retention), 1, np.array(Q) / divisor, np.array(K), np.array(V))
     np.testing.assert_allclose(out, head.output, rtol=1e-9, atol=1e-11)
 
 

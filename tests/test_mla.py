@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from attncli.core import engine
 from attncli.core.decode import decode
 from attncli.core.explain import explain_scenario
+from attncli.core.variants import Mla, Rope
 from attncli.sources.yaml_scenario import from_text, load
 from tests import reference as ref
 from tests.strategies import matrix
@@ -84,9 +85,9 @@ def test_engine_agrees_with_the_reference_both_ways(drawn):
         np.testing.assert_allclose(head.mla.output, absorbed["head_outputs"][h], rtol=1e-9, atol=1e-9)
         assert head.mla.difference <= 1e-12
         np.testing.assert_allclose(head.mla.output, head.output, rtol=0, atol=1e-12 * (1 + np.abs(head.output).max()))
-    assert result.scenario.mla is not None
-    assert result.scenario.mla.cached == absorbed["cache_per_token"]
-    assert result.scenario.mla.expanded == expanded["cache_per_token"]
+    assert result.scenario.variant(Mla) is not None
+    assert result.scenario.variant(Mla).cached == absorbed["cache_per_token"]
+    assert result.scenario.variant(Mla).expanded == expanded["cache_per_token"]
     np.testing.assert_allclose(result.output, np.hstack(expanded["head_outputs"]), rtol=1e-9, atol=1e-9)
 
 
@@ -152,7 +153,7 @@ def test_explain_says_the_forms_agree_and_the_cache_is_smaller(cli):
 def test_rope_turns_only_the_decoupled_part():
     """Under MLA the first d_n columns of q and k are never rotated, the last d_r are; K's last part is shared by the heads."""
     result = engine.run(load("mla"))
-    mla = result.scenario.mla
+    mla = result.scenario.variant(Mla)
     assert mla is not None and result.mla is not None
     for head in result.heads:
         assert head.Q_rope is not None and head.K_rope is not None
@@ -164,15 +165,15 @@ def test_rope_turns_only_the_decoupled_part():
 def test_decoding_the_example_gives_the_references_rows():
     """Each decode step of the built-in example, every head: weights over the cache and output = reference.mla's row t."""
     scenario = load("mla")
-    mla = scenario.mla
-    assert mla is not None and scenario.X is not None and scenario.rope is not None and mla.kv_norm is not None
+    mla = scenario.variant(Mla)
+    assert mla is not None and scenario.X is not None and scenario.variant(Rope) is not None and mla.kv_norm is not None
     H, d_n, d_r, d_v = scenario.heads, mla.d_n, mla.d_r, mla.d_v
     W_q = np.hstack([np.hstack([mla.W_UQ[:, h * d_n : (h + 1) * d_n], mla.W_QR[:, h * d_r : (h + 1) * d_r]]) for h in range(H)])
     W_ukv = np.hstack([np.hstack([mla.W_UK[:, h * d_n : (h + 1) * d_n], mla.W_UV[:, h * d_v : (h + 1) * d_v]]) for h in range(H)])
     expected = ref.mla(
         scenario.X.tolist(), heads=H, W_q=W_q.tolist(), W_dkv=np.hstack([mla.W_DKV, mla.W_KR]).tolist(),
         kv_norm=(mla.kv_norm.weight.tolist(), mla.kv_norm.eps), W_ukv=W_ukv.tolist(), nope=d_n, rope_dim=d_r, v_dim=d_v,
-        theta=scenario.rope.theta, style=scenario.rope.style, scale=1 / scenario.scale.divisor, absorbed=True,
+        theta=scenario.variant(Rope).theta, style=scenario.variant(Rope).style, scale=1 / scenario.scale.divisor, absorbed=True,
     )  # fmt: skip
     for h in range(1, H + 1):
         for step in decode(scenario, h).steps:

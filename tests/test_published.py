@@ -26,6 +26,7 @@ import pytest
 from attncli.core import engine
 from attncli.core.explain import explain
 from attncli.core.scenario import Scenario
+from attncli.core.variants import Alibi
 from attncli.sources.yaml_scenario import from_text
 
 
@@ -365,8 +366,8 @@ def test_alibi_slopes_match_published_lists(heads, printed):
         alibi: true
         """
     )
-    assert s.alibi is not None
-    np.testing.assert_allclose(s.alibi.slopes, printed, rtol=1e-12)
+    assert s.variant(Alibi) is not None
+    np.testing.assert_allclose(s.variant(Alibi).slopes, printed, rtol=1e-12)
 
 
 def test_alibi_bias_is_the_papers_figure():

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attncli.core import decode, engine, explain
+from attncli.core.variants import Rope
 from attncli.errors import AttnError
 from attncli.sources.yaml_scenario import from_text
 from tests import reference as ref
@@ -165,9 +166,9 @@ rope: {cos: [[1, 1, 1, 1], [0, 0, 0, 0]], sin: [[0, 0, 0, 0], [1, 1, 1, 1]]}
 def test_partial_rotary_uses_the_rotated_width_in_the_frequencies():
     """ω_i = θ^(−2i/r) over the rotated width, as transformers' partial rotary: r = 4 of d_k = 8 gives 1 and θ^(−1/2)."""
     scenario = from_text("tokens: [a]\nQ: [[1, 0, 0, 0, 0, 0, 0, 0]]\nK: [[1, 0, 0, 0, 0, 0, 0, 0]]\nV: [[1]]\nrope: {fraction: 0.5, theta: 100}\n")
-    assert scenario.rope is not None and scenario.rope.rotary_dim == 4
-    np.testing.assert_allclose(scenario.rope.frequencies(8), [1.0, 0.1])
-    assert scenario.rope.pairs(8)[1].tolist() == [2, 3]  # rotate-half within the first r coordinates
+    assert scenario.variant(Rope) is not None and scenario.variant(Rope).rotary_dim == 4
+    np.testing.assert_allclose(scenario.variant(Rope).frequencies(8), [1.0, 0.1])
+    assert scenario.variant(Rope).pairs(8)[1].tolist() == [2, 3]  # rotate-half within the first r coordinates
 
 
 def test_offset_shifts_every_position_and_keeps_relative_scores():

@@ -93,6 +93,39 @@ def test_the_reader_knows_exactly_the_schemas_keys():
     from attncli.sources import yaml_scenario
 
     assert list(yaml_scenario.KEYS) == list(SCHEMA["properties"])
-    assert set(yaml_scenario.MASK_KEYS) == set(SCHEMA["properties"]["mask"]["anyOf"][1]["properties"])
+    from attncli.core.variants import REGISTRY
+
+    for kind in REGISTRY:  # each variant reads its own key with its own schema, which is the shipped schema's row
+        assert SCHEMA["properties"][kind.key] == kind.schema, kind.key
     model_only_excluded = {key["required"][0] for key in SCHEMA["dependentSchemas"]["model"]["not"]["anyOf"]}
     assert set(yaml_scenario.MODEL_KEYS) == set(SCHEMA["properties"]) - model_only_excluded
+
+
+WITH_BOGUS = {  # each variant's mapping with a key its schema does not list (and what else the mapping needs first)
+    "mask": "{bogus: 1}", "rope": "{bogus: 1}", "qk_norm": "{bogus: 1}", "alibi": "{bogus: 1}", "linear_attention": "{bogus: 1}",
+    "retention": "{gamma: 0.5, bogus: 1}", "cache": "{tokens: [x], K: [[1, 0]], V: [[1, 0]], bogus: 1}", "mla": "{bogus: 1}",
+}  # fmt: skip
+
+
+def test_every_variant_refuses_a_key_its_own_schema_does_not_list():
+    """A variant reads its mapping with the keys of its own schema row: an unknown key is one error that lists them."""
+    from attncli.core.variants import REGISTRY
+    from attncli.core.variants.keys import mapping_keys
+    from attncli.errors import AttnError
+    from attncli.sources.yaml_scenario import from_text
+
+    with_mapping = [kind for kind in REGISTRY if any(form.get("type") == "object" for form in [kind.schema, *kind.schema.get("anyOf", ())])]
+    assert sorted(kind.key for kind in with_mapping) == sorted(WITH_BOGUS)
+    for kind in with_mapping:
+        with pytest.raises(AttnError) as caught:
+            from_text(f"tokens: [a, b]\nembeddings: [[1, 0], [0, 1]]\n{kind.key}: {WITH_BOGUS[kind.key]}\n")
+        assert (caught.value.key, caught.value.line) == (f"{kind.key}.bogus", 3), kind.key
+        assert caught.value.expected == "one of: " + ", ".join(mapping_keys(kind.schema))
+
+
+def test_every_variant_key_is_read_by_someone():
+    """A key in the schema is never silently ignored: each variant reads its own, but MLA and the KV cache, which
+    change the scenario's sizes and are read by sources/yaml_scenario.py itself."""
+    from attncli.core.variants import REGISTRY
+
+    assert {kind.key for kind in REGISTRY if not hasattr(kind, "from_yaml")} == {"mla", "cache"}

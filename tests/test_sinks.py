@@ -53,7 +53,7 @@ def test_extreme_sinks_shift_the_row_and_stay_exact(sink):
 
 
 def test_one_number_is_every_heads_logit():
-    assert from_text(DOC.replace("[0.5, -1.0]", "0.25")).sink_logits.logits == (0.25, 0.25)
+    assert from_text(DOC.replace("[0.5, -1.0]", "0.25")).variant(LearnedSink).logits == (0.25, 0.25)
 
 
 def test_without_a_sink_nothing_changes_bit_for_bit():

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attncli.core import engine
-from attncli.core.variants import SoftCap
+from attncli.core.variants import Alibi, SoftCap
 from attncli.errors import AttnError
 from attncli.sources.yaml_scenario import from_text
 from attncli.walkthroughs import data
@@ -41,7 +41,7 @@ def test_weights_are_the_softmax_of_the_capped_logits(rows, cap, causal, alibi):
     L = len(rows)
     for i in range(L):
         seen = [j for j in range(L) if not causal or j <= i]
-        logits = [cap * np.tanh(head.scores[i, j] / scenario.scale.divisor / cap) - (scenario.alibi.slopes[0] * (i - j) if alibi else 0.0) for j in seen]
+        logits = [cap * np.tanh(head.scores[i, j] / scenario.scale.divisor / cap) - (scenario.variant(Alibi).slopes[0] * (i - j) if alibi else 0.0) for j in seen]
         exp = np.exp(np.array(logits) - max(logits))
         np.testing.assert_allclose(head.weights[i, seen], exp / exp.sum(), rtol=1e-12, atol=1e-15)
 

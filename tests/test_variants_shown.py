@@ -96,7 +96,7 @@ def test_every_narrating_variant_gets_its_step(results):
         titles = [step.title for step in narration.steps(expl, 3)]
         assert len(titles) == len(set(titles)), (s.name, titles)
         for variant in variants.active(s):
-            if hasattr(variant, "narrate") and getattr(variant, "shows", lambda: True)() and s.mla is None:
+            if hasattr(variant, "narrate") and getattr(variant, "shows", lambda: True)() and s.variant(variants.Mla) is None:
                 told = variant.narrate(expl, narration.Say(expl, narration.Writer(), 3, narration.Arithmetic(narration.Writer(), 3), False))
                 assert told.title in titles, (s.name, told.title)
 

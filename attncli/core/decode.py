@@ -37,6 +37,7 @@ import numpy.typing as npt
 from attncli.core import engine
 from attncli.core.engine import RunResult
 from attncli.core.scenario import Scenario
+from attncli.core.variants import Retention
 from attncli.errors import AttnError
 
 Array = npt.NDArray[np.float64]
@@ -220,7 +221,7 @@ def _recurrent(result: RunResult, head: int) -> Recurrent | None:
     from attncli.core.variants.linear import LinearAttention, recurrent
 
     s = result.scenario
-    kernel = s.linear_attention or s.retention
+    kernel = s.variant(LinearAttention) or s.variant(Retention)
     if kernel is None:
         return None
     mask = s.mask

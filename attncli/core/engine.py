@@ -23,6 +23,7 @@ import numpy as np
 from attncli.core import variants
 from attncli.core.arithmetic import Arithmetic, Rounder, finite, rounder
 from attncli.core.scenario import Scenario
+from attncli.core.variants import KvCache, Mla, Rope
 from attncli.core.variants.linear import KernelHead
 from attncli.core.variants.mla import Latent, MlaHead
 from attncli.errors import AttnError
@@ -148,7 +149,8 @@ def _run(scenario: Scenario, decimals: int | None, rows: tuple[int, ...] | None)
     kv_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # kv head -> (K, V), shared by its query heads
     wholes: dict[str, np.ndarray] = {}  # "q", "k" -> the whole projection, computed once when QK-norm spans all heads
     try:
-        latent = None if scenario.mla is None or X is None else scenario.mla.latent(X, X if X_kv is None else X_kv, scenario.rope, r)
+        mla = scenario.variant(Mla)
+        latent = None if mla is None or X is None else mla.latent(X, X if X_kv is None else X_kv, scenario.variant(Rope), r)
     except AttnError as error:  # a latent's RMSNorm that would divide 0 by 0 knows its key, not the file
         raise error.located(file=scenario.path) from None
     heads = tuple(
@@ -222,8 +224,8 @@ def head_inputs(
 
     Under multi-head latent attention (`latent`, its shared part), the scenario's Mla makes them from the latents instead.
     """
-    if s.mla is not None and latent is not None and X is not None:
-        return HeadInputs(h, None, None, None, None, None, None, *s.mla.head_inputs(h, X, latent, s.rope, r), {})
+    if (mla := s.variant(Mla)) is not None and latent is not None and X is not None:
+        return HeadInputs(h, None, None, None, None, None, None, *mla.head_inputs(h, X, latent, s.variant(Rope), r), {})
     d_k, d_v, g = s.d_k, s.d_v, s.kv_head(h)
     W_Q, W_K, W_V = block(s.W_Q, h, d_k), block(s.W_K, g, d_k), block(s.W_V, g, d_v)
     b_Q, b_K, b_V = block(s.b_Q, h, d_k), block(s.b_K, g, d_k), block(s.b_V, g, d_v)
@@ -262,8 +264,8 @@ def head_inputs(
         q, k = (q, k) if Q_rope is None or K_rope is None else (Q_rope, K_rope)
         Q_rope = finite(r(variant.apply(q, np.arange(q.shape[0]))), variant.key, f"{variant.symbol}(Q)", s, h, queries)  # (L_q, d_k)
         K_rope = finite(r(variant.apply(k, np.arange(k.shape[0]))), variant.key, f"{variant.symbol}(K)", s, h, keys)  # (L_k, d_k)
-    if s.cache is not None:  # a given KV cache: its rows (keys as the queries meet them: after QK-norm and RoPE) come first
-        K_cached, V_cached = (r(part) for part in s.cache.head_rows(g, d_k, d_v))  # (c, d_k), (c, d_v)
+    if (cache := s.variant(KvCache)) is not None:  # a given KV cache: its rows (keys as the queries meet them: after QK-norm and RoPE) come first
+        K_cached, V_cached = (r(part) for part in cache.head_rows(g, d_k, d_v))  # (c, d_k), (c, d_v)
         K, V = np.vstack([K_cached, K]), np.vstack([V_cached, V])  # (c + L, d_k), (c + L, d_v)
         K_rope = None if K_rope is None else np.vstack([K_cached, K_rope])  # (c + L, d_k)
         unknown = np.full(K_cached.shape[0], np.nan)  # (c,) a cached key's mean square before the norm: the cache holds k̂, not k
@@ -326,12 +328,12 @@ def _head(
     attention_head(q, k, n.V, reshapes, bias, visible, s.scale.divisor, a, sink)  # type: ignore[arg-type]
     t = a.kept
     mla = None
-    if s.mla is not None and latent is not None and a.rows != []:  # the absorbed form (not for a layer that keeps no rows: a checkpoint's earlier ones)
+    if (latent_attention := s.variant(Mla)) is not None and latent is not None and a.rows != []:  # the absorbed form (not for a layer that keeps no rows: a checkpoint's earlier ones)
         r = rounder(a.decimals)
-        q_both, k_both, W_UK = s.mla.absorbed_inputs(h, q, latent, r)  # (L_q, d_c + d_r), (L_k, d_c + d_r), (d_c, d_n)
+        q_both, k_both, W_UK = latent_attention.absorbed_inputs(h, q, latent, r)  # (L_q, d_c + d_r), (L_k, d_c + d_r), (d_c, d_n)
         b = Arithmetic(s, h, a.decimals, a.rows)
         mixed = attention_head(q_both, k_both, latent.C_KV, reshapes, bias, visible, s.scale.divisor, b, sink)  # (L_q, d_c)
-        mla = s.mla.absorbed(h, W_UK, q_both, b.kept["weights"], mixed, t["weights"], r)
+        mla = latent_attention.absorbed(h, W_UK, q_both, b.kept["weights"], mixed, t["weights"], r)
     t["visible"] = visible if a.rows is None else visible[a.rows]  # (L_q or rows, L_k)
     stages = (t["scores"], t["scaled"], t.get("bias"), t.get("biased"), t["visible"], t["masked"], t["shift"], t["exp"], t["exp_sum"], t["weights"], t["output"])
     reshaped = {variant.key: t[variant.key] for variant in reshapes}

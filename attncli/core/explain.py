@@ -184,8 +184,8 @@ def _explanation(
         exp_sum=float(h.exp_sum[row]),
         output=h.output[i],
         exact_output=None if exact is None else exact.output[i],
-        online=None if block_size is None else _online(h, row, block_size, result.round_steps, s.sink_logits),
-        exact_online=None if block_size is None or exact is None else _online(exact, row, block_size, None, s.sink_logits),
+        online=None if block_size is None else _online(h, row, block_size, result.round_steps, s.variant(LearnedSink)),
+        exact_online=None if block_size is None or exact is None else _online(exact, row, block_size, None, s.variant(LearnedSink)),
         sink_exp=None if h.sink_exp is None else float(h.sink_exp[i]),  # whole (L_q,): by position, not row
         sink_weight=None if h.sink_weight is None else float(h.sink_weight[i]),
     )

@@ -12,25 +12,13 @@ from __future__ import annotations
 
 import collections
 import functools
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple, TypeVar, cast
 
 import numpy as np
 
-from attncli.core import variants
-from attncli.core.variants import (
-    Alibi,
-    KvCache,
-    LearnedSink,
-    LinearAttention,
-    Mask,
-    Mla,
-    QkNorm,
-    Retention,
-    Rope,
-    ScoreBias,
-    SoftCap,
-)
+from attncli.core import variants as registry
+from attncli.core.variants import KvCache, Mask, Mla, Variant, active
 from attncli.errors import AttnError, option
 
 
@@ -40,6 +28,9 @@ def kv_head(head: int, heads: int, kv_heads: int) -> int:
     The one grouped-query map: H/G consecutive query heads share each key/value head.
     """
     return (head - 1) * kv_heads // heads + 1
+
+
+VariantT = TypeVar("VariantT")
 
 
 class Scale(NamedTuple):
@@ -73,22 +64,49 @@ class Scenario:
     V: np.ndarray | None = None  # (L_k, G*d_v)
     W_O: np.ndarray | None = None  # (H*d_v, d_out)
     b_O: np.ndarray | None = None  # (d_out,)
-    mask: Mask = field(default_factory=Mask)
-    rope: Rope | None = None
-    bias: ScoreBias | None = None
-    alibi: Alibi | None = None
-    softcap: SoftCap | None = None
-    sink_logits: LearnedSink | None = None  # gpt-oss: one logit per head in the softmax's denominator
-    qk_norm: QkNorm | None = None  # Qwen3, OLMo 2, Gemma 3: RMSNorm of q and k before RoPE
+    mask: Mask = field(default_factory=Mask)  # always there (Mask() sees every key), so a field of its own: see `variant`
     precision: int = 4  # decimals shown to people
     path: str | None = None  # the file it was read from; None when built in code
     notes: tuple[str, ...] = ()  # where the numbers come from, for the summary (e.g. a checkpoint's layer)
     word_marks: tuple[str, ...] = ()  # a real tokenizer's marks for a leading space ("␣", "Ġ", "▁"): words match without them
     encoder: str | None = None  # the architecture of an encoder checkpoint's layer ("bert"): it reads, it does not generate
-    mla: Mla | None = None  # multi-head latent attention: q, k, v from latents (W_Q, W_K, W_V are then None)
-    cache: KvCache | None = None  # keys and values given before the tokens (c of them): L_k = c + L_q, queries at c+1 … c+L_q
-    linear_attention: LinearAttention | None = None  # attention without softmax: φ(q)·φ(k) / Σ (Katharopoulos et al. 2020)
-    retention: Retention | None = None  # attention without softmax: (Q·Kᵀ ⊙ D)·V, D_ij = γ^(i−j) (RetNet)
+    variants: tuple[Variant, ...] = ()  # the other variants of attention it holds, at most one of each class (core.variants.REGISTRY):
+    # RoPE, QK-norm (RMSNorm of q and k before RoPE), soft-capping, a bias, ALiBi, learned sinks (one logit per head in the
+    # softmax's denominator), MLA (q, k, v from latents: W_Q, W_K, W_V are then None), a KV cache (c keys and values given
+    # before the tokens: L_k = c + L_q, queries at c+1 … c+L_q), linear attention or retention (no softmax). Read them with
+    # `variant(Kind)`; change them with `with_variants` and `without`, which dataclasses.replace cannot do for one of them.
+
+    def __post_init__(self) -> None:
+        kinds = [type(variant) for variant in self.variants]
+        assert len(set(kinds)) == len(kinds) and Mask not in kinds, f"one variant of each class, the mask as `mask`: {kinds}"
+
+    # -- variants ------------------------------------------------------------------------------
+
+    def variant(self, kind: type[VariantT]) -> VariantT | None:
+        """The variant whose class is `kind`, or None: s.variant(Rope) -> Rope | None; s.variant(Mask) is s.mask."""
+        return cast("VariantT | None", self._by_class.get(kind))
+
+    @functools.cached_property
+    def _by_class(self) -> dict[type, object]:
+        """Each variant by its class, the mask's too (worked out once: the engine asks several times per head)."""
+        return {type(variant): variant for variant in (self.mask, *self.variants)}
+
+    @functools.cached_property
+    def in_registry_order(self) -> tuple[Variant | Mask, ...]:
+        """The mask and the variants, in the order of core.variants.REGISTRY (the engine's order)."""
+        return tuple(sorted((self.mask, *self.variants), key=_registry_place))
+
+    def with_variants(self, *new: Variant | Mask) -> Scenario:
+        """This scenario with each of `new` in place of the variant of its class (or added, in registry order); a Mask replaces `mask`."""
+        kinds = {type(variant) for variant in new}
+        masks = [variant for variant in new if isinstance(variant, Mask)]
+        kept = [variant for variant in self.variants if type(variant) not in kinds]
+        held = sorted([*kept, *(variant for variant in new if not isinstance(variant, Mask))], key=_registry_place)
+        return replace(self, variants=tuple(held), mask=masks[-1] if masks else self.mask)
+
+    def without(self, *kinds: type) -> Scenario:
+        """This scenario without the variants of classes `kinds` (the mask cannot go: replace it by Mask())."""
+        return replace(self, variants=tuple(variant for variant in self.variants if type(variant) not in kinds))
 
     # -- sizes ---------------------------------------------------------------------------------
 
@@ -103,14 +121,16 @@ class Scenario:
 
     @property
     def key_tokens(self) -> tuple[str, ...]:
-        if self.cache is not None:
-            return self.cache.tokens + self.tokens
+        cache = self.variant(KvCache)
+        if cache is not None:
+            return cache.tokens + self.tokens
         return self.tokens if self.context is None else self.context
 
     @property
     def cached(self) -> int:
         """c, the keys given in a KV cache before the tokens (0 without): query row r (from 0) is at position c + r + 1."""
-        return 0 if self.cache is None else self.cache.length
+        cache = self.variant(KvCache)
+        return 0 if cache is None else cache.length
 
     @property
     def cross(self) -> bool:
@@ -131,16 +151,18 @@ class Scenario:
 
     @property
     def d_k(self) -> int:
-        if self.mla is not None:
-            return self.mla.d_k
+        mla = self.variant(Mla)
+        if mla is not None:
+            return mla.d_k
         queries = self.Q if self.Q is not None else self.W_Q
         assert queries is not None
         return int(queries.shape[1]) // self.heads
 
     @property
     def d_v(self) -> int:
-        if self.mla is not None:
-            return self.mla.d_v
+        mla = self.variant(Mla)
+        if mla is not None:
+            return mla.d_v
         values = self.V if self.V is not None else self.W_V
         assert values is not None
         return int(values.shape[1]) // self.G
@@ -156,7 +178,7 @@ class Scenario:
     @property
     def has_bias(self) -> bool:
         """Whether anything is added to the scaled scores (the registry's "logits" variants: a given bias, ALiBi)."""
-        return bool(variants.active(self, "logits"))
+        return bool(active(self, "logits"))
 
     @property
     def has_output_stage(self) -> bool:
@@ -188,14 +210,14 @@ class Scenario:
     @functools.cached_property
     def query_labels(self) -> tuple[str, ...]:
         """Row labels: the tokens, a token that repeats with its position ("the (4)"), counted after any cached tokens."""
-        if self.cache is not None:
+        if self.cached:
             return _unique_labels(self.key_tokens)[self.cached :]
         return _unique_labels(self.tokens)
 
     @functools.cached_property
     def key_labels(self) -> tuple[str, ...]:
         """Column labels: the context's tokens in cross-attention, cached keys marked as such, else the query labels."""
-        if self.cache is not None:
+        if self.cached:
             labels = _unique_labels(self.key_tokens)
             cached = tuple(f"{label[:-1]}, cached)" if label.endswith(")") else f"{label} (cached)" for label in labels[: self.cached])
             return cached + labels[self.cached :]
@@ -204,6 +226,17 @@ class Scenario:
     def labels(self) -> list[str]:
         """The query labels as a list (kept for callers of the first version)."""
         return list(self.query_labels)
+
+
+def held(*variants: Variant | None) -> tuple[Variant, ...]:
+    """The variants given that are there (not None), in registry order: Scenario(variants=held(rope, softcap, …))."""
+    return tuple(sorted((variant for variant in variants if variant is not None), key=_registry_place))
+
+
+def _registry_place(variant: object) -> int:
+    """Where a variant's class stands in REGISTRY (a class outside it goes last)."""
+    kinds: tuple[type, ...] = registry.REGISTRY
+    return kinds.index(type(variant)) if type(variant) in kinds else len(kinds)
 
 
 def _unique_labels(tokens: tuple[str, ...]) -> tuple[str, ...]:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from attncli.core import variants
+from attncli.core.variants import Mla, Rope
 from attncli.document.notation import Notation
 from attncli.errors import AttnError, option
 
@@ -68,8 +69,8 @@ _TEXTBOOK_STAGES: tuple[Stage, ...] = (
     Stage("exp", lambda s: True),
     Stage("weights", lambda s: True),
     Stage("output", lambda s: True),
-    Stage("latent", lambda s: s.mla is not None),  # multi-head latent attention: the latents (drawn after the embeddings)
-    Stage("absorbed", lambda s: s.mla is not None),  # ... and each head's absorbed form (drawn after its output)
+    Stage("latent", lambda s: s.variant(Mla) is not None),  # multi-head latent attention: the latents (drawn after the embeddings)
+    Stage("absorbed", lambda s: s.variant(Mla) is not None),  # ... and each head's absorbed form (drawn after its output)
 )
 
 
@@ -82,7 +83,7 @@ def _keys_from(s: Scenario) -> str:
 
 def _projection(letter: str) -> Formula:
     def formula(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-        if s.mla is not None:
+        if s.variant(Mla) is not None:
             return _latent_projection(letter, n, s)
         if s.direct:
             return f"{n(letter)} " + n.text("(given)")
@@ -114,7 +115,7 @@ def _latent_projection(letter: str, n: Notation, s: Scenario) -> str:
     t, bar = n.times(), (r" \;|\; " if n.tex else " | ")
     latent = _sub(n, "C", "KV")
     if letter == "Q":
-        source = "X" if s.mla is None or s.mla.W_DQ is None else _sub(n, "C", "Q")
+        source = "X" if (mla := s.variant(Mla)) is None or mla.W_DQ is None else _sub(n, "C", "Q")
         return f"{n('Q')} = [{source}{t}{_sub(n, 'W', 'UQ', head=True)}{bar}{source}{t}{_sub(n, 'W', 'QR', head=True)}]"
     if letter == "K":
         return f"{n('K')} = [{latent}{t}{_sub(n, 'W', 'UK', head=True)}{bar}{_sub(n, 'K', 'R')}]"
@@ -131,11 +132,11 @@ def _latent(key: str) -> Formula:
         W_UK_T = n(_sub(n, "W", "UK"), transpose=True)  # one superscript: W_{UK}^{(h)\top}
         down_q, down_kv = f"X{t}{_sub(n, 'W', 'DQ')}", f"X{t}{_sub(n, 'W', 'DKV')}"
         if key == "C_Q":
-            return f"{_sub(n, 'C', 'Q')} = " + (f"{norm}({down_q})" if s.mla is not None and s.mla.q_norm is not None else down_q)
+            return f"{_sub(n, 'C', 'Q')} = " + (f"{norm}({down_q})" if (mla := s.variant(Mla)) is not None and mla.q_norm is not None else down_q)
         if key == "D_KV":
             return down_kv
         if key == "C_KV":
-            return f"{latent} = " + (f"{norm}({down_kv})" if s.mla is not None and s.mla.kv_norm is not None else down_kv)
+            return f"{latent} = " + (f"{norm}({down_kv})" if (mla := s.variant(Mla)) is not None and mla.kv_norm is not None else down_kv)
         if key == "K_R":
             return f"{_sub(n, 'K', 'R')} = X{t}{_sub(n, 'W', 'KR')}"
         if key == "K_R_rope":
@@ -159,9 +160,9 @@ def _mla_get(attribute: str) -> Getter:
 
     def get(result: RunResult, head: HeadResult | None) -> np.ndarray | None:
         if head is None:
-            if result.mla is None or (attribute == "D_KV" and result.scenario.mla is not None and result.scenario.mla.kv_norm is None):
+            if result.mla is None or (attribute == "D_KV" and (mla := result.scenario.variant(Mla)) is not None and mla.kv_norm is None):
                 return None
-            if attribute == "K_R_rope" and result.scenario.rope is None:
+            if attribute == "K_R_rope" and result.scenario.variant(Rope) is None:
                 return None
             array: np.ndarray = getattr(result.mla, attribute)
             return array

@@ -14,6 +14,7 @@ import numpy as np
 
 from attncli.core.engine import HeadResult, RunResult
 from attncli.core.scenario import Scenario
+from attncli.core.variants import LearnedSink
 from attncli.document import stages
 from attncli.document.blocks import Matrix
 from attncli.document.notation import Notation
@@ -150,7 +151,7 @@ def remarks(view: Matrix, s: Scenario, *, shifted: bool) -> tuple[str, ...]:
         out.append(f"√d_k = √{s.d_k} = {s.scale.divisor:.6g}")
     if view.key == "weights":
         out.append("each row of E divided by its sum: A_ij = E_ij / Σ_i")
-        if s.sink_logits is not None:
+        if s.variant(LearnedSink) is not None:
             out.append("Σ_i includes e^sink, a learned sink with no value: the row's weights sum to 1 − sink_i")
     if shifted:
         out.append("m: each row's shift (its largest score), which cancels in the softmax")

@@ -12,14 +12,15 @@ import itertools
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from attncli.core.scenario import Scale, Scenario
-from attncli.core.variants import Alibi, KvCache, LearnedSink, Mask, QkNorm, Rope, ScoreBias, SoftCap, alibi_slopes
-from attncli.core.variants.linear import FEATURE_MAPS, LinearAttention, Retention
+from attncli.core import variants
+from attncli.core.scenario import Scale, Scenario, held
+from attncli.core.variants import KvCache, Mask
+from attncli.core.variants.keys import Read, Sizes, mapping_keys
 from attncli.core.variants.mla import Mla, Norm
 from attncli.errors import AttnError, option
 from attncli.sources import builtin, fields, reading
@@ -28,9 +29,7 @@ from attncli.sources.words import split_sentence
 from attncli.sources.yamltree import Map, Scalar, Seq, Value, describe, parse, to_number, to_word
 
 KEYS, MODEL_KEYS = fields.KEYS, fields.MODEL_KEYS  # every key, and those a real checkpoint's layer may have
-CONTEXT_KEYS, MASK_KEYS, ROPE_KEYS, QK_NORM_KEYS = (fields.mapping_keys(name) for name in ("context", "mask", "rope", "qk_norm"))
-MLA_KEYS = fields.mapping_keys("mla")
-CACHE_KEYS = fields.mapping_keys("cache")
+CONTEXT_KEYS = fields.mapping_keys("context")
 MAX_PRECISION = 15  # float64 carries 15-17 significant digits; more decimals would be noise
 
 
@@ -89,7 +88,7 @@ class _Validator:
         self.base = Path() if base is None else base
 
     def scenario(self) -> Scenario:
-        _check_keys(self.tree, KEYS, "")
+        _check_keys(self.tree, fields.keys(), "")
         if "model" in self.tree.items:
             return self._checkpoint()
         for key in ("layer", "special_tokens"):
@@ -130,11 +129,10 @@ class _Validator:
         cache = None
         if cache_value is not None and cache_tokens is not None:
             cache = self._cache(cache_value, tuple(cache_tokens), kv_heads, d_k, concat_width // heads)
-        mask = self._mask(L_q, L_k, c)
+        sizes = Sizes(heads, kv_heads, d_k, d_k if mla is None else mla.d_r, L_q, L_k, c)
+        found = self._variants(sizes, [variant for variant in (mla, cache) if variant is not None])
+        mask = next((variant for variant in found if isinstance(variant, Mask)), Mask(first=c))
         self._check_rows_see_a_key(mask, L_q, L_k, tokens)
-        rope = self._rope(d_k if mla is None else mla.d_r, L_q if cache is not None else max(L_q, L_k))
-        if rope is not None and cache is not None:  # the new tokens continue after the cached ones: rows from position offset + c
-            rope = replace(rope, offset=rope.offset + c)
         return Scenario(
             name=self._text("name", default=self.stem),
             description=self._text("description", default=""),
@@ -149,18 +147,22 @@ class _Validator:
             b_O=_frozen(b_O),
             scale=self._scale(d_k),
             mask=mask,
-            rope=rope,
-            bias=self._score_bias(heads, L_q, L_k),
-            alibi=None if (alibi := self._alibi(heads)) is None else replace(alibi, first=c),  # ALiBi counts absolute positions, from the cache's start
-            softcap=self._softcap(),
-            sink_logits=self._sink_logits(heads),
-            qk_norm=self._qk_norm(heads, kv_heads, d_k),
+            variants=held(*(variant for variant in found if not isinstance(variant, Mask))),
             precision=self._int("precision", default=4, minimum=0, maximum=MAX_PRECISION),
             path=self.path,
-            mla=mla,
-            cache=cache,
-            **self._without_softmax(heads, mla is not None),  # type: ignore[arg-type]  # linear_attention= or retention=, or nothing
         )
+
+    def _variants(self, sizes: Sizes, found: list[Any]) -> list[Any]:
+        """`found` and each variant the file gives that reads its own key (`from_yaml`), in the order of the key table."""
+        order = {key: place for place, key in enumerate(fields.keys())}
+        for kind in sorted(variants.REGISTRY, key=lambda kind: order.get(kind.key, len(order))):
+            value = self._get(kind.key)
+            if value is not None and hasattr(kind, "from_yaml"):
+                read: Read = _Read(self, value, kind.key)  # mypy checks that _Read is a Read
+                variant = kind.from_yaml(read, sizes)
+                if variant is not None:
+                    found.append(variant)
+        return found
 
     def _cache_value(self, cross: bool) -> Map | None:
         """The `cache` mapping, refused beside what it cannot go with."""
@@ -169,12 +171,13 @@ class _Validator:
             return None
         if not isinstance(value, Map):
             raise self._error(f"found {describe(value)}", "cache", "a mapping {tokens, K, V}: the cached tokens, keys and values", value)
-        _check_keys(value, CACHE_KEYS, "cache.")
+        _check_keys(value, mapping_keys(KvCache.schema), "cache.")
         if cross:
             raise self._error("a KV cache holds earlier tokens of the same sequence, so it has no use in cross-attention", "cache",
                               "no `cache` beside `context`", value)  # fmt: skip
-        if "mla" in self.tree.items:
-            raise self._error("`cache` with `mla`: multi-head latent attention caches its latent, not k and v", "cache", "no `cache` beside `mla`", value)
+        for key, why in KvCache.excludes.items():
+            if key in self.tree.items:
+                raise self._error(f"`cache` with `{key}`: {why}", "cache", f"no `cache` beside `{key}`", value)
         for key in ("K", "V"):
             if key not in value.items:
                 raise self._error(f"the cache has no `{key}`", "cache", "`tokens`, `K` and `V`: the cached tokens, their keys and values", value)
@@ -199,17 +202,14 @@ class _Validator:
         if not isinstance(value, Map):
             assert value is not None  # the caller saw the key
             raise self._error(f"found {describe(value)}", "mla", "a mapping of W_DKV, W_KR, W_UK, W_UV, W_UQ, W_QR (and W_DQ, kv_norm, q_norm)", value)
-        _check_keys(value, MLA_KEYS, "mla.")
+        _check_keys(value, mapping_keys(Mla.schema), "mla.")
         beside = [key for key in ("W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V", "Q", "K", "V") if key in self.tree.items]
         if beside or cross or kv_heads != heads:
             key = beside[0] if beside else "context" if cross else "kv_heads"
             raise self._error(f"`{key}` has no use with `mla`: every head's q, k and v come from the latents", key, "`mla:` without it")
-        if "qk_norm" in self.tree.items:  # the expanded and the absorbed form would differ: RMSNorm of k does not commute with W_UK
-            raise self._error(
-                "`qk_norm` has no use with `mla`: MLA normalises its latents (`kv_norm`, `q_norm`), not each head's q and k",
-                "qk_norm",
-                "`mla:` without `qk_norm` (its `kv_norm` and `q_norm` are the RMSNorms DeepSeek applies)",
-            )
+        for other, (why, instead) in Mla.excludes.items():  # qk_norm: the expanded and absorbed forms would differ (RMSNorm of k and W_UK do not commute)
+            if other in self.tree.items:
+                raise self._error(why, other, instead)
 
         def matrix(key: str, rows: int, what: str, per_head: bool = False) -> np.ndarray:
             item = value.items.get(key)
@@ -641,6 +641,16 @@ class _Validator:
             raise self._error(f"{key} has {vector.shape[0]} numbers", key, f"{length} = {what}", value)
         return vector
 
+    def _check_rows_see_a_key(self, mask: Mask, L_q: int, L_k: int, tokens: list[str]) -> None:
+        blind = np.flatnonzero(~mask.visible(L_q, L_k).any(axis=1))  # queries (from 0) that see nothing
+        if blind.size:
+            i = int(blind[0]) + 1
+            raise self._error(
+                f"query {i} ({tokens[i - 1]!r}) would see no key at all: its softmax has nothing to weigh",
+                "mask",
+                "a mask that leaves every query at least one key",
+            )
+
     def _scale(self, d_k: int) -> Scale:
         value = self._get("scale")
         if value is None or (isinstance(value, Scalar) and value.text == "sqrt_dk"):
@@ -660,299 +670,80 @@ class _Validator:
             raise self._error(f"{value.text} is not positive", "scale", expected, value)
         return Scale("value", divisor)
 
-    # -- variants --------------------------------------------------------------------------
+class _Read:
+    """One value of the file as a variant reads it (core.variants.keys.Read): its path, its form, its numbers, its errors."""
 
-    def _mask(self, L_q: int, L_k: int, cached: int = 0) -> Mask:
-        """The mask; after `cached` keys of a given KV cache, its rules count the queries from position cached + 1."""
-        mask = self._mask_given(L_q, L_k, cached)
-        return mask if not cached else replace(mask, first=cached)
+    __slots__ = ("_validator", "_value", "path")
 
-    def _mask_given(self, L_q: int, L_k: int, cached: int) -> Mask:
-        value = self._get("mask")
-        expected = "`none`, `causal`, a mapping {causal, window, sinks, padding}, or an L_q × L_k matrix of 0/1"
-        if value is None:
-            return Mask()
-        if isinstance(value, Scalar):
-            word = to_word(value, "mask")
-            if word in ("none", "causal"):
-                mask = Mask(causal=word == "causal")
-            else:
-                close = difflib.get_close_matches(word, ["none", "causal"], n=1, cutoff=0.6)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise self._error(f"found {word!r}{hint}", "mask", expected, value)
-        elif isinstance(value, Seq):
-            matrix = to_matrix(value, "mask")
-            if matrix.shape != (L_q, L_k):
-                raise self._error(f"the mask matrix is {matrix.shape[0]} × {matrix.shape[1]}", "mask", f"{L_q} × {L_k}: one row per query, one column per key", value)
-            if not np.isin(matrix, (0.0, 1.0)).all():
-                raise self._error("the mask matrix holds numbers other than 0 and 1", "mask", "1 where the query sees the key, 0 where it is hidden", value)
-            matrix_bool = matrix.astype(bool)
-            matrix_bool.setflags(write=False)
-            mask = Mask(matrix=matrix_bool)
-        else:
-            mask = self._mask_rules(value, L_q, L_k)
-        if mask.causal and L_q + cached != L_k:
-            raise self._error(
-                f"a causal mask needs as many queries as keys, but there are {L_q} and {L_k}",
-                "mask",
-                "no causal mask in cross-attention between sequences of different lengths",
-                value,
-            )
-        return mask
+    def __init__(self, validator: _Validator, value: Value, path: str) -> None:
+        self._validator = validator
+        self._value = value
+        self.path = path
 
-    def _mask_rules(self, value: Map, L_q: int, L_k: int) -> Mask:
-        _check_keys(value, MASK_KEYS, "mask.")
-        items = value.items
-        causal = self._bool("mask.causal", False, items.get("causal")) if "causal" in items else False
-        window = None
-        if "window" in items:
-            window = self._int("mask.window", 0, minimum=0, value=items["window"])
-        sinks = 0
-        if "sinks" in items:
-            sinks = self._int("mask.sinks", 0, minimum=0, maximum=L_k, value=items["sinks"], what="a number of sink keys")
-        padding: tuple[int, ...] = ()
-        if "padding" in items:
-            padding_value = items["padding"]
-            if not isinstance(padding_value, Seq):
-                raise self._error(f"found {describe(padding_value)}", "mask.padding", "a list of key positions, from 1", padding_value)
-            padding = tuple(
-                self._int(f"mask.padding[{n}]", 1, minimum=1, maximum=L_k, value=item, what="a key position")
-                for n, item in enumerate(padding_value.items, 1)
-            )
-        return Mask(causal=causal, window=window, sinks=sinks, padding=tuple(sorted(set(padding))))
-
-    def _check_rows_see_a_key(self, mask: Mask, L_q: int, L_k: int, tokens: list[str]) -> None:
-        blind = np.flatnonzero(~mask.visible(L_q, L_k).any(axis=1))  # queries (from 0) that see nothing
-        if blind.size:
-            i = int(blind[0]) + 1
-            raise self._error(
-                f"query {i} ({tokens[i - 1]!r}) would see no key at all: its softmax has nothing to weigh",
-                "mask",
-                "a mask that leaves every query at least one key",
-            )
-
-    def _rope(self, d_k: int, L: int) -> Rope | None:
-        """RoPE from `rope`: true, or a mapping (θ, style, partial rotary, offset, or given angles or a cos/sin table); L rows for a given one."""
-        value = self._get("rope")
-        if value is None:
-            return None
-        if isinstance(value, Scalar) and value.plain and value.kind == "bool":
-            rope = Rope() if self._bool("rope", False) else None
-        elif isinstance(value, Map):
-            rope = self._rope_mapping(value, d_k, L)
-        else:
-            raise self._error(f"found {describe(value)}", "rope", "`true`, or {theta: 10000, style: half | interleaved}", value)
-        if rope is not None and rope.width(d_k) % 2:
-            raise self._error(f"RoPE turns pairs of coordinates, but d_k = {d_k} is odd", "rope", "an even d_k", value)
-        return rope
-
-    def _rope_mapping(self, value: Map, d_k: int, L: int) -> Rope:
-        _check_keys(value, ROPE_KEYS, "rope.")
-        items = value.items
-        theta = 10000.0
-        if "theta" in items:
-            theta = to_number(items["theta"], "rope.theta")
-            if theta <= 1:
-                raise self._error(f"θ = {theta:g}", "rope.theta", "a base above 1, such as 10000", items["theta"])
-        style = "half"
-        if "style" in items:
-            style = to_word(items["style"], "rope.style")
-            if style not in ("half", "interleaved"):
-                raise self._error(f"found {style!r}", "rope.style", "`half` (Llama, GPT-NeoX) or `interleaved` (RoFormer)", items["style"])
-        for one, other in (("fraction", "rotary_dim"), ("angles", "cos"), ("angles", "sin"), ("theta", "angles"), ("theta", "cos")):
-            if one in items and other in items:
-                raise self._error(f"both `{one}` and `{other}` are given", f"rope.{other}", f"one of `{one}` and `{other}`", items[other])
-        rotary_dim = d_k
-        if "fraction" in items:
-            fraction = to_number(items["fraction"], "rope.fraction")
-            r = d_k * fraction
-            if not 0 < fraction <= 1 or r != int(r) or int(r) % 2:
-                raise self._error(f"fraction {fraction:g} of d_k = {d_k} is {r:g} coordinates", "rope.fraction",
-                                  f"a fraction that leaves an even number of coordinates, e.g. 0.25 or 0.5 of {d_k}", items["fraction"])  # fmt: skip
-            rotary_dim = int(r)
-        if "rotary_dim" in items:
-            rotary_dim = self._int("rope.rotary_dim", 0, 2, d_k, items["rotary_dim"], "an even number of coordinates")
-            if rotary_dim % 2:
-                raise self._error(f"rotary_dim {rotary_dim} is odd", "rope.rotary_dim", f"an even number from 2 to d_k = {d_k}", items["rotary_dim"])
-        offset = self._int("rope.offset", 0, 0, 2**31, items.get("offset"), "a position") if "offset" in items else 0
-        angles = cos = sin = None
-        if "angles" in items:
-            angles = self._rope_rows(items["angles"], "rope.angles", L)
-            rotary_dim = self._rope_width(2 * angles.shape[1], rotary_dim, d_k, items, "angles", "one angle per pair")
-        if "cos" in items or "sin" in items:
-            for key, other in (("cos", "sin"), ("sin", "cos")):
-                if key not in items:
-                    raise self._error(f"`{other}` is given without `{key}`", f"rope.{key}", "both `cos` and `sin`, tables of one shape", items[other])
-            cos, sin = self._rope_rows(items["cos"], "rope.cos", L), self._rope_rows(items["sin"], "rope.sin", L)
-            if cos.shape != sin.shape:
-                raise self._error(f"sin is {sin.shape[0]} × {sin.shape[1]} but cos is {cos.shape[0]} × {cos.shape[1]}", "rope.sin",
-                                  "a sin table of the cos table's shape", items["sin"])  # fmt: skip
-            rotary_dim = self._rope_width(cos.shape[1], rotary_dim, d_k, items, "cos", "one column per rotated coordinate")
-        return Rope(
-            theta=theta, style=style, rotary_dim=rotary_dim if rotary_dim < d_k else None, offset=offset,
-            given_angles=_frozen(angles), given_cos=_frozen(cos), given_sin=_frozen(sin),
-        )  # fmt: skip
-
-    def _rope_rows(self, value: Value, key: str, L: int) -> np.ndarray:
-        """A given angle or cos/sin table: one row per token (L of them), the first at position `offset`."""
-        table = to_matrix(value, key)
-        if table.shape[0] != L:
-            raise self._error(f"{table.shape[0]} rows for {L} tokens", key, f"{L} rows, one per token (row 1 is the first token's)", value)
-        return table
-
-    def _rope_width(self, width: int, rotary_dim: int, d_k: int, items: dict[str, Value], key: str, columns: str) -> int:
-        """The rotated width a given table implies, checked against d_k and any fraction or rotary_dim beside it."""
-        said = next((k for k in ("fraction", "rotary_dim") if k in items), None)
-        if width > d_k or width % 2 or (said is not None and width != rotary_dim):
-            wanted = f"{rotary_dim // 2 if key == 'angles' else rotary_dim} columns ({columns}, r = {rotary_dim} as `{said}` says)" if said else (
-                f"{columns}, for an even r of at most d_k = {d_k}")  # fmt: skip
-            raise self._error(f"the table implies r = {width} rotated coordinates", f"rope.{key}", wanted, items[key])
-        return width
-
-    def _score_bias(self, heads: int, L_q: int, L_k: int) -> ScoreBias | None:
-        value = self._get("bias")
-        if value is None:
-            return None
-        if isinstance(value, Seq) and value.items and all(isinstance(m, Seq) and m.items and isinstance(m.items[0], Seq) for m in value.items):
-            matrices = [to_matrix(m, f"bias[{h}]") for h, m in enumerate(value.items, 1)]
-            if len(matrices) != heads:
-                raise self._error(f"{len(matrices)} bias matrices for heads = {heads}", "bias", f"one matrix for all heads, or {heads}", value)
-        else:
-            matrices = [to_matrix(value, "bias")]
-        for h, matrix in enumerate(matrices, 1):
-            if matrix.shape != (L_q, L_k):
-                where = f"bias[{h}]" if len(matrices) > 1 else "bias"
-                raise self._error(f"the bias is {matrix.shape[0]} × {matrix.shape[1]}", where, f"{L_q} × {L_k}: one row per query, one column per key", value)
-        stacked = np.array(matrices, dtype=np.float64)  # (1 or H, L_q, L_k)
-        stacked.setflags(write=False)
-        return ScoreBias(stacked)
-
-    def _softcap(self) -> SoftCap | None:
-        value = self._get("softcap")
-        if value is None:
-            return None
-        expected = "a positive number, the cap of cap·tanh(s / cap) (Gemma 2 uses 50.0)"
-        if not (isinstance(value, Scalar) and value.plain):
-            raise self._error(f"found {describe(value)}", "softcap", expected, value)
-        cap = to_number(value, "softcap")
-        if not (math.isfinite(cap) and cap > 0):
-            raise self._error(f"found {value.text}", "softcap", expected, value)
-        return SoftCap(cap)
-
-    def _sink_logits(self, heads: int) -> LearnedSink | None:
-        value = self._get("sink_logits")
-        if value is None:
-            return None
-        expected = f"{heads} finite numbers, one logit per head (gpt-oss's learned sinks), or one number for every head"
-        if isinstance(value, Scalar) and value.plain and value.kind != "bool":
-            logits = [to_number(value, "sink_logits")] * heads
-        elif isinstance(value, Seq) and all(isinstance(item, Scalar) and item.plain and item.kind != "bool" for item in value.items):
-            logits = [to_number(item, f"sink_logits[{n}]") for n, item in enumerate(value.items, 1)]
-            if len(logits) != heads:
-                raise self._error(f"{len(logits)} sink logits for heads = {heads}", "sink_logits", expected, value)
-        else:
-            raise self._error(f"found {describe(value)}", "sink_logits", expected, value)
-        return LearnedSink(tuple(float(logit) for logit in logits))
-
-    def _without_softmax(self, heads: int, mla: bool) -> dict[str, LinearAttention | Retention]:
-        """`linear_attention:` or `retention:` (one of them), refused beside what only a softmax has."""
-        given = [key for key in ("linear_attention", "retention") if self._get(key) is not None]
-        if not given:
-            return {}
-        key, value = given[0], self._get(given[0])
-        assert value is not None
-        beside = [other for other in ("linear_attention", "retention", "softcap", "sink_logits", "bias", "alibi") if other != key and self._get(other) is not None]
-        if mla:
-            beside.append("mla")
-        if beside:
-            raise self._error(f"{key} beside {beside[0]}", key, f"{key} alone: {beside[0]} changes a softmax, and {key} has none", value)
-        if key == "linear_attention":
-            expected = "{feature_map: elu+1 | relu | identity}"
-            if not isinstance(value, Map):
-                raise self._error(f"found {describe(value)}", key, expected, value)
-            _check_keys(value, ("feature_map",), "linear_attention.")
-            name = "elu+1"
-            if "feature_map" in value.items:
-                item = value.items["feature_map"]
-                name = item.text if isinstance(item, Scalar) else ""
-                if name not in FEATURE_MAPS:
-                    raise self._error(f"found {describe(item)}", "linear_attention.feature_map", "elu+1, relu or identity", item)
-            return {key: LinearAttention(name)}
-        expected = f"{{gamma: γ}}, γ in (0, 1]: one number for every head, or {heads}, one per head"
-        if not isinstance(value, Map) or "gamma" not in value.items:
-            raise self._error(f"found {describe(value)}", key, expected, value)
-        _check_keys(value, ("gamma",), "retention.")
-        item = value.items["gamma"]
-        if isinstance(item, Scalar) and item.plain and item.kind != "bool":
-            gammas = [to_number(item, "retention.gamma")] * heads
-        elif isinstance(item, Seq) and all(isinstance(x, Scalar) and x.plain and x.kind != "bool" for x in item.items):
-            gammas = [to_number(x, f"retention.gamma[{n}]") for n, x in enumerate(item.items, 1)]
-            if len(gammas) != heads:
-                raise self._error(f"{len(gammas)} decays for heads = {heads}", "retention.gamma", expected, item)
-        else:
-            raise self._error(f"found {describe(item)}", "retention.gamma", expected, item)
-        if not all(0 < gamma <= 1 for gamma in gammas):
-            raise self._error(f"found {', '.join(f'{g:g}' for g in gammas)}", "retention.gamma", expected, item)
-        return {key: Retention(tuple(float(gamma) for gamma in gammas))}
-
-    def _qk_norm(self, heads: int, kv_heads: int, d_k: int) -> QkNorm | None:
-        value = self._get("qk_norm")
-        if value is None:
-            return None
-        if isinstance(value, Scalar) and value.plain and value.kind == "bool":
-            if not self._bool("qk_norm", False):
-                return None
-            return QkNorm(_frozen(np.ones(d_k)), _frozen(np.ones(d_k)))  # type: ignore[arg-type]
-        if not isinstance(value, Map):
-            raise self._error(f"found {describe(value)}", "qk_norm", "`true`, or {over: head | whole, q_weight, k_weight, eps, form: w | 1+w}", value)
-        _check_keys(value, QK_NORM_KEYS, "qk_norm.")
-        items = value.items
-        over = "head"
-        if "over" in items:
-            over = to_word(items["over"], "qk_norm.over")
-            if over not in ("head", "whole"):
-                raise self._error(f"found {over!r}", "qk_norm.over", "`head` (each head's d_k numbers: Qwen3, Gemma 3) or `whole` (OLMo 2)", items["over"])
-        form = "w"
-        if "form" in items:
-            form = to_word(items["form"], "qk_norm.form")
-            if form not in ("w", "1+w"):
-                raise self._error(f"found {form!r}", "qk_norm.form", "`w` (x / rms · w) or `1+w` (Gemma's x / rms · (1 + w))", items["form"])
-        eps = 1e-6
-        if "eps" in items:
-            eps = to_number(items["eps"], "qk_norm.eps")
-            if not (math.isfinite(eps) and eps >= 0):
-                raise self._error(f"found {items['eps'].text}", "qk_norm.eps", "a number ≥ 0, such as 1e-6", items["eps"])  # type: ignore[union-attr]
-        weights = []
-        for role, count in (("q", heads), ("k", kv_heads)):
-            length = d_k * count if over == "whole" else d_k
-            key = f"{role}_weight"
-            if key not in items:
-                weights.append(np.zeros(length) if form == "1+w" else np.ones(length))
-                continue
-            vector = to_vector(items[key], f"qk_norm.{key}")
-            if len(vector) != length:
-                what = f"{count}·d_k = {length}, the whole {role} projection" if over == "whole" else f"d_k = {d_k}, shared by every head"
-                raise self._error(f"{len(vector)} numbers", f"qk_norm.{key}", f"{length} numbers ({what})", items[key])
-            weights.append(vector)
-        return QkNorm(_frozen(weights[0]), _frozen(weights[1]), eps=eps, over=over, offset=1.0 if form == "1+w" else 0.0)  # type: ignore[arg-type]
-
-    def _alibi(self, heads: int) -> Alibi | None:
-        value = self._get("alibi")
-        if value is None:
-            return None
-        if isinstance(value, Scalar) and value.plain and value.kind == "bool":
-            return Alibi(alibi_slopes(heads)) if self._bool("alibi", False) else None
+    @property
+    def form(self) -> str:
+        value = self._value
         if isinstance(value, Map):
-            _check_keys(value, ("slopes",), "alibi.")
-            slopes_value = value.items.get("slopes")
-            if slopes_value is None:
-                raise self._error("`slopes` is missing", "alibi", "{slopes: [m_1, …, m_H]}", value)
-            slopes = to_vector(slopes_value, "alibi.slopes")
-            if len(slopes) != heads:
-                few = "too few" if len(slopes) < heads else "too many"
-                raise self._error(f"{len(slopes)} slopes for {heads} heads ({few})", "alibi.slopes", f"{heads} slopes, one per head", slopes_value)
-            return Alibi(tuple(float(m) for m in slopes), given=True)
-        raise self._error(f"found {describe(value)}", "alibi", "`true` for the paper's slopes, or {slopes: [m_1, …, m_H]}", value)
+            return "mapping"
+        if isinstance(value, Seq):
+            return "list"
+        return "plain" if value.plain else "quoted"
+
+    @property
+    def kind(self) -> str:
+        return self._value.kind if isinstance(self._value, Scalar) else ""
+
+    @property
+    def text(self) -> str:
+        return self._value.text if isinstance(self._value, Scalar) else ""
+
+    def found(self) -> str:
+        return f"found {describe(self._value)}"
+
+    def number(self) -> float:
+        return to_number(self._value, self.path)
+
+    def word(self) -> str:
+        return to_word(self._value, self.path)
+
+    def boolean(self) -> bool:
+        return self._validator._bool(self.path, False, self._value)
+
+    def whole(self, minimum: int, maximum: int | None = None, what: str = "a whole number") -> int:
+        return self._validator._int(self.path, 0, minimum, maximum, self._value, what)
+
+    def vector(self) -> np.ndarray:
+        return to_vector(self._value, self.path)
+
+    def matrix(self) -> np.ndarray:
+        return to_matrix(self._value, self.path)
+
+    def matrices(self) -> list[np.ndarray] | None:
+        value = self._value
+        if isinstance(value, Seq) and value.items and all(isinstance(m, Seq) and m.items and isinstance(m.items[0], Seq) for m in value.items):
+            return [to_matrix(m, f"{self.path}[{h}]") for h, m in enumerate(value.items, 1)]
+        return None
+
+    def items(self) -> list[Read]:
+        value = self._value
+        listed = value.items if isinstance(value, Seq) else []
+        return [_Read(self._validator, item, f"{self.path}[{n}]") for n, item in enumerate(listed, 1)]
+
+    def keys_given(self) -> list[str]:
+        return list(self._value.items) if isinstance(self._value, Map) else []
+
+    def mapping(self, keys: Sequence[str]) -> dict[str, Read]:
+        value = self._value
+        assert isinstance(value, Map), "a variant asks for a mapping once its form says it is one"
+        _check_keys(value, tuple(keys), f"{self.path}.")
+        return {key: _Read(self._validator, item, f"{self.path}.{key}") for key, item in value.items.items()}
+
+    def given_variants(self) -> list[type[Any]]:
+        return [kind for kind in variants.REGISTRY if kind.key in self._validator.tree.items]
+
+    def error(self, message: str, expected: str, *, key: str | None = None) -> AttnError:
+        return AttnError(message, line=self._value.line, key=key or self.path, expected=expected)
+
 
 
 def _first(arrays: dict[str, np.ndarray | None], *keys: str) -> np.ndarray:

@@ -45,7 +45,7 @@ def scenario_json(s: Scenario) -> dict[str, Any]:
         "context": None if s.context is None else {"tokens": list(s.context), "labels": list(s.key_labels)},
     }
     for kind in variants.in_json_order():  # masking, rope, alibi, bias, then any variant added later
-        variant = getattr(s, kind.key)
+        variant = s.variant(kind)
         doc[kind.json_key] = kind.json_absent if variant is None else variant.as_json()
     doc["notes"] = list(s.notes)
     return doc

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from attncli.core.explain import Explanation
+from attncli.core.variants import Mla, Rope
 from attncli.document import numbers
 from attncli.document.blocks import Line, Step
 from attncli.document.notation import Notation, Writer
@@ -43,7 +44,7 @@ def _shown_keys(expl: Explanation) -> list[int]:
 
 def intro(expl: Explanation) -> list[str]:
     """The sentence explain's intro says instead of 'columns … of W_Q' under MLA."""
-    s, mla = expl.scenario, expl.scenario.mla
+    s, mla = expl.scenario, expl.scenario.variant(Mla)
     assert mla is not None
     h = expl.head.head
     return [
@@ -57,13 +58,13 @@ def intro(expl: Explanation) -> list[str]:
 def before_scores(expl: Explanation, p: int, w: Writer) -> list[Step]:
     """The query from its embedding, the keys and values from the latent, and the rotation of the decoupled part."""
     steps = [_query(expl, p, w), _latent(expl, p, w)]
-    if expl.scenario.rope is not None:
+    if expl.scenario.variant(Rope) is not None:
         steps.append(_rotation(expl, p, w))
     return steps
 
 
 def _query(expl: Explanation, p: int, w: Writer) -> Step:
-    s, mla, lat = expl.scenario, expl.scenario.mla, expl.result.mla
+    s, mla, lat = expl.scenario, expl.scenario.variant(Mla), expl.result.mla
     assert mla is not None and lat is not None and expl.e is not None
     n = Notation(expl.head.head if s.heads > 1 else None, w.tex)
     word, i, d_n = w.label(expl.token), expl.position - 1, mla.d_n
@@ -86,7 +87,7 @@ def _query(expl: Explanation, p: int, w: Writer) -> Step:
 
 
 def _latent(expl: Explanation, p: int, w: Writer) -> Step:
-    s, mla, lat = expl.scenario, expl.scenario.mla, expl.result.mla
+    s, mla, lat = expl.scenario, expl.scenario.variant(Mla), expl.result.mla
     assert mla is not None and lat is not None
     n = Notation(expl.head.head if s.heads > 1 else None, w.tex)
     c_KV, k_R = _sub(w, "c", "KV"), _sub(w, "k", "R")
@@ -110,8 +111,8 @@ def _latent(expl: Explanation, p: int, w: Writer) -> Step:
 
 
 def _rotation(expl: Explanation, p: int, w: Writer) -> Step:
-    s, mla = expl.scenario, expl.scenario.mla
-    rope = s.rope
+    s, mla = expl.scenario, expl.scenario.variant(Mla)
+    rope = s.variant(Rope)
     assert mla is not None and rope is not None
     d_n, d_r = mla.d_n, mla.d_r
     position = expl.position - 1
@@ -142,7 +143,7 @@ def _rotation(expl: Explanation, p: int, w: Writer) -> Step:
 
 def absorbed(expl: Explanation, p: int, w: Writer) -> Step:
     """The same row on the latent: q̃ = q_C·W_UKᵀ meets c_KV, q_R′ meets k_R′; the weights mix the latents; then ·W_UV."""
-    s, mla, lat, head = expl.scenario, expl.scenario.mla, expl.result.mla, expl.head.mla
+    s, mla, lat, head = expl.scenario, expl.scenario.variant(Mla), expl.result.mla, expl.head.mla
     assert mla is not None and lat is not None and head is not None
     n = Notation(expl.head.head if s.heads > 1 else None, w.tex)
     i, row = expl.position - 1, _row(expl)

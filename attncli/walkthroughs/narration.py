@@ -23,6 +23,7 @@ import numpy as np
 from attncli.core import variants
 from attncli.core.explain import Explanation, KeyStep
 from attncli.core.scenario import Scenario
+from attncli.core.variants import Mla
 from attncli.document import numbers
 from attncli.document.blocks import Line, Step
 from attncli.document.notation import Notation, Writer
@@ -51,7 +52,7 @@ def intro(expl: Explanation) -> list[str]:
         lines.append(f"{quoted(expl.token)} also occurs at position {where}; pick one with {option('position')} N.")
     if s.cross:
         lines.append(f"Cross-attention: the query comes from this sentence, the {s.L_k} keys and values from the context.")
-    if s.mla is not None:  # multi-head latent attention: its own account of the head's columns
+    if s.variant(Mla) is not None:  # multi-head latent attention: its own account of the head's columns
         from attncli.walkthroughs import latent
 
         lines += latent.intro(expl)
@@ -85,7 +86,7 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
     """The steps at `p` decimals (decided once, by `numbers.decimals`), written by `w`; `full`: every term, key and matrix."""
     s = expl.scenario
     check = Arithmetic(w, p)
-    if s.mla is not None:  # multi-head latent attention: the query, the latent and the decoupled rotation (walkthroughs/latent.py)
+    if s.variant(Mla) is not None:  # multi-head latent attention: the query, the latent and the decoupled rotation (walkthroughs/latent.py)
         from attncli.walkthroughs import latent
 
         out = latent.before_scores(expl, p, w)
@@ -95,7 +96,7 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
         out.append(_keys_values(expl, p, w, check, full))
     say = Say(expl, w, p, check, full)
     out += _variant_steps(expl, "norm", say)
-    if s.mla is None:  # with multi-head latent attention, latent.before_scores turned the decoupled part itself
+    if s.variant(Mla) is None:  # with multi-head latent attention, latent.before_scores turned the decoupled part itself
         out += _variant_steps(expl, "qk", say)
     without_softmax = _variant_steps(expl, "kernel", say)  # linear attention, retention: their step replaces the softmax's
     if not without_softmax:
@@ -111,7 +112,7 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
         out += [_exponentials(expl, p, w, check, full), _sum(expl, p, w, check, full), _weights(expl, p, w, check, full)]
         out += _variant_steps(expl, "denominator", say)
     out += [_weighted(expl, p, w, check, full), _output(expl, p, w, check, full)]
-    if s.mla is not None and expl.head.mla is not None:  # the same row the absorbed way, and the cache it needs
+    if s.variant(Mla) is not None and expl.head.mla is not None:  # the same row the absorbed way, and the cache it needs
         out.append(latent.absorbed(expl, p, w))
     if s.W_O is not None or s.b_O is not None:
         out.append(_projection(expl, p, w, check, full))

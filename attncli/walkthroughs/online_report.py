@@ -16,6 +16,7 @@ from attncli.core import online
 from attncli.core.decode import Decode, DecodeStep
 from attncli.core.engine import RunResult
 from attncli.core.online import Tiling
+from attncli.core.variants import Alibi, LearnedSink, LinearAttention, Mla, QkNorm, Retention, Rope
 from attncli.document.blocks import (
     DROPPED,
     EMPTY,
@@ -98,7 +99,7 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
         "rows are divided by l once their last key block is done. A tile the mask hides entirely is skipped. "
         "Tile i, j is query block i with key block j; m, l and the rescale factor are given for each of its queries.",
     ]
-    if s.sink_logits is not None:
+    if s.variant(LearnedSink) is not None:
         intro.append("Each head's learned sink (sink_logits) starts every row at m = sink, l = e^0 = 1, o = 0: one more logit, "
                      "with no value, so it enters the sum l but not the output o.")  # fmt: skip
     if result.round_steps is not None:
@@ -134,7 +135,7 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
                          "cancels; only the order of the additions differs.")  # fmt: skip
         if result.exact is not None:
             exact = result.exact.head(head)
-            sink = None if s.sink_logits is None else s.sink_logits.logit(head)
+            sink = None if (learned := s.variant(LearnedSink)) is None else learned.logit(head)
             again = online.tiled(exact.masked, exact.V, block_size=B_k, query_block_size=B_q, d_k=s.d_k, sink=sink)
             out_notes.append(f"Rounded by hand, the tiles round at other points than the ordinary chain, hence the difference above; "
                              f"in exact arithmetic the two differ by {ulps(again.output - exact.output)}.")  # fmt: skip
@@ -177,29 +178,29 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
     if c:
         intro.append(f"The cache starts with {c} given key{'s' * (c > 1)} and value{'s' * (c > 1)} ({span(np.arange(1, c + 1))}: "
                      f"{', '.join(quoted(t) for t in s.key_tokens[:c])}), as a KV cache holds them: given, not projected"
-                     + (", the keys already normalised by QK-norm" + (" and" if s.rope is not None else "") if s.qk_norm is not None else "")
-                     + ((", the keys already" if s.qk_norm is None else "") + " turned by RoPE at their positions" if s.rope is not None else "")
+                     + (", the keys already normalised by QK-norm" + (" and" if s.variant(Rope) is not None else "") if s.variant(QkNorm) is not None else "")
+                     + ((", the keys already" if s.variant(QkNorm) is None else "") + " turned by RoPE at their positions" if s.variant(Rope) is not None else "")
                      + f". The steps begin at position {c + 1}.")  # fmt: skip
-        if s.alibi is not None:
+        if s.variant(Alibi) is not None:
             intro.append(f"ALiBi counts positions from the cache's start: step t adds −m·(t − j) to the score of key j, as if the "
                          f"{c} cached token{'s' * (c > 1)} had been computed with the rest.")  # fmt: skip
-    rope_start = 0 if s.rope is None else s.rope.offset - c  # the RoPE position of key 1
-    if s.rope is not None:
+    rope_start = 0 if (rope := s.variant(Rope)) is None else rope.offset - c  # the RoPE position of key 1
+    if rope is not None:
         if rope_start:
             intro.append(f"Under RoPE, step t turns q and k by position {rope_start} + t − 1 (the first token sits at position "
                          f"{rope_start}, rope.offset): the cached keys keep their turn, and positions simply continue.")
         else:
             intro.append("Under RoPE, step t turns q and k by position t − 1: the cached keys keep their turn, and positions simply continue.")
     if dec.switched is not None and dec.before is not None:  # longrope: the factors change once the sequence outgrows them
-        early = dec.before.scenario.rope
+        early = dec.before.scenario.variant(Rope)
         intro.append(f"RoPE's factors depend on the sequence's length here ({early.scaling if early is not None else 'longrope'}): "
                      f"steps 1–{dec.switched - 1} turn q and k by the short factors, as the model does while the sequence has at "
                      f"most {dec.switched - 1} tokens; step {dec.switched} switches to the long ones (see that step).")  # fmt: skip
-    if s.mla is not None:  # multi-head latent attention: the cache is the latent, not the k and v shown
+    if (mla := s.variant(Mla)) is not None:  # multi-head latent attention: the cache is the latent, not the k and v shown
         intro.append(
             f"Multi-head latent attention: the cache really holds each token's latent c_KV and rotated shared key k_R′, "
-            f"d_c + d_r = {s.mla.d_c} + {s.mla.d_r} = {s.mla.cached} numbers a token for all {s.heads} heads, against "
-            f"{s.mla.expanded} for every head's k and v; the k and v below are this head's expansion of it (c_KV·W_UK and k_R′, c_KV·W_UV), "
+            f"d_c + d_r = {mla.d_c} + {mla.d_r} = {mla.cached} numbers a token for all {s.heads} heads, against "
+            f"{mla.expanded} for every head's k and v; the k and v below are this head's expansion of it (c_KV·W_UK and k_R′, c_KV·W_UV), "
             "which the absorbed form never writes out."
         )
     if s.heads != s.G:
@@ -231,11 +232,11 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
 
 def _recurrent_intro(dec: Decode) -> str:
     s = dec.scenario
-    if s.linear_attention is not None:
+    if s.variant(LinearAttention) is not None:
         rule = ("linear attention keeps S_t = S_{t−1} + φ(k_t)ᵀ v_t (d_k × d_v numbers) and z_t = z_{t−1} + φ(k_t) (d_k numbers), "
                 "and the new token's output is φ(q_t)·S_t / φ(q_t)·z_t")  # fmt: skip
     else:
-        gamma = s.retention.gamma(dec.head) if s.retention is not None else 1.0
+        gamma = retention.gamma(dec.head) if (retention := s.variant(Retention)) is not None else 1.0
         rule = f"retention keeps S_t = γ·S_{{t−1}} + k_tᵀ v_t (d_k × d_v numbers, γ = {gamma:g}), and the new token's output is q_t·S_t"
     return (f"Generation without softmax: no KV cache that grows by a key and a value per token; {rule}. Each step shows the state "
             "after the new token joined it, and checks that the recurrent output equals row t of the parallel run (the weights table "
@@ -278,7 +279,7 @@ def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> list[
             notes.append(f"Key{'s' * (len(kept) > 1)} {span(np.array(kept))} stay{'s' * (len(kept) == 1)} in the cache outside the window: "
                          f"attention sink{'s' * (len(kept) > 1)}, seen by every query.")  # fmt: skip
     show_logit = s.scale.mode != "none" or s.has_bias
-    dot = "φ(q)·φ(k)" if s.linear_attention is not None else "q·k / s" if s.retention is not None and s.scale.mode != "none" else "q·k"
+    dot = "φ(q)·φ(k)" if s.variant(LinearAttention) is not None else "q·k / s" if s.variant(Retention) is not None and s.scale.mode != "none" else "q·k"
     show_logit = show_logit and dec.recurrent is None  # without softmax the similarity is what the weight is made of
     header = ["key", "position", dot] + (["score"] if show_logit else []) + ["weight", "k", "v"]  # score: what the softmax sees
     rows = []
@@ -300,8 +301,8 @@ def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> list[
         notes += checked
     else:
         notes.append(_same_as_run(dec, step))
-    rope_start = 0 if s.rope is None else s.rope.offset - dec.cached  # the RoPE position of key 1
-    at = f"position {step.position}" + (f"; RoPE position {rope_start + step.position - 1}" if s.rope is not None and rope_start else "")
+    rope_start = 0 if (rope := s.variant(Rope)) is None else rope.offset - dec.cached  # the RoPE position of key 1
+    at = f"position {step.position}" + (f"; RoPE position {rope_start + step.position - 1}" if s.variant(Rope) is not None and rope_start else "")
     return _section(f"Step {step.position}: {quoted(step.label)} ({at})", lines, Table(header, rows, numeric), notes)
 
 
@@ -321,7 +322,7 @@ def _same_as_run(dec: Decode, step: DecodeStep) -> str:
         return f"These are row {row} of {chain}, restricted to the cached keys."
     seen = step.visible  # (c,)
     logits = step.logits[seen]  # (c',)
-    sink = dec.scenario.sink_logits  # a learned sink: e^sink joins the sum, with no value
+    sink = dec.scenario.variant(LearnedSink)  # a learned sink: e^sink joins the sum, with no value
     top = logits.max() if sink is None else max(logits.max(), sink.logit(dec.head))
     weights = np.exp(logits - top)  # (c',)
     total = weights.sum() + (0.0 if sink is None else np.exp(sink.logit(dec.head) - top))
@@ -396,6 +397,6 @@ def tilings(result: RunResult, heads: list[int], block_size: int) -> dict[int, T
     out = {}
     for head in heads:
         h = result.head(head)
-        sink = None if s.sink_logits is None else s.sink_logits.logit(head)
+        sink = None if (learned := s.variant(LearnedSink)) is None else learned.logit(head)
         out[head] = online.tiled(h.masked, h.V, block_size=block_size, d_k=s.d_k, round_to=result.round_steps, sink=sink)
     return out

@@ -19,6 +19,7 @@ engine meets them:
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -41,14 +42,22 @@ __all__ = [
 
 
 class Variant(Protocol):
-    key: ClassVar[str]  # its scenario key, and the Scenario attribute that holds it (None when absent)
+    key: ClassVar[str]  # its scenario key (a Scenario holds it in `variants`: s.variant(Kind))
     stage: ClassVar[str]  # "qk", "scaled", "logits", "visibility" or "denominator"
     json_key: ClassVar[str]  # its key in the scenario's JSON
     json_slot: ClassVar[int]  # its place among the variants' JSON keys: keys are only ever added, a new one takes the next
     json_absent: ClassVar[Any]  # the JSON value when the scenario does not have it
+    schema: ClassVar[Mapping[str, Any]]  # its key's JSON Schema, with a description (core.variants.keys)
 
     def describe(self) -> str: ...
     def as_json(self) -> Any: ...
+
+    # How its scenario key is read (core.variants.keys), optional beside `schema`:
+    #   schema_after: ClassVar[str]                                  the key it follows in the key table (none: after the variants)
+    #   @classmethod def from_yaml(cls, read: Read, sizes: Sizes) -> Self | None    its value read and checked; None: absent
+    #   softmax_only: ClassVar[bool]                                 attention without softmax refuses it
+    # MLA and a KV cache, which change the scenario's sizes, are read by sources.yaml_scenario itself, by their
+    # schema and the keys they refuse (`excludes`).
 
     # How it is shown (core.variants.shown), optional (tests/test_variants_shown.py: every variant has rows or a step):
     #   rows: ClassVar[tuple[StageRow, ...]]                     its stage-table rows
@@ -64,10 +73,9 @@ def shown_rows() -> list[StageRow]:
     return [row for kind in REGISTRY for row in getattr(kind, "rows", ())]
 
 
-def active(s: object, stage: str | None = None) -> list[Any]:
+def active(s: Any, stage: str | None = None) -> list[Any]:
     """The variants a Scenario holds (at `stage`, or all), in registry order. (`s` is a Scenario: core.scenario imports this module.)"""
-    found = (getattr(s, kind.key) for kind in REGISTRY if stage is None or kind.stage == stage)
-    return [variant for variant in found if variant is not None]
+    return [variant for variant in s.in_registry_order if stage is None or variant.stage == stage]
 
 
 def in_json_order() -> list[type[Variant]]:

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from attncli.core.variants.keys import MATRICES, MATRIX, VECTOR, Read, Schema, Sizes, frozen, mapping_keys
 from attncli.core.variants.shown import Narrated, Say, StageRow
 
 
@@ -110,6 +111,35 @@ class Alibi(_AddedToScores):
             )
         return notes
 
+    # -- its scenario key (core.variants.keys) ----------------------------------------------------
+
+    schema: ClassVar[Schema] = {
+        "description": "true for the ALiBi paper's slopes, or {slopes: [m_1 ... m_H]}: head h adds -m_h*(i - j).",
+        "anyOf": [
+            {"type": "boolean"},
+            {"type": "object", "additionalProperties": False, "required": ["slopes"], "properties": {"slopes": VECTOR}},
+        ],
+    }
+    schema_after: ClassVar[str] = "bias"
+    softmax_only: ClassVar[bool] = True  # it biases the logits a softmax weighs
+
+    @classmethod
+    def from_yaml(cls, read: Read, sizes: Sizes) -> Alibi | None:
+        """`alibi: true` (the paper's slopes), `false`, or {slopes: [m_1, …, m_H]}."""
+        heads = sizes.heads
+        if read.form == "plain" and read.kind == "bool":
+            return cls(alibi_slopes(heads), first=sizes.cached) if read.boolean() else None
+        if read.form == "mapping":
+            items = read.mapping(mapping_keys(cls.schema))
+            if "slopes" not in items:
+                raise read.error("`slopes` is missing", "{slopes: [m_1, …, m_H]}")
+            slopes = items["slopes"].vector()
+            if len(slopes) != heads:
+                few = "too few" if len(slopes) < heads else "too many"
+                raise items["slopes"].error(f"{len(slopes)} slopes for {heads} heads ({few})", f"{heads} slopes, one per head")
+            return cls(tuple(float(m) for m in slopes), given=True, first=sizes.cached)
+        raise read.error(read.found(), "`true` for the paper's slopes, or {slopes: [m_1, …, m_H]}")
+
 
 @dataclass(frozen=True, eq=False)
 class ScoreBias(_AddedToScores):
@@ -147,10 +177,32 @@ class ScoreBias(_AddedToScores):
     def notes(self, expl: Any) -> list[str]:
         return ["The scenario's bias matrix adds its entry (query row, key column) to each scaled score."]
 
+    # -- its scenario key (core.variants.keys) ----------------------------------------------------
+
+    schema: ClassVar[Schema] = {"description": "An additive L_q x L_k matrix added to the scaled scores, or a list of H of them.", "anyOf": [MATRIX, MATRICES]}
+    schema_after: ClassVar[str] = "mask"
+    softmax_only: ClassVar[bool] = True  # it biases the logits a softmax weighs
+
+    @classmethod
+    def from_yaml(cls, read: Read, sizes: Sizes) -> ScoreBias:
+        """`bias:` one L_q × L_k matrix for every head, or a list of H of them."""
+        heads, L_q, L_k = sizes.heads, sizes.L_q, sizes.L_k
+        matrices = read.matrices()
+        if matrices is not None:
+            if len(matrices) != heads:
+                raise read.error(f"{len(matrices)} bias matrices for heads = {heads}", f"one matrix for all heads, or {heads}")
+        else:
+            matrices = [read.matrix()]
+        for h, matrix in enumerate(matrices, 1):
+            if matrix.shape != (L_q, L_k):
+                where = f"{read.path}[{h}]" if len(matrices) > 1 else read.path
+                raise read.error(f"the bias is {matrix.shape[0]} × {matrix.shape[1]}", f"{L_q} × {L_k}: one row per query, one column per key", key=where)
+        return cls(frozen(np.array(matrices, dtype=np.float64)))  # (1 or H, L_q, L_k)
+
 
 def _present(s: Any) -> list[Any]:
     """The scenario's additive biases, in registry order (ScoreBias, then Alibi): the terms of B."""
-    return [variant for variant in (getattr(s, kind.key) for kind in (ScoreBias, Alibi)) if variant is not None]
+    return [variant for variant in (s.variant(kind) for kind in (ScoreBias, Alibi)) if variant is not None]
 
 
 def _bias_formula(n: Any, s: Any, h: Any) -> str:

@@ -15,6 +15,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from attncli.core.variants.keys import MATRICES, MATRIX, TOKENS, Schema
+
 
 @dataclass(frozen=True, eq=False)
 class KvCache:
@@ -44,3 +46,25 @@ class KvCache:
 
     def as_json(self) -> dict[str, object]:
         return {"tokens": list(self.tokens), "length": self.length, "keys_after_rope": True}
+
+    # -- its scenario key (core.variants.keys; read by sources.yaml_scenario, whose tokens and sizes it changes) --
+
+    schema: ClassVar[Schema] = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["tokens", "K", "V"],
+        "description": "Keys and values already cached before the sentence (prefix caching, paged attention): the sentence's "
+        "tokens come after them, its queries at positions c+1 … c+L read the cached keys and then their own, the causal rule "
+        "counts absolute positions (so does ALiBi) and RoPE turns the new tokens from position c on. Not with `context` or `mla`.",
+        "properties": {
+            "tokens": {**TOKENS, "description": "The c cached tokens, in order."},
+            "K": {"anyOf": [MATRIX, MATRICES], "description": "c x (G*d_k), or G per-head c x d_k: the cached keys as a KV cache holds "
+                  "them, i.e. already turned by RoPE at their positions (0 … c−1 plus any rope offset) and normalised by any "
+                  "qk_norm; shown and used as given."},
+            "V": {"anyOf": [MATRIX, MATRICES], "description": "c x (G*d_v), or G per-head c x d_v: the cached values."},
+        },
+    }  # fmt: skip
+    schema_after: ClassVar[str] = "mla"
+    excludes: ClassVar[dict[str, str]] = {  # keys it cannot stand beside (yet), and why
+        "mla": "multi-head latent attention caches its latent, not k and v",
+    }

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from attncli.core.variants.keys import VECTOR, Read, Schema, Sizes, mapping_keys
 from attncli.core.variants.shown import Narrated, Say, StageRow
 
 FEATURE_MAPS = ("elu+1", "relu", "identity")
@@ -116,6 +117,33 @@ class LinearAttention:
     def as_json(self) -> dict[str, object]:
         return {"feature_map": self.feature_map}
 
+    # -- its scenario key (core.variants.keys) ----------------------------------------------------
+
+    schema: ClassVar[Schema] = {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "Attention without softmax (Katharopoulos et al. 2020): out_i = Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j) over "
+        "the keys the mask lets query i see (causal with mask: causal). The scale cancels in the ratio. Not with retention, "
+        "soft-capping, a bias, ALiBi, learned sinks or MLA.",
+        "properties": {"feature_map": {"enum": ["elu+1", "relu", "identity"], "default": "elu+1", "description": "φ, elementwise."}},
+    }
+    schema_after: ClassVar[str] = "cache"
+
+    @classmethod
+    def from_yaml(cls, read: Read, sizes: Sizes) -> LinearAttention:
+        """`linear_attention: {feature_map: elu+1 | relu | identity}`, alone among the variants that change a softmax."""
+        refuse_beside_softmax(cls, read)
+        if read.form != "mapping":
+            raise read.error(read.found(), "{feature_map: elu+1 | relu | identity}")
+        items = read.mapping(mapping_keys(cls.schema))
+        name = "elu+1"
+        if "feature_map" in items:
+            item = items["feature_map"]
+            name = item.text if item.form in ("plain", "quoted") else ""
+            if name not in FEATURE_MAPS:
+                raise item.error(item.found(), "elu+1, relu or identity")
+        return cls(name)
+
 
 @dataclass(frozen=True, eq=False)
 class Retention:
@@ -184,6 +212,51 @@ class Retention:
     def as_json(self) -> dict[str, object]:
         return {"gamma": list(self.gammas)}
 
+    # -- its scenario key (core.variants.keys) ----------------------------------------------------
+
+    schema: ClassVar[Schema] = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["gamma"],
+        "description": "Retention (RetNet, Sun et al. 2023), parallel form: out = (Q·Kᵀ / scale ⊙ D)·V, D_ij = γ^(i−j) for j ≤ i, "
+        "0 above the diagonal; no softmax, no normaliser. Not with linear_attention, soft-capping, a bias, ALiBi, sinks or MLA.",
+        "properties": {
+            "gamma": {"anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 1}, VECTOR],
+                      "description": "The decay γ in (0, 1]: one for every head, or one per head."},
+        },
+    }  # fmt: skip
+    schema_after: ClassVar[str] = "linear_attention"
+
+    @classmethod
+    def from_yaml(cls, read: Read, sizes: Sizes) -> Retention:
+        """`retention: {gamma: γ}`: one decay for every head or one per head, alone among the variants that change a softmax."""
+        refuse_beside_softmax(cls, read)
+        heads = sizes.heads
+        expected = f"{{gamma: γ}}, γ in (0, 1]: one number for every head, or {heads}, one per head"
+        if read.form != "mapping" or "gamma" not in read.keys_given():
+            raise read.error(read.found(), expected)
+        item = read.mapping(mapping_keys(cls.schema))["gamma"]
+        if item.form == "plain" and item.kind != "bool":
+            gammas = [item.number()] * heads
+        elif item.form == "list" and all(x.form == "plain" and x.kind != "bool" for x in item.items()):
+            gammas = [x.number() for x in item.items()]
+            if len(gammas) != heads:
+                raise item.error(f"{len(gammas)} decays for heads = {heads}", expected)
+        else:
+            raise item.error(item.found(), expected)
+        if not all(0 < gamma <= 1 for gamma in gammas):
+            raise item.error(f"found {', '.join(f'{g:g}' for g in gammas)}", expected)
+        return cls(tuple(float(gamma) for gamma in gammas))
+
+
+def refuse_beside_softmax(kind: type, read: Read) -> None:
+    """The one rule of attention without softmax: no other such variant and no `softmax_only` one (a cap, a bias, ALiBi, sinks, MLA) beside it."""
+    beside = [other.key for other in read.given_variants() if other is not kind and other.stage == "kernel"]
+    beside += [other.key for other in read.given_variants() if getattr(other, "softmax_only", False)]
+    if beside:
+        key = read.path
+        raise read.error(f"{key} beside {beside[0]}", f"{key} alone: {beside[0]} changes a softmax, and {key} has none")
+
 
 def recurrent(variant: LinearAttention | Retention, h: int, q: np.ndarray, k: np.ndarray, V: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
     """The causal recurrent form, token by token: the states S_t (d_k, d_v) and the outputs (L, d_v).
@@ -211,7 +284,7 @@ def refuse_softmax_only(s: Any, name: str, what: str) -> None:
     """An AttnError when scenario s has no softmax (linear attention, retention) and option `name` needs one."""
     from attncli.errors import AttnError, option
 
-    kernel = next((v for v in (getattr(s, "linear_attention", None), getattr(s, "retention", None)) if v is not None), None)
+    kernel = s.variant(LinearAttention) or s.variant(Retention)
     if kernel is not None:
         raise AttnError(f"{what} needs a softmax, and {kernel.key} has none", key=option(name),
                         expected=f"a scenario with a softmax, or no {option(name)}")  # fmt: skip
@@ -227,13 +300,13 @@ def _kernel(attribute: str, *, retention: bool = False) -> Any:
 
 def _phi(letter: str) -> Any:
     def formula(n: Any, s: Any, h: Any) -> str:
-        name = s.linear_attention.feature_map if s.linear_attention is not None else "elu+1"
+        name = linear.feature_map if (linear := s.variant(LinearAttention)) is not None else "elu+1"
         return (rf"\varphi({n(letter)})" if n.tex else f"φ({n(letter)})") + (rf" \quad \text{{({name})}}" if n.tex else f", φ = {name}")
     return formula
 
 
 def _similarities(n: Any, s: Any, h: Any) -> str:
-    if s.retention is not None:
+    if s.variant(Retention) is not None:
         scaled = f"{n('Q')}{n.times()}{n('K', transpose=True)}" + ("" if s.scale.mode == "none" else f" / {s.scale.divisor:g}")
         return scaled + (r" \quad (0 \text{ where hidden})" if n.tex else ", 0 where hidden")
     phi = r"\varphi" if n.tex else "φ"
@@ -254,7 +327,7 @@ def _linear_weights(n: Any, s: Any, h: Any) -> str:
 
 
 def _decay(n: Any, s: Any, h: Any) -> str:
-    gamma = s.retention.gamma(h.head if h is not None else 1) if s.retention is not None else 0.0
+    gamma = retention.gamma(h.head if h is not None else 1) if (retention := s.variant(Retention)) is not None else 0.0
     if n.tex:
         return rf"D_{{ij}} = \gamma^{{i-j}} \; (j \le i), \quad \gamma = {gamma:g}"
     return f"D_ij = γ^(i−j) for j ≤ i, 0 above, γ = {gamma:g}"

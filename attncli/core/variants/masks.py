@@ -10,11 +10,13 @@ The module also holds how the mask is shown (core.variants.shown): its stage-tab
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import difflib
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
+from attncli.core.variants.keys import Read, Schema, Sizes, frozen, mapping_keys
 from attncli.core.variants.shown import Narrated, Say, StageRow
 
 
@@ -150,6 +152,72 @@ class Mask:
         title = "The causal mask" if self.name == "causal" else "The mask"
         formula = w.text("query i sees keys 1..i") if self.name == "causal" else w.text(rule.replace("query i sees key j when ", "seen when "))
         return Narrated(title, formula, lines, notes)
+
+    # -- its scenario key (core.variants.keys) ----------------------------------------------------
+
+    schema: ClassVar[Schema] = {
+        "default": "none",
+        "description": "none, causal (query i sees keys 1..i), a mapping of rules, or an L_q x L_k matrix of 0/1 (1 = the query sees the key).",
+        "anyOf": [
+            {"enum": ["none", "causal"]},
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "causal": {"type": "boolean"},
+                    "window": {"type": "integer", "minimum": 0, "description": "query i sees key j only when |i - j| <= window"},
+                    "sinks": {"type": "integer", "minimum": 0, "description": "keys 1..sinks are seen whatever the window"},
+                    "padding": {
+                        "type": "array",
+                        "items": {"type": "integer", "minimum": 1},
+                        "description": "key positions (from 1) hidden from every query",
+                    },
+                },
+            },
+            {"type": "array", "minItems": 1, "items": {"type": "array", "minItems": 1, "items": {"enum": [0, 1]}}},
+        ],
+    }
+    schema_after: ClassVar[str] = "scale"
+
+    @classmethod
+    def from_yaml(cls, read: Read, sizes: Sizes) -> Mask:
+        """`mask:` none, causal, a mapping of rules or an L_q × L_k matrix of 0/1; after a KV cache of c tokens its rules count from c + 1."""
+        L_q, L_k = sizes.L_q, sizes.L_k
+        expected = "`none`, `causal`, a mapping {causal, window, sinks, padding}, or an L_q × L_k matrix of 0/1"
+        if read.form in ("plain", "quoted"):
+            word = read.word()
+            if word not in ("none", "causal"):
+                close = difflib.get_close_matches(word, ["none", "causal"], n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise read.error(f"found {word!r}{hint}", expected)
+            mask = cls(causal=word == "causal")
+        elif read.form == "list":
+            matrix = read.matrix()
+            if matrix.shape != (L_q, L_k):
+                raise read.error(f"the mask matrix is {matrix.shape[0]} × {matrix.shape[1]}", f"{L_q} × {L_k}: one row per query, one column per key")
+            if not np.isin(matrix, (0.0, 1.0)).all():
+                raise read.error("the mask matrix holds numbers other than 0 and 1", "1 where the query sees the key, 0 where it is hidden")
+            mask = cls(matrix=frozen(matrix.astype(bool)))
+        else:
+            mask = cls._rules(read, L_k)
+        if mask.causal and L_q + sizes.cached != L_k:
+            raise read.error(f"a causal mask needs as many queries as keys, but there are {L_q} and {L_k}",
+                             "no causal mask in cross-attention between sequences of different lengths")  # fmt: skip
+        return mask if not sizes.cached else replace(mask, first=sizes.cached)
+
+    @classmethod
+    def _rules(cls, read: Read, L_k: int) -> Mask:
+        items = read.mapping(mapping_keys(cls.schema))
+        causal = items["causal"].boolean() if "causal" in items else False
+        window = items["window"].whole(0) if "window" in items else None
+        sinks = items["sinks"].whole(0, L_k, "a number of sink keys") if "sinks" in items else 0
+        padding: tuple[int, ...] = ()
+        if "padding" in items:
+            listed = items["padding"]
+            if listed.form != "list":
+                raise listed.error(listed.found(), "a list of key positions, from 1")
+            padding = tuple(item.whole(1, L_k, "a key position") for item in listed.items())
+        return cls(causal=causal, window=window, sinks=sinks, padding=tuple(sorted(set(padding))))
 
 
 def _masked_formula(n: Any, s: Any, h: Any, logits: str) -> str:

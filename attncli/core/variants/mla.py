@@ -29,6 +29,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from attncli.core.variants.keys import MATRICES, MATRIX, Schema
 from attncli.core.variants.positions import Rope
 from attncli.errors import AttnError
 
@@ -206,3 +207,31 @@ class Mla:
             "cache_per_token": self.cached,
             "expanded_per_token": self.expanded,
         }
+
+    # -- its scenario key (core.variants.keys; read by sources.yaml_scenario, which builds the heads from it) --
+
+    schema: ClassVar[Schema] = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["W_DKV", "W_KR", "W_UK", "W_UV", "W_UQ", "W_QR"],
+        "description": "Multi-head latent attention (DeepSeek-V2/V3): keys and values expanded per head from one cached latent "
+        "c_KV = RMSNorm(X·W_DKV), position on a separate decoupled part (one shared RoPE key X·W_KR); the scenario's `rope` "
+        "turns only that part. Instead of W_Q, W_K and W_V.",
+        "properties": {
+            "W_DKV": {**MATRIX, "description": "d_model x d_c: down-projection to the key/value latent."},
+            "kv_norm": {"$ref": "#/$defs/rms_norm", "description": "RMSNorm of the latent (DeepSeek's kv_a_layernorm)."},
+            "W_UK": {"anyOf": [MATRIX, MATRICES], "description": "d_c x (H*d_n), or H per-head d_c x d_n: the keys' up-projection."},
+            "W_UV": {"anyOf": [MATRIX, MATRICES], "description": "d_c x (H*d_v), or H per-head d_c x d_v: the values' up-projection."},
+            "W_KR": {**MATRIX, "description": "d_model x d_r: the decoupled key part, one per token shared by all heads."},
+            "W_DQ": {**MATRIX, "description": "d_model x d_cq: the queries' own latent (optional; without it queries come from X)."},
+            "q_norm": {"$ref": "#/$defs/rms_norm", "description": "RMSNorm of the query latent (q_a_layernorm)."},
+            "W_UQ": {"anyOf": [MATRIX, MATRICES], "description": "(d_cq or d_model) x (H*d_n): the queries' part without position."},
+            "W_QR": {"anyOf": [MATRIX, MATRICES], "description": "(d_cq or d_model) x (H*d_r): the queries' decoupled RoPE part."},
+        },
+    }
+    schema_after: ClassVar[str] = "qk_norm"
+    softmax_only: ClassVar[bool] = True  # its absorbed form regroups a softmax's weighted sum
+    excludes: ClassVar[dict[str, tuple[str, str]]] = {  # keys it has no use beside: why, and what to write instead
+        "qk_norm": ("`qk_norm` has no use with `mla`: MLA normalises its latents (`kv_norm`, `q_norm`), not each head's q and k",
+                    "`mla:` without `qk_norm` (its `kv_norm` and `q_norm` are the RMSNorms DeepSeek applies)"),
+    }  # fmt: skip

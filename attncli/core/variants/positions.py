@@ -18,11 +18,12 @@ The module also holds how RoPE is shown (core.variants.shown): its stage-table r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
+from attncli.core.variants.keys import MATRIX, Read, Schema, Sizes, frozen, mapping_keys
 from attncli.core.variants.shown import Narrated, Say, StageRow
 
 
@@ -234,16 +235,132 @@ class Rope:
             words.append(f"column {d_k} unchanged" if r + 1 == d_k else f"columns {r + 1}{dash}{d_k} unchanged")
         return "; ".join(words)
 
+    # -- its scenario key (core.variants.keys) ----------------------------------------------------
+
+    schema: ClassVar[Schema] = {
+        "description": "true for RoPE with theta = 10000, rotate-half; or {theta, style: half | interleaved}, with "
+        "fraction or rotary_dim (partial rotary: only the first r coordinates of each head turn), offset (the first "
+        "token's position), or the rotation given as angles (one row per token, one angle per pair) or a cos/sin table "
+        "(one row per token, one column per rotated coordinate) instead of theta.",
+        "anyOf": [
+            {"type": "boolean"},
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "theta": {"type": "number", "exclusiveMinimum": 1},
+                    "style": {"enum": ["half", "interleaved"]},
+                    "fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                    "rotary_dim": {"type": "integer", "minimum": 2, "multipleOf": 2},
+                    "offset": {"type": "integer", "minimum": 0},
+                    "angles": MATRIX,
+                    "cos": MATRIX,
+                    "sin": MATRIX,
+                },
+                "dependentRequired": {"cos": ["sin"], "sin": ["cos"]},
+                "not": {"anyOf": [{"required": ["fraction", "rotary_dim"]}, {"required": ["angles", "cos"]}]},
+            },
+        ],
+    }
+    schema_after: ClassVar[str] = "alibi"
+
+    @classmethod
+    def from_yaml(cls, read: Read, sizes: Sizes) -> Rope | None:
+        """`rope: true`, or a mapping (θ, style, partial rotary, offset, or given angles or a cos/sin table, one row per token).
+
+        After a KV cache of c tokens the sentence's rows continue from position offset + c.
+        """
+        d_k = sizes.d_rope
+        L = sizes.L_q if sizes.cached else max(sizes.L_q, sizes.L_k)  # the rows a given table holds
+        if read.form == "plain" and read.kind == "bool":
+            rope = cls() if read.boolean() else None
+        elif read.form == "mapping":
+            rope = cls._from_mapping(read, d_k, L)
+        else:
+            raise read.error(read.found(), "`true`, or {theta: 10000, style: half | interleaved}")
+        if rope is not None and rope.width(d_k) % 2:
+            raise read.error(f"RoPE turns pairs of coordinates, but d_k = {d_k} is odd", "an even d_k")
+        return rope if rope is None or not sizes.cached else replace(rope, offset=rope.offset + sizes.cached)
+
+    @classmethod
+    def _from_mapping(cls, read: Read, d_k: int, L: int) -> Rope:
+        items = read.mapping(mapping_keys(cls.schema))
+        theta = 10000.0
+        if "theta" in items:
+            theta = items["theta"].number()
+            if theta <= 1:
+                raise items["theta"].error(f"θ = {theta:g}", "a base above 1, such as 10000")
+        style = "half"
+        if "style" in items:
+            style = items["style"].word()
+            if style not in ("half", "interleaved"):
+                raise items["style"].error(f"found {style!r}", "`half` (Llama, GPT-NeoX) or `interleaved` (RoFormer)")
+        for one, other in (("fraction", "rotary_dim"), ("angles", "cos"), ("angles", "sin"), ("theta", "angles"), ("theta", "cos")):
+            if one in items and other in items:
+                raise items[other].error(f"both `{one}` and `{other}` are given", f"one of `{one}` and `{other}`")
+        rotary_dim = d_k
+        if "fraction" in items:
+            fraction = items["fraction"].number()
+            r = d_k * fraction
+            if not 0 < fraction <= 1 or r != int(r) or int(r) % 2:
+                raise items["fraction"].error(f"fraction {fraction:g} of d_k = {d_k} is {r:g} coordinates",
+                                              f"a fraction that leaves an even number of coordinates, e.g. 0.25 or 0.5 of {d_k}")  # fmt: skip
+            rotary_dim = int(r)
+        if "rotary_dim" in items:
+            rotary_dim = items["rotary_dim"].whole(2, d_k, "an even number of coordinates")
+            if rotary_dim % 2:
+                raise items["rotary_dim"].error(f"rotary_dim {rotary_dim} is odd", f"an even number from 2 to d_k = {d_k}")
+        offset = items["offset"].whole(0, 2**31, "a position") if "offset" in items else 0
+        angles = cos = sin = None
+        if "angles" in items:
+            angles = _given_rows(items["angles"], L)
+            rotary_dim = _given_width(2 * angles.shape[1], rotary_dim, d_k, items, "angles", "one angle per pair")
+        if "cos" in items or "sin" in items:
+            for key, other in (("cos", "sin"), ("sin", "cos")):
+                if key not in items:
+                    raise items[other].error(f"`{other}` is given without `{key}`", "both `cos` and `sin`, tables of one shape",
+                                             key=f"{read.path}.{key}")  # fmt: skip
+            cos, sin = _given_rows(items["cos"], L), _given_rows(items["sin"], L)
+            if cos.shape != sin.shape:
+                raise items["sin"].error(f"sin is {sin.shape[0]} × {sin.shape[1]} but cos is {cos.shape[0]} × {cos.shape[1]}",
+                                         "a sin table of the cos table's shape")  # fmt: skip
+            rotary_dim = _given_width(cos.shape[1], rotary_dim, d_k, items, "cos", "one column per rotated coordinate")
+        return cls(
+            theta=theta, style=style, rotary_dim=rotary_dim if rotary_dim < d_k else None, offset=offset,
+            given_angles=None if angles is None else frozen(angles), given_cos=None if cos is None else frozen(cos),
+            given_sin=None if sin is None else frozen(sin),
+        )  # fmt: skip
+
+
+def _given_rows(read: Read, L: int) -> np.ndarray:
+    """(L, columns) a given angle or cos/sin table: one row per token, the first at position `offset`."""
+    table = read.matrix()
+    if table.shape[0] != L:
+        raise read.error(f"{table.shape[0]} rows for {L} tokens", f"{L} rows, one per token (row 1 is the first token's)")
+    return table
+
+
+def _given_width(width: int, rotary_dim: int, d_k: int, items: dict[str, Read], key: str, columns: str) -> int:
+    """The rotated width a given table implies, checked against d_k and any fraction or rotary_dim beside it."""
+    said = next((k for k in ("fraction", "rotary_dim") if k in items), None)
+    if width > d_k or width % 2 or (said is not None and width != rotary_dim):
+        wanted = f"{rotary_dim // 2 if key == 'angles' else rotary_dim} columns ({columns}, r = {rotary_dim} as `{said}` says)" if said else (
+            f"{columns}, for an even r of at most d_k = {d_k}")  # fmt: skip
+        raise items[key].error(f"the table implies r = {width} rotated coordinates", wanted)
+    return width
+
+
 def _rotated(letter: str) -> Any:
     """Q′ = RoPE(Q̂) (at positions 100–103; columns 3–4 unchanged): `met` is Q or K as RoPE meets it (stages.py writes it)."""
 
     def formula(n: Any, s: Any, h: Any, met: str) -> str:
-        mla = getattr(s, "mla", None)
+        mla = next((v for v in s.variants if v.stage == "heads"), None)  # the variant that makes each head's q, k, v (MLA)
         if mla is not None:  # multi-head latent attention: RoPE turns only the decoupled part of each head
             rotated: str = f"{n(letter, prime=True)} = " + n.text("RoPE") + f"({n(letter)})"
             return rotated + (rf" \quad \text{{(last {mla.d_r} columns only)}}" if n.tex else f", its last d_r = {mla.d_r} columns only")
         text: str = f"{n(letter, prime=True)} = " + n.text("RoPE") + f"({met})"
-        words = "" if s.rope is None else s.rope.words(s.d_k, s.L if letter == "Q" else s.L_k, "-" if n.tex else "–")
+        rope = s.variant(Rope)
+        words = "" if rope is None else rope.words(s.d_k, s.L if letter == "Q" else s.L_k, "-" if n.tex else "–")
         return text + (n.text(f" ({words})") if words else "")
 
     return formula

@@ -14,6 +14,7 @@ narrated step of `explain`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -21,6 +22,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from attncli.core.variants.keys import VECTOR, Read, Schema, Sizes, frozen, mapping_keys
+from attncli.core.variants.positions import Rope
 from attncli.core.variants.shown import Narrated, Say, StageRow
 from attncli.errors import AttnError
 
@@ -137,7 +140,7 @@ class QkNorm:
             + f"; ε = {self.eps:g} keeps the division safe. Each key is normalised the same way, with the keys' own weight w_k"
             + (", its rms over the whole key projection." if self.whole else "."),
             *([f"The {cached} key{'s' * (cached > 1)} of the given KV cache {'are' if cached > 1 else 'is'} cached as the queries meet "
-               "them, after QK-norm" + (" and RoPE" if s.rope is not None else "") + ", as a model's cache stores them (Qwen3 "
+               "them, after QK-norm" + (" and RoPE" if s.variant(Rope) is not None else "") + ", as a model's cache stores them (Qwen3 "
                "normalises k before caching it): their rms before the norm is not in the cache, and they are not normalised again."]
               if cached else []),
             "Why models do it: after the norm, q and k have a root mean square of about 1 whatever the projections learned, so "
@@ -146,6 +149,68 @@ class QkNorm:
         ]
         formula = f"{_hat(w, 'q')} = {w.frac('q', _rms_of(w, 'q'))} {w.times} {form}"
         return Narrated("Normalising the query and the keys (QK-norm)", formula, lines, notes)
+
+    # -- its scenario key (core.variants.keys) ----------------------------------------------------
+
+    schema: ClassVar[Schema] = {
+        "description": "QK-norm (Qwen3, Gemma 3, OLMo 2): q and k divided by their root mean square and times a weight, "
+        "before RoPE. true: per head, weights 1, eps 1e-6; or {over: head | whole, q_weight, k_weight, eps, form: w | 1+w}. "
+        "over: head normalises each head's d_k numbers (one weight of d_k shared by the heads); whole, the whole projection "
+        "(weights of H*d_k and G*d_k numbers, OLMo 2). form 1+w multiplies by (1 + w), Gemma's RMSNorm.",
+        "anyOf": [
+            {"type": "boolean"},
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "over": {"enum": ["head", "whole"]},
+                    "q_weight": VECTOR,
+                    "k_weight": VECTOR,
+                    "eps": {"type": "number", "minimum": 0},
+                    "form": {"enum": ["w", "1+w"]},
+                },
+            },
+        ],
+    }
+    schema_after: ClassVar[str] = "sink_logits"
+
+    @classmethod
+    def from_yaml(cls, read: Read, sizes: Sizes) -> QkNorm | None:
+        """`qk_norm: true` (per head, weights 1), or a mapping of over, form, eps and the weights."""
+        d_k = sizes.d_k
+        if read.form == "plain" and read.kind == "bool":
+            return cls(frozen(np.ones(d_k)), frozen(np.ones(d_k))) if read.boolean() else None
+        if read.form != "mapping":
+            raise read.error(read.found(), "`true`, or {over: head | whole, q_weight, k_weight, eps, form: w | 1+w}")
+        items = read.mapping(mapping_keys(cls.schema))
+        over = "head"
+        if "over" in items:
+            over = items["over"].word()
+            if over not in ("head", "whole"):
+                raise items["over"].error(f"found {over!r}", "`head` (each head's d_k numbers: Qwen3, Gemma 3) or `whole` (OLMo 2)")
+        form = "w"
+        if "form" in items:
+            form = items["form"].word()
+            if form not in ("w", "1+w"):
+                raise items["form"].error(f"found {form!r}", "`w` (x / rms · w) or `1+w` (Gemma's x / rms · (1 + w))")
+        eps = 1e-6
+        if "eps" in items:
+            eps = items["eps"].number()
+            if not (math.isfinite(eps) and eps >= 0):
+                raise items["eps"].error(f"found {items['eps'].text}", "a number ≥ 0, such as 1e-6")
+        weights = []
+        for role, count in (("q", sizes.heads), ("k", sizes.kv_heads)):
+            length = d_k * count if over == "whole" else d_k
+            key = f"{role}_weight"
+            if key not in items:
+                weights.append(np.zeros(length) if form == "1+w" else np.ones(length))
+                continue
+            vector = items[key].vector()
+            if len(vector) != length:
+                what = f"{count}·d_k = {length}, the whole {role} projection" if over == "whole" else f"d_k = {d_k}, shared by every head"
+                raise items[key].error(f"{len(vector)} numbers", f"{length} numbers ({what})")
+            weights.append(vector)
+        return cls(frozen(weights[0]), frozen(weights[1]), eps=eps, over=over, offset=1.0 if form == "1+w" else 0.0)
 
 
 def _rms(mean_square: float, eps: float) -> float:
@@ -176,7 +241,7 @@ def hatted(n: Any, letter: str, *, transpose: bool = False) -> str:
 
 def _normed_formula(letter: str) -> Any:
     def formula(n: Any, s: Any, h: Any) -> str:
-        norm = s.qk_norm
+        norm = s.variant(QkNorm)
         weight = "w" if letter == "Q" else "w_k"
         form = weight if not norm.offset else f"(1 + {weight})"
         if n.tex:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from attncli.core.variants.keys import VECTOR, Read, Schema, Sizes
 from attncli.core.variants.shown import Narrated, Say, StageRow
 
 
@@ -69,9 +70,34 @@ class LearnedSink:
         formula = f"{w.text('taken')} = {w.frac(w.exp(w.text('sink')), w.sigma)}"
         return Narrated("The learned sink's share", formula, lines, notes)
 
+    # -- its scenario key (core.variants.keys) ----------------------------------------------------
+
+    schema: ClassVar[Schema] = {
+        "description": "Learned attention sinks (gpt-oss): one logit per head (or one for all) whose e^sink joins each row's "
+        "softmax denominator without a value, so the weights sum to less than 1. Not the sink tokens of mask.sinks.",
+        "anyOf": [{"type": "number"}, VECTOR],
+    }
+    schema_after: ClassVar[str] = "softcap"
+    softmax_only: ClassVar[bool] = True  # it joins a softmax's denominator
+
+    @classmethod
+    def from_yaml(cls, read: Read, sizes: Sizes) -> LearnedSink:
+        """`sink_logits:` one number for every head, or one per head."""
+        heads = sizes.heads
+        expected = f"{heads} finite numbers, one logit per head (gpt-oss's learned sinks), or one number for every head"
+        if read.form == "plain" and read.kind != "bool":
+            logits = [read.number()] * heads
+        elif read.form == "list" and all(item.form == "plain" and item.kind != "bool" for item in read.items()):
+            logits = [item.number() for item in read.items()]
+            if len(logits) != heads:
+                raise read.error(f"{len(logits)} sink logits for heads = {heads}", expected)
+        else:
+            raise read.error(read.found(), expected)
+        return cls(tuple(float(logit) for logit in logits))
+
 
 def _sink_formula(n: Any, s: Any, h: Any) -> str:
-    logit = s.sink_logits.logit(h.head if h is not None else 1)
+    logit = s.variant(LearnedSink).logit(h.head if h is not None else 1)
     if n.tex:
         return rf"\text{{sink weight}} = e^{{\text{{sink}} - m}} / \Sigma, \quad \text{{sink}} = {logit:g}"
     return f"sink weight = e^(sink − m) / Σ, sink = {logit:g}"

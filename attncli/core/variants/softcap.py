@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from attncli.core.variants.keys import Read, Schema, Sizes
 from attncli.core.variants.shown import Narrated, Say, StageRow
 
 
@@ -73,11 +74,32 @@ class SoftCap:
             rf", \quad c = {self.cap:g}" if w.tex else f", c = {self.cap:g}")
         return Narrated("Soft-capping the scores", formula, lines, notes)
 
+    # -- its scenario key (core.variants.keys) ----------------------------------------------------
+
+    schema: ClassVar[Schema] = {
+        "type": "number",
+        "exclusiveMinimum": 0,
+        "description": "Logit soft-capping (Gemma 2): each scaled score s becomes softcap·tanh(s / softcap) before the mask.",
+    }
+    schema_after: ClassVar[str] = "precision"
+    softmax_only: ClassVar[bool] = True  # it reshapes the logits a softmax weighs
+
+    @classmethod
+    def from_yaml(cls, read: Read, sizes: Sizes) -> SoftCap:
+        """`softcap: 50.0`: a positive number."""
+        expected = "a positive number, the cap of cap·tanh(s / cap) (Gemma 2 uses 50.0)"
+        if read.form != "plain":
+            raise read.error(read.found(), expected)
+        cap = read.number()
+        if not (math.isfinite(cap) and cap > 0):
+            raise read.error(f"found {read.text}", expected)
+        return cls(cap)
+
 
 def _capped_formula(n: Any, s: Any, h: Any) -> str:
     divisor = {"sqrt_dk": n.sqrt("d_k"), "none": ""}.get(s.scale.mode, f"{s.scale.divisor:g}")
     inner = n("S") + (f" / {divisor}" if divisor else "")
-    return str(s.softcap.wrap(n, inner)) if s.softcap is not None else inner
+    return str(cap.wrap(n, inner)) if (cap := s.variant(SoftCap)) is not None else inner
 
 
 SoftCap.rows = (

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attncli.core import engine
-from attncli.core.scenario import Scale, Scenario
+from attncli.core.scenario import Scale, Scenario, held
 from attncli.core.variants import LearnedSink, Mask, QkNorm, Rope, SoftCap
 from attncli.core.variants.mla import Mla
 from attncli.errors import AttnError
@@ -207,9 +207,8 @@ def self_attention(X: np.ndarray, w: AttentionWeights) -> np.ndarray:
     layer = Scenario(
         name="", tokens=tuple(f"token {i}" for i in range(1, X.shape[0] + 1)), heads=w.heads,
         kv_heads=None if w.kv_heads == w.heads else w.kv_heads, scale=Scale("value", w.divisor),
-        X=X, W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O, mask=w.mask, rope=w.rope, qk_norm=w.qk_norm,
-        softcap=w.softcap, sink_logits=w.sink,
-        mla=w.mla,
+        X=X, W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O, mask=w.mask,
+        variants=held(w.rope, w.qk_norm, w.softcap, w.sink, w.mla),
     )  # fmt: skip
     seen = _weights_seen.get()
     if seen is None:

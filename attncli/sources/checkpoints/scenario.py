@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attncli.core.scenario import Scale, Scenario, kv_head
+from attncli.core.scenario import Scale, Scenario, held, kv_head
 from attncli.core.variants import Mask
 from attncli.errors import AttnError
 from attncli.sources import reading
@@ -91,14 +91,10 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
         W_O=_frozen(case.W_O),
         b_O=_frozen(case.b_O),
         mask=Mask(causal=case.causal, window=case.window),
-        rope=case.rope,
-        qk_norm=case.qk_norm,
-        softcap=case.softcap,
-        sink_logits=case.sink,
+        variants=held(case.rope, case.qk_norm, case.softcap, case.sink, case.mla),
         word_marks=WORD_MARKS,
         notes=tuple(notes),
         encoder=None if case.causal or case.attention == "cross" else case.model_type + ("'s encoder" if case.attention else ""),
-        mla=case.mla,
     )
 
 
