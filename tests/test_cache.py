@@ -150,6 +150,7 @@ def test_rope_continues_after_the_cache_and_explain_says_the_keys_are_given():
     assert s.key_labels == ("the (cached)", "cat (cached)", "sat", "on")
     text = "\n".join(str(step) for step in steps(explain_scenario(s, position=2), 4))
     assert "come from the given KV cache" in text and "not projected" in text and "already turned at position 11" in text
+    assert "'on' at position 4 sees every key" in text  # the mask step counts from the first cached key, as the mask does
 
 
 @pytest.mark.parametrize(

@@ -133,19 +133,20 @@ class Mask:
         ]  # fmt: skip
         rule = self.rule()
         token = f"'{expl.token}'"  # quoted as written
+        at = expl.scenario.cached + expl.position  # the query's position among the keys: after a given KV cache of c keys, c + its row
         if not hidden:
-            note = f"{token} at position {expl.position} sees every key ({rule}): nothing is hidden."
+            note = f"{token} at position {at} sees every key ({rule}): nothing is hidden."
         elif self.name == "causal":
             names = ", ".join(f"{key.token} ({key.position})" for key in hidden)
             note = (
-                f"The mask is causal: {token} at position {expl.position} may only look at positions "
-                f"1–{expl.position}, the words before it and itself. Hidden: {names}. Their scores become −∞, "
+                f"The mask is causal: {token} at position {at} may only look at positions "
+                f"1–{at}, the words before it and itself. Hidden: {names}. Their scores become −∞, "
                 "so their exponentials are e^−∞ = 0 and their weights 0."
             )
         else:
             names = ", ".join(f"{key.token} ({key.position})" for key in hidden)
             note = (
-                f"The mask is {self.describe()}: {rule}. Hidden from {token} at position {expl.position}: {names}. "
+                f"The mask is {self.describe()}: {rule}. Hidden from {token} at position {at}: {names}. "
                 "Their scores become −∞, so their exponentials are e^−∞ = 0 and their weights 0."
             )
         notes = [note] + [f"{key.token} ({key.position}) is {key.why}, although it lies outside the window." for key in sinks]
