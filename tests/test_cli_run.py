@@ -217,3 +217,13 @@ def test_a_misspelt_builtin_gets_a_did_you_mean(cli):
         result = cli(*args)
         assert result.exit_code == 1 and result.stdout == ""
         assert "did you mean" in result.stderr and "'cat'" in result.stderr
+
+
+def test_the_stages_help_names_every_stage(cli, monkeypatch):
+    """`--stages` lists its names by hand (the help must not import NumPy): every stage of the table, in its order."""
+    from attncli.document import stages
+
+    monkeypatch.setenv("COLUMNS", "400")
+    words = " ".join(cli("run", "--help").stdout.split())
+    listed = words.split("Comma list of stages to show: ", 1)[1].split(" [default", 1)[0]
+    assert listed.split(", ") == [stage.name for stage in stages.STAGES]
