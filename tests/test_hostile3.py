@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -111,5 +112,51 @@ def test_the_statistics_table_is_never_cut_in_a_narrow_terminal(columns: int) ->
     rows = wide[wide.index(header) : wide.index(header) + 13]
     for line in rows:
         assert line in narrow, f"{line!r} is not printed whole at COLUMNS={columns}"
+
+
+# -- decode from a given cache ---------------------------------------------------------------------------------------
+
+
+def test_decode_json_of_a_cache_with_a_learned_sink_gives_each_steps_sink_weight(tmp_path: Path) -> None:
+    """Each step's sink weight was read at its position (c + t) instead of its row t: IndexError (exit 70) at the last step,
+    and the next row's share at the others."""
+    path = write(tmp_path, {**CACHED, "sink_logits": [0.5]})
+    code, out, err = cli("decode", path, "-f", "json")
+    assert (code, err) == (0, "")
+    steps = json.loads(out)["steps"]
+    code, out, err = cli("run", path, "-f", "json")
+    assert [step["sink_weight"] for step in steps] == json.loads(out)["heads"][0]["sink_weight"]
+    assert [step["position"] for step in steps] == [3, 4, 5]
+
+
+@pytest.mark.parametrize("kernel", [{"retention": {"gamma": 0.5}}, {"linear_attention": {"feature_map": "elu+1"}}])
+@pytest.mark.parametrize("fmt", ["table", "json", "markdown", "csv"])
+def test_decode_without_softmax_from_a_given_cache(tmp_path: Path, kernel: dict[str, object], fmt: str) -> None:
+    """The recurrent state was run over the c + L keys with L queries: IndexError (exit 70) for any cache."""
+    code, out, err = cli("decode", write(tmp_path, {**CACHED, **kernel}), "-f", fmt)
+    assert (code, err) == (0, ""), err
+    assert out
+
+
+@pytest.mark.parametrize("kernel", [{"retention": {"gamma": 0.5}}, {"linear_attention": {"feature_map": "elu+1"}}])
+def test_the_recurrent_state_from_a_given_cache_gives_the_parallel_rows(tmp_path: Path, kernel: dict[str, object]) -> None:
+    """The state starts from the cached keys and values: each step's recurrent output is the run's row, and the state is
+    the sum over every key up to that position, cached ones included (checked here by a loop of its own)."""
+    path = write(tmp_path, {**CACHED, **kernel})
+    code, out, _ = cli("decode", path, "-f", "json")
+    steps = json.loads(out)["steps"]
+    code, out, _ = cli("run", path, "-f", "json")
+    rows = json.loads(out)["heads"][0]["output"]
+    K = np.array([[1, 0], [0, 1], [0, 1], [1, 1], [2, 0]], dtype=float)
+    V = np.array([[2, 0], [0, 2], [0, 4], [1, 1], [3, 3]], dtype=float)
+    for t, step in enumerate(steps):
+        assert np.allclose(step["recurrent_output"], rows[t], rtol=0, atol=1e-12)
+        keys = range(2 + t + 1)
+        if "retention" in kernel:
+            state = sum(0.5 ** (2 + t - j) * np.outer(K[j], V[j]) for j in keys)
+        else:
+            phi = np.where(K > 0, K + 1, np.exp(K))  # elu + 1
+            state = sum(np.outer(phi[j], V[j]) for j in keys)
+        assert np.allclose(step["state"], state, rtol=0, atol=1e-12)
 
 

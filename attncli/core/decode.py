@@ -204,11 +204,14 @@ def _recurrent(result: RunResult, head: int) -> Recurrent | None:
         )
     h = result.head(head)
     q = h.q if isinstance(kernel, LinearAttention) else h.q / s.scale.divisor  # (L, d_k) retention scales q·k by the divisor
-    states, outputs = recurrent(kernel, head, q, h.k, h.V)
+    c = s.cached  # a given cache: its c keys and values enter the state before the first step, which has no query of theirs
+    q = np.concatenate([np.repeat(q[:1], c, axis=0), q]) if c else q  # (c + L, d_k) the cached rows' outputs are dropped below
+    with np.errstate(all="ignore"):  # a dropped cached row may divide 0 by 0; the kept rows are the run's, checked there
+        states, outputs = recurrent(kernel, head, q, h.k, h.V)
     normalisers = None
     if isinstance(kernel, LinearAttention) and h.kernel is not None and h.kernel.phi_k is not None:
-        normalisers = tuple(_frozen(z) for z in np.cumsum(h.kernel.phi_k, axis=0))  # (d_k,) each
-    return Recurrent(tuple(_frozen(S) for S in states), normalisers, _frozen(outputs))
+        normalisers = tuple(_frozen(z) for z in np.cumsum(h.kernel.phi_k, axis=0)[c:])  # (d_k,) each
+    return Recurrent(tuple(_frozen(S) for S in states[c:]), normalisers, _frozen(outputs[c:]))
 
 
 def _frozen(array: AnyArray) -> AnyArray:
