@@ -160,3 +160,37 @@ def test_the_recurrent_state_from_a_given_cache_gives_the_parallel_rows(tmp_path
         assert np.allclose(step["state"], state, rtol=0, atol=1e-12)
 
 
+# -- the generator -----------------------------------------------------------------------------------------------------
+
+
+def test_scenarios_new_refuses_a_scenario_that_run_would_refuse() -> None:
+    """--d-model 512 --heads 64 --d-k 512 wrote a 325 MB file (about two minutes) that `run` then refused as too large."""
+    line = refused("scenarios", "new", "a b c", "--d-model", "512", "--heads", "64", "--d-k", "512")
+    assert "50,333,184 numbers" in line and "2,000,000" in line and "--d-model" in line
+
+
+def test_scenarios_new_refuses_more_attention_cells_than_run_computes() -> None:
+    line = refused("scenarios", "new", " ".join(["w"] * 4097))
+    assert "attention cells" in line and "16,777,216" in line
+
+
+def test_scenarios_new_at_its_limit_writes_what_run_reads(tmp_path: Path) -> None:
+    code, out, err = cli("scenarios", "new", "a b c", "--d-model", "512", "--heads", "8", "--d-k", "64")
+    assert (code, err) == (0, "")
+    code, out, err = cli("run", write(tmp_path, out), "--stages", "weights", "-f", "csv")
+    assert (code, err) == (0, "")
+
+
+@pytest.mark.parametrize("padding", ["٣", "1_0", "+2", "2,٣"])
+def test_scenarios_new_padding_takes_ascii_digits_only(padding: str) -> None:
+    """int() reads '٣' (Arabic-Indic three) and '1_0' as 3 and 10: they were written as padding [3] and [10]."""
+    line = refused("scenarios", "new", "a b c d e f g h i j k", "--padding", padding)
+    assert "--padding" in line
+
+
+def test_scenarios_new_padding_keeps_spaces_around_numbers() -> None:
+    code, out, err = cli("scenarios", "new", "a b c d", "--padding", " 2 , 3")
+    assert (code, err) == (0, "")
+    assert "padding: [2, 3]" in out
+
+

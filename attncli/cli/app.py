@@ -726,7 +726,10 @@ def _positions(text: str | None) -> tuple[int, ...]:
     if text is None:
         return ()
     try:
-        positions = tuple(int(part) for part in text.split(","))
+        parts = [part.strip() for part in text.split(",")]
+        if not all(part.isascii() and part.isdigit() for part in parts):  # int() also takes '٣' and '1_0'
+            raise ValueError(text)
+        positions = tuple(int(part) for part in parts)
     except ValueError:
         raise AttnError(f"found {visible(text)!r}", key="--padding", expected="positions from 1, comma-separated, such as 5,6") from None
     if min(positions) < 1:

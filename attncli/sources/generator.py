@@ -12,6 +12,7 @@ import numpy as np
 
 from attncli.core.variants import Mask
 from attncli.errors import AttnError, option
+from attncli.sources.limits import Limits
 from attncli.sources.words import split_sentence
 
 
@@ -69,6 +70,20 @@ def new_scenario(
                 key=option("padding"),
                 expected=f"padding that leaves every query at least one key (with {option('mask')} causal, never position 1)",
             )
+    limits = Limits()  # what `run` reads by default: a file beyond them would be written only to be refused
+    numbers = len(tokens) * d_model + d_model * (heads + 2 * G) * d_k  # embeddings, W_Q, W_K, W_V
+    if numbers + 32 > limits.max_values:  # 32: the file's other values (name, heads, mask, …)
+        raise AttnError(
+            f"the scenario would hold {numbers:,} numbers (embeddings and weights), more than the {limits.max_values:,} `run` reads",
+            key=option("d_model"),
+            expected=f"a smaller {option('d_model')}, {option('heads')} or {option('d_k')}, or a shorter sentence",
+        )
+    if heads * len(tokens) ** 2 > limits.max_cells:
+        raise AttnError(
+            f"{heads} head(s) × {len(tokens):,}² tokens is {heads * len(tokens) ** 2:,} attention cells, more than the {limits.max_cells:,} `run` computes",
+            key="SENTENCE",
+            expected="a shorter sentence or fewer heads",
+        )
     rng = np.random.default_rng(seed)
 
     def rows(n: int, m: int, scale: float) -> list[str]:
