@@ -7,6 +7,7 @@ xfail(strict=True) with the fix they need, so that the fix turns them into passe
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -192,5 +193,31 @@ def test_scenarios_new_padding_keeps_spaces_around_numbers() -> None:
     code, out, err = cli("scenarios", "new", "a b c d", "--padding", " 2 , 3")
     assert (code, err) == (0, "")
     assert "padding: [2, 3]" in out
+
+
+# -- numbers echoed in errors --------------------------------------------------------------------------------------------
+
+BASE = "tokens: [a, b]\nQ: [[1, 2], [3, 4]]\nK: [[1, 2], [3, 4]]\nV: [[1, 2], [3, 4]]\n"
+
+
+@pytest.mark.parametrize("line", ["softcap: 1" + "0" * 400, "rope: {offset: 1" + "0" * 400 + "}", "sink_logits: -1" + "0" * 400])
+def test_a_400_digit_number_is_named_by_its_length_and_the_reason_stays_on_the_line(tmp_path: Path, line: str) -> None:
+    """The 401 digits were echoed whole and the error line cut at 300 characters in the middle: 'is too large for float64'
+    was cut away, leaving a wall of zeros."""
+    error = refused("run", write(tmp_path, BASE + line))
+    assert re.search(r"… \(40[12] characters\) is too large for float64", error)
+    assert not re.search(r"\d{30}", error)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="sources/yaml_scenario.py YamlScenario._int (not this branch's) writes the out-of-range message as "
+    "f'{int(number)} is out of range': 1e300 becomes 301 digits of its float. Fix: show the number as written, "
+    "`value.text if isinstance(value, Scalar) else int(number)` (the Scalar's text, '1e300').",
+)
+def test_a_position_of_1e300_is_echoed_as_written(tmp_path: Path) -> None:
+    error = refused("run", write(tmp_path, BASE + "rope: {offset: 1e300}"))
+    assert "1e300 is out of range" in error
+    assert not re.search(r"\d{30}", error)
 
 
