@@ -221,3 +221,44 @@ def test_a_position_of_1e300_is_echoed_as_written(tmp_path: Path) -> None:
     assert not re.search(r"\d{30}", error)
 
 
+# -- BART ----------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="sources/yaml_scenario.py _checkpoint (not this branch's) reads `target` with self._text, which returns a "
+    "null's text: `target: null` (or `~`) runs the decoder on the word 'null' (or '~'). Fix: before load_scenario, "
+    "`value = self._get('target'); if isinstance(value, Scalar) and value.plain and value.kind == 'null': raise "
+    "self._error('found nothing (null)', 'target', \"the text the decoder has produced so far (leave the key out for "
+    "encoder attention; quote 'null' for the word)\", value)`.",
+)
+@pytest.mark.parametrize("target", ["null", "~"])
+def test_a_bart_scenario_with_a_null_target_is_refused(tmp_path: Path, target: str) -> None:
+    text = f"model: {CHECKPOINTS / 'bart'}\nlayer: 1\nsentence: the cat\nattention: decoder\ntarget: {target}\n"
+    line = refused("run", write(tmp_path, text))
+    assert "target" in line and "null" in line
+
+
+def test_a_bart_scenario_with_a_quoted_null_target_reads_the_word(tmp_path: Path) -> None:
+    """Quoting keeps the word: what the null refusal must leave alone."""
+    text = f"model: {CHECKPOINTS / 'bart'}\nlayer: 1\nsentence: the cat\nattention: decoder\ntarget: 'null'\n"
+    code, out, err = cli("run", write(tmp_path, text), "-f", "json")
+    assert (code, err) == (0, "")
+
+
+# -- MLA --------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="sources/yaml_scenario.py _mla's matrix() (not this branch's) says only '2 per-head matrices (expected 2 matrices "
+    "of one shape, one per head)' when the blocks differ. Fix: as _projection does, check the count first, then for each "
+    "block h whose shape differs raise AttnError(f\"head {h}'s matrix is {r} × {c} but head 1's is {r1} × {c1}\", "
+    "line=item.items[h - 1].line, key=f'mla.{key}[{h}]', expected='the same shape for every head').",
+)
+def test_mismatched_per_head_mla_blocks_name_their_shapes(tmp_path: Path) -> None:
+    scenario = yaml.safe_load((ROOT / "scenarios" / "mla.yaml").read_text())
+    uk = scenario["mla"]["W_UK"]  # d_c × (H·d_n) = 2 × 4
+    scenario["mla"]["W_UK"] = [[row[:2] for row in uk], [row[2:] + [0.5] for row in uk]]  # 2 × 2 and 2 × 3
+    line = refused("run", write(tmp_path, scenario))
+    assert "mla.W_UK[2]" in line and "2 × 3" in line and "2 × 2" in line
