@@ -262,3 +262,33 @@ def test_mismatched_per_head_mla_blocks_name_their_shapes(tmp_path: Path) -> Non
     scenario["mla"]["W_UK"] = [[row[:2] for row in uk], [row[2:] + [0.5] for row in uk]]  # 2 × 2 and 2 × 3
     line = refused("run", write(tmp_path, scenario))
     assert "mla.W_UK[2]" in line and "2 × 3" in line and "2 × 2" in line
+
+
+# -- block sizes -------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [("run", "cat"), ("explain", "cat", "--word", "cat")])
+@pytest.mark.parametrize("block", ["99999999999999999999", str(10**40)])
+def test_a_block_size_beyond_64_bits_is_one_line(command: tuple[str, ...], block: str) -> None:
+    """orjson writes no integer past 64 bits: --block-size 10**20 -f json was an internal error (TypeError, exit 70) after
+    part of the JSON had gone to stdout."""
+    line = refused(*command, "--block-size", block, "-f", "json")
+    assert "--block-size" in line and "2,147,483,648" in line
+    assert not re.search(r"\d{30}", line)
+
+
+def test_export_refuses_a_block_size_beyond_64_bits_once(tmp_path: Path) -> None:
+    """Once for the option, not once per scenario of the folder."""
+    posts = tmp_path / "posts"
+    posts.mkdir()
+    for name in ("a", "b"):
+        (posts / f"{name}.yaml").write_text((ROOT / "scenarios" / "cat.yaml").read_text())
+    line = refused("export", str(posts), "-d", str(tmp_path), "--block-size", "99999999999999999999", "-f", "json")
+    assert "--block-size" in line
+    assert not list(tmp_path.glob("*.json"))
+
+
+def test_the_largest_block_size_is_one_tile() -> None:
+    code, out, err = cli("run", "cat", "--block-size", str(2**31), "-f", "json")
+    assert (code, err) == (0, "")
+    assert len(json.loads(out)["heads"][0]["tiling"]["tiles"]) == 1
