@@ -196,6 +196,13 @@ def tiles(scenario: Scenario | str | Path, block_size: int, *, round_steps: int 
     return Tiled(engine.run(loaded, round_steps=round_steps), block_size)
 
 
+def check_seed(seed: int) -> None:
+    """An AttnError for a seed that JSON cannot carry (orjson writes integers up to 2⁶⁴ − 1; 10**23 was exit 70)."""
+    if not 0 <= seed < 2**64:
+        shown = f"{seed:,}" if abs(seed) < 10**30 else f"a number of {len(str(abs(seed))):,} digits"
+        raise AttnError(f"found {shown}", key=option("seed"), expected=f"a seed from 0 to {2**64 - 1:,}")
+
+
 _MAX_BLOCK = 2**31  # far beyond any sequence attncli computes; orjson writes no integer past 64 bits (10**20 was exit 70)
 
 
@@ -435,6 +442,8 @@ def heads(
     """
     from attncli.core.heads import PATTERNS, scenario_map
     from attncli.sources.checkpoints.headmap import model_map, model_of_file
+
+    check_seed(seed)
     from attncli.sources.limits import Limits
     from attncli.walkthroughs.heads import SORTABLE, Source
 

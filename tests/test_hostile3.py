@@ -292,3 +292,19 @@ def test_the_largest_block_size_is_one_tile() -> None:
     code, out, err = cli("run", "cat", "--block-size", str(2**31), "-f", "json")
     assert (code, err) == (0, "")
     assert len(json.loads(out)["heads"][0]["tiling"]["tiles"]) == 1
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("heads", "--model", str(CHECKPOINTS / "gpt2"), "--sentence", "the_cat_sat", "--induction", "5"), ("variance", "--samples", "10")],
+)
+def test_a_seed_beyond_64_bits_is_one_line(command: tuple[str, ...]) -> None:
+    """The JSON carries the seed: --seed 10**23 -f json was an internal error (TypeError, exit 70) after part of the JSON."""
+    line = refused(*command, "--seed", str(10**23), "-f", "json")
+    assert "--seed" in line and "18,446,744,073,709,551,615" in line
+
+
+def test_the_largest_seed_is_carried_by_json() -> None:
+    code, out, err = cli("variance", "--samples", "10", "--seed", str(2**64 - 1), "-f", "json")
+    assert (code, err) == (0, "")
+    assert str(2**64 - 1) in out

@@ -582,7 +582,10 @@ def variance(
       attncli variance
       attncli variance --dims 4,16,256,4096 --samples 50000 --seed 7 --format json
     """
+    from attncli.api import check_seed
     from attncli.core.variance import experiment
+
+    check_seed(seed)  # the JSON carries it
     if format not in (Format.table, Format.json):
         raise AttnError(f"variance prints a table or JSON, not {format.value}", key="--format", expected="table or json")
     widths = _whole_numbers(dims, "--dims", low=1, high=65_536)
