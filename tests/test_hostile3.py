@@ -308,3 +308,23 @@ def test_the_largest_seed_is_carried_by_json() -> None:
     code, out, err = cli("variance", "--samples", "10", "--seed", str(2**64 - 1), "-f", "json")
     assert (code, err) == (0, "")
     assert str(2**64 - 1) in out
+
+
+def test_scenarios_new_refuses_a_window_json_cannot_carry() -> None:
+    line = refused("scenarios", "new", "a b c", "--window", str(10**20))
+    assert "--window" in line and "2,147,483,648" in line
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="sources/yaml_scenario.py _mask_rules (not this branch's) reads mask.window with no maximum: a window of 10**20 "
+    "runs in the terminal, but run, explain and decode -f json are an internal error (orjson: 'Integer exceeds 64-bit "
+    "range', exit 70) after part of the JSON. Fix: self._int('mask.window', 0, minimum=0, maximum=2**31, ..., "
+    "what='a window') as rope.offset has.",
+)
+@pytest.mark.parametrize("command", [("run",), ("decode",), ("explain", "--position", "1")])
+def test_a_window_json_cannot_carry_is_refused_in_one_line(tmp_path: Path, command: tuple[str, ...]) -> None:
+    path = write(tmp_path, BASE + f"mask: {{causal: true, window: {10**20}}}\n")
+    line = refused(command[0], path, *command[1:], "-f", "json")
+    assert "mask.window" in line
+

@@ -52,6 +52,8 @@ def new_scenario(
     d_k = d_model // heads if d_k is None else d_k
     if rope and d_k % 2:
         raise AttnError(f"RoPE needs an even d_k, but d_k = {d_k}", key=option("rope"), expected=f"an even {option('d_k')}, or d_model a multiple of 2·heads")
+    if window is not None and window > 2**31:  # JSON carries the window: orjson writes no integer past 64 bits
+        raise AttnError(f"found {window:,}", key=option("window"), expected=f"a window from 0 to {2**31:,} (one of the sentence's length or more sees every key)")
     if sink_tokens is not None and window is None:
         raise AttnError(f"{option('sink_tokens')} keeps the first keys seen beyond a window, but there is no window", key=option("sink_tokens"), expected=f"{option('window')} N as well")
     if sink_tokens is not None and sink_tokens > len(tokens):
