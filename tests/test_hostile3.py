@@ -328,3 +328,15 @@ def test_a_window_json_cannot_carry_is_refused_in_one_line(tmp_path: Path, comma
     line = refused(command[0], path, *command[1:], "-f", "json")
     assert "mask.window" in line
 
+
+# -- output paths --------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["a" * 300, "a" * 300 + "/x.txt"])
+def test_a_too_long_output_name_keeps_the_reason_on_the_error_line(tmp_path: Path, name: str) -> None:
+    """The path was written whole into the message and the 300-character line cut inside it: the reason
+    ('the file name is too long') never reached the terminal."""
+    line = refused("run", "mla", "-o", str(tmp_path / name))
+    assert "the file name is too long" in line
+    assert name[-6:] in line  # the end of the name is what tells files apart
+
