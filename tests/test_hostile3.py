@@ -340,3 +340,24 @@ def test_a_too_long_output_name_keeps_the_reason_on_the_error_line(tmp_path: Pat
     assert "the file name is too long" in line
     assert name[-6:] in line  # the end of the name is what tells files apart
 
+
+# -- text arguments ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("option", ["--sentence", "--compare-sentence", "--word"])
+def test_heads_names_bytes_that_are_not_utf8(option: str) -> None:
+    """`heads --sentence` with a 0xff byte was an internal error (the tokenizer's child process: TypeError, exit 70), and
+    `--word` said the surrogate '\\udcff' is not a token; run and explain name the byte."""
+    import os
+    import subprocess
+    import sys
+
+    args = {"--sentence": b"a\xffb", "--compare-sentence": b"h\xffllo", "--word": b"\xff"}
+    command = [os.fsencode(sys.executable), b"-m", b"attncli", b"heads", b"--model", os.fsencode(CHECKPOINTS / "gpt2")]
+    command += [b"--sentence", args.get("--sentence", b"hello") if option == "--sentence" else b"hello"]
+    if option != "--sentence":
+        command += [option.encode(), args[option]]
+    done = subprocess.run(command, capture_output=True, timeout=120)
+    err = done.stderr.decode()
+    assert (done.returncode, done.stdout, len(err.splitlines())) == (1, b"", 1), err
+    assert f"{option}: byte" in err and "(0xff) is not UTF-8" in err

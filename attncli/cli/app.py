@@ -537,8 +537,12 @@ def heads(
 
     from attncli import api
     from attncli.cli.model import explain_command
+    from attncli.sources.arguments import text_argument
 
     check_target(output)  # before the forward pass
+    # bytes that are not UTF-8 are one line here, as for run and explain (the tokenizer's child process failed on them: exit 70)
+    sentence, word, compare_sentence = (None if text is None else text_argument(text, name)
+                                        for text, name in ((sentence, "--sentence"), (word, "--word"), (compare_sentence, "--compare-sentence")))  # fmt: skip
     options = Options(format=format, precision=precision, to_file=output is not None, names=flag)
     if compare_model is not None or compare_sentence is not None:
         from attncli.errors import AttnError, option
