@@ -361,3 +361,18 @@ def test_heads_names_bytes_that_are_not_utf8(option: str) -> None:
     err = done.stderr.decode()
     assert (done.returncode, done.stdout, len(err.splitlines())) == (1, b"", 1), err
     assert f"{option}: byte" in err and "(0xff) is not UTF-8" in err
+
+
+def test_decode_counts_a_given_caches_rows_from_the_first_step(tmp_path: Path) -> None:
+    """A cache of 4,200 keys and one new token holds 4,201 rows of K and V; decode counted each cached key as held from its
+    own position (8.8 million rows) and refused the scenario as more than the 33,554,432 numbers it keeps."""
+    c = 4200
+    scenario = {
+        "cache": {"tokens": ["c"] * c, "K": [[1, 0]] * c, "V": [[0, 1]] * c},
+        "tokens": ["a"], "Q": [[1, 0]], "K": [[1, 0]], "V": [[1, 0]], "mask": "causal",
+    }  # fmt: skip
+    code, out, err = cli("decode", write(tmp_path, scenario), "-f", "json")
+    assert (code, err) == (0, "")
+    (step,) = json.loads(out)["steps"]
+    assert step["position"] == c + 1
+    assert step["weights"] == pytest.approx([1 / (c + 1)] * (c + 1), abs=1e-15)

@@ -149,7 +149,8 @@ def decode(source: RunResult | Scenario, head: int) -> Decode:
     L_k = visible.shape[1]  # c + L
     read_until = np.where(visible.any(axis=0), L_k - np.argmax(visible[::-1], axis=0), 0)  # (c + L,) last query (position) reading key j
     positions = np.arange(1, L_k + 1)  # (c + L,)
-    cached = int(np.maximum(read_until - positions + 1, 0).sum())  # rows of K and V held over all steps
+    joined = np.maximum(positions, c + 1)  # (c + L,) the step each key is first held at: a given cache's keys at step c + 1
+    cached = int(np.maximum(read_until - joined + 1, 0).sum())  # rows of K and V held over all steps
     if cached * (scenario.d_k + scenario.d_v) > MAX_CACHED_NUMBERS:
         raise AttnError(
             f"decoding {L_k - c} tokens holds {cached:,} cached rows of K and V across its steps, "
