@@ -442,11 +442,10 @@ def heads(
     """
     from attncli.core.heads import PATTERNS, scenario_map
     from attncli.sources.checkpoints.headmap import model_map, model_of_file
-
-    check_seed(seed)
     from attncli.sources.limits import Limits
     from attncli.walkthroughs.heads import SORTABLE, Source
 
+    check_seed(seed)
     limits = limits or Limits()
     if sort is not None and sort not in SORTABLE:
         raise AttnError(f"found {sort!r}", key=option("sort"), expected=f"one of {', '.join(SORTABLE)}")
