@@ -190,9 +190,27 @@ def tiles(scenario: Scenario | str | Path, block_size: int, *, round_steps: int 
     from attncli.core import engine
     from attncli.core.variants.linear import refuse_softmax_only
 
+    check_block_size(block_size)
     loaded = _scenario(scenario)
     refuse_softmax_only(loaded, "block_size", "FlashAttention's online softmax")
     return Tiled(engine.run(loaded, round_steps=round_steps), block_size)
+
+
+def check_seed(seed: int) -> None:
+    """An AttnError for a seed that JSON cannot carry (orjson writes integers up to 2⁶⁴ − 1; 10**23 was exit 70)."""
+    if not 0 <= seed < 2**64:
+        shown = f"{seed:,}" if abs(seed) < 10**30 else f"a number of {len(str(abs(seed))):,} digits"
+        raise AttnError(f"found {shown}", key=option("seed"), expected=f"a seed from 0 to {2**64 - 1:,}")
+
+
+_MAX_BLOCK = 2**31  # far beyond any sequence attncli computes; orjson writes no integer past 64 bits (10**20 was exit 70)
+
+
+def check_block_size(block_size: int | None) -> None:
+    """An AttnError for a block size below 1 or beyond 2³¹ (run, explain and export check it before any work)."""
+    if block_size is not None and not 1 <= block_size <= _MAX_BLOCK:
+        shown = f"{block_size:,}" if abs(block_size) < 10**30 else f"a number of {len(str(abs(block_size))):,} digits"
+        raise AttnError(f"found {shown}", key=option("block_size"), expected=f"a block size from 1 to {_MAX_BLOCK:,} (a block of every key is one tile)")
 
 
 def explain(
@@ -207,6 +225,7 @@ def explain(
     """Follow `word` (or the token at `position`, from 1) through head `head`; only that row is computed."""
     from attncli.core.explain import explain_scenario, find_word
 
+    check_block_size(block_size)
     loaded = _scenario(scenario)
     loaded.head_numbers(head)  # a head that does not exist is an error before any work
     if block_size is not None:
@@ -452,6 +471,7 @@ def heads(
     from attncli.sources.limits import Limits
     from attncli.walkthroughs.heads import SORTABLE, Source
 
+    check_seed(seed)
     limits = limits or Limits()
     if sort is not None and sort not in SORTABLE:
         raise AttnError(f"found {sort!r}", key=option("sort"), expected=f"one of {', '.join(SORTABLE)}")

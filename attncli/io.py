@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import FrameType
 
-from attncli.errors import AttnError, keyword, option, visible
+from attncli.errors import AttnError, keyword, option, shorten, visible
 
 
 def emit(
@@ -113,12 +113,12 @@ def write_file(
         with _stopped_by_signals(path, replaced=True):
             _replace(path, target, info, document, key)
     elif stat.S_ISDIR(info.st_mode):
-        raise AttnError(f"cannot write {path}: it is a folder", key=key, expected="a file name")
+        raise AttnError(f"cannot write {_named(path)}: it is a folder", key=key, expected="a file name")
     elif stat.S_ISFIFO(info.st_mode) or stat.S_ISCHR(info.st_mode) or stat.S_ISSOCK(info.st_mode):
         with _stopped_by_signals(path, replaced=False):
             _write_into(path, target, info, document, key)
     else:
-        raise AttnError(f"cannot write {path}: it is a block device", key=key, expected="a file; attncli does not write onto disks")
+        raise AttnError(f"cannot write {_named(path)}: it is a block device", key=key, expected="a file; attncli does not write onto disks")
 
 
 write_atomic = write_file  # the name `export` knows it by
@@ -154,7 +154,7 @@ def check_target(path: Path | None, key: str = option("output")) -> None:
         return
     target = _resolve(path, key)
     if target.is_dir():
-        raise AttnError(f"cannot write {path}: it is a folder", key=key, expected="a file name")
+        raise AttnError(f"cannot write {_named(path)}: it is a folder", key=key, expected="a file name")
 
 
 def _resolve(path: Path, key: str) -> Path:
@@ -169,7 +169,7 @@ def _resolve(path: Path, key: str) -> Path:
     if not folder.is_dir():
         shown = str(path.parent) if target == path.absolute() else str(folder)
         raise AttnError(
-            f"cannot write {path}: the folder {shown or '.'!r} does not exist",
+            f"cannot write {_named(path)}: the folder {shown or '.'!r} does not exist",
             key=key,
             expected="an existing folder; create it first",
         )
@@ -186,14 +186,14 @@ def _check_replaceable(path: Path, target: Path, info: os.stat_result, *, inputs
             same = same or os.path.samefile(name, target)
     if same:
         raise AttnError(
-            f"cannot write {path}: it is an input of this command, which would be lost",
+            f"cannot write {_named(path)}: it is an input of this command, which would be lost",
             key=key,
             expected="another file name for the output",
         )
     effective = os.access in os.supports_effective_ids
     if not force and (info.st_mode & 0o222 == 0 or not os.access(target, os.W_OK, effective_ids=effective)):
         raise AttnError(
-            f"cannot write {path}: the file is read-only",
+            f"cannot write {_named(path)}: the file is read-only",
             key=key,
             expected=f"a writable file: make it writable (chmod u+w), or pass {option('force')} to replace it",
         )
@@ -214,7 +214,7 @@ def _replace(path: Path, target: Path, info: os.stat_result | None, document: st
                 fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
             except OSError as error:
                 raise AttnError(
-                    f"cannot write {path}: no temporary file can be made in {str(target.parent)!r}: {_reason(error)}",
+                    f"cannot write {_named(path)}: no temporary file can be made in {str(target.parent)!r}: {_reason(error)}",
                     key=key,
                     expected="a folder attncli may write in: the new file is written beside the old one, then renamed over it",
                 ) from None
@@ -293,7 +293,7 @@ def _write_descriptor(descriptor: int, path: Path, document: str | Iterable[byte
     try:
         os.fstat(descriptor)
     except OSError:
-        raise AttnError(f"cannot write {path}: descriptor {descriptor} is not open", key=key) from None
+        raise AttnError(f"cannot write {_named(path)}: descriptor {descriptor} is not open", key=key) from None
     if descriptor == 1 and sys.stdout is not None:
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.flush()
@@ -312,6 +312,11 @@ def _write_all(fd: int, chunks: Iterable[bytes]) -> None:
             if written == 0:
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             view = view[written:]
+
+
+def _named(path: Path | str) -> str:
+    """A path in a write error, its end kept when long: the 300-character error line would otherwise end inside the name."""
+    return shorten(str(path), 120, keep_end=True)
 
 
 def _reason(error: OSError) -> str:
@@ -338,7 +343,7 @@ def _write_error(path: Path, error: OSError, key: str, *, kept: bool, into: bool
         outcome = ""
     else:
         outcome = "; nothing was written"
-    return AttnError(f"cannot write {path}: {_reason(error)}{outcome}", key=key)
+    return AttnError(f"cannot write {_named(path)}: {_reason(error)}{outcome}", key=key)
 
 
 # -- signals ---------------------------------------------------------------------------------

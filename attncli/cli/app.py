@@ -542,8 +542,12 @@ def heads(
 
     from attncli import api
     from attncli.cli.model import explain_command
+    from attncli.sources.arguments import text_argument
 
     check_target(output)  # before the forward pass
+    # bytes that are not UTF-8 are one line here, as for run and explain (the tokenizer's child process failed on them: exit 70)
+    sentence, word, compare_sentence = (None if text is None else text_argument(text, name)
+                                        for text, name in ((sentence, "--sentence"), (word, "--word"), (compare_sentence, "--compare-sentence")))  # fmt: skip
     options = Options(format=format, precision=precision, to_file=output is not None, names=flag)
     if compare_model is not None or compare_sentence is not None:
         from attncli.errors import AttnError, option
@@ -587,7 +591,10 @@ def variance(
       attncli variance
       attncli variance --dims 4,16,256,4096 --samples 50000 --seed 7 --format json
     """
+    from attncli.api import check_seed
     from attncli.core.variance import experiment
+
+    check_seed(seed)  # the JSON carries it
     if format not in (Format.table, Format.json):
         raise AttnError(f"variance prints a table or JSON, not {format.value}", key="--format", expected="table or json")
     widths = _whole_numbers(dims, "--dims", low=1, high=65_536)
@@ -736,7 +743,10 @@ def _positions(text: str | None) -> tuple[int, ...]:
     if text is None:
         return ()
     try:
-        positions = tuple(int(part) for part in text.split(","))
+        parts = [part.strip() for part in text.split(",")]
+        if not all(part.isascii() and part.isdigit() for part in parts):  # int() also takes '٣' and '1_0'
+            raise ValueError(text)
+        positions = tuple(int(part) for part in parts)
     except ValueError:
         raise AttnError(f"found {visible(text)!r}", key="--padding", expected="positions from 1, comma-separated, such as 5,6") from None
     if min(positions) < 1:

@@ -67,6 +67,9 @@ def export(
     if decode and (explain_word is not None or block_size is not None):
         other = option("explain") if explain_word is not None else option("block_size")
         raise AttnError(f"{option('decode')} and {other} are both given", key=option("decode"), expected=f"one of {option('decode')}, {other}")
+    from attncli import api
+
+    api.check_block_size(block_size)  # an option's error is one line, not one per scenario
     if not out_dir.is_dir():
         raise AttnError(
             f"the folder {str(out_dir)!r} does not exist" if not out_dir.exists() else f"{str(out_dir)!r} is not a folder",

@@ -158,7 +158,8 @@ def decode(source: RunResult | Scenario, head: int, *, before: RunResult | None 
     L_k = visible.shape[1]  # c + L
     read_until = np.where(visible.any(axis=0), L_k - np.argmax(visible[::-1], axis=0), 0)  # (c + L,) last query (position) reading key j
     positions = np.arange(1, L_k + 1)  # (c + L,)
-    cached = int(np.maximum(read_until - positions + 1, 0).sum())  # rows of K and V held over all steps
+    joined = np.maximum(positions, c + 1)  # (c + L,) the step each key is first held at: a given cache's keys at step c + 1
+    cached = int(np.maximum(read_until - joined + 1, 0).sum())  # rows of K and V held over all steps
     if cached * (scenario.d_k + scenario.d_v) > MAX_CACHED_NUMBERS:
         raise AttnError(
             f"decoding {L_k - c} tokens holds {cached:,} cached rows of K and V across its steps, "
@@ -234,11 +235,14 @@ def _recurrent(result: RunResult, head: int) -> Recurrent | None:
         )
     h = result.head(head)
     q = h.q if isinstance(kernel, LinearAttention) else h.q / s.scale.divisor  # (L, d_k) retention scales q·k by the divisor
-    states, outputs = recurrent(kernel, head, q, h.k, h.V)
+    c = s.cached  # a given cache: its c keys and values enter the state before the first step, which has no query of theirs
+    q = np.concatenate([np.repeat(q[:1], c, axis=0), q]) if c else q  # (c + L, d_k) the cached rows' outputs are dropped below
+    with np.errstate(all="ignore"):  # a dropped cached row may divide 0 by 0; the kept rows are the run's, checked there
+        states, outputs = recurrent(kernel, head, q, h.k, h.V)
     normalisers = None
     if isinstance(kernel, LinearAttention) and h.kernel is not None and h.kernel.phi_k is not None:
-        normalisers = tuple(_frozen(z) for z in np.cumsum(h.kernel.phi_k, axis=0))  # (d_k,) each
-    return Recurrent(tuple(_frozen(S) for S in states), normalisers, _frozen(outputs))
+        normalisers = tuple(_frozen(z) for z in np.cumsum(h.kernel.phi_k, axis=0)[c:])  # (d_k,) each
+    return Recurrent(tuple(_frozen(S) for S in states[c:]), normalisers, _frozen(outputs[c:]))
 
 
 def _frozen(array: AnyArray) -> AnyArray:

@@ -246,6 +246,7 @@ def repeated_random_tokens(vocabulary: int, length: int, *, seed: int, avoid: Se
 def scenario_map(scenario: Scenario, *, focus: Callable[[tuple[str, ...]], int] | None = None) -> HeadMap:
     """A scenario's one layer as a HeadMap: its heads' weights from the engine, summarised; `focus` picks a row to keep whole."""
     from attncli.core import engine
+    from attncli.core.variants import LinearAttention, Retention
     from attncli.errors import AttnError
 
     if scenario.cross:
@@ -254,8 +255,28 @@ def scenario_map(scenario: Scenario, *, focus: Callable[[tuple[str, ...]], int] 
             key="context",
             expected="a self-attention scenario: the head statistics compare query i with key i",
         )
+    if scenario.cached:  # the c cached keys have no query rows: weights are L × (c + L), and "first" or "previous" would mean another token
+        raise AttnError(
+            f"the scenario starts from a given KV cache of {scenario.cached} token(s), whose keys have no query rows",
+            key="cache",
+            expected="a scenario without `cache`: the head statistics compare query i with key i",
+        )
+    if scenario.variant(Retention) is not None:  # its rows are scores times a decay, not weights: negative, and summing to anything
+        raise AttnError(
+            "retention's rows are not weights (no softmax and no normaliser: they may be negative and need not sum to 1)",
+            key="retention",
+            expected="attention whose rows are weights (softmax, or linear attention with a non-negative feature map): entropy and shares need them",
+        )
     result = engine.run(scenario)
     weights = np.stack([head.weights for head in result.heads])  # (H, L, L)
+    if (linear := scenario.variant(LinearAttention)) is not None and (weights < 0).any():  # φ = identity can make a similarity, and so a weight, negative
+        h, i, _ = (int(n) for n in np.argwhere(weights < 0)[0])
+        raise AttnError(
+            f"head {h + 1}, row {i + 1} ({scenario.tokens[i]!r}) has a negative weight (feature map {linear.feature_map}): "
+            "entropy and shares of weight need weights of 0 or more",
+            key="linear_attention.feature_map",
+            expected="elu+1 or relu, whose weights are never negative",
+        )
     visible = np.asarray(np.stack([head.visible for head in result.heads]).any(axis=0))  # (L, L)
     heads = HeadMap(heads=scenario.heads, kv_heads=scenario.G, tokens=tuple(scenario.tokens))
     heads.focus = None if focus is None else focus(heads.tokens)

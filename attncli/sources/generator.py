@@ -12,6 +12,7 @@ import numpy as np
 
 from attncli.core.variants import Mask
 from attncli.errors import AttnError, option
+from attncli.sources.limits import Limits
 from attncli.sources.words import split_sentence
 
 
@@ -71,6 +72,8 @@ def new_scenario(
                             expected=f"a fraction from 0 to 1 that leaves an even number of coordinates to turn, such as {2 / d_k:g}")  # fmt: skip
     if softcap is not None and not 0 < softcap < float("inf"):
         raise AttnError(f"found {softcap:g}", key=option("softcap"), expected="a positive number, the cap of cap·tanh(s / cap) (Gemma 2 uses 50)")
+    if window is not None and window > 2**31:  # JSON carries the window: orjson writes no integer past 64 bits
+        raise AttnError(f"found {window:,}", key=option("window"), expected=f"a window from 0 to {2**31:,} (one of the sentence's length or more sees every key)")
     if sink_tokens is not None and window is None:
         raise AttnError(f"{option('sink_tokens')} keeps the first keys seen beyond a window, but there is no window", key=option("sink_tokens"), expected=f"{option('window')} N as well")
     if sink_tokens is not None and sink_tokens > len(tokens):
@@ -89,6 +92,20 @@ def new_scenario(
                 key=option("padding"),
                 expected=f"padding that leaves every query at least one key (with {option('mask')} causal, never position 1)",
             )
+    limits = Limits()  # what `run` reads by default: a file beyond them would be written only to be refused
+    numbers = len(tokens) * d_model + d_model * (heads + 2 * G) * d_k  # embeddings, W_Q, W_K, W_V
+    if numbers + 32 > limits.max_values:  # 32: the file's other values (name, heads, mask, …)
+        raise AttnError(
+            f"the scenario would hold {numbers:,} numbers (embeddings and weights), more than the {limits.max_values:,} `run` reads",
+            key=option("d_model"),
+            expected=f"a smaller {option('d_model')}, {option('heads')} or {option('d_k')}, or a shorter sentence",
+        )
+    if heads * len(tokens) ** 2 > limits.max_cells:
+        raise AttnError(
+            f"{heads} head(s) × {len(tokens):,}² tokens is {heads * len(tokens) ** 2:,} attention cells, more than the {limits.max_cells:,} `run` computes",
+            key="SENTENCE",
+            expected="a shorter sentence or fewer heads",
+        )
     rng = np.random.default_rng(seed)
 
     def rows(n: int, m: int, scale: float) -> list[str]:

@@ -246,8 +246,8 @@ def decode_json(dec: Decode) -> dict[str, Any]:
     doc = _decode_json(dec)
     sink_weight = dec.result.head(dec.head).sink_weight  # (L,) whole; None without a learned sink
     if sink_weight is not None:
-        for step, out in zip(dec.steps, doc["steps"]):
-            out["sink_weight"] = float(sink_weight[step.position - 1])
+        for t, out in enumerate(doc["steps"]):  # step t is query row t (its position is c + t + 1 after a given cache of c)
+            out["sink_weight"] = float(sink_weight[t])
     if dec.switched is not None:  # longrope: the step where RoPE takes the long factors and the cache is computed again (keys only added)
         doc["rope_switch"] = dec.switched
     if dec.recurrent is not None:  # attention without softmax: the state carried instead of a cache (keys only added)

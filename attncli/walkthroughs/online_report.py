@@ -247,7 +247,7 @@ def _state_lines(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> tuple[
     """The state S_t row by row (and z_t), and the check against the parallel run, for a step of a head without softmax."""
     rec = dec.recurrent
     assert rec is not None
-    t = step.position - 1
+    t = step.position - 1 - dec.cached  # the step's index: its query row (a given cache's c keys came before the first step)
     lines: list[tuple[str, str | Vector]] = [(f"S_{step.position} row {a + 1}", vec(row, p, full=full)) for a, row in enumerate(rec.states[t])]
     if rec.normalisers is not None:
         lines.append((f"z_{step.position}", vec(rec.normalisers[t], p, full=full)))
