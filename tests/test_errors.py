@@ -45,7 +45,7 @@ CASES = [
     ("rows-vs-tokens.yaml", 3, "embeddings: 2 embedding rows for 3 tokens"),
     ("missing-embedding.yaml", 3, "no embedding for 'cat' (did you mean 'cats'?), 'on', 'mat' (did you mean 'sat'?)"),
     ("empty-tokens.yaml", 1, "tokens: the token list is empty"),
-    ("window-negative.yaml", 3, "mask.window: -1 is out of range (expected a whole number 0 or more)"),
+    ("window-negative.yaml", 3, "mask.window: -1 is out of range (expected a window from 0 to 2147483648)"),
     ("sink-outside.yaml", 3, "mask.sinks: 3 is out of range (expected a number of sink keys from 0 to 2)"),
     ("padding-outside.yaml", 4, "mask.padding[2]: 5 is out of range (expected a key position from 1 to 2)"),
     ("row-sees-nothing.yaml", 3, "mask: query 1 ('a') would see no key at all"),

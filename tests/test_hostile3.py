@@ -1,8 +1,7 @@
 """Hostile inputs to what landed last (the map, decode from a given cache, attention without softmax, the generator, BART's
 target, the scenario keys' number checks): each gives a right result or one clear line, never a traceback.
 
-Each test names the defect it was written for; those still open (in files other branches are restructuring) are
-xfail(strict=True) with the fix they need, so that the fix turns them into passes that must be un-marked."""
+Each test names the defect it was written for."""
 
 from __future__ import annotations
 
@@ -97,22 +96,20 @@ def _table_lines(columns: int, *extra: str) -> list[str]:
     return out.splitlines()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="formats/headgrid.table_renderables draws the statistics as a Rich Table with no_wrap columns and no min_width: "
-    "below its natural width (about 56 columns) Rich shrinks columns to '0.…' and drops L and H entirely (COLUMNS=40), or "
-    "every cell to '…' (COLUMNS=1), where docs/reference.md promises tables printed wider than the terminal rather than cut. "
-    "Fix (headgrid.py, not this branch's): lay the table out as a formats.grid.Block of right-aligned fixed-width columns, "
-    "which terminal.render prints uncropped, as run's tables are.",
-)
 @pytest.mark.parametrize("columns", [1, 20, 40])
 def test_the_statistics_table_is_never_cut_in_a_narrow_terminal(columns: int) -> None:
+    """Below the table's width its columns go into bands under each other (each repeating L and H): every number whole."""
     wide = _table_lines(200)
     narrow = _table_lines(columns)
     header = next(line for line in wide if line.split()[:3] == ["L", "H", "ent"])
-    rows = wide[wide.index(header) : wide.index(header) + 13]
-    for line in rows:
-        assert line in narrow, f"{line!r} is not printed whole at COLUMNS={columns}"
+    rows = [line.split() for line in wide[wide.index(header) + 1 : wide.index(header) + 13]]
+    names = header.split()
+    bands = [line.split() for line in narrow if line.split()[:2] == ["L", "H"]]
+    assert "…" not in "\n".join(narrow) and sorted(name for band in bands for name in band[2:]) == sorted(names[2:])
+    for band in bands:
+        start = narrow.index(next(line for line in narrow if line.split() == band))
+        shown = [line.split() for line in narrow[start + 1 : start + 13]]
+        assert shown == [[row[0], row[1], *(row[names.index(name)] for name in band[2:])] for row in rows], (columns, band)
 
 
 # -- decode from a given cache ---------------------------------------------------------------------------------------
@@ -209,12 +206,6 @@ def test_a_400_digit_number_is_named_by_its_length_and_the_reason_stays_on_the_l
     assert not re.search(r"\d{30}", error)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sources/yaml_scenario.py YamlScenario._int (not this branch's) writes the out-of-range message as "
-    "f'{int(number)} is out of range': 1e300 becomes 301 digits of its float. Fix: show the number as written, "
-    "`value.text if isinstance(value, Scalar) else int(number)` (the Scalar's text, '1e300').",
-)
 def test_a_position_of_1e300_is_echoed_as_written(tmp_path: Path) -> None:
     error = refused("run", write(tmp_path, BASE + "rope: {offset: 1e300}"))
     assert "1e300 is out of range" in error
@@ -224,14 +215,6 @@ def test_a_position_of_1e300_is_echoed_as_written(tmp_path: Path) -> None:
 # -- BART ----------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sources/yaml_scenario.py _checkpoint (not this branch's) reads `target` with self._text, which returns a "
-    "null's text: `target: null` (or `~`) runs the decoder on the word 'null' (or '~'). Fix: before load_scenario, "
-    "`value = self._get('target'); if isinstance(value, Scalar) and value.plain and value.kind == 'null': raise "
-    "self._error('found nothing (null)', 'target', \"the text the decoder has produced so far (leave the key out for "
-    "encoder attention; quote 'null' for the word)\", value)`.",
-)
 @pytest.mark.parametrize("target", ["null", "~"])
 def test_a_bart_scenario_with_a_null_target_is_refused(tmp_path: Path, target: str) -> None:
     text = f"model: {CHECKPOINTS / 'bart'}\nlayer: 1\nsentence: the cat\nattention: decoder\ntarget: {target}\n"
@@ -249,13 +232,6 @@ def test_a_bart_scenario_with_a_quoted_null_target_reads_the_word(tmp_path: Path
 # -- MLA --------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sources/yaml_scenario.py _mla's matrix() (not this branch's) says only '2 per-head matrices (expected 2 matrices "
-    "of one shape, one per head)' when the blocks differ. Fix: as _projection does, check the count first, then for each "
-    "block h whose shape differs raise AttnError(f\"head {h}'s matrix is {r} × {c} but head 1's is {r1} × {c1}\", "
-    "line=item.items[h - 1].line, key=f'mla.{key}[{h}]', expected='the same shape for every head').",
-)
 def test_mismatched_per_head_mla_blocks_name_their_shapes(tmp_path: Path) -> None:
     scenario = yaml.safe_load((ROOT / "scenarios" / "mla.yaml").read_text())
     uk = scenario["mla"]["W_UK"]  # d_c × (H·d_n) = 2 × 4
@@ -315,13 +291,6 @@ def test_scenarios_new_refuses_a_window_json_cannot_carry() -> None:
     assert "--window" in line and "2,147,483,648" in line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sources/yaml_scenario.py _mask_rules (not this branch's) reads mask.window with no maximum: a window of 10**20 "
-    "runs in the terminal, but run, explain and decode -f json are an internal error (orjson: 'Integer exceeds 64-bit "
-    "range', exit 70) after part of the JSON. Fix: self._int('mask.window', 0, minimum=0, maximum=2**31, ..., "
-    "what='a window') as rope.offset has.",
-)
 @pytest.mark.parametrize("command", [("run",), ("decode",), ("explain", "--position", "1")])
 def test_a_window_json_cannot_carry_is_refused_in_one_line(tmp_path: Path, command: tuple[str, ...]) -> None:
     path = write(tmp_path, BASE + f"mask: {{causal: true, window: {10**20}}}\n")

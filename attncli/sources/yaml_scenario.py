@@ -26,7 +26,7 @@ from attncli.errors import AttnError, option
 from attncli.sources import builtin, fields, reading
 from attncli.sources.limits import Limits
 from attncli.sources.words import split_sentence
-from attncli.sources.yamltree import Map, Scalar, Seq, Value, describe, parse, to_number, to_word
+from attncli.sources.yamltree import Map, Scalar, Seq, Value, describe, parse, shortened, to_number, to_word
 
 KEYS, MODEL_KEYS = fields.KEYS, fields.MODEL_KEYS  # every key, and those a real checkpoint's layer may have
 CONTEXT_KEYS = fields.mapping_keys("context")
@@ -217,8 +217,14 @@ class _Validator:
                 raise AttnError(f"`mla` needs `{key}`", line=value.line, key=f"mla.{key}", expected=f"a matrix of {rows} rows ({what})")
             if per_head and isinstance(item, Seq) and item.items and all(isinstance(m, Seq) and m.items and isinstance(m.items[0], Seq) for m in item.items):
                 blocks = [to_matrix(m, f"mla.{key}[{h}]") for h, m in enumerate(item.items, 1)]
-                if len(blocks) != heads or any(b.shape != blocks[0].shape for b in blocks):
-                    raise self._error(f"{len(blocks)} per-head matrices", f"mla.{key}", f"{heads} matrices of one shape, one per head", item)
+                if len(blocks) != heads:
+                    raise self._error(f"{len(blocks)} per-head matrices for heads = {heads}", f"mla.{key}", f"{heads} matrices of one shape, one per head", item)
+                for h, (part, block) in enumerate(zip(blocks, item.items), 1):
+                    if part.shape != blocks[0].shape:
+                        raise AttnError(
+                            f"head {h}'s matrix is {part.shape[0]} × {part.shape[1]} but head 1's is {blocks[0].shape[0]} × {blocks[0].shape[1]}",
+                            line=block.line, key=f"mla.{key}[{h}]", expected="the same shape for every head",
+                        )  # fmt: skip
                 found = np.hstack(blocks)
             else:
                 found = to_matrix(item, f"mla.{key}")
@@ -311,7 +317,7 @@ class _Validator:
                 name=self._text("name", default=self.stem),
                 limits=self.limits,
                 shown=written,
-                target=self._text("target", default="") if "target" in self.tree.items else None,
+                target=self._target(),
                 attention=self._text("attention", default="") if "attention" in self.tree.items else None,
             )
         except AttnError as error:
@@ -370,6 +376,16 @@ class _Validator:
             return value.text.lower() in ("true", "yes", "on", "y")
         raise self._error(f"found {describe(value)}", key, "true or false", value)
 
+    def _target(self) -> str | None:
+        """BART's `target:`, the text the decoder has produced so far; a bare null is not the word "null"."""
+        if "target" not in self.tree.items:
+            return None
+        value = self.tree.items["target"]
+        if isinstance(value, Scalar) and value.plain and value.kind == "null":
+            raise self._error("found nothing (null)", "target", "the text the decoder has produced so far (leave the key out for the "
+                              "encoder's attention; quote 'null' for the word)", value)  # fmt: skip
+        return self._text("target", default="")
+
     def _int(
         self, key: str, default: int, minimum: int, maximum: int | None = None, value: Value | None = None, what: str = "a whole number"
     ) -> int:
@@ -388,7 +404,8 @@ class _Validator:
             raise self._error(f"{number:g} is not a whole number", key, "a whole number", value)
         if number < minimum or (maximum is not None and number > maximum):
             why = " (float64 carries no more)" if key == "precision" else ""
-            raise self._error(f"{int(number)} is out of range", key, f"{bounds}{why}", value)
+            written = shortened(value.text) if isinstance(value, Scalar) else str(int(number))  # 1e300 as written, not its float's 301 digits
+            raise self._error(f"{written} is out of range", key, f"{bounds}{why}", value)
         return int(number)
 
     def _tokens(self, tree: Map, prefix: str) -> list[str]:

@@ -380,7 +380,7 @@ def to_number(value: Value, path: str) -> float:
         if number is not None or value.text.lower() in _NON_FINITE:
             too_large = number is not None and value.text.lower().lstrip("+-") not in ("inf", "infinity", "nan")
             what = "is too large for float64" if too_large else "is not a finite number"
-            raise AttnError(f"{_shortened(value.text)} {what}", line=value.line, key=path, expected="a finite number")
+            raise AttnError(f"{shortened(value.text)} {what}", line=value.line, key=path, expected="a finite number")
     hint = ""
     if isinstance(value, Scalar) and not value.plain:
         try:
@@ -391,7 +391,7 @@ def to_number(value: Value, path: str) -> float:
     raise AttnError(f"found {describe(value)}{hint}", line=value.line, key=path, expected="a number")
 
 
-def _shortened(text: str, keep: int = 24) -> str:
+def shortened(text: str, keep: int = 24) -> str:
     """A number as written, its start and its length when long: a 400-digit integer echoed whole would push the reason off the line."""
     return text if len(text) <= keep else f"{text[:keep]}… ({len(text):,} characters)"
 

@@ -210,7 +210,7 @@ class Mask:
     def _rules(cls, read: Read, L_k: int) -> Mask:
         items = read.mapping(mapping_keys(cls.schema))
         causal = items["causal"].boolean() if "causal" in items else False
-        window = items["window"].whole(0) if "window" in items else None
+        window = items["window"].whole(0, 2**31, "a window") if "window" in items else None  # JSON carries it: no integer past 64 bits
         sinks = items["sinks"].whole(0, L_k, "a number of sink keys") if "sinks" in items else 0
         padding: tuple[int, ...] = ()
         if "padding" in items:
