@@ -219,11 +219,18 @@ def test_a_misspelt_builtin_gets_a_did_you_mean(cli):
         assert "did you mean" in result.stderr and "'cat'" in result.stderr
 
 
-def test_the_stages_help_names_every_stage(cli, monkeypatch):
-    """`--stages` lists its names by hand (the help must not import NumPy): every stage of the table, in its order."""
+def test_the_stages_help_names_real_stages(cli, monkeypatch):
+    """`--stages` names its stages by hand (the help must not import NumPy): the textbook's all, the mechanisms' as examples
+    (a new mechanism's stage needs no change to the command line: a wrong name lists every stage)."""
     from attncli.document import stages
 
     monkeypatch.setenv("COLUMNS", "400")
     words = " ".join(cli("run", "--help").stdout.split())
     listed = words.split("Comma list of stages to show: ", 1)[1].split(" [default", 1)[0]
-    assert listed.split(", ") == [stage.name for stage in stages.STAGES]
+    textbook, mechanisms = listed.split(", and each mechanism's own (", 1)
+    examples = mechanisms.split("; a wrong name lists every one)", 1)[0].removesuffix(", …").split(", ")
+    names = [stage.name for stage in stages.STAGES]
+    assert textbook.split(", ") == [stage.name for stage in stages._TEXTBOOK_STAGES if stage.name not in ("latent", "absorbed")]
+    assert examples and all(name in names for name in examples)
+    error = cli("run", "cat", "--stages", "nonsense").stderr
+    assert error.rstrip().endswith("(expected a comma list of: " + ", ".join(names) + ")")

@@ -224,7 +224,7 @@ def run(
     attention: AttentionOption = None,
     stages: Annotated[
         str | None,
-        typer.Option(metavar="LIST", help="Comma list of stages to show: embeddings, q, k, v, qk_norm, rope, scores, decay, scaled, softcap, bias, masked, exp, weights, sink, output, latent, absorbed [default: those that change something]."),
+        typer.Option(metavar="LIST", help="Comma list of stages to show: embeddings, q, k, v, scores, scaled, exp, weights, output, and each mechanism's own (masked, rope, bias, softcap, …; a wrong name lists every one) [default: those that change something]."),
     ] = None,
     head: HeadOption = None,
     precision: PrecisionOption = None,
