@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -176,17 +177,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for numbers, comparison in COMPARISONS:
             if not only or only & set(numbers.split(",")):
-                rows += comparison(Path(folder), pairs)
+                rows += measured(numbers, comparison, Path(folder), pairs)
         if not only or "5" in only:
-            rows += real_model_rows(Path(folder), pairs)
+            rows += measured("5", real_model_rows, Path(folder), pairs)
         if not only or "20" in only:
             from side_by_side import bench_rows  # attncli beside transformers (benchmarks/side_by_side.py): optional
 
-            rows += bench_rows(Path(folder), pairs)
+            rows += measured("20", bench_rows, Path(folder), pairs)
         if not only or only & {"14", "15"}:
             from big_layer import big_layer_rows  # an 8B-class layer (benchmarks/big_layer.py)
 
-            rows += big_layer_rows(Path(folder), pairs)
+            rows += measured("14,15", big_layer_rows, Path(folder), pairs)
 
     rows = [Row(*each) for each in rows]  # a row built as a plain tuple of five has no spread
     measure = "wall time" if Settings.wall else "CPU time of the child (user + system)"
@@ -201,6 +202,19 @@ def main() -> None:
         saved = [{**each._asdict(), "verdict": verdict(each)} for each in rows]
         run = {"measure": measure, "threads": threads, "pairs": pairs, "load": load, "wall": Settings.wall, "footer": footer, "rows": saved}
         args.save.write_text(json.dumps(run, indent=1))
+
+
+def measured(numbers: str, comparison: Callable[[Path, int], list], folder: Path, pairs: int) -> list:
+    """The rows of one comparison; when it fails, one row saying so (its error on stderr), and the run goes on.
+
+    A run takes tens of minutes on a loaded machine: one failing comparison must not lose the others.
+    """
+    try:
+        return comparison(folder, pairs)
+    except (Exception, SystemExit) as error:  # timed() ends a failed command with SystemExit
+        detail = getattr(error, "stderr", None) or ""
+        print(f"comparison {numbers} failed: {error}\n{detail}", file=sys.stderr)
+        return [(f"{numbers}. failed: {type(error).__name__} (see stderr)", "-", "-", "-", "-")]
 
 
 def reprint(saved: Path, docs: Path | None) -> None:
@@ -227,6 +241,9 @@ def report(rows: list[Row], footer: str, docs: Path | None) -> None:
     print(f"\n{len(missed)} missed: " + "; ".join(missed) if missed else "\nevery row with a target meets it")
     if close:
         print(f"{len(close)} close (their spread reaches past the target): " + "; ".join(close))
+    failed = [each.name for each in rows if ". failed: " in each.name]
+    if failed:
+        print(f"{len(failed)} failed, measured nothing (their errors are above, on stderr): " + "; ".join(failed))
     if docs is not None:
         write_docs(docs, table + "\n\n" + footer)
 

@@ -72,7 +72,7 @@ from pathlib import Path
 import numpy as np
 from attncli.sources.checkpoints import llama
 from attncli.sources.checkpoints.blocks import Weights
-from attncli.sources.checkpoints.config import read_config
+from attncli.sources.checkpoints.families import read_config
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.safetensors import Checkpoint
 from attncli.sources.checkpoints.layer import checkpoint_tokens

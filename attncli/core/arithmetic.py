@@ -7,7 +7,7 @@ decided here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -26,10 +26,18 @@ def rounder(decimals: int | None) -> Rounder:
     """Round to `decimals` like a hand calculation, or leave exact when None."""
     if decimals is None:
         return lambda a: a
+    return HandRounder(decimals)
 
-    def round_by_hand(a: np.ndarray) -> np.ndarray:
+
+class HandRounder:
+    """Rounds to `decimals` like a hand calculation: `np.round`, never a -0.0, and numbers beyond 2^52 (whole already) kept."""
+
+    def __init__(self, decimals: int) -> None:
+        self.decimals = decimals
+
+    def __call__(self, a: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore", invalid="ignore"):  # np.round multiplies by 10^decimals: 1e306 would overflow
-            rounded = np.round(a, decimals)
+            rounded = np.round(a, self.decimals)
         if type(a) is not np.ndarray or not a.ndim or a.dtype != np.float64:  # a number, say: as below, without the in-place steps
             return np.where(np.abs(a) < EXACT_FROM, rounded + 0.0, a)
         # In place: --round-steps rounds tens of millions of weighted values, and each new array of them costs more than the arithmetic.
@@ -37,8 +45,6 @@ def rounder(decimals: int | None) -> Rounder:
         if rounded.size and not (a.min() > -EXACT_FROM and a.max() < EXACT_FROM):  # NaN fails both tests
             np.copyto(rounded, a, where=~(np.abs(a) < EXACT_FROM))  # huge values are whole already (and -inf stays -inf)
         return rounded
-
-    return round_by_hand
 
 
 def finite(array: np.ndarray, stage: str, what: str, s: Scenario, h: int | None, rows: Sequence[str]) -> np.ndarray:
@@ -66,6 +72,8 @@ def weighted_sum(weights: np.ndarray, V: np.ndarray, decimals: int | None) -> np
     if decimals is None:  # exact: one matrix product
         return np.asarray(weights @ V)  # (L_q, L_k) @ (L_k, d_v) -> (L_q, d_v)
     r = rounder(decimals)
+    if small_products(weights, V, r):
+        return r(sums_of_rounded(weights, V, decimals))
     L_q, L_k = weights.shape
     output = np.empty((L_q, V.shape[1]))  # (L_q, d_v)
     rows_at_once = max(1, WEIGHTED_BLOCK // max(1, L_k * V.shape[1]))  # bounds the memory
@@ -81,8 +89,72 @@ def summed_by_hand(weights: np.ndarray, V: np.ndarray, r: Rounder) -> np.ndarray
     computed together (BLAS may differ in the last bit between one row and a block of rows).
     weights (R, b), V (b, d_v).
     """
+    if isinstance(r, HandRounder) and small_products(weights, V, r):
+        return r(sums_of_rounded(weights, V, r.decimals))
     weighted = r(weights[:, :, None] * V[None, :, :])  # (R, b, d_v) weight_ij · v_j, each rounded
     return r(weighted.sum(axis=1))  # (R, d_v)
+
+
+def small_products(weights: np.ndarray, V: np.ndarray, r: Rounder) -> bool:
+    """True when sums_of_rounded, rounded, gives summed_by_hand's numbers: every weight · value finite and below 2^51, 0-15 decimals.
+
+    And d_v ≥ 2: a sum over the keys then adds each output number's terms one after the other
+    (with d_v = 1 NumPy sums pairwise, and which terms it pairs depends on where the sum starts).
+    """
+    if not (isinstance(r, HandRounder) and 0 <= r.decimals <= 15 and weights.size and V.size and V.shape[1] >= 2):
+        return False
+    if weights.dtype != np.float64 or V.dtype != np.float64:
+        return False
+    largest = max(weights.max(), -weights.min()) * max(V.max(), -V.min())  # NaN or inf fails the test below
+    return bool(largest < EXACT_FROM / 2)  # a product is at most this, rounded up by half an ulp
+
+
+def sums_of_rounded(weights: np.ndarray, V: np.ndarray, decimals: int) -> np.ndarray:
+    """(R, d_v) Σ_j round(weight_ij · v_j), a block of rows and keys at a time: summed_by_hand's numbers once rounded, when small_products holds.
+
+    Three shortcuts, none of which changes a bit of the rounded result: (1) a block of rows multiplies
+    only the keys from the first to the last that one of its rows weighs (a causal block skips the keys
+    after its last query): a 0 weight times a finite value is ±0, and a ±0 term changes a sum at
+    most in the sign of a zero, which the rounding of the sum makes 0.0; (2) no check for numbers
+    beyond 2^52, which small_products rules out; (3) a product rounded to -0.0 stays so, as in (1).
+    The products are laid out (keys, rows, d_v), so that their sum adds whole rows of rows × d_v
+    numbers, each number's terms in the keys' order as before. weights (R, L_k), V (L_k, d_v).
+    """
+    R, d_v = weights.shape[0], V.shape[1]
+    space = np.empty(max(min(WEIGHTED_BLOCK, weights.size * d_v), weights.shape[1] * d_v))  # the products of every block in turn (a row at least)
+    sums = np.zeros((R, d_v))  # (R, d_v); rows that weigh no key keep 0
+    for rows, keys in key_blocks(weights, len(space) // d_v):
+        w, v = weights[rows, keys], V[keys]  # (b, n), (n, d_v)
+        products = space[: w.size * d_v].reshape(w.shape[1], w.shape[0], d_v)  # (n, b, d_v)
+        np.copyto(products, w.T[:, :, None])  # weight_ij
+        np.multiply(products, v[:, None, :], out=products)  # weight_ij · v_j
+        np.round(products, decimals, out=products)  # each rounded, in place
+        products.sum(axis=0, out=sums[rows])  # (b, d_v)
+    return sums
+
+
+def key_blocks(weights: np.ndarray, cells: int) -> Iterator[tuple[slice, slice]]:
+    """(rows, keys): consecutive rows, with the keys from the first to the last any of them weighs; at most `cells` weights a block (or one row).
+
+    Rows that weigh no key are left out. weights (R, L_k).
+    """
+    weighed = weights != 0  # (R, L_k)
+    some = weighed.any(axis=1)  # (R,)
+    first = np.where(some, weighed.argmax(axis=1), weights.shape[1]).tolist()  # (R,) a row's first weighed key
+    last = np.where(some, weights.shape[1] - weighed[:, ::-1].argmax(axis=1), 0).tolist()  # (R,) one past its last
+    R, start = len(first), 0
+    while start < R:
+        if not some[start]:
+            start += 1
+            continue
+        low, high, end = first[start], last[start], start + 1
+        while end < R and some[end]:
+            wider_low, wider_high = min(low, first[end]), max(high, last[end])
+            if (end + 1 - start) * (wider_high - wider_low) > cells:
+                break
+            low, high, end = wider_low, wider_high, end + 1
+        yield slice(start, end), slice(low, high)
+        start = end
 
 
 def no_shift(top: float, bottom: float, L_k: int) -> bool:
@@ -151,10 +223,23 @@ class Arithmetic:
         return None if self.rows is None else a
 
     def round(self, a: np.ndarray) -> np.ndarray:
-        return rounder(self.decimals)(a) if self.rows is None else round_in_place(a, self.decimals)
+        """`a` rounded, in place: `a` is an array the engine has just made for this stage (see `stage`)."""
+        if self.decimals is None:
+            return a
+        if self.rows is None and not (a.base is None and a.flags.writeable and all(a is not kept for kept in self.kept.values())):
+            return rounder(self.decimals)(a)  # not the engine's own new array (a variant that gave its input back): a new one
+        if a.dtype != np.float64 or (a.size and not (a.min() > -EXACT_FROM and a.max() < EXACT_FROM)):  # numbers beyond 2^52, ±inf or NaN
+            return round_in_place(a, self.decimals)
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.round(a, self.decimals, out=a)
+        a += 0.0  # -0.0 becomes 0.0
+        return a
 
     def stage(self, name: str, a: np.ndarray, *, whole: bool = False) -> np.ndarray:
-        """Stage `name`, rounded and checked; its rows kept (all of it when `whole`)."""
+        """Stage `name`, rounded and checked; its rows kept (all of it when `whole`).
+
+        `a` is a new array the engine made for this stage and holds nowhere else: it is rounded in place.
+        """
         if name not in UNROUNDED:
             a = self.round(a)
         if name in CHECKED:
