@@ -212,3 +212,19 @@ def test_a_figure_is_as_wide_as_its_grid_not_its_caption(cli, name):
         assert width < 24 + text_width(" ".join(captions), CAPTION_SIZE) and " " in captions[-1]
     if name == "tiling":  # six keys in tiles of two: about 700 px, as wide as grid, running maxima and legend (was 1,389)
         assert width < 800 and len(captions) > 1
+
+
+def test_a_long_sentence_s_figures_draw_their_first_cells_and_say_so(cli, tmp_path):
+    """Tiling 200 tokens draws the first 96 × 96 cells (six whole tiles of 16), not 40,000, and its caption says what was left out."""
+    from attncli.formats import gridfigure
+    from attncli.sources.generator import new_scenario
+
+    path = tmp_path / "long.yaml"
+    path.write_text(new_scenario(" ".join(f"w{i}" for i in range(200)), d_model=4, heads=1, causal=True, seed=1), encoding="utf-8")
+    svg = cli("run", str(path), "--block-size", "16", "--format", "svg").stdout
+    root = ET.fromstring(svg)
+    cells = [e for e in root.iter("{http://www.w3.org/2000/svg}rect") if "cell" in (e.get("class") or "").split()]
+    assert len(cells) == 96 * 96 == gridfigure.MAX_FIGURE**2
+    text = " ".join("".join(root.itertext()).split())
+    assert "Drawn: the first 96 queries × 96 keys of 200 × 200 (--format json has every number)" in text
+    assert len(svg) < 2_000_000

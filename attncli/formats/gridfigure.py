@@ -36,6 +36,7 @@ _DARK_DROPPED = "#262626"
 TITLE_SIZE, CAPTION_SIZE = 15, 13  # px
 LINE_STEP = 17  # px between the lines of a wrapped title or caption
 MIN_TEXT_WIDTH = 320.0  # px: a small figure's caption wraps to this, not to the figure's few cells
+MAX_FIGURE = 96  # rows and columns of cells drawn at most: a 1,024-token tiling would be a million cells (150 MB of SVG)
 
 
 def wrap(text: str, size: float, measure: float) -> list[str]:
@@ -66,7 +67,7 @@ def _fill(text: str, size: float, measure: float) -> list[str]:
 
 def grids_svg(grids: Sequence[Grid], *, precision: int, dark: bool = True) -> str:
     """The figures stacked top to bottom, GAP px apart, as one SVG document; `dark` adds the dark colours (not in a light-only fragment)."""
-    figures = [_figure(grid, precision) for grid in grids]
+    figures = [_figure(_cropped(grid), precision) for grid in grids]
     width = max((w for _, w, _ in figures), default=0.0)
     height = sum(h for _, _, h in figures) + GAP * max(0, len(figures) - 1)
     title = "; ".join(f"{grid.title}: {grid.caption}" for grid in grids) or "attncli figure"
@@ -84,6 +85,26 @@ def grids_svg(grids: Sequence[Grid], *, precision: int, dark: bool = True) -> st
         y += h + GAP
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def _cropped(grid: Grid, most: int = MAX_FIGURE) -> Grid:
+    """The grid's top-left corner of at most `most` rows and columns (whole tiles when they fit), saying so in its caption."""
+    n_rows, n_cols = grid.data.shape
+    if n_rows <= most and n_cols <= most:
+        return grid
+    tile_rows, tile_cols = grid.tile
+    r = min(n_rows, most // tile_rows * tile_rows or most) if tile_rows else min(n_rows, most)
+    c = min(n_cols, most // tile_cols * tile_cols or most) if tile_cols else min(n_cols, most)
+    blocks = -(-c // tile_cols) if tile_cols else len(grid.side)  # the side columns (one per key block) that stay
+    caption = (f"{grid.caption}. Drawn: the first {r:,} {grid.axes[1]} × {c:,} {grid.axes[0]} of {n_rows:,} × {n_cols:,} "
+               "(--format json has every number)")
+    return grid._replace(
+        caption=caption, rows=grid.rows[:r], cols=grid.cols[:c], data=grid.data[:r, :c], state=grid.state[:r, :c],
+        skipped=[(br, bc) for br, bc in grid.skipped if br * tile_rows < r and bc * tile_cols < c],
+        marked=[(i, j) for i, j in grid.marked if i < r and j < c],
+        side=[(header, texts[:r]) for header, texts in grid.side[:blocks]],
+        side_marked=[(n, i) for n, i in grid.side_marked if n < blocks and i < r],
+    )  # fmt: skip
 
 
 def _text(x: float, y: float, words: str, *, size: float = LABEL_SIZE, extra: str = "") -> str:
