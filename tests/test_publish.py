@@ -76,9 +76,6 @@ def test_any_token_reads_back_from_every_python_side_format(token):
     assert cell == escape.csv_cell(token) and (half, minus_one) == ("0.5", "-1.0")
     assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")) or re.fullmatch(r"[+-]?[\d.]+(?:[eE][+-]?\d+)?", cell)
 
-    comment = escape.latex_comment(token)
-    assert comment == escape.visible(token) and not set(comment) & set("\n\r\x0b\x0c\x85\u2028\u2029")  # one line
-
 
 def test_csv_guard_applies_to_text_and_leaves_numbers_alone():
     """=, +, -, @ (and tab and CR, shown as text) get a leading '; text that is a plain number stays as it is."""
@@ -90,12 +87,6 @@ def test_markdown_of_the_awkward_tokens_is_readable():
     """The escaped Markdown of tokens from the issues, as a blogger would see it in the source."""
     assert [escape.markdown(s) for s in ["<eos>", "<|endoftext|>", "a_b", "50%", "R&D", "*x*", "[bold]x[/]", "- x", "1. x"]] == [
         "&lt;eos&gt;", "&lt;&#124;endoftext&#124;&gt;", "a\\_b", "50%", "R&amp;D", "\\*x\\*", "\\[bold\\]x\\[/\\]", "\\- x", "1\\. x"]  # fmt: skip
-
-
-def test_latex_comment_is_one_utf8_line():
-    """A comment is plain UTF-8 as a reader wrote it (never \\u00f7 for ÷); no line break survives."""
-    assert escape.latex_comment("café – x × y ÷ ␣and\n\\input{evil}") == r"café – x × y ÷ ␣and\n\input{evil}"
-    assert escape.latex_comment("中😀") == "中😀"
 
 
 def test_latex_pieces_for_the_awkward_tokens():
@@ -117,10 +108,9 @@ T1_ARTICLE = "\\documentclass{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{
 
 
 def token_lines(tokens: list[str], preamble: str) -> str:
-    """A document printing each token on its own line between [i] and [/] markers, after a % comment of it."""
+    """A document printing each token on its own line between [i] and [/] markers."""
     lines = [preamble + "\\usepackage[landscape,margin=5mm]{geometry}\n\\begin{document}\n\\small"]
     for i, token in enumerate(tokens):
-        lines.append("% " + escape.latex_comment(token))
         lines.append(f"\\noindent[{i}] ${escape.latex(token)}$ [/]\\par")
     return "\n".join(lines + ["\\end{document}\n"])
 
@@ -180,13 +170,6 @@ def test_latex_text_characters_print_in_every_encoding_and_engine(latex_tools, k
     for render, modules in ((renderers.katex, katex_modules), (renderers.mathjax, mathjax_modules)):
         results = render(modules, [escape.latex(c) for c in characters])
         assert [(c, r.error) for c, r in zip(characters, results) if r.error] == []
-
-
-def test_a_comment_cannot_be_left(latex_tools, tmp_path):
-    """A token with a line break and a live-looking command stays inside its % comment."""
-    evil = "x\n\\input{/etc/passwd}\r\\end{document}\u2028^^M\\relax"
-    source = PLAIN_ARTICLE + "\\begin{document}\n% " + escape.latex_comment(evil) + "\nOK\n\\end{document}\n"
-    assert renderers.pdf_text(renderers.pdflatex(source, tmp_path)).split() == ["OK", "1"]
 
 
 # -- views to draw -----------------------------------------------------------------------------

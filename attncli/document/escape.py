@@ -11,7 +11,7 @@ reading back. Then each format escapes its own specials:
 - `html`, `xml`: HTML and XML text and attribute values;
 - `latex`: math-mode TeX for pdflatex (OT1 or T1), KaTeX (strict) and MathJax 3;
 - `latex_text`: text-mode TeX for prose, which a Markdown post also shows as text;
-- `latex_comment`: the rest of a `%` comment line, in UTF-8;
+- `latex_prose`: `latex_text` for attncli's own narration, its notation's names (`W_K`, `d_k`) as math;
 - `csv_cell`: a text cell of a CSV file, with the spreadsheet formula guard.
 """
 
@@ -308,15 +308,6 @@ def _prose(text: str, *, names: bool, in_power: bool = False) -> str:
 
 def _is_math(written: str) -> bool:
     return written.startswith("$") and written.endswith("$") and written.count("$") == 2
-
-
-def latex_comment(s: str) -> str:
-    r"""The rest of a `%` comment line showing `visible(s)` as plain UTF-8 (÷, ␣, café as they are, never `\u00f7`).
-
-    pdflatex skips a comment's characters unread, so any printable character may stand there;
-    it holds no line break, so nothing after it on the line (and nothing in s) can leave the comment.
-    """
-    return visible(s)
 
 
 # -- CSV -------------------------------------------------------------------------------------------
