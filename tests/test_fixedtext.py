@@ -9,6 +9,12 @@ from attncli.document.numbers import fixed
 from attncli.formats import texmatrix
 
 
+def tex_width(tex: str) -> float:
+    """A number's width in em, a character at a time (texmatrix._tex_widths counts whole tables at once)."""
+    infinities = tex.count(r"\infty")
+    return infinities * texmatrix._TEX_WIDTHS[r"\infty"] + sum(texmatrix._TEX_WIDTHS.get(c, 0.5) for c in tex.replace(r"\infty", ""))
+
+
 def reference_matrix(data, *, precision, rows=None, cols=None, extra=()):
     """The labelled matrix written a number at a time, as texmatrix wrote it before it wrote blocks of rows at once."""
 
@@ -30,7 +36,7 @@ def reference_matrix(data, *, precision, rows=None, cols=None, extra=()):
     for r, row in enumerate(cells):
         if heads is not None and r == 0:
             # as wide as the label or the number, the number flush right: kerned back by its width (digits 0.5em, − 0.7778em)
-            row = [rf"\hphantom{{\overset{{\textstyle {head}}}{{{cell}}}}}\kern-{texmatrix._tex_width(cell):.4f}em {{{cell}}}"
+            row = [rf"\hphantom{{\overset{{\textstyle {head}}}{{{cell}}}}}\kern-{tex_width(cell):.4f}em {{{cell}}}"
                    for head, cell in zip(heads, row)]  # fmt: skip
         if row_heads is not None:
             row[0] += rf"\vphantom{{{row_heads[r]}}}"
@@ -151,3 +157,13 @@ def test_markdown_blocks_join_to_the_same_bytes(monkeypatch):
     for values in (1, 7):
         monkeypatch.setattr(markdown, "BLOCK_VALUES", values)
         assert b"".join(markdown.run_markdown(page, precision=4)) == whole
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.floats(allow_nan=False, width=64), st.sampled_from([float("inf"), float("-inf"), 0.0, -0.0, 1e300, -1e-300])),
+                min_size=1, max_size=20), st.integers(0, 8))  # fmt: skip
+def test_widths_of_a_table_are_each_number_s(values, precision):
+    """_tex_widths of a byte table equals the width counted a character at a time, to the 4 decimals the kern writes."""
+    texts = [texmatrix.number(v, precision) for v in values]
+    widths = texmatrix._tex_widths(texmatrix._table(texts))
+    assert [f"{w:.4f}" for w in widths.tolist()] == [f"{tex_width(t):.4f}" for t in texts]

@@ -73,9 +73,21 @@ def _label(text: str) -> str:
 _TEX_WIDTHS = {"-": 0.7778, ".": 0.2778, "+": 0.7778, "e": 0.4661, r"\infty": 1.0}
 
 
-def _tex_width(tex: str) -> float:
-    infinities = tex.count(r"\infty")
-    return infinities * _TEX_WIDTHS[r"\infty"] + sum(_TEX_WIDTHS.get(c, 0.5) for c in tex.replace(r"\infty", ""))
+def _tex_widths(cells: npt.NDArray[np.uint8]) -> npt.NDArray[np.float64]:
+    """(C,) the width in em of each row of a byte table of numbers (zero bytes pad), counted at once: 0.5em a character, but
+    the signs, the point, the e and the \\infty (its six characters one symbol) as _TEX_WIDTHS has them."""
+    import numpy as np
+
+    def count(character: str) -> npt.NDArray[np.int64]:
+        counted: npt.NDArray[np.int64] = np.count_nonzero(cells == ord(character), axis=1)
+        return counted
+
+    infinities = count("\\")  # a number's only backslash is its \infty's
+    signs, points, es = count("-") + count("+"), count("."), count("e")
+    plain = np.count_nonzero(cells, axis=1) - 6 * infinities - signs - points - es
+    w = _TEX_WIDTHS
+    widths: npt.NDArray[np.float64] = infinities * w[r"\infty"] + signs * w["-"] + points * w["."] + es * w["e"] + plain * 0.5
+    return widths
 
 
 def _first_row(labels: list[str], cells: npt.NDArray[np.uint8]) -> tuple[bytes, list[int]]:
@@ -86,9 +98,9 @@ def _first_row(labels: list[str], cells: npt.NDArray[np.uint8]) -> tuple[bytes, 
     sets the rows below. (An `\overset` alone would centre the number under a wider label, off its column.)
     """
     pieces, starts = [], [0]
-    for label, cell in zip(labels, cells):
+    for label, cell, width in zip(labels, cells, _tex_widths(cells).tolist()):
         number = cell.tobytes().translate(None, b"\0").decode()
-        piece = rf" & \hphantom{{\overset{{\textstyle {label}}}{{{number}}}}}\kern-{_tex_width(number):.4f}em {{{number}}}".encode()
+        piece = rf" & \hphantom{{\overset{{\textstyle {label}}}{{{number}}}}}\kern-{width:.4f}em {{{number}}}".encode()
         pieces.append(piece)
         starts.append(starts[-1] + len(piece))
     return b"".join(pieces), starts
