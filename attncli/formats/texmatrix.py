@@ -97,13 +97,17 @@ def _first_row(labels: list[str], cells: npt.NDArray[np.uint8]) -> tuple[bytes, 
     width (known exactly: see _TEX_WIDTHS) puts the number at its right edge, as the `r` column
     sets the rows below. (An `\overset` alone would centre the number under a wider label, off its column.)
     """
-    pieces, starts = [], [0]
-    for label, cell, width in zip(labels, cells, _tex_widths(cells).tolist()):
-        number = cell.tobytes().translate(None, b"\0").decode()
-        piece = rf" & \hphantom{{\overset{{\textstyle {label}}}{{{number}}}}}\kern-{width:.4f}em {{{number}}}".encode()
-        pieces.append(piece)
-        starts.append(starts[-1] + len(piece))
-    return b"".join(pieces), starts
+    import numpy as np
+
+    n = min(len(labels), len(cells))
+    cells = cells[:n]
+    widths = _table([f"{width:.4f}" for width in _tex_widths(cells).tolist()])  # (n, w)
+
+    def text(piece: bytes) -> npt.NDArray[np.uint8]:
+        return np.frombuffer(piece, dtype=np.uint8)
+
+    return _joined(text(rb" & \hphantom{\overset{\textstyle "), _table(labels[:n]), text(b"}{"), cells, text(rb"}}\kern-"), widths,
+                   text(b"em {"), cells, text(b"}"))  # fmt: skip
 
 
 def _table(texts: list[str]) -> npt.NDArray[np.uint8]:
