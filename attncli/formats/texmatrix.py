@@ -90,7 +90,7 @@ def _tex_widths(cells: npt.NDArray[np.uint8]) -> npt.NDArray[np.float64]:
     return widths
 
 
-def _first_row(labels: list[str], cells: npt.NDArray[np.uint8]) -> tuple[bytes, list[int]]:
+def _first_row(labels: npt.NDArray[np.uint8], cells: npt.NDArray[np.uint8]) -> tuple[bytes, list[int]]:
     r"""The first row's numbers, each " & " then a cell as wide as its column's label or itself, whichever is wider, the number flush right.
 
     `\hphantom{\overset{label}{number}}` is the wider of the two; a kern back by the number's own
@@ -106,7 +106,7 @@ def _first_row(labels: list[str], cells: npt.NDArray[np.uint8]) -> tuple[bytes, 
     def text(piece: bytes) -> npt.NDArray[np.uint8]:
         return np.frombuffer(piece, dtype=np.uint8)
 
-    return _joined(text(rb" & \hphantom{\overset{\textstyle "), _table(labels[:n]), text(b"}{"), cells, text(rb"}}\kern-"), widths,
+    return _joined(text(rb" & \hphantom{\overset{\textstyle "), labels[:n], text(b"}{"), cells, text(rb"}}\kern-"), widths,
                    text(b"em {"), cells, text(b"}"))  # fmt: skip
 
 
@@ -140,9 +140,10 @@ class _Labels:
         self.cols = None if cols is None else [_label(text) for text in cols]
         self.phantoms = None if self.rows is None else _table([rf"\vphantom{{{head}}}" for head in self.rows])  # (R, P)
         self.phantom_widths = None if self.phantoms is None else np.count_nonzero(self.phantoms, axis=1)  # (R,)
-        self.under = np.zeros((0, 0), dtype=np.uint8)
+        self.under = self.over = np.zeros((0, 0), dtype=np.uint8)
         if self.cols is not None:  # the widest numbers' widths under the labels (the labels' over the first row: `_first_row`)
             self.under = _table([rf"}}}}{{{head}}}}}" for head in self.cols])  # (C', B)
+            self.over = _table(self.cols)  # (C', H) the labels as a byte table, for every band's first row
 
 
 class _Band:
@@ -179,7 +180,7 @@ class _Band:
             self.header, self.header_at = _joined(before, widest, labels.under)
         self.first, self.first_at = b"", [0] * (self.width + 1)
         if self.headed and labels.cols is not None:
-            self.first, self.first_at = _first_row(labels.cols, self.cells[0, :, 3:])
+            self.first, self.first_at = _first_row(labels.over, self.cells[0, :, 3:])
 
     def _widest(self) -> npt.NDArray[np.uint8]:
         """Each column's widest number, (C', W): its largest, its smallest or its first non-finite one, as `_width` measures them."""
