@@ -56,6 +56,11 @@ def write_stdout(document: str | Iterable[bytes]) -> None:
         raise AttnError("stdout is closed, so there is nowhere to print the result", expected=f"an open stdout, or {option('output')} FILE")
     binary = getattr(stream, "buffer", None)
     try:
+        stream.flush()
+        fd = _descriptor_of(stream)
+        if fd is not None:  # straight to the descriptor, every byte or an error: Python's buffered writer drops the rest of a short write silently (`ulimit -f`)
+            _write_all(fd, _chunks(document))
+            return
         for chunk in _chunks(document):
             if binary is not None:
                 binary.write(chunk)
@@ -67,6 +72,15 @@ def write_stdout(document: str | Iterable[bytes]) -> None:
     except OSError as error:
         silence_stdout()  # what is still buffered would fail again when Python exits
         raise AttnError(f"cannot write to stdout: {_reason(error)}; the output is incomplete") from None
+
+
+def _descriptor_of(stream: object) -> int | None:
+    """The file descriptor under a standard stream, or None when it has none (a test's in-memory stream)."""
+    try:
+        fileno = stream.fileno()  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return None
+    return fileno if isinstance(fileno, int) else None
 
 
 def silence_stdout() -> None:
