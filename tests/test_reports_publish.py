@@ -226,5 +226,5 @@ def test_a_long_sentence_s_figures_draw_their_first_cells_and_say_so(cli, tmp_pa
     cells = [e for e in root.iter("{http://www.w3.org/2000/svg}rect") if "cell" in (e.get("class") or "").split()]
     assert len(cells) == 96 * 96 == gridfigure.MAX_FIGURE**2
     text = " ".join("".join(root.itertext()).split())
-    assert "Drawn: the first 96 queries × 96 keys of 200 × 200 (--format json has every number)" in text
+    assert "Drawn: the first 96 queries × 96 keys of 200 × 200 (the JSON output has every number)" in text
     assert len(svg) < 2_000_000

@@ -97,7 +97,7 @@ def _cropped(grid: Grid, most: int = MAX_FIGURE) -> Grid:
     c = min(n_cols, most // tile_cols * tile_cols or most) if tile_cols else min(n_cols, most)
     blocks = -(-c // tile_cols) if tile_cols else len(grid.side)  # the side columns (one per key block) that stay
     caption = (f"{grid.caption}. Drawn: the first {r:,} {grid.axes[1]} × {c:,} {grid.axes[0]} of {n_rows:,} × {n_cols:,} "
-               "(--format json has every number)")
+               "(the JSON output has every number)")
     return grid._replace(
         caption=caption, rows=grid.rows[:r], cols=grid.cols[:c], data=grid.data[:r, :c], state=grid.state[:r, :c],
         skipped=[(br, bc) for br, bc in grid.skipped if br * tile_rows < r and bc * tile_cols < c],
