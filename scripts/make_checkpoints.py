@@ -374,6 +374,22 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "tokenizer": "bart",
         "encoder_decoder": True,
     },
+    # DeepSeek V2-Lite's MLA: no query latent (q_lora_rank null: one q_proj), kv latent rank 6 + one shared RoPE part of
+    # 4 (always interleaved pairs), nope 4, v 4; a dense MLP in layer 1, then MoE: a softmax router (float32),
+    # group-limited greedy top 2 of 4 experts in 2 groups (one group kept, groups scored by their best expert), weights
+    # × routed_scaling_factor 2 (1 in V2-Lite, 16 in V2), two shared experts; last here so the others keep their seeds
+    "deepseek_v2": {
+        "build": family(
+            "DeepseekV2Config", "DeepseekV2ForCausalLM", hidden_size=16, intermediate_size=32, moe_intermediate_size=8,
+            num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2, q_lora_rank=None, kv_lora_rank=6,
+            qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=4, n_routed_experts=4, num_experts_per_tok=2,
+            n_shared_experts=2, n_group=2, topk_group=1, topk_method="group_limited_greedy", routed_scaling_factor=2.0,
+            first_k_dense_replace=1, max_position_embeddings=64, bos_token_id=0, eos_token_id=1, pad_token_id=1,
+            tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+        "moe": True,
+    },
 }
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 
@@ -431,8 +447,12 @@ def recording(model: Any) -> tuple[dict[str, dict[str, np.ndarray]], list[Any]]:
         def hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str = name) -> None:
             hidden = args[0] if args else kwargs["hidden_states"]
             record = {"input": hidden[0].detach().numpy().copy()}
-            if kwargs.get("position_embeddings") is not None:
-                cos, sin = kwargs["position_embeddings"]
+            table = kwargs.get("position_embeddings")
+            if table is not None and not isinstance(table, tuple) and table.is_complex():  # DeepSeek V2: e^(iθ) per pair
+                cos, sin = table.real, table.imag  # (1, L, d_r / 2), one angle per interleaved pair
+                record["cos"], record["sin"] = cos[0].detach().numpy().copy(), sin[0].detach().numpy().copy()
+            elif table is not None:
+                cos, sin = table
                 record["cos"], record["sin"] = cos[0].detach().numpy().copy(), sin[0].detach().numpy().copy()
             seen[name] = record
 
