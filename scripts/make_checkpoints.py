@@ -12,7 +12,8 @@ the input of its attention block (`attention_inputs`, after the block's own norm
 transformers handed that block (`cos`, `sin`), and every layer's output (`hidden_states`); BART holds its
 encoder, decoder and cross attentions and their inputs apart (see `golden_encoder_decoder`). Weights are redrawn with a standard deviation of 0.3 (norm scales
 around 1) so that attention is far from uniform, which transformers' small default initialisation hides.
-The tests read only these files; they never need torch.
+The tests read only these files; they never need torch. With deepseek_v2 it also writes lite_deepseek_v2.npz, that
+fixture run with DeepSeek-V2-Lite's greedy router and YaRN (`make_deepseek_v2_lite`).
 """
 
 from __future__ import annotations
@@ -547,6 +548,32 @@ def make_family_fixture(name: str, spec: dict[str, Any], seed: int) -> None:
     print(f"{name:12} {len(ids):3} tokens  {shape}  {size / 1024:.1f} KB")
 
 
+# DeepSeek-V2-Lite's router and RoPE (its config.json): greedy top-k over all experts, YaRN with mscale = mscale_all_dim
+V2_LITE = {
+    "topk_method": "greedy",
+    "rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0, "original_max_position_embeddings": 4096,
+                        "beta_fast": 32, "beta_slow": 1, "mscale": 0.707, "mscale_all_dim": 0.707},
+}  # fmt: skip
+
+
+def make_deepseek_v2_lite() -> None:
+    """tests/checkpoints/lite_deepseek_v2.npz: the tiny deepseek_v2 fixture run with V2_LITE's greedy router and YaRN
+    in place of its group-limited router and default RoPE: every layer's attention weights, inputs and hidden states."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "deepseek_v2"
+        shutil.copytree(OUT / "deepseek_v2", folder)
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps({**config, **V2_LITE}, indent=2))
+        with np.load(OUT / "deepseek_v2" / "golden.npz") as data:
+            ids, text = data["ids"], data["text"]
+        arrays = golden_with_inputs(folder, ids.tolist(), moe=True)
+    keep = {k: arrays[k] for k in ("attentions", "attention_inputs", "hidden_states")}
+    np.savez_compressed(OUT / "lite_deepseek_v2.npz", text=text, ids=ids, **keep)
+    print(f"tests/checkpoints/lite_deepseek_v2.npz: attentions {keep['attentions'].shape}")
+
+
 def make_fixture(name: str, spec: dict[str, Any], seed: int) -> None:
     import torch
 
@@ -680,6 +707,8 @@ def main() -> None:
     for seed, (name, spec) in enumerate(FAMILIES.items(), start=101):
         if args.only in (None, name):
             make_family_fixture(name, spec, seed)
+    if args.only in (None, "deepseek_v2"):
+        make_deepseek_v2_lite()
 
 
 if __name__ == "__main__":

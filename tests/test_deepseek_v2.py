@@ -10,6 +10,8 @@ Bound: 1e-6, not 1e-12. transformers computes this float64 model with float32 in
 float32, the eager softmax is softmax(…, dtype=float32), the rotary angles are float32 and apply_rotary_emb turns
 q's and k's rotary parts as float32 complex numbers, and the router's logits and softmax are float32; attncli computes
 all of it in float64 except the router, whose choice it makes in float32 as transformers does.
+tests/checkpoints/lite_deepseek_v2.npz is the same fixture run with DeepSeek-V2-Lite's greedy router and YaRN
+(scripts/make_checkpoints.py's V2_LITE).
 """
 
 from __future__ import annotations
@@ -183,3 +185,50 @@ def test_the_header_names_each_tokens_experts(golden):
     assert experts[1] is not None
     first = ", ".join(str(int(e) + 1) for e in experts[1][0])
     assert f"token 1 → {first}; token 2 → " in note
+
+
+# DeepSeek-V2-Lite's router and RoPE, as scripts/make_checkpoints.py's V2_LITE runs the fixture for lite_deepseek_v2.npz
+V2_LITE = {
+    "topk_method": "greedy",
+    "rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0, "original_max_position_embeddings": 4096,
+                        "beta_fast": 32, "beta_slow": 1, "mscale": 0.707, "mscale_all_dim": 0.707},
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def lite(tmp_path_factory):
+    """The fixture with V2-Lite's greedy router and YaRN (mscale_all_dim 0.707), and transformers' numbers for it."""
+    folder = tmp_path_factory.mktemp("lite") / "deepseek_v2"
+    folder.mkdir()
+    for path in FOLDER.iterdir():
+        (folder / path.name).write_bytes(path.read_bytes())
+    config = json.loads((FOLDER / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **V2_LITE}))
+    return folder, np.load(FOLDER.parent / "lite_deepseek_v2.npz")
+
+
+@pytest.mark.parametrize("layer", [1, 2])
+def test_v2_lite_settings_equal_transformers(lite, layer):
+    """Greedy routing and YaRN with mscale_all_dim: every head of every layer as transformers, to 1e-6; the scale is
+    √(d_n + d_r) / mscale(40, 0.707)², not √8."""
+    folder, expected = lite
+    scenario = load_scenario(folder, layer=layer, sentence=str(expected["text"]))
+    np.testing.assert_allclose(scenario.X, expected["attention_inputs"][layer - 1], rtol=0, atol=FLOAT32)
+    result = engine.run(scenario)
+    for head in result.heads:
+        np.testing.assert_allclose(head.weights, expected["attentions"][layer - 1][head.head - 1], rtol=0, atol=FLOAT32)
+    mscale = 0.1 * 0.707 * np.log(40.0) + 1.0
+    assert scenario.variant(Mla) is not None and deepseek._mscale(read_config(folder)) == pytest.approx(mscale, rel=1e-12)
+
+
+def test_v2_lite_greedy_router_gives_transformers_hidden_states(lite):
+    """The greedy router chooses across groups (some token takes its two experts from both), and the MoE layer's
+    output is transformers'."""
+    folder, expected = lite
+    cfg = read_config(folder)
+    ids = tuple(int(i) for i in expected["ids"])
+    after, experts = deepseek.forward(cfg, Checkpoint(folder), ids, 2)
+    final = rms_norm(after, Checkpoint(folder).read("model.norm.weight"), cfg.norm_eps)
+    np.testing.assert_allclose(final, expected["hidden_states"][2], rtol=0, atol=1e-5)
+    chosen = experts[1]
+    assert chosen is not None and any(len({int(e) // 2 for e in row}) == 2 for row in chosen)  # never with topk_group 1
