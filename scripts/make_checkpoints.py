@@ -12,7 +12,8 @@ the input of its attention block (`attention_inputs`, after the block's own norm
 transformers handed that block (`cos`, `sin`), and every layer's output (`hidden_states`); BART holds its
 encoder, decoder and cross attentions and their inputs apart (see `golden_encoder_decoder`). Weights are redrawn with a standard deviation of 0.3 (norm scales
 around 1) so that attention is far from uniform, which transformers' small default initialisation hides.
-The tests read only these files; they never need torch.
+The tests read only these files; they never need torch. With deepseek_v2 it also writes lite_deepseek_v2.npz, that
+fixture run with DeepSeek-V2-Lite's greedy router and YaRN (`make_deepseek_v2_lite`).
 """
 
 from __future__ import annotations
@@ -374,6 +375,22 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "tokenizer": "bart",
         "encoder_decoder": True,
     },
+    # DeepSeek V2-Lite's MLA: no query latent (q_lora_rank null: one q_proj), kv latent rank 6 + one shared RoPE part of
+    # 4 (always interleaved pairs), nope 4, v 4; a dense MLP in layer 1, then MoE: a softmax router (float32),
+    # group-limited greedy top 2 of 4 experts in 2 groups (one group kept, groups scored by their best expert), weights
+    # × routed_scaling_factor 2 (1 in V2-Lite, 16 in V2), two shared experts; last here so the others keep their seeds
+    "deepseek_v2": {
+        "build": family(
+            "DeepseekV2Config", "DeepseekV2ForCausalLM", hidden_size=16, intermediate_size=32, moe_intermediate_size=8,
+            num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2, q_lora_rank=None, kv_lora_rank=6,
+            qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=4, n_routed_experts=4, num_experts_per_tok=2,
+            n_shared_experts=2, n_group=2, topk_group=1, topk_method="group_limited_greedy", routed_scaling_factor=2.0,
+            first_k_dense_replace=1, max_position_embeddings=64, bos_token_id=0, eos_token_id=1, pad_token_id=1,
+            tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+        "moe": True,
+    },
 }
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 
@@ -431,8 +448,12 @@ def recording(model: Any) -> tuple[dict[str, dict[str, np.ndarray]], list[Any]]:
         def hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str = name) -> None:
             hidden = args[0] if args else kwargs["hidden_states"]
             record = {"input": hidden[0].detach().numpy().copy()}
-            if kwargs.get("position_embeddings") is not None:
-                cos, sin = kwargs["position_embeddings"]
+            table = kwargs.get("position_embeddings")
+            if table is not None and not isinstance(table, tuple) and table.is_complex():  # DeepSeek V2: e^(iθ) per pair
+                cos, sin = table.real, table.imag  # (1, L, d_r / 2), one angle per interleaved pair
+                record["cos"], record["sin"] = cos[0].detach().numpy().copy(), sin[0].detach().numpy().copy()
+            elif table is not None:
+                cos, sin = table
                 record["cos"], record["sin"] = cos[0].detach().numpy().copy(), sin[0].detach().numpy().copy()
             seen[name] = record
 
@@ -525,6 +546,32 @@ def make_family_fixture(name: str, spec: dict[str, Any], seed: int) -> None:
     np.savez_compressed(folder / "golden.npz", text=np.array(SENTENCE), ids=np.array(ids, dtype=np.int64), **extra, **arrays)
     size = sum(p.stat().st_size for p in folder.iterdir())
     print(f"{name:12} {len(ids):3} tokens  {shape}  {size / 1024:.1f} KB")
+
+
+# DeepSeek-V2-Lite's router and RoPE (its config.json): greedy top-k over all experts, YaRN with mscale = mscale_all_dim
+V2_LITE = {
+    "topk_method": "greedy",
+    "rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0, "original_max_position_embeddings": 4096,
+                        "beta_fast": 32, "beta_slow": 1, "mscale": 0.707, "mscale_all_dim": 0.707},
+}  # fmt: skip
+
+
+def make_deepseek_v2_lite() -> None:
+    """tests/checkpoints/lite_deepseek_v2.npz: the tiny deepseek_v2 fixture run with V2_LITE's greedy router and YaRN
+    in place of its group-limited router and default RoPE: every layer's attention weights, inputs and hidden states."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "deepseek_v2"
+        shutil.copytree(OUT / "deepseek_v2", folder)
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps({**config, **V2_LITE}, indent=2))
+        with np.load(OUT / "deepseek_v2" / "golden.npz") as data:
+            ids, text = data["ids"], data["text"]
+        arrays = golden_with_inputs(folder, ids.tolist(), moe=True)
+    keep = {k: arrays[k] for k in ("attentions", "attention_inputs", "hidden_states")}
+    np.savez_compressed(OUT / "lite_deepseek_v2.npz", text=text, ids=ids, **keep)
+    print(f"tests/checkpoints/lite_deepseek_v2.npz: attentions {keep['attentions'].shape}")
 
 
 def make_fixture(name: str, spec: dict[str, Any], seed: int) -> None:
@@ -660,6 +707,8 @@ def main() -> None:
     for seed, (name, spec) in enumerate(FAMILIES.items(), start=101):
         if args.only in (None, name):
             make_family_fixture(name, spec, seed)
+    if args.only in (None, "deepseek_v2"):
+        make_deepseek_v2_lite()
 
 
 if __name__ == "__main__":

@@ -175,9 +175,32 @@ def deepseek_v3(layer: int, config, tensors, golden) -> list:
     return results[0]
 
 
+def deepseek_v2(layer: int, config, tensors, golden) -> list:
+    """DeepSeek V2's MLA without a query latent (q_lora_rank null): q = q_proj(X); kv as V3's; interleaved pairs always.
+    Both ways, expanded and absorbed; the bound is transformers' float32 RMSNorm, angles and complex rotation."""
+    prefix = f"model.layers.{layer}.self_attn"
+    X = golden["attention_inputs"][layer].tolist()
+    assert f"{prefix}.q_a_proj.weight" not in tensors
+    results = []
+    for absorbed in (False, True):
+        results.append(
+            ref.mla(
+                X, heads=config["num_attention_heads"], W_q=tensors[f"{prefix}.q_proj.weight"].T.tolist(),
+                W_dkv=tensors[f"{prefix}.kv_a_proj_with_mqa.weight"].T.tolist(),
+                kv_norm=(tensors[f"{prefix}.kv_a_layernorm.weight"].tolist(), config["rms_norm_eps"]),
+                W_ukv=tensors[f"{prefix}.kv_b_proj.weight"].T.tolist(), nope=config["qk_nope_head_dim"],
+                rope_dim=config["qk_rope_head_dim"], v_dim=config["v_head_dim"], theta=config["rope_parameters"]["rope_theta"],
+                style="interleaved", scale=(config["qk_nope_head_dim"] + config["qk_rope_head_dim"]) ** -0.5, absorbed=absorbed,
+            )["weights"]  # fmt: skip
+        )
+    np.testing.assert_allclose(results[1], results[0], rtol=0, atol=1e-12)
+    return results[0]
+
+
 DECODER_ONLY = {
     "qwen3": FLOAT32, "olmo2": FLOAT32, "gemma2": FLOAT32, "gemma3": FLOAT32, "gpt_oss": 1e-12,
     "phi3": FLOAT32, "gpt_neox": FLOAT32, "deepseek_v3": FLOAT32,
+    "deepseek_v2": FLOAT32,
 }  # fmt: skip
 
 
@@ -192,6 +215,8 @@ def test_reference_reproduces_the_family_fixture(family):
             weights = gpt_neox(layer, config, tensors, golden)
         elif family == "deepseek_v3":
             weights = deepseek_v3(layer, config, tensors, golden)
+        elif family == "deepseek_v2":
+            weights = deepseek_v2(layer, config, tensors, golden)
         else:
             weights = llama_like(family, layer, config, tensors, golden)
         np.testing.assert_allclose(weights, golden["attentions"][layer], rtol=0, atol=DECODER_ONLY[family], err_msg=f"layer {layer + 1}")

@@ -83,6 +83,7 @@ FAMILIES = [
     ("gemma3", 1e-5, ("(1 + w)", "q and k norms", "rotary", "softmax", "embedding scale")),
     ("gpt_oss", 1e-5, ("RMSNorm", "rotary")),
     ("deepseek_v3", 1e-5, ("RMSNorm", "rotary", "softmax", "router")),
+    ("deepseek_v2", 1e-5, ("RMSNorm", "rotary", "complex numbers", "softmax", "router")),
 ]
 
 

@@ -38,7 +38,7 @@ _O_PROJ = re.compile(r"(?:^|\.)layers\.(\d+)\.self_attn\.o_proj$")  # Llama's na
 OUTPUT_PROJECTIONS = {
     "gpt2": re.compile(r"(?:^|\.)h\.(\d+)\.attn\.c_proj$"),
     "bert": re.compile(r"(?:^|\.)encoder\.layer\.(\d+)\.attention\.output\.dense$"),
-    **{kind: _O_PROJ for kind in (*LLAMA_FAMILY, "phi3", "qwen3", "olmo2", "gemma2", "gemma3_text", "gpt_oss", "deepseek_v3")},
+    **{kind: _O_PROJ for kind in (*LLAMA_FAMILY, "phi3", "qwen3", "olmo2", "gemma2", "gemma3_text", "gpt_oss", "deepseek_v3", "deepseek_v2")},
     "gpt_neox": re.compile(r"(?:^|\.)layers\.(\d+)\.attention\.dense$"),
 }
 # BART's three attentions, each with its own output projection (`out_proj`); the layer counts within its stack
@@ -49,7 +49,7 @@ BART_PROJECTIONS = {
 }
 BART_ATTENTIONS = {"encoder": "encoder_attentions", "decoder": "decoder_attentions", "cross": "cross_attentions"}  # transformers' output names
 # families whose MoE experts transformers runs in float64 only one by one (the default grouped_mm kernel refuses double)
-_EAGER_EXPERTS = ("gpt_oss", "deepseek_v3")
+_EAGER_EXPERTS = ("gpt_oss", "deepseek_v3", "deepseek_v2")
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,9 @@ _FLOAT32_STEPS = {
     "softmax": "eager attention's softmax runs with dtype=float32",
     "embed_scale": "the embedding scale √hidden is kept as a float32 number (exact only where √hidden is)",
     "router": "the MoE router's logits and sigmoid run in float32 (a near-tie between two experts could choose another one)",
+    "complex_rope": "the rotary embedding computes its angles in float32 and turns q's and k's rotary parts as float32 complex numbers",
+    "softmax_router": "the MoE router's logits and its softmax over the experts run in float32 (a near-tie between two experts "
+    "could choose another one)",
 }
 
 
@@ -104,6 +107,7 @@ BOUNDS = {
     "gemma3_text": _float32_inside("gemma_norm", "rope", "softmax", "embed_scale"),
     "gpt_oss": _float32_inside("rmsnorm", "rope"),  # its softmax (with the sink column) runs in the model's dtype
     "deepseek_v3": _float32_inside("rmsnorm", "rope", "softmax", "router"),
+    "deepseek_v2": _float32_inside("rmsnorm", "complex_rope", "softmax", "softmax_router"),
 }
 
 

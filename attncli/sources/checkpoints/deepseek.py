@@ -1,9 +1,15 @@
-"""DeepSeek V3: multi-head latent attention, dense first layers, then a mixture of experts.
+"""DeepSeek V2 and V3: multi-head latent attention, dense first layers, then a mixture of experts.
 
-DeepSeek V2 has the same attention but another router (a softmax over the experts, greedy or group-limited top-k,
-no correction bias), so its config is not read as V3's: it is left out until it has a fixture of its own.
+V2 (`deepseek_v2`) has V3's attention and another router, read against transformers' DeepseekV2TopkRouter and
+DeepseekV2Attention: router logits in float32 → softmax over all experts (float32); topk_method "greedy" takes the
+top-k experts, "group_limited_greedy" scores each group by its best expert, keeps topk_group groups (the others'
+scores set to 0) and takes the top-k of the rest; the weights are the chosen softmax scores × routed_scaling_factor,
+never renormalised (transformers 5 reads norm_topk_prob for V2 but does not use it; the released V2 configs set it
+false) and with no correction bias. moe_layer_freq (the original remote code's) is not read: transformers makes every
+layer from first_k_dense_replace on a MoE layer. Its RoPE always turns interleaved pairs (complex e^(iθ), no
+rope_interleave key), with the angles and the rotation in float32. Defaults: transformers' DeepseekV2Config.
 
-Read against transformers' DeepseekV3Attention, DeepseekV3TopkRouter and DeepseekV3MoE (docs/families.md):
+V3 read against transformers' DeepseekV3Attention, DeepseekV3TopkRouter and DeepseekV3MoE (docs/families.md):
 - attention: q = q_b_proj(RMSNorm(q_a_proj(x))) or q_proj(x), per head [q_nope | q_rope];
   kv_a_proj_with_mqa(x) = [c | k_rope]; c → kv_a_layernorm → kv_b_proj, per head [k_nope | v]; k_rope is one vector
   per token for all heads; RoPE on the rope parts only (interleaved pairs with rope_interleave, which give the same
@@ -62,6 +68,7 @@ class DeepseekConfig:
     moe_inner: int  # moe_intermediate_size
     scaling: float  # routed_scaling_factor
     norm_topk: bool  # norm_topk_prob
+    topk_method: str = "noaux_tc"  # V3's sigmoid router; V2's softmax routers: "greedy", "group_limited_greedy"
 
     @property
     def cached(self) -> int:
@@ -76,17 +83,28 @@ def _count(raw: dict[str, Any], where: str, key: str, default: int | None, *, mi
     return value
 
 
+V2_METHODS = ("greedy", "group_limited_greedy")  # DeepseekV2TopkRouter's choices (another leaves its weights undefined)
+
+
 def read_deepseek(folder: Any, cfg: ModelConfig, keys: dict[str, Any] | None = None) -> DeepseekConfig:
-    """DeepSeek's own config keys, checked (defaults: transformers' DeepseekV3Config); `keys`: a GGUF file's metadata as them."""
+    """DeepSeek's own config keys, checked (defaults: transformers' DeepseekV3Config, or DeepseekV2Config for
+    deepseek_v2); `keys`: a GGUF file's metadata as them."""
     raw, where = (keys, str(folder)) if keys is not None else read_raw(folder)
+    v2 = cfg.model_type == "deepseek_v2"
     q_lora = raw.get("q_lora_rank", 1536)
-    experts = _count(raw, where, "n_routed_experts", 256, most=MOST["heads"])
-    groups = _count(raw, where, "n_group", 8, most=experts)
-    interleave = raw.get("rope_interleave", True)
+    experts = _count(raw, where, "n_routed_experts", 64 if v2 else 256, most=MOST["heads"])
+    method = "noaux_tc"
+    if v2:
+        method = raw.get("topk_method", "greedy")
+        if method not in V2_METHODS:
+            raise AttnError(f"found {method!r}", file=where, key="topk_method", expected=" or ".join(V2_METHODS) + " (DeepSeek V2's routers)")
+    grouped = not v2 or method == "group_limited_greedy"  # V2's greedy router reads neither n_group nor topk_group
+    groups = _count(raw, where, "n_group", None if v2 else 8, most=experts) if grouped else 1
+    interleave = True if v2 else raw.get("rope_interleave", True)  # V2 always turns interleaved pairs
     if not isinstance(interleave, bool):
         raise AttnError(f"found {interleave!r}", file=where, key="rope_interleave", expected="true or false")
-    norm_topk = raw.get("norm_topk_prob", True)
-    scaling = raw.get("routed_scaling_factor", 2.5)
+    norm_topk = False if v2 else raw.get("norm_topk_prob", True)  # V2: transformers does not renormalise
+    scaling = raw.get("routed_scaling_factor", 1.0 if v2 else 2.5)
     if isinstance(scaling, bool) or not isinstance(scaling, int | float) or not 0 < scaling < 1e6:
         raise AttnError(f"found {scaling!r}", file=where, key="routed_scaling_factor", expected="a positive number")
     ds = DeepseekConfig(
@@ -97,18 +115,19 @@ def read_deepseek(folder: Any, cfg: ModelConfig, keys: dict[str, Any] | None = N
         v_dim=_count(raw, where, "v_head_dim", 128),
         interleave=interleave,
         experts=experts,
-        per_token=_count(raw, where, "num_experts_per_tok", 8, most=experts),
-        shared=_count(raw, where, "n_shared_experts", 1, minimum=0, most=MOST["heads"]),
+        per_token=_count(raw, where, "num_experts_per_tok", None if v2 else 8, most=experts),
+        shared=_count(raw, where, "n_shared_experts", 2 if v2 else 1, minimum=0, most=MOST["heads"]),
         groups=groups,
-        top_groups=_count(raw, where, "topk_group", 4, most=groups),
-        dense_layers=_count(raw, where, "first_k_dense_replace", 3, minimum=0, most=MOST["layers"]),
-        moe_inner=_count(raw, where, "moe_intermediate_size", 2048, most=MOST["inner"]),
+        top_groups=_count(raw, where, "topk_group", None if v2 else 4, most=groups) if grouped else 1,
+        dense_layers=_count(raw, where, "first_k_dense_replace", 0 if v2 else 3, minimum=0, most=MOST["layers"]),
+        moe_inner=_count(raw, where, "moe_intermediate_size", 1407 if v2 else 2048, most=MOST["inner"]),
         scaling=float(scaling),
         norm_topk=bool(norm_topk),
+        topk_method=method,
     )
     if ds.rope % 2:
         raise AttnError(f"qk_rope_head_dim {ds.rope} is odd", file=where, key="qk_rope_head_dim", expected="an even size (RoPE turns pairs)")
-    if experts % groups or experts // groups < 2:
+    if grouped and (experts % groups or experts // groups < 2):
         raise AttnError(f"{experts} experts in {groups} groups", file=where, key="n_group", expected="groups of at least 2 experts each")
     return ds
 
@@ -175,8 +194,28 @@ def _swiglu(cfg: ModelConfig, w: Weights, prefix: str, x: np.ndarray, inner: int
     return out
 
 
+def route_softmax(ds: DeepseekConfig, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """DeepSeek V2: (L, k) the experts each token uses and (L, k) their weights, from float32 router logits (L, E): a
+    float32 softmax over all experts; greedy top-k, or top-k within the topk_group groups whose best expert scores
+    highest; the chosen scores × routed_scaling_factor (DeepseekV2TopkRouter)."""
+    logits32 = logits.astype(np.float32)
+    shifted = np.exp(logits32 - logits32.max(axis=1, keepdims=True)).astype(np.float32)  # (L, E) stable softmax, float32
+    scores = (shifted / shifted.sum(axis=1, keepdims=True)).astype(np.float32)  # (L, E)
+    if ds.topk_method == "group_limited_greedy":
+        per_group = scores.reshape(len(scores), ds.groups, ds.experts // ds.groups)  # (L, groups, E/groups)
+        kept_groups = np.argsort(-per_group.max(axis=2), axis=1, kind="stable")[:, : ds.top_groups]  # (L, topk_group)
+        keep = np.zeros((len(scores), ds.groups), dtype=bool)
+        np.put_along_axis(keep, kept_groups, True, axis=1)
+        scores = np.where(np.repeat(keep, ds.experts // ds.groups, axis=1), scores, np.float32(0.0))  # masked_fill(…, 0.0)
+    chosen = np.argsort(-scores, axis=1, kind="stable")[:, : ds.per_token]  # (L, k) best first
+    weights = (np.take_along_axis(scores, chosen, axis=1) * np.float32(ds.scaling)).astype(np.float32)  # (L, k)
+    return chosen, weights.astype(np.float64)
+
+
 def route(ds: DeepseekConfig, logits: np.ndarray, bias: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """(L, k) the experts each token uses and (L, k) their weights, from float32 router logits (L, E), as transformers chooses them."""
+    if ds.topk_method in V2_METHODS:
+        return route_softmax(ds, logits)
     logits32 = logits.astype(np.float32)
     scores = (np.float32(1) / (np.float32(1) + np.exp(-logits32))).astype(np.float32)  # (L, E) sigmoid, float32
     choice = scores + (np.zeros(ds.experts, np.float32) if bias is None else bias.astype(np.float32))  # (L, E)
@@ -249,6 +288,14 @@ def _experts_note(experts: list[np.ndarray | None], ds: DeepseekConfig) -> list[
     return notes
 
 
+def _router_note(ds: DeepseekConfig) -> str:
+    """How the layer's router chooses: V3's sigmoid with groups, V2's softmax, greedy or group-limited."""
+    if ds.topk_method == "greedy":
+        return f"softmax router in float32, greedy: {ds.per_token} of {ds.experts} experts, × {ds.scaling:g}"
+    kind = "softmax router in float32, group-limited greedy" if ds.topk_method in V2_METHODS else "sigmoid router in float32"
+    return f"{kind}: {ds.per_token} of {ds.experts} experts, {ds.top_groups} of {ds.groups} groups, × {ds.scaling:g}"
+
+
 def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
     """X = input_layernorm of the residual entering `layer` (from 1), and that layer's MLA weights."""
     ds = read_deepseek(checkpoint.folder, cfg, getattr(checkpoint, "config_keys", None))
@@ -276,8 +323,7 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
         else f"scores divided by √(d_n + d_r) / mscale² = √{ds.nope + ds.rope} / {_mscale(cfg):.6g}² = {attention.divisor:g} "
         f"(YaRN's mscale(factor {cfg.rope.factor:g}, mscale_all_dim {cfg.rope.mscale_all_dim:g}) squared)",  # type: ignore[union-attr]
         "causal mask: each token sees itself and the tokens before it",
-        f"{dense}, then mixture of experts (sigmoid router in float32, {ds.per_token} of {ds.experts} experts, "
-        f"{ds.top_groups} of {ds.groups} groups, × {ds.scaling:g}, {ds.shared} shared)",
+        f"{dense}, then mixture of experts ({_router_note(ds)}, {ds.shared} shared)",
         *_experts_note(experts, ds),
         storage_note(dtype),
     )
@@ -285,8 +331,16 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
 
 
 DEFAULTS: dict[str, Any] = {"layers": 61, "hidden": 7168, "heads": 128, "kv": None, "positions": 4096, "inter": 18432}  # DeepseekV3Config
+V2_DEFAULTS: dict[str, Any] = {"layers": 32, "hidden": 4096, "heads": 32, "kv": None, "positions": 2048, "inter": 11008}  # DeepseekV2Config
 
 
 def read_config(read: _Reader) -> ModelConfig:
-    """Llama's keys with DeepSeek V3's defaults; MLA's own keys are read by `settings`."""
+    """Llama's keys with DeepSeek V3's (or, for deepseek_v2, V2's) defaults; MLA's own keys are read by `read_deepseek`."""
+    if read.raw.get("model_type") == "deepseek_v2":
+        return llama_like(read, "deepseek_v2", V2_DEFAULTS)
     return llama_like(read, "deepseek_v3", DEFAULTS)
+
+
+def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
+    """The tensors `model info` checks against config.json (DeepSeek V2; V3's are named in layer.py)."""
+    return {"embed_tokens.weight": (None, cfg.hidden_size), "layers.0.self_attn.kv_a_proj_with_mqa.weight": (None, cfg.hidden_size)}

@@ -259,6 +259,12 @@ def _moe(f: Facts) -> Mechanism | None:
         text += f", plus {shared} shared expert{'s' * (shared > 1)} on every token"
     if dense:
         text += "; the first layer keeps a dense MLP" if dense == 1 else f"; the first {dense} layers keep a dense MLP"
+    if f.model_type == "deepseek_v2":  # V2's router: a softmax over the experts, no correction bias, no renormalising
+        groups, kept = _whole(f.raw, "n_group"), _whole(f.raw, "topk_group")
+        if f.raw.get("topk_method") == "group_limited_greedy" and groups and kept:
+            text += f"; a softmax router picks them within the {kept} of {groups} groups whose best expert scores highest"
+        else:
+            text += "; a softmax router picks the best-scoring experts (greedy)"
     return Mechanism("moe", text)
 
 

@@ -20,6 +20,7 @@ from attncli.sources.checkpoints.config import ModelConfig, _Reader, _shown, rea
 ARCHITECTURES: dict[str, ModuleType] = {
     "gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "bart": bart, "qwen3": qwen3, "olmo2": olmo2,
     "gemma3_text": gemma3, "gpt_neox": neox, "phi3": phi3, "gemma2": gemma2, "gpt_oss": gpt_oss, "deepseek_v3": deepseek,
+    "deepseek_v2": deepseek,
 }  # fmt: skip
 SUPPORTED = tuple(ARCHITECTURES)
 ENCODER_DECODERS = ("bart",)  # read a source text and a target text; the layer counts in the stack `attention` names
