@@ -120,3 +120,11 @@ def test_a_hostile_config_is_described_as_far_as_it_can_be(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(config))
     info = model_info(tmp_path)
     assert keys(info) == ["mha"] and info["kv_cache"] is None  # no dtype declared: no bytes to count
+
+
+@pytest.mark.parametrize(("name", "pairs"), [("deepseek_v2", "interleaved pairs"), ("deepseek_v3", "interleaved pairs"), ("llama", "rotate-half")])
+def test_model_info_names_the_pairs_rope_turns(cli, name, pairs):
+    """MLA's rope part turns interleaved pairs (DeepSeek), Llama's heads rotate halves: model info's RoPE line says which."""
+    out = cli("model", "info", str(Path(__file__).parent / "checkpoints" / name)).stdout
+    line = next(line for line in out.splitlines() if line.split()[:1] == ["rope"])
+    assert pairs in line

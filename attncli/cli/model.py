@@ -110,7 +110,8 @@ def _info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
         rope = info["rope"]
         rope_text = "none (learned positions)" if info["model_type"] in ("gpt2", "bert", "bart") else "none"
         if rope is not None:
-            rope_text = f"θ = {rope['theta']:g}, rotate-half" + (f", {rope['scaling']} scaling" if rope["scaling"] else "")
+            pairs = "interleaved pairs" if rope["style"] == "interleaved" else "rotate-half"
+            rope_text = f"θ = {rope['theta']:g}, {pairs}" + (f", {rope['scaling']} scaling" if rope["scaling"] else "")
             if rope.get("rotary_dim", info["head_dim"]) < info["head_dim"]:  # partial rotary (GPT-NeoX's rotary_pct, Phi's partial_rotary_factor)
                 rope_text += (f"; partial rotary: the first {rope['rotary_dim']} of each head's {info['head_dim']} coordinates turn "
                               f"(factor {rope['partial_rotary_factor']:g}), the other {info['head_dim'] - rope['rotary_dim']} pass through unrotated")  # fmt: skip

@@ -404,7 +404,10 @@ def describe_config(cfg: ModelConfig, raw: Mapping[str, Any] | None = None) -> d
     rope = None
     if cfg.rope is not None:
         spec = rope_spec(cfg.rope, cfg.head_dim)
-        rope = {"theta": spec.theta, "scaling": spec.scaling, "style": spec.style, "inv_freq": spec.frequencies(cfg.head_dim).tolist(),
+        style = spec.style
+        if cfg.model_type == "deepseek_v2" or (cfg.model_type == "deepseek_v3" and (raw or {}).get("rope_interleave", True) is not False):
+            style = "interleaved"  # MLA's rope part turns interleaved pairs (deepseek.py's rope)
+        rope = {"theta": spec.theta, "scaling": spec.scaling, "style": style, "inv_freq": spec.frequencies(cfg.head_dim).tolist(),
                 "rotary_dim": spec.width(cfg.head_dim), "partial_rotary_factor": cfg.rope.partial}  # fmt: skip
     windows = sorted({w for w in cfg.windows if w is not None})
     facts = facts_from_config(cfg, raw)

@@ -822,7 +822,7 @@ def _deepseek_keys(file: GgufFile, a: str, raw: dict[str, Any]) -> dict[str, Any
     kv_lora_rank, and the per-head sizes as key_length_mla / value_length_mla (older files: key_length = nope + rope and
     value_length = v_head_dim). llama.cpp applies RoPE to interleaved pairs (the checkpoint's own order: nothing permuted).
     A file whose router is not the sigmoid (DeepSeek V2's softmax, or no gating key, which llama.cpp reads as V2) is refused:
-    attncli reads DeepSeek V3 only, from folders too.
+    attncli reads V3's files only (V2's, with their softmax router, have no fixture yet).
     """
     gating = file.value(a + "expert_gating_func")
     if gating != 2:
