@@ -236,12 +236,15 @@ def explain(
     return Explained(explain_scenario(loaded, position=where, head=head, round_steps=round_steps, others=others, block_size=block_size))
 
 
-def decode(scenario: Scenario | str | Path, *, head: int = 1, round_steps: int | None = None, before: Scenario | None = None) -> Decoded:
+def decode(
+    scenario: Scenario | str | Path, *, head: int = 1, round_steps: int | None = None, before: Scenario | None = None, switch: bool = True
+) -> Decoded:
     """Generate the sentence token by token with a KV cache (a scenario without a causal mask is given one).
 
     `before` is the scenario of the first s − 1 tokens as the model computes them while the sequence is that short
     (a longrope checkpoint up to original_max_position_embeddings: `longrope_prefix`): steps 1 … s − 1 are its rows,
-    and at step s RoPE changes its factors and every cached key is computed again.
+    and at step s RoPE changes its factors and every cached key is computed again. A checkpoint's scenario finds it
+    itself (from its `origin`) unless `switch` is False, which keeps the factors of the whole sentence's length.
     """
     from attncli.core import engine
     from attncli.core.decode import causal_version
@@ -249,6 +252,8 @@ def decode(scenario: Scenario | str | Path, *, head: int = 1, round_steps: int |
 
     loaded = _scenario(scenario)
     loaded.head_numbers(head)
+    if before is None and switch and (origin := loaded.origin) is not None:
+        before = longrope_prefix(origin.folder, layer=origin.layer, sentence=origin.sentence, special_tokens=origin.special_tokens)
     causal, made_causal = causal_version(loaded)
     if before is not None and before.L >= loaded.L:  # the sentence never outgrows the first tokens' factors: no switch
         before = None

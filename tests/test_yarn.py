@@ -234,10 +234,11 @@ def test_longrope_decode_switches_factors_as_transformers_generates(tmp_path: Pa
     for head in range(1, loaded.heads + 1):
         decoded = api.decode(loaded, head=head, before=before).decoded
         assert decoded.switched == 9
+        assert api.decode(loaded, head=head).decoded.switched == 9  # the checkpoint's scenario finds its first tokens itself
         for step in decoded.steps:
             t = step.position
             np.testing.assert_allclose(step.weights, golden["step_rows"][layer - 1, head - 1, t - 1, :t], rtol=0, atol=FLOAT32)
-        plain = api.decode(loaded, head=head).decoded  # the factors chosen from the whole sentence's length
+        plain = api.decode(loaded, head=head, switch=False).decoded  # the factors chosen from the whole sentence's length
         assert max(np.abs(p.weights - golden["step_rows"][layer - 1, head - 1, p.position - 1, : p.position]).max() for p in plain.steps) > 1e-3
 
 
@@ -253,6 +254,9 @@ def test_decode_says_where_longrope_switches(cli, tmp_path: Path) -> None:  # ty
     assert "RoPE switches from the short factors to the long ones" in step9 and "computes every key again" in step9
     assert "row 8 of the causal run of the first 8 tokens (short factors)" in said
     assert json.loads(cli("decode", *model, "--format", "json").stdout)["rope_switch"] == 9
+    scenario = tmp_path / "phi3-longrope.yaml"  # the same checkpoint behind a scenario file's `model:` switches the same way
+    scenario.write_text(json.dumps({"model": str(folder), "layer": 2, "sentence": sentence}), encoding="utf-8")
+    assert json.loads(cli("decode", str(scenario), "--format", "json").stdout)["rope_switch"] == 9
     for within in (SHORT_SENTENCE, "The cat sat on the mat,"):  # 4 tokens, and exactly the 8 original positions
         result = cli("decode", "--model", str(folder), "--layer", "2", "--sentence", within, "--format", "json")
         assert result.exit_code == 0, result.stderr

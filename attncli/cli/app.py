@@ -473,12 +473,7 @@ def decode(
     )  # fmt: skip
     options = Options(format=format, precision=precision, full=full, to_file=output is not None, standalone=standalone,
                       heading_level=heading_level, names=flag)  # fmt: skip
-    before = None  # a longrope checkpoint's first tokens, turned by the short factors until the sequence outgrows them
-    if model is not None and sentence is not None:
-        from attncli.sources.arguments import text_argument
-
-        before = api.longrope_prefix(model, layer=layer or 1, sentence=text_argument(sentence, "--sentence"), special_tokens=special_tokens)
-    emit(api.decode(loaded, head=head, round_steps=round_steps, before=before).document(options), output, force=force)
+    emit(api.decode(loaded, head=head, round_steps=round_steps).document(options), output, force=force)  # a longrope checkpoint switches itself
 
 
 @app.command()

@@ -33,6 +33,16 @@ def kv_head(head: int, heads: int, kv_heads: int) -> int:
 VariantT = TypeVar("VariantT")
 
 
+class Origin(NamedTuple):
+    """The checkpoint a scenario was computed from, as it was asked for: enough to compute it again (decode's run of a
+    longrope checkpoint's first tokens, whose factors differ from the whole sentence's)."""
+
+    folder: str
+    layer: int  # from 1
+    sentence: str
+    special_tokens: str  # "auto" or "none"
+
+
 class Scale(NamedTuple):
     mode: str  # "sqrt_dk", "none" or "value"
     divisor: float  # what the scores are divided by
@@ -70,6 +80,7 @@ class Scenario:
     notes: tuple[str, ...] = ()  # where the numbers come from, for the summary (e.g. a checkpoint's layer)
     word_marks: tuple[str, ...] = ()  # a real tokenizer's marks for a leading space ("␣", "Ġ", "▁"): words match without them
     encoder: str | None = None  # the architecture of an encoder checkpoint's layer ("bert"): it reads, it does not generate
+    origin: Origin | None = None  # the checkpoint it was computed from; None for a scenario of given numbers
     variants: tuple[Variant, ...] = ()  # the other variants of attention it holds, at most one of each class (core.variants.REGISTRY):
     # RoPE, QK-norm (RMSNorm of q and k before RoPE), soft-capping, a bias, ALiBi, learned sinks (one logit per head in the
     # softmax's denominator), MLA (q, k, v from latents: W_Q, W_K, W_V are then None), a KV cache (c keys and values given

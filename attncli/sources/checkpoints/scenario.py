@@ -5,12 +5,13 @@ Only the chosen layer's inputs are kept: the layers before it run once, in float
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
 import numpy as np
 
-from attncli.core.scenario import Scale, Scenario, held, kv_head
+from attncli.core.scenario import Origin, Scale, Scenario, held, kv_head
 from attncli.core.variants import Mask
 from attncli.errors import AttnError
 from attncli.sources import reading
@@ -55,7 +56,10 @@ def load_scenario(
         for path in folder.iterdir():
             if path.name in ("config.json", "tokenizer.json") or path.name.endswith((".safetensors", ".safetensors.index.json")):
                 reading.note_read(path)
-    return layer_scenario(case, head=head, name=name, shown=shown)
+    scenario = layer_scenario(case, head=head, name=name, shown=shown)
+    if target is None and attention is None:  # a decoder-only or encoder checkpoint: decode can compute it again
+        scenario = dataclasses.replace(scenario, origin=Origin(str(folder), layer, sentence, special_tokens))
+    return scenario
 
 
 def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None = None, shown: str | None = None) -> Scenario:
