@@ -25,7 +25,6 @@ from attncli.sources.checkpoints.blocks import (
     Weights,
     activate,
     cross_attention,
-    layer_norm,
     self_attention,
     storage_note,
 )
@@ -94,7 +93,7 @@ class Bart:
         self.d_k = {name: _head_dim(cfg, stack) for name, stack in stacks(cfg).items()}
 
     def _norm(self, name: str, x: np.ndarray) -> np.ndarray:
-        return layer_norm(x, self.w.get(name + ".weight", (self.d,)), self.w.get(name + ".bias", (self.d,)), self.cfg.norm_eps)
+        return self.w.layer_norm(name, x, self.cfg.norm_eps)
 
     def embed(self, stack: str, ids: tuple[int, ...]) -> np.ndarray:
         """(n, d) token rows (× √d with scale_embedding) + learned positions from row 2, then layernorm_embedding."""

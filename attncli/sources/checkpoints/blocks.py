@@ -90,6 +90,11 @@ class Weights:
         """An nn.Linear stored as (out, in): its weight as (in, out), for x·W, and its bias (None when `bias` is False)."""
         return self.get(name + ".weight", (n_out, n_in)).T, self.get(name + ".bias", (n_out,)) if bias else None
 
+    def layer_norm(self, name: str, x: np.ndarray, eps: float) -> np.ndarray:
+        """(L, d) x through the nn.LayerNorm `name`: its weight and bias, each (d,)."""
+        d = x.shape[-1]
+        return layer_norm(x, self.get(name + ".weight", (d,)), self.get(name + ".bias", (d,)), eps)
+
     def product(self, name: str, x: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
         """(L, out) x·Wᵀ for an nn.Linear weight W stored as `shape` = (out, in), widened a block of rows at a time.
 

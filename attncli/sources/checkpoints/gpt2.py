@@ -12,7 +12,6 @@ from attncli.sources.checkpoints.blocks import (
     LayerInputs,
     Weights,
     activate,
-    layer_norm,
     self_attention,
     storage_note,
     through,
@@ -39,19 +38,14 @@ def _attention(cfg: ModelConfig, w: Weights, index: int) -> AttentionWeights:
     )  # fmt: skip
 
 
-def _ln(cfg: ModelConfig, w: Weights, name: str, x: np.ndarray) -> np.ndarray:
-    d = cfg.hidden_size
-    return layer_norm(x, w.get(name + ".weight", (d,)), w.get(name + ".bias", (d,)), cfg.norm_eps)
-
-
 def _block(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray) -> np.ndarray:
     """(L, d) the residual stream after block `index`: attention, then the MLP, each pre-normalised."""
     d, inner = cfg.hidden_size, cfg.intermediate_size
     p = f"h.{index}."
-    h = h + self_attention(_ln(cfg, w, p + "ln_1", h), _attention(cfg, w, index))  # (L, d)
+    h = h + self_attention(w.layer_norm(p + "ln_1", h, cfg.norm_eps), _attention(cfg, w, index))  # (L, d)
     hidden = activate(
         cfg.activation,
-        _ln(cfg, w, p + "ln_2", h) @ w.get(p + "mlp.c_fc.weight", (d, inner)) + w.get(p + "mlp.c_fc.bias", (inner,)),
+        w.layer_norm(p + "ln_2", h, cfg.norm_eps) @ w.get(p + "mlp.c_fc.weight", (d, inner)) + w.get(p + "mlp.c_fc.bias", (inner,)),
     )
     out: np.ndarray = h + hidden @ w.get(p + "mlp.c_proj.weight", (inner, d)) + w.get(p + "mlp.c_proj.bias", (d,))  # (L, d)
     return out
@@ -65,7 +59,7 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
     for index in range(layer - 1):
         h = _block(cfg, w, index, h)
     index = layer - 1
-    X = _ln(cfg, w, f"h.{index}.ln_1", h)  # (L, d)
+    X = w.layer_norm(f"h.{index}.ln_1", h, cfg.norm_eps)  # (L, d)
     attention = _attention(cfg, w, index)
     dtype = w.dtype(f"h.{index}.attn.c_attn.weight")
     scale = f"√d_k = √{cfg.head_dim}" if cfg.scale_attn_weights else "1 (scale_attn_weights is false)"

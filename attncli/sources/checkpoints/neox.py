@@ -24,7 +24,6 @@ from attncli.sources.checkpoints.blocks import (
     LayerInputs,
     Weights,
     activate,
-    layer_norm,
     self_attention,
     storage_note,
     through,
@@ -117,11 +116,6 @@ def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> Attentio
     )  # fmt: skip
 
 
-def _ln(cfg: ModelConfig, w: Weights, name: str, x: np.ndarray) -> np.ndarray:
-    d = cfg.hidden_size
-    return layer_norm(x, w.get(name + ".weight", (d,)), w.get(name + ".bias", (d,)), cfg.norm_eps)
-
-
 def _mlp(cfg: ModelConfig, w: Weights, index: int, x: np.ndarray) -> np.ndarray:
     """(L, d) dense_4h_to_h(act(dense_h_to_4h(x))), each with its bias."""
     d, inner = cfg.hidden_size, cfg.intermediate_size
@@ -134,12 +128,12 @@ def _mlp(cfg: ModelConfig, w: Weights, index: int, x: np.ndarray) -> np.ndarray:
 def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) -> np.ndarray:
     """(L, d) the residual stream after layer `index`: parallel (x + attn + mlp of the same x) or sequential."""
     p = f"layers.{index}."
-    attention = self_attention(_ln(cfg, w, p + "input_layernorm", h), _attention(cfg, w, index, rope))  # (L, d)
+    attention = self_attention(w.layer_norm(p + "input_layernorm", h, cfg.norm_eps), _attention(cfg, w, index, rope))  # (L, d)
     if _parallel(cfg):
-        out: np.ndarray = _mlp(cfg, w, index, _ln(cfg, w, p + "post_attention_layernorm", h)) + attention + h
+        out: np.ndarray = _mlp(cfg, w, index, w.layer_norm(p + "post_attention_layernorm", h, cfg.norm_eps)) + attention + h
         return out
     h = attention + h
-    out = _mlp(cfg, w, index, _ln(cfg, w, p + "post_attention_layernorm", h)) + h
+    out = _mlp(cfg, w, index, w.layer_norm(p + "post_attention_layernorm", h, cfg.norm_eps)) + h
     return out
 
 
@@ -152,7 +146,7 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
     for index in range(layer - 1):
         h = _layer(cfg, w, index, h, rope)
     index = layer - 1
-    X = _ln(cfg, w, f"layers.{index}.input_layernorm", h)  # (L, d)
+    X = w.layer_norm(f"layers.{index}.input_layernorm", h, cfg.norm_eps)  # (L, d)
     attention = _attention(cfg, w, index, rope)
     dtype = w.dtype(f"layers.{index}.attention.query_key_value.weight")
     r = rope.width(cfg.head_dim)
