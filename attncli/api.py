@@ -22,7 +22,7 @@ the command prints. Heads and positions count from 1, as everywhere in attncli.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -196,11 +196,15 @@ def tiles(scenario: Scenario | str | Path, block_size: int, *, round_steps: int 
     return Tiled(engine.run(loaded, round_steps=round_steps), block_size)
 
 
+def _whole_number(n: int) -> str:
+    """An option's whole number as an error shows it: with thousands separators, or by its length when it is huge."""
+    return f"{n:,}" if abs(n) < 10**30 else f"a number of {len(str(abs(n))):,} digits"
+
+
 def check_seed(seed: int) -> None:
     """An AttnError for a seed that JSON cannot carry (orjson writes integers up to 2⁶⁴ − 1; 10**23 was exit 70)."""
     if not 0 <= seed < 2**64:
-        shown = f"{seed:,}" if abs(seed) < 10**30 else f"a number of {len(str(abs(seed))):,} digits"
-        raise AttnError(f"found {shown}", key=option("seed"), expected=f"a seed from 0 to {2**64 - 1:,}")
+        raise AttnError(f"found {_whole_number(seed)}", key=option("seed"), expected=f"a seed from 0 to {2**64 - 1:,}")
 
 
 _MAX_BLOCK = 2**31  # far beyond any sequence attncli computes; orjson writes no integer past 64 bits (10**20 was exit 70)
@@ -209,8 +213,7 @@ _MAX_BLOCK = 2**31  # far beyond any sequence attncli computes; orjson writes no
 def check_block_size(block_size: int | None) -> None:
     """An AttnError for a block size below 1 or beyond 2³¹ (run, explain and export check it before any work)."""
     if block_size is not None and not 1 <= block_size <= _MAX_BLOCK:
-        shown = f"{block_size:,}" if abs(block_size) < 10**30 else f"a number of {len(str(abs(block_size))):,} digits"
-        raise AttnError(f"found {shown}", key=option("block_size"), expected=f"a block size from 1 to {_MAX_BLOCK:,} (a block of every key is one tile)")
+        raise AttnError(f"found {_whole_number(block_size)}", key=option("block_size"), expected=f"a block size from 1 to {_MAX_BLOCK:,} (a block of every key is one tile)")
 
 
 def explain(
@@ -328,11 +331,8 @@ class Mapped(_Shown):
             from attncli.formats import jsonout
 
             return jsonout.document(walk.document(self.map, self.source, shown, every, spell))
-        shared = self.map.kv_heads != self.map.heads
-        names = list(every[0].values)
-        table = headgrid.HeadTable(
-            columns=("layer", "head", *(("kv_head",) if shared else ()), *names),
-            rows=[(r.layer, r.head, *((r.kv_head,) if shared else ()), *(r.values[n] for n in names)) for r in shown],
+        table = _head_table(
+            shown, list(every[0].values), shared=self.map.kv_heads != self.map.heads,
             readings=[(r.reading or "", spell(r.explain) if r.explain else "") for r in walk.notable(every)],
             legend=headgrid.LEGEND + (headgrid.PATTERN_LEGEND if self.map.patterns else ""),
         )
@@ -341,6 +341,18 @@ class Mapped(_Shown):
         tips = [[r.reading or _tip(r) for r in every[li * self.map.heads : (li + 1) * self.map.heads]] for li in range(self.map.layers)]
         grid = headgrid.HeadGrid(walk.title(self.source, self.map), walk.thumbnails(self.map), self.map.first_layer, self.map.tokens, tips)
         return _grid_document(grid, table, options)
+
+
+def _head_table(shown: Sequence[HeadRow] | Sequence[DiffRow], names: list[str], *, shared: bool, **labels: Any) -> HeadTable:
+    """One row per head shown (layer, head, its key/value head when heads share them, the statistics `names`), for the map and
+    the comparison alike; `labels` are the rest of the HeadTable (readings, legend, heading …)."""
+    from attncli.formats import headgrid
+
+    return headgrid.HeadTable(
+        columns=("layer", "head", *(("kv_head",) if shared else ()), *names),
+        rows=[(r.layer, r.head, *((r.kv_head,) if shared else ()), *(r.values[n] for n in names)) for r in shown],
+        **labels,
+    )
 
 
 def _grid_document(grid: HeadGrid, table: HeadTable, options: Options) -> Document:
@@ -419,11 +431,8 @@ class ComparedHeads(_Shown):
             from attncli.formats import jsonout
 
             return jsonout.document(walk.document(self.comparison, self.first, self.second, shown, every))
-        shared = self.comparison.kv_heads != self.comparison.heads
-        names = list(every[0].values)
-        table = headgrid.HeadTable(
-            columns=("layer", "head", *(("kv_head",) if shared else ()), *names),
-            rows=[(r.layer, r.head, *((r.kv_head,) if shared else ()), *(r.values[n] for n in names)) for r in shown],
+        table = _head_table(
+            shown, list(every[0].values), shared=self.comparison.kv_heads != self.comparison.heads,
             readings=[(text, "") for text in walk.most_changed(every)],
             legend=headgrid.COMPARE_LEGEND,
             heading="Most changed heads",
