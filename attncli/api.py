@@ -32,15 +32,17 @@ from attncli.errors import AttnError, option
 from attncli.formats import Document, Format, Options
 
 if TYPE_CHECKING:
-    from rich.console import Console, RenderableType
-
     from attncli.core.compare import Comparison
     from attncli.core.decode import Decode
     from attncli.core.engine import HeadResult, RunResult
     from attncli.core.explain import Explanation
     from attncli.core.heads import HeadMap
     from attncli.core.scenario import Scenario
-    from attncli.formats.headgrid import HeadGrid, HeadTable
+    from attncli.document import blocks
+    from attncli.document.blocks import ExplainArticle, RunDocument, Table
+    from attncli.document.blocks import Matrix as MatrixView
+    from attncli.document.notation import Writer
+    from attncli.document.pages import ExplainPage, HeadsPage, HeadTable, RunPage, ShadePage
     from attncli.sources.limits import Limits
     from attncli.walkthroughs.compare import DiffRow, Run
     from attncli.walkthroughs.heads import ExplainCall, HeadRow, Source
@@ -318,90 +320,63 @@ class Mapped(_Shown):
         return shading(self.map, layer=self.layer, head=self.head)
 
     def document(self, options: Options) -> Document:
+        from attncli.formats import render
+
+        return render(self.page(options), options)
+
+    def page(self, options: Options) -> HeadsPage | ShadePage:
+        """The map's page (the grid and the table), or with a query token the shaded sentence's."""
+        from attncli.document.pages import HeadGrid, HeadsPage
         from attncli.formats import headgrid
         from attncli.walkthroughs import heads as walk
 
         if self.map.focus is not None:
-            return _render_shading(self.shading(), self.source, options)
+            return _shade_page(self.shading(), self.source, options)
         every = walk.rows(self.map, self.source)
         shown = walk.sorted_rows(every, self.sort, self.top)
         spell = self.spell or walk.python_call
-        fmt = options.format
-        if fmt is Format.json:
-            from attncli.formats import jsonout
 
-            return jsonout.document(walk.document(self.map, self.source, shown, every, spell))
-        table = _head_table(
-            shown, list(every[0].values), shared=self.map.kv_heads != self.map.heads,
-            readings=[(r.reading or "", spell(r.explain) if r.explain else "") for r in walk.notable(every)],
-            legend=headgrid.LEGEND + (headgrid.PATTERN_LEGEND if self.map.patterns else ""),
-        )
-        if fmt is Format.csv:
-            return headgrid.table_csv(table)
-        tips = [[r.reading or _tip(r) for r in every[li * self.map.heads : (li + 1) * self.map.heads]] for li in range(self.map.layers)]
-        grid = headgrid.HeadGrid(walk.title(self.source, self.map), walk.thumbnails(self.map), self.map.first_layer, self.map.tokens, tips)
-        return _grid_document(grid, table, options)
+        def table() -> HeadTable:
+            return _head_table(
+                shown, list(every[0].values), shared=self.map.kv_heads != self.map.heads,
+                readings=[(r.reading or "", spell(r.explain) if r.explain else "") for r in walk.notable(every)],
+                legend=headgrid.LEGEND + (headgrid.PATTERN_LEGEND if self.map.patterns else ""),
+            )  # fmt: skip
+
+        def grid() -> HeadGrid:
+            H = self.map.heads
+            tips = [[r.reading or _tip(r) for r in every[li * H : (li + 1) * H]] for li in range(self.map.layers)]
+            return HeadGrid(walk.title(self.source, self.map), walk.thumbnails(self.map), self.map.first_layer, self.map.tokens, tips)
+
+        return HeadsPage(table, grid, lambda: walk.document(self.map, self.source, shown, every, spell), _precision(options, 3))
+
+
+def _precision(options: Options, default: int) -> int:
+    return default if options.precision is None else options.precision
 
 
 def _head_table(shown: Sequence[HeadRow] | Sequence[DiffRow], names: list[str], *, shared: bool, **labels: Any) -> HeadTable:
     """One row per head shown (layer, head, its key/value head when heads share them, the statistics `names`), for the map and
     the comparison alike; `labels` are the rest of the HeadTable (readings, legend, heading …)."""
-    from attncli.formats import headgrid
+    from attncli.document.pages import HeadTable
 
-    return headgrid.HeadTable(
+    return HeadTable(
         columns=("layer", "head", *(("kv_head",) if shared else ()), *names),
         rows=[(r.layer, r.head, *((r.kv_head,) if shared else ()), *(r.values[n] for n in names)) for r in shown],
         **labels,
     )
 
 
-def _grid_document(grid: HeadGrid, table: HeadTable, options: Options) -> Document:
-    """A grid of heads and its table (the map's, or a comparison's) as SVG, an HTML page or the terminal's thumbnails and table."""
-    from attncli.formats import headgrid
+def _shade_page(shaded: Shading, source: Source, options: Options) -> ShadePage:
+    """The shaded sentence: the weights the query token gives every token, per head or per layer."""
+    from attncli.document.pages import Shaded, ShadedRow, ShadePage
+    from attncli.walkthroughs.shade import document
 
-    fmt = Format(options.format)
-    precision = 3 if options.precision is None else options.precision
-    if fmt is Format.svg:
-        return headgrid.grid_svg(grid)
-    if fmt is Format.html:
-        return headgrid.grid_html(grid, table, precision=precision)
-    if fmt is not Format.table:
-        raise AttnError(f"heads prints a table, json, csv, svg or html, not {fmt.value}", key=option("format"), expected="table, json, csv, svg or html")
-    from attncli.formats import terminal
-    from attncli.formats.heatmap import terminal_ramp
+    def drawn() -> Shaded:
+        return Shaded(shaded.title, shaded.tokens, shaded.position - 1,
+                      [ShadedRow(r.name, r.weights.tolist(), r.visible.tolist(), r.readings) for r in shaded.rows])  # fmt: skip
 
-    console = terminal.console(to_file=options.to_file)
-    lines = headgrid.grid_lines(grid, width=console.width, colour=console.color_system is not None, ramp=terminal_ramp())
-    return terminal.render(console, [*lines, *headgrid.table_renderables(table, precision=precision)])
-
-
-def _render_shading(shaded: Shading, source: Source, options: Options) -> Document:
-    """The shaded sentence in `options.format`: the terminal's colours, attncli.heads-word/1, CSV, SVG or an HTML page."""
-    from attncli.formats import shade
-
-    fmt = options.format
-    if fmt is Format.json:
-        from attncli.formats import jsonout
-        from attncli.walkthroughs.shade import document
-
-        return jsonout.document(document(shaded, source))
-    drawn = shade.Shaded(shaded.title, shaded.tokens, shaded.position - 1,
-                         [shade.Row(r.name, r.weights.tolist(), r.visible.tolist(), r.readings) for r in shaded.rows])  # fmt: skip
-    precision = 2 if options.precision is None else options.precision
-    if fmt is Format.csv:
-        return shade.csv(drawn)
-    if fmt is Format.svg:
-        return shade.svg(drawn, precision=precision)
-    if fmt is Format.html:
-        return shade.html(drawn, precision=precision)
-    if fmt is not Format.table:
-        raise AttnError(f"heads prints a table, json, csv, svg or html, not {fmt.value}", key=option("format"), expected="table, json, csv, svg or html")
-    from attncli.formats import terminal
-    from attncli.formats.heatmap import terminal_ramp
-
-    console = terminal.console(to_file=options.to_file)
-    return terminal.render(console, shade.lines(drawn, width=console.width, colour=console.color_system is not None, ramp=terminal_ramp(),
-                                                precision=precision))  # fmt: skip
+    return ShadePage(drawn, lambda: document(shaded, source), _precision(options, 2))
 
 
 @dataclass(frozen=True, eq=False)
@@ -421,33 +396,41 @@ class ComparedHeads(_Shown):
         return walk.sorted_rows(walk.rows(self.comparison), self.sort, self.top)
 
     def document(self, options: Options) -> Document:
+        from attncli.formats import render
+
+        return render(self.page(options), options)
+
+    def page(self, options: Options) -> HeadsPage:
+        """The comparison's grid (each head's largest change per block) and its table, most changed heads first."""
+        from attncli.document.pages import HeadGrid, HeadsPage
         from attncli.formats import headgrid
         from attncli.walkthroughs import compare as walk
 
         every = walk.rows(self.comparison)
         shown = walk.sorted_rows(every, self.sort, self.top)
-        fmt = options.format
-        if fmt is Format.json:
-            from attncli.formats import jsonout
 
-            return jsonout.document(walk.document(self.comparison, self.first, self.second, shown, every))
-        table = _head_table(
-            shown, list(every[0].values), shared=self.comparison.kv_heads != self.comparison.heads,
-            readings=[(text, "") for text in walk.most_changed(every)],
-            legend=headgrid.COMPARE_LEGEND,
-            heading="Most changed heads",
-            general=True,
-            none="No head changed: the two runs give the same weights.",
-        )
-        if fmt is Format.csv:
-            return headgrid.table_csv(table)
-        H = self.comparison.heads
-        tips = [[f"layer {r.layer} head {r.head}: Jensen–Shannon {r.values['js_divergence']:.3g} nats, largest change "
-                 f"{r.values['max_abs_diff']:.3g}" for r in every[li * H : (li + 1) * H]] for li in range(self.comparison.layers)]  # fmt: skip
-        grid = headgrid.HeadGrid(walk.title(self.first, self.second), walk.thumbnails(self.comparison), 1, self.comparison.tokens, tips,
-                                 subtitle=headgrid.COMPARE_SUBTITLE,
-                                 hover="Hover over a thumbnail's row: its query tokens and the keys whose weight changed most.")  # fmt: skip
-        return _grid_document(grid, table, options)
+        def table() -> HeadTable:
+            return _head_table(
+                shown, list(every[0].values), shared=self.comparison.kv_heads != self.comparison.heads,
+                readings=[(text, "") for text in walk.most_changed(every)],
+                legend=headgrid.COMPARE_LEGEND,
+                heading="Most changed heads",
+                general=True,
+                none="No head changed: the two runs give the same weights.",
+            )  # fmt: skip
+
+        def grid() -> HeadGrid:
+            H = self.comparison.heads
+            tips = [[f"layer {r.layer} head {r.head}: Jensen–Shannon {r.values['js_divergence']:.3g} nats, largest change "
+                     f"{r.values['max_abs_diff']:.3g}" for r in every[li * H : (li + 1) * H]] for li in range(self.comparison.layers)]  # fmt: skip
+            return HeadGrid(walk.title(self.first, self.second), walk.thumbnails(self.comparison), 1, self.comparison.tokens, tips,
+                            subtitle=headgrid.COMPARE_SUBTITLE,
+                            hover="Hover over a thumbnail's row: its query tokens and the keys whose weight changed most.")  # fmt: skip
+
+        def data() -> dict[str, Any]:
+            return walk.document(self.comparison, self.first, self.second, shown, every)
+
+        return HeadsPage(table, grid, data, _precision(options, 3))
 
 
 def _tip(row: HeadRow) -> str:
@@ -570,106 +553,81 @@ def compare_heads(
     return ComparedHeads(found.comparison, first, second, sort, top)
 
 
-# -- rendering: a result's walk-through (attncli.walkthroughs) drawn by a format (attncli.formats); neither imports the other
+# -- rendering: a result's walk-through (attncli.walkthroughs) as a page (attncli.document.pages), drawn by a format (attncli.formats)
 
 
 def render_run(result: RunResult, options: Options) -> Document:
     """The whole `attncli run` output in `options.format`."""
+    from attncli.formats import render
+
+    return render(run_page(result, options), options)
+
+
+def run_page(result: RunResult, options: Options) -> RunPage:
+    """`run`'s page: the shown stages (`options.stages`, the format's default otherwise) of the shown heads."""
     from attncli.document import stages, views
+    from attncli.document.blocks import mentioned
+    from attncli.document.pages import RunPage
 
-    fmt = options.format
     heads = options.heads or list(range(1, result.scenario.heads + 1))
-    if fmt is Format.json:
-        from attncli.formats import jsonout
-        from attncli.walkthroughs import data
 
-        return jsonout.document(data.run_json(result, options.stages or stages.STAGE_NAMES, heads))
-    if fmt is Format.csv:
-        from attncli.formats import csvout
+    def document() -> RunDocument:
+        from attncli.walkthroughs.run import run_document
 
+        shown = views.views(result, options.stages or stages.default(result.scenario), heads)
+        return mentioned(run_document(result, shown), options.names)
+
+    def figures() -> list[MatrixView]:
+        return views.views(result, options.stages or ("weights",), heads)
+
+    def matrix() -> MatrixView:
         stage = _one_stage(options.stages)
         view = views.view_of(result, stages.main_row(stage, result.scenario).key, heads[0])
         if view is None:
             raise AttnError(f"this scenario has no {stage!r} stage", key=option("stages"), expected="a stage it has, e.g. weights")
-        return csvout.run_csv(view, precision=options.precision)
-    precision = decimals(options.precision, result.scenario.precision, result.round_steps)
-    if fmt is Format.svg:
-        from attncli.formats import publish
+        return view
 
-        return publish.run_svg(views.views(result, options.stages or ("weights",), heads), precision=precision)
-    from attncli.walkthroughs.run import run_document
+    def data() -> dict[str, Any]:
+        from attncli.walkthroughs.data import run_json
 
-    shown = views.views(result, options.stages or stages.default(result.scenario), heads)
-    if fmt is Format.markdown:
-        from attncli.formats import markdown
+        return run_json(result, options.stages or stages.STAGE_NAMES, heads)
 
-        return markdown.run_markdown(run_document(result, shown), precision=precision, heading_level=options.heading_level)
-    if fmt is Format.latex:
-        from attncli.formats import latex
-
-        return latex.run_latex(run_document(result, shown), precision=precision, standalone=bool(options.standalone))
-    if fmt is Format.html:
-        from attncli.formats import publish
-
-        return publish.run_html(run_document(result, shown), precision=precision, options=options)
-    from attncli.document.blocks import mentioned
-    from attncli.formats import terminal
-    from attncli.formats.tables import run_tables
-
-    def tables(console: Console) -> list[RenderableType]:
-        on_screen = console.is_terminal
-        return run_tables(mentioned(run_document(result, shown), options.names), precision=precision, console=console, full=options.full,
-                          shade_all=options.heatmap, shade_weights=on_screen)  # fmt: skip
-
-    return terminal.text_of(tables, to_file=options.to_file)
+    return RunPage(document, figures, matrix, data, decimals(options.precision, result.scenario.precision, result.round_steps))
 
 
 def render_explain(expl: Explanation, options: Options) -> Document:
     """The whole `attncli explain` output in `options.format`."""
-    fmt = options.format
-    if fmt is Format.json:
-        from attncli.formats import jsonout
-        from attncli.walkthroughs import data
+    from attncli.formats import render
 
-        return jsonout.document(data.explain_json(expl))
-    if fmt is Format.csv:
-        from attncli.document import blocks
-        from attncli.formats.csvout import document_csv
-        from attncli.walkthroughs import data
+    return render(explain_page(expl, options), options)
 
-        return document_csv(blocks.Document(expl.token, [], tidy=data.explain_table(expl, precision=options.precision)))
+
+def explain_page(expl: Explanation, options: Options) -> ExplainPage:
+    """`explain`'s page: the article (its steps in the notation of the format's writer), the keys' table and the query's weights."""
     from attncli.document.blocks import Steps, mentioned
-    from attncli.document.notation import TexWriter, Writer
-    from attncli.walkthroughs import narration
+    from attncli.document.pages import ExplainPage
+    from attncli.walkthroughs import explain as walk
 
     precision = decimals(options.precision, expl.scenario.precision, expl.result.round_steps)
-    if fmt is Format.svg:
-        from attncli.formats import publish
-        from attncli.walkthroughs.explain import query_weights
 
-        return publish.explain_svg(query_weights(expl), precision=precision)
-    intro = mentioned(narration.intro(expl), options.names)
-    tex = fmt is Format.latex
-    steps = Steps(narration.steps(expl, precision, TexWriter() if tex else Writer(), full=options.full), precision, "tex" if tex else "unicode")
-    steps = mentioned(steps, options.names)
-    if fmt is Format.markdown:
-        from attncli.formats import markdown
-        from attncli.walkthroughs.explain import article
+    def article(writer: Writer) -> ExplainArticle:
+        from attncli.walkthroughs import narration
 
-        return markdown.explain_markdown(article(expl, intro, steps), precision=precision, heading_level=options.heading_level, full=options.full)
-    if fmt is Format.latex:
-        from attncli.formats import latex
+        intro = mentioned(narration.intro(expl), options.names)
+        steps = mentioned(Steps(narration.steps(expl, precision, writer, full=options.full), precision, writer.notation), options.names)
+        return walk.article(expl, intro, steps)
 
-        return latex.explain_latex(expl.token, intro, steps, expl.exact_output, precision=precision, standalone=bool(options.standalone))
-    if fmt is Format.html:
-        from attncli.formats import publish
-        from attncli.walkthroughs.explain import key_table, query_weights
+    def tidy() -> Table:
+        from attncli.walkthroughs.data import explain_table
 
-        return publish.explain_html(expl.token, intro, [key_table(expl), query_weights(expl)], steps, precision=precision, options=options)
-    from attncli.formats import terminal
-    from attncli.formats.narration import explain_renderables
+        return explain_table(expl, precision=options.precision)
 
-    return terminal.text_of(lambda console: explain_renderables(intro, steps, full=options.full), to_file=options.to_file)
+    def data() -> dict[str, Any]:
+        from attncli.walkthroughs.data import explain_json
+
+        return explain_json(expl)
+
+    return ExplainPage(article, lambda: walk.key_table(expl), lambda: walk.query_weights(expl), tidy, data, precision)
 
 
 def _one_stage(stages: tuple[str, ...] | None) -> str:
@@ -691,6 +649,8 @@ def render_tiling(result: RunResult, options: Options, block_size: int) -> Docum
     """
     from attncli.document import stages
     from attncli.document.blocks import mentioned
+    from attncli.document.pages import ReportPage
+    from attncli.formats import render
     from attncli.walkthroughs.online_report import tiling_grid, tiling_report, tilings
 
     s = result.scenario
@@ -699,38 +659,41 @@ def render_tiling(result: RunResult, options: Options, block_size: int) -> Docum
         raise AttnError(f"the tiling report shows tiles, not stages ({', '.join(options.stages)})", key=option("stages"),
                         expected=f"no {option('stages')} with {option('block_size')}, or {option('format')} json")  # fmt: skip
     tiled = tilings(result, heads, block_size)
-    if options.format is Format.json:
-        from attncli.formats import jsonout
+
+    def data() -> dict[str, Any]:
         from attncli.walkthroughs import data
 
         doc = data.run_json(result, options.stages or stages.STAGE_NAMES, heads)
         for entry, head in zip(doc["heads"], heads):
             entry["tiling"] = data.tiling_json(tiled[head], result.head(head).output)
-        return jsonout.document(doc)
-    from attncli.formats import render_document
+        return doc
 
     p = decimals(options.precision, s.precision, result.round_steps)
-    tiles_report = mentioned(tiling_report(result, tiled, precision=p, full=options.full), options.names)
-    figures = [tiling_grid(result, head, tiled[head], precision=p) for head in heads] if options.format in (Format.svg, Format.html) else []
-    return render_document(tiles_report, options.format.value, to_file=options.to_file, standalone=options.standalone,
-                         heading_level=options.heading_level, figures=figures, precision=p)  # fmt: skip
+
+    def report() -> blocks.Document:
+        return mentioned(tiling_report(result, tiled, precision=p, full=options.full), options.names)
+
+    return render(ReportPage(report, lambda: [tiling_grid(result, head, tiled[head], precision=p) for head in heads], data, p), options)
 
 
 def render_decode(dec: Decode, options: Options, *, made_causal: bool) -> Document:
     """`attncli decode`: the attncli.decode/1 JSON, or the step-by-step report in any other format (SVG: the step × cached-key figure)."""
-    if options.stages is not None:
-        raise AttnError(f"decode shows steps, not stages ({', '.join(options.stages)})", key=option("stages"), expected="no stages")
-    if options.format is Format.json:
-        from attncli.formats import jsonout
-        from attncli.walkthroughs import data
-
-        return jsonout.document(data.decode_json(dec))
     from attncli.document.blocks import mentioned
-    from attncli.formats import render_document
+    from attncli.document.pages import ReportPage
+    from attncli.formats import render
     from attncli.walkthroughs.online_report import decode_grid, decode_report
 
+    if options.stages is not None:
+        raise AttnError(f"decode shows steps, not stages ({', '.join(options.stages)})", key=option("stages"), expected="no stages")
+
+    def data() -> dict[str, Any]:
+        from attncli.walkthroughs.data import decode_json
+
+        return decode_json(dec)
+
     p = decimals(options.precision, dec.scenario.precision, dec.result.round_steps)
-    rep = mentioned(decode_report(dec, precision=p, full=options.full, made_causal=made_causal), options.names)
-    figures = [decode_grid(dec)] if options.format in (Format.svg, Format.html) else []
-    return render_document(rep, options.format.value, to_file=options.to_file, standalone=options.standalone,
-                         heading_level=options.heading_level, figures=figures, precision=p)  # fmt: skip
+
+    def report() -> blocks.Document:
+        return mentioned(decode_report(dec, precision=p, full=options.full, made_causal=made_causal), options.names)
+
+    return render(ReportPage(report, lambda: [decode_grid(dec)], data, p), options)

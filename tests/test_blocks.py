@@ -1,7 +1,7 @@
 """Every format draws every block type of the shared document vocabulary (attncli.document.blocks), each in its own module.
 
 `attncli.formats.render_document` hands a document to its format's module (markdown.py, latex.py,
-csvout.py, htmltable.py, publish.py for SVG, terminal.py); these tests draw every block type, alone
+csvout.py, htmltable.py, svg.py, terminal.py); these tests draw every block type, alone
 and together, through it, check the result with the tools the format's readers use, and check that a
 block type a format has no drawing for is an error, not drawn as something else.
 """

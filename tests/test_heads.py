@@ -264,7 +264,8 @@ def test_the_terminal_grid_and_table_fit_80_columns(cli, monkeypatch):
 
 def test_the_grid_wraps_heads_that_do_not_fit():
     """40 heads at 80 columns: several bands, each line within the width."""
-    from attncli.formats.headgrid import HeadGrid, grid_lines
+    from attncli.document.pages import HeadGrid
+    from attncli.formats.headgrid import grid_lines
 
     grid = HeadGrid("t", np.zeros((2, 40, 4, 4)), 1, ("a", "b", "c", "d"), [["tip"] * 40] * 2)
     lines = [text.plain for text in grid_lines(grid, width=80, colour=False)]  # type: ignore[union-attr]
@@ -360,7 +361,7 @@ def test_the_explain_command_of_a_model_head_runs(cli):
         (("cat", "--induction", "4"), "--induction: the induction score needs a model"),
         (("--model", GPT2, "--sentence", SENTENCE, "--sort", "nope"), "--sort: found 'nope'"),
         (("--model", GPT2, "--sentence", SENTENCE, "--sort", "induction_score"), "--sort: found 'induction_score' (computed with --induction N)"),
-        (("--model", GPT2, "--sentence", SENTENCE, "--format", "latex"), "--format: heads prints a table, json, csv, svg or html"),
+        (("--model", GPT2, "--sentence", SENTENCE, "--format", "latex"), "--format: heads prints table, json, csv, html or svg"),
         (("--model", GPT2, "--sentence", SENTENCE, "--induction", "20"), "--induction: the repeated random sequence is 40 tokens long"),
         (("--model", GPT2), "--sentence: a model needs a sentence"),
     ],
@@ -651,9 +652,10 @@ def test_the_shaded_sentence_in_colour_uses_the_terminals_ramp_with_readable_ink
     """Colour: each token on its weight's shade of the light or dark ramp, in the ink that contrasts with it; the query underlined."""
     from rich.text import Text
 
+    from attncli.document.pages import Shaded, ShadedRow
     from attncli.formats import palette, shade
 
-    drawn = shade.Shaded("t", ["a", "b", "c"], 2, [shade.Row("L1 H1", [0.05, 0.9, 0.05], [True, True, True], [])])
+    drawn = Shaded("t", ["a", "b", "c"], 2, [ShadedRow("L1 H1", [0.05, 0.9, 0.05], [True, True, True], [])])
     for ramp in (palette.LIGHT, palette.DARK):
         tokens = shade.lines(drawn, width=80, colour=True, ramp=ramp)[2]
         assert isinstance(tokens, Text)

@@ -57,6 +57,7 @@ class Writer:
     """
 
     tex = False
+    notation = "unicode"  # Steps.notation of the steps it writes
     times = "×"
     dot = "·"
     minus = "−"
@@ -121,6 +122,7 @@ class TexWriter(Writer):
     """The same numbers and formulas in TeX (inside a display block)."""
 
     tex = True
+    notation = "tex"
     times = r"\times"
     dot = r"\cdot "
     minus = "-"

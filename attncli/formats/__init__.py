@@ -1,21 +1,25 @@
-"""Output formats: the names of the formats and the options of rendering; one module per format.
+"""Output formats: the names of the formats, the options of rendering, and `render`; one module per format.
 
-A finished document is text, or (JSON, which can run to hundreds of megabytes) an iterator of
-UTF-8 byte chunks. Each format's module is imported only when that format is asked for;
-`attncli.api` chooses the module for a result. A document of blocks (`attncli.document.blocks`:
-the tiled head, decode, dequant) is drawn by `render_document`, which hands it to its format's module.
+What a command shows is a page (`attncli.document.pages`: run, explain, report, heads, shade);
+`render(page, options)` hands it to the format's module, which has a function per kind of page it
+draws (`markdown.run`, `svg.heads` …). A finished document is text, or (JSON, which can run to
+hundreds of megabytes) an iterator of UTF-8 byte chunks. Each format's module is imported only
+when that format is asked for. A new format is its module and its line in `Format`.
 """
 
 from __future__ import annotations
 
 import enum
+import importlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from attncli.errors import keyword
+from attncli.errors import AttnError, keyword, option
 
 if TYPE_CHECKING:
     from attncli.document import blocks
+    from attncli.document.pages import Page
 
 Document = str | Iterator[bytes]  # text, or UTF-8 chunks
 
@@ -34,6 +38,13 @@ class Format(str, enum.Enum):
         """The file extension `export` gives this format."""
         return {"table": "txt", "markdown": "md", "latex": "tex"}.get(self.value, self.value)
 
+    def module(self) -> ModuleType:
+        """The module that draws this format: one function per kind of page it can draw (attncli.document.pages)."""
+        return importlib.import_module(f"attncli.formats.{_MODULES.get(self.value, self.value)}")
+
+
+_MODULES = {"table": "terminal", "json": "jsonout", "csv": "csvout"}  # where a format's module is not named as the format
+
 
 class Options(NamedTuple):
     """How to render: which format, stages and heads, how many decimals."""
@@ -50,6 +61,22 @@ class Options(NamedTuple):
     names: Callable[[str], str] = keyword  # how shown text names an option: the API's keyword; the command line passes its flag()
 
 
+def render(page: Page, options: Options) -> Document:
+    """The page in `options.format`, drawn by that format's module: its function named as the page's kind (`markdown.run`).
+
+    A format that has no drawing for the page's kind (heads in Markdown) is one clear error naming the formats that have one.
+    """
+    draw = getattr(options.format.module(), page.kind, None)
+    if draw is None:
+        from attncli.document.pages import COMMANDS
+
+        able = [f.value for f in Format if hasattr(f.module(), page.kind)]
+        listed = ", ".join(able[:-1]) + " or " + able[-1]
+        raise AttnError(f"{COMMANDS[page.kind]} prints {listed}, not {options.format.value}", key=option("format"), expected=listed)
+    document: Document = draw(page, options)
+    return document
+
+
 def render_document(
     document: blocks.Document,
     fmt: str,
@@ -61,32 +88,19 @@ def render_document(
     figures: Sequence[blocks.Grid] = (),
     precision: int = 3,
 ) -> str:
-    """The document in format `fmt` (any but json, whose documents are built from the data itself), drawn by that format's module.
+    """A document of blocks in format `fmt` (any but json, whose documents are built from the data itself).
 
     HTML is a page, or a `fragment` (standalone False); LaTeX a fragment of paragraphs and `$$` blocks, or an
     article (standalone True). `heading_level` places the top heading in Markdown and HTML (0 leaves it out).
     `figures`, when given, are the SVG (and are drawn in the HTML page too); without them SVG is the plain text.
     """
-    if fmt == "markdown":
-        from attncli.formats.markdown import document_markdown
+    from attncli.document.pages import ReportPage
 
-        return document_markdown(document, level=heading_level)
-    if fmt == "latex":
-        from attncli.formats.latex import document_latex
+    def no_data() -> dict[str, Any]:
+        raise ValueError("a document of blocks has no JSON: its data is built from the result")
 
-        return document_latex(document, standalone=bool(standalone))
-    if fmt == "csv":
-        from attncli.formats.csvout import document_csv
-
-        return document_csv(document)
-    if fmt == "html":
-        from attncli.formats.htmltable import document_html
-
-        return document_html(document, fragment=fragment or standalone is False, level=heading_level, figures=figures, precision=precision)
-    if fmt == "svg":
-        from attncli.formats.publish import document_svg
-
-        return document_svg(document, figures=figures, precision=precision)
-    from attncli.formats.terminal import document_terminal
-
-    return document_terminal(document, to_file=to_file)
+    page = ReportPage(lambda: document, lambda: figures, no_data, precision)
+    options = Options(Format(fmt), to_file=to_file, standalone=False if fragment else standalone, heading_level=heading_level)
+    text = render(page, options)
+    assert isinstance(text, str)
+    return text

@@ -10,13 +10,18 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attncli.document.blocks import Document
+from attncli.document.blocks import Document, Table
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.escape import csv_cell
 from attncli.document.numbers import plain, plain_rows, plain_writer
+
+if TYPE_CHECKING:
+    from attncli.document.pages import ExplainPage, HeadsPage, ReportPage, RunPage, ShadePage
+    from attncli.formats import Options
 
 number = plain  # CSV's numbers: full precision, or fixed decimals without "-0.00"
 
@@ -58,11 +63,45 @@ def _field(text: str) -> str:
 
 def document_csv(document: Document) -> str:
     """The document's tidy table (its other blocks are for people): text cells guarded against spreadsheet formulas, numbers as they are."""
-    tidy = document.tidy
-    assert tidy is not None, "a document written as CSV has a tidy table"
+    assert document.tidy is not None, "a document written as CSV has a tidy table"
+    return _table(document.tidy)
+
+
+def _table(tidy: Table) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([csv_cell(cell) for cell in tidy.header])
     for row in tidy.rows:
         writer.writerow([cell if numeric else csv_cell(cell) for cell, numeric in zip(row, tidy.numeric)])
     return buffer.getvalue()
+
+
+# -- the pages (attncli.document.pages): the one table of each --------------------------------------
+
+
+def run(page: RunPage, options: Options) -> Iterator[bytes]:
+    """One stage of one head (the weights unless a stage is asked for)."""
+    return run_csv(page.matrix(), precision=options.precision)
+
+
+def explain(page: ExplainPage, options: Options) -> str:
+    """A row per key: its score, logit, exponential, weight and value."""
+    return _table(page.tidy())
+
+
+def report(page: ReportPage, options: Options) -> str:
+    return document_csv(page.document())
+
+
+def heads(page: HeadsPage, options: Options) -> str:
+    """A row per head: its layer, number and statistics."""
+    from attncli.formats.headgrid import table_csv
+
+    return table_csv(page.table())
+
+
+def shade(page: ShadePage, options: Options) -> str:
+    """A row per token: the weight each head (or layer) gives it."""
+    from attncli.formats.shade import csv
+
+    return csv(page.shaded())

@@ -1,6 +1,6 @@
 """The head map drawn: every layer × head as a small heatmap (SVG, an HTML page, the terminal), the statistics as a table and CSV.
 
-Input is plain data (`HeadGrid`, `HeadTable`), built by attncli.walkthroughs.heads. Thumbnails
+Input is plain data (`HeadGrid`, `HeadTable` of attncli.document.pages), built by attncli.walkthroughs.heads. Thumbnails
 are shaded on the weights' own scale 0 … 1 with the palette's ramps (light, and dark under
 `prefers-color-scheme: dark`). The SVG draws each head's cells of one shade as one <path>, so
 a 30 × 9 map stays small; the HTML page adds to each thumbnail row a tooltip: its query tokens and the keys
@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from attncli.document import escape
+from attncli.document.pages import HeadGrid, HeadTable
 from attncli.formats import palette
 from attncli.formats.htmltable import page
 
@@ -50,33 +51,6 @@ COMPARE_LEGEND = (
     "JS: the rows' mean Jensen–Shannon divergence in nats (0 … ln 2 = 0.693), JS max: the largest of any row"
 )
 COMPARE_SUBTITLE = "rows: query tokens, columns: key tokens; shade: |difference| of the weights 0 to 1, the largest of each block"
-
-
-SUBTITLE = "rows: query tokens, columns: key tokens; shade: weight 0 to 1, the largest of each block"
-
-
-class HeadGrid(NamedTuple):
-    """Every head's thumbnail and what its tooltip says."""
-
-    title: str
-    thumbnails: np.ndarray  # (layers, H, s, s) weights 0 … 1, shrunk by the largest value per block
-    first_layer: int  # the number of the first row of heads
-    tokens: tuple[str, ...]  # the sentence's tokens, for the tooltips
-    tips: Sequence[Sequence[str]]  # [layer][head] one line about the head (its statistics, its reading)
-    subtitle: str = SUBTITLE  # what the shade means
-    hover: str = "Hover over a thumbnail's row: its query tokens and the keys that take most of its weight."  # the HTML page's hint
-
-
-class HeadTable(NamedTuple):
-    """The statistics as rows: headers, then one row per head (ints, floats, None), the readings and their commands."""
-
-    columns: tuple[str, ...]
-    rows: Sequence[Sequence[int | float | None]]
-    readings: Sequence[tuple[str, str]]  # (reading, explain command) of the notable heads; the command may be ""
-    legend: str  # what the short column names mean
-    heading: str = "Notable heads"  # above the readings
-    general: bool = False  # numbers to `precision` significant digits (differences near 0), not decimals
-    none: str = "No head stands out (none puts half its weight on the first token, 40% on the previous token or on itself)."
 
 
 # -- SVG and HTML ---------------------------------------------------------------------------------

@@ -10,10 +10,14 @@ hundreds of megabytes is never held whole.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
+
+if TYPE_CHECKING:
+    from attncli.document.pages import Page
+    from attncli.formats import Options
 
 
 def encode(value: Any, depth: int = 0) -> Iterator[bytes]:
@@ -69,3 +73,13 @@ def document(doc: dict[str, Any]) -> Iterator[bytes]:
 def dumps(doc: dict[str, Any]) -> str:
     """The document as one string (for tests and small documents)."""
     return b"".join(document(doc)).decode("utf-8")
+
+
+# -- the pages (attncli.document.pages): each one's data, as attncli.walkthroughs.data builds it ------
+
+
+def _data(page: Page, options: Options) -> Iterator[bytes]:
+    return document(page.data())
+
+
+run = explain = report = heads = shade = _data

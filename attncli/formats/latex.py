@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +25,10 @@ from attncli.document.blocks import Document, Heading, Line, Note, Paragraph, Ru
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.numbers import exact_decimals
 from attncli.formats import texmatrix
+
+if TYPE_CHECKING:
+    from attncli.document.pages import ExplainPage, ReportPage, RunPage
+    from attncli.formats import Options
 
 MAX_COLS = 16  # a wider matrix is split into blocks of columns
 MAX_ROWS = 48  # a taller one into blocks of rows
@@ -328,3 +333,23 @@ def _mixed(text: str) -> str:
     if run:
         out.append(escape.latex("".join(run)))
     return "".join(out)
+
+
+# -- the pages (attncli.document.pages) ------------------------------------------------------------
+
+
+def run(page: RunPage, options: Options) -> Iterator[bytes]:
+    return run_latex(page.document(), precision=page.precision, standalone=bool(options.standalone))
+
+
+def explain(page: ExplainPage, options: Options) -> Iterator[bytes]:
+    """The walk-through's steps written in TeX (`TexWriter`), as a fragment or an article."""
+    from attncli.document.notation import TexWriter
+
+    article = page.article(TexWriter())
+    return explain_latex(article.token, list(article.intro), article.steps, article.exact_output, precision=page.precision,
+                         standalone=bool(options.standalone))  # fmt: skip
+
+
+def report(page: ReportPage, options: Options) -> str:
+    return document_latex(page.document(), standalone=bool(options.standalone))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attncli.document import escape
 from attncli.document.blocks import (
@@ -27,6 +27,10 @@ from attncli.document.blocks import (
 )
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.numbers import exact_decimals, fixed, smart, vector
+
+if TYPE_CHECKING:
+    from attncli.document.pages import ExplainPage, ReportPage, RunPage
+    from attncli.formats import Options
 
 md = escape.markdown  # every input text (token, name, sentence) goes through it
 
@@ -216,3 +220,20 @@ def document_markdown(document: Document, *, level: int = 1) -> str:
         else:
             raise TypeError(f"Markdown has no drawing for {type(block).__name__}")
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+# -- the pages (attncli.document.pages) ------------------------------------------------------------
+
+
+def run(page: RunPage, options: Options) -> Iterator[bytes]:
+    return run_markdown(page.document(), precision=page.precision, heading_level=options.heading_level)
+
+
+def explain(page: ExplainPage, options: Options) -> str:
+    from attncli.document.notation import Writer
+
+    return explain_markdown(page.article(Writer()), precision=page.precision, heading_level=options.heading_level, full=options.full)
+
+
+def report(page: ReportPage, options: Options) -> str:
+    return document_markdown(page.document(), level=options.heading_level)

@@ -1,6 +1,6 @@
 """The sentence shaded by attention, drawn: each token on the palette's shade of the weight it receives, its number beneath.
 
-Input is plain data (`Row`s of labels and weights 0 … 1), built by attncli.walkthroughs.shade.
+Input is plain data (`Shaded` of attncli.document.pages: rows of labels and weights 0 … 1), built by attncli.walkthroughs.shade.
 Every format shows the numbers, not only the shades: the terminal writes each weight under its
 token (so a terminal without colour loses nothing), the HTML page and the SVG put it under the
 token and in its tooltip. Light and dark: the terminal's ramp (formats.heatmap.terminal_ramp),
@@ -9,10 +9,10 @@ and `prefers-color-scheme: dark` in HTML and SVG.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from attncli.document import escape
+from attncli.document.pages import Shaded
 from attncli.formats import palette
 from attncli.formats.htmltable import page
 
@@ -23,20 +23,6 @@ FONTS = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, 
 TOKEN_SIZE, NUMBER_SIZE = 14, 10  # px
 PAD = 6  # px each side of a token in the SVG
 ROW_H, LABEL_W = 44, 72  # px: one shaded sentence, the row names' column
-
-
-class Row(NamedTuple):
-    name: str  # "L3 H2", "L3 mean"
-    weights: Sequence[float]  # one per token, 0 … 1
-    visible: Sequence[bool]  # hidden keys are drawn as such
-    readings: Sequence[str]  # sentences under the row
-
-
-class Shaded(NamedTuple):
-    title: str
-    tokens: Sequence[str]
-    query: int  # from 0: the query token, underlined
-    rows: Sequence[Row]
 
 
 def _level(x: float) -> int:

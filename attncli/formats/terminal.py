@@ -6,7 +6,7 @@ narration); the text is handed to `attncli.io`, which writes it.
 A document (`document.blocks.Document`: the tiled head, decode, dequant) is drawn here block by
 block (`document_terminal`): prose wrapped to the width with a hanging indent, tables with spaces
 and a rule under the header, their vectors shortened (then their columns split) to fit. The same
-lines, unwrapped, are the text of its plain SVG (`svgheatmap.document_svg`).
+lines, unwrapped, are the text of its plain SVG (`svg.report`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from attncli.document.blocks import Block, Document, Table
+    from attncli.document.pages import ExplainPage, HeadsPage, ReportPage, RunPage, ShadePage
+    from attncli.formats import Options
 
 
 def console(*, to_file: bool = False) -> Console:
@@ -250,3 +252,49 @@ def document_terminal(document: Document, *, to_file: bool, boxed: bool = False)
     for line, style in _styled_lines(document, width):
         parts.append(Text(line, style=style, no_wrap=True, overflow="ignore"))
     return render(con, parts)
+
+
+# -- the pages (attncli.document.pages): what each command shows, for the terminal ------------------
+
+
+def run(page: RunPage, options: Options) -> str:
+    """`run`'s tables: the header, then each shown stage, the weights shaded on a terminal (every square stage with `heatmap`)."""
+    from attncli.formats.tables import run_tables
+
+    def tables(con: Console) -> list[RenderableType]:
+        return run_tables(page.document(), precision=page.precision, console=con, full=options.full, shade_all=options.heatmap,
+                          shade_weights=con.is_terminal)  # fmt: skip
+
+    return text_of(tables, to_file=options.to_file)
+
+
+def explain(page: ExplainPage, options: Options) -> str:
+    """`explain`'s walk-through: the intro, then every step with its arithmetic."""
+    from attncli.document.notation import Writer
+    from attncli.formats.narration import explain_renderables
+
+    article = page.article(Writer())
+    return text_of(lambda con: explain_renderables(list(article.intro), article.steps, full=options.full), to_file=options.to_file)
+
+
+def report(page: ReportPage, options: Options) -> str:
+    return document_terminal(page.document(), to_file=options.to_file, boxed=page.boxed)
+
+
+def heads(page: HeadsPage, options: Options) -> str:
+    """The grid of thumbnails (as wide as the terminal), then the table of statistics and the readings."""
+    from attncli.formats.headgrid import grid_lines, table_renderables
+    from attncli.formats.heatmap import terminal_ramp
+
+    con = console(to_file=options.to_file)
+    lines = grid_lines(page.grid(), width=con.width, colour=con.color_system is not None, ramp=terminal_ramp())
+    return render(con, [*lines, *table_renderables(page.table(), precision=page.precision)])
+
+
+def shade(page: ShadePage, options: Options) -> str:
+    """The sentence, each token on the shade of its weight and the weight written under it."""
+    from attncli.formats.heatmap import terminal_ramp
+    from attncli.formats.shade import lines
+
+    con = console(to_file=options.to_file)
+    return render(con, lines(page.shaded(), width=con.width, colour=con.color_system is not None, ramp=terminal_ramp(), precision=page.precision))
