@@ -41,8 +41,9 @@ if TYPE_CHECKING:
     from attncli.document import blocks
     from attncli.document.blocks import ExplainArticle, RunDocument, Table
     from attncli.document.blocks import Matrix as MatrixView
+    from attncli.document.maps import HeadGrid, HeadTable
     from attncli.document.notation import Writer
-    from attncli.document.pages import ExplainPage, HeadsPage, HeadTable, RunPage, ShadePage
+    from attncli.document.pages import ExplainPage, HeadsPage, RunPage, ShadePage
     from attncli.sources.limits import Limits
     from attncli.walkthroughs.compare import DiffRow, Run
     from attncli.walkthroughs.heads import ExplainCall, HeadRow, Source
@@ -326,7 +327,8 @@ class Mapped(_Shown):
 
     def page(self, options: Options) -> HeadsPage | ShadePage:
         """The map's page (the grid and the table), or with a query token the shaded sentence's."""
-        from attncli.document.pages import HeadGrid, HeadsPage
+        from attncli.document.maps import HeadGrid
+        from attncli.document.pages import HeadsPage
         from attncli.formats import headgrid
         from attncli.walkthroughs import heads as walk
 
@@ -358,7 +360,7 @@ def _precision(options: Options, default: int) -> int:
 def _head_table(shown: Sequence[HeadRow] | Sequence[DiffRow], names: list[str], *, shared: bool, **labels: Any) -> HeadTable:
     """One row per head shown (layer, head, its key/value head when heads share them, the statistics `names`), for the map and
     the comparison alike; `labels` are the rest of the HeadTable (readings, legend, heading …)."""
-    from attncli.document.pages import HeadTable
+    from attncli.document.maps import HeadTable
 
     return HeadTable(
         columns=("layer", "head", *(("kv_head",) if shared else ()), *names),
@@ -369,7 +371,8 @@ def _head_table(shown: Sequence[HeadRow] | Sequence[DiffRow], names: list[str], 
 
 def _shade_page(shaded: Shading, source: Source, options: Options) -> ShadePage:
     """The shaded sentence: the weights the query token gives every token, per head or per layer."""
-    from attncli.document.pages import Shaded, ShadedRow, ShadePage
+    from attncli.document.maps import Shaded, ShadedRow
+    from attncli.document.pages import ShadePage
     from attncli.walkthroughs.shade import document
 
     def drawn() -> Shaded:
@@ -402,7 +405,8 @@ class ComparedHeads(_Shown):
 
     def page(self, options: Options) -> HeadsPage:
         """The comparison's grid (each head's largest change per block) and its table, most changed heads first."""
-        from attncli.document.pages import HeadGrid, HeadsPage
+        from attncli.document.maps import HeadGrid
+        from attncli.document.pages import HeadsPage
         from attncli.formats import headgrid
         from attncli.walkthroughs import compare as walk
 

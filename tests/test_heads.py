@@ -264,7 +264,7 @@ def test_the_terminal_grid_and_table_fit_80_columns(cli, monkeypatch):
 
 def test_the_grid_wraps_heads_that_do_not_fit():
     """40 heads at 80 columns: several bands, each line within the width."""
-    from attncli.document.pages import HeadGrid
+    from attncli.document.maps import HeadGrid
     from attncli.formats.headgrid import grid_lines
 
     grid = HeadGrid("t", np.zeros((2, 40, 4, 4)), 1, ("a", "b", "c", "d"), [["tip"] * 40] * 2)
@@ -652,7 +652,7 @@ def test_the_shaded_sentence_in_colour_uses_the_terminals_ramp_with_readable_ink
     """Colour: each token on its weight's shade of the light or dark ramp, in the ink that contrasts with it; the query underlined."""
     from rich.text import Text
 
-    from attncli.document.pages import Shaded, ShadedRow
+    from attncli.document.maps import Shaded, ShadedRow
     from attncli.formats import palette, shade
 
     drawn = Shaded("t", ["a", "b", "c"], 2, [ShadedRow("L1 H1", [0.05, 0.9, 0.05], [True, True, True], [])])

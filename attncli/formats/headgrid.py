@@ -1,6 +1,6 @@
 """The head map drawn: every layer × head as a small heatmap (SVG, an HTML page, the terminal), the statistics as a table and CSV.
 
-Input is plain data (`HeadGrid`, `HeadTable` of attncli.document.pages), built by attncli.walkthroughs.heads. Thumbnails
+Input is plain data (`HeadGrid`, `HeadTable` of attncli.document.maps), built by attncli.walkthroughs.heads. Thumbnails
 are shaded on the weights' own scale 0 … 1 with the palette's ramps (light, and dark under
 `prefers-color-scheme: dark`). The SVG draws each head's cells of one shade as one <path>, so
 a 30 × 9 map stays small; the HTML page adds to each thumbnail row a tooltip: its query tokens and the keys
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attncli.document import escape
-from attncli.document.pages import HeadGrid, HeadTable
+from attncli.document.maps import HeadGrid, HeadTable
 from attncli.formats import palette
 from attncli.formats.htmltable import page
 

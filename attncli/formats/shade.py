@@ -1,6 +1,6 @@
 """The sentence shaded by attention, drawn: each token on the palette's shade of the weight it receives, its number beneath.
 
-Input is plain data (`Shaded` of attncli.document.pages: rows of labels and weights 0 … 1), built by attncli.walkthroughs.shade.
+Input is plain data (`Shaded` of attncli.document.maps: rows of labels and weights 0 … 1), built by attncli.walkthroughs.shade.
 Every format shows the numbers, not only the shades: the terminal writes each weight under its
 token (so a terminal without colour loses nothing), the HTML page and the SVG put it under the
 token and in its tooltip. Light and dark: the terminal's ramp (formats.heatmap.terminal_ramp),
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from attncli.document import escape
-from attncli.document.pages import Shaded
+from attncli.document.maps import Shaded
 from attncli.formats import palette
 from attncli.formats.htmltable import page
 

@@ -1,0 +1,54 @@
+"""The plain data of the head map and of the shaded sentence: built by the walk-throughs, drawn by the formats.
+
+`HeadGrid` (every head's thumbnail and tooltip) and `HeadTable` (a row of statistics per head)
+make a map's or a comparison's page (`pages.HeadsPage`); `Shaded` the sentence shaded by one
+query token's weights (`pages.ShadePage`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    import numpy as np
+
+SUBTITLE = "rows: query tokens, columns: key tokens; shade: weight 0 to 1, the largest of each block"
+
+
+class HeadGrid(NamedTuple):
+    """Every head's thumbnail and what its tooltip says."""
+
+    title: str
+    thumbnails: np.ndarray  # (layers, H, s, s) weights 0 … 1, shrunk by the largest value per block
+    first_layer: int  # the number of the first row of heads
+    tokens: tuple[str, ...]  # the sentence's tokens, for the tooltips
+    tips: Sequence[Sequence[str]]  # [layer][head] one line about the head (its statistics, its reading)
+    subtitle: str = SUBTITLE  # what the shade means
+    hover: str = "Hover over a thumbnail's row: its query tokens and the keys that take most of its weight."  # the HTML page's hint
+
+
+class HeadTable(NamedTuple):
+    """The statistics as rows: headers, then one row per head (ints, floats, None), the readings and their commands."""
+
+    columns: tuple[str, ...]
+    rows: Sequence[Sequence[int | float | None]]
+    readings: Sequence[tuple[str, str]]  # (reading, explain command) of the notable heads; the command may be ""
+    legend: str  # what the short column names mean
+    heading: str = "Notable heads"  # above the readings
+    general: bool = False  # numbers to `precision` significant digits (differences near 0), not decimals
+    none: str = "No head stands out (none puts half its weight on the first token, 40% on the previous token or on itself)."
+
+
+class ShadedRow(NamedTuple):
+    name: str  # "L3 H2", "L3 mean"
+    weights: Sequence[float]  # one per token, 0 … 1
+    visible: Sequence[bool]  # hidden keys are drawn as such
+    readings: Sequence[str]  # sentences under the row
+
+
+class Shaded(NamedTuple):
+    title: str
+    tokens: Sequence[str]
+    query: int  # from 0: the query token, underlined
+    rows: Sequence[ShadedRow]
