@@ -165,15 +165,18 @@ def latex_display_blocks(text: str) -> list[str]:
 _GLYPHS = str.maketrans({
     "’": "'", "‘": "`", "“": '"', "”": '"', "∼": "~", "∖": "\\", "∣": "|", "−": "-", "…": "...",
     "^": None, "ˆ": None,  # a caret is \hat{\ }, which poppler reads as ˆ, sometimes as the accent of the letter before it
-    "ı": "i", "ȷ": "j", "\u00a0": " ",
+    "ı": "i", "ȷ": "j", "\u00a0": " ", "∆": "Δ",  # poppler reads \Delta as the increment sign
 })  # fmt: skip
+
+
+GREEK_IN_MATH = frozenset("αβγδεζηθικλμνξπρστυφχψωΓΔΘΛΞΠΣΥΦΨΩ")  # printed as math symbols (\alpha …), as themselves
 
 
 def printed(s: str) -> str:
     """What `escape.latex(s)` should print: visible(s), ␣ as ⊔ (a leading space's mark), each other character TeX cannot print written U+XXXX."""
     text = unicodedata.normalize("NFC", escape.visible(s))
-    return "".join(c if c.isascii() or c in escape.LATEX_TEXT_CHARACTERS or c == "\u00a0" else "⊔" if c == "␣" else f"U+{ord(c):04X}"
-                   for c in text)  # fmt: skip
+    return "".join(c if c.isascii() or c in escape.LATEX_TEXT_CHARACTERS or c in GREEK_IN_MATH or c == "\u00a0" else "⊔" if c == "␣"
+                   else f"U+{ord(c):04X}" for c in text)  # fmt: skip
 
 
 _SPLIT_ACCENT = re.compile(r"(?<=[^\W\d_])[\u02dc\u02ca\u02cb\u02c7\u02d8\u02d9\u02da\u02dd\u00a8\u00af\u00b4\u00b8\u02db]")

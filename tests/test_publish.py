@@ -161,8 +161,11 @@ def test_random_tokens_print_in_every_tex_engine(latex_tools, katex_modules, mat
 
 
 def test_latex_text_characters_print_in_every_encoding_and_engine(latex_tools, katex_modules, mathjax_modules, tmp_path):
-    """Every character of escape.LATEX_TEXT_CHARACTERS compiles in OT1 and T1 with outline fonts, and renders in KaTeX and MathJax."""
-    characters = sorted(escape.LATEX_TEXT_CHARACTERS)
+    """Every character of escape.LATEX_TEXT_CHARACTERS, and every Greek letter written as a math symbol (variance's "max α"),
+    compiles in OT1 and T1 with outline fonts, and renders in KaTeX and MathJax."""
+    greek = [c for c in "αβγδεζηθικλμνξπρστυφχψωΓΔΘΛΞΠΣΥΦΨΩ" if "U{+}" not in escape.latex(c)]
+    assert len(greek) == 34
+    characters = sorted(escape.LATEX_TEXT_CHARACTERS) + greek
     body = " ".join(escape.latex(c) for c in characters)
     for name, preamble in (("ot1", PLAIN_ARTICLE), ("t1", T1_ARTICLE)):
         pdf = renderers.pdflatex(preamble + "\\begin{document}\n$" + body + "$\n\\end{document}\n", tmp_path / name)
@@ -680,3 +683,13 @@ def test_latex_text_prints_the_awkward_tokens_as_prose(latex_tools, tmp_path):
         if name == "t1":  # OT1 has no < > | _ glyphs of its own: only that every line printed
             wrong = [(t, shown[i]) for i, t in enumerate(tokens) if renderers.fold(shown[i]) != renderers.fold(renderers.printed(t))]
             assert wrong == []
+
+
+def test_greek_letters_print_as_themselves_in_every_tex_engine(latex_tools, katex_modules, mathjax_modules, tmp_path):
+    """A token or a header in Greek (variance's "max α", a Greek sentence) prints its letters, not their code points."""
+    check_tex_engines(["max α", "λόγος", "ΣΩΔ", "αβγδεζηθικλμνξπρστυφχψω"], tmp_path, katex_modules, mathjax_modules)
+
+
+def test_curly_quotes_beside_straight_ones_do_not_join_into_double_quotes(latex_tools, katex_modules, mathjax_modules, tmp_path):
+    """’ and ‘ are the fonts' ' and `: beside one, T1 printed the pair as ” (found by the random tokens above)."""
+    check_tex_engines(["_'’", "’'", "’’", "‘‘", "`‘", "!‘"], tmp_path, katex_modules, mathjax_modules)

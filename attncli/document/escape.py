@@ -112,8 +112,14 @@ _LATEX_SYMBOLS = {
     "_": r"{\_}", "^": r"{\hat{\ }}", "~": r"{\sim}",
     "<": "{<}", ">": "{>}", "|": "{|}",  # in text, OT1 prints these as ¡ ¿ —
     "␣": r"{\sqcup}",  # a real tokenizer's leading space (GPT-2's Ġ, Llama's ▁): \textvisiblespace is neither KaTeX's nor MathJax's
+    **{  # Greek letters that math mode has, in all three (ο and the capitals that look Latin it does not: those stay U+XXXX)
+        c: "{\\" + name + "}"
+        for c, name in zip("αβγδεζηθικλμνξπρστυφχψωΓΔΘΛΞΠΣΥΦΨΩ",
+                           ["alpha", "beta", "gamma", "delta", "varepsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi", "pi", "rho", "sigma", "tau", "upsilon", "varphi", "chi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Pi", "Sigma", "Upsilon", "Phi", "Psi", "Omega"])
+    },
 }  # fmt: skip
-_LIGATURES = {"--", "''", "``", ",,", "!`", "?`"}  # pairs that TeX or KaTeX would join into one glyph
+_LIGATURES = {"--", "''", "``", ",,", "!`", "?`",  # pairs that TeX or KaTeX would join into one glyph
+              "'’", "’'", "’’", "‘‘", "`‘", "‘`", "!‘", "?‘"}  # ’ and ‘ are the fonts' own ' and `: they join with them too
 _TEXT_ASCII = frozenset(chr(c) for c in range(0x21, 0x7F)) - set(_LATEX_SYMBOLS)
 
 
