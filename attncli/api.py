@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from attncli.core.explain import Explanation
     from attncli.core.heads import HeadMap
     from attncli.core.scenario import Scenario
+    from attncli.core.variance import VarianceRow
     from attncli.document import blocks
     from attncli.document.blocks import ExplainArticle, RunDocument, Table
     from attncli.document.blocks import Matrix as MatrixView
@@ -50,8 +51,9 @@ if TYPE_CHECKING:
     from attncli.walkthroughs.shade import Shading
 
 __all__ = [
-    "ComparedHeads", "Decoded", "Explained", "Mapped", "Ran", "Tiled",
+    "ComparedHeads", "Decoded", "Explained", "Mapped", "Ran", "Tiled", "Varied",
     "compare_heads", "decode", "explain", "heads", "load", "load_model", "longrope_prefix", "render_options", "run", "text_of", "tiles",
+    "variance",
 ]  # fmt: skip
 
 
@@ -179,6 +181,48 @@ class Decoded(_Shown):
 
     def document(self, options: Options) -> Document:
         return render_decode(self.decoded, options, made_causal=self.made_causal)
+
+
+@dataclass(frozen=True, eq=False)
+class Varied(_Shown):
+    """The √d experiment: `rows` holds, per width d, the mean and variance of q·k and of q·k/√d and the mean largest weight."""
+
+    rows: list[VarianceRow]
+    keys: int
+    seed: int
+
+    def document(self, options: Options) -> Document:
+        from attncli.document.pages import ReportPage
+        from attncli.formats import render
+        from attncli.walkthroughs.data import variance_json
+        from attncli.walkthroughs.variance import variance_document
+
+        return render(ReportPage(lambda: variance_document(self.rows, keys=self.keys), lambda: [],
+                                 lambda: variance_json(self.rows, keys=self.keys, seed=self.seed), _precision(options, 3), boxed=True),
+                      options)  # fmt: skip
+
+
+def variance(
+    dims: Sequence[int] = (1, 2, 8, 64, 512), *, samples: int = 10_000, keys: int = 16, seed: int = 0, advance: Callable[[int], None] | None = None
+) -> Varied:
+    """Why scores are divided by √d_k: for each width d, `samples` draws of q, k ~ N(0, I_d), and the largest softmax weight of a
+    query over `keys` random keys with and without the scaling (seeded: the same seed gives the same numbers).
+    `advance(n)` is told of every n draws done, for a progress bar."""
+    from attncli.core.variance import experiment
+
+    check_seed(seed)  # the JSON carries it
+    widths = list(dims)
+    if not widths or any(not 1 <= d <= 65_536 for d in widths):
+        raise AttnError(f"found {widths}", key=option("dims"), expected="widths d from 1 to 65536")
+    if not 2 <= keys <= 4096:
+        raise AttnError(f"found {keys}", key=option("keys"), expected="2 to 4096 keys")
+    if not 2 <= samples <= 10_000_000:
+        raise AttnError(f"found {samples}", key=option("samples"), expected="2 to 10,000,000 samples")
+    if samples * keys * sum(widths) > 2_000_000_000:
+        raise AttnError(f"{samples:,} samples × {keys} keys × Σd = {sum(widths):,} is more than 2·10⁹ random numbers", key=option("samples"),
+                        expected="fewer samples, keys or dimensions")  # fmt: skip
+    rows = experiment(widths, samples=samples, keys=keys, seed=seed, advance=advance or (lambda n: None))
+    return Varied(rows, keys, seed)
 
 
 def run(scenario: Scenario | str | Path, *, round_steps: int | None = None) -> Ran:

@@ -59,3 +59,52 @@ def test_render_asks_the_module_of_the_format_and_nothing_else(monkeypatch: pyte
     assert attn.run("cat").render("table") == "cat: 11 matrices at 3 decimals\n"
     assert attn.explain("cat", "cat").render("table").startswith("cat: ")
     assert seen == ["run", "explain"]
+
+
+# -- variance: a report page, so every format draws it -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def varied() -> attn.Varied:
+    return attn.variance([1, 64], samples=400, keys=8, seed=3)
+
+
+def test_variance_as_csv_holds_every_number_whole(varied: attn.Varied) -> None:
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(varied.render("csv"))))
+    assert [int(r["d"]) for r in rows] == [1, 64]
+    for row, measured in zip(rows, varied.rows):
+        assert float(row["var_qk"]) == measured.var_raw and float(row["max_weight_scaled"]) == measured.max_weight_scaled
+
+
+def test_variance_in_markdown_html_and_svg_is_read_by_their_parsers(varied: attn.Varied) -> None:
+    import xml.etree.ElementTree as ET
+
+    from tests import renderers
+
+    table = renderers.markdown_html(varied.render("markdown"))
+    assert "<table>" in table and ">max α scaled</th>" in table and "<h1>q·k for q, k ~ N(0, I_d)" in table
+    cells = [e.text for e in renderers.html_elements(varied.render("html")) if e.tag == "td"]
+    assert f"{varied.rows[1].var_raw:.2f} (64)" in cells
+    svg = ET.fromstring(varied.render("svg"))
+    assert "max α scaled" in "".join(svg.itertext())
+
+
+def test_variance_in_latex_renders_in_katex_with_its_greek(varied: attn.Varied, katex_modules) -> None:  # type: ignore[no-untyped-def]
+    from tests import renderers
+
+    blocks = renderers.latex_display_blocks(varied.render("latex"))
+    rendered = renderers.katex(katex_modules, blocks)
+    assert [r.error for r in rendered] == [None] * len(blocks)
+    assert "maxα" in renderers.fold(" ".join(r.text for r in rendered)) and "U+" not in " ".join(r.text for r in rendered)
+
+
+def test_variance_keeps_its_framed_terminal_table_and_its_json(varied: attn.Varied) -> None:
+    import json
+
+    table = varied.render("table")
+    assert table.startswith("q·k for q, k ~ N(0, I_d): 400 samples per d") and table.count("q·k for q, k") == 1 and "┃" in table
+    doc = json.loads(varied.render("json"))
+    assert doc["schema"] == "attncli.variance/1" and doc["seed"] == 3

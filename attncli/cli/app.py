@@ -571,7 +571,7 @@ def variance(
     samples: Annotated[int, typer.Option(min=2, max=10_000_000, metavar="N", help="Random draws per width.")] = 10_000,
     keys: Annotated[int, typer.Option(min=2, max=4096, metavar="L", help="Keys each query is compared with for the largest softmax weight.")] = 16,
     seed: Annotated[int, typer.Option(min=0, metavar="S", help="Random seed: the same seed gives the same numbers.")] = 0,
-    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = Format.table,
+    format: FormatOption = Format.table,
     output: OutputOption = None,
     force: ForceOption = False,
 ) -> None:
@@ -585,34 +585,16 @@ def variance(
     Examples:
       attncli variance
       attncli variance --dims 4,16,256,4096 --samples 50000 --seed 7 --format json
+      attncli variance --format markdown -o variance.md
     """
-    from attncli.api import check_seed
-    from attncli.core.variance import experiment
+    from attncli import api
 
-    check_seed(seed)  # the JSON carries it
-    if format not in (Format.table, Format.json):
-        raise AttnError(f"variance prints a table or JSON, not {format.value}", key="--format", expected="table or json")
     widths = _whole_numbers(dims, "--dims", low=1, high=65_536)
     check_target(output)  # before seconds of sampling
-    if samples * keys * sum(widths) > 2_000_000_000:
-        raise AttnError(
-            f"{samples:,} samples × {keys} keys × Σd = {sum(widths):,} is more than 2·10⁹ random numbers",
-            key="--samples",
-            expected="fewer samples, keys or dimensions",
-        )
     total = samples * len(widths)
     with _progress(total, label="Sampling", show=sys.stderr.isatty() and samples * keys * sum(widths) > 50_000_000) as advance:
-        rows = experiment(widths, samples=samples, keys=keys, seed=seed, advance=advance)
-    if format is Format.json:
-        from attncli.formats import jsonout
-        from attncli.walkthroughs.data import variance_json
-
-        emit(jsonout.document(variance_json(rows, keys=keys, seed=seed)), output, force=force)
-        return
-    from attncli.formats.terminal import document_terminal
-    from attncli.walkthroughs.variance import variance_document
-
-    emit(document_terminal(variance_document(rows, keys=keys), to_file=output is not None, boxed=True), output, force=force)
+        varied = api.variance(widths, samples=samples, keys=keys, seed=seed, advance=advance)
+    emit(varied.document(Options(format, to_file=output is not None, names=flag)), output, force=force)
 
 
 def _note(line: str) -> None:

@@ -118,10 +118,12 @@ def _boxed(document: Document, width: int) -> list[RenderableType]:
     from rich.table import Table as RichTable
     from rich.text import Text
 
-    from attncli.document.blocks import Note, Table
+    from attncli.document.blocks import Heading, Note, Table
 
     out: list[RenderableType] = []
     for block in document.blocks:
+        if isinstance(block, Heading) and block.level == 1:
+            continue  # the framed table carries the title
         if isinstance(block, Table):
             table = RichTable(title=document.title, title_justify="left", title_style="bold")
             for name, numeric in zip(block.header, block.numeric):

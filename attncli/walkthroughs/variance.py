@@ -1,9 +1,10 @@
-"""The √d experiment (`attncli variance`) as a document: each measurement beside its theory, and a note on saturation."""
+"""The √d experiment (`attncli variance`) as a document: each measurement beside its theory, and a note on saturation; in CSV every number whole."""
 
 from __future__ import annotations
 
 from attncli.core.variance import VarianceRow
-from attncli.document.blocks import Document, Note, Table
+from attncli.document.blocks import Document, Heading, Note, Table
+from attncli.document.numbers import plain
 
 
 def variance_document(rows: list[VarianceRow], *, keys: int) -> Document:
@@ -19,4 +20,11 @@ def variance_document(rows: list[VarianceRow], *, keys: int) -> Document:
         "uniform). Without scaling the variance of q·k grows like d and the softmax heads for one-hot; dividing by √d "
         "keeps the variance at 1 and the weights spread."
     )
-    return Document(f"q·k for q, k ~ N(0, I_d): {samples}scaled = q·k/√d; theory in brackets", [table, note])
+    tidy = Table(  # CSV: every number whole, one column each, the theory left to the reader (0, d, 1)
+        ["d", "samples", "mean_qk", "var_qk", "var_scaled", "max_weight", "max_weight_scaled"],
+        [[str(r.d), str(r.samples), *(plain(x, None) for x in (r.mean_raw, r.var_raw, r.var_scaled, r.max_weight_raw, r.max_weight_scaled))]
+         for r in rows],
+        [True] * 7,
+    )  # fmt: skip
+    title = f"q·k for q, k ~ N(0, I_d): {samples}scaled = q·k/√d; theory in brackets"
+    return Document(title, [Heading(title), table, note], tidy=tidy)
