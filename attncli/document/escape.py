@@ -240,9 +240,16 @@ def _prose(text: str, *, names: bool, in_power: bool = False) -> str:
     out: list[str] = []
     math: list[str] = []
 
+    def inline(body: str) -> None:
+        """`$body$`, joined to a math span just before it: two spans side by side would read `$$`, a display's delimiter."""
+        if out and out[-1].endswith("$"):
+            out[-1] = out[-1][:-1] + body + "$"
+        else:
+            out.append("$" + body + "$")
+
     def flush() -> None:
         if math:
-            out.append("$" + "".join(math) + "$")
+            inline("".join(math))
             math.clear()
 
     def symbol(piece: str, i: int) -> None:
@@ -275,12 +282,12 @@ def _prose(text: str, *, names: bool, in_power: bool = False) -> str:
             if math:  # written against the formula before it: q·k = …
                 math.append(c)
             else:
-                out.append(f"${c}$")
+                inline(c)
             i, previous = i + 1, ""
             continue
         if names and text.startswith("--", i) and (i == 0 or text[i - 1] in " ("):  # an option, --full: two hyphens in TeX and a post
             flush()
-            out.append(r"$\text{-}\text{-}$")
+            inline(r"\text{-}\text{-}")
             i, previous = i + 2, ""
             continue
         i += 1
