@@ -272,7 +272,10 @@ def explain(
     round_steps: int | None = None,
     block_size: int | None = None,
 ) -> Explained:
-    """Follow `word` (or the token at `position`, from 1) through head `head`; only that row is computed."""
+    """Follow `word` (or the token at `position`, from 1) through head `head`; only that row is computed.
+
+    `position` counts as the tables and the keys do: after a given KV cache of c keys, the sentence's tokens are c + 1 … c + L.
+    """
     from attncli.core.explain import explain_scenario, find_word
 
     check_block_size(block_size)

@@ -175,7 +175,7 @@ def test_what_makes_no_sense_is_one_line(extra, message, cli, tmp_path):
 
 def test_the_cache_is_in_every_format(cli):
     """run, explain and decode of the paged example write every format."""
-    for command in (["run"], ["explain", "--position", "1"], ["decode"], ["run", "--block-size", "1"]):
+    for command in (["run"], ["explain", "--position", "2"], ["decode"], ["run", "--block-size", "1"]):
         for fmt in ("table", "json", "markdown", "latex", "csv", "html", "svg"):
             result = cli(*command, PAGED, "--format", fmt)
             assert result.exit_code == 0 and result.stdout, (command, fmt)
@@ -213,9 +213,56 @@ def test_qk_norm_and_alibi_with_a_cache_are_narrated(cli, tmp_path):
     np.testing.assert_allclose(head.bias[1], [-(4 - j) / 256 for j in (1, 2, 3, 4)], rtol=1e-15)  # query 'on' sits at position 4
     path = tmp_path / "cached.yaml"
     path.write_text(json.dumps(doc), encoding="utf-8")
-    text = " ".join(cli("explain", str(path), "--position", "2").stdout.split())  # the terminal's line breaks undone
+    text = " ".join(cli("explain", str(path), "--position", "4").stdout.split())  # the terminal's line breaks undone
     assert "k̂(the (cached)) = [0.5000, 0.5000] (cached: already normalised)" in text
     assert "× (4 − 1)" in text and "this query sits at position i = 2 + 2 = 4" in text
     assert "already normalised by QK-norm and turned by RoPE" in text
     intro = " ".join(cli("decode", str(path)).stdout.split())
     assert "already normalised by QK-norm and turned by RoPE" in intro and "ALiBi counts positions from the cache's start" in intro
+
+
+# -- explain after a given cache: the query's position counts as the keys do --------------------------------------------
+
+SELF_AFTER_CACHE = """
+name: self-after-cache
+cache:
+  tokens: [a, b]
+  K: [[1, 0], [0, 1]]
+  V: [[1, 0], [0, 1]]
+tokens: [c, d]
+Q: [[4, 4], [0, 0]]
+K: [[4, 4], [5, -5]]
+V: [[2, 2], [3, 3]]
+mask: causal
+"""
+
+
+def test_explain_after_a_cache_counts_the_query_as_the_keys_do(tmp_path):
+    """t2 was position 1 as the query and position 2 as a key in the same JSON; now both 2, and --position takes the tables' number."""
+    import json
+
+    import attncli.api as attn
+    from attncli.errors import AttnError
+
+    path = tmp_path / "cache.yaml"
+    path.write_text(SELF_AFTER_CACHE, encoding="utf-8")
+    doc = json.loads(attn.explain(path, "c").render("json"))
+    assert doc["query"]["position"] == 3 == [k["position"] for k in doc["keys"] if k["token"] == "c"][0]
+    assert attn.explain(path, position=3).explanation.token == "c"
+    assert attn.explain(path, position=4).explanation.token == "d"
+    with pytest.raises(AttnError, match="position 2 is a key of the given cache"):
+        attn.explain(path, position=2)
+    with pytest.raises(AttnError, match="expected a position from 3 to 4"):
+        attn.explain(path, position=5)
+    assert attn.explain(path, "c").render("table").startswith("Explaining 'c', position 3 of 4 in 'self-after-cache'")
+
+
+def test_the_readings_after_a_cache_name_the_query_itself_not_a_cached_key(tmp_path):
+    """c (position 3) puts nearly all its weight on itself: the reading says c, where it said the cached b (row 1 read as key 1)."""
+    import attncli.api as attn
+
+    path = tmp_path / "cache.yaml"
+    path.write_text(SELF_AFTER_CACHE, encoding="utf-8")
+    text = attn.explain(path, "c").render("table")
+    assert "of this row goes to c itself" in text.replace("`", "").replace("'", "")
+    assert "goes to b itself" not in text.replace("`", "").replace("'", "")

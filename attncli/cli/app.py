@@ -305,7 +305,7 @@ def explain(
     special_tokens: SpecialTokensOption = "auto",
     target: TargetOption = None,
     attention: AttentionOption = None,
-    position: Annotated[int | None, typer.Option(min=1, metavar="N", help="Which occurrence: the word's position, counted from 1.")] = None,
+    position: Annotated[int | None, typer.Option(min=1, metavar="N", help="Which occurrence: the word's position, counted from 1 as the tables count it (after a given KV cache's keys).")] = None,
     head: Annotated[int, typer.Option(min=1, metavar="N", help="The head to explain, counted from 1.")] = 1,
     precision: PrecisionOption = None,
     round_steps: RoundOption = None,

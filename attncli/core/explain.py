@@ -48,9 +48,9 @@ class KeyStep(NamedTuple):
 class Explanation:
     result: RunResult
     head: HeadResult
-    position: int  # 1-based position of the query word
+    position: int  # 1-based row of the query word among the sentence's queries (its place in Q)
     token: str
-    other_positions: tuple[int, ...]  # where else the same word occurs
+    other_positions: tuple[int, ...]  # rows where else the same word occurs
     e: np.ndarray | None  # (d_model,) the query word's embedding; None when Q is given
     q: np.ndarray  # (d_k,) as it meets the keys (rotated under RoPE)
     q_raw: np.ndarray  # (d_k,) before rotation
@@ -77,6 +77,11 @@ class Explanation:
         return self.scenario.query_labels[self.position - 1]
 
     @property
+    def sequence_position(self) -> int:
+        """The query's position as people read it, from 1, counted as the keys are: after a given KV cache's keys."""
+        return self.scenario.cached + self.position
+
+    @property
     def row(self) -> int:
         """The query's row (from 0) in the head's tokens × tokens stages, which may keep only some rows."""
         rows = self.result.rows
@@ -84,14 +89,19 @@ class Explanation:
 
 
 def find_word(scenario: Scenario, word: str | None, position: int | None) -> tuple[int, tuple[int, ...]]:
-    """The 1-based position to explain, and the other positions of the same word."""
-    tokens = scenario.tokens
-    if position is not None and not 1 <= position <= len(tokens):
-        raise AttnError(f"position {position} is outside the sentence", key=option("position"), expected=f"a position from 1 to {len(tokens)}")
+    """The query row to explain (from 1) and the other rows of the same word; `position` counts as the keys do (after a cache)."""
+    tokens, c = scenario.tokens, scenario.cached
+    span = f"a position from {c + 1} to {c + len(tokens)}"
+    if position is not None and 1 <= position <= c:
+        raise AttnError(f"position {position} is a key of the given cache, not a query of the sentence", key=option("position"),
+                        expected=f"{span} (the cache holds positions 1 to {c})")  # fmt: skip
+    if position is not None and not c + 1 <= position <= c + len(tokens):
+        raise AttnError(f"position {position} is outside the sentence", key=option("position"), expected=span)
+    row = None if position is None else position - c
     if word is None:
-        if position is None:
+        if row is None:
             raise AttnError("no word to explain", key=option("word"), expected=f"{option('word')} WORD or {option('position')} N")
-        word = tokens[position - 1]
+        word = tokens[row - 1]
     matches = [i for i, token in enumerate(tokens, 1) if scenario.fold(token) == scenario.fold(word)]
     if not matches:
         close = difflib.get_close_matches(word, list(dict.fromkeys(tokens)), n=1, cutoff=0.6)
@@ -103,15 +113,15 @@ def find_word(scenario: Scenario, word: str | None, position: int | None) -> tup
             key=option("word"),
             expected=f"one of its tokens{case}: {shown}",
         )
-    if position is None:
-        position = matches[0]
-    elif position not in matches:
+    if row is None:
+        row = matches[0]
+    elif row not in matches:
         raise AttnError(
-            f"position {position} holds {tokens[position - 1]!r}, not {word!r}",
+            f"position {position} holds {tokens[row - 1]!r}, not {word!r}",
             key=option("position"),
-            expected=f"{' or '.join(map(str, matches))} for {word!r}",
+            expected=f"{' or '.join(str(c + m) for m in matches)} for {word!r}",
         )
-    return position, tuple(p for p in matches if p != position)
+    return row, tuple(m for m in matches if m != row)
 
 
 def explain(

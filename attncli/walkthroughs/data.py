@@ -110,7 +110,7 @@ def _explain_json(expl: Explanation) -> dict[str, Any]:
         "schema": EXPLAIN_SCHEMA,
         "scenario": scenario_json(s),
         "head": expl.head.head,
-        "query": {"position": expl.position, "token": expl.token, "q": expl.q, "label": expl.label, "q_projected": expl.q_raw},
+        "query": {"position": expl.sequence_position, "token": expl.token, "q": expl.q, "label": expl.label, "q_projected": expl.q_raw},
         "keys": [
             {
                 "position": key.position,

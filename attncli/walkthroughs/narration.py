@@ -46,9 +46,10 @@ def intro(expl: Explanation) -> list[str]:
     """Sentences before the steps: which word, where, which head, which rounding."""
     s = expl.scenario
     keys = "" if not s.cross else " → " + " ".join(s.key_tokens)
-    lines = [f"Explaining {quoted(expl.token)}, position {expl.position} of {s.L} in {quoted(s.name)}: " + " ".join(s.tokens) + keys]
+    lines = [f"Explaining {quoted(expl.token)}, position {expl.sequence_position} of {s.cached + s.L} in {quoted(s.name)}: "
+             + " ".join(s.tokens) + keys]  # fmt: skip
     if expl.other_positions:
-        where = ", ".join(map(str, expl.other_positions))
+        where = ", ".join(str(s.cached + row) for row in expl.other_positions)
         lines.append(f"{quoted(expl.token)} also occurs at position {where}; pick one with {option('position')} N.")
     if s.cross:
         lines.append(f"Cross-attention: the query comes from this sentence, the {s.L_k} keys and values from the context.")
@@ -480,7 +481,7 @@ def _shows(expl: Explanation) -> list[str]:
     from attncli.walkthroughs.heads import row_readings
 
     keys = expl.keys
-    return row_readings([k.weight for k in keys], [k.token for k in keys], [k.label for k in keys], expl.position, [not k.masked for k in keys],
+    return row_readings([k.weight for k in keys], [k.token for k in keys], [k.label for k in keys], expl.sequence_position, [not k.masked for k in keys],
                         quote=quoted)
 
 
