@@ -3,10 +3,11 @@
 A family is one module (gpt2.py, llama.py, qwen3.py, …) with `read_config(read)` (its config.json
 keys, with transformers' defaults for its model type), `layer_inputs` and, where it has them,
 `shapes(cfg)` (the tensors `model info` checks), `mechanisms(cfg, folder, raw)` (what `model info`
-says of it beyond describe.py; `raw`: a GGUF file's metadata as config.json keys, else None), `VERIFY` (what `model verify` needs: a `config.Verification`, or one per
-model type) and `GGUF` (the GGUF architectures it reads: `gguf_family.GgufArchitecture`s). Adding a
-family is its module and one line here; config.py holds what the families share (`llama_like` for
-Llama's descendants), gguf_family.py the vocabulary of their GGUF readers.
+says of it beyond describe.py; `raw`: a GGUF file's metadata as config.json keys, else None),
+`VERIFY` (what `model verify` needs: a `config.Verification`, or a dict of them by model type) and
+`GGUF` (the GGUF architectures it reads: `gguf_family.GgufArchitecture`s). Adding a family is its
+module and one line here; config.py holds what the families share (`llama_like` for Llama's
+descendants), gguf_family.py the vocabulary of their GGUF readers.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ ARCHITECTURES: dict[str, ModuleType] = {
     "gemma3_text": gemma3, "gpt_neox": neox, "phi3": phi3, "gemma2": gemma2, "gpt_oss": gpt_oss, "deepseek_v3": deepseek,
     "deepseek_v2": deepseek,
 }  # fmt: skip
-SUPPORTED = tuple(ARCHITECTURES)
+SUPPORTED = tuple(ARCHITECTURES)  # as imported; a family registered later is in ARCHITECTURES, which the readers consult
 ENCODER_DECODERS = ("bart",)  # read a source text and a target text; the layer counts in the stack `attention` names
 
 
@@ -40,7 +41,7 @@ def config_from_raw(raw: dict[str, Any], where: str) -> ModelConfig:
     model_type = raw.get("model_type")
     if model_type not in ARCHITECTURES:
         found = f"model_type {_shown(model_type)} is not supported" if model_type is not None else "config.json has no model_type"
-        raise AttnError(found, file=where, expected="one of " + ", ".join(SUPPORTED))
+        raise AttnError(found, file=where, expected="one of " + ", ".join(ARCHITECTURES))
     cfg: ModelConfig = ARCHITECTURES[model_type].read_config(_Reader(raw, where))
     return cfg
 
