@@ -290,10 +290,10 @@ class Stored:
     """Where a Hugging Face tensor lives in the file and what must be undone."""
 
     gguf_name: str
-    permute_heads: int | None  # llama's W_Q / W_K rows
-    transpose: bool  # GPT-2's Conv1D
-    neox_heads: int | None = None  # GPT-NeoX's query_key_value rows
-    shift: float = 0.0  # Gemma 2 and 3's norms, stored as 1 + w
+    permute_heads: int | None  # W_Q's / W_K's rows in llama.cpp's interleaved order (`interleaved_qk`)
+    transpose: bool  # Conv1D's (in, out) stored as nn.Linear's (`transposed`)
+    neox_heads: int | None = None  # a fused query_key_value's rows stored by kind (`qkv_by_kind`)
+    shift: float = 0.0  # norms stored as 1 + w (`shifted_norms`)
 
 
 class GgufCheckpoint:
@@ -340,7 +340,7 @@ class GgufCheckpoint:
         return self.family.joined(self.file, f"blk.{m.group(1)}.", m.group(2))
 
     def _rebuild(self, joined: Joined, expert: int | None = None) -> np.ndarray:
-        """The Hugging Face tensor (or, for the 3-d gpt-oss experts, one expert of it) from the file's tensors, exactly."""
+        """The Hugging Face tensor (or, for 3-d experts stored per expert, one expert of it) from the file's tensors, exactly."""
         f = self.file
         if joined.kind == "kv_b":
             k_b, v_b = f.read(joined.parts[0]), f.read(joined.parts[1])  # (H, d_c, d_n), (H, d_v, d_c)
@@ -358,7 +358,7 @@ class GgufCheckpoint:
         return np.stack(blocks) if expert is None else blocks[0]
 
     def _expert(self, joined: Joined, e: int) -> np.ndarray:
-        """One expert of gpt-oss's gate_up_proj (d, 2·inner) or down_proj (inner, d), from the file's per-expert rows."""
+        """One expert of a gate_up_proj (d, 2·inner) or down_proj (inner, d) stored as x·W, from the file's per-expert rows."""
         f = self.file
         if joined.kind == "down":
             return np.ascontiguousarray(f.read_expert(joined.parts[0], e).T)  # (d, inner) → (inner, d)
@@ -409,7 +409,7 @@ class GgufCheckpoint:
 
     def row_blocks(self, name: str) -> Iterator[tuple[int, np.ndarray]]:
         """The tensor in one block (a quantised tensor is dequantised whole: its blocks run along rows anyway);
-        gpt-oss's 3-d experts one expert at a time, so only one expert's matrix is in float64 at once."""
+        3-d experts (`gate_up`, `down`) one expert at a time, so only one expert's matrix is in float64 at once."""
         joined = self._joined(name)
         if joined is not None and joined.kind in ("gate_up", "down"):
             for e in range(joined.shape[0]):
