@@ -214,3 +214,15 @@ def test_its_gguf_file_reads_as_its_folder(registered, cli, tmp_path):
             np.testing.assert_array_equal(ours[key], theirs[key])
     info = json.loads(cli("model", "info", str(path), "--format", "json").stdout)
     assert (info["model_type"], info["gguf_architecture"], info["supported"]) == ("toyllama", "toyllama", True), info
+
+
+def test_every_family_declares_what_verify_and_gguf_need():
+    """Each model type of the table has model verify's declaration, and each GGUF architecture names a model type its own
+    module serves, so neither reader can meet a family the table does not know."""
+    for model_type in families.ARCHITECTURES:
+        assert isinstance(families.verification(model_type), Verification), model_type
+        assert verify.output_projections(model_type), model_type
+    for arch, entry in families.gguf_architectures().items():
+        assert entry.arch == arch
+        assert entry in getattr(families.ARCHITECTURES[entry.model_type], "GGUF", ()), arch
+        assert (entry.config is None) != (entry.keys is None), arch  # one way to its config
