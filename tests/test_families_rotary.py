@@ -165,9 +165,9 @@ def test_model_verify_knows_where_each_family_projects_its_heads():
     """`model verify` hooks each family's output projection (its input is the heads side by side) and states the float32 bound."""
     from attncli.cli import verify
 
-    assert verify.OUTPUT_PROJECTIONS["gpt_neox"].search("gpt_neox.layers.1.attention.dense")
-    assert verify.OUTPUT_PROJECTIONS["phi3"].search("model.layers.0.self_attn.o_proj")
-    assert not verify.OUTPUT_PROJECTIONS["gpt_neox"].search("gpt_neox.layers.1.attention.query_key_value")
+    assert verify.output_projections("gpt_neox")["self"].search("gpt_neox.layers.1.attention.dense")
+    assert verify.output_projections("phi3")["self"].search("model.layers.0.self_attn.o_proj")
+    assert not verify.output_projections("gpt_neox")["self"].search("gpt_neox.layers.1.attention.query_key_value")
     assert verify.bound_for("phi3") is verify.FLOAT32_INSIDE
     neox = verify.bound_for("gpt_neox")  # float32 RoPE and softmax; its LayerNorm is float64, so no RMSNorm in the reason
     assert neox.weights == verify.FLOAT32_INSIDE.weights and "softmax" in neox.why and "RMSNorm" not in neox.why

@@ -31,7 +31,8 @@ import pytest
 from attncli.core import engine
 from attncli.errors import AttnError
 from attncli.sources.checkpoints import mxfp4
-from attncli.sources.checkpoints.gguf import GgufFile, gemma2_scalar, open_model
+from attncli.sources.checkpoints.gemma2 import gemma2_scalar
+from attncli.sources.checkpoints.gguf import GgufFile, open_model
 from attncli.sources.checkpoints.layer import checkpoint_tokens, load_layer, model_info
 from attncli.sources.checkpoints.safetensors import Checkpoint
 from attncli.sources.checkpoints.scenario import layer_scenario

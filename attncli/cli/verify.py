@@ -9,13 +9,18 @@ Where transformers' numbers come from: the model loaded from the folder in float
 `attn_implementation="eager"`, given attncli's token ids; the weights are its `output_attentions`;
 each head's output is read by a forward pre-hook on the output projection (o_proj, c_proj,
 attention.output.dense, attention.dense, BART's out_proj), whose input is the heads' outputs side
-by side, before the projection. BART runs on the sentence (the encoder's source) and a target text
-(the decoder's input behind its start token, as attncli builds it): its encoder, decoder and cross
-attentions are compared layer by layer.
+by side, before the projection. An encoder–decoder (BART) runs on the sentence (the encoder's source)
+and a target text (the decoder's input behind its start token, as attncli builds it): its encoder,
+decoder and cross attentions are compared layer by layer.
+
+What differs by architecture is declared by its family module (`VERIFY`, a config.Verification, read
+through families.verification): the output projection's name, the steps transformers runs in float32
+(the bound follows from them), whether its MoE experts must run eagerly. This module names no model type.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import re
@@ -27,29 +32,14 @@ from typing import Any
 import numpy as np
 
 from attncli.errors import AttnError, visible
-from attncli.sources.checkpoints.config import LLAMA_FAMILY, ModelConfig
-from attncli.sources.checkpoints.families import read_config
+from attncli.sources.checkpoints.config import FLOAT32_RMSNORM, FLOAT32_ROPE, FLOAT32_SOFTMAX, ModelConfig, Verification
+from attncli.sources.checkpoints.families import ARCHITECTURES, ENCODER_DECODERS, read_config, verification
 
 SCHEMA = "attncli.model-verify/1"
 INSTALL = "pip install torch==2.13.0 transformers"
 
-# the module whose input is the heads' outputs side by side (L, H·d_v), by architecture; group 1 is the layer index from 0
-_O_PROJ = re.compile(r"(?:^|\.)layers\.(\d+)\.self_attn\.o_proj$")  # Llama's name, kept by every family that followed it
-OUTPUT_PROJECTIONS = {
-    "gpt2": re.compile(r"(?:^|\.)h\.(\d+)\.attn\.c_proj$"),
-    "bert": re.compile(r"(?:^|\.)encoder\.layer\.(\d+)\.attention\.output\.dense$"),
-    **{kind: _O_PROJ for kind in (*LLAMA_FAMILY, "phi3", "qwen3", "olmo2", "gemma2", "gemma3_text", "gpt_oss", "deepseek_v3", "deepseek_v2")},
-    "gpt_neox": re.compile(r"(?:^|\.)layers\.(\d+)\.attention\.dense$"),
-}
-# BART's three attentions, each with its own output projection (`out_proj`); the layer counts within its stack
-BART_PROJECTIONS = {
-    "encoder": re.compile(r"(?:^|\.)encoder\.layers\.(\d+)\.self_attn\.out_proj$"),
-    "decoder": re.compile(r"(?:^|\.)decoder\.layers\.(\d+)\.self_attn\.out_proj$"),
-    "cross": re.compile(r"(?:^|\.)decoder\.layers\.(\d+)\.encoder_attn\.out_proj$"),
-}
-BART_ATTENTIONS = {"encoder": "encoder_attentions", "decoder": "decoder_attentions", "cross": "cross_attentions"}  # transformers' output names
-# families whose MoE experts transformers runs in float64 only one by one (the default grouped_mm kernel refuses double)
-_EAGER_EXPERTS = ("gpt_oss", "deepseek_v3", "deepseek_v2")
+# transformers' names of the weights of each attention of an encoder–decoder ("self": a model of one stack)
+_ATTENTION_OUTPUTS = {"self": "attentions", "encoder": "encoder_attentions", "decoder": "decoder_attentions", "cross": "cross_attentions"}
 
 
 @dataclass(frozen=True)
@@ -68,23 +58,10 @@ FLOAT64_THROUGHOUT = Bound(
     "float64's 1.1e-16, and the bound leaves room for different orders of summation",
 )
 
-# the steps transformers runs in float32 inside a float64 model (docs/families.md, "Float32 inside a float64 model")
-_FLOAT32_STEPS = {
-    "rmsnorm": "RMSNorm casts the hidden state to float32 and normalises it there",
-    "qk_norm": "RMSNorm casts the hidden state to float32 and normalises it there (the q and k norms too)",
-    "gemma_norm": "RMSNorm casts the hidden state to float32 and normalises it there (x / rms · (1 + w), the q and k norms too)",
-    "rope": "the rotary embedding computes its inverse frequencies, angles, cos and sin in float32",
-    "softmax": "eager attention's softmax runs with dtype=float32",
-    "embed_scale": "the embedding scale √hidden is kept as a float32 number (exact only where √hidden is)",
-    "router": "the MoE router's logits and sigmoid run in float32 (a near-tie between two experts could choose another one)",
-    "complex_rope": "the rotary embedding computes its angles in float32 and turns q's and k's rotary parts as float32 complex numbers",
-    "softmax_router": "the MoE router's logits and its softmax over the experts run in float32 (a near-tie between two experts "
-    "could choose another one)",
-}
 
-
-def _float32_inside(*steps: str) -> Bound:
-    named = [_FLOAT32_STEPS[step] for step in steps]
+@functools.cache
+def _float32_inside(*named: str) -> Bound:
+    """The bound of an architecture of which transformers runs the steps `named` (each a family's sentence) in float32."""
     listed = ", ".join(named[:-1]) + ", and " + named[-1] if len(named) > 1 else named[0]
     return Bound(
         1e-5,
@@ -94,25 +71,30 @@ def _float32_inside(*steps: str) -> Bound:
     )
 
 
-FLOAT32_INSIDE = _float32_inside("rmsnorm", "rope", "softmax")  # Llama, Qwen2, Mistral, Phi-3
-BOUNDS = {
-    **{kind: FLOAT32_INSIDE for kind in (*LLAMA_FAMILY, "phi3")},
-    "gpt2": FLOAT64_THROUGHOUT,
-    "bert": FLOAT64_THROUGHOUT,
-    "bart": FLOAT64_THROUGHOUT,  # LayerNorm, learned positions, softmax in the model's dtype
-    "gpt_neox": _float32_inside("rope", "softmax"),  # LayerNorm is float64
-    "qwen3": _float32_inside("qk_norm", "rope", "softmax"),
-    "olmo2": _float32_inside("qk_norm", "rope", "softmax"),
-    "gemma2": _float32_inside("gemma_norm", "rope", "softmax", "embed_scale"),
-    "gemma3_text": _float32_inside("gemma_norm", "rope", "softmax", "embed_scale"),
-    "gpt_oss": _float32_inside("rmsnorm", "rope"),  # its softmax (with the sink column) runs in the model's dtype
-    "deepseek_v3": _float32_inside("rmsnorm", "rope", "softmax", "router"),
-    "deepseek_v2": _float32_inside("rmsnorm", "complex_rope", "softmax", "softmax_router"),
-}
+FLOAT32_INSIDE = _float32_inside(FLOAT32_RMSNORM, FLOAT32_ROPE, FLOAT32_SOFTMAX)  # Llama, Qwen2, Mistral, Phi-3
+
+
+def _declared(model_type: str) -> Verification:
+    """What the model type's family declares for model verify (families.verification), or one line saying it declares nothing."""
+    declared = verification(model_type) if model_type in ARCHITECTURES else None
+    if declared is None:
+        compared = [kind for kind in ARCHITECTURES if verification(kind) is not None]
+        raise AttnError(f"model verify does not compare {model_type} models yet", key="MODEL", expected="one of " + ", ".join(compared))
+    return declared
 
 
 def bound_for(model_type: str) -> Bound:
-    return BOUNDS[model_type]
+    """The bound of a model type: float64 throughout, or the float32 steps its family declares."""
+    steps = _declared(model_type).float32_steps
+    return _float32_inside(*steps) if steps else FLOAT64_THROUGHOUT
+
+
+def output_projections(model_type: str) -> dict[str, re.Pattern[str]]:
+    """Per attention ("self", or an encoder–decoder's "encoder", "decoder", "cross"), the module whose input is the heads'
+    outputs side by side (L, H·d_v); group 1 of each pattern is the layer index from 0."""
+    declared = _declared(model_type).output_projection
+    patterns = {"self": declared} if isinstance(declared, str) else declared
+    return {attention: re.compile(pattern) for attention, pattern in patterns.items()}
 
 
 def _reference_libraries() -> tuple[Any, Any]:
@@ -183,17 +165,16 @@ def verify(
 
 def _units(cfg: ModelConfig, layer: int | None, target: str | None) -> list[tuple[str, int]]:
     """The (attention, layer) pairs to compare: "self" for a model of one stack; BART's encoder, decoder and cross attentions."""
-    if cfg.model_type not in (*OUTPUT_PROJECTIONS, "bart"):
-        raise AttnError(f"model verify does not compare {cfg.model_type} models yet", key="MODEL", expected="one of " + ", ".join((*OUTPUT_PROJECTIONS, "bart")))
-    if cfg.model_type != "bart":
+    _declared(cfg.model_type)
+    if cfg.model_type not in ENCODER_DECODERS:
         if target is not None:
-            raise AttnError(f"a {cfg.model_type} model reads one text: a target text is for an encoder–decoder (bart)", key="--target", expected="no --target")
+            raise AttnError(f"a {cfg.model_type} model reads one text: a target text is for an encoder–decoder ({', '.join(ENCODER_DECODERS)})", key="--target", expected="no --target")
         if layer is not None and not 1 <= layer <= cfg.layers:
             raise AttnError(f"layer {layer} is out of range: the model has {cfg.layers} layers", key="--layer", expected=f"1 to {cfg.layers}")
         return [("self", n) for n in ([layer] if layer is not None else range(1, cfg.layers + 1))]
     if target is None:
         raise AttnError(
-            "a bart model's decoder and cross-attention read the text the decoder has produced so far, and no target text was given",
+            f"a {cfg.model_type} model's decoder and cross-attention read the text the decoder has produced so far, and no target text was given",
             key="--target", expected="--target TEXT beside --sentence (the source), e.g. the start of a summary or translation",
         )  # fmt: skip
     most = max(cfg.encoder_layers, cfg.layers)
@@ -224,9 +205,8 @@ def _attncli_heads(folder: Path, sentence: str, units: list[tuple[str, int]], sp
 
     target_ids: tuple[int, ...] = ()
     if target is not None:
-        from attncli.sources.checkpoints import bart
-
-        target_ids = bart.decoder_ids(read_config(folder), tokens(target))  # the decoder's input, as attncli builds it
+        cfg = read_config(folder)
+        target_ids = ARCHITECTURES[cfg.model_type].decoder_ids(cfg, tokens(target))  # the decoder's input, as attncli builds it
     return {"ids": tokens(sentence), "target_ids": target_ids, "heads": heads}
 
 
@@ -234,13 +214,13 @@ def _transformers_heads(
     torch: Any, transformers: Any, folder: Path, cfg: ModelConfig, ids: tuple[int, ...], units: list[tuple[str, int]], target_ids: tuple[int, ...]
 ) -> dict[tuple[str, int], list[tuple[np.ndarray, np.ndarray]]]:
     """transformers' eager attention in float64 on the same ids; per head (weights (L, L), output (L, d_v))."""
-    options = {"experts_implementation": "eager"} if cfg.model_type in _EAGER_EXPERTS else {}
+    options = {"experts_implementation": "eager"} if _declared(cfg.model_type).eager_experts else {}
     try:
         model = transformers.AutoModel.from_pretrained(folder, attn_implementation="eager", dtype=torch.float64, **options).eval()
     except Exception as error:  # transformers raises many kinds for a folder it cannot load
         problem = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise AttnError(f"transformers cannot load the checkpoint: {problem}", file=str(folder)) from None
-    patterns = BART_PROJECTIONS if cfg.model_type == "bart" else {"self": OUTPUT_PROJECTIONS[cfg.model_type]}
+    patterns = output_projections(cfg.model_type)
     captured: dict[tuple[str, int], np.ndarray] = {}
     hooks = []
     for name, module in model.named_modules():
@@ -253,7 +233,7 @@ def _transformers_heads(
 
                 hooks.append(module.register_forward_pre_hook(keep))
     inputs = {"input_ids": torch.tensor([list(ids)])}
-    if cfg.model_type == "bart":
+    if cfg.model_type in ENCODER_DECODERS:
         inputs["decoder_input_ids"] = torch.tensor([list(target_ids)])
     try:
         with torch.no_grad():
@@ -264,7 +244,7 @@ def _transformers_heads(
     heads: dict[tuple[str, int], list[tuple[np.ndarray, np.ndarray]]] = {}
     for unit in units:
         attention, n = unit
-        weights = getattr(out, BART_ATTENTIONS.get(attention, "attentions"))[n - 1][0].numpy()  # (H, L, L)
+        weights = getattr(out, _ATTENTION_OUTPUTS[attention])[n - 1][0].numpy()  # (H, L, L)
         concat = captured[unit]  # (L, H·d_v)
         d_v = concat.shape[1] // weights.shape[0]
         heads[unit] = [(weights[h], concat[:, h * d_v : (h + 1) * d_v]) for h in range(weights.shape[0])]

@@ -28,7 +28,7 @@ from attncli.sources.checkpoints.blocks import (
     self_attention,
     storage_note,
 )
-from attncli.sources.checkpoints.config import MOST, ModelConfig, _activation, _dtype, _heads_divide, _Reader
+from attncli.sources.checkpoints.config import MOST, ModelConfig, Verification, _activation, _dtype, _heads_divide, _Reader
 from attncli.sources.checkpoints.source import TensorSource
 
 ATTENTIONS = ("encoder", "decoder", "cross")  # which of the three a layer number counts in
@@ -257,3 +257,12 @@ def read_config(read: _Reader) -> ModelConfig:
         decoder_start_token_id=read.count("decoder_start_token_id", default=2, minimum=0, most=MOST["vocabulary"]),
         eos_token_id=eos if isinstance(eos, int) and not isinstance(eos, bool) else None,
     )
+
+
+# model verify: each of BART's three attentions has its own output projection (`out_proj`), the layer counted within its
+# stack; LayerNorm, learned positions and the softmax run in the model's dtype: float64 throughout
+VERIFY = Verification({
+    "encoder": r"(?:^|\.)encoder\.layers\.(\d+)\.self_attn\.out_proj$",
+    "decoder": r"(?:^|\.)decoder\.layers\.(\d+)\.self_attn\.out_proj$",
+    "cross": r"(?:^|\.)decoder\.layers\.(\d+)\.encoder_attn\.out_proj$",
+})  # fmt: skip

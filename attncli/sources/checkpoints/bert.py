@@ -17,7 +17,17 @@ from attncli.sources.checkpoints.blocks import (
     storage_note,
     through,
 )
-from attncli.sources.checkpoints.config import MOST, ModelConfig, _activation, _dtype, _heads_divide, _Reader, _shown
+from attncli.sources.checkpoints.config import (
+    MOST,
+    ModelConfig,
+    Verification,
+    _activation,
+    _dtype,
+    _heads_divide,
+    _Reader,
+    _shown,
+)
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -113,3 +123,38 @@ def read_config(read: _Reader) -> ModelConfig:
         mlp_bias=True,
         type_vocab_size=read.count("type_vocab_size", default=2, most=MOST["vocabulary"]),
     )
+
+
+# -- GGUF and model verify ---------------------------------------------------------------------
+
+GGUF_NAMES = (
+    (r"embeddings\.word_embeddings\.weight", "token_embd.weight"),
+    (r"embeddings\.position_embeddings\.weight", "position_embd.weight"),
+    (r"embeddings\.token_type_embeddings\.weight", "token_types.weight"),
+    (r"embeddings\.LayerNorm\.(weight|bias)", r"token_embd_norm.\1"),
+    (r"encoder\.layer\.(\d+)\.attention\.self\.query\.(weight|bias)", r"blk.\1.attn_q.\2"),
+    (r"encoder\.layer\.(\d+)\.attention\.self\.key\.(weight|bias)", r"blk.\1.attn_k.\2"),
+    (r"encoder\.layer\.(\d+)\.attention\.self\.value\.(weight|bias)", r"blk.\1.attn_v.\2"),
+    (r"encoder\.layer\.(\d+)\.attention\.output\.dense\.(weight|bias)", r"blk.\1.attn_output.\2"),
+    (r"encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.(weight|bias)", r"blk.\1.attn_output_norm.\2"),
+    (r"encoder\.layer\.(\d+)\.intermediate\.dense\.(weight|bias)", r"blk.\1.ffn_up.\2"),
+    (r"encoder\.layer\.(\d+)\.output\.dense\.(weight|bias)", r"blk.\1.ffn_down.\2"),
+    (r"encoder\.layer\.(\d+)\.output\.LayerNorm\.(weight|bias)", r"blk.\1.layer_output_norm.\2"),
+)
+
+
+def gguf_config(file: Metadata, a: str, common: dict[str, Any]) -> ModelConfig:
+    """BERT's config from the metadata under bert.…: biases everywhere, token types as many as token_types has rows."""
+    layers, hidden, heads = common["layers"], common["hidden_size"], common["heads"]
+    if hidden % heads:
+        raise file.fail(f"{heads} heads do not divide the hidden size {hidden}", key=a + "attention.head_count")
+    types = file.tensors.get("token_types.weight")
+    return ModelConfig(
+        model_type="bert", kv_heads=heads, head_dim=hidden // heads, norm_eps=file.number(a + "attention.layer_norm_epsilon", default=1e-12),
+        activation="gelu", rope=None, windows=(None,) * layers, causal=bool(file.value(a + "attention.causal") or False),
+        qkv_bias=True, output_bias=True, mlp_bias=True, type_vocab_size=types.shape[0] if types else 0, **common,
+    )  # fmt: skip
+
+
+GGUF = (GgufArchitecture("bert", "bert", GGUF_NAMES, config=gguf_config),)
+VERIFY = Verification(r"(?:^|\.)encoder\.layer\.(\d+)\.attention\.output\.dense$")  # float64 throughout

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from attncli.errors import AttnError
 from attncli.sources.bounded import JsonLimits
@@ -142,6 +142,30 @@ class ModelConfig:
     decoder_start_token_id: int = 0
     eos_token_id: int | None = None
     family: object = None  # a family module's own settings (neox.NeoxSettings, gemma2.Gemma2Settings, gpt_oss.GptOssSettings), read there
+
+
+# the steps transformers runs in float32 inside a float64 model that several families share (docs/families.md,
+# "Float32 inside a float64 model"); a family with a step of its own writes its sentence in its module
+FLOAT32_RMSNORM = "RMSNorm casts the hidden state to float32 and normalises it there"
+FLOAT32_QK_NORM = "RMSNorm casts the hidden state to float32 and normalises it there (the q and k norms too)"
+FLOAT32_ROPE = "the rotary embedding computes its inverse frequencies, angles, cos and sin in float32"
+FLOAT32_SOFTMAX = "eager attention's softmax runs with dtype=float32"
+# Llama's name of the output projection in transformers' model, kept by every family that followed it; group 1 is the layer from 0
+O_PROJ = r"(?:^|\.)layers\.(\d+)\.self_attn\.o_proj$"
+
+
+class Verification(NamedTuple):
+    """What `attncli model verify` (cli/verify.py) needs to know of a family to run transformers beside attncli.
+
+    `output_projection` names the module whose input is the heads' outputs side by side (L, H·d_v), as a regex of its
+    name in transformers' model whose group 1 is the layer from 0; an encoder–decoder gives one per attention
+    ("encoder", "decoder", "cross"). `float32_steps` are the sentences that say which steps transformers runs in
+    float32 even in a float64 model (none: float64 throughout); the bound follows from them.
+    """
+
+    output_projection: str | Mapping[str, str]
+    float32_steps: tuple[str, ...] = ()
+    eager_experts: bool = False  # MoE experts transformers runs in float64 only one by one (its grouped_mm kernel refuses double)
 
 
 class _Reader:

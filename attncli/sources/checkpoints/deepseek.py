@@ -26,6 +26,7 @@ Dimension names: L tokens, d hidden, H heads, d_c kv_lora_rank, d_cq q_lora_rank
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,7 @@ import numpy as np
 from attncli.core.variants import Rope
 from attncli.core.variants.mla import Mla, Norm
 from attncli.errors import AttnError
+from attncli.sources.checkpoints import llama
 from attncli.sources.checkpoints.blocks import (
     AttentionWeights,
     LayerInputs,
@@ -44,7 +46,20 @@ from attncli.sources.checkpoints.blocks import (
     storage_note,
     through,
 )
-from attncli.sources.checkpoints.config import MOST, ModelConfig, _Reader, llama_like, read_raw, yarn_mscale
+from attncli.sources.checkpoints.config import (
+    FLOAT32_RMSNORM,
+    FLOAT32_ROPE,
+    FLOAT32_SOFTMAX,
+    MOST,
+    O_PROJ,
+    ModelConfig,
+    Verification,
+    _Reader,
+    llama_like,
+    read_raw,
+    yarn_mscale,
+)
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Joined, Metadata, outermost, renamed
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -344,3 +359,107 @@ def read_config(read: _Reader) -> ModelConfig:
 def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
     """The tensors `model info` checks against config.json (DeepSeek V2; V3's are named in layer.py)."""
     return {"embed_tokens.weight": (None, cfg.hidden_size), "layers.0.self_attn.kv_a_proj_with_mqa.weight": (None, cfg.hidden_size)}
+
+
+# -- GGUF and model verify ---------------------------------------------------------------------
+
+EXPERT_GATING = {1: "softmax", 2: "sigmoid", 3: "softmax over the chosen experts"}  # llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE
+GGUF_NAMES = (
+    *renamed(llama.GGUF_NAMES, "k_proj", "v_proj"),
+    (r"layers\.(\d+)\.self_attn\.q_a_proj\.weight", r"blk.\1.attn_q_a.weight"),
+    (r"layers\.(\d+)\.self_attn\.q_a_layernorm\.weight", r"blk.\1.attn_q_a_norm.weight"),
+    (r"layers\.(\d+)\.self_attn\.q_b_proj\.weight", r"blk.\1.attn_q_b.weight"),
+    (r"layers\.(\d+)\.self_attn\.kv_a_proj_with_mqa\.weight", r"blk.\1.attn_kv_a_mqa.weight"),
+    (r"layers\.(\d+)\.self_attn\.kv_a_layernorm\.weight", r"blk.\1.attn_kv_a_norm.weight"),
+    (r"layers\.(\d+)\.self_attn\.kv_b_proj\.weight", r"blk.\1.attn_kv_b.weight"),  # older files; newer ones split it (gguf_joined)
+    (r"layers\.(\d+)\.mlp\.gate\.weight", r"blk.\1.ffn_gate_inp.weight"),
+    (r"layers\.(\d+)\.mlp\.gate\.e_score_correction_bias", r"blk.\1.exp_probs_b.bias"),
+    (r"layers\.(\d+)\.mlp\.shared_experts\.(gate|up|down)_proj\.weight", r"blk.\1.ffn_\2_shexp.weight"),
+)
+
+
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """DeepSeek V3's config.json keys from the metadata under deepseek2.… (the converter's set_gguf_parameters undone).
+
+    The converter writes MLA as multi-query attention over the latent: key_length = kv_lora_rank + rope, value_length =
+    kv_lora_rank, and the per-head sizes as key_length_mla / value_length_mla (older files: key_length = nope + rope and
+    value_length = v_head_dim). llama.cpp applies RoPE to interleaved pairs (the checkpoint's own order: nothing permuted).
+    A file whose router is not the sigmoid (DeepSeek V2's softmax, or no gating key, which llama.cpp reads as V2) is refused:
+    attncli reads V3's files only (V2's, with their softmax router, have no fixture yet).
+    """
+    gating = file.value(a + "expert_gating_func")
+    if gating != 2:
+        said = EXPERT_GATING.get(gating, repr(gating)) if gating is not None else "not stored (llama.cpp then routes as DeepSeek V2, by softmax)"
+        raise file.fail(f"the expert router is {said}: attncli reads DeepSeek V3 (sigmoid router) only", key=a + "expert_gating_func",
+                        expected="2 (sigmoid), as DeepSeek V3 files have it")  # fmt: skip
+    rope = file.count(a + "rope.dimension_count")
+    kv_lora = file.count(a + "attention.kv_lora_rank")
+    if file.has_key(a + "attention.key_length_mla"):
+        qk, v = file.count(a + "attention.key_length_mla"), file.count(a + "attention.value_length_mla")
+    else:
+        qk, v = file.count(a + "attention.key_length"), file.count(a + "attention.value_length")
+    if qk <= rope:
+        raise file.fail(f"a query/key head of {qk} numbers with {rope} rotary ones", key=a + "attention.key_length_mla", expected="more than the rotary part")
+    experts = file.count(a + "expert_count")
+    groups = file.count(a + "expert_group_count", default=1)
+    q_lora = file.count(a + "attention.q_lora_rank") if file.has_key(a + "attention.q_lora_rank") else None
+    return {
+        "num_key_value_heads": raw["num_attention_heads"],  # the converter's head_count_kv = 1 is MLA seen as MQA
+        "head_dim": rope,
+        "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-6),
+        "rope_parameters": {"rope_type": "default", "rope_theta": raw["rope_parameters"]["rope_theta"]},
+        "q_lora_rank": q_lora,
+        "kv_lora_rank": kv_lora,
+        "qk_nope_head_dim": qk - rope,
+        "qk_rope_head_dim": rope,
+        "v_head_dim": v,
+        "rope_interleave": True,
+        "n_routed_experts": experts,
+        "num_experts_per_tok": file.count(a + "expert_used_count"),
+        "n_shared_experts": file.count(a + "expert_shared_count", default=0, minimum=0),
+        "n_group": groups,
+        "topk_group": file.count(a + "expert_group_used_count", default=groups),
+        "first_k_dense_replace": file.count(a + "leading_dense_block_count", default=0, minimum=0),
+        "moe_intermediate_size": file.count(a + "expert_feed_forward_length"),
+        "routed_scaling_factor": file.number(a + "expert_weights_scale", default=1.0),
+        "norm_topk_prob": bool(file.value(a + "expert_weights_norm") or False),
+        "attention_bias": False,
+    }
+
+
+def gguf_joined(file: Metadata, blk: str, rest: str) -> Joined | None:
+    """What the converter split or merged.
+
+    - kv_b_proj (H·(d_n + d_v), d_c), per head [k | v], is stored by newer converters as attn_k_b (H, d_c, d_n), each
+      head's k block transposed, and attn_v_b (H, d_v, d_c); older files keep attn_kv_b whole.
+    - experts.E.{gate,up,down}_proj is expert E of the merged ffn_{gate,up,down}_exps (E, rows, in).
+    """
+    have = file.tensors
+    if rest == "self_attn.kv_b_proj.weight" and blk + "attn_kv_b.weight" not in have:
+        k_b, v_b = blk + "attn_k_b.weight", blk + "attn_v_b.weight"
+        if k_b not in have or v_b not in have:
+            return None
+        (H, d_c, d_n), (H_v, d_v, d_c_v) = outermost(file, k_b), outermost(file, v_b)
+        if (H, d_c) != (H_v, d_c_v):
+            raise AttnError(f"attn_k_b {[H, d_c, d_n]} and attn_v_b {[H_v, d_v, d_c_v]} do not pair", file=file.where,
+                            expected="(heads, kv_lora_rank, nope) and (heads, v_head_dim, kv_lora_rank)")  # fmt: skip
+        return Joined((H * (d_n + d_v), d_c), (k_b, v_b), "kv_b")
+    e = re.fullmatch(r"mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight", rest)
+    if e is not None:
+        merged = f"{blk}ffn_{e.group(2)}_exps.weight"
+        if merged not in have or len(outermost(file, merged)) != 3 or int(e.group(1)) >= outermost(file, merged)[0]:
+            return None
+        return Joined(outermost(file, merged)[1:], (merged,), "expert", int(e.group(1)))
+    return None
+
+
+# llama.cpp's deepseek2 architecture; V2's files (a softmax router) are refused by gguf_keys
+GGUF = (GgufArchitecture("deepseek2", "deepseek_v3", GGUF_NAMES, keys=gguf_keys, joined=gguf_joined),)
+# the steps transformers runs in float32 in a float64 DeepSeek
+FLOAT32_ROUTER = "the MoE router's logits and sigmoid run in float32 (a near-tie between two experts could choose another one)"
+FLOAT32_COMPLEX_ROPE = "the rotary embedding computes its angles in float32 and turns q's and k's rotary parts as float32 complex numbers"
+FLOAT32_SOFTMAX_ROUTER = "the MoE router's logits and its softmax over the experts run in float32 (a near-tie between two experts could choose another one)"
+VERIFY = {
+    "deepseek_v3": Verification(O_PROJ, (FLOAT32_RMSNORM, FLOAT32_ROPE, FLOAT32_SOFTMAX, FLOAT32_ROUTER), eager_experts=True),
+    "deepseek_v2": Verification(O_PROJ, (FLOAT32_RMSNORM, FLOAT32_COMPLEX_ROPE, FLOAT32_SOFTMAX, FLOAT32_SOFTMAX_ROUTER), eager_experts=True),
+}

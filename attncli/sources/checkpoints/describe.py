@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from attncli.sources.checkpoints.config import ModelConfig
-from attncli.sources.checkpoints.families import SUPPORTED
+from attncli.sources.checkpoints.families import ARCHITECTURES
 from attncli.sources.checkpoints.rope import rope_spec
 
 # bytes per number of a cache kept in the checkpoint's dtype
@@ -424,7 +424,7 @@ def describe_config(cfg: ModelConfig, raw: Mapping[str, Any] | None = None) -> d
         "rope": rope,
         "sliding_window": windows[0] if windows else None,  # transformers' spelling: keys i − w + 1 … i
         "sliding_layers": [i + 1 for i, w in enumerate(cfg.windows) if w is not None],
-        "supported_types": list(SUPPORTED),
+        "supported_types": list(ARCHITECTURES),
         # an encoder–decoder: the fields above describe the decoder; this, the encoder (None for one stack)
         "encoder": None if not cfg.encoder_layers else {"layers": cfg.encoder_layers, "heads": cfg.encoder_heads, "head_dim": cfg.hidden_size // cfg.encoder_heads},
         "mechanisms": [m._asdict() for m in mechanisms(facts)],

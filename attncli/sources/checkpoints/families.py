@@ -2,9 +2,12 @@
 
 A family is one module (gpt2.py, llama.py, qwen3.py, …) with `read_config(read)` (its config.json
 keys, with transformers' defaults for its model type), `layer_inputs` and, where it has them,
-`shapes(cfg)` (the tensors `model info` checks) and `mechanisms(cfg, folder)` (what `model info` says
-of it beyond describe.py). Adding a family is its module and one line here; config.py holds what the
-families share (`llama_like` for Llama's descendants).
+`shapes(cfg)` (the tensors `model info` checks), `mechanisms(cfg, folder, raw)` (what `model info`
+says of it beyond describe.py; `raw`: a GGUF file's metadata as config.json keys, else None),
+`VERIFY` (what `model verify` needs: a `config.Verification`, or a dict of them by model type) and
+`GGUF` (the GGUF architectures it reads: `gguf_family.GgufArchitecture`s). Adding a family is its
+module and one line here; config.py holds what the families share (`llama_like` for Llama's
+descendants), gguf_family.py the vocabulary of their GGUF readers.
 """
 
 from __future__ import annotations
@@ -15,14 +18,15 @@ from typing import Any
 
 from attncli.errors import AttnError
 from attncli.sources.checkpoints import bart, bert, deepseek, gemma2, gemma3, gpt2, gpt_oss, llama, neox, olmo2, phi3, qwen3
-from attncli.sources.checkpoints.config import ModelConfig, _Reader, _shown, read_raw
+from attncli.sources.checkpoints.config import ModelConfig, Verification, _Reader, _shown, read_raw
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture
 
 ARCHITECTURES: dict[str, ModuleType] = {
     "gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "bart": bart, "qwen3": qwen3, "olmo2": olmo2,
     "gemma3_text": gemma3, "gpt_neox": neox, "phi3": phi3, "gemma2": gemma2, "gpt_oss": gpt_oss, "deepseek_v3": deepseek,
     "deepseek_v2": deepseek,
 }  # fmt: skip
-SUPPORTED = tuple(ARCHITECTURES)
+SUPPORTED = tuple(ARCHITECTURES)  # as imported; a family registered later is in ARCHITECTURES, which the readers consult
 ENCODER_DECODERS = ("bart",)  # read a source text and a target text; the layer counts in the stack `attention` names
 
 
@@ -37,6 +41,18 @@ def config_from_raw(raw: dict[str, Any], where: str) -> ModelConfig:
     model_type = raw.get("model_type")
     if model_type not in ARCHITECTURES:
         found = f"model_type {_shown(model_type)} is not supported" if model_type is not None else "config.json has no model_type"
-        raise AttnError(found, file=where, expected="one of " + ", ".join(SUPPORTED))
+        raise AttnError(found, file=where, expected="one of " + ", ".join(ARCHITECTURES))
     cfg: ModelConfig = ARCHITECTURES[model_type].read_config(_Reader(raw, where))
     return cfg
+
+
+def verification(model_type: str) -> Verification | None:
+    """What `model verify` needs of a supported model type, or None when its family declares nothing (`VERIFY`)."""
+    declared: Verification | dict[str, Verification] | None = getattr(ARCHITECTURES[model_type], "VERIFY", None)
+    return declared.get(model_type) if isinstance(declared, dict) else declared
+
+
+def gguf_architectures() -> dict[str, GgufArchitecture]:
+    """GGUF architecture name -> what its family declares, for every family that reads GGUF files (`GGUF`)."""
+    modules = dict.fromkeys(ARCHITECTURES.values())  # a module serves several model types: once each, in the table's order
+    return {entry.arch: entry for module in modules for entry in getattr(module, "GGUF", ())}

@@ -29,7 +29,19 @@ from attncli.sources.checkpoints.blocks import (
     storage_note,
     through,
 )
-from attncli.sources.checkpoints.config import MOST, ModelConfig, _Reader, _shown, _window, llama_like
+from attncli.sources.checkpoints.config import (
+    FLOAT32_ROPE,
+    FLOAT32_SOFTMAX,
+    MOST,
+    O_PROJ,
+    ModelConfig,
+    Verification,
+    _Reader,
+    _shown,
+    _window,
+    llama_like,
+)
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata, layer_types, renamed
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -220,3 +232,64 @@ def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
         "layers.0.post_feedforward_layernorm.weight": (d,),
         "layers.0.mlp.gate_proj.weight": (inner, d),
     }
+
+
+# -- GGUF and model verify ---------------------------------------------------------------------
+
+GEMMA2_27B_LAYERS = 46  # llama.cpp's LLM_TYPE_27B for gemma2: the one size whose scale is 1/√(n_embd / n_head)
+# Gemma's four norms of a layer under llama.cpp's names (stored as 1 + w: ggml multiplies by the weight, transformers by 1 + w)
+GGUF_NORMS = (
+    (r"layers\.(\d+)\.input_layernorm\.weight", r"blk.\1.attn_norm.weight"),
+    (r"layers\.(\d+)\.post_attention_layernorm\.weight", r"blk.\1.post_attention_norm.weight"),
+    (r"layers\.(\d+)\.pre_feedforward_layernorm\.weight", r"blk.\1.ffn_norm.weight"),
+    (r"layers\.(\d+)\.post_feedforward_layernorm\.weight", r"blk.\1.post_ffw_norm.weight"),
+)
+GGUF_NAMES = (*renamed(llama.GGUF_NAMES, "layernorm"), *GGUF_NORMS)
+
+
+def gemma2_scalar(file: Metadata) -> tuple[int, str]:
+    """(query_pre_attn_scalar, why) as llama.cpp derives it for gemma2: n_embd / n_head for the 27B (46 layers), else key_length.
+
+    The converter stores no query_pre_attn_scalar; llama.cpp (llama-model.cpp, LLM_ARCH_GEMMA2) sets the attention scale
+    from the model's size, after gemma_pytorch's config: 1/√(n_embd / n_head) when the file has 46 layers (LLM_TYPE_27B),
+    1/√(n_embd_head_k) otherwise. It gives the published configs' values: 256 for Gemma 2 2B and 9B (head_dim 256),
+    144 = 4608 / 32 for the 27B (head_dim 128).
+    """
+    a = "gemma2."
+    layers = file.count(a + "block_count")
+    hidden, heads = file.count(a + "embedding_length"), file.count(a + "attention.head_count")
+    head_dim = file.count(a + "attention.key_length", default=hidden // heads)
+    if layers == GEMMA2_27B_LAYERS:
+        return hidden // heads, f"n_embd / n_head = {hidden} / {heads}, llama.cpp's rule for the 27B ({GEMMA2_27B_LAYERS} layers)"
+    return head_dim, f"the head size (key_length), llama.cpp's rule for every Gemma 2 but the 27B ({GEMMA2_27B_LAYERS} layers; this file has {layers})"
+
+
+def gemma2_scale_note(file: Metadata) -> str:
+    scalar, why = gemma2_scalar(file)
+    return (f"the GGUF file stores no query_pre_attn_scalar: the scale is derived as llama.cpp derives it, "
+            f"query_pre_attn_scalar = {scalar}, {why}")  # fmt: skip
+
+
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """Gemma 2's config.json keys from the metadata, with llama.cpp's rules where the converter stores nothing."""
+    layers = raw["num_hidden_layers"]
+    heads = raw["num_attention_heads"]
+    caps = {key: file.number(a + key, default=default) for key, default in (("attn_logit_softcapping", 50.0), ("final_logit_softcapping", 30.0))}
+    return {
+        "num_key_value_heads": file.count(a + "attention.head_count_kv", default=heads),
+        "head_dim": head_dim,
+        "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-6),
+        "hidden_activation": "gelu_pytorch_tanh",
+        "sliding_window": file.count(a + "attention.sliding_window", default=4096),  # llama.cpp's default for gemma2
+        "layer_types": layer_types(file, a, layers, 2),
+        "query_pre_attn_scalar": gemma2_scalar(file)[0],
+        "attention_bias": "blk.0.attn_q.bias" in file.tensors,
+        **caps,
+    }
+
+
+GGUF = (GgufArchitecture("gemma2", "gemma2", GGUF_NAMES, keys=gguf_keys, shifted_norms=True, notes=lambda file: (gemma2_scale_note(file),)),)
+# the steps transformers runs in float32 in a float64 Gemma (2 and 3)
+FLOAT32_GEMMA_NORM = "RMSNorm casts the hidden state to float32 and normalises it there (x / rms · (1 + w), the q and k norms too)"
+FLOAT32_EMBED_SCALE = "the embedding scale √hidden is kept as a float32 number (exact only where √hidden is)"
+VERIFY = Verification(O_PROJ, (FLOAT32_GEMMA_NORM, FLOAT32_ROPE, FLOAT32_SOFTMAX, FLOAT32_EMBED_SCALE))

@@ -23,9 +23,10 @@ import numpy as np
 
 from attncli.core.variants import QkNorm, Rope
 from attncli.errors import AttnError
-from attncli.sources.checkpoints import llama
+from attncli.sources.checkpoints import gemma2, llama
 from attncli.sources.checkpoints.blocks import AttentionWeights, LayerInputs, Weights, rms_norm, self_attention, through
 from attncli.sources.checkpoints.config import MOST, ModelConfig, RopeConfig, _Reader, _shown, _window, llama_like, read_raw
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata, renamed, sliding_layers
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -138,3 +139,34 @@ def _windows(read: _Reader, layers: int) -> tuple[int | None, ...]:
     if not isinstance(kinds, list) or len(kinds) != layers:
         raise read.fail("layer_types", f"found {_shown(kinds)}", f"a list of {layers} layer kinds")
     return tuple(size if kind == "sliding_attention" else None for kind in kinds)
+
+
+# -- GGUF and model verify ---------------------------------------------------------------------
+
+GGUF_NAMES = (*renamed(llama.GGUF_NAMES, "layernorm"), *llama.GGUF_QK_NORMS, *gemma2.GGUF_NORMS)
+
+
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """Gemma 3's config.json keys from the metadata: llama.cpp's own rules where the converter stores nothing (llama-model.cpp,
+    LLM_ARCH_GEMMA3)."""
+    layers, hidden, heads = raw["num_hidden_layers"], raw["hidden_size"], raw["num_attention_heads"]
+    sliding = sliding_layers(file, a, layers, 6)
+    theta = raw["rope_parameters"]["rope_theta"]
+    return {
+        "num_key_value_heads": file.count(a + "attention.head_count_kv", default=heads),
+        "head_dim": head_dim,
+        "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-6),
+        "hidden_activation": "gelu_pytorch_tanh",
+        "sliding_window": file.count(a + "attention.sliding_window", default=4096),
+        "layer_types": ["sliding_attention" if s else "full_attention" for s in sliding],
+        "rope_parameters": {
+            "full_attention": {"rope_type": "default", "rope_theta": theta},
+            "sliding_attention": {"rope_type": "default", "rope_theta": file.number(a + "rope.freq_base_swa", default=10_000.0)},
+        },
+        "query_pre_attn_scalar": hidden // heads if layers == 62 else head_dim,  # llama.cpp: 1/√(d/H) for the 27B (62 layers), else 1/√d_k
+        "attention_bias": False,
+    }
+
+
+GGUF = (GgufArchitecture("gemma3", "gemma3_text", GGUF_NAMES, keys=gguf_keys, shifted_norms=True),)
+VERIFY = gemma2.VERIFY  # the same float32 steps: (1 + w) norms, RoPE, softmax, the embedding scale

@@ -6,24 +6,23 @@ tensors a layer needs are dequantised (gguf_quants.py), exactly, to float64.
 
 `GgufCheckpoint` answers to the Hugging Face tensor names the architecture modules ask for
 (`layers.3.self_attn.q_proj.weight`) with the tensors llama.cpp's converter (convert_hf_to_gguf.py)
-wrote (`blk.3.attn_q.weight`), undoing what the converter changed:
+wrote (`blk.3.attn_q.weight`), undoing what the converter changed. This module is the machinery and
+names no architecture: what each one's converter did is declared by its family module (`GGUF`, a
+tuple of gguf_family.GgufArchitecture, collected by families.gguf_architectures()):
+- its names: Hugging Face's, as regexes, and the GGUF names they become;
 - shapes are stored innermost first; read outermost first they are nn.Linear's (out, in) again;
-- for the llama architecture (Llama, Mistral) the converter permutes the rows of W_Q and W_K
-  within each head, from Hugging Face's rotate-half pairing (i, i + d_k/2) to llama.cpp's
-  interleaved pairs (2i, 2i + 1); the rows are put back, so the numbers equal the Hugging Face
-  model's (qwen2 files keep the rotate-half order: llama.cpp applies that model's RoPE as NeoX does);
-- GPT-2's Conv1D weights are stored transposed (as nn.Linear); they are transposed back;
-- GPT-NeoX's query_key_value, laid out per head (q, k, v of head 1, then of head 2, …), is stored as
-  all queries, then all keys, then all values (the converter's "bloom-style to gpt-style"); the rows
-  are put back per head.
-- Gemma 2 and 3's norms are stored as 1 + w (ggml multiplies by the weight, transformers by 1 + w); the 1 is
-  taken off again.
-- gpt-oss's experts are split into ffn_gate_exps / ffn_up_exps / ffn_down_exps (out, in) per expert, and
-  DeepSeek's per-expert matrices merged into one 3-d tensor each; DeepSeek's kv_b_proj is split by newer
-  converters into attn_k_b and attn_v_b: each is put back as the Hugging Face tensor (GgufCheckpoint._joined).
-Qwen3, OLMo 2, Phi-3 and Gemma 3 keep Hugging Face's row order (llama.cpp turns them as NeoX does);
-OLMo 2's post-norms are post_attention_norm and post_ffw_norm, and its MLP has no norm before it.
-The config of these families is the metadata spelled as config.json's keys and read by config.py.
+- `interleaved_qk`: the rows of W_Q and W_K permuted within each head, from Hugging Face's rotate-half
+  pairing (i, i + d_k/2) to llama.cpp's interleaved pairs (2i, 2i + 1); the rows are put back, so the
+  numbers equal the Hugging Face model's;
+- `transposed`: Conv1D weights stored as nn.Linear's; they are transposed back;
+- `qkv_by_kind`: a fused query_key_value laid out per head (q, k, v of head 1, then of head 2, …) stored
+  as all queries, then all keys, then all values; the rows are put back per head;
+- `shifted_norms`: norms stored as 1 + w (ggml multiplies by the weight, transformers by 1 + w); the 1 is
+  taken off again;
+- `joined`: tensors the converter split or merged (experts per expert or in one 3-d tensor, a split
+  kv_b_proj), each put back as the Hugging Face tensor (GgufCheckpoint._rebuild);
+- the config: either built from the metadata by the family (`config`), or the metadata spelled as
+  config.json's keys (`keys`) and read by the family's own read_config.
 """
 
 from __future__ import annotations
@@ -40,7 +39,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from attncli.errors import AttnError, option
-from attncli.sources.checkpoints.config import ModelConfig, RopeConfig
+from attncli.sources.checkpoints.config import ModelConfig
+from attncli.sources.checkpoints.families import config_from_raw, gguf_architectures
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Joined
 from attncli.sources.checkpoints.gguf_header import Header, TensorInfo, read_header
 from attncli.sources.checkpoints.gguf_quants import READABLE, dequantize
 
@@ -50,13 +51,6 @@ if TYPE_CHECKING:
 SUFFIX = ".gguf"
 OLLAMA_PREFIX = "ollama:"
 OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
-ARCHITECTURES = {
-    "llama": "llama", "qwen2": "qwen2", "gpt2": "gpt2", "bert": "bert",
-    "qwen3": "qwen3", "olmo2": "olmo2", "phi3": "phi3", "gptneox": "gpt_neox", "gemma3": "gemma3_text",
-    "gemma2": "gemma2", "gpt-oss": "gpt_oss", "deepseek2": "deepseek_v3",
-}  # GGUF arch -> attncli's model type  # fmt: skip
-GEMMA2_27B_LAYERS = 46  # llama.cpp's LLM_TYPE_27B for gemma2: the one size whose scale is 1/√(n_embd / n_head)
-EXPERT_GATING = {1: "softmax", 2: "sigmoid", 3: "softmax over the chosen experts"}  # llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE
 
 
 # -- finding the file ------------------------------------------------------------------------
@@ -245,104 +239,6 @@ def _open_reader(path: Path) -> GGUFReader:
 
 # -- Hugging Face names -> GGUF names --------------------------------------------------------
 
-_LLAMA_NAMES = [
-    (r"embed_tokens\.weight", "token_embd.weight"),
-    (r"norm\.weight", "output_norm.weight"),
-    (r"layers\.(\d+)\.input_layernorm\.weight", r"blk.\1.attn_norm.weight"),
-    (r"layers\.(\d+)\.post_attention_layernorm\.weight", r"blk.\1.ffn_norm.weight"),
-    (r"layers\.(\d+)\.self_attn\.q_proj\.(weight|bias)", r"blk.\1.attn_q.\2"),
-    (r"layers\.(\d+)\.self_attn\.k_proj\.(weight|bias)", r"blk.\1.attn_k.\2"),
-    (r"layers\.(\d+)\.self_attn\.v_proj\.(weight|bias)", r"blk.\1.attn_v.\2"),
-    (r"layers\.(\d+)\.self_attn\.o_proj\.(weight|bias)", r"blk.\1.attn_output.\2"),
-    (r"layers\.(\d+)\.mlp\.gate_proj\.(weight|bias)", r"blk.\1.ffn_gate.\2"),
-    (r"layers\.(\d+)\.mlp\.up_proj\.(weight|bias)", r"blk.\1.ffn_up.\2"),
-    (r"layers\.(\d+)\.mlp\.down_proj\.(weight|bias)", r"blk.\1.ffn_down.\2"),
-]
-_GPT2_NAMES = [
-    (r"wte\.weight", "token_embd.weight"),
-    (r"wpe\.weight", "position_embd.weight"),
-    (r"h\.(\d+)\.ln_1\.(weight|bias)", r"blk.\1.attn_norm.\2"),
-    (r"h\.(\d+)\.attn\.c_attn\.(weight|bias)", r"blk.\1.attn_qkv.\2"),
-    (r"h\.(\d+)\.attn\.c_proj\.(weight|bias)", r"blk.\1.attn_output.\2"),
-    (r"h\.(\d+)\.ln_2\.(weight|bias)", r"blk.\1.ffn_norm.\2"),
-    (r"h\.(\d+)\.mlp\.c_fc\.(weight|bias)", r"blk.\1.ffn_up.\2"),
-    (r"h\.(\d+)\.mlp\.c_proj\.(weight|bias)", r"blk.\1.ffn_down.\2"),
-]
-_BERT_NAMES = [
-    (r"embeddings\.word_embeddings\.weight", "token_embd.weight"),
-    (r"embeddings\.position_embeddings\.weight", "position_embd.weight"),
-    (r"embeddings\.token_type_embeddings\.weight", "token_types.weight"),
-    (r"embeddings\.LayerNorm\.(weight|bias)", r"token_embd_norm.\1"),
-    (r"encoder\.layer\.(\d+)\.attention\.self\.query\.(weight|bias)", r"blk.\1.attn_q.\2"),
-    (r"encoder\.layer\.(\d+)\.attention\.self\.key\.(weight|bias)", r"blk.\1.attn_k.\2"),
-    (r"encoder\.layer\.(\d+)\.attention\.self\.value\.(weight|bias)", r"blk.\1.attn_v.\2"),
-    (r"encoder\.layer\.(\d+)\.attention\.output\.dense\.(weight|bias)", r"blk.\1.attn_output.\2"),
-    (r"encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.(weight|bias)", r"blk.\1.attn_output_norm.\2"),
-    (r"encoder\.layer\.(\d+)\.intermediate\.dense\.(weight|bias)", r"blk.\1.ffn_up.\2"),
-    (r"encoder\.layer\.(\d+)\.output\.dense\.(weight|bias)", r"blk.\1.ffn_down.\2"),
-    (r"encoder\.layer\.(\d+)\.output\.LayerNorm\.(weight|bias)", r"blk.\1.layer_output_norm.\2"),
-]
-_QK_NORMS = [
-    (r"layers\.(\d+)\.self_attn\.q_norm\.weight", r"blk.\1.attn_q_norm.weight"),
-    (r"layers\.(\d+)\.self_attn\.k_norm\.weight", r"blk.\1.attn_k_norm.weight"),
-]
-_OLMO2_NAMES = [
-    *(entry for entry in _LLAMA_NAMES if "layernorm" not in entry[0]),
-    *_QK_NORMS,
-    (r"layers\.(\d+)\.post_attention_layernorm\.weight", r"blk.\1.post_attention_norm.weight"),
-    (r"layers\.(\d+)\.post_feedforward_layernorm\.weight", r"blk.\1.post_ffw_norm.weight"),
-]
-_PHI3_NAMES = [
-    *(entry for entry in _LLAMA_NAMES if not re.search(r"[qkv]_proj|gate_proj|up_proj", entry[0])),
-    (r"layers\.(\d+)\.self_attn\.qkv_proj\.weight", r"blk.\1.attn_qkv.weight"),
-    (r"layers\.(\d+)\.mlp\.gate_up_proj\.weight", r"blk.\1.ffn_up.weight"),
-]
-_NEOX_NAMES = [
-    (r"embed_in\.weight", "token_embd.weight"),
-    (r"final_layer_norm\.(weight|bias)", r"output_norm.\1"),
-    (r"layers\.(\d+)\.input_layernorm\.(weight|bias)", r"blk.\1.attn_norm.\2"),
-    (r"layers\.(\d+)\.post_attention_layernorm\.(weight|bias)", r"blk.\1.ffn_norm.\2"),
-    (r"layers\.(\d+)\.attention\.query_key_value\.(weight|bias)", r"blk.\1.attn_qkv.\2"),
-    (r"layers\.(\d+)\.attention\.dense\.(weight|bias)", r"blk.\1.attn_output.\2"),
-    (r"layers\.(\d+)\.mlp\.dense_h_to_4h\.(weight|bias)", r"blk.\1.ffn_up.\2"),
-    (r"layers\.(\d+)\.mlp\.dense_4h_to_h\.(weight|bias)", r"blk.\1.ffn_down.\2"),
-]
-_GEMMA3_NAMES = [
-    *(entry for entry in _LLAMA_NAMES if "layernorm" not in entry[0]),
-    *_QK_NORMS,
-    (r"layers\.(\d+)\.input_layernorm\.weight", r"blk.\1.attn_norm.weight"),
-    (r"layers\.(\d+)\.post_attention_layernorm\.weight", r"blk.\1.post_attention_norm.weight"),
-    (r"layers\.(\d+)\.pre_feedforward_layernorm\.weight", r"blk.\1.ffn_norm.weight"),
-    (r"layers\.(\d+)\.post_feedforward_layernorm\.weight", r"blk.\1.post_ffw_norm.weight"),
-]
-_GPT_OSS_NAMES = [
-    *(entry for entry in _LLAMA_NAMES if "post_attention_layernorm" not in entry[0] and "mlp" not in entry[0]),
-    (r"layers\.(\d+)\.post_attention_layernorm\.weight", r"blk.\1.post_attention_norm.weight"),
-    (r"layers\.(\d+)\.self_attn\.sinks", r"blk.\1.attn_sinks.weight"),
-    (r"layers\.(\d+)\.mlp\.router\.(weight|bias)", r"blk.\1.ffn_gate_inp.\2"),
-    (r"layers\.(\d+)\.mlp\.experts\.down_proj_bias", r"blk.\1.ffn_down_exps.bias"),
-]  # the experts' matrices and gate/up biases are joined from several tensors (GgufCheckpoint._joined)
-_DEEPSEEK2_NAMES = [
-    *(entry for entry in _LLAMA_NAMES if re.search(r"embed|norm|layernorm|o_proj|q_proj|mlp", entry[0])),
-    (r"layers\.(\d+)\.self_attn\.q_a_proj\.weight", r"blk.\1.attn_q_a.weight"),
-    (r"layers\.(\d+)\.self_attn\.q_a_layernorm\.weight", r"blk.\1.attn_q_a_norm.weight"),
-    (r"layers\.(\d+)\.self_attn\.q_b_proj\.weight", r"blk.\1.attn_q_b.weight"),
-    (r"layers\.(\d+)\.self_attn\.kv_a_proj_with_mqa\.weight", r"blk.\1.attn_kv_a_mqa.weight"),
-    (r"layers\.(\d+)\.self_attn\.kv_a_layernorm\.weight", r"blk.\1.attn_kv_a_norm.weight"),
-    (r"layers\.(\d+)\.self_attn\.kv_b_proj\.weight", r"blk.\1.attn_kv_b.weight"),  # older files; newer ones split it (_joined)
-    (r"layers\.(\d+)\.mlp\.gate\.weight", r"blk.\1.ffn_gate_inp.weight"),
-    (r"layers\.(\d+)\.mlp\.gate\.e_score_correction_bias", r"blk.\1.exp_probs_b.bias"),
-    (r"layers\.(\d+)\.mlp\.shared_experts\.(gate|up|down)_proj\.weight", r"blk.\1.ffn_\2_shexp.weight"),
-]
-_NAMES = {
-    "llama": _LLAMA_NAMES, "qwen2": _LLAMA_NAMES, "gpt2": _GPT2_NAMES, "bert": _BERT_NAMES,
-    "qwen3": [*_LLAMA_NAMES, *_QK_NORMS], "olmo2": _OLMO2_NAMES, "phi3": _PHI3_NAMES, "gptneox": _NEOX_NAMES,
-    "gemma3": _GEMMA3_NAMES, "gemma2": [entry for entry in _GEMMA3_NAMES if entry not in _QK_NORMS],
-    "gpt-oss": _GPT_OSS_NAMES, "deepseek2": _DEEPSEEK2_NAMES,
-}  # fmt: skip
-SHIFTED_NORMS = ("gemma2", "gemma3")  # norms stored as 1 + w
-_GPT2_TRANSPOSED = re.compile(r"h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight")
-
 # what each kind of tensor is, for `model info` and the header ("W_Q of layer 5 stored as Q4_1")
 ROLES = {
     "attn_q": "W_Q", "attn_k": "W_K", "attn_v": "W_V", "attn_qkv": "W_Q, W_K, W_V (fused)", "attn_output": "W_O",
@@ -394,20 +290,10 @@ class Stored:
     """Where a Hugging Face tensor lives in the file and what must be undone."""
 
     gguf_name: str
-    permute_heads: int | None  # llama's W_Q / W_K rows
-    transpose: bool  # GPT-2's Conv1D
-    neox_heads: int | None = None  # GPT-NeoX's query_key_value rows
-    shift: float = 0.0  # Gemma 2 and 3's norms, stored as 1 + w
-
-
-@dataclass(frozen=True)
-class Joined:
-    """A Hugging Face tensor llama.cpp's converter split or rearranged: its shape, and how to rebuild it from the file's tensors."""
-
-    shape: tuple[int, ...]
-    parts: tuple[str, ...]  # the GGUF tensors it is made of
-    kind: str  # "kv_b" (DeepSeek's attn_k_b + attn_v_b), "expert" (one expert of a 3-d tensor), "gate_up", "down", "gate_up_bias"
-    expert: int = 0
+    permute_heads: int | None  # W_Q's / W_K's rows in llama.cpp's interleaved order (`interleaved_qk`)
+    transpose: bool  # Conv1D's (in, out) stored as nn.Linear's (`transposed`)
+    neox_heads: int | None = None  # a fused query_key_value's rows stored by kind (`qkv_by_kind`)
+    shift: float = 0.0  # norms stored as 1 + w (`shifted_norms`)
 
 
 class GgufCheckpoint:
@@ -421,19 +307,21 @@ class GgufCheckpoint:
         self.cfg = cfg
         self.folder = file.path.parent
         self.described_by = file.path.name
+        self.family: GgufArchitecture = gguf_architectures()[arch]
         self.rope_factors = rope_factors(file, cfg.head_dim) if cfg.rope is not None else None
-        self.config_keys = config_keys(file) if cfg.model_type in CONFIG_FAMILIES else None  # what a family module reads of config.json
+        self.config_keys = config_keys(file)  # what a family module reads of config.json, when its config is read from them
 
     def locate(self, name: str) -> Stored | None:
-        for pattern, target in _NAMES[self.arch]:
+        family = self.family
+        for pattern, target in family.names:
             if re.fullmatch(pattern, name):
                 gguf_name = re.sub(pattern, target, name)
                 heads = None
-                if self.arch == "llama" and re.search(r"\.attn_[qk]\.", gguf_name):
+                if family.interleaved_qk and re.search(r"\.attn_[qk]\.", gguf_name):
                     heads = self.cfg.heads if ".attn_q." in gguf_name else self.cfg.kv_heads
-                transpose = self.arch == "gpt2" and bool(_GPT2_TRANSPOSED.fullmatch(name))
-                neox = self.cfg.heads if self.arch == "gptneox" and ".attn_qkv." in gguf_name else None
-                shift = 1.0 if self.arch in SHIFTED_NORMS and gguf_name.endswith("norm.weight") else 0.0
+                transpose = family.transposed is not None and re.fullmatch(family.transposed, name) is not None
+                neox = self.cfg.heads if family.qkv_by_kind and ".attn_qkv." in gguf_name else None
+                shift = 1.0 if family.shifted_norms and gguf_name.endswith("norm.weight") else 0.0
                 return Stored(gguf_name, heads, transpose, neox, shift)
         return None
 
@@ -444,61 +332,15 @@ class GgufCheckpoint:
             raise AttnError(f"the file has no tensor {wanted}", file=self.file.where)
         return stored
 
-    def _dims(self, gguf_name: str) -> tuple[int, ...]:
-        """A tensor's shape outermost first, from the header."""
-        return tuple(reversed(self.file.info(gguf_name).dims))
-
     def _joined(self, name: str) -> Joined | None:
-        """What the converter split or rearranged (DeepSeek's kv_b_proj, merged experts, gpt-oss's gate_up), or None.
-
-        - DeepSeek's kv_b_proj (H·(d_n + d_v), d_c), per head [k | v], is stored by newer converters as attn_k_b
-          (H, d_c, d_n), each head's k block transposed, and attn_v_b (H, d_v, d_c); older files keep attn_kv_b whole.
-        - DeepSeek's experts.E.{gate,up,down}_proj is expert E of the merged ffn_{gate,up,down}_exps (E, rows, in).
-        - gpt-oss's experts.gate_up_proj (E, d, 2·inner), gate and up interleaved along the last axis (x·W, not x·Wᵀ),
-          is stored as ffn_gate_exps and ffn_up_exps (E, inner, d) (or both in ffn_gate_up_exps (E, 2·inner, d));
-          experts.down_proj (E, inner, d) as ffn_down_exps (E, d, inner); the gate/up bias (E, 2·inner) as two biases.
-        """
+        """What the converter split or rearranged, as the family declares it (`joined`), or None."""
         m = re.fullmatch(r"layers\.(\d+)\.(.+)", name)
-        if m is None:
+        if m is None or self.family.joined is None:
             return None
-        blk, rest = f"blk.{m.group(1)}.", m.group(2)
-        have = self.file.tensors
-        if self.arch == "deepseek2":
-            if rest == "self_attn.kv_b_proj.weight" and blk + "attn_kv_b.weight" not in have:
-                k_b, v_b = blk + "attn_k_b.weight", blk + "attn_v_b.weight"
-                if k_b not in have or v_b not in have:
-                    return None
-                (H, d_c, d_n), (H_v, d_v, d_c_v) = self._dims(k_b), self._dims(v_b)
-                if (H, d_c) != (H_v, d_c_v):
-                    raise AttnError(f"attn_k_b {[H, d_c, d_n]} and attn_v_b {[H_v, d_v, d_c_v]} do not pair", file=self.file.where,
-                                    expected="(heads, kv_lora_rank, nope) and (heads, v_head_dim, kv_lora_rank)")  # fmt: skip
-                return Joined((H * (d_n + d_v), d_c), (k_b, v_b), "kv_b")
-            e = re.fullmatch(r"mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight", rest)
-            if e is not None:
-                merged = f"{blk}ffn_{e.group(2)}_exps.weight"
-                if merged not in have or len(self._dims(merged)) != 3 or int(e.group(1)) >= self._dims(merged)[0]:
-                    return None
-                return Joined(self._dims(merged)[1:], (merged,), "expert", int(e.group(1)))
-        if self.arch == "gpt-oss" and rest.startswith("mlp.experts."):
-            what = rest.removeprefix("mlp.experts.")
-            fused = blk + "ffn_gate_up_exps." + ("bias" if what.endswith("_bias") else "weight")
-            if what in ("gate_up_proj", "gate_up_proj_bias"):
-                suffix = "bias" if what.endswith("_bias") else "weight"
-                parts = (fused,) if fused in have else (f"{blk}ffn_gate_exps.{suffix}", f"{blk}ffn_up_exps.{suffix}")
-                if not all(part in have for part in parts):
-                    return None
-                dims = self._dims(parts[0])
-                rows = dims[1] if len(parts) == 2 else dims[1] // 2  # inner
-                if suffix == "bias":
-                    return Joined((dims[0], 2 * rows), parts, "gate_up_bias")
-                return Joined((dims[0], dims[2], 2 * rows), parts, "gate_up")
-            if what == "down_proj" and blk + "ffn_down_exps.weight" in have:
-                E, d, inner = self._dims(blk + "ffn_down_exps.weight")
-                return Joined((E, inner, d), (blk + "ffn_down_exps.weight",), "down")
-        return None
+        return self.family.joined(self.file, f"blk.{m.group(1)}.", m.group(2))
 
     def _rebuild(self, joined: Joined, expert: int | None = None) -> np.ndarray:
-        """The Hugging Face tensor (or, for the 3-d gpt-oss experts, one expert of it) from the file's tensors, exactly."""
+        """The Hugging Face tensor (or, for 3-d experts stored per expert, one expert of it) from the file's tensors, exactly."""
         f = self.file
         if joined.kind == "kv_b":
             k_b, v_b = f.read(joined.parts[0]), f.read(joined.parts[1])  # (H, d_c, d_n), (H, d_v, d_c)
@@ -516,7 +358,7 @@ class GgufCheckpoint:
         return np.stack(blocks) if expert is None else blocks[0]
 
     def _expert(self, joined: Joined, e: int) -> np.ndarray:
-        """One expert of gpt-oss's gate_up_proj (d, 2·inner) or down_proj (inner, d), from the file's per-expert rows."""
+        """One expert of a gate_up_proj (d, 2·inner) or down_proj (inner, d) stored as x·W, from the file's per-expert rows."""
         f = self.file
         if joined.kind == "down":
             return np.ascontiguousarray(f.read_expert(joined.parts[0], e).T)  # (d, inner) → (inner, d)
@@ -567,7 +409,7 @@ class GgufCheckpoint:
 
     def row_blocks(self, name: str) -> Iterator[tuple[int, np.ndarray]]:
         """The tensor in one block (a quantised tensor is dequantised whole: its blocks run along rows anyway);
-        gpt-oss's 3-d experts one expert at a time, so only one expert's matrix is in float64 at once."""
+        3-d experts (`gate_up`, `down`) one expert at a time, so only one expert's matrix is in float64 at once."""
         joined = self._joined(name)
         if joined is not None and joined.kind in ("gate_up", "down"):
             for e in range(joined.shape[0]):
@@ -593,8 +435,8 @@ class GgufCheckpoint:
                 )
         if f"blk.{layer - 1}.attn_k_b.weight" in self.file.tensors and f"blk.{layer - 1}.attn_kv_b.weight" not in self.file.tensors:
             lines.append(f"kv_b_proj of layer {layer} joined from attn_k_b (transposed back per head) and attn_v_b, as the converter split it")
-        if self.arch == "gemma2":
-            lines.append(gemma2_scale_note(self.file))
+        if self.family.notes is not None:
+            lines.extend(self.family.notes(self.file))
         return tuple(lines)
 
 
@@ -606,75 +448,43 @@ def architecture(file: GgufFile) -> tuple[str, str]:
     arch = file.value("general.architecture")
     if not isinstance(arch, str):
         raise file.fail(f"found {arch!r}", key="general.architecture", expected="the model's architecture name")
-    if arch not in ARCHITECTURES:
-        raise file.fail(f"the architecture {arch!r} is not supported", key="general.architecture", expected="one of " + ", ".join(ARCHITECTURES))
-    return arch, ARCHITECTURES[arch]
+    known = gguf_architectures()
+    if arch not in known:
+        raise file.fail(f"the architecture {arch!r} is not supported", key="general.architecture", expected="one of " + ", ".join(known))
+    return arch, known[arch].model_type
 
 
 def read_config(file: GgufFile) -> tuple[str, ModelConfig]:
     """The GGUF architecture and a ModelConfig from the metadata under `{arch}.…`."""
-    arch, model_type = architecture(file)
+    arch, _ = architecture(file)
+    family = gguf_architectures()[arch]
+    if family.config is None:
+        return arch, _family_config(file, arch)
     a = arch + "."
-    if model_type in CONFIG_FAMILIES:
-        return arch, _family_config(file, arch, model_type)
     layers = file.count(a + "block_count")
     hidden = file.count(a + "embedding_length")
     heads = file.count(a + "attention.head_count")
     positions = file.count(a + "context_length")
     inter = file.count(a + "feed_forward_length")
     common: dict[str, Any] = {"layers": layers, "hidden_size": hidden, "heads": heads, "intermediate_size": inter, "max_positions": positions, "dtype": None}
-    if model_type in ("gpt2", "bert"):
-        if hidden % heads:
-            raise file.fail(f"{heads} heads do not divide the hidden size {hidden}", key=a + "attention.head_count")
-        bias = f"blk.0.attn_{'qkv' if model_type == 'gpt2' else 'q'}.bias" in file.tensors
-        if model_type == "gpt2":
-            return arch, ModelConfig(
-                model_type="gpt2", kv_heads=heads, head_dim=hidden // heads, norm_eps=file.number(a + "attention.layer_norm_epsilon", default=1e-5),
-                activation="gelu_new", rope=None, windows=(None,) * layers, causal=True, qkv_bias=bias, output_bias=bias, mlp_bias=bias, **common,
-            )  # fmt: skip
-        types = file.tensors.get("token_types.weight")
-        return arch, ModelConfig(
-            model_type="bert", kv_heads=heads, head_dim=hidden // heads, norm_eps=file.number(a + "attention.layer_norm_epsilon", default=1e-12),
-            activation="gelu", rope=None, windows=(None,) * layers, causal=bool(file.value(a + "attention.causal") or False),
-            qkv_bias=True, output_bias=True, mlp_bias=True, type_vocab_size=types.shape[0] if types else 0, **common,
-        )  # fmt: skip
-    kv_heads = file.count(a + "attention.head_count_kv", default=heads)
-    if heads % kv_heads:
-        raise file.fail(f"{kv_heads} key/value heads do not divide {heads} heads", key=a + "attention.head_count_kv")
-    if not file.has_key(a + "attention.key_length") and hidden % heads:
-        raise file.fail(f"{heads} heads do not divide the hidden size {hidden}", key=a + "attention.head_count")
-    head_dim = file.count(a + "attention.key_length", default=hidden // heads)
-    value_dim = file.count(a + "attention.value_length", default=head_dim)
-    if value_dim != head_dim:
-        raise file.fail(f"values of {value_dim} numbers beside keys of {head_dim}", key=a + "attention.value_length", expected="d_v = d_k")
-    rotary = file.count(a + "rope.dimension_count", default=head_dim)
-    if rotary != head_dim:
-        raise file.fail(f"RoPE turns {rotary} of the {head_dim} numbers of each head", key=a + "rope.dimension_count", expected="RoPE on the whole head")
-    if head_dim % 2:
-        raise file.fail(f"the head size {head_dim} is odd", key=a + "attention.key_length", expected="an even head size (RoPE turns pairs)")
-    return arch, ModelConfig(
-        model_type=model_type, kv_heads=kv_heads, head_dim=head_dim,
-        norm_eps=file.number(a + "attention.layer_norm_rms_epsilon", default=1e-6 if model_type == "qwen2" else 1e-5),
-        activation="silu", rope=_rope(file, a), windows=(None,) * layers, causal=True,
-        qkv_bias="blk.0.attn_q.bias" in file.tensors, output_bias="blk.0.attn_output.bias" in file.tensors,
-        mlp_bias="blk.0.ffn_up.bias" in file.tensors, **common,
-    )  # fmt: skip
+    return arch, family.config(file, a, common)
 
 
-CONFIG_FAMILIES = ("qwen3", "olmo2", "phi3", "gpt_neox", "gemma3_text", "gemma2", "gpt_oss", "deepseek_v3")  # read as config.json keys (families.config_from_raw)
-
-
-def _family_config(file: GgufFile, arch: str, model_type: str) -> ModelConfig:
-    """The config of a family, from the metadata spelled as its config.json (imported here: only GGUF files of these families need every family module)."""
-    from attncli.sources.checkpoints.families import config_from_raw
-
-    cfg = config_from_raw(config_keys(file), f"{file.where} (metadata under '{arch}.…')")
+def _family_config(file: GgufFile, arch: str) -> ModelConfig:
+    """The config of a family, from the metadata spelled as its config.json, read by the family's own read_config."""
+    keys = config_keys(file)
+    assert keys is not None  # a family without a config reader has a keys reader
+    cfg = config_from_raw(keys, f"{file.where} (metadata under '{arch}.…')")
     return dataclasses.replace(cfg, dtype=None)
 
 
-def config_keys(file: GgufFile) -> dict[str, Any]:
-    """The metadata of a Qwen3, OLMo 2, Phi-3 or GPT-NeoX file as config.json's keys (the converter's set_gguf_parameters undone)."""
+def config_keys(file: GgufFile) -> dict[str, Any] | None:
+    """The metadata as config.json's keys (the converter's set_gguf_parameters undone), or None for a family that builds its
+    config from the metadata itself: the keys every such file has, then the family's own (`keys`)."""
     arch, model_type = architecture(file)
+    family = gguf_architectures()[arch]
+    if family.keys is None:
+        return None
     a = arch + "."
     heads = file.count(a + "attention.head_count")
     hidden = file.count(a + "embedding_length")
@@ -696,182 +506,7 @@ def config_keys(file: GgufFile) -> dict[str, Any]:
         "max_position_embeddings": file.count(a + "context_length"),
         "rope_parameters": {"rope_type": "default", "rope_theta": file.number(a + "rope.freq_base", default=10_000.0), "partial_rotary_factor": rotary / head_dim},
     }
-    if model_type == "gemma3_text":  # llama.cpp's own rules where the converter stores nothing (llama-model.cpp, LLM_ARCH_GEMMA3)
-        layers = raw["num_hidden_layers"]
-        sliding = sliding_layers(file, a, layers, 6)
-        theta = raw["rope_parameters"]["rope_theta"]
-        raw |= {
-            "num_key_value_heads": file.count(a + "attention.head_count_kv", default=heads),
-            "head_dim": head_dim,
-            "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-6),
-            "hidden_activation": "gelu_pytorch_tanh",
-            "sliding_window": file.count(a + "attention.sliding_window", default=4096),
-            "layer_types": ["sliding_attention" if s else "full_attention" for s in sliding],
-            "rope_parameters": {
-                "full_attention": {"rope_type": "default", "rope_theta": theta},
-                "sliding_attention": {"rope_type": "default", "rope_theta": file.number(a + "rope.freq_base_swa", default=10_000.0)},
-            },
-            "query_pre_attn_scalar": hidden // heads if layers == 62 else head_dim,  # llama.cpp: 1/√(d/H) for the 27B (62 layers), else 1/√d_k
-            "attention_bias": False,
-        }
-        return raw
-    if model_type == "gemma2":
-        return raw | _gemma2_keys(file, a, raw, head_dim)
-    if model_type == "gpt_oss":
-        return raw | _gpt_oss_keys(file, a, raw, head_dim)
-    if model_type == "deepseek_v3":
-        return raw | _deepseek_keys(file, a, raw)
-    if model_type == "gpt_neox":
-        raw |= {
-            "layer_norm_eps": file.number(a + "attention.layer_norm_epsilon", default=1e-5),
-            "use_parallel_residual": bool(file.value(a + "use_parallel_residual") if file.has_key(a + "use_parallel_residual") else True),
-            "attention_bias": "blk.0.attn_qkv.bias" in file.tensors,
-            "hidden_act": "gelu",  # GGUF stores no activation; Pythia's is GELU (llama.cpp computes it with tanh's approximation)
-        }
-    else:
-        raw |= {
-            "num_key_value_heads": file.count(a + "attention.head_count_kv", default=heads),
-            "head_dim": head_dim,
-            "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-6),
-            "attention_bias": "blk.0.attn_q.bias" in file.tensors,
-        }
-        window = file.value(a + "attention.sliding_window")
-        if model_type == "phi3" and window:
-            raw["sliding_window"] = window
-    return raw
-
-
-def sliding_layers(file: GgufFile, a: str, layers: int, period: int) -> list[bool]:
-    """Which layers slide, as llama.cpp's set_swa_pattern decides: the file's per-layer list, or a period p (the key, else
-    the architecture's): layer i (from 0) slides unless i % p == p − 1."""
-    pattern = file.value(a + "attention.sliding_window_pattern")
-    if isinstance(pattern, list):
-        if len(pattern) != layers:
-            raise file.fail(f"{len(pattern)} layer kinds for {layers} layers", key=a + "attention.sliding_window_pattern")
-        return [bool(x) for x in pattern]
-    if pattern is not None:
-        period = file.count(a + "attention.sliding_window_pattern")
-    return [i % period < period - 1 for i in range(layers)]
-
-
-def gemma2_scalar(file: GgufFile) -> tuple[int, str]:
-    """(query_pre_attn_scalar, why) as llama.cpp derives it for gemma2: n_embd / n_head for the 27B (46 layers), else key_length.
-
-    The converter stores no query_pre_attn_scalar; llama.cpp (llama-model.cpp, LLM_ARCH_GEMMA2) sets the attention scale
-    from the model's size, after gemma_pytorch's config: 1/√(n_embd / n_head) when the file has 46 layers (LLM_TYPE_27B),
-    1/√(n_embd_head_k) otherwise. It gives the published configs' values: 256 for Gemma 2 2B and 9B (head_dim 256),
-    144 = 4608 / 32 for the 27B (head_dim 128).
-    """
-    a = "gemma2."
-    layers = file.count(a + "block_count")
-    hidden, heads = file.count(a + "embedding_length"), file.count(a + "attention.head_count")
-    head_dim = file.count(a + "attention.key_length", default=hidden // heads)
-    if layers == GEMMA2_27B_LAYERS:
-        return hidden // heads, f"n_embd / n_head = {hidden} / {heads}, llama.cpp's rule for the 27B ({GEMMA2_27B_LAYERS} layers)"
-    return head_dim, f"the head size (key_length), llama.cpp's rule for every Gemma 2 but the 27B ({GEMMA2_27B_LAYERS} layers; this file has {layers})"
-
-
-def gemma2_scale_note(file: GgufFile) -> str:
-    scalar, why = gemma2_scalar(file)
-    return (f"the GGUF file stores no query_pre_attn_scalar: the scale is derived as llama.cpp derives it, "
-            f"query_pre_attn_scalar = {scalar}, {why}")  # fmt: skip
-
-
-def _gemma2_keys(file: GgufFile, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
-    """Gemma 2's config.json keys from the metadata, with llama.cpp's rules where the converter stores nothing."""
-    layers = raw["num_hidden_layers"]
-    heads = raw["num_attention_heads"]
-    caps = {key: file.number(a + key, default=default) for key, default in (("attn_logit_softcapping", 50.0), ("final_logit_softcapping", 30.0))}
-    return {
-        "num_key_value_heads": file.count(a + "attention.head_count_kv", default=heads),
-        "head_dim": head_dim,
-        "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-6),
-        "hidden_activation": "gelu_pytorch_tanh",
-        "sliding_window": file.count(a + "attention.sliding_window", default=4096),  # llama.cpp's default for gemma2
-        "layer_types": ["sliding_attention" if s else "full_attention" for s in sliding_layers(file, a, layers, 2)],
-        "query_pre_attn_scalar": gemma2_scalar(file)[0],
-        "attention_bias": "blk.0.attn_q.bias" in file.tensors,
-        **caps,
-    }
-
-
-def _gpt_oss_keys(file: GgufFile, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
-    """gpt-oss's config.json keys from the metadata; the SwiGLU clamp and α are llama.cpp's constants (7 and 1.702)."""
-    layers = raw["num_hidden_layers"]
-    experts = file.count(a + "expert_count")
-    return {
-        "num_key_value_heads": file.count(a + "attention.head_count_kv", default=raw["num_attention_heads"]),
-        "head_dim": head_dim,
-        "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-5),
-        "intermediate_size": file.count(a + "expert_feed_forward_length", default=raw["intermediate_size"]),
-        "num_local_experts": experts,
-        "num_experts_per_tok": file.count(a + "expert_used_count"),
-        "sliding_window": file.count(a + "attention.sliding_window"),
-        "layer_types": ["sliding_attention" if s else "full_attention" for s in sliding_layers(file, a, layers, 2)],
-        "attention_bias": "blk.0.attn_q.bias" in file.tensors,
-        "swiglu_limit": 7.0,
-        "swiglu_alpha": 1.702,
-        "hidden_act": "silu",
-    }
-
-
-def _deepseek_keys(file: GgufFile, a: str, raw: dict[str, Any]) -> dict[str, Any]:
-    """DeepSeek V3's config.json keys from the metadata under deepseek2.… (the converter's set_gguf_parameters undone).
-
-    The converter writes MLA as multi-query attention over the latent: key_length = kv_lora_rank + rope, value_length =
-    kv_lora_rank, and the per-head sizes as key_length_mla / value_length_mla (older files: key_length = nope + rope and
-    value_length = v_head_dim). llama.cpp applies RoPE to interleaved pairs (the checkpoint's own order: nothing permuted).
-    A file whose router is not the sigmoid (DeepSeek V2's softmax, or no gating key, which llama.cpp reads as V2) is refused:
-    attncli reads V3's files only (V2's, with their softmax router, have no fixture yet).
-    """
-    gating = file.value(a + "expert_gating_func")
-    if gating != 2:
-        said = EXPERT_GATING.get(gating, repr(gating)) if gating is not None else "not stored (llama.cpp then routes as DeepSeek V2, by softmax)"
-        raise file.fail(f"the expert router is {said}: attncli reads DeepSeek V3 (sigmoid router) only", key=a + "expert_gating_func",
-                        expected="2 (sigmoid), as DeepSeek V3 files have it")  # fmt: skip
-    rope = file.count(a + "rope.dimension_count")
-    kv_lora = file.count(a + "attention.kv_lora_rank")
-    if file.has_key(a + "attention.key_length_mla"):
-        qk, v = file.count(a + "attention.key_length_mla"), file.count(a + "attention.value_length_mla")
-    else:
-        qk, v = file.count(a + "attention.key_length"), file.count(a + "attention.value_length")
-    if qk <= rope:
-        raise file.fail(f"a query/key head of {qk} numbers with {rope} rotary ones", key=a + "attention.key_length_mla", expected="more than the rotary part")
-    experts = file.count(a + "expert_count")
-    groups = file.count(a + "expert_group_count", default=1)
-    q_lora = file.count(a + "attention.q_lora_rank") if file.has_key(a + "attention.q_lora_rank") else None
-    return {
-        "num_key_value_heads": raw["num_attention_heads"],  # the converter's head_count_kv = 1 is MLA seen as MQA
-        "head_dim": rope,
-        "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-6),
-        "rope_parameters": {"rope_type": "default", "rope_theta": raw["rope_parameters"]["rope_theta"]},
-        "q_lora_rank": q_lora,
-        "kv_lora_rank": kv_lora,
-        "qk_nope_head_dim": qk - rope,
-        "qk_rope_head_dim": rope,
-        "v_head_dim": v,
-        "rope_interleave": True,
-        "n_routed_experts": experts,
-        "num_experts_per_tok": file.count(a + "expert_used_count"),
-        "n_shared_experts": file.count(a + "expert_shared_count", default=0, minimum=0),
-        "n_group": groups,
-        "topk_group": file.count(a + "expert_group_used_count", default=groups),
-        "first_k_dense_replace": file.count(a + "leading_dense_block_count", default=0, minimum=0),
-        "moe_intermediate_size": file.count(a + "expert_feed_forward_length"),
-        "routed_scaling_factor": file.number(a + "expert_weights_scale", default=1.0),
-        "norm_topk_prob": bool(file.value(a + "expert_weights_norm") or False),
-        "attention_bias": False,
-    }
-
-
-def _rope(file: GgufFile, a: str) -> RopeConfig:
-    theta = file.number(a + "rope.freq_base", default=10_000.0)
-    kind = file.value(a + "rope.scaling.type")
-    if kind in (None, "none"):
-        return RopeConfig(theta=theta, kind="default")
-    if kind == "linear":
-        return RopeConfig(theta=theta, kind="linear", factor=file.number(a + "rope.scaling.factor"))
-    raise file.fail(f"the RoPE scaling {kind!r} is not supported", key=a + "rope.scaling.type", expected="none or linear (llama3 scaling comes as rope_freqs)")
+    return raw | family.keys(file, a, raw, head_dim)
 
 
 def rope_factors(file: GgufFile, head_dim: int) -> np.ndarray | None:

@@ -16,7 +16,8 @@ import numpy as np
 
 from attncli.errors import AttnError, option
 from attncli.sources.checkpoints.describe import describe_config
-from attncli.sources.checkpoints.gguf import CONFIG_FAMILIES, ROLES, GgufFile, architecture, config_keys, kind_of, read_config
+from attncli.sources.checkpoints.families import ARCHITECTURES
+from attncli.sources.checkpoints.gguf import ROLES, GgufFile, architecture, config_keys, kind_of, read_config
 from attncli.sources.checkpoints.gguf_header import TensorInfo
 from attncli.sources.checkpoints.gguf_quants import DECODERS, FLOAT_TYPES, READABLE, Decoded, decode, dequantize
 
@@ -89,12 +90,11 @@ def gguf_info(path: Path, shown: str) -> dict[str, Any]:
     except AttnError as error:
         info["reason"] = str(error)
         return info
-    keys = config_keys(file) if cfg.model_type in CONFIG_FAMILIES else None
+    keys = config_keys(file)
     info.update(describe_config(cfg, keys))
-    if cfg.model_type == "gemma3_text" and keys is not None:  # what the family module says of itself, as model info says it of a folder
-        from attncli.sources.checkpoints import gemma3
-
-        info["mechanisms"] = [*info.get("mechanisms", []), *({"key": cfg.model_type, "text": t} for t in gemma3.mechanisms(cfg, path.parent, keys))]
+    words = getattr(ARCHITECTURES[cfg.model_type], "mechanisms", None)
+    if words is not None and keys is not None:  # what the family module says of itself, as model info says it of a folder
+        info["mechanisms"] = [*info.get("mechanisms", []), *({"key": cfg.model_type, "text": t} for t in words(cfg, path.parent, keys))]
     unreadable = sorted({k["type"] for k in info["tensors"] if k["type"] not in READABLE})
     if unreadable:
         info["reason"] = f"{path}: tensors stored as {', '.join(unreadable)}, which attncli does not dequantise"

@@ -16,7 +16,8 @@ from attncli.sources.checkpoints.blocks import (
     storage_note,
     through,
 )
-from attncli.sources.checkpoints.config import MOST, ModelConfig, _activation, _dtype, _heads_divide, _Reader
+from attncli.sources.checkpoints.config import MOST, ModelConfig, Verification, _activation, _dtype, _heads_divide, _Reader
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -107,3 +108,34 @@ def read_config(read: _Reader) -> ModelConfig:
         scale_attn_weights=read.flag("scale_attn_weights", True),
         scale_attn_by_inverse_layer_idx=read.flag("scale_attn_by_inverse_layer_idx", False),
     )
+
+
+# -- GGUF and model verify ---------------------------------------------------------------------
+
+GGUF_NAMES = (
+    (r"wte\.weight", "token_embd.weight"),
+    (r"wpe\.weight", "position_embd.weight"),
+    (r"h\.(\d+)\.ln_1\.(weight|bias)", r"blk.\1.attn_norm.\2"),
+    (r"h\.(\d+)\.attn\.c_attn\.(weight|bias)", r"blk.\1.attn_qkv.\2"),
+    (r"h\.(\d+)\.attn\.c_proj\.(weight|bias)", r"blk.\1.attn_output.\2"),
+    (r"h\.(\d+)\.ln_2\.(weight|bias)", r"blk.\1.ffn_norm.\2"),
+    (r"h\.(\d+)\.mlp\.c_fc\.(weight|bias)", r"blk.\1.ffn_up.\2"),
+    (r"h\.(\d+)\.mlp\.c_proj\.(weight|bias)", r"blk.\1.ffn_down.\2"),
+)
+
+
+def gguf_config(file: Metadata, a: str, common: dict[str, Any]) -> ModelConfig:
+    """GPT-2's config from the metadata under gpt2.…: biases wherever c_attn has one."""
+    layers, hidden, heads = common["layers"], common["hidden_size"], common["heads"]
+    if hidden % heads:
+        raise file.fail(f"{heads} heads do not divide the hidden size {hidden}", key=a + "attention.head_count")
+    bias = "blk.0.attn_qkv.bias" in file.tensors
+    return ModelConfig(
+        model_type="gpt2", kv_heads=heads, head_dim=hidden // heads, norm_eps=file.number(a + "attention.layer_norm_epsilon", default=1e-5),
+        activation="gelu_new", rope=None, windows=(None,) * layers, causal=True, qkv_bias=bias, output_bias=bias, mlp_bias=bias, **common,
+    )  # fmt: skip
+
+
+# the Conv1D weights, (in, out) in the checkpoint, are stored transposed (as nn.Linear's (out, in)): transposed back
+GGUF = (GgufArchitecture("gpt2", "gpt2", GGUF_NAMES, config=gguf_config, transposed=r"h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight"),)
+VERIFY = Verification(r"(?:^|\.)h\.(\d+)\.attn\.c_proj$")  # LayerNorm, learned positions, softmax: float64 throughout

@@ -32,8 +32,19 @@ from attncli.sources.checkpoints.blocks import (
     storage_note,
     through,
 )
-from attncli.sources.checkpoints.config import MOST, ModelConfig, _Reader, _window, llama_like
+from attncli.sources.checkpoints.config import (
+    FLOAT32_RMSNORM,
+    FLOAT32_ROPE,
+    MOST,
+    O_PROJ,
+    ModelConfig,
+    Verification,
+    _Reader,
+    _window,
+    llama_like,
+)
 from attncli.sources.checkpoints.gemma2 import layer_kinds
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Joined, Metadata, layer_types, outermost, renamed
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.safetensors import Checkpoint
 from attncli.sources.checkpoints.source import TensorSource
@@ -233,3 +244,64 @@ def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
         "layers.0.self_attn.sinks": (H,),
         "layers.0.mlp.router.weight": (settings(cfg).experts, d),
     }
+
+
+# -- GGUF and model verify ---------------------------------------------------------------------
+
+GGUF_NAMES = (
+    *renamed(llama.GGUF_NAMES, "post_attention_layernorm", "mlp"),
+    (r"layers\.(\d+)\.post_attention_layernorm\.weight", r"blk.\1.post_attention_norm.weight"),
+    (r"layers\.(\d+)\.self_attn\.sinks", r"blk.\1.attn_sinks.weight"),
+    (r"layers\.(\d+)\.mlp\.router\.(weight|bias)", r"blk.\1.ffn_gate_inp.\2"),
+    (r"layers\.(\d+)\.mlp\.experts\.down_proj_bias", r"blk.\1.ffn_down_exps.bias"),
+)  # the experts' matrices and gate/up biases are joined from several tensors (gguf_joined)
+
+
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """gpt-oss's config.json keys from the metadata; the SwiGLU clamp and α are llama.cpp's constants (7 and 1.702)."""
+    layers = raw["num_hidden_layers"]
+    experts = file.count(a + "expert_count")
+    return {
+        "num_key_value_heads": file.count(a + "attention.head_count_kv", default=raw["num_attention_heads"]),
+        "head_dim": head_dim,
+        "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-5),
+        "intermediate_size": file.count(a + "expert_feed_forward_length", default=raw["intermediate_size"]),
+        "num_local_experts": experts,
+        "num_experts_per_tok": file.count(a + "expert_used_count"),
+        "sliding_window": file.count(a + "attention.sliding_window"),
+        "layer_types": layer_types(file, a, layers, 2),
+        "attention_bias": "blk.0.attn_q.bias" in file.tensors,
+        "swiglu_limit": 7.0,
+        "swiglu_alpha": 1.702,
+        "hidden_act": "silu",
+    }
+
+
+def gguf_joined(file: Metadata, blk: str, rest: str) -> Joined | None:
+    """The experts as the converter stored them: experts.gate_up_proj (E, d, 2·inner), gate and up interleaved along the
+    last axis (x·W, not x·Wᵀ), as ffn_gate_exps and ffn_up_exps (E, inner, d) (or both in ffn_gate_up_exps (E, 2·inner, d));
+    experts.down_proj (E, inner, d) as ffn_down_exps (E, d, inner); the gate/up bias (E, 2·inner) as two biases."""
+    if not rest.startswith("mlp.experts."):
+        return None
+    have = file.tensors
+    what = rest.removeprefix("mlp.experts.")
+    fused = blk + "ffn_gate_up_exps." + ("bias" if what.endswith("_bias") else "weight")
+    if what in ("gate_up_proj", "gate_up_proj_bias"):
+        suffix = "bias" if what.endswith("_bias") else "weight"
+        parts = (fused,) if fused in have else (f"{blk}ffn_gate_exps.{suffix}", f"{blk}ffn_up_exps.{suffix}")
+        if not all(part in have for part in parts):
+            return None
+        dims = outermost(file, parts[0])
+        rows = dims[1] if len(parts) == 2 else dims[1] // 2  # inner
+        if suffix == "bias":
+            return Joined((dims[0], 2 * rows), parts, "gate_up_bias")
+        return Joined((dims[0], dims[2], 2 * rows), parts, "gate_up")
+    if what == "down_proj" and blk + "ffn_down_exps.weight" in have:
+        E, d, inner = outermost(file, blk + "ffn_down_exps.weight")
+        return Joined((E, inner, d), (blk + "ffn_down_exps.weight",), "down")
+    return None
+
+
+GGUF = (GgufArchitecture("gpt-oss", "gpt_oss", GGUF_NAMES, keys=gguf_keys, joined=gguf_joined),)
+# its softmax (with the sink column) runs in the model's dtype
+VERIFY = Verification(O_PROJ, (FLOAT32_RMSNORM, FLOAT32_ROPE), eager_experts=True)

@@ -26,7 +26,21 @@ from attncli.sources.checkpoints.blocks import (
     through,
     window_note,
 )
-from attncli.sources.checkpoints.config import ModelConfig, _Reader, every_layer, llama_like, no_windows, sliding_layers
+from attncli.sources.checkpoints.config import (
+    FLOAT32_RMSNORM,
+    FLOAT32_ROPE,
+    FLOAT32_SOFTMAX,
+    O_PROJ,
+    ModelConfig,
+    Verification,
+    _Reader,
+    every_layer,
+    llama_like,
+    no_windows,
+    sliding_layers,
+)
+from attncli.sources.checkpoints.gguf_family import ConfigReader, GgufArchitecture, Metadata
+from attncli.sources.checkpoints.gguf_family import rope as gguf_rope
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -161,3 +175,74 @@ def read_config(read: _Reader) -> ModelConfig:
     if model_type == "qwen2":
         return llama_like(read, model_type, DEFAULTS[model_type], windows=sliding_layers, qkv_bias=True)
     return llama_like(read, model_type, DEFAULTS[model_type], windows=every_layer(4096))
+
+
+# -- GGUF and model verify ---------------------------------------------------------------------
+
+# llama.cpp's names of Llama's tensors, which every family built on it shares (each drops or adds a few)
+GGUF_NAMES = (
+    (r"embed_tokens\.weight", "token_embd.weight"),
+    (r"norm\.weight", "output_norm.weight"),
+    (r"layers\.(\d+)\.input_layernorm\.weight", r"blk.\1.attn_norm.weight"),
+    (r"layers\.(\d+)\.post_attention_layernorm\.weight", r"blk.\1.ffn_norm.weight"),
+    (r"layers\.(\d+)\.self_attn\.q_proj\.(weight|bias)", r"blk.\1.attn_q.\2"),
+    (r"layers\.(\d+)\.self_attn\.k_proj\.(weight|bias)", r"blk.\1.attn_k.\2"),
+    (r"layers\.(\d+)\.self_attn\.v_proj\.(weight|bias)", r"blk.\1.attn_v.\2"),
+    (r"layers\.(\d+)\.self_attn\.o_proj\.(weight|bias)", r"blk.\1.attn_output.\2"),
+    (r"layers\.(\d+)\.mlp\.gate_proj\.(weight|bias)", r"blk.\1.ffn_gate.\2"),
+    (r"layers\.(\d+)\.mlp\.up_proj\.(weight|bias)", r"blk.\1.ffn_up.\2"),
+    (r"layers\.(\d+)\.mlp\.down_proj\.(weight|bias)", r"blk.\1.ffn_down.\2"),
+)
+GGUF_QK_NORMS = (
+    (r"layers\.(\d+)\.self_attn\.q_norm\.weight", r"blk.\1.attn_q_norm.weight"),
+    (r"layers\.(\d+)\.self_attn\.k_norm\.weight", r"blk.\1.attn_k_norm.weight"),
+)
+
+
+def _gguf_config(model_type: str, eps: float) -> ConfigReader:
+    def read(file: Metadata, a: str, common: dict[str, Any]) -> ModelConfig:
+        """Llama's or Qwen2's config from the metadata under `a`: d_v = d_k, RoPE on the whole head, biases as the tensors show."""
+        layers, hidden, heads = common["layers"], common["hidden_size"], common["heads"]
+        kv_heads = file.count(a + "attention.head_count_kv", default=heads)
+        if heads % kv_heads:
+            raise file.fail(f"{kv_heads} key/value heads do not divide {heads} heads", key=a + "attention.head_count_kv")
+        if not file.has_key(a + "attention.key_length") and hidden % heads:
+            raise file.fail(f"{heads} heads do not divide the hidden size {hidden}", key=a + "attention.head_count")
+        head_dim = file.count(a + "attention.key_length", default=hidden // heads)
+        value_dim = file.count(a + "attention.value_length", default=head_dim)
+        if value_dim != head_dim:
+            raise file.fail(f"values of {value_dim} numbers beside keys of {head_dim}", key=a + "attention.value_length", expected="d_v = d_k")
+        rotary = file.count(a + "rope.dimension_count", default=head_dim)
+        if rotary != head_dim:
+            raise file.fail(f"RoPE turns {rotary} of the {head_dim} numbers of each head", key=a + "rope.dimension_count", expected="RoPE on the whole head")
+        if head_dim % 2:
+            raise file.fail(f"the head size {head_dim} is odd", key=a + "attention.key_length", expected="an even head size (RoPE turns pairs)")
+        return ModelConfig(
+            model_type=model_type, kv_heads=kv_heads, head_dim=head_dim,
+            norm_eps=file.number(a + "attention.layer_norm_rms_epsilon", default=eps),
+            activation="silu", rope=gguf_rope(file, a), windows=(None,) * layers, causal=True,
+            qkv_bias="blk.0.attn_q.bias" in file.tensors, output_bias="blk.0.attn_output.bias" in file.tensors,
+            mlp_bias="blk.0.ffn_up.bias" in file.tensors, **common,
+        )  # fmt: skip
+
+    return read
+
+
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """The config.json keys a Llama-like family (Qwen3, OLMo 2, Phi-3) spells from the metadata beside the shared ones."""
+    return {
+        "num_key_value_heads": file.count(a + "attention.head_count_kv", default=raw["num_attention_heads"]),
+        "head_dim": head_dim,
+        "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-6),
+        "attention_bias": "blk.0.attn_q.bias" in file.tensors,
+    }
+
+
+# For the llama architecture (Llama, Mistral) the converter permutes the rows of W_Q and W_K within each head, from
+# Hugging Face's rotate-half pairing (i, i + d_k/2) to llama.cpp's interleaved pairs (2i, 2i + 1); they are put back, so
+# the numbers equal the Hugging Face model's. qwen2 files keep the rotate-half order: llama.cpp turns them as NeoX does.
+GGUF = (
+    GgufArchitecture("llama", "llama", GGUF_NAMES, config=_gguf_config("llama", 1e-5), interleaved_qk=True),
+    GgufArchitecture("qwen2", "qwen2", GGUF_NAMES, config=_gguf_config("qwen2", 1e-6)),
+)
+VERIFY = Verification(O_PROJ, (FLOAT32_RMSNORM, FLOAT32_ROPE, FLOAT32_SOFTMAX))

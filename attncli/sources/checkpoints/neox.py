@@ -29,9 +29,12 @@ from attncli.sources.checkpoints.blocks import (
     through,
 )
 from attncli.sources.checkpoints.config import (
+    FLOAT32_ROPE,
+    FLOAT32_SOFTMAX,
     MOST,
     ModelConfig,
     RopeConfig,
+    Verification,
     _activation,
     _dtype,
     _heads_divide,
@@ -40,6 +43,7 @@ from attncli.sources.checkpoints.config import (
     _rope,
     _shown,
 )
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -167,3 +171,33 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
         storage_note(dtype),
     )
     return LayerInputs(X=X, attention=attention, dtype=dtype, notes=tuple(note for note in notes if note is not None))
+
+
+# -- GGUF and model verify ---------------------------------------------------------------------
+
+GGUF_NAMES = (
+    (r"embed_in\.weight", "token_embd.weight"),
+    (r"final_layer_norm\.(weight|bias)", r"output_norm.\1"),
+    (r"layers\.(\d+)\.input_layernorm\.(weight|bias)", r"blk.\1.attn_norm.\2"),
+    (r"layers\.(\d+)\.post_attention_layernorm\.(weight|bias)", r"blk.\1.ffn_norm.\2"),
+    (r"layers\.(\d+)\.attention\.query_key_value\.(weight|bias)", r"blk.\1.attn_qkv.\2"),
+    (r"layers\.(\d+)\.attention\.dense\.(weight|bias)", r"blk.\1.attn_output.\2"),
+    (r"layers\.(\d+)\.mlp\.dense_h_to_4h\.(weight|bias)", r"blk.\1.ffn_up.\2"),
+    (r"layers\.(\d+)\.mlp\.dense_4h_to_h\.(weight|bias)", r"blk.\1.ffn_down.\2"),
+)
+
+
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """GPT-NeoX's config.json keys from the metadata under gptneox.… beside the shared ones."""
+    return {
+        "layer_norm_eps": file.number(a + "attention.layer_norm_epsilon", default=1e-5),
+        "use_parallel_residual": bool(file.value(a + "use_parallel_residual") if file.has_key(a + "use_parallel_residual") else True),
+        "attention_bias": "blk.0.attn_qkv.bias" in file.tensors,
+        "hidden_act": "gelu",  # GGUF stores no activation; Pythia's is GELU (llama.cpp computes it with tanh's approximation)
+    }
+
+
+# query_key_value, laid out per head (q, k, v of head 1, then of head 2, …), is stored as all queries, then all keys,
+# then all values (the converter's "bloom-style to gpt-style"); the rows are put back per head
+GGUF = (GgufArchitecture("gptneox", "gpt_neox", GGUF_NAMES, keys=gguf_keys, qkv_by_kind=True),)
+VERIFY = Verification(r"(?:^|\.)layers\.(\d+)\.attention\.dense$", (FLOAT32_ROPE, FLOAT32_SOFTMAX))  # LayerNorm is float64

@@ -18,7 +18,17 @@ import numpy as np
 from attncli.core.variants import QkNorm, Rope
 from attncli.sources.checkpoints import llama
 from attncli.sources.checkpoints.blocks import AttentionWeights, LayerInputs, Weights, self_attention, through
-from attncli.sources.checkpoints.config import ModelConfig, _Reader, llama_like
+from attncli.sources.checkpoints.config import (
+    FLOAT32_QK_NORM,
+    FLOAT32_ROPE,
+    FLOAT32_SOFTMAX,
+    O_PROJ,
+    ModelConfig,
+    Verification,
+    _Reader,
+    llama_like,
+)
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, renamed
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -56,3 +66,14 @@ DEFAULTS: dict[str, Any] = {"layers": 32, "hidden": 4096, "heads": 32, "kv": Non
 def read_config(read: _Reader) -> ModelConfig:
     """Llama's keys with OLMo 2's defaults; attention_bias read."""
     return llama_like(read, "olmo2", DEFAULTS, attention_bias=True)
+
+
+# -- GGUF and model verify: no norm before attention or MLP; the post-norms are post_attention_norm and post_ffw_norm
+GGUF_NAMES = (
+    *renamed(llama.GGUF_NAMES, "layernorm"),
+    *llama.GGUF_QK_NORMS,
+    (r"layers\.(\d+)\.post_attention_layernorm\.weight", r"blk.\1.post_attention_norm.weight"),
+    (r"layers\.(\d+)\.post_feedforward_layernorm\.weight", r"blk.\1.post_ffw_norm.weight"),
+)
+GGUF = (GgufArchitecture("olmo2", "olmo2", GGUF_NAMES, keys=llama.gguf_keys),)
+VERIFY = Verification(O_PROJ, (FLOAT32_QK_NORM, FLOAT32_ROPE, FLOAT32_SOFTMAX))

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from attncli.core.variants import Rope
+from attncli.sources.checkpoints import llama
 from attncli.sources.checkpoints.blocks import (
     AttentionWeights,
     LayerInputs,
@@ -27,7 +28,18 @@ from attncli.sources.checkpoints.blocks import (
     through,
     window_note,
 )
-from attncli.sources.checkpoints.config import ModelConfig, _Reader, every_layer, llama_like
+from attncli.sources.checkpoints.config import (
+    FLOAT32_RMSNORM,
+    FLOAT32_ROPE,
+    FLOAT32_SOFTMAX,
+    O_PROJ,
+    ModelConfig,
+    Verification,
+    _Reader,
+    every_layer,
+    llama_like,
+)
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata, renamed
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -100,3 +112,25 @@ DEFAULTS: dict[str, Any] = {"layers": 32, "hidden": 3072, "heads": 32, "kv": Non
 def read_config(read: _Reader) -> ModelConfig:
     """Llama's keys with Phi-3's defaults; one window on every layer when sliding_window is set; longrope read."""
     return llama_like(read, "phi3", DEFAULTS, windows=every_layer(None), longrope=True)
+
+
+# -- GGUF and model verify: the fused qkv_proj is attn_qkv and gate_up_proj ffn_up; the rotate-half order kept ------
+
+GGUF_NAMES = (
+    *renamed(llama.GGUF_NAMES, "q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"),
+    (r"layers\.(\d+)\.self_attn\.qkv_proj\.weight", r"blk.\1.attn_qkv.weight"),
+    (r"layers\.(\d+)\.mlp\.gate_up_proj\.weight", r"blk.\1.ffn_up.weight"),
+)
+
+
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """Llama's keys, and the window the file stores (on every layer)."""
+    keys = llama.gguf_keys(file, a, raw, head_dim)
+    window = file.value(a + "attention.sliding_window")
+    if window:
+        keys["sliding_window"] = window
+    return keys
+
+
+GGUF = (GgufArchitecture("phi3", "phi3", GGUF_NAMES, keys=gguf_keys),)
+VERIFY = Verification(O_PROJ, (FLOAT32_RMSNORM, FLOAT32_ROPE, FLOAT32_SOFTMAX))

@@ -13,7 +13,17 @@ from typing import Any
 from attncli.core.variants import QkNorm, Rope
 from attncli.sources.checkpoints import llama
 from attncli.sources.checkpoints.blocks import AttentionWeights, LayerInputs, Weights
-from attncli.sources.checkpoints.config import ModelConfig, _Reader, llama_like
+from attncli.sources.checkpoints.config import (
+    FLOAT32_QK_NORM,
+    FLOAT32_ROPE,
+    FLOAT32_SOFTMAX,
+    O_PROJ,
+    ModelConfig,
+    Verification,
+    _Reader,
+    llama_like,
+)
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -35,3 +45,8 @@ DEFAULTS: dict[str, Any] = {"layers": 32, "hidden": 4096, "heads": 32, "kv": 32,
 def read_config(read: _Reader) -> ModelConfig:
     """Llama's keys with Qwen3's defaults; attention_bias read; windows by use_sliding_window, as Qwen2's."""
     return llama_like(read, "qwen3", DEFAULTS, attention_bias=True)
+
+
+# -- GGUF and model verify: Llama's names and its q_norm, k_norm; the rotate-half order kept (llama.cpp turns it as NeoX does)
+GGUF = (GgufArchitecture("qwen3", "qwen3", (*llama.GGUF_NAMES, *llama.GGUF_QK_NORMS), keys=llama.gguf_keys),)
+VERIFY = Verification(O_PROJ, (FLOAT32_QK_NORM, FLOAT32_ROPE, FLOAT32_SOFTMAX))
