@@ -21,7 +21,6 @@ from attncli.sources.yaml_scenario import from_text, load
 from attncli.walkthroughs import narration
 
 SHOWN_ELSEWHERE = {  # variants shown by code written before variants owned themselves; moving them is the next step
-    variants.Mla: "its rows are stages.py's latent and absorbed stages, its steps walkthroughs/latent.py",
     variants.KvCache: "its keys and values are the first rows of K and V; the keys' and dot products' steps say so",
 }
 

@@ -29,8 +29,10 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from attncli.core.variants import mla_shown
 from attncli.core.variants.keys import MATRICES, MATRIX, Schema
 from attncli.core.variants.positions import Rope
+from attncli.core.variants.shown import Narrated, Say, StageRow
 from attncli.errors import AttnError
 
 Rounder = Callable[[np.ndarray], np.ndarray]
@@ -207,6 +209,27 @@ class Mla:
             "cache_per_token": self.cached,
             "expanded_per_token": self.expanded,
         }
+
+    # -- how it is shown (core.variants.shown; written in mla_shown.py) -------------------------------------
+
+    rows: ClassVar[tuple[StageRow, ...]] = mla_shown.ROWS  # the latents (stage `latent`), W_UK and W_UV, the absorbed form (`absorbed`)
+    tells: ClassVar[tuple[str, ...]] = ("qk",)  # the stages it narrates itself: RoPE's step (it turns only the decoupled part)
+
+    def projection(self, n: Any, s: Any, letter: str) -> str:
+        """How each head's Q, K or V is written in the stage table: Q = [X·W_UQ | X·W_QR], K = [C_KV·W_UK | K_R], V = C_KV·W_UV."""
+        return mla_shown.projection(n, s, letter)
+
+    def introduce(self, expl: Any) -> list[str]:
+        """What explain's intro says of the head's columns (instead of W_Q's, W_K's, W_V's)."""
+        return mla_shown.introduce(self, expl)
+
+    def narrate(self, expl: Any, say: Say) -> list[Narrated]:
+        """Explain's steps instead of the query's and the keys': the query, the latent and its keys and values, the rotation."""
+        return mla_shown.narrate(self, expl, say)
+
+    def narrate_output(self, expl: Any, say: Say) -> Narrated | None:
+        """Explain's step after the output: the same row the absorbed way, and what each form caches."""
+        return mla_shown.narrate_output(self, expl, say)
 
     # -- its scenario key (core.variants.keys; read by sources.yaml_scenario, which builds the heads from it) --
 
