@@ -56,8 +56,9 @@ class Variant(Protocol):
     #   schema_after: ClassVar[str]                                  the key it follows in the key table (none: after the variants)
     #   @classmethod def from_yaml(cls, read: Read, sizes: Sizes) -> Self | None    its value read and checked; None: absent
     #   softmax_only: ClassVar[bool]                                 attention without softmax refuses it
-    # MLA and a KV cache, which change the scenario's sizes, are read by sources.yaml_scenario itself, by their
-    # schema and the keys they refuse (`excludes`).
+    #   excludes: ClassVar[dict[str, tuple[str, str]]]              keys it cannot stand beside: why, what to write instead
+    #   def sized(self, sizes: Sizes) -> Sizes                       the sizes with it: MLA ("heads") and a KV cache ("cache"),
+    #                                                                read first, change d_k, d_v, L_k, the positions
 
     # How it is shown (core.variants.shown), optional (tests/test_variants_shown.py: every variant has rows or a step):
     #   rows: ClassVar[tuple[StageRow, ...]]                     its stage-table rows

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from attncli.core.variants.keys import MATRICES, MATRIX, TOKENS, Schema
+from attncli.core.variants.keys import MATRICES, MATRIX, TOKENS, Read, Schema, Sizes, frozen, mapping_keys
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,6 +65,71 @@ class KvCache:
         },
     }  # fmt: skip
     schema_after: ClassVar[str] = "mla"
-    excludes: ClassVar[dict[str, str]] = {  # keys it cannot stand beside (yet), and why
-        "mla": "multi-head latent attention caches its latent, not k and v",
-    }
+    excludes: ClassVar[dict[str, tuple[str, str]]] = {  # keys it cannot stand beside (yet): why, and what to write instead
+        "context": ("a KV cache holds earlier tokens of the same sequence, so it has no use in cross-attention", "no `cache` beside `context`"),
+        "mla": ("`cache` with `mla`: multi-head latent attention caches its latent, not k and v", "no `cache` beside `mla`"),
+    }  # fmt: skip
+
+    @classmethod
+    def from_yaml(cls, read: Read, sizes: Sizes) -> KvCache:
+        """The cached tokens, keys and values: c rows each, G·d_k and G·d_v columns like the sentence's own K and V.
+
+        Read once the heads' widths are known (after the weights, or MLA); the scenario's sizes with it are `sized`.
+        """
+        if read.form != "mapping":
+            raise read.error(read.found(), "a mapping {tokens, K, V}: the cached tokens, keys and values")
+        items = read.mapping(mapping_keys(cls.schema))
+        for key in ("tokens", "K", "V"):
+            if key not in items:
+                raise read.error(f"the cache has no `{key}`", "`tokens`, `K` and `V`: the cached tokens, their keys and values")
+        tokens = _tokens(items["tokens"])
+        c, G = len(tokens), sizes.kv_heads
+        arrays = []
+        for key, width, what in (("K", sizes.d_k, "d_k"), ("V", sizes.d_v, "d_v")):
+            matrix = _heads_matrix(items[key], c, G)
+            if matrix.shape[1] != G * width:
+                raise items[key].error(f"cache.{key} has {matrix.shape[1]} columns, but the sentence's {key.lower()} rows have {G} × {what} = "
+                                       f"{G * width}", f"{G * width} columns, as wide as the new tokens' {key}")  # fmt: skip
+            arrays.append(frozen(matrix))
+        return cls(tokens=tuple(tokens), K=arrays[0], V=arrays[1])
+
+    def sized(self, sizes: Sizes) -> Sizes:
+        """The scenario's sizes with it: c more keys and values before the sentence's own."""
+        return sizes._replace(L_k=sizes.L_k + self.length, cached=self.length)
+
+
+def _tokens(read: Read) -> list[str]:
+    """`cache.tokens`: a non-empty list of words, each as written."""
+    if read.form != "list":
+        raise read.error(read.found(), "a list of words, e.g. [The, cat, sat]")
+    items = read.items()
+    if not items:
+        raise read.error("the token list is empty", "at least one word")
+    tokens = [item.word() for item in items]
+    for token, item in zip(tokens, items):
+        if not token.strip():
+            raise item.error("an empty word", "a word")
+    return tokens
+
+
+def _heads_matrix(read: Read, c: int, G: int) -> np.ndarray:
+    """(c, G·d) `cache.K` or `cache.V`: one matrix, or G per-head matrices side by side."""
+    who = "heads" if G == 1 else "kv_heads"
+    if read.form != "list":
+        raise read.error(read.found(), "a matrix with one row per token")
+    blocks = read.matrices()
+    if blocks is None:
+        matrix = read.matrix()
+    else:
+        if len(blocks) != G:
+            raise read.error(f"{len(blocks)} per-head matrices for {who} = {G}", f"{G} matrices of L × d, one per head")
+        for h, (part, item) in enumerate(zip(blocks, read.items()), 1):
+            if part.shape != blocks[0].shape:
+                raise item.error(f"head {h}'s matrix is {part.shape[0]} × {part.shape[1]} but head 1's is {blocks[0].shape[0]} × "
+                                 f"{blocks[0].shape[1]}", "the same shape for every head")  # fmt: skip
+        matrix = np.hstack(blocks)
+    if matrix.shape[0] != c:
+        raise read.error(f"{read.path} has {matrix.shape[0]} rows but there are {c} cached tokens", f"{c} rows, one per cached token")
+    if matrix.shape[1] % G:
+        raise read.error(f"{read.path} has {matrix.shape[1]} columns, which do not split evenly into {who} = {G}", f"a multiple of {G} columns")
+    return matrix
