@@ -6,9 +6,10 @@ columns are labelled, and when it exists. The rows written here are the textbook
 brings its own (`core.variants.shown.StageRow`, held by the variant's module: RoPE's, the bias's, the
 mask's, …): `_with_variants` places each after (or before) the row it names, and its stage beside that
 row's stage, shown by default when the scenario has the variant and the variant says it is worth showing.
-It asks the registry by stage ("norm", "qk", "logits", "visibility", "heads") instead of naming variants: multi-head
-latent attention's latents, up-projections and absorbed form are its own rows too (core/variants/mla_shown.py), and
-the textbook's Q, K and V rows let it write how each head's are made (`projection`).
+It asks the registry by stage ("norm", "qk", "logits", "visibility", "heads", "cache") instead of naming variants:
+multi-head latent attention's latents, up-projections and absorbed form are its own rows too (core/variants/mla_shown.py),
+and the textbook's Q, K and V rows let it write how each head's are made (`projection`); a KV cache's rows show it as
+given, and its `stacked` puts it before each head's own keys and values (K = [K_cache; X·W_K]).
 """
 
 from __future__ import annotations
@@ -81,15 +82,23 @@ def _keys_from(s: Scenario) -> str:
 
 def _projection(letter: str) -> Formula:
     def formula(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-        for variant in variants.active(s, "heads"):  # a variant that makes each head's q, k and v writes them (MLA: from the latents)
-            return str(variant.projection(n, s, letter))
-        if s.direct:
-            return f"{n(letter)} " + n.text("(given)")
-        source = "X" if letter == "Q" else _keys_from(s)
-        bias = f" + {n('b_' + letter)}" if getattr(s, "b_" + letter) is not None else ""
-        return f"{n(letter)} = {source}{n.times()}{n('W_' + letter)}{bias}"
+        made = _made(letter, n, s)
+        for variant in variants.active(s, "cache") if letter != "Q" else ():  # a KV cache's keys and values come first
+            made = str(variant.stacked(n, letter, made))
+        return made
 
     return formula
+
+
+def _made(letter: str, n: Notation, s: Scenario) -> str:
+    """How each head's Q, K or V is made: X·W_Q (+ b_Q), given, or by a variant of the "heads" stage."""
+    for variant in variants.active(s, "heads"):  # a variant that makes each head's q, k and v writes them (MLA: from the latents)
+        return str(variant.projection(n, s, letter))
+    if s.direct:
+        return f"{n(letter)} " + n.text("(given)")
+    source = "X" if letter == "Q" else _keys_from(s)
+    bias = f" + {n('b_' + letter)}" if getattr(s, "b_" + letter) is not None else ""
+    return f"{n(letter)} = {source}{n.times()}{n('W_' + letter)}{bias}"
 
 
 def _normed(n: Notation, s: Scenario, letter: str, *, transpose: bool = False) -> str:

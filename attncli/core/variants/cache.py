@@ -11,11 +11,12 @@ names: c cached tokens, G key/value heads, d_k, d_v the widths of one head.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from attncli.core.variants.keys import MATRICES, MATRIX, TOKENS, Read, Schema, Sizes, frozen, mapping_keys
+from attncli.core.variants.shown import StageRow
 
 
 @dataclass(frozen=True, eq=False)
@@ -25,6 +26,8 @@ class KvCache:
     json_key: ClassVar[str] = "cache"
     json_slot: ClassVar[int] = 9
     json_absent: ClassVar[None] = None
+
+    rows: ClassVar[tuple[StageRow, ...]]  # the cached keys and values as given, drawn once before the heads; below the class
 
     tokens: tuple[str, ...]  # (c,) the cached tokens, positions 1 … c
     K: np.ndarray  # (c, G·d_k) the cached keys, as stored: after RoPE
@@ -38,6 +41,13 @@ class KvCache:
     def head_rows(self, g: int, d_k: int, d_v: int) -> tuple[np.ndarray, np.ndarray]:
         """(c, d_k) and (c, d_v): key/value head g's (from 1) cached keys and values."""
         return self.K[:, (g - 1) * d_k : g * d_k], self.V[:, (g - 1) * d_v : g * d_v]
+
+    def stacked(self, n: Any, letter: str, made: str) -> str:
+        """The formula of each head's K or V, whose first c rows are the cache's: `K = [K_cache; X·W_K]` (made: `K = X·W_K`)."""
+        lhs, _, rhs = made.partition(" = ")
+        if not rhs:  # given directly: `K (given)`
+            lhs, rhs = n(letter), n.text("given")
+        return f"{lhs} = [{n(cached(n, letter))}; {rhs}]"
 
     def describe(self) -> str:
         c = self.length
@@ -96,6 +106,36 @@ class KvCache:
     def sized(self, sizes: Sizes) -> Sizes:
         """The scenario's sizes with it: c more keys and values before the sentence's own."""
         return sizes._replace(L_k=sizes.L_k + self.length, cached=self.length)
+
+
+def cached(n: Any, letter: str) -> str:
+    """K_cache, or in TeX K_{\text{cache}}: the cached keys (letter K) or values (V), n a Notation."""
+    return f"{letter}_{{\\text{{cache}}}}" if n.tex else f"{letter}_cache"
+
+
+def _given(letter: str) -> Any:
+    def formula(n: Any, s: Any, h: Any) -> str:
+        turned = letter == "K" and any(variant.stage == "qk" for variant in s.variants)  # a cache holds k after RoPE
+        return f"{cached(n, letter)} {n.text('(given, after RoPE)' if turned else '(given)')}"
+
+    return formula
+
+
+def _part(letter: str) -> Any:
+    """The cache's K or V (c, G·d), from a RunResult; None without a cache."""
+
+    def get(result: Any) -> np.ndarray | None:
+        cache = next((variant for variant in result.scenario.variants if variant.stage == "cache"), None)
+        array: np.ndarray | None = None if cache is None else getattr(cache, letter)
+        return array
+
+    return get
+
+
+KvCache.rows = (
+    StageRow("cache", "K_cache", "Cached keys", _given("K"), _part("K"), "keys", "k", after="X_kv", main=True, shared=True),
+    StageRow("cache", "V_cache", "Cached values", _given("V"), _part("V"), "keys", "v", after="K_cache", shared=True),
+)
 
 
 def _tokens(read: Read) -> list[str]:
