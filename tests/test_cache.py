@@ -161,6 +161,10 @@ def test_rope_continues_after_the_cache_and_explain_says_the_keys_are_given():
         ({"cache": {"tokens": ["a"], "K": [[1.0, 0.0, 0.0]], "V": [[1.0, 0.0]]}}, "cache.K has 3 columns"),
         ({"cache": {"tokens": ["a", "b"], "K": [[1.0, 0.0]], "V": [[1.0, 0.0]]}}, "cache.K has 1 rows but there are 2 cached tokens"),
         ({"cache": {"tokens": ["a"], "K": [[1.0, 0.0]]}}, "the cache has no `V`"),
+        ({"cache": {"K": [[1.0, 0.0]], "V": [[1.0, 0.0]]}}, "cache: the cache has no `tokens`"),
+        ({"cache": {"tokens": [], "K": [[1.0, 0.0]], "V": [[1.0, 0.0]]}}, "cache.tokens: the token list is empty"),
+        ({"cache": {"tokens": ["a"], "K": [[[1.0, 0.0]], [[1.0, 0.0]]], "V": [[1.0, 0.0]]}}, "cache.K: 2 per-head matrices for heads = 1"),
+        ({"cache": {"tokens": ["a"], "K": "identity", "V": [[1.0, 0.0]]}}, "cache.K: found"),
         ({"mask": [[1]]}, "the mask matrix is 1 × 1"),
     ],
 )

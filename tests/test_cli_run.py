@@ -230,7 +230,7 @@ def test_the_stages_help_names_real_stages(cli, monkeypatch):
     textbook, mechanisms = listed.split(", and each mechanism's own (", 1)
     examples = mechanisms.split("; a wrong name lists every one)", 1)[0].removesuffix(", …").split(", ")
     names = [stage.name for stage in stages.STAGES]
-    assert textbook.split(", ") == [stage.name for stage in stages._TEXTBOOK_STAGES if stage.name not in ("latent", "absorbed")]
+    assert textbook.split(", ") == [stage.name for stage in stages._TEXTBOOK_STAGES]
     assert examples and all(name in names for name in examples)
     error = cli("run", "cat", "--stages", "nonsense").stderr
     assert error.rstrip().endswith("(expected a comma list of: " + ", ".join(names) + ")")

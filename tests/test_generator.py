@@ -191,3 +191,72 @@ def test_cli_refuses_mechanism_options_in_one_line(cli, options, message):
     out = cli("scenarios", "new", "a b c", "--d-model", "4", *options)
     assert out.exit_code != 0 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
+
+
+def test_mla_new_has_the_builtin_examples_sizes(tmp_path):
+    """--mla at the built-in `mla` example's settings writes its sizes: d_c = d_r = d_n = d_v = 2, a norm of the latent,
+    RoPE in interleaved pairs; --latent N sets d_c and turns MLA on; the same seed gives the same file."""
+    from attncli.core.variants import Mla
+    from attncli.sources.yaml_scenario import load
+
+    builtin = load("mla")
+    text = new_scenario("the cat sat down", d_model=4, heads=2, causal=True, mla=True, rope=True, seed=3)
+    assert text == new_scenario("the cat sat down", d_model=4, heads=2, causal=True, mla=True, rope=True, seed=3)
+    s = _run(tmp_path, text).scenario
+    mla, expected = s.variant(Mla), builtin.variant(Mla)
+    assert mla is not None and expected is not None and mla.kv_norm is not None and s.variant(Rope) is not None
+    assert (mla.d_c, mla.d_r, mla.d_n, mla.d_v, mla.d_cq, s.heads, s.d_model) == (
+        expected.d_c, expected.d_r, expected.d_n, expected.d_v, expected.d_cq, builtin.heads, builtin.d_model)  # fmt: skip
+    assert s.variant(Rope).style == builtin.variant(Rope).style == "interleaved" and s.mask.causal
+    wide = _run(tmp_path, new_scenario("a b c", d_model=8, heads=2, latent=3, d_k=8)).scenario.variant(Mla)
+    assert wide is not None and (wide.d_c, wide.d_n, wide.d_v, wide.d_r) == (3, 8, 8, 4)
+    assert "W_Q" not in yaml.safe_load(text) and "rope" not in yaml.safe_load(new_scenario("a b", d_model=4, mla=True))
+
+
+def test_mla_sharpness_sets_the_spread_of_the_scaled_scores(tmp_path):
+    """Under --mla too, --sharpness S gives scaled scores with a spread of about S (the latent's weights drawn for its rms of 1)."""
+    spreads = {}
+    for sharpness in (1.0, 4.0):
+        runs = [_run(tmp_path, new_scenario("one two three four five six seven eight", d_model=16, heads=2, mla=True, rope=True,
+                                            sharpness=sharpness, seed=seed)) for seed in range(20)]  # fmt: skip
+        spreads[sharpness] = float(np.median([result.heads[0].scaled.std() for result in runs]))
+    assert 0.5 < spreads[1.0] < 1.6 and 2.4 < spreads[4.0] < 6.4
+
+
+@settings(max_examples=25, deadline=None)
+@given(words=WORDS, heads=st.integers(1, 3), d_k=st.integers(1, 5), latent=st.one_of(st.none(), st.integers(1, 4)), rope=st.booleans(),
+       offset=st.one_of(st.none(), st.integers(0, 50)), seed=st.integers(0, 50))  # fmt: skip
+def test_generated_mla_is_what_the_reference_computes(tmp_path_factory, words, heads, d_k, latent, rope, offset, seed):
+    """--mla writes a scenario whose weights and outputs are the naive reference's MLA (tests/reference.py: q, k, v by hand)."""
+    text = new_scenario(" ".join(words), d_model=4, heads=heads, d_k=d_k, causal=True, mla=True, latent=latent, rope=rope,
+                        rope_offset=offset, sharpness=3.0, seed=seed)  # fmt: skip
+    result = _run(tmp_path_factory.mktemp("m"), text)
+    expected = ref.document_attention(ref.scenario_document(result.scenario))
+    for h, head in enumerate(result.heads):
+        np.testing.assert_allclose(head.weights, expected["weights"][h], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(head.output, expected["head_outputs"][h], rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--heads", "2", "--kv-heads", "1", "--mla"], "--kv-heads has no use with --mla"),
+        (["--qk-norm", "--latent", "2"], "--qk-norm has no use with --mla"),
+        (["--mla", "--rotary-fraction", "0.5"], "--rotary-fraction has no use with --mla"),
+    ],
+)
+def test_cli_refuses_what_mla_has_no_use_for_in_one_line(cli, options, message):
+    out = cli("scenarios", "new", "a b c", "--d-model", "4", *options)
+    assert out.exit_code != 0 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
+
+
+def test_cli_new_mla_runs_and_is_explained(cli, tmp_path):
+    """The generated MLA file runs through explain, which narrates the latent and the absorbed form."""
+    out = cli("scenarios", "new", "the cat sat down", "--d-model", "4", "--heads", "2", "--mask", "causal", "--mla", "--rope", "--seed", "5")
+    assert out.exit_code == 0, out.stderr
+    path = tmp_path / "new.yaml"
+    path.write_text(out.stdout, encoding="utf-8")
+    said = " ".join(cli("explain", str(path), "--position", "3", "--head", "2").stdout.split())
+    for step in ("The latent, and the keys and values expanded from it", "Rotating the decoupled part (RoPE)", "absorbed form"):
+        assert step in said, step

@@ -199,3 +199,62 @@ def test_mla_with_the_other_variants_agrees_with_the_reference(drawn, extra):
         np.testing.assert_allclose(head.weights, expected["weights"][h], rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(head.output, expected["head_outputs"][h], rtol=1e-9, atol=1e-9)
         assert head.mla is not None and head.mla.difference <= 1e-12
+
+
+def test_mla_is_shown_and_read_through_the_registry(monkeypatch, cli):
+    """The stage table, the narration and the YAML reader name neither MLA nor the KV cache: each is its own module's.
+
+    Its rows (the latents, W_UK, W_UV, the absorbed form) are Mla.rows, explain's steps its narrate and narrate_output,
+    its key its from_yaml: replacing them changes what the commands show and read.
+    """
+    import inspect
+
+    from attncli.document import stages
+    from attncli.sources import yaml_scenario
+    from attncli.walkthroughs import narration
+
+    for module in (stages, narration, yaml_scenario):
+        source = inspect.getsource(module)
+        assert "Mla" not in source and "KvCache" not in source, module.__name__
+    assert {row.key for row in Mla.rows} <= {row.key for row in stages.ROWS}
+    assert [stage for stage in stages.STAGE_NAMES if stage in ("embeddings", "latent", "q", "output", "absorbed")] == [
+        "embeddings", "latent", "q", "output", "absorbed"]  # fmt: skip
+    monkeypatch.setattr(Mla, "narrate_output", lambda self, expl, say: None)
+    out = cli("explain", "-s", "mla", "--word", "down").stdout
+    assert "The latent, and the keys and values expanded from it" in out and "absorbed form" not in out
+
+    def refuse(cls, read, sizes):
+        raise read.error("read by Mla.from_yaml", "nothing")
+
+    monkeypatch.setattr(Mla, "from_yaml", classmethod(refuse))
+    result = cli("run", "mla")
+    assert result.exit_code != 0 and "mla: read by Mla.from_yaml" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "where", "message"),
+    [
+        ({"kv_heads": 1}, ("kv_heads", 4), "`kv_heads` has no use with `mla`"),
+        ({"mla_q_norm": True}, ("mla.q_norm", 6), "`q_norm` normalises the query latent, but no `W_DQ` makes one"),
+        ({"context": True}, ("context", 4), "`context` has no use with `mla`"),
+        ({"qk_norm": True}, ("qk_norm", 4), "`qk_norm` has no use with `mla`"),
+    ],
+)
+def test_mla_refuses_in_one_line_where_the_key_is(extra, where, message):
+    """MLA's own reading refuses what it has no use for at the line of the key that says it."""
+    from attncli.errors import AttnError
+
+    lines = ["tokens: [a, b]", "embeddings: [[1, 0], [0, 1]]", "heads: 2"]
+    if "kv_heads" in extra:
+        lines.append("kv_heads: 1")
+    if "context" in extra:
+        lines.append("context: {tokens: [c]}")
+    if "qk_norm" in extra:
+        lines.append("qk_norm: true")
+    lines += ["mla:", "  W_DKV: [[1], [0]]", "  q_norm: {eps: 1.0e-6}" if "mla_q_norm" in extra else "  W_KR: [[1, 0], [0, 1]]",
+              "  W_UK: [[1, 0]]", "  W_UV: [[1, 0]]", "  W_UQ: [[1, 0], [0, 1]]", "  W_QR: [[1, 0, 0, 1], [0, 1, 1, 0]]"]  # fmt: skip
+    if "mla_q_norm" in extra:
+        lines.append("  W_KR: [[1, 0], [0, 1]]")
+    with pytest.raises(AttnError) as caught:
+        from_text("\n".join(lines) + "\n")
+    assert (caught.value.key, caught.value.line) == where and message in caught.value.message, caught.value

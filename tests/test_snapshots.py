@@ -57,6 +57,8 @@ SOURCES: dict[str, tuple[list[str], list[str], list[str]]] = {
                         ["--word", "sat", "--head", "2"]),
     # Multi-head latent attention (DeepSeek): the latents, the decoupled RoPE part and the absorbed form.
     "mla": (["mla"], ["-s", "mla"], ["--word", "sat", "--head", "2"]),
+    # A given KV cache before the sentence: its own rows (stage cache), K = [K_cache; X·W_K], RoPE from an offset, two heads on one key/value head.
+    "cache-rope": (["tests/scenarios/cache-rope.yaml"], ["-s", "tests/scenarios/cache-rope.yaml"], ["--word", "on", "--head", "2"]),
     # A real checkpoint folder: GPT-2's tokenizer, biases, W_O, layer 2 of 3.
     "gpt2": (["--model", "tests/checkpoints/gpt2", "--layer", "2", "--sentence", "The cat sat", "--head", "2"],
              ["--model", "tests/checkpoints/gpt2", "--layer", "2", "--sentence", "The cat sat"],

@@ -20,10 +20,7 @@ from attncli.sources import builtin
 from attncli.sources.yaml_scenario import from_text, load
 from attncli.walkthroughs import narration
 
-SHOWN_ELSEWHERE = {  # variants shown by code written before variants owned themselves; moving them is the next step
-    variants.Mla: "its rows are stages.py's latent and absorbed stages, its steps walkthroughs/latent.py",
-    variants.KvCache: "its keys and values are the first rows of K and V; the keys' and dot products' steps say so",
-}
+SHOWN_ELSEWHERE: dict[type, str] = {}  # variants shown by code written before variants owned themselves (none left)
 
 # What a result holds that is no matrix of its own: `visible` is the mask the after-mask rows draw their hidden cells from;
 # QK-norm's mean squares are numbers of its explain step (mean(q²), rms(q)), not a matrix of the table.

@@ -682,6 +682,8 @@ def scenarios_new(
     qk_norm: Annotated[bool, typer.Option("--qk-norm", help="QK-norm: RMSNorm of each head's q and k before RoPE (Qwen3, Gemma 3), weights about √S.")] = False,
     softcap: Annotated[float | None, typer.Option("--softcap", min=0, metavar="CAP", help="Logit soft-capping: each scaled score s becomes CAP·tanh(s / CAP) (Gemma 2: 50).")] = None,
     sink_logits: Annotated[bool, typer.Option("--sink-logits", help="Learned attention sinks: one random logit per head joins each softmax's sum (gpt-oss).")] = False,
+    mla: Annotated[bool, typer.Option("--mla", help="Multi-head latent attention (DeepSeek) instead of W_Q, W_K, W_V: keys and values from one latent per token, position on a shared rotary key part of d_r = d_k / 2 (even, at least 2), which --rope turns.")] = False,
+    latent: Annotated[int | None, typer.Option("--latent", min=1, max=512, metavar="N", help="MLA's latent width d_c (kv_lora_rank) [default: d_model / 2]; turns --mla on.")] = None,
     sharpness: Annotated[
         float,
         typer.Option(
@@ -699,6 +701,7 @@ def scenarios_new(
       attncli scenarios new "Llamas like grass" --d-model 8 --heads 4 --kv-heads 2 --mask causal --rope --seed 7
       attncli scenarios new "one two three four five six" --d-model 8 --mask causal --window 2 --sink-tokens 1 --sharpness 4
       attncli scenarios new "a b c d" --d-model 8 --heads 2 --mask causal --qk-norm --softcap 5 --sink-logits --rotary-fraction 0.5 --rope-offset 100
+      attncli scenarios new "the cat sat down" --d-model 4 --heads 2 --mask causal --mla --rope
     """
     from attncli.sources.arguments import text_argument
     from attncli.sources.generator import new_scenario
@@ -710,7 +713,7 @@ def scenarios_new(
         new_scenario(
             sentence, d_model=d_model, heads=heads, kv_heads=kv_heads, d_k=d_k, causal=mask == "causal", window=window,
             sink_tokens=sink_tokens, padding=_positions(padding), rope=rope, rotary_fraction=rotary_fraction, rope_offset=rope_offset,
-            qk_norm=qk_norm, softcap=softcap, sink_logits=sink_logits, sharpness=sharpness, seed=seed,
+            qk_norm=qk_norm, softcap=softcap, sink_logits=sink_logits, mla=mla, latent=latent, sharpness=sharpness, seed=seed,
         )
     )  # fmt: skip
 

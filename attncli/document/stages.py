@@ -6,8 +6,10 @@ columns are labelled, and when it exists. The rows written here are the textbook
 brings its own (`core.variants.shown.StageRow`, held by the variant's module: RoPE's, the bias's, the
 mask's, …): `_with_variants` places each after (or before) the row it names, and its stage beside that
 row's stage, shown by default when the scenario has the variant and the variant says it is worth showing.
-It asks the registry by stage ("norm", "qk", "logits", "visibility") instead of naming variants; the one
-still written here is multi-head latent attention (its `latent` and `absorbed` stages, below).
+It asks the registry by stage ("norm", "qk", "logits", "visibility", "heads", "cache") instead of naming variants:
+multi-head latent attention's latents, up-projections and absorbed form are its own rows too (core/variants/mla_shown.py),
+and the textbook's Q, K and V rows let it write how each head's are made (`projection`); a KV cache's rows show it as
+given, and its `stacked` puts it before each head's own keys and values (K = [K_cache; X·W_K]).
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from attncli.core import variants
-from attncli.core.variants import Mla, Rope
 from attncli.document.notation import Notation
 from attncli.errors import AttnError, option
 
@@ -69,8 +70,6 @@ _TEXTBOOK_STAGES: tuple[Stage, ...] = (
     Stage("exp", lambda s: True),
     Stage("weights", lambda s: True),
     Stage("output", lambda s: True),
-    Stage("latent", lambda s: s.variant(Mla) is not None),  # multi-head latent attention: the latents (drawn after the embeddings)
-    Stage("absorbed", lambda s: s.variant(Mla) is not None),  # ... and each head's absorbed form (drawn after its output)
 )
 
 
@@ -83,15 +82,23 @@ def _keys_from(s: Scenario) -> str:
 
 def _projection(letter: str) -> Formula:
     def formula(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-        if s.variant(Mla) is not None:
-            return _latent_projection(letter, n, s)
-        if s.direct:
-            return f"{n(letter)} " + n.text("(given)")
-        source = "X" if letter == "Q" else _keys_from(s)
-        bias = f" + {n('b_' + letter)}" if getattr(s, "b_" + letter) is not None else ""
-        return f"{n(letter)} = {source}{n.times()}{n('W_' + letter)}{bias}"
+        made = _made(letter, n, s)
+        for variant in variants.active(s, "cache") if letter != "Q" else ():  # a KV cache's keys and values come first
+            made = str(variant.stacked(n, letter, made))
+        return made
 
     return formula
+
+
+def _made(letter: str, n: Notation, s: Scenario) -> str:
+    """How each head's Q, K or V is made: X·W_Q (+ b_Q), given, or by a variant of the "heads" stage."""
+    for variant in variants.active(s, "heads"):  # a variant that makes each head's q, k and v writes them (MLA: from the latents)
+        return str(variant.projection(n, s, letter))
+    if s.direct:
+        return f"{n(letter)} " + n.text("(given)")
+    source = "X" if letter == "Q" else _keys_from(s)
+    bias = f" + {n('b_' + letter)}" if getattr(s, "b_" + letter) is not None else ""
+    return f"{n(letter)} = {source}{n.times()}{n('W_' + letter)}{bias}"
 
 
 def _normed(n: Notation, s: Scenario, letter: str, *, transpose: bool = False) -> str:
@@ -99,76 +106,6 @@ def _normed(n: Notation, s: Scenario, letter: str, *, transpose: bool = False) -
     from attncli.core.variants.qknorm import hatted
 
     return hatted(n, letter, transpose=transpose) if variants.active(s, "norm") else n(letter, transpose=transpose)
-
-
-# -- multi-head latent attention (core/variants/mla.py) ---------------------------------------
-
-
-def _sub(n: Notation, base: str, index: str, *, head: bool = False) -> str:
-    """W_UK as `W_UK` or `W_{UK}`, with the head's mark when `head`."""
-    symbol = f"{base}_{{{index}}}" if n.tex else f"{base}_{index}"
-    return n(symbol) if head else symbol
-
-
-def _latent_projection(letter: str, n: Notation, s: Scenario) -> str:
-    """Q = [X·W_UQ | X·W_QR], K = [C_KV·W_UK | K_R], V = C_KV·W_UV: each head's part of the latents' expansion."""
-    t, bar = n.times(), (r" \;|\; " if n.tex else " | ")
-    latent = _sub(n, "C", "KV")
-    if letter == "Q":
-        source = "X" if (mla := s.variant(Mla)) is None or mla.W_DQ is None else _sub(n, "C", "Q")
-        return f"{n('Q')} = [{source}{t}{_sub(n, 'W', 'UQ', head=True)}{bar}{source}{t}{_sub(n, 'W', 'QR', head=True)}]"
-    if letter == "K":
-        return f"{n('K')} = [{latent}{t}{_sub(n, 'W', 'UK', head=True)}{bar}{_sub(n, 'K', 'R')}]"
-    return f"{n('V')} = {latent}{t}{_sub(n, 'W', 'UV', head=True)}"
-
-
-def _latent(key: str) -> Formula:
-    def formula(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-        t, latent, bar = n.times(), _sub(n, "C", "KV"), (r" \;|\; " if n.tex else " | ")
-        norm = r"\operatorname{RMSNorm}" if n.tex else "RMSNorm"
-        top = r"^{\top}" if n.tex else "ᵀ"
-        k_rope = _sub(n, "K", "R") + ("'" if n.tex else "′")
-        W_UK, W_UV, q_C = _sub(n, "W", "UK", head=True), _sub(n, "W", "UV", head=True), _sub(n, "Q", "C", head=True)
-        W_UK_T = n(_sub(n, "W", "UK"), transpose=True)  # one superscript: W_{UK}^{(h)\top}
-        down_q, down_kv = f"X{t}{_sub(n, 'W', 'DQ')}", f"X{t}{_sub(n, 'W', 'DKV')}"
-        if key == "C_Q":
-            return f"{_sub(n, 'C', 'Q')} = " + (f"{norm}({down_q})" if (mla := s.variant(Mla)) is not None and mla.q_norm is not None else down_q)
-        if key == "D_KV":
-            return down_kv
-        if key == "C_KV":
-            return f"{latent} = " + (f"{norm}({down_kv})" if (mla := s.variant(Mla)) is not None and mla.kv_norm is not None else down_kv)
-        if key == "K_R":
-            return f"{_sub(n, 'K', 'R')} = X{t}{_sub(n, 'W', 'KR')}"
-        if key == "K_R_rope":
-            return f"{k_rope} = " + n.text("RoPE") + f"({_sub(n, 'K', 'R')})"
-        if key in ("W_UK", "W_UV"):
-            return W_UK if key == "W_UK" else W_UV
-        if key == "Q_latent":
-            return f"{q_C}{t}{W_UK_T}"
-        if key == "A_absorbed":
-            query = f"[{q_C}{t}{W_UK_T}{bar}" + n.text("RoPE") + f"({_sub(n, 'Q', 'R', head=True)})]"
-            return f"{n('A')} = " + n.text("softmax") + f"({query}{t}[{latent}{bar}{k_rope}]{top} / {_divisor(n, s, h)})"
-        if key == "mixed":
-            return f"{n('A')}{t}{latent}"
-        return f"{n('O')} = ({n('A')}{t}{latent}){t}{W_UV}"
-
-    return formula
-
-
-def _mla_get(attribute: str) -> Getter:
-    """A shared latent (from RunResult.mla) or, per head, a part of its absorbed form (HeadResult.mla); None without MLA."""
-
-    def get(result: RunResult, head: HeadResult | None) -> np.ndarray | None:
-        if head is None:
-            if result.mla is None or (attribute == "D_KV" and (mla := result.scenario.variant(Mla)) is not None and mla.kv_norm is None):
-                return None
-            if attribute == "K_R_rope" and result.scenario.variant(Rope) is None:
-                return None
-            array: np.ndarray = getattr(result.mla, attribute)
-            return array
-        return None if head.mla is None else getattr(head.mla, attribute)
-
-    return get
 
 
 def kv_notation(n: Notation, s: Scenario, h: HeadResult | None) -> Notation:
@@ -257,32 +194,20 @@ _TEXTBOOK_ROWS: tuple[Row, ...] = (
     Row("embeddings", "X", "Embeddings", lambda n, s, h: "X", lambda r, h: r.X, "queries", "x", per_head=False, json=("embeddings",), main=True),
     Row("embeddings", "X_kv", "Context embeddings", lambda n, s, h: "Z", lambda r, h: r.X_kv, "keys", "x", per_head=False,
         json=("context_embeddings",)),
-    Row("latent", "C_Q", "Query latent", _latent("C_Q"), _mla_get("C_Q"), "queries", "cq", per_head=False),
-    Row("latent", "D_KV", "Down-projection, before its norm", _latent("D_KV"), _mla_get("D_KV"), "keys", "c", per_head=False),
-    Row("latent", "C_KV", "Key/value latent (cached)", _latent("C_KV"), _mla_get("C_KV"), "keys", "c", per_head=False, main=True),
-    Row("latent", "K_R", "Shared rotary key part", _latent("K_R"), _mla_get("K_R"), "keys", "r", per_head=False),
-    Row("latent", "K_R_rope", "Shared rotary key part, rotated (cached)", _latent("K_R_rope"), _mla_get("K_R_rope"), "keys", "r", per_head=False),
     Row("q", "W_Q", "Query weights", lambda n, s, h: n("W_Q"), _head("W_Q"), "x", "q"),
     Row("q", "b_Q", "Query bias", lambda n, s, h: n("b_Q"), _head("b_Q"), "one", "q"),
     Row("q", "Q", "Queries", _projection("Q"), _head("Q"), "queries", "q", main=True),
     Row("k", "W_K", "Key weights", lambda n, s, h: n("W_K"), _head("W_K"), "x", "k", kv=True),
     Row("k", "b_K", "Key bias", lambda n, s, h: n("b_K"), _head("b_K"), "one", "k", kv=True),
-    Row("k", "W_UK", "Key up-projection", _latent("W_UK"), _mla_get("W_UK"), "c", "k", kv=True),
     Row("k", "K", "Keys", _projection("K"), _head("K"), "keys", "k", main=True, kv=True),
     Row("v", "W_V", "Value weights", lambda n, s, h: n("W_V"), _head("W_V"), "x", "v", kv=True),
     Row("v", "b_V", "Value bias", lambda n, s, h: n("b_V"), _head("b_V"), "one", "v", kv=True),
-    Row("v", "W_UV", "Value up-projection", _latent("W_UV"), _mla_get("W_UV"), "c", "v", kv=True),
     Row("v", "V", "Values", _projection("V"), _head("V"), "keys", "v", main=True, kv=True),
     Row("scores", "scores", "Scores", _scores, _head("scores"), "queries", "keys", main=True),
     Row("scaled", "scaled", "Scaled scores", _scaled, _head("scaled"), "queries", "keys", main=True),
     Row("exp", "exp", "Exponentials", _exp, _head("exp"), "queries", "keys", json=("shift", "exp", "exp_sum"), main=True, after_mask=True),
     Row("weights", "weights", "Attention weights", _weights, _head("weights"), "queries", "keys", main=True, after_mask=True),
     Row("output", "output", "Output", _output, _head("output"), "queries", "o", main=True),
-    Row("absorbed", "Q_latent", "Query absorbed into the latent", _latent("Q_latent"), _mla_get("Q_latent"), "queries", "c"),
-    Row("absorbed", "A_absorbed", "Attention weights, absorbed form", _latent("A_absorbed"), _mla_get("weights"), "queries", "keys",
-        json=("A_absorbed",), main=True, after_mask=True),
-    Row("absorbed", "mixed", "Latents mixed by the weights", _latent("mixed"), _mla_get("mixed"), "queries", "c"),
-    Row("absorbed", "O_absorbed", "Output, absorbed form", _latent("O_absorbed"), _mla_get("output"), "queries", "o"),
     Row("output", "concat", "Heads side by side", _concat, lambda r, h: r.concat if r.scenario.heads > 1 else None, "queries", "c",
         per_head=False),
     Row("output", "W_O", "Output projection", lambda n, s, h: "W_O", lambda r, h: r.scenario.W_O, "c", "y", per_head=False),
@@ -305,8 +230,9 @@ def _with_variants(stages: tuple[Stage, ...], rows: tuple[Row, ...]) -> tuple[tu
             if any(row.key == shown.key for row in row_list):
                 continue  # listed by an earlier variant of the registry: it shows them together
             anchor = next(i for i, row in enumerate(row_list) if row.key == (shown.after or shown.before))
-            row = Row(shown.stage, shown.key, shown.title, _formula(shown), _per_head(shown.get), shown.rows, shown.cols, json=shown.json,
-                      main=shown.main, kv=shown.kv, after_mask=shown.after_mask)  # fmt: skip
+            get = _shared(shown.get) if shown.shared else _per_head(shown.get)
+            row = Row(shown.stage, shown.key, shown.title, _formula(shown), get, shown.rows, shown.cols, per_head=not shown.shared,
+                      json=shown.json, main=shown.main, kv=shown.kv, after_mask=shown.after_mask)  # fmt: skip
             row_list.insert(anchor + 1 if shown.after else anchor, row)
             if all(stage.name != shown.stage for stage in stage_list):
                 neighbour = row_list[anchor].stage if shown.after else row_list[anchor + 1].stage
@@ -319,6 +245,11 @@ def _per_head(get: Callable[[HeadResult], np.ndarray | None]) -> Getter:
     return lambda result, head: None if head is None else get(head)
 
 
+def _shared(get: Callable[[RunResult], np.ndarray | None]) -> Getter:
+    """A row every head shares (MLA's latents): its numbers from the result, drawn once before the heads."""
+    return lambda result, head: get(result) if head is None else None
+
+
 def _formula(shown: variants.StageRow) -> Formula:
     """The row's formula, handed what its `of` names (core.variants.shown.StageRow.of), written here."""
     if not shown.of:
@@ -328,6 +259,7 @@ def _formula(shown: variants.StageRow) -> Formula:
         "K": lambda n, s, h: _normed(kv_notation(n, s, h), s, "K"),
         "reshaped": lambda n, s, h: reshaped(n, s, _over_divisor(n, s, h)),
         "logits": _logits,
+        "divisor": _divisor,
     }[shown.of]
     return lambda n, s, h: shown.formula(n, s, h, given(n, s, h))
 

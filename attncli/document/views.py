@@ -162,7 +162,7 @@ def _labels(axis: str, n: int, s: Scenario, key: str) -> list[str]:
     if axis == "queries":
         return list(s.query_labels)
     if axis == "keys":
-        return list(s.key_labels)
+        return list(s.key_labels[:n])  # all, or a KV cache's first c
     if axis == "one":
         return [key]
     return dims(axis, n)

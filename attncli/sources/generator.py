@@ -7,6 +7,7 @@ the same file.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import numpy as np
 
@@ -33,6 +34,8 @@ def new_scenario(
     qk_norm: bool = False,
     softcap: float | None = None,
     sink_logits: bool = False,
+    mla: bool = False,
+    latent: int | None = None,
     sharpness: float = 1.0,
     seed: int = 0,
 ) -> str:
@@ -48,6 +51,13 @@ def new_scenario(
     a root mean square of 1 and the weights alone set the scores' spread), `softcap` (Gemma 2's
     cap·tanh(s / cap)) and `sink_logits` (one learned sink logit per head, gpt-oss, drawn with the
     scaled scores' spread). Their numbers are drawn after the weights, so a seed's weights stay the same.
+
+    `mla` (or a `latent` width d_c, which turns it on) writes multi-head latent attention (DeepSeek) instead of W_Q,
+    W_K and W_V, at the built-in `mla` example's sizes by default: a latent of d_c = d_model / 2 numbers with its
+    RMSNorm, each head's d_n = d_v = d_k (the head width without MLA) and a decoupled rotary part of d_r = d_k / 2
+    (even, at least 2; DeepSeek-V3: 128 and 64), turned by RoPE in DeepSeek's interleaved pairs when RoPE is on.
+    The weights reading X have spread √(sharpness / d_model), those reading the latent (rms 1 after its norm)
+    √(sharpness / d_c), so the scores spread as without MLA.
     """
     tokens = split_sentence(sentence)
     if not tokens:
@@ -63,7 +73,18 @@ def new_scenario(
         raise AttnError(f"{option('kv_heads')} {G} does not divide {option('heads')} {heads}", key=option("kv_heads"), expected=f"a divisor of {heads}")
     d_k = d_model // heads if d_k is None else d_k
     rope = rope or rotary_fraction is not None or rope_offset is not None
-    if rope and d_k % 2:
+    mla = mla or latent is not None
+    d_c, d_r = (d_model // 2 or 1) if latent is None else latent, max(2, 2 * (d_k // 4))  # MLA's latent and decoupled part
+    if mla:
+        refused = [(name, why) for name, given, why in (
+            ("kv_heads", heads != G, "every head's keys and values come from the one latent"),
+            ("qk_norm", qk_norm, "MLA normalises its latent, not each head's q and k"),
+            ("rotary_fraction", rotary_fraction is not None, "RoPE turns MLA's decoupled part whole (its d_r numbers)"),
+        ) if given]  # fmt: skip
+        if refused:
+            name, why = refused[0]
+            raise AttnError(f"{option(name)} has no use with {option('mla')}: {why}", key=option(name), expected=f"{option('mla')} without it")
+    if rope and d_k % 2 and not mla:  # (MLA's rotary part d_r is even whatever d_k is)
         raise AttnError(f"RoPE needs an even d_k, but d_k = {d_k}", key=option("rope"), expected=f"an even {option('d_k')}, or d_model a multiple of 2·heads")
     if rotary_fraction is not None:
         r = d_k * rotary_fraction
@@ -94,6 +115,8 @@ def new_scenario(
             )
     limits = Limits()  # what `run` reads by default: a file beyond them would be written only to be refused
     numbers = len(tokens) * d_model + d_model * (heads + 2 * G) * d_k  # embeddings, W_Q, W_K, W_V
+    if mla:  # embeddings, W_DKV, W_KR, W_UK and W_UV, W_UQ and W_QR, the latent's norm
+        numbers = len(tokens) * d_model + d_model * (d_c + d_r) + d_c * heads * 2 * d_k + d_model * heads * (d_k + d_r) + d_c
     if numbers + 32 > limits.max_values:  # 32: the file's other values (name, heads, mask, …)
         raise AttnError(
             f"the scenario would hold {numbers:,} numbers (embeddings and weights), more than the {limits.max_values:,} `run` reads",
@@ -113,6 +136,8 @@ def new_scenario(
         return ["  - [" + ", ".join(f"{x:.2f}" for x in row) + "]" for row in values]
 
     shape = f"d_model = {d_model}, {heads} head(s)" + (f" of width {d_k}" if d_k * heads != d_model else "")
+    if mla:
+        shape += f", multi-head latent attention (latent d_c = {d_c}, decoupled RoPE part d_r = {d_r})"
     lines = [
         f"name: {yaml_quoted(sentence[:40])}",
         f"description: random weights (seed {seed}{f', sharpness {sharpness:g}' if sharpness != 1 else ''}), {shape}"
@@ -125,12 +150,20 @@ def new_scenario(
     lines.append("embeddings:  # one row per token: " + _yaml_inner(", ".join(tokens)[:60]))
     lines += rows(len(tokens), d_model, 1.0)
     weight_scale = float(np.sqrt(sharpness / d_model))
-    for name, columns in (("W_Q", heads * d_k), ("W_K", G * d_k), ("W_V", G * d_k)):
-        lines.append(f"{name}:  # d_model × {columns}")
-        lines += rows(d_model, columns, weight_scale)
+    if mla:
+        lines += _mla_lines(rows, d_model, heads, d_k, d_c, d_r, weight_scale, float(np.sqrt(sharpness / d_c)))
+    else:
+        for name, columns in (("W_Q", heads * d_k), ("W_K", G * d_k), ("W_V", G * d_k)):
+            lines.append(f"{name}:  # d_model × {columns}")
+            lines += rows(d_model, columns, weight_scale)
     lines.append("scale: sqrt_dk")
     lines += _mask_lines(causal, window, sink_tokens, padding)
-    if rotary_fraction is not None or rope_offset is not None:
+    if mla and rope:  # DeepSeek turns its decoupled part in interleaved pairs
+        lines.append("rope:")
+        lines.append("  style: interleaved  # DeepSeek's pairs (2i, 2i+1), on each head's last d_r numbers only")
+        if rope_offset is not None:
+            lines.append(f"  offset: {rope_offset}  # the first token's position (counted from 0), as after a prefix")
+    elif rotary_fraction is not None or rope_offset is not None:
         lines.append("rope:")
         if rotary_fraction is not None:
             lines.append(f"  fraction: {rotary_fraction:g}  # partial rotary: only the first {int(d_k * rotary_fraction)} of each head's {d_k} coordinates turn")
@@ -151,6 +184,24 @@ def new_scenario(
         lines.append("sink_logits: [" + ", ".join(f"{x:.2f}" for x in logits) + "]  # one learned logit per head joins each softmax's sum (gpt-oss)")
     lines.append("precision: 3")
     return "\n".join(lines) + "\n"
+
+
+def _mla_lines(rows: Callable[[int, int, float], list[str]], d_model: int, heads: int, d_k: int, d_c: int, d_r: int, from_x: float,
+               from_latent: float) -> list[str]:
+    """`mla:` the built-in example's keys, drawn in its order: the latent and its norm, the up-projections, the shared rotary key, the queries."""
+    lines = ["mla:  # multi-head latent attention (DeepSeek): keys and values from one latent per token, instead of W_Q, W_K, W_V",
+             f"  W_DKV:  # d_model × d_c = {d_model} × {d_c}: down to the latent, the cache of a token with k_R"]  # fmt: skip
+    lines += ["  " + row for row in rows(d_model, d_c, from_x)]
+    lines.append("  kv_norm: {weight: [" + ", ".join(["1.00"] * d_c) + "], eps: 1.0e-6}  # RMSNorm of the latent")
+    for name, columns, what in (("W_UK", heads * d_k, "d_n"), ("W_UV", heads * d_k, "d_v")):
+        lines.append(f"  {name}:  # d_c × (H·{what}) = {d_c} × {columns}" + (": head 1's columns, then head 2's …" if heads > 1 else ""))
+        lines += ["  " + row for row in rows(d_c, columns, from_latent)]
+    lines.append(f"  W_KR:  # d_model × d_r = {d_model} × {d_r}: one rotary key per token, shared by every head")
+    lines += ["  " + row for row in rows(d_model, d_r, from_x)]
+    for name, columns, what in (("W_UQ", heads * d_k, "d_n"), ("W_QR", heads * d_r, "d_r")):
+        lines.append(f"  {name}:  # d_model × (H·{what}) = {d_model} × {columns}")
+        lines += ["  " + row for row in rows(d_model, columns, from_x)]
+    return lines
 
 
 def _mask_lines(causal: bool, window: int | None, sink_tokens: int | None, padding: tuple[int, ...]) -> list[str]:

@@ -19,9 +19,8 @@ import numpy as np
 
 from attncli.core import variants
 from attncli.core.scenario import Scale, Scenario, held
-from attncli.core.variants import KvCache, Mask
-from attncli.core.variants.keys import Read, Sizes, mapping_keys
-from attncli.core.variants.mla import Mla, Norm
+from attncli.core.variants import Mask
+from attncli.core.variants.keys import Read, Sizes
 from attncli.errors import AttnError, option
 from attncli.sources import builtin, fields, reading
 from attncli.sources.limits import Limits
@@ -98,39 +97,41 @@ class _Validator:
         case_sensitive = self._bool("case_sensitive", default=False)
         heads = self._int("heads", default=1, minimum=1)
         kv_heads = self._kv_heads(heads)
+        self._refusals()
         context = self._context()
         context_tokens = None if context is None else self._tokens(context, "context.")
-        cache_value = self._cache_value(context is not None)
-        cache_tokens = None if cache_value is None else self._tokens(cache_value, "cache.")
-        c = 0 if cache_tokens is None else len(cache_tokens)
         L_q = len(tokens)
-        L_k = L_q + c if context_tokens is None else len(context_tokens)
+        L_k = L_q if context_tokens is None else len(context_tokens)
         self._check_size(L_q, L_k, heads)
         given = [key for key in ("Q", "K", "V") if key in self.tree.items]
-        mla = None
-        if "mla" in self.tree.items:  # multi-head latent attention: q, k and v come from the latents
+        found: list[Any] = []
+        if (maker := self._given("heads")) is not None:  # a variant that makes each head's q, k and v (MLA: from the latents)
             X = self._embeddings(tokens, case_sensitive, self._get("embeddings"), "embeddings")
-            mla = self._mla(X.shape[1], heads, kv_heads, context is not None)
             weights: dict[str, np.ndarray | None] = {"X": X}
-            d_k, concat_width = mla.d_k, heads * mla.d_v
-        elif given:
-            weights = self._direct(given, heads, kv_heads, L_q, L_k - c, context_tokens is not None)
+            sizes = Sizes(heads, kv_heads, 0, 0, L_q, L_k, 0, d_model=X.shape[1])  # d_k, d_rope and d_v are what it makes
+            found.append(made := self._read(maker, sizes))
+            sizes = made.sized(sizes)
         else:
-            X = self._embeddings(tokens, case_sensitive, self._get("embeddings"), "embeddings")
-            X_kv = None if context is None else self._context_embeddings(context, context_tokens or [], case_sensitive, X.shape[1])
-            weights = self._weights(X, X_kv, heads, kv_heads)
-        if mla is None:
+            if given:
+                weights = self._direct(given, heads, kv_heads, L_q, L_k, context_tokens is not None)
+            else:
+                X = self._embeddings(tokens, case_sensitive, self._get("embeddings"), "embeddings")
+                X_kv = None if context is None else self._context_embeddings(context, context_tokens or [], case_sensitive, X.shape[1])
+                weights = self._weights(X, X_kv, heads, kv_heads)
             queries, values = _first(weights, "W_Q", "Q"), _first(weights, "W_V", "V")
-            d_k = queries.shape[1] // heads
-            concat_width = heads * (values.shape[1] // kv_heads)
+            d_k, d_model = queries.shape[1] // heads, 0 if (X_given := weights.get("X")) is None else X_given.shape[1]
+            sizes = Sizes(heads, kv_heads, d_k, d_k, L_q, L_k, 0, d_model=d_model, d_v=values.shape[1] // kv_heads)
+        concat_width = heads * sizes.d_v
         W_O = self._output_projection(concat_width)
         d_out = W_O.shape[1] if W_O is not None else concat_width
         b_O = self._vector("b_O", d_out, "d_out, the columns of W_O" if W_O is not None else "H·d_v (no W_O given)")
-        cache = None
-        if cache_value is not None and cache_tokens is not None:
-            cache = self._cache(cache_value, tuple(cache_tokens), kv_heads, d_k, concat_width // heads)
-        sizes = Sizes(heads, kv_heads, d_k, d_k if mla is None else mla.d_r, L_q, L_k, c)
-        found = self._variants(sizes, [variant for variant in (mla, cache) if variant is not None])
+        if (cacher := self._given("cache")) is not None:  # keys and values given before the sentence's, as wide as its heads'
+            cache = self._read(cacher, sizes)
+            sizes = cache.sized(sizes)
+            self._check_size(L_q, sizes.L_k, heads)
+            found.append(cache)
+        found = self._variants(sizes, found)
+        L_k, c = sizes.L_k, sizes.cached
         mask = next((variant for variant in found if isinstance(variant, Mask)), Mask(first=c))
         self._check_rows_see_a_key(mask, L_q, L_k, tokens)
         return Scenario(
@@ -145,7 +146,7 @@ class _Validator:
             **{key: _frozen(array) for key, array in weights.items()},  # type: ignore[arg-type]  # X, X_kv, W_* and b_*, or Q, K, V
             W_O=_frozen(W_O),
             b_O=_frozen(b_O),
-            scale=self._scale(d_k),
+            scale=self._scale(sizes.d_k),
             mask=mask,
             variants=held(*(variant for variant in found if not isinstance(variant, Mask))),
             precision=self._int("precision", default=4, minimum=0, maximum=MAX_PRECISION),
@@ -156,133 +157,35 @@ class _Validator:
         """`found` and each variant the file gives that reads its own key (`from_yaml`), in the order of the key table."""
         order = {key: place for place, key in enumerate(fields.keys())}
         for kind in sorted(variants.REGISTRY, key=lambda kind: order.get(kind.key, len(order))):
-            value = self._get(kind.key)
-            if value is not None and hasattr(kind, "from_yaml"):
-                read: Read = _Read(self, value, kind.key)  # mypy checks that _Read is a Read
-                variant = kind.from_yaml(read, sizes)
+            if kind.key in self.tree.items and hasattr(kind, "from_yaml") and not any(isinstance(variant, kind) for variant in found):
+                variant = self._read(kind, sizes)
                 if variant is not None:
                     found.append(variant)
         return found
 
-    def _cache_value(self, cross: bool) -> Map | None:
-        """The `cache` mapping, refused beside what it cannot go with."""
-        value = self._get("cache")
-        if value is None:
-            return None
-        if not isinstance(value, Map):
-            raise self._error(f"found {describe(value)}", "cache", "a mapping {tokens, K, V}: the cached tokens, keys and values", value)
-        _check_keys(value, mapping_keys(KvCache.schema), "cache.")
-        if cross:
-            raise self._error("a KV cache holds earlier tokens of the same sequence, so it has no use in cross-attention", "cache",
-                              "no `cache` beside `context`", value)  # fmt: skip
-        for key, why in KvCache.excludes.items():
-            if key in self.tree.items:
-                raise self._error(f"`cache` with `{key}`: {why}", "cache", f"no `cache` beside `{key}`", value)
-        for key in ("K", "V"):
-            if key not in value.items:
-                raise self._error(f"the cache has no `{key}`", "cache", "`tokens`, `K` and `V`: the cached tokens, their keys and values", value)
-        return value
+    def _read(self, kind: Any, sizes: Sizes) -> Any:
+        """Variant class `kind`'s key, read by the variant itself (`from_yaml`); the caller saw the key."""
+        value = self._get(kind.key)
+        assert value is not None
+        read: Read = _Read(self, value, kind.key)  # mypy checks that _Read is a Read
+        return kind.from_yaml(read, sizes)
 
-    def _cache(self, value: Map, tokens: tuple[str, ...], kv_heads: int, d_k: int, d_v: int) -> KvCache:
-        """The cached keys and values: c rows each, G·d_k and G·d_v columns like the sentence's own K and V."""
-        c = len(tokens)
-        arrays = []
-        for key, width, what in (("K", d_k, "d_k"), ("V", d_v, "d_v")):
-            matrix = self._projection(f"cache.{key}", c, kv_heads, rows_are="cached tokens", value=value.items[key])
-            if matrix.shape[1] != kv_heads * width:
-                raise self._error(f"cache.{key} has {matrix.shape[1]} columns, but the sentence's {key[0].lower()} rows have {kv_heads} × {what} = "
-                                  f"{kv_heads * width}", f"cache.{key}", f"{kv_heads * width} columns, as wide as the new tokens' {key}",
-                                  value.items[key])  # fmt: skip
-            arrays.append(_frozen(matrix))
-        return KvCache(tokens=tokens, K=arrays[0], V=arrays[1])  # type: ignore[arg-type]
+    def _given(self, stage: str) -> Any:
+        """The registry's class of `stage` whose key the file gives, or None.
 
-    def _mla(self, d_model: int, heads: int, kv_heads: int, cross: bool) -> Mla:
-        """`mla:` its latent projections, shapes checked against d_model and the heads; no W_Q, W_K, W_V, Q/K/V or context beside it."""
-        value = self._get("mla")
-        if not isinstance(value, Map):
-            assert value is not None  # the caller saw the key
-            raise self._error(f"found {describe(value)}", "mla", "a mapping of W_DKV, W_KR, W_UK, W_UV, W_UQ, W_QR (and W_DQ, kv_norm, q_norm)", value)
-        _check_keys(value, mapping_keys(Mla.schema), "mla.")
-        beside = [key for key in ("W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V", "Q", "K", "V") if key in self.tree.items]
-        if beside or cross or kv_heads != heads:
-            key = beside[0] if beside else "context" if cross else "kv_heads"
-            raise self._error(f"`{key}` has no use with `mla`: every head's q, k and v come from the latents", key, "`mla:` without it")
-        for other, (why, instead) in Mla.excludes.items():  # qk_norm: the expanded and absorbed forms would differ (RMSNorm of k and W_UK do not commute)
-            if other in self.tree.items:
-                raise self._error(why, other, instead)
+        Two stages change the sizes the other variants are read with, so they are read first: a variant of the "heads"
+        stage (MLA) instead of the weights, which makes d_k and d_v; one of the "cache" stage (a KV cache) once they
+        are known, which puts c keys before the sentence's (L_k, the positions).
+        """
+        return next((kind for kind in variants.REGISTRY if kind.stage == stage and kind.key in self.tree.items), None)
 
-        def matrix(key: str, rows: int, what: str, per_head: bool = False) -> np.ndarray:
-            item = value.items.get(key)
-            if item is None:
-                raise AttnError(f"`mla` needs `{key}`", line=value.line, key=f"mla.{key}", expected=f"a matrix of {rows} rows ({what})")
-            if per_head and isinstance(item, Seq) and item.items and all(isinstance(m, Seq) and m.items and isinstance(m.items[0], Seq) for m in item.items):
-                blocks = [to_matrix(m, f"mla.{key}[{h}]") for h, m in enumerate(item.items, 1)]
-                if len(blocks) != heads:
-                    raise self._error(f"{len(blocks)} per-head matrices for heads = {heads}", f"mla.{key}", f"{heads} matrices of one shape, one per head", item)
-                for h, (part, block) in enumerate(zip(blocks, item.items), 1):
-                    if part.shape != blocks[0].shape:
-                        raise AttnError(
-                            f"head {h}'s matrix is {part.shape[0]} × {part.shape[1]} but head 1's is {blocks[0].shape[0]} × {blocks[0].shape[1]}",
-                            line=block.line, key=f"mla.{key}[{h}]", expected="the same shape for every head",
-                        )  # fmt: skip
-                found = np.hstack(blocks)
-            else:
-                found = to_matrix(item, f"mla.{key}")
-            if found.shape[0] != rows or (per_head and found.shape[1] % heads):
-                columns = f" and a multiple of {heads} columns" if per_head else ""
-                raise self._error(f"mla.{key} is {found.shape[0]} × {found.shape[1]}", f"mla.{key}", f"{rows} rows ({what}){columns}", item)
-            return found
-
-        def norm(key: str, size: int) -> Norm | None:
-            item = value.items.get(key)
-            if item is None:
-                return None
-            expected = f"{{weight: [{size} numbers], eps: 1e-6}}"
-            if not isinstance(item, Map):
-                raise self._error(f"found {describe(item)}", f"mla.{key}", expected, item)
-            _check_keys(item, ("weight", "eps"), f"mla.{key}.")
-            weight = np.ones(size) if "weight" not in item.items else to_vector(item.items["weight"], f"mla.{key}.weight")
-            eps = 1e-6 if "eps" not in item.items else to_number(item.items["eps"], f"mla.{key}.eps")
-            if weight.shape != (size,) or not eps >= 0:
-                raise self._error(f"{weight.shape[0]} weights, eps = {eps:g}", f"mla.{key}", expected, item)
-            return Norm(_frozen(weight), float(eps))  # type: ignore[arg-type]
-
-        W_DKV = matrix("W_DKV", d_model, "d_model × d_c")
-        d_c = W_DKV.shape[1]
-        W_DQ = None if "W_DQ" not in value.items else matrix("W_DQ", d_model, "d_model × d_cq")
-        if W_DQ is None and "q_norm" in value.items:
-            raise self._error("`q_norm` normalises the query latent, but no `W_DQ` makes one", "mla.q_norm", "`W_DQ` beside it, or no `q_norm`")
-        q_rows = d_model if W_DQ is None else W_DQ.shape[1]
-        q_what = "d_model" if W_DQ is None else "d_cq, the columns of W_DQ"
-        W_UK = matrix("W_UK", d_c, "d_c, the columns of W_DKV", per_head=True)
-        W_UQ = matrix("W_UQ", q_rows, q_what, per_head=True)
-        if W_UQ.shape[1] != W_UK.shape[1]:
-            raise self._error(
-                f"W_UQ has {W_UQ.shape[1]} columns but W_UK has {W_UK.shape[1]}", "mla.W_UQ", f"{W_UK.shape[1]} columns: H·d_n, as W_UK",
-                value.items["W_UQ"],
-            )
-        W_KR = matrix("W_KR", d_model, "d_model × d_r")
-        W_QR = matrix("W_QR", q_rows, q_what, per_head=True)
-        if W_QR.shape[1] != heads * W_KR.shape[1]:
-            raise self._error(
-                f"W_QR has {W_QR.shape[1]} columns", "mla.W_QR", f"H·d_r = {heads} × {W_KR.shape[1]} columns: each head's part meets k_R",
-                value.items["W_QR"],
-            )
-        mla = Mla(
-            heads=heads,
-            W_DKV=W_DKV,
-            W_KR=W_KR,
-            W_UK=W_UK,
-            W_UV=matrix("W_UV", d_c, "d_c, the columns of W_DKV", per_head=True),
-            W_UQ=W_UQ,
-            W_QR=W_QR,
-            W_DQ=W_DQ,
-            kv_norm=norm("kv_norm", d_c),
-            q_norm=None if W_DQ is None else norm("q_norm", W_DQ.shape[1]),
-        )
-        for array in (mla.W_DKV, mla.W_KR, mla.W_UK, mla.W_UV, mla.W_UQ, mla.W_QR, mla.W_DQ):
-            _frozen(array)
-        return mla
+    def _refusals(self) -> None:
+        """The keys a given variant cannot stand beside (its `excludes`: why, and what to write instead), refused before any is read."""
+        for kind in variants.REGISTRY:
+            if kind.key in self.tree.items:
+                for other, (why, instead) in getattr(kind, "excludes", {}).items():
+                    if other in self.tree.items:
+                        raise self._error(why, other, instead)
 
     def _checkpoint(self) -> Scenario:
         """`model: FOLDER`, `layer: N` and `sentence: TEXT`: one layer of a local Hugging Face checkpoint."""
@@ -690,12 +593,13 @@ class _Validator:
 class _Read:
     """One value of the file as a variant reads it (core.variants.keys.Read): its path, its form, its numbers, its errors."""
 
-    __slots__ = ("_validator", "_value", "path")
+    __slots__ = ("_line", "_validator", "_value", "path")
 
-    def __init__(self, validator: _Validator, value: Value, path: str) -> None:
+    def __init__(self, validator: _Validator, value: Value, path: str, line: int | None = None) -> None:
         self._validator = validator
         self._value = value
         self.path = path
+        self._line = value.line if line is None else line  # where its errors point: the value's line, or its key's (`beside`)
 
     @property
     def form(self) -> str:
@@ -758,8 +662,12 @@ class _Read:
     def given_variants(self) -> list[type[Any]]:
         return [kind for kind in variants.REGISTRY if kind.key in self._validator.tree.items]
 
+    def beside(self, key: str) -> Read | None:
+        tree = self._validator.tree
+        return None if key not in tree.items else _Read(self._validator, tree.items[key], key, tree.key_lines.get(key))
+
     def error(self, message: str, expected: str, *, key: str | None = None) -> AttnError:
-        return AttnError(message, line=self._value.line, key=key or self.path, expected=expected)
+        return AttnError(message, line=self._line, key=key or self.path, expected=expected)
 
 
 

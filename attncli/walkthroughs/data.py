@@ -60,8 +60,9 @@ def rounding_json(result: RunResult) -> dict[str, Any] | None:
 def run_json(result: RunResult, wanted: tuple[str, ...], heads: list[int]) -> dict[str, Any]:
     """The attncli.run/1 document; stages left out are simply absent, and so are matrices a scenario does not have."""
     doc: dict[str, Any] = {"schema": RUN_SCHEMA, "scenario": scenario_json(result.scenario)}
-    leading = [row for row in stages.ROWS if not row.per_head and row.stage in ("embeddings", "latent")]  # the latents: MLA's shared part
-    trailing = [row for row in stages.ROWS if not row.per_head and row.stage not in ("embeddings", "latent")]
+    first_per_head = next(i for i, row in enumerate(stages.ROWS) if row.per_head)  # shared rows before the heads: X, a cache, MLA's latents
+    leading = [row for i, row in enumerate(stages.ROWS) if not row.per_head and i < first_per_head]
+    trailing = [row for i, row in enumerate(stages.ROWS) if not row.per_head and i > first_per_head]
     _add_rows(doc, leading, wanted, result, None)
     doc["heads"] = [_head_json(result, result.head(h), wanted) for h in heads]
     if "output" in wanted:

@@ -23,7 +23,6 @@ import numpy as np
 from attncli.core import variants
 from attncli.core.explain import Explanation, KeyStep
 from attncli.core.scenario import Scenario
-from attncli.core.variants import Mla
 from attncli.document import numbers
 from attncli.document.blocks import Line, Step
 from attncli.document.notation import Notation, Writer
@@ -53,10 +52,8 @@ def intro(expl: Explanation) -> list[str]:
         lines.append(f"{quoted(expl.token)} also occurs at position {where}; pick one with {option('position')} N.")
     if s.cross:
         lines.append(f"Cross-attention: the query comes from this sentence, the {s.L_k} keys and values from the context.")
-    if s.variant(Mla) is not None:  # multi-head latent attention: its own account of the head's columns
-        from attncli.walkthroughs import latent
-
-        lines += latent.intro(expl)
+    if makers := variants.active(s, "heads"):  # a variant that makes each head's q, k, v (MLA) says which of its weights the head uses
+        lines += makers[0].introduce(expl)
     elif s.heads > 1:
         h, d_k, d_v = expl.head.head, s.d_k, s.d_v
         q, k, v = ("Q", "K", "V") if s.direct else ("W_Q", "W_K", "W_V")  # given directly, there are no weights
@@ -87,18 +84,12 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
     """The steps at `p` decimals (decided once, by `numbers.decimals`), written by `w`; `full`: every term, key and matrix."""
     s = expl.scenario
     check = Arithmetic(w, p)
-    if s.variant(Mla) is not None:  # multi-head latent attention: the query, the latent and the decoupled rotation (walkthroughs/latent.py)
-        from attncli.walkthroughs import latent
-
-        out = latent.before_scores(expl, p, w)
-    else:
-        out = [_query(expl, p, w, check, full)]
+    say = Say(expl, w, p, check, full)
+    out = _variant_steps(expl, "heads", say) or [_query(expl, p, w, check, full)]  # MLA: its query, latent, keys and values
     if expl.e is not None and any(key.e is not None for key in expl.keys) and expl.head.W_K is not None:
         out.append(_keys_values(expl, p, w, check, full))
-    say = Say(expl, w, p, check, full)
     out += _variant_steps(expl, "norm", say)
-    if s.variant(Mla) is None:  # with multi-head latent attention, latent.before_scores turned the decoupled part itself
-        out += _variant_steps(expl, "qk", say)
+    out += _variant_steps(expl, "qk", say)
     without_softmax = _variant_steps(expl, "kernel", say)  # linear attention, retention: their step replaces the softmax's
     if not without_softmax:
         out.append(_dot_products(expl, p, w, check, full))
@@ -113,8 +104,7 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
         out += [_exponentials(expl, p, w, check, full), _sum(expl, p, w, check, full), _weights(expl, p, w, check, full)]
         out += _variant_steps(expl, "denominator", say)
     out += [_weighted(expl, p, w, check, full), _output(expl, p, w, check, full)]
-    if s.variant(Mla) is not None and expl.head.mla is not None:  # the same row the absorbed way, and the cache it needs
-        out.append(latent.absorbed(expl, p, w))
+    out += _after_output(expl, say)  # MLA: the same row the absorbed way, and the cache it needs
     if s.W_O is not None or s.b_O is not None:
         out.append(_projection(expl, p, w, check, full))
     if expl.online is not None:
@@ -137,6 +127,7 @@ class Say:
 
     def __init__(self, expl: Explanation, w: Writer, p: int, check: Arithmetic, full: bool) -> None:
         self.expl, self.w, self.p, self.check, self.full = expl, w, p, check, full
+        self.n = Notation(expl.head.head if expl.scenario.heads > 1 else None, w.tex)
 
     def shown(self, x: float, p: int | None = None) -> Decimal:
         return shown(x, self.p if p is None else p)
@@ -162,15 +153,28 @@ def _variant_steps(expl: Explanation, stage: str, say: Say) -> list[Step]:
     A variant that says it is not worth showing (`shows()`: a mask that hides nothing) has no step; variants whose classes share
     one `narrate` (a given bias and ALiBi) share one step, told once for all of them.
     """
-    out, told_by = [], set()
+    out: list[Step] = []
+    told_by = set()
+    if any(stage in getattr(variant, "tells", ()) for variant in variants.active(expl.scenario)):
+        return out  # another variant narrates this stage's step itself (MLA turns its decoupled part: RoPE's step)
     for variant in variants.active(expl.scenario, stage):
         narrate = getattr(type(variant), "narrate", None)
         if narrate is None or narrate in told_by or (hasattr(variant, "shows") and not variant.shows()):
             continue
         told_by.add(narrate)
         told = variant.narrate(expl, say)
-        out.append(Step(told.title, told.formula, [Line(*line) for line in told.lines], told.notes))
+        out += [_step(one) for one in (told if isinstance(told, list) else [told])]  # a variant may tell several steps (MLA)
     return out
+
+
+def _after_output(expl: Explanation, say: Say) -> list[Step]:
+    """The steps variants tell after the output (`narrate_output`: MLA's absorbed form), in registry order."""
+    told = [variant.narrate_output(expl, say) for variant in variants.active(expl.scenario) if hasattr(variant, "narrate_output")]
+    return [_step(one) for one in told if one is not None]
+
+
+def _step(told: variants.Narrated) -> Step:
+    return Step(told.title, told.formula, [Line(*line) for line in told.lines], told.notes)
 
 
 # -- arithmetic a reader can check ------------------------------------------------------------------------

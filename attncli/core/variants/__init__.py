@@ -56,13 +56,20 @@ class Variant(Protocol):
     #   schema_after: ClassVar[str]                                  the key it follows in the key table (none: after the variants)
     #   @classmethod def from_yaml(cls, read: Read, sizes: Sizes) -> Self | None    its value read and checked; None: absent
     #   softmax_only: ClassVar[bool]                                 attention without softmax refuses it
-    # MLA and a KV cache, which change the scenario's sizes, are read by sources.yaml_scenario itself, by their
-    # schema and the keys they refuse (`excludes`).
+    #   excludes: ClassVar[dict[str, tuple[str, str]]]              keys it cannot stand beside: why, what to write instead
+    #   def sized(self, sizes: Sizes) -> Sizes                       the sizes with it: MLA ("heads") and a KV cache ("cache"),
+    #                                                                read first, change d_k, d_v, L_k, the positions
 
     # How it is shown (core.variants.shown), optional (tests/test_variants_shown.py: every variant has rows or a step):
-    #   rows: ClassVar[tuple[StageRow, ...]]                     its stage-table rows
-    #   def narrate(self, expl: Explanation, say: Say) -> Narrated   its step of `explain`, after the steps of its stage
+    #   rows: ClassVar[tuple[StageRow, ...]]                     its stage-table rows (`shared` ones drawn once, before the heads)
+    #   def narrate(self, expl: Explanation, say: Say) -> Narrated   its step of `explain`, after the steps of its stage (or a list)
     #   def shows(self) -> bool                                  whether its rows and step are worth showing (default: always)
+    # and, for the stages that make or extend each head's q, k, v (MLA in mla_shown.py, a KV cache):
+    #   def projection(self, n, s, letter) -> str                ("heads") how each head's Q, K or V row is written
+    #   def introduce(self, expl) -> list[str]                   ("heads") explain's sentence on the columns a head uses
+    #   tells: ClassVar[tuple[str, ...]]                         stages whose steps its own narration tells (MLA: "qk")
+    #   def narrate_output(self, expl, say) -> Narrated | None   a step after the output (MLA's absorbed form)
+    #   def stacked(self, n, letter, made) -> str                ("cache") each head's K or V with the cache first
 
 
 REGISTRY: tuple[type[Variant], ...] = (QkNorm, Rope, SoftCap, ScoreBias, Alibi, Mask, LearnedSink, Mla, KvCache, LinearAttention, Retention)  # in the order the engine meets them

@@ -42,6 +42,8 @@ class Sizes(NamedTuple):
     L_q: int  # query tokens
     L_k: int  # key/value tokens (c + L_q after a KV cache, the context's without)
     cached: int  # c, the keys of a given KV cache before the sentence (0 without)
+    d_model: int = 0  # the width of an embedding (0: Q, K and V given directly)
+    d_v: int = 0  # the width of a value in one head (0 while a variant of the "heads" stage has not made it: MLA)
 
 
 class Read(Protocol):
@@ -68,6 +70,7 @@ class Read(Protocol):
     def keys_given(self) -> list[str]: ...  # a mapping's keys as written, none refused yet
     def mapping(self, keys: Sequence[str]) -> dict[str, Read]: ...  # a mapping's values, once no key is outside `keys`
     def given_variants(self) -> list[type[Any]]: ...  # the registry's classes whose keys the file has, in registry order
+    def beside(self, key: str) -> Read | None: ...  # another top-level key of the file, when given; its errors name that key's line
     def error(self, message: str, expected: str, *, key: str | None = None) -> AttnError: ...  # at this value's line (key: another path)
 
 

@@ -29,8 +29,10 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from attncli.core.variants.keys import MATRICES, MATRIX, Schema
+from attncli.core.variants import mla_shown
+from attncli.core.variants.keys import MATRICES, MATRIX, Read, Schema, Sizes, frozen, mapping_keys
 from attncli.core.variants.positions import Rope
+from attncli.core.variants.shown import Narrated, Say, StageRow
 from attncli.errors import AttnError
 
 Rounder = Callable[[np.ndarray], np.ndarray]
@@ -208,6 +210,27 @@ class Mla:
             "expanded_per_token": self.expanded,
         }
 
+    # -- how it is shown (core.variants.shown; written in mla_shown.py) -------------------------------------
+
+    rows: ClassVar[tuple[StageRow, ...]] = mla_shown.ROWS  # the latents (stage `latent`), W_UK and W_UV, the absorbed form (`absorbed`)
+    tells: ClassVar[tuple[str, ...]] = ("qk",)  # the stages it narrates itself: RoPE's step (it turns only the decoupled part)
+
+    def projection(self, n: Any, s: Any, letter: str) -> str:
+        """How each head's Q, K or V is written in the stage table: Q = [X·W_UQ | X·W_QR], K = [C_KV·W_UK | K_R], V = C_KV·W_UV."""
+        return mla_shown.projection(n, s, letter)
+
+    def introduce(self, expl: Any) -> list[str]:
+        """What explain's intro says of the head's columns (instead of W_Q's, W_K's, W_V's)."""
+        return mla_shown.introduce(self, expl)
+
+    def narrate(self, expl: Any, say: Say) -> list[Narrated]:
+        """Explain's steps instead of the query's and the keys': the query, the latent and its keys and values, the rotation."""
+        return mla_shown.narrate(self, expl, say)
+
+    def narrate_output(self, expl: Any, say: Say) -> Narrated | None:
+        """Explain's step after the output: the same row the absorbed way, and what each form caches."""
+        return mla_shown.narrate_output(self, expl, say)
+
     # -- its scenario key (core.variants.keys; read by sources.yaml_scenario, which builds the heads from it) --
 
     schema: ClassVar[Schema] = {
@@ -232,6 +255,88 @@ class Mla:
     schema_after: ClassVar[str] = "qk_norm"
     softmax_only: ClassVar[bool] = True  # its absorbed form regroups a softmax's weighted sum
     excludes: ClassVar[dict[str, tuple[str, str]]] = {  # keys it has no use beside: why, and what to write instead
+        **{key: (f"`{key}` has no use with `mla`: every head's q, k and v come from the latents", "`mla:` without it")
+           for key in ("W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V", "Q", "K", "V", "context")},
         "qk_norm": ("`qk_norm` has no use with `mla`: MLA normalises its latents (`kv_norm`, `q_norm`), not each head's q and k",
                     "`mla:` without `qk_norm` (its `kv_norm` and `q_norm` are the RMSNorms DeepSeek applies)"),
     }  # fmt: skip
+
+    @classmethod
+    def from_yaml(cls, read: Read, sizes: Sizes) -> Mla:
+        """`mla:` its latent projections, shapes checked against d_model and the heads; nothing it makes (W_Q … V, context) beside it.
+
+        Read before the weights (it makes each head's q, k and v, so d_k and d_v are its own: `sized`), from embeddings X.
+        """
+        if read.form != "mapping":
+            raise read.error(read.found(), "a mapping of W_DKV, W_KR, W_UK, W_UV, W_UQ, W_QR (and W_DQ, kv_norm, q_norm)")
+        items = read.mapping(mapping_keys(cls.schema))
+        heads = sizes.heads  # (the keys of `excludes` were refused before any variant was read)
+        if sizes.kv_heads != heads and (given := read.beside("kv_heads")) is not None:
+            raise given.error("`kv_heads` has no use with `mla`: every head's q, k and v come from the latents", "`mla:` without it")
+
+        def matrix(key: str, rows: int, what: str, per_head: bool = False) -> np.ndarray:
+            item = items.get(key)
+            if item is None:
+                raise read.error(f"`mla` needs `{key}`", f"a matrix of {rows} rows ({what})", key=f"mla.{key}")
+            blocks = item.matrices() if per_head else None
+            if blocks is not None:
+                if len(blocks) != heads:
+                    raise item.error(f"{len(blocks)} per-head matrices for heads = {heads}", f"{heads} matrices of one shape, one per head")
+                for h, (part, block) in enumerate(zip(blocks, item.items()), 1):
+                    if part.shape != blocks[0].shape:
+                        raise block.error(f"head {h}'s matrix is {part.shape[0]} × {part.shape[1]} but head 1's is {blocks[0].shape[0]} × "
+                                          f"{blocks[0].shape[1]}", "the same shape for every head")  # fmt: skip
+                found = np.hstack(blocks)
+            else:
+                found = item.matrix()
+            if found.shape[0] != rows or (per_head and found.shape[1] % heads):
+                columns = f" and a multiple of {heads} columns" if per_head else ""
+                raise item.error(f"mla.{key} is {found.shape[0]} × {found.shape[1]}", f"{rows} rows ({what}){columns}")
+            return frozen(found)
+
+        def norm(key: str, size: int) -> Norm | None:
+            item = items.get(key)
+            if item is None:
+                return None
+            expected = f"{{weight: [{size} numbers], eps: 1e-6}}"
+            if item.form != "mapping":
+                raise item.error(item.found(), expected)
+            parts = item.mapping(("weight", "eps"))
+            weight = np.ones(size) if "weight" not in parts else parts["weight"].vector()
+            eps = 1e-6 if "eps" not in parts else parts["eps"].number()
+            if weight.shape != (size,) or not eps >= 0:
+                raise item.error(f"{weight.shape[0]} weights, eps = {eps:g}", expected)
+            return Norm(frozen(weight), float(eps))
+
+        d_model = sizes.d_model
+        W_DKV = matrix("W_DKV", d_model, "d_model × d_c")
+        d_c = W_DKV.shape[1]
+        W_DQ = None if "W_DQ" not in items else matrix("W_DQ", d_model, "d_model × d_cq")
+        if W_DQ is None and "q_norm" in items:
+            raise items["q_norm"].error("`q_norm` normalises the query latent, but no `W_DQ` makes one", "`W_DQ` beside it, or no `q_norm`")
+        q_rows = d_model if W_DQ is None else W_DQ.shape[1]
+        q_what = "d_model" if W_DQ is None else "d_cq, the columns of W_DQ"
+        W_UK = matrix("W_UK", d_c, "d_c, the columns of W_DKV", per_head=True)
+        W_UQ = matrix("W_UQ", q_rows, q_what, per_head=True)
+        if W_UQ.shape[1] != W_UK.shape[1]:
+            raise items["W_UQ"].error(f"W_UQ has {W_UQ.shape[1]} columns but W_UK has {W_UK.shape[1]}", f"{W_UK.shape[1]} columns: H·d_n, as W_UK")
+        W_KR = matrix("W_KR", d_model, "d_model × d_r")
+        W_QR = matrix("W_QR", q_rows, q_what, per_head=True)
+        if W_QR.shape[1] != heads * W_KR.shape[1]:
+            raise items["W_QR"].error(f"W_QR has {W_QR.shape[1]} columns", f"H·d_r = {heads} × {W_KR.shape[1]} columns: each head's part meets k_R")
+        return cls(
+            heads=heads,
+            W_DKV=W_DKV,
+            W_KR=W_KR,
+            W_UK=W_UK,
+            W_UV=matrix("W_UV", d_c, "d_c, the columns of W_DKV", per_head=True),
+            W_UQ=W_UQ,
+            W_QR=W_QR,
+            W_DQ=W_DQ,
+            kv_norm=norm("kv_norm", d_c),
+            q_norm=None if W_DQ is None else norm("q_norm", W_DQ.shape[1]),
+        )
+
+    def sized(self, sizes: Sizes) -> Sizes:
+        """The scenario's sizes with it: d_k = d_n + d_r and d_v its own, RoPE's width the decoupled part d_r."""
+        return sizes._replace(d_k=self.d_k, d_rope=self.d_r, d_v=self.d_v)

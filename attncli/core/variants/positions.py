@@ -360,7 +360,10 @@ def _rotated(letter: str) -> Any:
             return rotated + (rf" \quad \text{{(last {mla.d_r} columns only)}}" if n.tex else f", its last d_r = {mla.d_r} columns only")
         text: str = f"{n(letter, prime=True)} = " + n.text("RoPE") + f"({met})"
         rope = s.variant(Rope)
-        words = "" if rope is None else rope.words(s.d_k, s.L if letter == "Q" else s.L_k, "-" if n.tex else "–")
+        c = s.cached if letter == "K" else 0  # a KV cache's first c keys are given turned already: RoPE turns the sentence's L
+        words = "" if rope is None else rope.words(s.d_k, s.L if letter == "Q" or c else s.L_k, "-" if n.tex else "–")
+        if c:
+            words += ("; " if words else "") + ("row 1 as cached" if c == 1 else f"rows 1{'-' if n.tex else '–'}{c} as cached")
         return text + (n.text(f" ({words})") if words else "")
 
     return formula

@@ -34,7 +34,7 @@ class StageRow(NamedTuple):
     key: str  # the view's stable name, and its JSON key in a head's object
     title: str
     formula: Formula
-    get: Callable[[Any], np.ndarray | None]  # (HeadResult) -> the numbers
+    get: Callable[[Any], np.ndarray | None]  # (HeadResult) -> the numbers; (RunResult) when `shared`
     rows: str  # "queries", "keys", a dimension letter or "one"
     cols: str
     after: str = ""  # the key of the row it follows in the table (or:)
@@ -47,6 +47,8 @@ class StageRow(NamedTuple):
     #   "Q", "K"     the queries or keys as the "qk" stage meets them (after the "norm" stage, with the key/value head's mark)
     #   "reshaped"   the scaled scores as the "scaled" variants leave them: 50·tanh(S / √d_k / 50)
     #   "logits"     what the mask and the softmax see: the reshaped scores, + B when a "logits" variant adds to them
+    #   "divisor"    what the scores are divided by: √d_k, a given number, or 1
+    shared: bool = False  # one matrix for every head (MLA's latents), drawn before the heads: `get` receives the RunResult
 
 
 class Narrated(NamedTuple):
@@ -65,6 +67,7 @@ class Say(Protocol):
     p: int  # decimals shown
     full: bool  # every term and key (--full)
     long: int  # a sum of more terms, or a list of more keys, is shortened (unless full)
+    n: Any  # document.notation.Notation: the symbols of the head explained, with its mark when the scenario has several heads
 
     def shown(self, x: float, p: int | None = None) -> Decimal: ...  # x as the reader sees it, at p decimals (default: self.p)
     def relation(self, reader: Decimal | Sequence[Decimal], result: float | np.ndarray, *, name: str) -> str: ...  # "=" or "≈"
