@@ -301,3 +301,12 @@ def test_online_story_adds_up_or_says_approximately(words, d_model, seed, precis
     expl = explain.explain(result, position=position, head=1, block_size=block_size)
     # by hand every result is rounded to round_steps decimals, which may be fewer than those shown
     checked_relations(online_lines(expl, p), p, unit=p if round_steps is None else min(p, round_steps))
+
+
+def test_the_approximation_note_names_a_product_as_its_line_writes_it():
+    """Under RoPE the dot products are q′·k′: the ≈ note said q′·k(on), dropping the key's prime."""
+    import attncli.api as attn
+
+    text = " ".join(attn.explain("tests/scenarios/cache-rope.yaml", "on", head=2).render("table").split())
+    assert "q′·k′(on) = (0.160 × 0.376) + (0.129 × 0.615) ≈ 0.140" in text
+    assert "(q′·k′(on) is 0.14)" in text and "q′·k(" not in text

@@ -365,12 +365,13 @@ def _dot_products(expl: Explanation, p: int, w: Writer, check: Arithmetic, full:
     keys = _keys_shown(expl, full)
     lines = []
     q_shown = [shown(float(a), p) for a in expl.q]
+    said = f"{_met(expl, Writer(), 'q')}·{_met(expl, Writer(), 'k')}"  # the note's name for a product, as its line writes it: q′·k′
     for key in keys:
         texts = [f"({w.num(float(a), p)} {w.times} {w.num(float(b), p)})" for a, b in zip(expl.q, key.k)]
         products = [float(a * b) for a, b in zip(expl.q, key.k)]
         terms = _terms(w, products, texts, functools.partial(_partial_dot, expl.q, key.k), p, full)
         reader = sum((q_shown[j] * shown(float(key.k[j]), p) for j in terms.shown), Decimal(0)) + _rest(terms, p)
-        relation = check.relation(reader, key.score, name=f"{'q′' if _turned(expl.scenario) else 'q'}·k({key.label})")
+        relation = check.relation(reader, key.score, name=f"{said}({key.label})")
         lines.append(Line(f"{q}{w.dot}{w.of(k, w.label(key.label))}", f"{terms.text} {relation} {w.num(key.score, p)}"))
     notes = []
     if len(expl.q) > LONG_SUM and not full:
