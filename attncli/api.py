@@ -52,8 +52,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ComparedHeads", "Decoded", "Explained", "Mapped", "Ran", "Tiled", "Varied",
-    "compare_heads", "decode", "explain", "heads", "load", "load_model", "longrope_prefix", "render_options", "run", "text_of", "tiles",
-    "variance",
+    "compare_heads", "decode", "explain", "explain_page", "heads", "load", "load_model", "longrope_prefix", "render_options", "run",
+    "run_page", "text_of", "tiles", "variance",
 ]  # fmt: skip
 
 
