@@ -119,7 +119,7 @@ def test_model_info_describes_both_stacks(cli):
         (["run", "--layer", "1", "--sentence", SENTENCE, "--attention", "decoder"], "--target: the decoder attention reads the decoder's tokens"),
         (["run", "--layer", "3", "--sentence", SENTENCE], "--layer: layer 3 is out of range: the encoder has 2 layers"),
         (["run", "--layer", "1", "--sentence", SENTENCE, "--target", TARGET, "--attention", "sideways"], "expected encoder, decoder or cross"),
-        (["decode", "--layer", "1", "--sentence", SENTENCE, "--target", TARGET], "decode needs self-attention"),
+        (["decode", "--layer", "1", "--sentence", SENTENCE, "--target", TARGET], "--attention: decode needs self-attention"),
         (["decode", "--layer", "1", "--sentence", SENTENCE], "bart's encoder is an encoder"),
         (["heads", "--sentence", SENTENCE], "the map of an encoder–decoder"),
         (["run", "--layer", "1", "--sentence", SENTENCE, "--target", TARGET, "--attention", "encoder"], "--target: the encoder's self-attention reads the source sentence only"),
@@ -143,3 +143,13 @@ def test_target_and_attention_are_refused_where_they_mean_nothing(cli, args, exp
     out = cli(*args)
     assert out.exit_code == 1 and out.stdout == ""
     assert expected in out.stderr
+
+
+def test_decode_of_a_scenario_file_with_cross_attention_names_its_attention_key(cli, tmp_path):
+    """A file with model: and attention: cross was told to drop a `context` it does not have; a file with `context` still is."""
+    path = tmp_path / "bart-cross.yaml"
+    path.write_text(f"model: {FOLDER}\nlayer: 1\nsentence: {SENTENCE!r}\ntarget: {TARGET!r}\nattention: cross\n", encoding="utf-8")
+    out = cli("decode", str(path))
+    assert out.exit_code == 1 and out.stdout == ""
+    assert out.stderr.startswith("attncli: error: --attention: decode needs self-attention") and "expected attention: decoder" in out.stderr
+    assert "context: decode needs self-attention" in cli("decode", "translation").stderr

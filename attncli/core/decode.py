@@ -38,7 +38,7 @@ from attncli.core import engine
 from attncli.core.engine import RunResult
 from attncli.core.scenario import Scenario
 from attncli.core.variants import Retention
-from attncli.errors import AttnError
+from attncli.errors import AttnError, option
 
 Array = npt.NDArray[np.float64]
 Positions = npt.NDArray[np.int64]
@@ -138,11 +138,12 @@ def decode(source: RunResult | Scenario, head: int, *, before: RunResult | None 
             key="model",
             expected="a decoder checkpoint (gpt2, llama, qwen2, mistral) or an encoder–decoder's decoder, or run/explain for this one",
         )
-    if scenario.cross:
+    if scenario.cross:  # a checkpoint's cross-attention was asked for by `attention`, a scenario's by its `context`
+        checkpoint = scenario.origin is not None
         raise AttnError(
             "decode needs self-attention: in cross-attention the keys come from the context, not from generated tokens",
-            key="context",
-            expected="a scenario without a context (of an encoder–decoder checkpoint, its decoder's self-attention)",
+            key=option("attention") if checkpoint else "context",
+            expected="attention: decoder, the decoder's self-attention" if checkpoint else "a scenario without a context",
         )
     h = result.head(head)
     visible = h.visible  # (L, c + L): query row r is at position c + r + 1

@@ -41,6 +41,8 @@ class Origin(NamedTuple):
     layer: int  # from 1
     sentence: str
     special_tokens: str  # "auto" or "none"
+    target: str | None = None  # an encoder–decoder's: the decoder's text
+    attention: str | None = None  # ... and which of its attentions (encoder, decoder or cross)
 
 
 class Scale(NamedTuple):

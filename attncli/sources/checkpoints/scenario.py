@@ -57,9 +57,7 @@ def load_scenario(
             if path.name in ("config.json", "tokenizer.json") or path.name.endswith((".safetensors", ".safetensors.index.json")):
                 reading.note_read(path)
     scenario = layer_scenario(case, head=head, name=name, shown=shown)
-    if target is None and attention is None:  # a decoder-only or encoder checkpoint: decode can compute it again
-        scenario = dataclasses.replace(scenario, origin=Origin(str(folder), layer, sentence, special_tokens))
-    return scenario
+    return dataclasses.replace(scenario, origin=Origin(str(folder), layer, sentence, special_tokens, target, case.attention))
 
 
 def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None = None, shown: str | None = None) -> Scenario:
