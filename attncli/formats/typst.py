@@ -456,7 +456,7 @@ def document_typst(document: Document, *, level: int = 1, standalone: bool = Fal
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-_NUMBERS = re.compile(r"[-+]?[\d.]+(?:e[-+]?\d+)?|\[[-+\d., …e]*\]( \(\d+( numbers)?\))?")  # 1.5, -2.8e-17, [0.1, …, -0.9] (64)
+_NUMBERS = re.compile(r"(?:[-+]?[\d.]+(?:e[-+]?\d+)?|\[[-+\d., …e]*\])(?: \([-+\d.]+( numbers)?\))?")  # -2.8e-17, -0.008 (0), [0.1, …, -0.9] (64)
 
 
 def _table_cell(cell: str) -> str:
