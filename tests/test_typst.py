@@ -164,6 +164,24 @@ def test_built_ins_compile(cli, command, monkeypatch):
     compiled(result.stdout)
 
 
+@pytest.mark.parametrize("word", [None, "sat"])
+def test_the_map_and_the_shaded_sentence_compile_with_their_figure_and_tables(cli, monkeypatch, word):
+    """heads (the grid's SVG as an image, the readings, the statistics) and heads --word (the shaded sentence, its weights)."""
+    monkeypatch.chdir(typ.__file__.rsplit("/attncli/", 1)[0])
+    sentence = 'The cat sat $x$ #let <eos> "q" \\'
+    where = ["--word", word] if word else []
+    result = cli("heads", "--model", "tests/checkpoints/gpt2", "--sentence", sentence, *where, "--format", "typst")
+    assert result.exit_code == 0, result.stderr
+    content = tree(result.stdout)
+    assert len(elements(content, "image")) == 1 and headings(content)[0][0] == 1
+    drawn = json.loads(cli("heads", "--model", "tests/checkpoints/gpt2", "--sentence", sentence, *where, "--format", "json").stdout)
+    rows = table_rows(elements(content, "table")[-1])
+    if word:  # the weights: a row per layer, a column per token, as written
+        assert rows[0][1:] == [escape.visible(token["label"]) for token in drawn["tokens"]] and len(rows) == 1 + 3
+    else:  # a row per head of 3 layers × 4 heads
+        assert len(rows) == 1 + 12 and [row[:2] for row in rows[1:3]] == [["1", "1"], ["1", "2"]]
+
+
 def test_the_snapshots_compile():
     """The reviewed Typst snapshots (tests/test_snapshots.py pins their bytes) are documents Typst compiles."""
     snapshots = sorted(glob.glob(typ.__file__.rsplit("/attncli/", 1)[0] + "/tests/snapshots/*/*.typ"))

@@ -38,7 +38,7 @@ from attncli.formats import palette
 from attncli.formats.markdown import short_vector
 
 if TYPE_CHECKING:
-    from attncli.document.pages import ExplainPage, ReportPage, RunPage
+    from attncli.document.pages import ExplainPage, HeadsPage, ReportPage, RunPage, ShadePage
     from attncli.formats import Options
 
 MAX_COLS = 12  # a wider matrix is split into tables of at most this many columns, each with the row labels
@@ -482,3 +482,51 @@ def explain(page: ExplainPage, options: Options) -> str:
 
 def report(page: ReportPage, options: Options) -> str:
     return document_typst(page.document(), level=options.heading_level, standalone=bool(options.standalone))
+
+
+def _figure(svg: str) -> list[str]:
+    """An SVG drawing of attncli's (the map's grid, the shaded sentence) as a Typst image, at most the text's width."""
+    return [f'#image(bytes({literal(svg)}), format: "svg", width: 100%)', ""]
+
+
+def heads(page: HeadsPage, options: Options) -> str:
+    """The map or a comparison: the grid of thumbnails (the SVG format's figure), the notable heads with their commands, the statistics."""
+    from attncli.formats.headgrid import SHORT, grid_svg
+
+    grid, stats = page.grid(), page.table()
+    top, section = _levels(options.heading_level)
+    lines = _preamble(grid.title, wide=False) if options.standalone else []
+    lines += heading(top, words(grid.title)) + _figure(grid_svg(grid))  # the figure has the title and what the shade means
+    lines += heading(section, words(stats.heading))
+    readings = [f"- {words(text)}" + (f" #raw({string(command)})" if command else "") for text, command in stats.readings]
+    lines += [*readings, ""] if readings else [words(stats.none), ""]
+    lines += heading(section, words("Statistics")) + [words(stats.legend), ""]
+
+    def number(value: int | float | None) -> str:
+        if value is None or value != value:
+            return string("–")
+        if isinstance(value, int):
+            return _number(str(value))
+        return _number(f"{value:.{page.precision}g}" if stats.general else f"{value:.{page.precision}f}")
+
+    rows = [[number(value) for value in row] for row in stats.rows]
+    lines += table([_label(SHORT.get(column, column)) for column in stats.columns], rows, ["right"] * len(stats.columns))
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def shade(page: ShadePage, options: Options) -> str:
+    """The sentence shaded by one token's weights (the SVG format's figure), what the rows show, and the weights as a table."""
+    from attncli.formats.shade import svg
+
+    shaded = page.shaded()
+    top, section = _levels(options.heading_level)
+    lines = _preamble(shaded.title, wide=False) if options.standalone else []
+    lines += heading(top, words(shaded.title)) + _figure(svg(shaded, precision=page.precision))
+    readings = [f"- {words(f'{row.name}: {text}')}" for row in shaded.rows for text in row.readings]
+    if readings:
+        lines += heading(section, words("What the rows show")) + readings + [""]
+    lines += heading(section, words("The weights"))
+    rows = [[_label(row.name), *(_cell(fixed(w, page.precision), fill=_shade(w, not seen)) if seen else _cell("–", hidden=True)
+                                 for w, seen in zip(row.weights, row.visible))] for row in shaded.rows]  # fmt: skip
+    lines += table(["[]", *map(_label, shaded.tokens)], rows, ["left", *["right"] * len(shaded.tokens)])
+    return "\n".join(lines).rstrip("\n") + "\n"
