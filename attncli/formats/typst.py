@@ -312,9 +312,18 @@ def matrix_tables(view: MatrixView, precision: int, *, shaded: bool) -> list[str
         names = [name for name, _ in extra] if last else []
         header = ["[]", *(_label(view.cols[c]) for c in cols), *(_label(name) for name in names)]
         rows = []
+        hiding: list[bool] | None = None  # per row: a cell of these columns hidden by the mask
+        if view.hidden is not None:
+            any_hidden: Any = view.hidden[:, cols.start : cols.stop].any(axis=1)  # (R,)
+            hiding = [bool(x) for x in any_hidden]
         for r in range(n_rows):
             cells = [_label(view.rows[r])]
-            for c in cols:
+            if not shaded and len(cols) and (hiding is None or not hiding[r]):  # the common row: its numbers at once
+                cells.append(_number('", "'.join(texts[r][cols.start : cols.stop])))  # "0.1", "−0.2", …: separators hold no "-"
+                cols_left: range = range(0)
+            else:
+                cols_left = cols
+            for c in cols_left:
                 hidden = view.hidden is not None and bool(view.hidden[r, c])
                 fill = None
                 if shaded:
