@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import typst
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import attncli.api as attn
 from attncli.api import render_explain, render_run, run_page
@@ -243,6 +244,22 @@ def test_tex_the_translator_does_not_know_is_shown_as_text(tex):
     with pytest.raises(typ.Untranslatable):
         typ.typst_math(tex)
     assert typ.formula(tex, "S = Q·Kᵀ") == '#raw("S = Q·Kᵀ")'
+
+
+TEX_PIECES = [r"\frac", r"\sqrt", r"\hat", r"\text", r"\operatorname", "{", "}", "^", "_", "'", "(", ")", "[", "]", "|", "a", "B",
+              "12", "0.5", " ", r"\top", r"\quad", r"\,", r"\left", r"\right", r"\begin{bmatrix}", r"\end{bmatrix}", "&", r"\\",
+              "+", "-", "=", "/", ",", r"\cdot", r"\Sigma", r"\exp", r"\_", r"\{", "<", ">", ".", r"\text{a\_b}", "{(1)}", r"\|"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(TEX_PIECES), min_size=1, max_size=14).map("".join))
+def test_whatever_the_translator_writes_compiles(tex):
+    """Any string of the TeX pieces attncli's formulas use: translated, it is math Typst compiles; or it is refused (text)."""
+    try:
+        math = typ.typst_math(tex)
+    except typ.Untranslatable:
+        return
+    compiled(f"${math}$")
 
 
 # -- hostile text ----------------------------------------------------------------------------------

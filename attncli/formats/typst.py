@@ -104,7 +104,8 @@ class _Tex:
     """A small recursive-descent reader of the TeX attncli writes for its formulas, writing Typst math.
 
     It emits only what it knows: single letters, numbers, the symbols above, `op`/`sqrt`/`hat`/`mat` calls and string
-    literals; anything else raises `Untranslatable`, so whatever it returns is Typst that compiles.
+    literals, arguments with balanced brackets; anything else raises `Untranslatable`, so whatever it returns is Typst that
+    compiles (tests/test_typst.py checks that on random strings of TeX pieces).
     """
 
     def __init__(self, tex: str) -> None:
@@ -132,7 +133,7 @@ class _Tex:
             token = self.peek()
             if token in ("^", "_"):
                 self.take()
-                if not out:
+                if not out or out[-1] in ("(", "[", "|"):
                     raise Untranslatable("a script with nothing before it")
                 out[-1] += token + self.script()
             elif token == "'":
@@ -155,8 +156,23 @@ class _Tex:
 
     def script(self) -> str:
         """A superscript's or subscript's argument: one letter, digit or symbol (`top`) as it is, anything longer in parentheses."""
-        argument = self.argument()
+        argument = self.balanced(self.argument())
         return argument if re.fullmatch(r"[A-Za-z0-9]|[a-z]{2,}(?:\.[a-z]+)*", argument) else f"({argument})"
+
+    @staticmethod
+    def balanced(argument: str) -> str:
+        """An argument of a call or a script: not empty, its brackets (outside strings) balanced, or Typst could not read it."""
+        depth = {"(": 0, "[": 0}
+        for c in re.sub(r'"(?:[^"\\]|\\.)*"', "", argument):
+            if c in "([":
+                depth[c] += 1
+            elif c in ")]":
+                depth["(" if c == ")" else "["] -= 1
+                if min(depth.values()) < 0:
+                    raise Untranslatable("an unbalanced argument")
+        if not argument.strip() or any(depth.values()):
+            raise Untranslatable("an empty or unbalanced argument")
+        return argument
 
     def argument(self) -> str:
         """A `{…}` group, or one token."""
@@ -213,10 +229,10 @@ class _Tex:
         if name in _SYMBOLS:
             return _SYMBOLS[name]
         if name == "frac":
-            top = self.argument()
-            return f"({top})/({self.argument()})"
+            top = self.balanced(self.argument())
+            return f"({top})/({self.balanced(self.argument())})"
         if name in ("sqrt", "hat"):
-            return f"{name}({self.argument()})"
+            return f"{name}({self.balanced(self.argument())})"
         if name == "text":
             return string(self.raw_group())
         if name == "operatorname":
@@ -227,7 +243,7 @@ class _Tex:
                 raise Untranslatable(f"the environment {environment}")
             rows: list[list[str]] = [[]]
             while True:
-                rows[-1].append(self.sequence(("&", "\\\\", "\\end")))
+                rows[-1].append(self.balanced(self.sequence(("&", "\\\\", "\\end"))))
                 separator = self.take()
                 if separator == "&":
                     continue
