@@ -83,10 +83,15 @@ def _commands(source: str) -> dict[str, list[str]]:
 
 
 CASES = [(source, stem, fmt) for source in SOURCES for stem in _commands(source) for fmt in FORMATS]
+# Formats added later are pinned on a few cases each: a run with a mask, shading and RoPE, an explain of head 2 of
+# two heads with d_k ≠ d_v, and a decode report.
+FEW = {"typst": "typ"}
+CASES += [("llama-style", "run", "typst"), ("two-heads-dv3", "explain", "typst"), ("llama-style", "decode", "typst")]
+EXTENSIONS = {**FORMATS, **FEW}
 
 
 def snapshot_path(source: str, stem: str, fmt: str) -> Path:
-    return SNAPSHOTS / source / f"{stem}.{FORMATS[fmt]}"
+    return SNAPSHOTS / source / f"{stem}.{EXTENSIONS[fmt]}"
 
 
 def shown(cli, source: str, stem: str, fmt: str) -> bytes:
@@ -136,7 +141,7 @@ def at_root(monkeypatch):
     monkeypatch.chdir(ROOT)
 
 
-@pytest.mark.parametrize(("source", "stem", "fmt"), CASES, ids=[f"{s}/{c}.{FORMATS[f]}" for s, c, f in CASES])
+@pytest.mark.parametrize(("source", "stem", "fmt"), CASES, ids=[f"{s}/{c}.{EXTENSIONS[f]}" for s, c, f in CASES])
 def test_output_matches_its_reviewed_snapshot(cli, at_root, source, stem, fmt):
     path = snapshot_path(source, stem, fmt)
     actual = shown(cli, source, stem, fmt)

@@ -63,7 +63,8 @@ RoundOption = Annotated[
         help="Round every intermediate value to N decimals before the next step uses it, as a hand calculation does; the exact result is shown beside it.",
     ),
 ]
-FormatOption = Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table, json, markdown, latex, csv, html or svg.")]
+FORMATS = ", ".join(f.value for f in list(Format)[:-1]) + " or " + list(Format)[-1].value  # every format, as `--help` names them
+FormatOption = Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help=f"Output format: {FORMATS}.")]
 OutputOption = Annotated[
     Path | None,
     typer.Option("--output", "-o", metavar="FILE", help="Write to this file (atomically) instead of stdout."),
@@ -82,13 +83,13 @@ StandaloneOption = Annotated[
     bool | None,
     typer.Option(
         "--standalone/--fragment",
-        help="HTML and LaTeX: a complete document (an HTML page, a LaTeX article that compiles) or a fragment to paste into a post [default: HTML a page, LaTeX a fragment].",
+        help="HTML, LaTeX and Typst: a complete document (an HTML page, a LaTeX article that compiles, a Typst document with its page set) or a fragment to paste into a post or #include [default: HTML a page, LaTeX and Typst a fragment].",
         show_default=False,
     ),
 ]
 HeadingOption = Annotated[
     int,
-    typer.Option("--heading-level", min=0, max=6, metavar="N", help="Markdown and HTML: the level of the top heading; 0 leaves it out."),
+    typer.Option("--heading-level", min=0, max=6, metavar="N", help="Markdown, HTML and Typst: the level of the top heading; 0 leaves it out."),
 ]
 FullOption = Annotated[bool, typer.Option("--full", help="Show every row and column, however large.")]
 # Real models: one layer of a local Hugging Face checkpoint instead of a scenario file (run, explain).
@@ -232,7 +233,7 @@ def run(
     round_steps: RoundOption = None,
     full: FullOption = False,
     heatmap: Annotated[
-        bool, typer.Option("--heatmap", help="Shade every tokens × tokens table by value (the weights are shaded anyway in a terminal).")
+        bool, typer.Option("--heatmap", help="Shade every tokens × tokens table by value (the weights are shaded anyway in a terminal and in Typst).")
     ] = False,
     standalone: StandaloneOption = None,
     heading_level: HeadingOption = 1,
@@ -358,7 +359,7 @@ def export(
         list[str],
         typer.Argument(help="Scenario files, built-in names or folders (each *.yaml and *.yml in them).", metavar="SCENARIO_OR_FOLDER..."),
     ],
-    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format of every file: table, json, markdown, latex, csv, html or svg.")],
+    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help=f"Output format of every file: {FORMATS}.")],
     out_dir: Annotated[str, typer.Option("--out-dir", "-d", metavar="DIR", help="The existing folder to write <scenario-stem>.<ext> into.")],  # a str: Click's Path would read "" as "."
     explain_word: Annotated[
         str | None, typer.Option("--explain", metavar="WORD", help="Render the `explain` walk-through of WORD instead of `run`; scenarios without it are skipped.")
@@ -373,7 +374,7 @@ def export(
     precision: PrecisionOption = None,
     round_steps: RoundOption = None,
     full: FullOption = False,
-    heatmap: Annotated[bool, typer.Option("--heatmap", help="Shade every tokens × tokens table by value (HTML; tables).")] = False,
+    heatmap: Annotated[bool, typer.Option("--heatmap", help="Shade every tokens × tokens table by value (HTML, Typst; tables).")] = False,
     standalone: StandaloneOption = None,
     heading_level: HeadingOption = 1,
     max_cells: MaxCellsOption = None,

@@ -32,11 +32,12 @@ class Format(str, enum.Enum):
     csv = "csv"
     html = "html"
     svg = "svg"
+    typst = "typst"
 
     @property
     def extension(self) -> str:
         """The file extension `export` gives this format."""
-        return {"table": "txt", "markdown": "md", "latex": "tex"}.get(self.value, self.value)
+        return {"table": "txt", "markdown": "md", "latex": "tex", "typst": "typ"}.get(self.value, self.value)
 
     def module(self) -> ModuleType:
         """The module that draws this format: one function per kind of page it can draw (attncli.document.pages)."""

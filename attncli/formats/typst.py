@@ -1,0 +1,557 @@
+"""Typst: `run`, `explain` and every block of a document as Typst markup, to `#include` in a paper or compile on its own.
+
+A run is a heading per stage, its formula in Typst math (translated from the stage's TeX, `$S = Q K^top$`), and
+its matrix as a `#table`: the tokens as header cells and bold row labels, numbers right-aligned, cells the mask
+hides in grey; the weights are shaded by value (every tokens × tokens stage with `heatmap`). `explain` has
+the Markdown article's tables and its steps as Unicode arithmetic in raw blocks; a document (tiling, decode,
+dequant, variance) is drawn block by block.
+
+Every text that is not attncli's own syntax (tokens, names, sentences, attncli's sentences too) is written as a
+Typst string literal, `#"…"` in markup and `"…"` in code and math, after `escape.visible`: a string shows
+exactly its characters, so no token can open markup, math, a comment or a label. A fragment (the default) sets
+nothing outside itself; `standalone` adds the document's title, an A4 page (landscape for wide tables) and the
+text size. The top heading's level follows `heading_level` (0 leaves it out).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from attncli.document.blocks import (
+    Document,
+    ExplainArticle,
+    Heading,
+    Note,
+    Paragraph,
+    RunDocument,
+    Steps,
+    Table,
+    Values,
+    step_lines,
+)
+from attncli.document.blocks import Matrix as MatrixView
+from attncli.document.escape import visible
+from attncli.document.numbers import exact_decimals, fixed, fixed_many, smart, vector
+from attncli.formats import palette
+from attncli.formats.markdown import short_vector
+
+if TYPE_CHECKING:
+    from attncli.document.pages import ExplainPage, HeadsPage, ReportPage, RunPage, ShadePage
+    from attncli.formats import Options
+
+MAX_COLS = 12  # a wider matrix is split into tables of at most this many columns, each with the row labels
+PORTRAIT_COLS = 8  # a standalone document with wider tables turns its pages
+STROKE = "0.5pt + luma(180)"
+HIDDEN_INK = "luma(150)"  # a cell the mask hides, as the terminal dims it
+
+
+def string(text: str) -> str:
+    """A Typst string literal showing `visible(text)`."""
+    return literal(visible(text))
+
+
+def literal(text: str) -> str:
+    """A Typst string literal of `text` as it is: only `\\` and `"` need escaping inside one (a line break is one)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def words(text: str) -> str:
+    """Text in markup: an embedded string literal. Nothing may follow it directly but a space, `:`, `]` or a line's end."""
+    return "#" + string(text)
+
+
+def _levels(level: int) -> tuple[int, int]:
+    """The top heading's level (0: none) and the level of the sections under it."""
+    return level, max(level, 1) + 1 if level else 2
+
+
+def heading(level: int, body: str) -> list[str]:
+    """A heading at `level` (markup `body`), then a blank line; nothing at level 0."""
+    return [f"{'=' * level} {body}", ""] if level > 0 else []
+
+
+def _preamble(title: str, *, wide: bool) -> list[str]:
+    """A standalone document's settings: its title, an A4 page (landscape for wide tables), 10-point text."""
+    flipped = ", flipped: true" if wide else ""
+    return [f"#set document(title: {string(title)})", f'#set page(paper: "a4"{flipped}, margin: 2cm)', "#set text(size: 10pt)", ""]
+
+
+# -- formulas: TeX to Typst math --------------------------------------------------------------------------
+
+
+class Untranslatable(ValueError):
+    """TeX this translator does not know: the formula is shown as text instead."""
+
+
+_TEX_TOKEN = re.compile(r"\\[A-Za-z]+|\\.|[A-Za-z]|\d+(?:\.\d+)?|\s+|.", re.DOTALL)
+_SYMBOLS = {
+    "top": "top", "Sigma": "Sigma", "sum": "sum", "infty": "infinity", "dots": "dots", "ldots": "dots", "cdots": "dots.c",
+    "cdot": "dot.op", "times": "times", "odot": "dot.o", "varphi": "phi.alt", "phi": "phi", "gamma": "gamma", "alpha": "alpha",
+    "theta": "theta", "le": "<=", "leq": "<=", "ge": ">=", "geq": ">=", "approx": "approx", "to": "->", "quad": "quad",
+    "qquad": "wide", "exp": "exp", "tanh": "tanh", "cos": "cos", "sin": "sin", "log": "log", "max": "max", "min": "min",
+    ",": "thin", ";": "thick", ":": "med", " ": "space", "|": "||",
+}  # fmt: skip
+_IGNORED = {"left", "right", "textstyle", "displaystyle", "!"}
+_CHARACTERS = {"(": "(", ")": ")", "[": "[", "]": "]", "|": "|", "+": "+", "-": "-", "=": "=", ",": ",", "<": "<", ">": ">",
+               "/": "\\/", ".": ".", ":": ":", "−": "-", "·": "dot.op", "×": "times", "∞": "infinity", "…": "dots"}  # fmt: skip
+_TEXT_ESCAPES = {"_": "_", "%": "%", "&": "&", "$": "$", "#": "#", "{": "{", "}": "}", " ": " ", ",": " "}
+_TEXT_COMMANDS = {"textbackslash": "\\", "textasciitilde": "~", "textasciicircum": "^"}
+
+
+class _Tex:
+    """A small recursive-descent reader of the TeX attncli writes for its formulas, writing Typst math.
+
+    It emits only what it knows: single letters, numbers, the symbols above, `op`/`sqrt`/`hat`/`mat` calls and string
+    literals, arguments with balanced brackets; anything else raises `Untranslatable`, so whatever it returns is Typst that
+    compiles (tests/test_typst.py checks that on random strings of TeX pieces).
+    """
+
+    def __init__(self, tex: str) -> None:
+        self.tokens = _TEX_TOKEN.findall(tex)
+        self.i = 0
+
+    def peek(self) -> str:
+        return self.tokens[self.i] if self.i < len(self.tokens) else ""
+
+    def take(self) -> str:
+        token = self.peek()
+        if not token:
+            raise Untranslatable("the formula ends too early")
+        self.i += 1
+        return token
+
+    def expect(self, token: str) -> None:
+        if self.take() != token:
+            raise Untranslatable(f"expected {token}")
+
+    def sequence(self, stops: tuple[str, ...] = ()) -> str:
+        """Atoms up to (not including) one of `stops`, or the end; scripts and primes attach to the atom before them."""
+        out: list[str] = []
+        while self.peek() and self.peek() not in stops:
+            token = self.peek()
+            if token in ("^", "_"):
+                self.take()
+                if not out or out[-1] in ("(", "[", "|"):
+                    raise Untranslatable("a script with nothing before it")
+                out[-1] += token + self.script()
+            elif token == "'":
+                self.take()
+                if not out:
+                    raise Untranslatable("a prime with nothing before it")
+                base = re.match(r"[A-Za-z]+(?=[_^])", out[-1])  # K_{R}' in TeX is K'_R in Typst, not K_(R')
+                out[-1] = out[-1][: base.end()] + "'" + out[-1][base.end() :] if base else out[-1] + "'"
+            else:
+                atom = self.atom()
+                if atom == "(" and out and out[-1].endswith('"'):
+                    out[-1] += atom  # "RoPE"(Q): a space after a string would show
+                elif atom:
+                    out.append(atom)
+        text = ""
+        for piece in out:
+            text += "" if not text or text.endswith("(") or piece.startswith((")", ",")) else " "
+            text += piece
+        return text
+
+    def script(self) -> str:
+        """A superscript's or subscript's argument: one letter, digit or symbol (`top`) as it is, anything longer in parentheses."""
+        argument = self.balanced(self.argument())
+        return argument if re.fullmatch(r"[A-Za-z0-9]|[a-z]{2,}(?:\.[a-z]+)*", argument) else f"({argument})"
+
+    @staticmethod
+    def balanced(argument: str) -> str:
+        """An argument of a call or a script: not empty, its brackets (outside strings) balanced, or Typst could not read it."""
+        depth = {"(": 0, "[": 0}
+        for c in re.sub(r'"(?:[^"\\]|\\.)*"', "", argument):
+            if c in "([":
+                depth[c] += 1
+            elif c in ")]":
+                depth["(" if c == ")" else "["] -= 1
+                if min(depth.values()) < 0:
+                    raise Untranslatable("an unbalanced argument")
+        if not argument.strip() or any(depth.values()):
+            raise Untranslatable("an empty or unbalanced argument")
+        return argument
+
+    def argument(self) -> str:
+        """A `{…}` group, or one token."""
+        while self.peek().isspace():
+            self.take()
+        if self.peek() == "{":
+            self.take()
+            inner = self.sequence(("}",))
+            self.expect("}")
+            return inner
+        return self.atom()
+
+    def raw_group(self) -> str:
+        """A `{…}` group of text mode (`\\text`, `\\operatorname`): its characters, TeX's text escapes undone."""
+        self.expect("{")
+        out: list[str] = []
+        depth = 0
+        while True:
+            token = self.take()
+            if token == "}" and depth == 0:
+                return "".join(out)
+            if token in ("{", "}"):
+                depth += 1 if token == "{" else -1
+            elif token.startswith("\\") and len(token) == 2 and token[1] in _TEXT_ESCAPES:
+                out.append(_TEXT_ESCAPES[token[1]])
+            elif token[1:] in _TEXT_COMMANDS and token.startswith("\\"):
+                out.append(_TEXT_COMMANDS[token[1:]])
+                if self.peek() == "{" and self.tokens[self.i + 1 : self.i + 2] == ["}"]:
+                    self.i += 2  # \textbackslash{}
+            elif token.startswith("\\"):
+                raise Untranslatable(f"{token} in text")
+            else:
+                out.append(token)
+
+    def atom(self) -> str:
+        token = self.take()
+        if token.isspace():
+            return ""
+        if re.fullmatch(r"[A-Za-z]|\d+(?:\.\d+)?", token):
+            return token
+        if token == "{":
+            inner = self.sequence(("}",))
+            self.expect("}")
+            return inner
+        if token.startswith("\\"):
+            return self.command(token[1:])
+        if token in _CHARACTERS:
+            return _CHARACTERS[token]
+        raise Untranslatable(f"the character {token!r}")
+
+    def command(self, name: str) -> str:
+        if name in _IGNORED:
+            return ""
+        if name in _SYMBOLS:
+            return _SYMBOLS[name]
+        if name == "frac":
+            top = self.balanced(self.argument())
+            return f"({top})/({self.balanced(self.argument())})"
+        if name in ("sqrt", "hat"):
+            return f"{name}({self.balanced(self.argument())})"
+        if name == "text":
+            return string(self.raw_group())
+        if name == "operatorname":
+            return f"op({string(self.raw_group())})"
+        if name == "begin":
+            environment = self.raw_group()
+            if environment not in ("bmatrix", "pmatrix"):
+                raise Untranslatable(f"the environment {environment}")
+            rows: list[list[str]] = [[]]
+            while True:
+                rows[-1].append(self.balanced(self.sequence(("&", "\\\\", "\\end"))))
+                separator = self.take()
+                if separator == "&":
+                    continue
+                if separator == "\\\\":
+                    rows.append([])
+                    continue
+                self.raw_group()
+                break
+            delim = '"["' if environment == "bmatrix" else '"("'
+            return f"mat(delim: {delim}, " + "; ".join(", ".join(row) for row in rows) + ")"
+        raise Untranslatable(f"the command \\{name}")
+
+
+def typst_math(tex: str) -> str:
+    """A TeX formula as Typst math (without the dollars); `Untranslatable` where it holds TeX this reader does not know."""
+    reader = _Tex(tex)
+    body = reader.sequence()
+    if reader.peek():
+        raise Untranslatable(f"an unmatched {reader.peek()}")
+    return body
+
+
+def formula(tex: str, unicode: str) -> str:
+    """The formula as inline Typst math, or (TeX the translator does not know) its Unicode form as raw text."""
+    try:
+        return f"${typst_math(tex)}$" if tex else "#raw(" + string(unicode) + ")"
+    except Untranslatable:
+        return "#raw(" + string(unicode) + ")"
+
+
+# -- tables -----------------------------------------------------------------------------------------------
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str]) -> list[str]:
+    """A `#table`: `header` and `rows` hold finished cells (code: `"…"`, `strong("…")`, `table.cell(…)`), `align` one per column."""
+    lines = ["#table(", f"  columns: {len(align)},", f"  align: ({', '.join(align)},),", f"  stroke: {STROKE},"]
+    lines.append("  table.header(" + ", ".join(header) + "),")
+    lines += ["  " + ", ".join(row) + "," for row in rows]
+    return [*lines, ")", ""]
+
+
+def _label(text: str) -> str:
+    return f"strong({string(text)})" if text else "[]"
+
+
+def _cell(text: str, *, fill: str | None = None, hidden: bool = False) -> str:
+    """A number's cell: shaded with `fill` (its text black or white, whichever reads), or grey text where the mask hides it."""
+    body = _number(text)
+    if fill is not None:
+        ink = palette.ink(fill)
+        inner = body if ink == palette.BLACK else f"text(fill: white, {body})"
+        return f'table.cell(fill: rgb("{fill}"), {inner})'
+    return f"text(fill: {HIDDEN_INK}, {body})" if hidden else body
+
+
+def _shade(weight: float, hidden: bool) -> str:
+    """A weight's fill: its shade on 0 … 1, grey where the mask hides it."""
+    return palette.LIGHT.masked if hidden else palette.LIGHT.shades[palette.level(weight, 0.0, 1.0)]
+
+
+def _number(text: str) -> str:
+    """A written number as a string literal (digits, sign, point, e, ∞: nothing to escape), its sign a minus as Typst's markup sets -1."""
+    return '"' + text.replace("-", "−") + '"'  # a minus sign, as Typst's markup writes -1
+
+
+def _column_blocks(n: int) -> list[range]:
+    return [range(start, min(n, start + MAX_COLS)) for start in range(0, n, MAX_COLS)] or [range(0)]
+
+
+def matrix_tables(view: MatrixView, precision: int, *, shaded: bool) -> list[str]:
+    """A view as tables of at most MAX_COLS columns (the extra columns, Σ or m, with the last): labels bold, numbers right."""
+    n_rows, n_cols = view.data.shape
+    low, high = palette.bounds(view.data, view.hidden, probabilities=view.key == "weights") if shaded else (0.0, 1.0)
+    texts = [fixed_many(view.data[r], precision) for r in range(n_rows)]
+    extra = [(name, fixed_many(values, precision)) for name, values in view.extra]
+    blocks = _column_blocks(n_cols)
+    lines: list[str] = []
+    for number, cols in enumerate(blocks):
+        last = number == len(blocks) - 1
+        if len(blocks) > 1:
+            lines += [words(f"Columns {cols.start + 1}–{cols.stop} of {n_cols}:"), ""]
+        names = [name for name, _ in extra] if last else []
+        header = ["[]", *(_label(view.cols[c]) for c in cols), *(_label(name) for name in names)]
+        rows = []
+        hiding: list[bool] | None = None  # per row: a cell of these columns hidden by the mask
+        if view.hidden is not None:
+            any_hidden: Any = view.hidden[:, cols.start : cols.stop].any(axis=1)  # (R,)
+            hiding = [bool(x) for x in any_hidden]
+        for r in range(n_rows):
+            cells = [_label(view.rows[r])]
+            if not shaded and len(cols) and (hiding is None or not hiding[r]):  # the common row: its numbers at once
+                cells.append(_number('", "'.join(texts[r][cols.start : cols.stop])))  # "0.1", "−0.2", …: separators hold no "-"
+                cols_left: range = range(0)
+            else:
+                cols_left = cols
+            for c in cols_left:
+                hidden = view.hidden is not None and bool(view.hidden[r, c])
+                fill = None
+                if shaded:
+                    fill = palette.LIGHT.masked if hidden else palette.LIGHT.shades[palette.level(float(view.data[r, c]), low, high)]
+                cells.append(_cell(texts[r][c], fill=fill, hidden=hidden))
+            cells += [_number(values[r]) for _, values in extra] if last else []
+            rows.append(cells)
+        lines += table(header, rows, ["left", *["right"] * (len(cols) + len(names))])
+    if shaded:
+        masked = "; grey: hidden by the mask" if view.hidden is not None and bool(view.hidden.any()) else ""
+        lines += [words(f"Shaded from {fixed(low, precision)} (lightest) to {fixed(high, precision)} (darkest){masked}."), ""]
+    return lines
+
+
+# -- run ----------------------------------------------------------------------------------------------------
+
+
+def run_typst(page: RunDocument, *, precision: int, heading_level: int = 1, standalone: bool = False, heatmap: bool = False) -> Iterator[bytes]:
+    """The scenario's header, then per view a heading with its formula, its remarks and its tables; streamed a view at a time."""
+    s = page.summary
+    top, section = _levels(heading_level)
+    lines = _preamble(s.name, wide=any(min(v.data.shape[1], MAX_COLS) > PORTRAIT_COLS for v in page.matrices)) if standalone else []
+    lines += heading(top, words(s.name)) + [words(" ".join(s.tokens)), ""]
+    if s.context is not None:
+        lines += [words("Context: " + " ".join(s.context)), ""]
+    if s.description:
+        lines += [words(s.description), ""]
+    lines += [words("; ".join(s.settings) + "."), ""]
+    if s.round_steps is not None:
+        lines += [words(f"Every intermediate is rounded to {s.round_steps} decimals before the next step, as by hand."), ""]
+    yield "\n".join(lines).encode()
+    for view in page.matrices:
+        prefix = f"Head {view.head} · " if s.heads > 1 and view.head is not None else ""
+        lines = ["", *heading(section, f"{words(prefix + view.title)}: {formula(view.tex, view.formula)} {words(f'({view.shape})')}")]
+        for remark in view.remarks:
+            lines += [words(remark[:1].upper() + remark[1:] + "."), ""]
+        lines += matrix_tables(view, precision, shaded=view.square and (heatmap or view.key == "weights"))
+        yield "\n".join(lines).encode()
+    if (c := page.comparison) is not None:
+        exact = exact_decimals(precision)
+        lines = ["", *heading(section, words(f"Hand-rounded ({c.decimals} decimals) vs exact output"))]
+        rows = [[_label(label), _number(vector(r, precision, whole=False)), _number(vector(e, exact, whole=False)),
+                 _number(vector(r - e, exact, whole=False))] for label, r, e in zip(c.labels, c.rounded, c.exact)]  # fmt: skip
+        lines += table(["[]", *map(_label, ["hand-rounded", "exact", "difference"])], rows, ["left", "left", "left", "left"])
+        yield "\n".join(lines).encode()
+
+
+# -- explain --------------------------------------------------------------------------------------------
+
+
+def explain_typst(page: ExplainArticle, *, precision: int, heading_level: int = 1, full: bool = False, standalone: bool = False) -> str:
+    """The Markdown article as Typst: the embeddings, scores and exponentials, weights, weighted values and output as tables, then the steps."""
+    p = precision
+
+    def vec(values: Any, *, whole: bool = True) -> str:
+        return _number(short_vector(values, p, whole=whole, full=full))
+
+    word = page.token
+    top, h2 = _levels(heading_level)
+    lines = _preamble(f"Attention for “{word}”", wide=False) if standalone else []
+    lines += heading(top, words(f"Attention for “{word}”"))
+    for sentence in page.intro:
+        lines += [words(sentence), ""]
+
+    if page.inputs is not None:
+        section, column, labels, X = page.inputs
+        lines += heading(h2, words(section))
+        lines += table([_label("Word"), _label(column)], [[string(label), vec(X[i])] for i, label in enumerate(labels)], ["left", "left"])
+
+    lines += heading(h2, words("Scores and exponentials"))
+    header = ["Pair", "Score"] + (["Scaled"] if page.scaled else []) + (["Biased"] if page.biased else []) + ["Exponential"]
+    rows = []
+    for key in page.keys:
+        row = [string(f"{word} & {key.label}"), _cell("−∞ (masked)", hidden=True) if key.masked else _number(smart(key.score, p))]
+        row += [_cell("−∞", hidden=True) if key.masked else _number(smart(key.scaled, p))] if page.scaled else []
+        row += [_cell("−∞", hidden=True) if key.masked else _number(smart(key.logit, p))] if page.biased else []
+        rows.append(row + [_number(smart(key.exp, p))])
+    lines += table(list(map(_label, header)), rows, ["left", *["right"] * (len(header) - 1)])
+    lines += [words(f"Sum of the exponentials: {fixed(page.exp_sum, p)}"), ""]
+
+    lines += heading(h2, words("Attention weights"))
+    weights = [[string(f"{word} & {k.label}"), _cell(fixed(k.weight, p), fill=_shade(k.weight, k.masked))] for k in page.keys]
+    lines += table([_label("Pair"), _label("Weight (α)")], weights, ["left", "right"])
+
+    lines += heading(h2, words("Weighted values"))
+    rows = [[string(f"{word} & {k.label}"), _number(fixed(k.weight, p)), vec(k.v), vec(k.weighted_v, whole=False)] for k in page.visible]
+    lines += table(list(map(_label, ["Pair", "Weight (α)", "Value (V)", "Weighted value (α·V)"])), rows, ["left", "right", "left", "left"])
+
+    lines += heading(h2, words("Output"))
+    lines += [words(f"Output({word}) = {short_vector(page.output, p, whole=False, full=full)}"), ""]
+    if page.exact_output is not None:
+        difference = page.output - page.exact_output
+        exact = exact_decimals(p)
+        lines += [words(f"Exact arithmetic gives {short_vector(page.exact_output, exact, whole=False, full=full)} "
+                        f"(difference {short_vector(difference, exact, whole=False, full=full)})."), ""]  # fmt: skip
+
+    lines += heading(h2, words("Step by step"))
+    lines += steps_typst(page.steps, h2 + 1)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def steps_typst(steps: Steps, level: int) -> list[str]:
+    """Each step: a heading at `level` with its formula, its arithmetic as a raw block of Unicode lines, its notes as paragraphs."""
+    lines: list[str] = []
+    for number, step in enumerate(steps.steps, 1):
+        lines += heading(level, words(f"Step {number}: {step.title} ({step.formula})"))
+        body = step_lines(step, steps.precision)
+        if body:
+            lines += [f"#raw(block: true, {literal(chr(10).join(visible(line) for line in body))})", ""]
+        for note in step.notes:
+            lines += [words(note), ""]
+    return lines
+
+
+# -- documents (attncli.document.blocks) ------------------------------------------------------------
+
+
+def document_typst(document: Document, *, level: int = 1, standalone: bool = False) -> str:
+    """Each block: headings (the top one at `level`, 0 leaves it out), paragraphs, a list of values, a `#table`, the steps."""
+    out = _preamble(document.title, wide=False) if standalone else []
+    section = max(level, 1) + 1
+    for block in document.blocks:
+        if isinstance(block, Heading):
+            if block.level == 1 and level == 0:
+                continue
+            out += heading(max(level, 1) + block.level - 1, words(block.text))
+        elif isinstance(block, Paragraph | Note):
+            out += [words(block.text), ""]
+        elif isinstance(block, Values):
+            if block.pairs:
+                out += [f"- {words(f'{name} = {value}')}" for name, value in block.pairs] + [""]
+        elif isinstance(block, Steps):
+            out += steps_typst(block, section)
+        elif isinstance(block, Table):
+            align = ["right" if right else "left" for right in block.numeric]
+            out += table([_label(cell) for cell in block.header], [[_table_cell(cell) for cell in row] for row in block.rows], align)
+        else:
+            raise TypeError(f"Typst has no drawing for {type(block).__name__}")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+_NUMBERS = re.compile(r"(?:[-+]?[\d.]+(?:e[-+]?\d+)?|\[[-+\d., …e]*\])(?: \([-+\d.]+( numbers)?\))?")  # -2.8e-17, -0.008 (0), [0.1, …, -0.9] (64)
+
+
+def _table_cell(cell: str) -> str:
+    """A document's table cell: a number or a vector with minus signs (as a run's numbers), any other text as written."""
+    return _number(cell) if _NUMBERS.fullmatch(cell) else string(cell)
+
+
+# -- the pages (attncli.document.pages) ------------------------------------------------------------
+
+
+def run(page: RunPage, options: Options) -> Iterator[bytes]:
+    return run_typst(page.document(), precision=page.precision, heading_level=options.heading_level, standalone=bool(options.standalone),
+                     heatmap=options.heatmap)  # fmt: skip
+
+
+def explain(page: ExplainPage, options: Options) -> str:
+    from attncli.document.notation import Writer
+
+    article = page.article(Writer())
+    return explain_typst(article, precision=page.precision, heading_level=options.heading_level, full=options.full,
+                         standalone=bool(options.standalone))  # fmt: skip
+
+
+def report(page: ReportPage, options: Options) -> str:
+    return document_typst(page.document(), level=options.heading_level, standalone=bool(options.standalone))
+
+
+def _figure(svg: str) -> list[str]:
+    """An SVG drawing of attncli's (the map's grid, the shaded sentence) as a Typst image, at most the text's width."""
+    return [f'#image(bytes({literal(svg)}), format: "svg", width: 100%)', ""]
+
+
+def heads(page: HeadsPage, options: Options) -> str:
+    """The map or a comparison: the grid of thumbnails (the SVG format's figure), the notable heads with their commands, the statistics."""
+    from attncli.formats.headgrid import SHORT, grid_svg
+
+    grid, stats = page.grid(), page.table()
+    top, section = _levels(options.heading_level)
+    lines = _preamble(grid.title, wide=False) if options.standalone else []
+    lines += heading(top, words(grid.title)) + _figure(grid_svg(grid))  # the figure has the title and what the shade means
+    lines += heading(section, words(stats.heading))
+    readings = [f"- {words(text)}" + (f" #raw({string(command)})" if command else "") for text, command in stats.readings]
+    lines += [*readings, ""] if readings else [words(stats.none), ""]
+    lines += heading(section, words("Statistics")) + [words(stats.legend), ""]
+
+    def number(value: int | float | None) -> str:
+        if value is None or value != value:
+            return string("–")
+        if isinstance(value, int):
+            return _number(str(value))
+        return _number(f"{value:.{page.precision}g}" if stats.general else f"{value:.{page.precision}f}")
+
+    rows = [[number(value) for value in row] for row in stats.rows]
+    lines += table([_label(SHORT.get(column, column)) for column in stats.columns], rows, ["right"] * len(stats.columns))
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def shade(page: ShadePage, options: Options) -> str:
+    """The sentence shaded by one token's weights (the SVG format's figure), what the rows show, and the weights as a table."""
+    from attncli.formats.shade import svg
+
+    shaded = page.shaded()
+    top, section = _levels(options.heading_level)
+    lines = _preamble(shaded.title, wide=False) if options.standalone else []
+    lines += heading(top, words(shaded.title)) + _figure(svg(shaded, precision=page.precision))
+    readings = [f"- {words(f'{row.name}: {text}')}" for row in shaded.rows for text in row.readings]
+    if readings:
+        lines += heading(section, words("What the rows show")) + readings + [""]
+    lines += heading(section, words("The weights"))
+    rows = [[_label(row.name), *(_cell(fixed(w, page.precision), fill=_shade(w, not seen)) if seen else _cell("–", hidden=True)
+                                 for w, seen in zip(row.weights, row.visible))] for row in shaded.rows]  # fmt: skip
+    lines += table(["[]", *map(_label, shaded.tokens)], rows, ["left", *["right"] * len(shaded.tokens)])
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -1,0 +1,319 @@
+"""The Typst format, checked by its readers' tool: the real Typst compiler (the `typst` wheel bundles it).
+
+Every output here is compiled, and any error fails the test with Typst's own diagnostic. Text is read back
+from the compiled document's content (a `metadata` element holding the whole document, found by
+`typst.query`): headings, table cells and paragraphs come back as the characters attncli meant to show,
+so a token that became markup (a strong `*x*`, a label `<eos>`, a math `$`) would show as a different tree.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+from typing import Any
+
+import pytest
+import typst
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import attncli.api as attn
+from attncli.api import render_explain, render_run, run_page
+from attncli.core import engine
+from attncli.core.explain import explain
+from attncli.document import escape, stages
+from attncli.document.blocks import Document, Heading, Paragraph, Step, Steps, Table, Values
+from attncli.formats import Format, Options, render_document
+from attncli.formats import typst as typ
+from attncli.sources import builtin
+from tests.test_blocks import every_block, one_of_each
+from tests.test_hostile_text import NAMES, TOKENS, scenario
+
+READ_BACK = "#show: doc => [#metadata(doc) <attncli-document>#doc]\n"  # the whole document as data, for typst.query
+
+
+def compiled(source: str) -> bytes:
+    """The PDF Typst makes of `source`; a compile error fails the test with Typst's diagnostic."""
+    try:
+        return typst.compile(source.encode("utf-8"), format="pdf")  # type: ignore[no-any-return]
+    except typst.TypstError as error:
+        pytest.fail(f"Typst cannot compile the output:\n{error.diagnostic}\n--- source ---\n{source[:3000]}", pytrace=False)
+
+
+def tree(source: str) -> dict[str, Any]:
+    """The content of a fragment as Typst reads it (every element, its fields and its text), after compiling it."""
+    compiled(READ_BACK + source)
+    return json.loads(typst.query((READ_BACK + source).encode("utf-8"), "<attncli-document>", field="value", one=True))  # type: ignore[no-any-return]
+
+
+def plain(node: Any) -> str:
+    """The text a node shows: its text, symbols and spaces, its body and children in order."""
+    if isinstance(node, list):
+        return "".join(plain(child) for child in node)
+    if not isinstance(node, dict):
+        return ""
+    if node.get("func") == "space":
+        return " "
+    if node.get("func") == "parbreak":
+        return "\n"
+    text = node.get("text")
+    if isinstance(text, str):
+        return text
+    return plain(text) + plain(node.get("body")) + plain(node.get("child")) + plain(node.get("children"))
+
+
+def elements(node: Any, func: str) -> list[dict[str, Any]]:
+    """Every element of kind `func`, in document order."""
+    if isinstance(node, list):
+        return [found for child in node for found in elements(child, func)]
+    if not isinstance(node, dict):
+        return []
+    own = [node] if node.get("func") == func else []
+    return own + [found for key, value in node.items() if key != "func" for found in elements(value, func)]
+
+
+def kinds(node: Any) -> set[str]:
+    """The kinds of element a document holds."""
+    if isinstance(node, list):
+        return set().union(*map(kinds, node)) if node else set()
+    if not isinstance(node, dict):
+        return set()
+    return {node.get("func", "")}.union(*(kinds(value) for key, value in node.items() if key != "func"))
+
+
+def table_rows(table: dict[str, Any]) -> list[list[str]]:
+    """A table's rows of cell texts, its header first."""
+    columns = len(table["columns"]) if isinstance(table["columns"], list) else int(table["columns"])
+    header = [plain(cell) for part in table["children"] if part["func"] == "header" for cell in part["children"]]
+    cells = [plain(cell) for cell in table["children"] if cell["func"] == "cell"]
+    return [header, *(cells[i : i + columns] for i in range(0, len(cells), columns))]
+
+
+def headings(node: Any) -> list[tuple[int, str]]:
+    return [(h["depth"], plain(h["body"])) for h in elements(node, "heading")]
+
+
+# -- every block type --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("way", [{}, {"standalone": True}, {"heading_level": 0}, {"heading_level": 3}], ids=str)
+def test_every_block_type_compiles_and_reads_back(way):
+    """A document of every block type (and each block alone) compiles, in every way of writing it; its words are its text."""
+    text = render_document(every_block(), "typst", to_file=True, **way)
+    compiled(text)
+    for block, words in one_of_each().values():
+        alone = render_document(Document("The title", [Heading("The title"), block]), "typst", to_file=True, **way)
+        compiled(alone)
+        if not way.get("standalone"):
+            shown = plain(tree(alone))
+            assert [word for word in words if word not in shown] == []
+    if not way.get("standalone"):
+        content = tree(text)
+        assert {"heading", "table", "raw", "list"} <= kinds(content) or {"heading", "table", "raw", "item"} <= kinds(content)
+        assert table_rows(elements(content, "table")[0]) == [["query", "number", "vector"], ["cell-a", "1.25", "[0.5, 0.25]"]]
+        levels = [depth for depth, _ in headings(content)]
+        top = way.get("heading_level", 1)
+        assert levels[0] == (top if top else 2)  # level 0 leaves the title out: the section leads
+
+
+def test_a_block_typst_cannot_draw_is_an_error():
+    class Unknown(tuple):  # a NamedTuple-like stranger
+        pass
+
+    with pytest.raises(TypeError, match="Typst has no drawing for Unknown"):
+        typ.document_typst(Document("t", [Unknown()]))  # type: ignore[list-item]
+
+
+def test_standalone_sets_the_page_and_a_fragment_sets_nothing_outside_itself(tmp_path):
+    """A fragment can be #included anywhere (here inside a paper's section): no page, document or text set rule; the
+    standalone document has them."""
+    fragment = attn.run("cat").render("typst", heading_level=2)
+    whole = attn.run("cat").render("typst", standalone=True)
+    assert "#set" not in fragment
+    assert whole.startswith('#set document(title: "cat")\n#set page(paper: "a4"')
+    compiled(whole)
+    (tmp_path / "attention.typ").write_text(fragment, encoding="utf-8")
+    (tmp_path / "paper.typ").write_text('#set document(title: "A paper")\n= My paper\n#include "attention.typ"\n', encoding="utf-8")
+    typst.compile(str(tmp_path / "paper.typ"), format="pdf")
+    included = json.loads(typst.query(str(tmp_path / "paper.typ"), "heading", field="depth"))
+    assert included[:3] == [1, 2, 3]  # the paper's title, the run, its first stage
+
+
+# -- the built-ins -----------------------------------------------------------------------------------
+
+COMMANDS = [
+    ["run", "cat"],
+    ["run", "llama-style", "--round-steps", "2"],
+    ["run", "tests/scenarios/qk-softcap-sink.yaml", "--heatmap", "--standalone"],
+    ["run", "mla", "--stages", "embeddings,q,k,v,rope,scores,latent,absorbed,weights,output"],
+    ["run", "journey-causal", "--block-size", "2"],
+    ["explain", "--word", "cat", "--standalone"],
+    ["explain", "-s", "llama-style", "--word", "fresh", "--head", "3", "--round-steps", "2"],
+    ["explain", "-s", "journey-causal", "--word", "starts", "--block-size", "2"],
+    ["explain", "-s", "mla", "--word", "sat", "--head", "2", "--heading-level", "0"],
+    ["decode", "journey-causal"],
+    ["decode", "sliding-window", "--round-steps", "2", "--standalone"],
+    ["run", "--model", "tests/checkpoints/gpt2", "--layer", "2", "--sentence", "The cat sat", "--head", "2"],
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_built_ins_compile(cli, command, monkeypatch):
+    monkeypatch.chdir(typ.__file__.rsplit("/attncli/", 1)[0])
+    result = cli(*command, "--format", "typst")
+    assert result.exit_code == 0, result.stderr
+    compiled(result.stdout)
+
+
+@pytest.mark.parametrize("word", [None, "sat"])
+def test_the_map_and_the_shaded_sentence_compile_with_their_figure_and_tables(cli, monkeypatch, word):
+    """heads (the grid's SVG as an image, the readings, the statistics) and heads --word (the shaded sentence, its weights)."""
+    monkeypatch.chdir(typ.__file__.rsplit("/attncli/", 1)[0])
+    sentence = 'The cat sat $x$ #let <eos> "q" \\'
+    where = ["--word", word] if word else []
+    result = cli("heads", "--model", "tests/checkpoints/gpt2", "--sentence", sentence, *where, "--format", "typst")
+    assert result.exit_code == 0, result.stderr
+    content = tree(result.stdout)
+    assert len(elements(content, "image")) == 1 and headings(content)[0][0] == 1
+    drawn = json.loads(cli("heads", "--model", "tests/checkpoints/gpt2", "--sentence", sentence, *where, "--format", "json").stdout)
+    rows = table_rows(elements(content, "table")[-1])
+    if word:  # the weights: a row per layer, a column per token, as written
+        assert rows[0][1:] == [escape.visible(token["label"]) for token in drawn["tokens"]] and len(rows) == 1 + 3
+    else:  # a row per head of 3 layers × 4 heads
+        assert len(rows) == 1 + 12 and [row[:2] for row in rows[1:3]] == [["1", "1"], ["1", "2"]]
+
+
+def test_the_snapshots_compile():
+    """The reviewed Typst snapshots (tests/test_snapshots.py pins their bytes) are documents Typst compiles."""
+    snapshots = sorted(glob.glob(typ.__file__.rsplit("/attncli/", 1)[0] + "/tests/snapshots/*/*.typ"))
+    assert len(snapshots) >= 3
+    for path in snapshots:
+        with open(path, encoding="utf-8") as file:
+            compiled(file.read())
+
+
+def test_a_run_reads_back_as_headed_tables_of_its_numbers():
+    """run: a section per stage with its formula as math, the tokens as header cells and row labels, masked cells as −∞."""
+    ran = attn.run("journey-causal")
+    content = tree(ran.render("typst", stages="masked,weights"))
+    assert headings(content)[0] == (1, "journey-causal")
+    sections = [text for depth, text in headings(content) if depth == 2]
+    assert sections[0].startswith("Masked scores: ") and sections[1].startswith("Attention weights: ")
+    assert len(elements(content, "equation")) == 2  # each formula is Typst math
+    masked, weights = (table_rows(t) for t in elements(content, "table"))
+    tokens = list(ran.scenario.tokens)
+    assert masked[0] == ["", *tokens] and [row[0] for row in masked[1:]] == tokens
+    assert masked[1][2] == "−∞" and weights[1][2] == "0.0000" and weights[1][1] == "1.0000"
+    assert [float(cell.replace("−", "-")) for cell in weights[2][1:]] == pytest.approx(ran.head(1).weights[1], abs=5e-5)
+
+
+def test_every_stage_formula_of_the_built_ins_is_typst_math():
+    """The TeX of every stage of every built-in and test scenario translates (no fallback to text) and compiles."""
+    formulas: dict[str, str] = {}
+    for name in [*builtin.names(), *sorted(glob.glob("tests/scenarios/*.yaml"))]:
+        page = run_page(attn.run(name).result, Options(Format.typst, stages=tuple(stages.STAGE_NAMES)))
+        formulas.update((view.tex, view.formula) for view in page.document().matrices)
+    untranslated = []
+    for tex in formulas:
+        try:
+            typ.typst_math(tex)
+        except typ.Untranslatable as error:
+            untranslated.append((tex, str(error)))
+    assert untranslated == []
+    compiled("\n\n".join(typ.formula(tex, unicode) for tex, unicode in formulas.items()))
+
+
+@pytest.mark.parametrize(
+    ("tex", "math"),
+    [
+        (r"S = Q K^{\top}", "S = Q K^top"),
+        (r"\frac{S^{(1)}}{\sqrt{d_k}}", "(S^((1)))/(sqrt(d_k))"),
+        (r"\operatorname{mask}(S) \quad (-\infty \text{ above the diagonal})", 'op("mask") (S) quad (- infinity " above the diagonal")'),
+        (r"K_{R}' = \text{RoPE}(K_{R})", "K'_R = \"RoPE\"(K_R)"),
+        (r"W_{DKV}", "W_(D K V)"),
+        (r"C = \begin{bmatrix} O^{(1)} & O^{(2)} \end{bmatrix}", 'C = mat(delim: "[", O^((1)), O^((2)))'),
+        (r'\text{a \_ b \textbackslash{} "}', r'"a _ b \\ \""'),
+    ],
+)
+def test_tex_becomes_typst_math(tex, math):
+    assert typ.typst_math(tex) == math
+
+
+@pytest.mark.parametrize("tex", [r"\unknown{x}", r"\begin{array}{rr} 1 \end{array}", "a # b", r"\text{\emph{x}}", "{x", "é"])
+def test_tex_the_translator_does_not_know_is_shown_as_text(tex):
+    with pytest.raises(typ.Untranslatable):
+        typ.typst_math(tex)
+    assert typ.formula(tex, "S = Q·Kᵀ") == '#raw("S = Q·Kᵀ")'
+
+
+TEX_PIECES = [r"\frac", r"\sqrt", r"\hat", r"\text", r"\operatorname", "{", "}", "^", "_", "'", "(", ")", "[", "]", "|", "a", "B",
+              "12", "0.5", " ", r"\top", r"\quad", r"\,", r"\left", r"\right", r"\begin{bmatrix}", r"\end{bmatrix}", "&", r"\\",
+              "+", "-", "=", "/", ",", r"\cdot", r"\Sigma", r"\exp", r"\_", r"\{", "<", ">", ".", r"\text{a\_b}", "{(1)}", r"\|"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(TEX_PIECES), min_size=1, max_size=14).map("".join))
+def test_whatever_the_translator_writes_compiles(tex):
+    """Any string of the TeX pieces attncli's formulas use: translated, it is math Typst compiles; or it is refused (text)."""
+    try:
+        math = typ.typst_math(tex)
+    except typ.Untranslatable:
+        return
+    compiled(f"${math}$")
+
+
+# -- hostile text ----------------------------------------------------------------------------------
+
+
+def documents(tokens: list[str], name: str) -> tuple[Any, str, str]:
+    s = scenario(tokens, name)
+    result = engine.run(s)
+    ran = render_run(result, Options(format=Format.typst, to_file=True, stages=("embeddings", "weights")))
+    explained = render_explain(explain(result, position=s.L, head=1), Options(format=Format.typst, to_file=True))
+    return s, b"".join(ran).decode() if not isinstance(ran, str) else ran, explained  # type: ignore[arg-type]
+
+
+OWN_KINDS: set[str] = set()
+
+
+def own_kinds() -> set[str]:
+    """The elements attncli writes itself, for a plain scenario: hostile text may add none."""
+    if not OWN_KINDS:
+        _, ran, explained = documents(["The", "cat", "The"], "plain")
+        OWN_KINDS.update(kinds(tree(ran)) | kinds(tree(explained)))
+    return OWN_KINDS
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(TOKENS, NAMES)
+def test_hostile_text_compiles_and_reads_back_as_the_same_text(tokens, name):
+    """Any tokens and name (markup, math, comments, labels, quotes, backslashes, controls, bidi): the documents compile, the
+    heading is the name and the tables' labels are the tokens, as `escape.visible` writes them, and no element is the input's."""
+    s, ran, explained = documents(tokens, name)
+    content = tree(ran)
+    assert headings(content)[0] == (1, escape.visible(s.name))
+    embeddings, weights = (table_rows(t) for t in elements(content, "table"))
+    assert [row[0] for row in embeddings[1:]] == [escape.visible(label) for label in s.query_labels]
+    assert weights[0] == ["", *(escape.visible(label) for label in s.key_labels)]
+    told = tree(explained)
+    word = escape.visible(s.tokens[-1])
+    assert headings(told)[0] == (1, f"Attention for “{word}”")
+    pairs = [row[0] for row in table_rows(elements(told, "table")[-1])[1:]]  # weighted values: "word & key", the keys it sees
+    assert pairs == [f"{word} & {escape.visible(label)}" for label in s.key_labels]
+    assert kinds(content) | kinds(told) <= own_kinds(), "an element the input made"
+
+
+@pytest.mark.parametrize("text", ["<eos>", "*x*", "a_b", "$", "#let x = 1", "]", "[", "\\", '"', "\\\"", "// c", "/* c", "@ref",
+                                  "= h", "- l", "+ l", "1. l", "~", "--", "...", "'q'", "`r`", "\u202eevil", "a\nb", "\x1b[31m",
+                                  "  padded  ", "#{", "}"])  # fmt: skip
+def test_each_special_reads_back_as_written(text):
+    """The characters Typst's markup, math and code give a meaning to, one at a time, in a heading, a paragraph and a table."""
+    document = Document(text, [Heading(text), Paragraph(text), Table([text], [[text]], [False]), Values([(text, text)]),
+                               Steps([Step(text, text, notes=[text])], 2)])  # fmt: skip
+    content = tree(typ.document_typst(document))
+    shown = escape.visible(text)
+    assert headings(content)[0] == (1, shown)
+    assert table_rows(elements(content, "table")[0]) == [[shown], [shown]]
+    assert shown in [plain(node) for node in content["children"] if node.get("func") == "text"]
+    assert plain(elements(content, "item")[0]) == f"{shown} = {shown}"
+    assert headings(content)[1] == (2, f"Step 1: {shown} ({shown})")
