@@ -95,7 +95,8 @@ _SYMBOLS = {
 }  # fmt: skip
 _IGNORED = {"left", "right", "textstyle", "displaystyle", "!"}
 _CHARACTERS = {"(": "(", ")": ")", "[": "[", "]": "]", "|": "|", "+": "+", "-": "-", "=": "=", ",": ",", "<": "<", ">": ">",
-               "/": "\\/", ".": ".", ":": ":", "−": "-", "·": "dot.op", "×": "times", "∞": "infinity", "…": "dots"}  # fmt: skip
+               "/": "\\/", ".": ".", ":": ":", "−": "-", "·": "dot.op", "×": "times", "∞": "infinity", "…": "dots",
+               ";": '";"'}  # fmt: skip  # a string: in a call's arguments a bare ; would start a matrix's next row
 _TEXT_ESCAPES = {"_": "_", "%": "%", "&": "&", "$": "$", "#": "#", "{": "{", "}": "}", " ": " ", ",": " "}
 _TEXT_COMMANDS = {"textbackslash": "\\", "textasciitilde": "~", "textasciicircum": "^"}
 
