@@ -121,7 +121,7 @@ class _Shown:
         raise NotImplementedError
 
     def render(self, format: Format | str = Format.markdown, **options: Any) -> str:
-        """The result as text in `format` (table, json, markdown, latex, csv, html, svg), as the command prints it."""
+        """The result as text in `format` (any `attncli.formats.Format`: table, json, markdown, latex, typst …), as the command prints it."""
         return text_of(self.document(render_options(format, **options)))
 
     def _repr_markdown_(self) -> str:
@@ -431,7 +431,7 @@ def _shade_page(shaded: Shading, source: Source, options: Options) -> ShadePage:
 
 @dataclass(frozen=True, eq=False)
 class ComparedHeads(_Shown):
-    """The same heads of two runs: `comparison.table("js_divergence")` is (layers, H); renders as the map does (table, json, csv, svg, html)."""
+    """The same heads of two runs: `comparison.table("js_divergence")` is (layers, H); renders as the map does."""
 
     comparison: Comparison
     first: Run
