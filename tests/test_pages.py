@@ -28,14 +28,14 @@ def test_each_format_module_draws_run_explain_and_report(fmt: Format) -> None:
 
 def test_the_map_is_drawn_by_the_formats_that_say_so() -> None:
     drawing = {kind: [f.value for f in Format if hasattr(f.module(), kind)] for kind in KINDS}
-    assert drawing["heads"] == drawing["shade"] == ["table", "json", "csv", "html", "svg", "typst"]
+    assert drawing["heads"] == drawing["shade"] == ["table", "json", "markdown", "csv", "html", "svg", "typst"]
 
 
 def test_a_kind_a_format_cannot_draw_is_one_error_naming_those_that_can() -> None:
-    page = attn.heads("multihead").page(Options(Format.markdown))
+    page = attn.heads("multihead").page(Options(Format.latex))
     with pytest.raises(AttnError) as error:
-        render(page, Options(Format.markdown))
-    assert "heads prints table, json, csv, html, svg or typst, not markdown" in str(error.value)
+        render(page, Options(Format.latex))
+    assert "heads prints table, json, markdown, csv, html, svg or typst, not latex" in str(error.value)
 
 
 def test_render_asks_the_module_of_the_format_and_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,3 +108,31 @@ def test_variance_keeps_its_framed_terminal_table_and_its_json(varied: attn.Vari
     assert table.startswith("q·k for q, k ~ N(0, I_d): 400 samples per d") and table.count("q·k for q, k") == 1 and "┃" in table
     doc = json.loads(varied.render("json"))
     assert doc["schema"] == "attncli.variance/1" and doc["seed"] == 3
+
+
+# -- the map in Markdown: the statistics and readings a post can paste --------------------------------------------------
+
+
+def test_the_map_in_markdown_is_a_table_a_renderer_reads_with_every_head() -> None:
+    from tests import renderers
+
+    mapped = attn.heads("multihead")
+    html = renderers.markdown_html(mapped.render("markdown"))
+    cells = [e.text for e in renderers.html_elements(html) if e.tag == "td"]
+    rows = mapped.rows()
+    assert len(cells) == len(rows) * len(rows[0].values) + 2 * len(rows)  # L, H and the statistics of every head
+    assert f"{rows[1].values['entropy']:.3f}" in cells and "<h2>Statistics</h2>" in html
+
+
+def test_the_shaded_sentence_in_markdown_keeps_its_tokens_as_text() -> None:
+    """Tokens that Markdown would read as emphasis, code or HTML show as written in the rendered table's header."""
+    from tests import renderers
+
+    s = attn.load("cat")
+    tokens = ("*x*", "`a`", "<b>", "the", "a_b_c", "|")
+    import dataclasses
+
+    odd = dataclasses.replace(s, tokens=tokens)
+    html = renderers.markdown_html(attn.heads(odd, position=4).render("markdown"))
+    headers = [e.text for e in renderers.html_elements(html) if e.tag == "th"]
+    assert headers[1:] == list(tokens)

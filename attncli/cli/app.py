@@ -509,7 +509,7 @@ def heads(
     compare_model: Annotated[Path | None, typer.Option("--compare-model", metavar="DIR", help="Compare every head with the same heads of this checkpoint (same architecture) on the same sentence, or on --compare-sentence.")] = None,
     compare_sentence: Annotated[str | None, typer.Option("--compare-sentence", metavar="TEXT", help="Compare every head with the same heads on this sentence (as many tokens as --sentence).")] = None,
     precision: PrecisionOption = None,
-    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table (the grid and the statistics), json, csv, svg (the grid) or html (a page with both).")] = Format.table,
+    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table (the grid and the statistics), json, markdown (the statistics and readings), csv, svg (the grid), html (a page with both) or typst.")] = Format.table,
     output: OutputOption = None,
     force: ForceOption = False,
     max_cells: MaxCellsOption = None,

@@ -147,7 +147,7 @@ def grid_html(grid: HeadGrid, table: HeadTable, *, precision: int = 3) -> str:
     readings = "\n".join(f"<li>{escape.html(text)}" + (f"<br><code>{escape.html(command)}</code>" if command else "") + "</li>"
                          for text, command in table.readings)  # fmt: skip
     header = "".join(f'<th scope="col" title="{escape.html(c)}">{escape.html(SHORT.get(c, c))}</th>' for c in table.columns)
-    body = "\n".join("<tr>" + "".join(f"<td>{escape.html(_number(v, precision, table.general))}</td>" for v in row) + "</tr>" for row in table.rows)
+    body = "\n".join("<tr>" + "".join(f"<td>{escape.html(statistic(v, precision, table.general))}</td>" for v in row) + "</tr>" for row in table.rows)
     return page(
         f"<h1>{escape.html(grid.title)}</h1>\n"
         f'<div class="attn-scroll">\n{grid_svg(grid, tooltips=True, standalone=False)}</div>\n'
@@ -213,7 +213,7 @@ def table_renderables(table: HeadTable, *, precision: int = 3) -> list[Renderabl
     from attncli.formats.grid import Block
 
     headers = [SHORT.get(column, column) for column in table.columns]
-    cells = [[_number(v, precision, table.general) for v in row] for row in table.rows]
+    cells = [[statistic(v, precision, table.general) for v in row] for row in table.rows]
     out: list[RenderableType] = [_Bands(headers, cells, sum(c in KEY_COLUMNS for c in table.columns)), Text(table.legend), Text("")]
     if table.readings:
         out.append(Text(f"{table.heading}:"))
@@ -277,7 +277,9 @@ class _Bands:
             yield shown
 
 
-def _number(value: int | float | None, precision: int, general: bool = False) -> str:
+def statistic(value: int | float | None, precision: int, general: bool = False) -> str:
+    """A statistic as every format writes it: whole numbers as they are, others to `precision` decimals (`general`: significant
+    digits), none (or NaN) as –."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     if isinstance(value, int):

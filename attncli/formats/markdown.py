@@ -29,7 +29,7 @@ from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.numbers import exact_decimals, fixed, smart, vector
 
 if TYPE_CHECKING:
-    from attncli.document.pages import ExplainPage, ReportPage, RunPage
+    from attncli.document.pages import ExplainPage, HeadsPage, ReportPage, RunPage, ShadePage
     from attncli.formats import Options
 
 md = escape.markdown  # every input text (token, name, sentence) goes through it
@@ -237,3 +237,34 @@ def explain(page: ExplainPage, options: Options) -> str:
 
 def report(page: ReportPage, options: Options) -> str:
     return document_markdown(page.document(), level=options.heading_level)
+
+
+def heads(page: HeadsPage, options: Options) -> str:
+    """The map or a comparison for a post: its title, the notable heads with the calls that explain them, and the statistics as a
+    table (the grid of thumbnails is a figure: SVG or HTML)."""
+    from attncli.formats.headgrid import SHORT, statistic
+
+    stats = page.table()
+    top, section = _levels(options.heading_level)
+    lines = heading(top, md(page.grid().title)) + heading(section, md(stats.heading))
+    readings = [f"- {md(text)}" + (f" `{command}`" if command and "`" not in command else "") for text, command in stats.readings]
+    lines += [*readings, ""] if readings else [md(stats.none), ""]
+    lines += heading(section, "Statistics") + [md(stats.legend), ""]
+    rows = [[statistic(value, page.precision, stats.general) for value in row] for row in stats.rows]  # attncli's numbers: nothing to escape
+    lines += table([md(SHORT.get(column, column)) for column in stats.columns], rows, align=["r"] * len(stats.columns))
+    return "\n".join(lines) + "\n"
+
+
+def shade(page: ShadePage, options: Options) -> str:
+    """The sentence shaded by one token's weights, as a post's table: a row per head (or layer) and their mean, a column per token."""
+    shaded = page.shaded()
+    top, section = _levels(options.heading_level)
+    lines = heading(top, md(shaded.title))
+    readings = [f"- {md(f'{row.name}: {text}')}" for row in shaded.rows for text in row.readings]
+    if readings:
+        lines += heading(section, "What the rows show") + readings + [""]
+    query = shaded.tokens[shaded.query]
+    lines += [f"The weight {md(query)} (position {shaded.query + 1}) gives each token; – marks a token it cannot see.", ""]
+    rows = [[md(row.name), *(fixed(w, page.precision) if seen else "–" for w, seen in zip(row.weights, row.visible))] for row in shaded.rows]
+    lines += table(["", *map(md, shaded.tokens)], rows)
+    return "\n".join(lines) + "\n"

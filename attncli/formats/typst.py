@@ -517,7 +517,7 @@ def _figure(svg: str) -> list[str]:
 
 def heads(page: HeadsPage, options: Options) -> str:
     """The map or a comparison: the grid of thumbnails (the SVG format's figure), the notable heads with their commands, the statistics."""
-    from attncli.formats.headgrid import SHORT, grid_svg
+    from attncli.formats.headgrid import SHORT, grid_svg, statistic
 
     grid, stats = page.grid(), page.table()
     top, section = _levels(options.heading_level)
@@ -529,11 +529,8 @@ def heads(page: HeadsPage, options: Options) -> str:
     lines += heading(section, words("Statistics")) + [words(stats.legend), ""]
 
     def number(value: int | float | None) -> str:
-        if value is None or value != value:
-            return string("–")
-        if isinstance(value, int):
-            return _number(str(value))
-        return _number(f"{value:.{page.precision}g}" if stats.general else f"{value:.{page.precision}f}")
+        text = statistic(value, page.precision, stats.general)
+        return string(text) if text == "–" else _number(text)
 
     rows = [[number(value) for value in row] for row in stats.rows]
     lines += table([_label(SHORT.get(column, column)) for column in stats.columns], rows, ["right"] * len(stats.columns))
