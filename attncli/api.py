@@ -374,9 +374,9 @@ class Mapped(_Shown):
 
     def page(self, options: Options) -> HeadsPage | ShadePage:
         """The map's page (the grid and the table), or with a query token the shaded sentence's."""
+        from attncli.document import maps
         from attncli.document.maps import HeadGrid
         from attncli.document.pages import HeadsPage
-        from attncli.formats import headgrid
         from attncli.walkthroughs import heads as walk
 
         if self.map.focus is not None:
@@ -389,7 +389,7 @@ class Mapped(_Shown):
             return _head_table(
                 shown, list(every[0].values), shared=self.map.kv_heads != self.map.heads,
                 readings=[(r.reading or "", spell(r.explain) if r.explain else "") for r in walk.notable(every)],
-                legend=headgrid.LEGEND + (headgrid.PATTERN_LEGEND if self.map.patterns else ""),
+                legend=maps.LEGEND + (maps.PATTERN_LEGEND if self.map.patterns else ""),
             )  # fmt: skip
 
         def grid() -> HeadGrid:
@@ -452,9 +452,9 @@ class ComparedHeads(_Shown):
 
     def page(self, options: Options) -> HeadsPage:
         """The comparison's grid (each head's largest change per block) and its table, most changed heads first."""
+        from attncli.document import maps
         from attncli.document.maps import HeadGrid
         from attncli.document.pages import HeadsPage
-        from attncli.formats import headgrid
         from attncli.walkthroughs import compare as walk
 
         every = walk.rows(self.comparison)
@@ -464,7 +464,7 @@ class ComparedHeads(_Shown):
             return _head_table(
                 shown, list(every[0].values), shared=self.comparison.kv_heads != self.comparison.heads,
                 readings=[(text, "") for text in walk.most_changed(every)],
-                legend=headgrid.COMPARE_LEGEND,
+                legend=maps.COMPARE_LEGEND,
                 heading="Most changed heads",
                 general=True,
                 none="No head changed: the two runs give the same weights.",
@@ -475,7 +475,7 @@ class ComparedHeads(_Shown):
             tips = [[f"layer {r.layer} head {r.head}: Jensen–Shannon {r.values['js_divergence']:.3g} nats, largest change "
                      f"{r.values['max_abs_diff']:.3g}" for r in every[li * H : (li + 1) * H]] for li in range(self.comparison.layers)]  # fmt: skip
             return HeadGrid(walk.title(self.first, self.second), walk.thumbnails(self.comparison), 1, self.comparison.tokens, tips,
-                            subtitle=headgrid.COMPARE_SUBTITLE,
+                            subtitle=maps.COMPARE_SUBTITLE,
                             hover="Hover over a thumbnail's row: its query tokens and the keys whose weight changed most.")  # fmt: skip
 
         def data() -> dict[str, Any]:

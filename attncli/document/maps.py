@@ -13,6 +13,23 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     import numpy as np
 
+# the statistics' short names in a table, and the legends that say what they mean
+SHORT = {
+    "layer": "L", "head": "H", "kv_head": "kv", "entropy": "ent", "entropy_ratio": "ent/u", "max_weight": "max", "first_token": "first",
+    "previous_token": "prev", "mean_distance": "dist", "induction_score": "ind", "previous_token_score": "prev*",
+    "duplicate_token_score": "dup*", "max_abs_diff": "max Δ", "mean_abs_diff": "mean Δ", "js_divergence": "JS", "js_max": "JS max",
+}  # fmt: skip
+LEGEND = (
+    "L layer, H head; ent: entropy in nats; ent/u: entropy ÷ that of uniform weights; max: largest weight; first, prev, self: "
+    "weight on the first, the previous, the same token; dist: mean distance in tokens; each a mean over the query rows"
+)
+PATTERN_LEGEND = "; ind, prev*, dup*: induction, previous- and duplicate-token scores on repeated random tokens"
+COMPARE_LEGEND = (
+    "L layer, H head; max Δ, mean Δ: the largest and the mean absolute difference of the weights (over the cells a query sees); "
+    "JS: the rows' mean Jensen–Shannon divergence in nats (0 … ln 2 = 0.693), JS max: the largest of any row"
+)
+COMPARE_SUBTITLE = "rows: query tokens, columns: key tokens; shade: |difference| of the weights 0 to 1, the largest of each block"
+
 SUBTITLE = "rows: query tokens, columns: key tokens; shade: weight 0 to 1, the largest of each block"
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attncli.document import escape
-from attncli.document.maps import HeadGrid, HeadTable
+from attncli.document.maps import SHORT, HeadGrid, HeadTable
 from attncli.formats import palette
 from attncli.formats.htmltable import page
 
@@ -34,23 +34,6 @@ HEADER_H = 64  # px, the title and the heads' numbers
 TERMINAL_RAMP = " ·:░▒▒▓█"  # one character per palette level, without colour
 TERMINAL_COLS, TERMINAL_ROWS = 6, 3  # a head in the terminal: up to 6 characters × 3 lines (characters are about twice as tall as wide)
 TERMINAL_MIN_COLS = 4  # narrower heads than this wrap into further bands instead
-
-
-SHORT = {
-    "layer": "L", "head": "H", "kv_head": "kv", "entropy": "ent", "entropy_ratio": "ent/u", "max_weight": "max", "first_token": "first",
-    "previous_token": "prev", "mean_distance": "dist", "induction_score": "ind", "previous_token_score": "prev*",
-    "duplicate_token_score": "dup*", "max_abs_diff": "max Δ", "mean_abs_diff": "mean Δ", "js_divergence": "JS", "js_max": "JS max",
-}  # fmt: skip
-LEGEND = (
-    "L layer, H head; ent: entropy in nats; ent/u: entropy ÷ that of uniform weights; max: largest weight; first, prev, self: "
-    "weight on the first, the previous, the same token; dist: mean distance in tokens; each a mean over the query rows"
-)
-PATTERN_LEGEND = "; ind, prev*, dup*: induction, previous- and duplicate-token scores on repeated random tokens"
-COMPARE_LEGEND = (
-    "L layer, H head; max Δ, mean Δ: the largest and the mean absolute difference of the weights (over the cells a query sees); "
-    "JS: the rows' mean Jensen–Shannon divergence in nats (0 … ln 2 = 0.693), JS max: the largest of any row"
-)
-COMPARE_SUBTITLE = "rows: query tokens, columns: key tokens; shade: |difference| of the weights 0 to 1, the largest of each block"
 
 
 # -- SVG and HTML ---------------------------------------------------------------------------------

@@ -242,7 +242,8 @@ def report(page: ReportPage, options: Options) -> str:
 def heads(page: HeadsPage, options: Options) -> str:
     """The map or a comparison for a post: its title, the notable heads with the calls that explain them, and the statistics as a
     table (the grid of thumbnails is a figure: SVG or HTML)."""
-    from attncli.formats.headgrid import SHORT, statistic
+    from attncli.document.maps import SHORT
+    from attncli.formats.headgrid import statistic
 
     stats = page.table()
     top, section = _levels(options.heading_level)

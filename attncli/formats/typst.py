@@ -517,7 +517,8 @@ def _figure(svg: str) -> list[str]:
 
 def heads(page: HeadsPage, options: Options) -> str:
     """The map or a comparison: the grid of thumbnails (the SVG format's figure), the notable heads with their commands, the statistics."""
-    from attncli.formats.headgrid import SHORT, grid_svg, statistic
+    from attncli.document.maps import SHORT
+    from attncli.formats.headgrid import grid_svg, statistic
 
     grid, stats = page.grid(), page.table()
     top, section = _levels(options.heading_level)
