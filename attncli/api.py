@@ -337,8 +337,8 @@ def longrope_prefix(folder: str | Path, *, layer: int, sentence: str, special_to
 class Mapped(_Shown):
     """Every head of every layer: `map` holds the statistics (`map.table("first_token")` is (layers, H)) and the thumbnails.
 
-    Renders as the terminal grid and table (table), attncli.heads/1 (json), one row per head
-    (csv), the grid figure (svg) or a page with grid, notable heads and table (html).
+    Renders as the terminal grid and table (table), attncli.heads/1 (json), the notable heads and the table
+    (markdown), one row per head (csv), the grid figure (svg), a page with grid, notable heads and table (html), or typst.
     """
 
     map: HeadMap
