@@ -73,21 +73,32 @@ def _label(text: str) -> str:
 _TEX_WIDTHS = {"-": 0.7778, ".": 0.2778, "+": 0.7778, "e": 0.4661, r"\infty": 1.0}
 
 
+@functools.cache
+def _byte_widths() -> npt.NDArray[np.int64]:
+    """(256,) what each byte of a number's text adds to its width, in 1/10,000 em (so that sums are exact): 0.5em each, the
+    signs, the point and the e as _TEX_WIDTHS has them, nothing for a zero byte (padding); \\infty's backslash carries the
+    rest of the symbol's 1em beyond its other five characters' 0.5em each."""
+    import numpy as np
+
+    table = np.full(256, 5000, dtype=np.int64)
+    table[0] = 0
+    for character in "-.+e":
+        table[ord(character)] = round(_TEX_WIDTHS[character] * 10_000)
+    table[ord("\\")] = round(_TEX_WIDTHS[r"\infty"] * 10_000) - 5 * 5000
+    return table
+
+
 def _tex_widths(cells: npt.NDArray[np.uint8]) -> npt.NDArray[np.float64]:
     """(C,) the width in em of each row of a byte table of numbers (zero bytes pad), counted at once: 0.5em a character, but
     the signs, the point, the e and the \\infty (its six characters one symbol) as _TEX_WIDTHS has them."""
-    import numpy as np
-
-    def count(character: str) -> npt.NDArray[np.int64]:
-        counted: npt.NDArray[np.int64] = np.count_nonzero(cells == ord(character), axis=1)
-        return counted
-
-    infinities = count("\\")  # a number's only backslash is its \infty's
-    signs, points, es = count("-") + count("+"), count("."), count("e")
-    plain = np.count_nonzero(cells, axis=1) - 6 * infinities - signs - points - es
-    w = _TEX_WIDTHS
-    widths: npt.NDArray[np.float64] = infinities * w[r"\infty"] + signs * w["-"] + points * w["."] + es * w["e"] + plain * 0.5
+    widths: npt.NDArray[np.float64] = _tex_units(cells) / 10_000
     return widths
+
+
+def _tex_units(cells: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
+    """`_tex_widths` in 1/10,000 em, exactly."""
+    units: npt.NDArray[np.int64] = _byte_widths()[cells].sum(axis=1)
+    return units
 
 
 def _first_row(labels: npt.NDArray[np.uint8], cells: npt.NDArray[np.uint8]) -> tuple[bytes, list[int]]:
@@ -101,7 +112,9 @@ def _first_row(labels: npt.NDArray[np.uint8], cells: npt.NDArray[np.uint8]) -> t
 
     n = min(len(labels), len(cells))
     cells = cells[:n]
-    widths = _table([f"{width:.4f}" for width in _tex_widths(cells).tolist()])  # (n, w)
+    # a band's numbers come in a few widths (0.5em a digit, a sign, a point): each written once, then one row per number
+    distinct, which = np.unique(_tex_units(cells), return_inverse=True)
+    widths = _table([f"{width // 10_000}.{width % 10_000:04d}" for width in distinct.tolist()])[which.reshape(-1)]  # (n, w) in em
 
     def text(piece: bytes) -> npt.NDArray[np.uint8]:
         return np.frombuffer(piece, dtype=np.uint8)
