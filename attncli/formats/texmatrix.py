@@ -65,6 +65,8 @@ def labelled_matrix(
 
 @functools.lru_cache(maxsize=1 << 16)
 def _label(text: str) -> str:
+    if text.isascii() and text.isalnum():  # a word or a number ("t1", "cat"): what escape.latex writes, without its character loop
+        return r"\text{" + text + "}"
     return r"\Sigma" if text == "Σ" else escape.latex(text)
 
 
@@ -251,7 +253,7 @@ class _Band:
         phantom = self.phantoms[skip:] if self.phantoms is not None and width else np.zeros((body_rows, 0), dtype=np.uint8)  # (R', P)
         gap = phantom.shape[1]
         grid = self.cells[skip:, c0 : c0 + count * width].reshape(body_rows, count, width * cell)  # (R', K, w·W)
-        out = np.zeros((count, body_rows, width * cell - 3 + gap + 4), dtype=np.uint8)  # (K, R', a row of a block)
+        out = np.empty((count, body_rows, width * cell - 3 + gap + 4), dtype=np.uint8)  # (K, R', a row of a block), every byte written below
         out[:, :, : cell - 3] = grid[:, :, 3:cell].transpose(1, 0, 2)  # the first number, without " & "
         out[:, :, cell - 3 : cell - 3 + gap] = phantom
         out[:, :, cell - 3 + gap : width * cell - 3 + gap] = grid[:, :, cell:].transpose(1, 0, 2)
