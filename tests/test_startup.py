@@ -51,3 +51,27 @@ def test_objects_are_frozen_before_the_exit(args, status):
     line = next(line for line in done.stderr.splitlines() if line.startswith("STATUS="))
     code, frozen = (part.split("=")[1] for part in line.split())
     assert int(code) == status and int(frozen) > 10_000
+
+
+LAZY = """
+import runpy, sys
+sys.argv = ["attncli", *sys.argv[1:]]
+try:
+    runpy.run_module("attncli", run_name="__main__")
+except SystemExit:
+    pass
+from attncli.document import escape
+loaded = [m for m in ("attncli.formats.heatmap", "attncli.formats.latex") if m in sys.modules]
+loaded += ["TeX patterns"] if escape._notation.cache_info().currsize else []
+sys.stderr.write("LOADED=" + ",".join(loaded) + "\\n")
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "loaded"),
+    [(["run", "cat"], ""), (["run", "cat", "--heatmap"], "attncli.formats.heatmap"), (["run", "cat", "--format", "latex"], "attncli.formats.latex,TeX patterns")],
+)
+def test_run_into_a_pipe_leaves_the_shading_and_tex_for_later(args, loaded):
+    """`attncli run cat | …` imports no heatmap (nothing is shaded in a pipe) and compiles no TeX prose pattern; --heatmap and LaTeX do."""
+    done = subprocess.run([sys.executable, "-c", LAZY, *args], capture_output=True, text=True, timeout=60)
+    assert next(line for line in done.stderr.splitlines() if line.startswith("LOADED=")) == "LOADED=" + loaded
