@@ -206,21 +206,20 @@ class _Band:
         by_column = np.ascontiguousarray(values.T)  # (C', R): NumPy finds maxima along a row several times faster
         every = bool(np.isfinite(by_column.sum()))  # a finite sum: no ±∞ or NaN anywhere (a sum that overflows takes the long way)
         finite = None if every else np.isfinite(by_column)
-        if finite is None:  # (3, C') the rows of the largest, the smallest and (none here) the first non-finite number
-            largest = by_column.argmax(axis=1)
-            picks = np.stack([largest, by_column.argmin(axis=1), largest])
-        else:
+        if finite is None:  # (2, C') the rows of the largest and the smallest number (no column has a non-finite one)
+            picks = np.stack([by_column.argmax(axis=1), by_column.argmin(axis=1)])
+        else:  # (3, C') the largest, the smallest and the first non-finite number
             picks = np.stack([np.where(finite, by_column, -np.inf).argmax(axis=1), np.where(finite, by_column, np.inf).argmin(axis=1),
                               (~finite).argmax(axis=1)])  # fmt: skip
-        size = cells.shape[2]
-        at = (picks * self.width + columns).ravel()  # (3·C',) in the band's cells, one row after another
-        flat = np.take(cells.reshape(-1, size), at, axis=0)  # (3·C', W)
+        size, m = cells.shape[2], len(picks)
+        at = (picks * self.width + columns).ravel()  # (m·C',) in the band's cells, one row after another
+        flat = np.take(cells.reshape(-1, size), at, axis=0)  # (m·C', W)
         flat[:, :3] = 0  # the " & " before each
-        candidates = flat.reshape(3, self.width, size)
+        candidates = flat.reshape(m, self.width, size)
         # texts alike in length, sign, exponent, infinity and NaN are alike character by character (all digits weigh the
         # same), so `_width` of one text of each kind gives every width exactly
         start = (flat != 0).argmax(axis=1)  # where each (right-aligned) text begins
-        shown = np.take(values.ravel(), at)  # (3·C',)
+        shown = np.take(values.ravel(), at)  # (m·C',)
         signed = flat[np.arange(len(flat)), start] == ord("-")
         kind = (size - start) * 16 + signed * 8 + np.isinf(shown) * 4 + np.isnan(shown) * 2 + (np.abs(shown) >= HUGE)  # ±∞ is HUGE too
         example = np.full(int(kind.max()) + 1, -1)
@@ -228,14 +227,12 @@ class _Band:
         width_of = np.zeros(len(example))
         for k in np.flatnonzero(example >= 0).tolist():
             width_of[k] = _width(flat[example[k]].tobytes().translate(None, b"\0").decode())
-        widths = width_of[kind].reshape(3, -1)
-        if finite is None:
-            widths[2] = -np.inf
-        else:
+        widths = width_of[kind].reshape(m, -1)
+        if finite is not None:
             widths[0:2, ~finite.any(axis=1)] = -np.inf
             widths[2, finite.all(axis=1)] = -np.inf
         best = np.zeros(self.width, dtype=np.intp)  # max() keeps the first of equally wide candidates
-        for k in (1, 2):
+        for k in range(1, m):
             best[widths[k] > widths[best, columns]] = k
         chosen: npt.NDArray[np.uint8] = candidates[best, columns]  # (C', W)
         return chosen
