@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from attncli.core import engine
@@ -661,6 +661,7 @@ def test_explain_latex_of_a_checkpoint_fits_the_page(cli, model, latex_tools, tm
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(TOKENS, st.sampled_from(["W_K", "d_k", "c_KV", "e^(m_old − m_new)", "e^−∞", "·", "q·k = ", "'", "√d_k", "ᵀ", " "])),
                 max_size=8))
+@example(pieces=["--<"])  # an option's hyphens, then a symbol: was "$\\text{-}\\text{-}$$<$"
 def test_latex_prose_is_text_and_paired_inline_math(pieces):
     """latex_prose of any narration with any tokens in it: `$` paired, never `$$`, no command outside math (tests.renderers)."""
     renderers.latex_prose_math(escape.latex_prose("Step 1: " + "".join(pieces)).replace("\n", " "))

@@ -255,7 +255,10 @@ def _prose(text: str, *, names: bool, in_power: bool = False) -> str:
 
     def flush() -> None:
         if math:
-            out.append("$" + "".join(math) + "$")
+            if out and out[-1].endswith("$"):  # right after the hyphens of an option ("--<"): one formula, never "$$"
+                out[-1] = out[-1][:-1] + "".join(math) + "$"
+            else:
+                out.append("$" + "".join(math) + "$")
             math.clear()
 
     def symbol(piece: str, i: int) -> None:
