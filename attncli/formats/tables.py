@@ -157,7 +157,7 @@ class _Columns:
     def width(self, c: int) -> int:
         """Characters column c takes, border and padding included."""
         if c not in self._widths:
-            self._widths[c] = grid.widths([self.header(c)], [[cell] for cell in self.cells(c)])[0] + 3
+            self._widths[c] = max(grid.widths([self.header(c), *self.cells(c)], [])) + 3  # its widest cell, the header's included
         return self._widths[c]
 
 
