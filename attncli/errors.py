@@ -45,7 +45,7 @@ def visible(s: str) -> str:
     C0 and C1 controls, DEL, the line and paragraph separators, bidi marks, embeddings, overrides
     and isolates ("Trojan Source"), lone surrogates and the noncharacters U+FFFE and U+FFFF.
     """
-    if s.isascii() and s.isprintable():  # " " to "~": nothing in the table
+    if s.isprintable():  # every character of the table is unprintable (Cc, Cf, Cs, Cn, Zl, Zp): "·" or "é" need no table
         return s
     return s.translate(_shown_as_code())
 

@@ -303,8 +303,10 @@ def write_docs(path: Path, table: str) -> None:
 
 ATTNCLI = [PY, "-m", "attncli"]
 IMPORT_FLOOR = [PY, "-c", "import numpy, yaml, typer, rich.console, rich.table"]
-# the same imports with Python's cycle collector set as attncli's __main__ sets it: what attncli's own code adds, strictly
-IMPORT_FLOOR_GC = [PY, "-c", "import gc; gc.set_threshold(100_000, 50, 100); import numpy, yaml, typer, rich.console, rich.table"]
+# the same imports with Python's cycle collector as attncli's __main__ sets it (run every 100,000 new objects, and every
+# object frozen before the exit, which spares the collector's passes over the libraries' objects as Python shuts down):
+# what attncli's own code adds, strictly
+IMPORT_FLOOR_GC = [PY, "-c", "import gc; gc.set_threshold(100_000, 50, 100); import numpy, yaml, typer, rich.console, rich.table; gc.freeze()"]
 
 
 def row(name: str, r: dict, target: str, *, digits: int = 2) -> Row:

@@ -167,3 +167,13 @@ def test_widths_of_a_table_are_each_number_s(values, precision):
     texts = [texmatrix.number(v, precision) for v in values]
     widths = texmatrix._tex_widths(texmatrix._table(texts))
     assert [f"{w:.4f}" for w in widths.tolist()] == [f"{tex_width(t):.4f}" for t in texts]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=12) | st.sampled_from(WORDS))
+def test_a_label_is_what_escape_latex_writes(text):
+    """texmatrix._label's short way for ASCII words and numbers agrees with escape.latex (and Σ is \\Sigma)."""
+    from attncli.document import escape
+
+    texmatrix._label.cache_clear()
+    assert texmatrix._label(text) == (r"\Sigma" if text == "Σ" else escape.latex(text))

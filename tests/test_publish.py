@@ -666,6 +666,7 @@ def test_explain_latex_of_a_checkpoint_fits_the_page(cli, model, latex_tools, tm
                 max_size=8))
 @example(["--$"])  # an option's dashes then a dollar: two math spans side by side made `$$` (found by hypothesis)
 @example(["q·k = ", "--", "√d_k"])
+@example(["--<"])  # an option's hyphens, then a symbol: was "$\\text{-}\\text{-}$$<$"
 def test_latex_prose_is_text_and_paired_inline_math(pieces):
     """latex_prose of any narration with any tokens in it: `$` paired, never `$$`, no command outside math (tests.renderers)."""
     renderers.latex_prose_math(escape.latex_prose("Step 1: " + "".join(pieces)).replace("\n", " "))

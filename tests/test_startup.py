@@ -32,3 +32,46 @@ def test_light_commands_import_no_numpy_or_yaml(args):
 def test_the_probe_can_see_heavy_imports():
     """The check above can fail: a real run does import numpy and yaml."""
     assert {"numpy", "yaml", "attncli.core.engine"} <= set(loaded_heavy_modules("run", "cat"))
+
+
+FROZEN_AT_EXIT = """
+import gc, runpy, sys
+sys.argv = ["attncli", *sys.argv[1:]]
+try:
+    runpy.run_module("attncli", run_name="__main__")
+except SystemExit as done:
+    sys.stderr.write(f"STATUS={done.code} FROZEN={gc.get_freeze_count()}\\n")
+"""
+
+
+@pytest.mark.parametrize(("args", "status"), [(["run", "cat"], 0), (["run", "no-such-scenario"], 1)])
+def test_objects_are_frozen_before_the_exit(args, status):
+    """attncli's exit leaves the libraries' objects to reference counting, not to a last pass of the cycle collector: on success and on an error."""
+    done = subprocess.run([sys.executable, "-c", FROZEN_AT_EXIT, *args], capture_output=True, text=True, timeout=60)
+    line = next(line for line in done.stderr.splitlines() if line.startswith("STATUS="))
+    code, frozen = (part.split("=")[1] for part in line.split())
+    assert int(code) == status and int(frozen) > 10_000
+
+
+LAZY = """
+import runpy, sys
+sys.argv = ["attncli", *sys.argv[1:]]
+try:
+    runpy.run_module("attncli", run_name="__main__")
+except SystemExit:
+    pass
+from attncli.document import escape
+loaded = [m for m in ("attncli.formats.heatmap", "attncli.formats.latex") if m in sys.modules]
+loaded += ["TeX patterns"] if escape._notation.cache_info().currsize else []
+sys.stderr.write("LOADED=" + ",".join(loaded) + "\\n")
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "loaded"),
+    [(["run", "cat"], ""), (["run", "cat", "--heatmap"], "attncli.formats.heatmap"), (["run", "cat", "--format", "latex"], "attncli.formats.latex,TeX patterns")],
+)
+def test_run_into_a_pipe_leaves_the_shading_and_tex_for_later(args, loaded):
+    """`attncli run cat | …` imports no heatmap (nothing is shaded in a pipe) and compiles no TeX prose pattern; --heatmap and LaTeX do."""
+    done = subprocess.run([sys.executable, "-c", LAZY, *args], capture_output=True, text=True, timeout=60)
+    assert next(line for line in done.stderr.splitlines() if line.startswith("LOADED=")) == "LOADED=" + loaded

@@ -177,6 +177,14 @@ def test_visible_writes_out_every_control_character():
     assert visible("a\tb\nc\rd\x1b[0m\x7f\x85\u2028\u202e é ü 猫") == "a\\tb\\nc\\rd\\x1b[0m\\x7f\\x85\\u2028\\u202e é ü 猫"
 
 
+def test_visible_passes_printable_text_by_its_shortcut():
+    """`visible` returns printable text as it is without its table: sound only while every character the table writes out is unprintable."""
+    from attncli.errors import _shown_as_code
+
+    assert not any(chr(code).isprintable() for code in _shown_as_code())
+    assert visible("L = 6 tokens · d_model = 2 · é") == "L = 6 tokens · d_model = 2 · é"
+
+
 def test_usage_errors_keep_status_2_and_show_control_characters():
     """A malformed command line is still Click's usage error (status 2), with an option's escape sequence made visible."""
     done = attncli("run", "cat", "--format", "x\x1b[2Jy")

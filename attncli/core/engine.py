@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from attncli.core import variants
 from attncli.core.arithmetic import Arithmetic, Rounder, finite, rounder
+from attncli.core.records import record
 from attncli.core.scenario import Scenario
 from attncli.core.variants import KvCache, Mla, Rope
 from attncli.core.variants.linear import KernelHead
@@ -38,7 +39,7 @@ class Normed(NamedTuple):
     k_mean_square: np.ndarray  # (L_k,)
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class HeadResult:
     """Every stage of one attention head."""
 
@@ -101,7 +102,7 @@ class HeadResult:
         return list(self.normed.values())[-1].k if self.normed else self.K
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class RunResult:
     """The whole computation for a scenario."""
 

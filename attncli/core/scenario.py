@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import collections
 import functools
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import NamedTuple, TypeVar, cast
 
 import numpy as np
 
 from attncli.core import variants as registry
+from attncli.core.records import record
 from attncli.core.variants import KvCache, Mask, Mla, Variant, active
 from attncli.errors import AttnError, option
 
@@ -50,7 +51,7 @@ class Scale(NamedTuple):
     divisor: float  # what the scores are divided by
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class Scenario:
     """A validated scenario. Either X and the W matrices, or Q, K and V given directly (X is then None)."""
 

@@ -1,7 +1,8 @@
 """The vocabulary every output shares: a document is a title and a sequence of blocks.
 
 Blocks are NamedTuples (immutable, and about a fifth of a frozen dataclass's creation cost at
-start-up); Matrix, which carries arrays and defaults, is a frozen dataclass.
+start-up); Matrix, which carries arrays and defaults, is a frozen record (core.records: a dataclass
+compared by identity, cheaper to create).
 
 The walk-throughs (attncli.walkthroughs) turn results into documents; each format
 (attncli.formats) draws every block type its own way. Blocks hold plain text and NumPy
@@ -11,11 +12,12 @@ arrays, never the syntax of a format: each format escapes text with its own rule
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from attncli.core.records import record
 from attncli.document.numbers import smart
 from attncli.errors import named, option
 
@@ -192,7 +194,7 @@ class Grid(NamedTuple):
 SHOWN, HIDDEN, DROPPED, EMPTY = 0, 1, 2, 3  # Grid.state
 
 
-@dataclass(frozen=True)
+@record
 class Matrix:
     """A labelled matrix of a stage: title, formula in Unicode and TeX, the numbers, the labels of rows and columns."""
 

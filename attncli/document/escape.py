@@ -17,8 +17,8 @@ reading back. Then each format escapes its own specials:
 
 from __future__ import annotations
 
+import functools
 import re
-import unicodedata
 
 # -- visible -------------------------------------------------------------------------------------
 from attncli.errors import visible as visible  # the one rule (errors are shown with it too)
@@ -53,7 +53,12 @@ _MARKDOWN = {
     "{": "&#123;", "}": "&#125;",  # Jekyll's Liquid and Hugo's shortcodes read {{ and {% before Markdown does
 }  # fmt: skip
 _MARKDOWN_TRIMMED = " \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000\ufeff"
-_LINE_START = re.compile(r"^(?:[+=-]|\d{1,9}(?=[.)]))")  # would open a list or a setext underline
+
+
+@functools.cache
+def _line_start() -> re.Pattern[str]:
+    """What would open a list or a setext underline at a line's start (compiled on first need, as the patterns below)."""
+    return re.compile(r"^(?:[+=-]|\d{1,9}(?=[.)]))")
 
 
 def markdown(s: str) -> str:
@@ -66,7 +71,7 @@ def markdown(s: str) -> str:
         else:
             out.append(_MARKDOWN.get(c, c))
     escaped = "".join(out)
-    match = _LINE_START.match(escaped)
+    match = _line_start().match(escaped)
     if match:  # "- x", "+ x", "1. x" at the start of a line
         end = match.end()
         escaped = escaped[:end] + "\\" + escaped[end:] if escaped[:end].isdigit() else "\\" + escaped
@@ -134,7 +139,7 @@ def latex(s: str) -> str:
     would make a ligature (`--`, `''`). A dollar is `{\$}`, so no `$$` that a page's math finder
     would take for a delimiter ever appears.
     """
-    text = unicodedata.normalize("NFC", visible(s)).replace("\u00a0", " ")
+    text = _nfc(visible(s)).replace("\u00a0", " ")
     if not text:
         return "{}"
     pieces: list[str] = []
@@ -198,16 +203,29 @@ def latex_text(s: str) -> str:
     shows as they are (TeX's `--` would show as two hyphens there); other characters are `$\mathtt{U{+}4E2D}$` as in `latex`.
     Pairs TeX would join (`--`, `''`) are kept apart with `{}`.
     """
-    return _prose(unicodedata.normalize("NFC", visible(s)).replace("\u00a0", " "), names=False)
+    return _prose(_nfc(visible(s)).replace("\u00a0", " "), names=False)
 
 
-# A name of attncli's notation in narration: one letter, "_", its subscript (W_K, d_k, c_KV, W_DKV, m_old, ω_i, A_ij, B_q),
-# a whole word; the letters and subscripts are the notation's own, so a token such as a_b or my_file stays text.
-_NAME = re.compile(r"(?<![\w'’])([WdqkvcmexωθbhwABE]|Σ)_([A-Z]{1,4}|[ijkqvrncth0-9]|ij|model|head|old|new|max|out)(?!['’]|(?!ᵀ)\w)")
-_EQUATED = re.compile(r"(?<![\w'’])[b-zB-HJ-Z](?= [=≈] )")  # the k of "k = …": a symbol (not the words a, A, I)
-_POWER = re.compile(r"(?<=[eθ0-9])\^(?:\(([^()'’\"]{1,40})\)|(−?∞|−?[0-9]+(?:\.[0-9]+)?|[a-z]{2,8}\b))")  # e^(m_old − m_new), e^−∞, e^sink: a power
-_OPENING = re.compile(r"(?<![\w'’])'(?=[^\s'])")  # the first quote of 'cat': ‘, which pdflatex and a post print (TeX's ` shows as `)
-_CLOSING = re.compile(r"(?<=\S)'(?![\w'’])")  # the last: ’, as pdflatex prints ' (a post would show it straight, beside a curly ‘)
+@functools.cache
+def _notation() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The patterns `latex_prose` reads attncli's notation by, compiled on its first call (a millisecond of every start-up before)."""
+    return (
+        # A name of attncli's notation in narration: one letter, "_", its subscript (W_K, d_k, c_KV, W_DKV, m_old, ω_i, A_ij,
+        # B_q), a whole word; the letters and subscripts are the notation's own, so a token such as a_b or my_file stays text.
+        re.compile(r"(?<![\w'’])([WdqkvcmexωθbhwABE]|Σ)_([A-Z]{1,4}|[ijkqvrncth0-9]|ij|model|head|old|new|max|out)(?!['’]|(?!ᵀ)\w)"),
+        re.compile(r"(?<![\w'’])[b-zB-HJ-Z](?= [=≈] )"),  # the k of "k = …": a symbol (not the words a, A, I)
+        re.compile(r"(?<=[eθ0-9])\^(?:\(([^()'’\"]{1,40})\)|(−?∞|−?[0-9]+(?:\.[0-9]+)?|[a-z]{2,8}\b))"),  # e^(m_old − m_new), e^−∞, e^sink: a power
+        re.compile(r"(?<![\w'’])'(?=[^\s'])"),  # the first quote of 'cat': ‘, which pdflatex and a post print (TeX's ` shows as `)
+        re.compile(r"(?<=\S)'(?![\w'’])"),  # the last: ’, as pdflatex prints ' (a post would show it straight, beside a curly ‘)
+    )
+
+
+def _nfc(text: str) -> str:
+    from unicodedata import normalize  # imported where TeX needs it: the terminal's tables never do
+
+    return normalize("NFC", text)
+
+
 _IN_POWER = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/+.,")
 
 
@@ -216,10 +234,10 @@ def latex_prose(s: str) -> str:
     subscripts, `e^(…)` and `e^−∞` as powers, quotes as ‘ and ’ (the narration quotes words as 'cat'), and a one-letter word written against a formula (the `e` of `e·W_K`, the `k` of
     `q·k`) inside it: `$e\cdot{}W_{K}$`.
 
-    Only names of the notation are read so (see `_NAME`): user text inside the narration, a token such as `a_b` or
+    Only names of the notation are read so (see `_notation`): user text inside the narration, a token such as `a_b` or
     `x^2`, prints as written, as `latex_text` prints it.
     """
-    return _prose(unicodedata.normalize("NFC", visible(s)).replace("\u00a0", " "), names=True)
+    return _prose(_nfc(visible(s)).replace("\u00a0", " "), names=True)
 
 
 def _name(base: str, sub: str) -> str:
@@ -239,6 +257,7 @@ def _prose(text: str, *, names: bool, in_power: bool = False) -> str:
     """`latex_text`'s writing; with `names`, `latex_prose`'s (`in_power`: all of `text` is a superscript's math)."""
     out: list[str] = []
     math: list[str] = []
+    name_at, equated_at, power_at, opening_at, closing_at = (pattern.match for pattern in _notation())
 
     def inline(body: str) -> None:
         """`$body$`, joined to a math span just before it: two spans side by side would read `$$`, a display's delimiter."""
@@ -263,22 +282,22 @@ def _prose(text: str, *, names: bool, in_power: bool = False) -> str:
     i = 0
     while i < len(text):
         c = text[i]
-        if names and (found := _NAME.match(text, i)):
+        if names and (found := name_at(text, i)):
             symbol(_name(found.group(1), found.group(2)), i)
             i, previous = found.end(), ""
             continue
-        if names and c == "'" and (_OPENING.match(text, i) or _CLOSING.match(text, i)):
+        if names and c == "'" and (opening_at(text, i) or closing_at(text, i)):
             flush()
-            out.append("‘" if _OPENING.match(text, i) else "’")
+            out.append("‘" if opening_at(text, i) else "’")
             i, previous = i + 1, ""
             continue
-        if (names and c == "^" and (found := _POWER.match(text, i))
+        if (names and c == "^" and (found := power_at(text, i))
                 and _is_math(power := _prose((found.group(1) or found.group(2)).replace(" ", ""), names=True, in_power=True))):  # fmt: skip
             word = found.group(2) or ""
             symbol("^{" + (r"\text{" + word + "}" if word.isalpha() else power[1:-1]) + "}", i)
             i, previous = found.end(), ""
             continue
-        if names and _EQUATED.match(text, i):
+        if names and equated_at(text, i):
             if math:  # written against the formula before it: q·k = …
                 math.append(c)
             else:
@@ -325,7 +344,13 @@ def _is_math(written: str) -> bool:
 
 # -- CSV -------------------------------------------------------------------------------------------
 
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+@functools.cache
+def _number() -> re.Pattern[str]:
+    """A plain decimal number, as a spreadsheet reads one."""
+    return re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -337,6 +362,6 @@ def csv_cell(s: str) -> str:
     reads it as that number and never as a formula.
     """
     text = visible(s)
-    if text.startswith(_FORMULA_START) and not _NUMBER.fullmatch(text):
+    if text.startswith(_FORMULA_START) and not _number().fullmatch(text):
         return "'" + text
     return text

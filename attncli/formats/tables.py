@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console, RenderableType
 from rich.text import Text
 
@@ -10,7 +12,9 @@ from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.escape import visible
 from attncli.document.numbers import exact_decimals, fixed, fixed_many
 from attncli.formats import grid
-from attncli.formats.heatmap import Heat
+
+if TYPE_CHECKING:
+    from attncli.formats.heatmap import Heat  # imported where a table is shaded: a pipe or a file never is, unless --heatmap
 
 ELLIPSIS_COLUMN = "…"
 ELLIPSIS_ROW = "⋮"
@@ -43,6 +47,8 @@ def run_tables(page: RunDocument, *, precision: int, console: Console, full: boo
         parts.append(Text(view.heading(page.summary.heads), style="bold"))
         heat = None
         if view.square and (shade_all or (shade_weights and view.key == "weights")):
+            from attncli.formats.heatmap import Heat
+
             colour = console.color_system in ("256", "truecolor")  # 16 colours cannot tell the blues apart: use the ramp
             heat = Heat(view.data, view.hidden, probabilities=view.key == "weights", colour=colour)
         parts += matrix_table(view, precision=precision, console=console, full=full, heat=heat, hints=page.hints)
@@ -151,7 +157,7 @@ class _Columns:
     def width(self, c: int) -> int:
         """Characters column c takes, border and padding included."""
         if c not in self._widths:
-            self._widths[c] = grid.widths([self.header(c)], [[cell] for cell in self.cells(c)])[0] + 3
+            self._widths[c] = max(grid.widths([self.header(c), *self.cells(c)], [])) + 3  # its widest cell, the header's included
         return self._widths[c]
 
 

@@ -65,6 +65,8 @@ def labelled_matrix(
 
 @functools.lru_cache(maxsize=1 << 16)
 def _label(text: str) -> str:
+    if text.isascii() and text.isalnum():  # a word or a number ("t1", "cat"): what escape.latex writes, without its character loop
+        return r"\text{" + text + "}"
     return r"\Sigma" if text == "Σ" else escape.latex(text)
 
 
@@ -73,21 +75,32 @@ def _label(text: str) -> str:
 _TEX_WIDTHS = {"-": 0.7778, ".": 0.2778, "+": 0.7778, "e": 0.4661, r"\infty": 1.0}
 
 
+@functools.cache
+def _byte_widths() -> npt.NDArray[np.int64]:
+    """(256,) what each byte of a number's text adds to its width, in 1/10,000 em (so that sums are exact): 0.5em each, the
+    signs, the point and the e as _TEX_WIDTHS has them, nothing for a zero byte (padding); \\infty's backslash carries the
+    rest of the symbol's 1em beyond its other five characters' 0.5em each."""
+    import numpy as np
+
+    table = np.full(256, 5000, dtype=np.int64)
+    table[0] = 0
+    for character in "-.+e":
+        table[ord(character)] = round(_TEX_WIDTHS[character] * 10_000)
+    table[ord("\\")] = round(_TEX_WIDTHS[r"\infty"] * 10_000) - 5 * 5000
+    return table
+
+
 def _tex_widths(cells: npt.NDArray[np.uint8]) -> npt.NDArray[np.float64]:
     """(C,) the width in em of each row of a byte table of numbers (zero bytes pad), counted at once: 0.5em a character, but
     the signs, the point, the e and the \\infty (its six characters one symbol) as _TEX_WIDTHS has them."""
-    import numpy as np
-
-    def count(character: str) -> npt.NDArray[np.int64]:
-        counted: npt.NDArray[np.int64] = np.count_nonzero(cells == ord(character), axis=1)
-        return counted
-
-    infinities = count("\\")  # a number's only backslash is its \infty's
-    signs, points, es = count("-") + count("+"), count("."), count("e")
-    plain = np.count_nonzero(cells, axis=1) - 6 * infinities - signs - points - es
-    w = _TEX_WIDTHS
-    widths: npt.NDArray[np.float64] = infinities * w[r"\infty"] + signs * w["-"] + points * w["."] + es * w["e"] + plain * 0.5
+    widths: npt.NDArray[np.float64] = _tex_units(cells) / 10_000
     return widths
+
+
+def _tex_units(cells: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
+    """`_tex_widths` in 1/10,000 em, exactly."""
+    units: npt.NDArray[np.int64] = _byte_widths()[cells].sum(axis=1)
+    return units
 
 
 def _first_row(labels: npt.NDArray[np.uint8], cells: npt.NDArray[np.uint8]) -> tuple[bytes, list[int]]:
@@ -101,7 +114,9 @@ def _first_row(labels: npt.NDArray[np.uint8], cells: npt.NDArray[np.uint8]) -> t
 
     n = min(len(labels), len(cells))
     cells = cells[:n]
-    widths = _table([f"{width:.4f}" for width in _tex_widths(cells).tolist()])  # (n, w)
+    # a band's numbers come in a few widths (0.5em a digit, a sign, a point): each written once, then one row per number
+    distinct, which = np.unique(_tex_units(cells), return_inverse=True)
+    widths = _table([f"{width // 10_000}.{width % 10_000:04d}" for width in distinct.tolist()])[which.reshape(-1)]  # (n, w) in em
 
     def text(piece: bytes) -> npt.NDArray[np.uint8]:
         return np.frombuffer(piece, dtype=np.uint8)
@@ -191,21 +206,20 @@ class _Band:
         by_column = np.ascontiguousarray(values.T)  # (C', R): NumPy finds maxima along a row several times faster
         every = bool(np.isfinite(by_column.sum()))  # a finite sum: no ±∞ or NaN anywhere (a sum that overflows takes the long way)
         finite = None if every else np.isfinite(by_column)
-        if finite is None:  # (3, C') the rows of the largest, the smallest and (none here) the first non-finite number
-            largest = by_column.argmax(axis=1)
-            picks = np.stack([largest, by_column.argmin(axis=1), largest])
-        else:
+        if finite is None:  # (2, C') the rows of the largest and the smallest number (no column has a non-finite one)
+            picks = np.stack([by_column.argmax(axis=1), by_column.argmin(axis=1)])
+        else:  # (3, C') the largest, the smallest and the first non-finite number
             picks = np.stack([np.where(finite, by_column, -np.inf).argmax(axis=1), np.where(finite, by_column, np.inf).argmin(axis=1),
                               (~finite).argmax(axis=1)])  # fmt: skip
-        size = cells.shape[2]
-        at = (picks * self.width + columns).ravel()  # (3·C',) in the band's cells, one row after another
-        flat = np.take(cells.reshape(-1, size), at, axis=0)  # (3·C', W)
+        size, m = cells.shape[2], len(picks)
+        at = (picks * self.width + columns).ravel()  # (m·C',) in the band's cells, one row after another
+        flat = np.take(cells.reshape(-1, size), at, axis=0)  # (m·C', W)
         flat[:, :3] = 0  # the " & " before each
-        candidates = flat.reshape(3, self.width, size)
+        candidates = flat.reshape(m, self.width, size)
         # texts alike in length, sign, exponent, infinity and NaN are alike character by character (all digits weigh the
         # same), so `_width` of one text of each kind gives every width exactly
         start = (flat != 0).argmax(axis=1)  # where each (right-aligned) text begins
-        shown = np.take(values.ravel(), at)  # (3·C',)
+        shown = np.take(values.ravel(), at)  # (m·C',)
         signed = flat[np.arange(len(flat)), start] == ord("-")
         kind = (size - start) * 16 + signed * 8 + np.isinf(shown) * 4 + np.isnan(shown) * 2 + (np.abs(shown) >= HUGE)  # ±∞ is HUGE too
         example = np.full(int(kind.max()) + 1, -1)
@@ -213,14 +227,12 @@ class _Band:
         width_of = np.zeros(len(example))
         for k in np.flatnonzero(example >= 0).tolist():
             width_of[k] = _width(flat[example[k]].tobytes().translate(None, b"\0").decode())
-        widths = width_of[kind].reshape(3, -1)
-        if finite is None:
-            widths[2] = -np.inf
-        else:
+        widths = width_of[kind].reshape(m, -1)
+        if finite is not None:
             widths[0:2, ~finite.any(axis=1)] = -np.inf
             widths[2, finite.all(axis=1)] = -np.inf
         best = np.zeros(self.width, dtype=np.intp)  # max() keeps the first of equally wide candidates
-        for k in (1, 2):
+        for k in range(1, m):
             best[widths[k] > widths[best, columns]] = k
         chosen: npt.NDArray[np.uint8] = candidates[best, columns]  # (C', W)
         return chosen
@@ -238,7 +250,7 @@ class _Band:
         phantom = self.phantoms[skip:] if self.phantoms is not None and width else np.zeros((body_rows, 0), dtype=np.uint8)  # (R', P)
         gap = phantom.shape[1]
         grid = self.cells[skip:, c0 : c0 + count * width].reshape(body_rows, count, width * cell)  # (R', K, w·W)
-        out = np.zeros((count, body_rows, width * cell - 3 + gap + 4), dtype=np.uint8)  # (K, R', a row of a block)
+        out = np.empty((count, body_rows, width * cell - 3 + gap + 4), dtype=np.uint8)  # (K, R', a row of a block), every byte written below
         out[:, :, : cell - 3] = grid[:, :, 3:cell].transpose(1, 0, 2)  # the first number, without " & "
         out[:, :, cell - 3 : cell - 3 + gap] = phantom
         out[:, :, cell - 3 + gap : width * cell - 3 + gap] = grid[:, :, cell:].transpose(1, 0, 2)

@@ -8,12 +8,12 @@ rows, both classes have the same `narrate`, and each brings its own term (`term`
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, ClassVar
 
 import numpy as np
 
+from attncli.core.records import record
 from attncli.core.variants.keys import MATRICES, MATRIX, VECTOR, Read, Schema, Sizes, frozen, mapping_keys
 from attncli.core.variants.shown import Narrated, Say, StageRow
 
@@ -54,7 +54,7 @@ class _AddedToScores:
         return Narrated("Adding the bias", f"{w.text('logit')} = {w.text('scaled' if reshaped is None else 'capped')} + b", lines, notes)
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class Alibi(_AddedToScores):
     """Attention with Linear Biases (Press et al., 2022): head h adds −m_h·(i − j) to its scaled scores."""
 
@@ -141,7 +141,7 @@ class Alibi(_AddedToScores):
         raise read.error(read.found(), "`true` for the paper's slopes, or {slopes: [m_1, …, m_H]}")
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class ScoreBias(_AddedToScores):
     """An explicit additive bias: one (L_q, L_k) matrix for every head, or one per head."""
 

@@ -14,11 +14,11 @@ mask (`head`), and the stage table shows its rows (`rows`) in place of the softm
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from attncli.core.records import record
 from attncli.core.variants.keys import VECTOR, Read, Schema, Sizes, mapping_keys
 from attncli.core.variants.shown import Narrated, Say, StageRow
 
@@ -57,7 +57,7 @@ def softmax_rows(logits: np.ndarray, visible: np.ndarray) -> np.ndarray:
     return out
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class LinearAttention:
     """out_i = Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j): softmax's e^(q·k) replaced by a product of features."""
 
@@ -145,7 +145,7 @@ class LinearAttention:
         return cls(name)
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class Retention:
     """out = (Q·Kᵀ / s ⊙ D)·V with D_ij = γ_h^(i−j) for j ≤ i: no softmax, no normaliser, older keys decayed."""
 

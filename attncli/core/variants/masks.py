@@ -11,16 +11,17 @@ The module also holds how the mask is shown (core.variants.shown): its stage-tab
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
 
+from attncli.core.records import record
 from attncli.core.variants.keys import Read, Schema, Sizes, frozen, mapping_keys
 from attncli.core.variants.shown import Narrated, Say, StageRow
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class Mask:
     """A mask is any combination of the rules below, or one explicit 0/1 matrix."""
 

@@ -18,16 +18,17 @@ The module also holds how RoPE is shown (core.variants.shown): its stage-table r
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
 
+from attncli.core.records import record
 from attncli.core.variants.keys import MATRIX, Read, Schema, Sizes, frozen, mapping_keys
 from attncli.core.variants.shown import Narrated, Say, StageRow
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class Rope:
     key: ClassVar[str] = "rope"
     stage: ClassVar[str] = "qk"

@@ -16,19 +16,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, ClassVar
 
 import numpy as np
 
+from attncli.core.records import record
 from attncli.core.variants.keys import VECTOR, Read, Schema, Sizes, frozen, mapping_keys
 from attncli.core.variants.positions import Rope
 from attncli.core.variants.shown import Narrated, Say, StageRow
 from attncli.errors import AttnError
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class QkNorm:
     """RMSNorm of q and k with weight and ε, per head or over the whole projection."""
 

@@ -8,14 +8,14 @@ The module also holds how the sink is shown (core.variants.shown): its stage-tab
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from attncli.core.records import record
 from attncli.core.variants.keys import VECTOR, Read, Schema, Sizes
 from attncli.core.variants.shown import Narrated, Say, StageRow
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class LearnedSink:
     """Head h adds e^(logits[h − 1]) to every row's sum of exponentials, and no value to its output."""
 

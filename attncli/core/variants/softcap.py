@@ -6,17 +6,17 @@ The module also holds how soft-capping is shown (core.variants.shown): its stage
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, ClassVar
 
 import numpy as np
 
+from attncli.core.records import record
 from attncli.core.variants.keys import Read, Schema, Sizes
 from attncli.core.variants.shown import Narrated, Say, StageRow
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class SoftCap:
     """Every scaled score s becomes cap·tanh(s / cap): about s while |s| ≪ cap, never beyond ±cap."""
 
