@@ -23,10 +23,10 @@ the command prints. Heads and positions count from 1, as everywhere in attncli.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attncli.core.records import record
 from attncli.document.numbers import decimals
 from attncli.errors import AttnError, option
 from attncli.formats import Document, Format, Options
@@ -131,7 +131,7 @@ class _Shown:
         return self.render(Format.html, standalone=False)
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class Ran(_Shown):
     """Every stage of every head: `result` is the engine's RunResult (read-only NumPy arrays)."""
 
@@ -151,7 +151,7 @@ class Ran(_Shown):
         return render_run(self.result, options._replace(heads=heads))
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class Tiled(_Shown):
     """FlashAttention's tiled computation of every head, `block_size` queries and keys at a time."""
 
@@ -162,7 +162,7 @@ class Tiled(_Shown):
         return render_tiling(self.result, options, self.block_size)
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class Explained(_Shown):
     """One query followed through the arithmetic: `explanation` holds every number of the walk-through."""
 
@@ -172,7 +172,7 @@ class Explained(_Shown):
         return render_explain(self.explanation, options)
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class Decoded(_Shown):
     """Causal generation with a KV cache, step by step; `made_causal` when the scenario had no causal mask of its own."""
 
@@ -183,7 +183,7 @@ class Decoded(_Shown):
         return render_decode(self.decoded, options, made_causal=self.made_causal)
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class Varied(_Shown):
     """The √d experiment: `rows` holds, per width d, the mean and variance of q·k and of q·k/√d and the mean largest weight."""
 
@@ -333,7 +333,7 @@ def longrope_prefix(folder: str | Path, *, layer: int, sentence: str, special_to
 
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class Mapped(_Shown):
     """Every head of every layer: `map` holds the statistics (`map.table("first_token")` is (layers, H)) and the thumbnails.
 
@@ -429,7 +429,7 @@ def _shade_page(shaded: Shading, source: Source, options: Options) -> ShadePage:
     return ShadePage(drawn, lambda: document(shaded, source), _precision(options, 2))
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class ComparedHeads(_Shown):
     """The same heads of two runs: `comparison.table("js_divergence")` is (layers, H); renders as the map does."""
 

@@ -10,16 +10,16 @@ names: c cached tokens, G key/value heads, d_k, d_v the widths of one head.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
+from attncli.core.records import record
 from attncli.core.variants.keys import MATRICES, MATRIX, TOKENS, Read, Schema, Sizes, frozen, mapping_keys
 from attncli.core.variants.shown import StageRow
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class KvCache:
     key: ClassVar[str] = "cache"
     stage: ClassVar[str] = "cache"  # prepended to each head's keys and values after RoPE: the engine reads it, no stage loop

@@ -24,11 +24,11 @@ H·(d_k + d_v). Dimension names:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from attncli.core.records import record
 from attncli.core.variants import mla_shown
 from attncli.core.variants.keys import MATRICES, MATRIX, Read, Schema, Sizes, frozen, mapping_keys
 from attncli.core.variants.positions import Rope
@@ -79,7 +79,7 @@ class MlaHead(NamedTuple):
     difference: float  # max |absorbed weight − expanded weight| over the rows kept
 
 
-@dataclass(frozen=True, eq=False)
+@record
 class Mla:
     """The latent projections of one MLA layer; the scenario's RoPE (if any) turns only the decoupled part."""
 
