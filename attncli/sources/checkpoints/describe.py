@@ -7,7 +7,9 @@ config.json as far as it can be trusted, so a family attncli does not compute ye
 
 Extending: a mechanism is one more function in DETECTORS (Facts -> Mechanism | None); a cache
 layout (what one layer keeps per token) is one more function in LAYOUTS (Facts -> layers | None),
-tried in order before plain multi-head / grouped-query keys and values.
+tried in order before plain multi-head / grouped-query keys and values. What one family alone does (Gemma 2's
+default soft-cap, gpt-oss's sinks, a QK-norm in its own words, …) is its module's `DESCRIPTION`
+(`config.Description`, through `families.description`): no model type is named here.
 """
 
 from __future__ import annotations
