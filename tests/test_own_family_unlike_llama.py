@@ -155,3 +155,13 @@ def test_a_config_whose_model_type_is_not_a_string_is_one_clear_error(cli, tmp_p
     assert "model_type ['toygpt'] is not supported" in result.stderr and len(result.stderr.splitlines()) == 1, result.stderr
     info, _ = info_of(cli, folder)
     assert info["supported"] is False and "is not supported" in info["reason"]
+
+
+def test_a_target_text_is_refused_naming_the_encoder_decoders_of_the_table(registered, cli, monkeypatch, tmp_path):
+    """A one-stack family refuses --target, naming the encoder–decoders families.ENCODER_DECODERS lists (not a fixed name)."""
+    folder = checkpoint(tmp_path / "toy")
+    monkeypatch.setattr(families, "ENCODER_DECODERS", ("bart", "toyt5"))
+    monkeypatch.setattr("attncli.sources.checkpoints.layer.ENCODER_DECODERS", ("bart", "toyt5"))
+    result = cli("run", "--model", str(folder), "--layer", "1", "--sentence", SENTENCE, "--target", "hi")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "a toygpt model reads one text: a target text is for an encoder–decoder (bart, toyt5)" in result.stderr, result.stderr

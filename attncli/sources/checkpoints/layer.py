@@ -181,7 +181,7 @@ def _one_stack(cfg: ModelConfig, target: str | None, attention: str | None) -> N
     """Refuse what only an encoder–decoder takes: a target text, or an attention other than the model's one."""
     if target is not None:
         raise AttnError(
-            f"a {cfg.model_type} model reads one text: a target text is for an encoder–decoder (bart)",
+            f"a {cfg.model_type} model reads one text: a target text is for an encoder–decoder ({', '.join(ENCODER_DECODERS)})",
             key="target",
             expected=f"the sentence alone, or a model of type {', '.join(ENCODER_DECODERS)}",
         )
