@@ -108,7 +108,9 @@ def _info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
             "" if kv_heads == heads else " (multi-query attention)" if kv_heads == 1 else f" (grouped-query attention, {heads // kv_heads} query heads each)"
         )
         rope = info["rope"]
-        rope_text = "none (learned positions)" if info["model_type"] in ("gpt2", "bert", "bart") else "none"
+        from attncli.sources.checkpoints.families import description  # on this path only, as model_info
+
+        rope_text = "none (learned positions)" if description(info["model_type"]).learned_positions else "none"
         if rope is not None:
             pairs = "interleaved pairs" if rope["style"] == "interleaved" else "rotate-half"
             rope_text = f"θ = {rope['theta']:g}, {pairs}" + (f", {rope['scaling']} scaling" if rope["scaling"] else "")

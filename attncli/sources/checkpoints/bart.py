@@ -28,11 +28,23 @@ from attncli.sources.checkpoints.blocks import (
     self_attention,
     storage_note,
 )
-from attncli.sources.checkpoints.config import MOST, ModelConfig, Verification, _activation, _dtype, _heads_divide, _Reader
+from attncli.sources.checkpoints.config import (
+    MOST,
+    Description,
+    ModelConfig,
+    Tensors,
+    Verification,
+    _activation,
+    _dtype,
+    _heads_divide,
+    _Reader,
+)
 from attncli.sources.checkpoints.source import TensorSource
 
 ATTENTIONS = ("encoder", "decoder", "cross")  # which of the three a layer number counts in
 POSITION_OFFSET = 2  # BartLearnedPositionalEmbedding: position p reads row p + 2
+TENSORS = Tensors("shared.weight", ("model.", ""))  # the embedding both stacks share
+DESCRIPTION = Description(learned_positions=True)
 
 
 class Stack(NamedTuple):
@@ -88,7 +100,7 @@ class Bart:
 
     def __init__(self, cfg: ModelConfig, checkpoint: TensorSource) -> None:
         self.cfg = cfg
-        self.w = Weights(checkpoint, probe="shared.weight", prefixes=("model.", ""))
+        self.w = Weights(checkpoint, probe=TENSORS.probe, prefixes=TENSORS.prefixes)
         self.d = cfg.hidden_size
         self.d_k = {name: _head_dim(cfg, stack) for name, stack in stacks(cfg).items()}
 
@@ -266,3 +278,15 @@ VERIFY = Verification({
     "decoder": r"(?:^|\.)decoder\.layers\.(\d+)\.self_attn\.out_proj$",
     "cross": r"(?:^|\.)decoder\.layers\.(\d+)\.encoder_attn\.out_proj$",
 })  # fmt: skip
+
+
+def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
+    """The tensors `model info` checks against config.json: both stacks' layer 1 and the cross-attention."""
+    d = cfg.hidden_size
+    return {
+        "shared.weight": (None, d),
+        "encoder.layers.0.self_attn.q_proj.weight": (d, d),
+        "decoder.layers.0.encoder_attn.k_proj.weight": (d, d),
+        "decoder.layers.0.fc1.weight": (cfg.intermediate_size, d),
+        "encoder.layers.0.fc1.weight": (cfg.encoder_inner, d),
+    }

@@ -19,7 +19,9 @@ from attncli.sources.checkpoints.blocks import (
 )
 from attncli.sources.checkpoints.config import (
     MOST,
+    Description,
     ModelConfig,
+    Tensors,
     Verification,
     _activation,
     _dtype,
@@ -67,7 +69,7 @@ def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray) -> np.ndarra
 
 def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
     """X = the hidden state entering `layer` (from 1): BERT normalises after attention, so no norm comes first."""
-    w = Weights(checkpoint, probe="embeddings.word_embeddings.weight", prefixes=("bert.", ""))
+    w = Weights(checkpoint, probe=TENSORS.probe, prefixes=TENSORS.prefixes)
     d = cfg.hidden_size
     embeddings = (
         w.rows("embeddings.word_embeddings.weight", ids, d)
@@ -158,3 +160,15 @@ def gguf_config(file: Metadata, a: str, common: dict[str, Any]) -> ModelConfig:
 
 GGUF = (GgufArchitecture("bert", "bert", GGUF_NAMES, config=gguf_config),)
 VERIFY = Verification(r"(?:^|\.)encoder\.layer\.(\d+)\.attention\.output\.dense$")  # float64 throughout
+TENSORS = Tensors("embeddings.word_embeddings.weight", ("bert.", ""))  # BertModel's names, under `bert.` in the task models
+DESCRIPTION = Description(learned_positions=True, own_biases=True)
+
+
+def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
+    """The tensors `model info` checks against config.json (layer 1's, from the headers)."""
+    d, inner = cfg.hidden_size, cfg.intermediate_size
+    return {
+        "embeddings.word_embeddings.weight": (None, d),
+        "encoder.layer.0.attention.self.query.weight": (d, d),
+        "encoder.layer.0.intermediate.dense.weight": (inner, d),
+    }

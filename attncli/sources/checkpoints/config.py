@@ -168,6 +168,46 @@ class Verification(NamedTuple):
     eager_experts: bool = False  # MoE experts transformers runs in float64 only one by one (its grouped_mm kernel refuses double)
 
 
+class Tensors(NamedTuple):
+    """Where a family's tensors are in its checkpoint: the embedding table's name, found under the first of `prefixes` that has it."""
+
+    probe: str
+    prefixes: tuple[str, ...]
+
+
+LLAMA_TENSORS = Tensors("embed_tokens.weight", ("model.", ""))  # Llama's and its descendants': a family that declares no TENSORS
+
+
+class Description(NamedTuple):
+    """What `model info` says of a family beyond what describe.py reads from every config (a family that declares none: nothing).
+
+    Functions receive config.json's keys (a GGUF file's metadata spelled as them), untrusted when attncli could not read them.
+    """
+
+    qk_norm: str | None = None  # how q and k are RMS-normalised, in words; None: as the config's use_qk_norm / qk_layernorm say
+    learned_positions: bool = False  # a learned position table instead of RoPE (`model info`'s rope row says so)
+    sinks: bool = False  # learned attention sinks: one logit per head joins the softmax's denominator
+    own_biases: bool = False  # q, k and v biases are the architecture itself (GPT-2, BERT), not a mechanism to list
+    softcap: float | None = None  # transformers' attn_logit_softcapping when config.json names none (read where attncli does not)
+    interleaved_rope: Callable[[Mapping[str, Any]], bool] | None = None  # RoPE turns interleaved pairs, not halves
+    windows: Callable[[Mapping[str, Any], int, int], tuple[int | None, ...] | None] | None = None  # (raw, layers, sliding_window)
+    router: Callable[[Mapping[str, Any]], str] | None = None  # how a mixture-of-experts router picks, after the experts' count
+
+
+def whole(raw: Mapping[str, Any], *keys: str, most: int = 1 << 24) -> int | None:
+    """The first of `keys` holding a whole number from 1 to `most`, else None (a raw config is untrusted)."""
+    for key in keys:
+        value = raw.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most:
+            return value
+    return None
+
+
+def alternating(raw: Mapping[str, Any], layers: int, size: int) -> tuple[int | None, ...]:
+    """transformers' default layer kinds of Gemma 2 and gpt-oss when config.json lists none: sliding first, then global, in turn."""
+    return tuple(size if i % 2 == 0 else None for i in range(layers))
+
+
 class _Reader:
     """Typed look-ups in the raw JSON, each failing with the key and what was expected."""
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,11 +53,13 @@ from attncli.sources.checkpoints.config import (
     FLOAT32_SOFTMAX,
     MOST,
     O_PROJ,
+    Description,
     ModelConfig,
     Verification,
     _Reader,
     llama_like,
     read_raw,
+    whole,
     yarn_mscale,
 )
 from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Joined, Metadata, outermost, renamed
@@ -357,7 +360,7 @@ def read_config(read: _Reader) -> ModelConfig:
 
 
 def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
-    """The tensors `model info` checks against config.json (DeepSeek V2; V3's are named in layer.py)."""
+    """The tensors `model info` checks against config.json (DeepSeek V2 and V3)."""
     return {"embed_tokens.weight": (None, cfg.hidden_size), "layers.0.self_attn.kv_a_proj_with_mqa.weight": (None, cfg.hidden_size)}
 
 
@@ -462,4 +465,18 @@ FLOAT32_SOFTMAX_ROUTER = "the MoE router's logits and its softmax over the exper
 VERIFY = {
     "deepseek_v3": Verification(O_PROJ, (FLOAT32_RMSNORM, FLOAT32_ROPE, FLOAT32_SOFTMAX, FLOAT32_ROUTER), eager_experts=True),
     "deepseek_v2": Verification(O_PROJ, (FLOAT32_RMSNORM, FLOAT32_COMPLEX_ROPE, FLOAT32_SOFTMAX, FLOAT32_SOFTMAX_ROUTER), eager_experts=True),
+}
+
+
+def _v2_router(raw: Mapping[str, Any]) -> str:
+    """V2's router: a softmax over the experts, no correction bias, no renormalising."""
+    groups, kept = whole(raw, "n_group"), whole(raw, "topk_group")
+    if raw.get("topk_method") == "group_limited_greedy" and groups and kept:
+        return f"a softmax router picks them within the {kept} of {groups} groups whose best expert scores highest"
+    return "a softmax router picks the best-scoring experts (greedy)"
+
+
+DESCRIPTION = {
+    "deepseek_v2": Description(interleaved_rope=lambda raw: True, router=_v2_router),  # MLA's rope part turns interleaved pairs
+    "deepseek_v3": Description(interleaved_rope=lambda raw: raw.get("rope_interleave", True) is not False),
 }

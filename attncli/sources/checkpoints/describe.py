@@ -7,7 +7,9 @@ config.json as far as it can be trusted, so a family attncli does not compute ye
 
 Extending: a mechanism is one more function in DETECTORS (Facts -> Mechanism | None); a cache
 layout (what one layer keeps per token) is one more function in LAYOUTS (Facts -> layers | None),
-tried in order before plain multi-head / grouped-query keys and values.
+tried in order before plain multi-head / grouped-query keys and values. What one family alone does (Gemma 2's
+default soft-cap, gpt-oss's sinks, a QK-norm in its own words, …) is its module's `DESCRIPTION`
+(`config.Description`, through `families.description`): no model type is named here.
 """
 
 from __future__ import annotations
@@ -15,19 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from attncli.sources.checkpoints.config import ModelConfig
-from attncli.sources.checkpoints.families import ARCHITECTURES
+from attncli.sources.checkpoints.config import ModelConfig, whole
+from attncli.sources.checkpoints.families import ARCHITECTURES, description
 from attncli.sources.checkpoints.rope import rope_spec
 
 # bytes per number of a cache kept in the checkpoint's dtype
 BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
-QK_NORM = {
-    "qwen3": "per head (one RMSNorm weight of head_dim, shared by the heads)",
-    "qwen3_moe": "per head (one RMSNorm weight of head_dim, shared by the heads)",
-    "gemma3": "per head, Gemma's (1 + w) RMSNorm",
-    "gemma3_text": "per head, Gemma's (1 + w) RMSNorm",
-    "olmo2": "over the whole q and k projections (all heads at once)",
-}
 
 
 class Facts(NamedTuple):
@@ -60,15 +55,6 @@ class CacheLayer(NamedTuple):
 # -- reading what can be trusted ------------------------------------------------------------------------------------------
 
 
-def _whole(raw: Mapping[str, Any], *keys: str, most: int = 1 << 24) -> int | None:
-    """The first of `keys` holding a whole number from 1 to `most`, else None (a raw config is untrusted)."""
-    for key in keys:
-        value = raw.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most:
-            return value
-    return None
-
-
 def _positive(raw: Mapping[str, Any], key: str) -> float | None:
     value = raw.get(key)
     if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 1e30:
@@ -83,30 +69,26 @@ def facts_from_config(cfg: ModelConfig, raw: Mapping[str, Any] | None = None) ->
 def facts_from_raw(raw: Mapping[str, Any]) -> Facts | None:
     """A best reading of a config.json attncli does not compute (yet): None without layers and heads."""
     decoder = raw.get("is_encoder_decoder") is True  # BART, T5: the decoder is what generates, and caches
-    layers = _whole(raw, *(("decoder_layers", "num_decoder_layers") if decoder else ()), "num_hidden_layers", "n_layer", "num_layers", most=10_000)
-    heads = _whole(raw, *(("decoder_attention_heads",) if decoder else ()), "num_attention_heads", "n_head", most=1 << 16)
+    layers = whole(raw, *(("decoder_layers", "num_decoder_layers") if decoder else ()), "num_hidden_layers", "n_layer", "num_layers", most=10_000)
+    heads = whole(raw, *(("decoder_attention_heads",) if decoder else ()), "num_attention_heads", "n_head", most=1 << 16)
     if layers is None or heads is None:
         return None
-    kv = _whole(raw, "num_key_value_heads", "n_head_kv", most=heads) or heads
-    hidden = _whole(raw, "hidden_size", "n_embd", "d_model")
-    head_dim = _whole(raw, "head_dim") or (hidden // heads if hidden else 0)
+    kv = whole(raw, "num_key_value_heads", "n_head_kv", most=heads) or heads
+    hidden = whole(raw, "hidden_size", "n_embd", "d_model")
+    head_dim = whole(raw, "head_dim") or (hidden // heads if hidden else 0)
     model_type = str(raw.get("model_type"))
     return Facts(model_type, layers, heads, kv, head_dim, _raw_windows(raw, model_type, layers), True, raw, None)
 
 
 def _raw_windows(raw: Mapping[str, Any], model_type: str, layers: int) -> tuple[int | None, ...]:
-    size = _whole(raw, "sliding_window", most=1 << 31)
+    size = whole(raw, "sliding_window", most=1 << 31)
     kinds = raw.get("layer_types")
     if size is None or raw.get("use_sliding_window") is False:
         return (None,) * layers
     if isinstance(kinds, list) and len(kinds) == layers:
         return tuple(size if kind == "sliding_attention" else None for kind in kinds)
-    pattern = _whole(raw, "sliding_window_pattern")
-    if model_type.startswith("gemma3") and pattern:  # transformers 4: every pattern-th layer global
-        return tuple(None if (i + 1) % pattern == 0 else size for i in range(layers))
-    if model_type in ("gemma2", "gpt_oss"):  # transformers' default alternation, sliding first
-        return tuple(size if i % 2 == 0 else None for i in range(layers))
-    return (size,) * layers
+    family = description(model_type).windows  # a family's own default pattern (Gemma 2's alternation, …)
+    return (family(raw, layers, size) if family is not None else None) or (size,) * layers
 
 
 # -- layers listed compactly ----------------------------------------------------------------------------------------------
@@ -141,11 +123,11 @@ def _layers(numbers: Sequence[int]) -> str:
 
 
 def _mla(f: Facts) -> Mechanism | None:
-    rank = _whole(f.raw, "kv_lora_rank")
+    rank = whole(f.raw, "kv_lora_rank")
     if rank is None:
         return None
-    rope = _whole(f.raw, "qk_rope_head_dim") or 0
-    q_rank = _whole(f.raw, "q_lora_rank")
+    rope = whole(f.raw, "qk_rope_head_dim") or 0
+    q_rank = whole(f.raw, "q_lora_rank")
     queries = f"queries through a rank-{q_rank} latent (q_lora_rank)" if q_rank else "queries by one q_proj"
     return Mechanism(
         "mla",
@@ -155,7 +137,7 @@ def _mla(f: Facts) -> Mechanism | None:
 
 
 def _sharing(f: Facts) -> Mechanism | None:
-    if _whole(f.raw, "kv_lora_rank") is not None:
+    if whole(f.raw, "kv_lora_rank") is not None:
         return None
     if f.kv_heads == f.heads:
         return Mechanism("mha", f"multi-head attention: {f.heads} heads, each with its own keys and values")
@@ -187,7 +169,7 @@ def _softcap(f: Facts) -> Mechanism | None:
     family = getattr(f.cfg, "family", None)
     cap = getattr(family, "attn_cap", None) if family is not None else None
     if cap is None and f.cfg is None:
-        cap = _positive(f.raw, "attn_logit_softcapping") or (50.0 if f.model_type == "gemma2" and "attn_logit_softcapping" not in f.raw else None)
+        cap = _positive(f.raw, "attn_logit_softcapping") or (description(f.model_type).softcap if "attn_logit_softcapping" not in f.raw else None)
     if cap is None:
         return None
     return Mechanism("softcap", f"logit soft-capping: every scaled score s becomes {cap:g}·tanh(s / {cap:g}) before the mask (attn_logit_softcapping)")
@@ -203,7 +185,7 @@ def _query_scale(f: Facts) -> Mechanism | None:
 
 
 def _sinks(f: Facts) -> Mechanism | None:
-    if f.model_type != "gpt_oss":
+    if not description(f.model_type).sinks:
         return None
     return Mechanism(
         "sinks",
@@ -213,7 +195,7 @@ def _sinks(f: Facts) -> Mechanism | None:
 
 
 def _qk_norm(f: Facts) -> Mechanism | None:
-    how = QK_NORM.get(f.model_type)
+    how = description(f.model_type).qk_norm
     if how is None and (f.raw.get("use_qk_norm") is True or f.raw.get("qk_layernorm") is True):
         how = "as the config's use_qk_norm / qk_layernorm asks"
     if how is None:
@@ -246,25 +228,22 @@ def _rope_scaling(f: Facts) -> Mechanism | None:
 
 
 def _moe(f: Facts) -> Mechanism | None:
-    experts = _whole(f.raw, "num_local_experts", "n_routed_experts", "num_experts")
+    experts = whole(f.raw, "num_local_experts", "n_routed_experts", "num_experts")
     if experts is None and f.cfg is not None:
         experts = getattr(f.cfg.family, "experts", None)
     if experts is None:
         return None
-    per_token = _whole(f.raw, "num_experts_per_tok", "moe_top_k")
-    shared = _whole(f.raw, "n_shared_experts")
-    dense = _whole(f.raw, "first_k_dense_replace", most=10_000)
+    per_token = whole(f.raw, "num_experts_per_tok", "moe_top_k")
+    shared = whole(f.raw, "n_shared_experts")
+    dense = whole(f.raw, "first_k_dense_replace", most=10_000)
     text = f"mixture-of-experts MLP: {per_token or 'some'} of {experts} experts per token"
     if shared:
         text += f", plus {shared} shared expert{'s' * (shared > 1)} on every token"
     if dense:
         text += "; the first layer keeps a dense MLP" if dense == 1 else f"; the first {dense} layers keep a dense MLP"
-    if f.model_type == "deepseek_v2":  # V2's router: a softmax over the experts, no correction bias, no renormalising
-        groups, kept = _whole(f.raw, "n_group"), _whole(f.raw, "topk_group")
-        if f.raw.get("topk_method") == "group_limited_greedy" and groups and kept:
-            text += f"; a softmax router picks them within the {kept} of {groups} groups whose best expert scores highest"
-        else:
-            text += "; a softmax router picks the best-scoring experts (greedy)"
+    router = description(f.model_type).router  # how the family's router picks, where it says
+    if router is not None:
+        text += "; " + router(f.raw)
     return Mechanism("moe", text)
 
 
@@ -275,7 +254,7 @@ def _parallel(f: Facts) -> Mechanism | None:
 
 
 def _biases(f: Facts) -> Mechanism | None:
-    if f.cfg is None or not f.cfg.qkv_bias or f.model_type in ("gpt2", "bert"):
+    if f.cfg is None or not f.cfg.qkv_bias or description(f.model_type).own_biases:
         return None
     return Mechanism("attention_bias", "q, k, v" + (" and o" if f.cfg.output_bias else "") + " projections have biases")
 
@@ -310,10 +289,10 @@ def mechanisms(f: Facts) -> list[Mechanism]:
 
 def _mla_cache(f: Facts) -> list[CacheLayer] | None:
     """MLA keeps the latent and the shared RoPE key: kv_lora_rank + qk_rope_head_dim numbers per layer and token."""
-    rank = _whole(f.raw, "kv_lora_rank")
+    rank = whole(f.raw, "kv_lora_rank")
     if rank is None:
         return None
-    rope = _whole(f.raw, "qk_rope_head_dim") or 0
+    rope = whole(f.raw, "qk_rope_head_dim") or 0
     return [CacheLayer(i + 1, rank + rope, f.windows[i]) for i in range(f.layers)]
 
 
@@ -340,14 +319,14 @@ def kv_cache(f: Facts, dtype: str | None, *, dtype_from: str, max_positions: int
     if size is None or f.head_dim <= 0 or not f.causal:  # an encoder reads its text at once: it keeps no cache
         return None
     layers = cache_layers(f)
-    mla = _whole(f.raw, "kv_lora_rank") is not None
+    mla = whole(f.raw, "kv_lora_rank") is not None
     per_token = sum(layer.numbers for layer in layers) * size
     beyond = sum(layer.numbers for layer in layers if layer.window is None) * size
     windows = sorted({layer.window for layer in layers if layer.window is not None})
     bound = sum(layer.numbers * layer.window for layer in layers if layer.window is not None) * size
     if mla:
-        rank, rope = _whole(f.raw, "kv_lora_rank") or 0, _whole(f.raw, "qk_rope_head_dim") or 0
-        nope, v = _whole(f.raw, "qk_nope_head_dim") or 0, _whole(f.raw, "v_head_dim") or 0
+        rank, rope = whole(f.raw, "kv_lora_rank") or 0, whole(f.raw, "qk_rope_head_dim") or 0
+        nope, v = whole(f.raw, "qk_nope_head_dim") or 0, whole(f.raw, "v_head_dim") or 0
         formula = f"kv_lora_rank + qk_rope_head_dim = {rank} + {rope} = {rank + rope} numbers (expanded per head it would be {f.heads} · ({nope} + {rope} + {v}) = {f.heads * (nope + rope + v):,})"
     else:
         formula = f"K and V: 2 · {f.kv_heads} key/value head{'s' * (f.kv_heads > 1)} · {f.head_dim} = {2 * f.kv_heads * f.head_dim:,} numbers"
@@ -405,8 +384,9 @@ def describe_config(cfg: ModelConfig, raw: Mapping[str, Any] | None = None) -> d
     if cfg.rope is not None:
         spec = rope_spec(cfg.rope, cfg.head_dim)
         style = spec.style
-        if cfg.model_type == "deepseek_v2" or (cfg.model_type == "deepseek_v3" and (raw or {}).get("rope_interleave", True) is not False):
-            style = "interleaved"  # MLA's rope part turns interleaved pairs (deepseek.py's rope)
+        interleaved = description(cfg.model_type).interleaved_rope
+        if interleaved is not None and interleaved(raw or {}):
+            style = "interleaved"  # the family turns interleaved pairs (DeepSeek's MLA rope part)
         rope = {"theta": spec.theta, "scaling": spec.scaling, "style": style, "inv_freq": spec.frequencies(cfg.head_dim).tolist(),
                 "rotary_dim": spec.width(cfg.head_dim), "partial_rotary_factor": cfg.rope.partial}  # fmt: skip
     windows = sorted({w for w in cfg.windows if w is not None})
@@ -446,7 +426,7 @@ def describe_raw(raw: Mapping[str, Any]) -> dict[str, Any]:
     if facts is None:
         return {}
     dtype = raw.get("dtype", raw.get("torch_dtype"))
-    positions = _whole(raw, "max_position_embeddings", "n_positions", most=1 << 31)
+    positions = whole(raw, "max_position_embeddings", "n_positions", most=1 << 31)
     return {
         "mechanisms": [m._asdict() for m in mechanisms(facts)],
         "kv_cache": kv_cache(facts, dtype if isinstance(dtype, str) else None, dtype_from="as config.json declares it", max_positions=positions),

@@ -5,7 +5,10 @@ keys, with transformers' defaults for its model type), `layer_inputs` and, where
 `shapes(cfg)` (the tensors `model info` checks), `mechanisms(cfg, folder, raw)` (what `model info`
 says of it beyond describe.py; `raw`: a GGUF file's metadata as config.json keys, else None),
 `VERIFY` (what `model verify` needs: a `config.Verification`, or a dict of them by model type) and
-`GGUF` (the GGUF architectures it reads: `gguf_family.GgufArchitecture`s). Adding a family is its
+`GGUF` (the GGUF architectures it reads: `gguf_family.GgufArchitecture`s), `TENSORS` (where its tensors are, a
+`config.Tensors`; Llama's when it declares none, as `shapes` is llama.py's) and `DESCRIPTION` (what `model info` says
+of it: a `config.Description`, or a dict of them by model type, which may name model types attncli describes from
+config.json but does not compute, as qwen3.py's qwen3_moe). Adding a family is its
 module and one line here; config.py holds what the families share (`llama_like` for Llama's
 descendants), gguf_family.py the vocabulary of their GGUF readers.
 """
@@ -18,7 +21,16 @@ from typing import Any
 
 from attncli.errors import AttnError
 from attncli.sources.checkpoints import bart, bert, deepseek, gemma2, gemma3, gpt2, gpt_oss, llama, neox, olmo2, phi3, qwen3
-from attncli.sources.checkpoints.config import ModelConfig, Verification, _Reader, _shown, read_raw
+from attncli.sources.checkpoints.config import (
+    LLAMA_TENSORS,
+    Description,
+    ModelConfig,
+    Tensors,
+    Verification,
+    _Reader,
+    _shown,
+    read_raw,
+)
 from attncli.sources.checkpoints.gguf_family import GgufArchitecture
 
 ARCHITECTURES: dict[str, ModuleType] = {
@@ -39,7 +51,7 @@ def read_config(folder: Path) -> ModelConfig:
 def config_from_raw(raw: dict[str, Any], where: str) -> ModelConfig:
     """The normalised config of config.json's keys (or of a GGUF file's metadata spelled as them); `where` names the source in errors."""
     model_type = raw.get("model_type")
-    if model_type not in ARCHITECTURES:
+    if not isinstance(model_type, str) or model_type not in ARCHITECTURES:  # a list or a dict is no model type (and unhashable)
         found = f"model_type {_shown(model_type)} is not supported" if model_type is not None else "config.json has no model_type"
         raise AttnError(found, file=where, expected="one of " + ", ".join(ARCHITECTURES))
     cfg: ModelConfig = ARCHITECTURES[model_type].read_config(_Reader(raw, where))
@@ -56,3 +68,33 @@ def gguf_architectures() -> dict[str, GgufArchitecture]:
     """GGUF architecture name -> what its family declares, for every family that reads GGUF files (`GGUF`)."""
     modules = dict.fromkeys(ARCHITECTURES.values())  # a module serves several model types: once each, in the table's order
     return {entry.arch: entry for module in modules for entry in getattr(module, "GGUF", ())}
+
+
+def tensors(model_type: str) -> Tensors:
+    """Where a supported model type's tensors are (`TENSORS`; Llama's `model.` layout when its family declares none)."""
+    declared: Tensors = getattr(ARCHITECTURES[model_type], "TENSORS", LLAMA_TENSORS)
+    return declared
+
+
+def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
+    """The tensors `model info` checks against the config, by name under the prefix (`shapes`; Llama's when its family has none)."""
+    declared = getattr(ARCHITECTURES[cfg.model_type], "shapes", llama.shapes)
+    found: dict[str, tuple[int | None, ...]] = declared(cfg)
+    return found
+
+
+def description(model_type: object) -> Description:
+    """What `model info` says of a model type's family (`DESCRIPTION`): its own module's, else the module that names it in its dict
+    (a model type attncli describes but does not compute); Description() when none declares it."""
+    if not isinstance(model_type, str):  # config.json's model_type, untrusted
+        return Description()
+    own = model_type in ARCHITECTURES
+    modules = [ARCHITECTURES[model_type]] if own else list(dict.fromkeys(ARCHITECTURES.values()))
+    for module in modules:
+        declared: Description | dict[str, Description] | None = getattr(module, "DESCRIPTION", None)
+        if isinstance(declared, dict):
+            if model_type in declared:
+                return declared[model_type]
+        elif declared is not None and own:
+            return declared
+    return Description()

@@ -34,11 +34,13 @@ from attncli.sources.checkpoints.config import (
     FLOAT32_SOFTMAX,
     MOST,
     O_PROJ,
+    Description,
     ModelConfig,
     Verification,
     _Reader,
     _shown,
     _window,
+    alternating,
     llama_like,
 )
 from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata, layer_types, renamed
@@ -293,3 +295,4 @@ GGUF = (GgufArchitecture("gemma2", "gemma2", GGUF_NAMES, keys=gguf_keys, shifted
 FLOAT32_GEMMA_NORM = "RMSNorm casts the hidden state to float32 and normalises it there (x / rms · (1 + w), the q and k norms too)"
 FLOAT32_EMBED_SCALE = "the embedding scale √hidden is kept as a float32 number (exact only where √hidden is)"
 VERIFY = Verification(O_PROJ, (FLOAT32_GEMMA_NORM, FLOAT32_ROPE, FLOAT32_SOFTMAX, FLOAT32_EMBED_SCALE))
+DESCRIPTION = Description(softcap=50.0, windows=alternating)  # transformers' defaults where config.json says nothing

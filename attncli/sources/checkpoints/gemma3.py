@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,19 @@ from attncli.core.variants import QkNorm, Rope
 from attncli.errors import AttnError
 from attncli.sources.checkpoints import gemma2, llama
 from attncli.sources.checkpoints.blocks import AttentionWeights, LayerInputs, Weights, rms_norm, self_attention, through
-from attncli.sources.checkpoints.config import MOST, ModelConfig, RopeConfig, _Reader, _shown, _window, llama_like, read_raw
+from attncli.sources.checkpoints.config import (
+    MOST,
+    Description,
+    ModelConfig,
+    RopeConfig,
+    Tensors,
+    _Reader,
+    _shown,
+    _window,
+    llama_like,
+    read_raw,
+    whole,
+)
 from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata, renamed, sliding_layers
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
@@ -88,7 +101,7 @@ def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, g: Gemma3) -
 def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
     """X = input_layernorm ((1 + w) RMSNorm) of the residual entering `layer` (from 1), and that layer's attention."""
     g = Gemma3(cfg, checkpoint.folder, getattr(checkpoint, "config_keys", None))
-    w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", "model.language_model.", ""))
+    w = Weights(checkpoint, probe=TENSORS.probe, prefixes=TENSORS.prefixes)
     h = w.rows("embed_tokens.weight", ids, cfg.hidden_size) * g.embedding_scale  # (L, d)
     for index in range(layer - 1):
         h = _layer(cfg, w, index, h, g)
@@ -118,6 +131,17 @@ def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None
     ]
 
 
+TENSORS = Tensors("embed_tokens.weight", ("model.", "model.language_model.", ""))  # the text model alone, or inside Gemma 3's multimodal one
+
+
+def _raw_windows(raw: Mapping[str, Any], layers: int, size: int) -> tuple[int | None, ...] | None:
+    """transformers 4's layers before layer_types: every sliding_window_pattern-th layer global, the others sliding."""
+    pattern = whole(raw, "sliding_window_pattern")
+    return tuple(None if (i + 1) % pattern == 0 else size for i in range(layers)) if pattern else None
+
+
+_DESCRIBED = Description(qk_norm="per head, Gemma's (1 + w) RMSNorm", windows=_raw_windows)
+DESCRIPTION = {"gemma3_text": _DESCRIBED, "gemma3": _DESCRIBED}  # gemma3: the multimodal model's config, described, not computed
 DEFAULTS: dict[str, Any] = {
     "layers": 26, "hidden": 2304, "heads": 8, "kv": 4, "positions": 131072, "inter": 9216, "head_dim": 256, "act": "gelu_pytorch_tanh",
 }  # transformers' Gemma3TextConfig  # fmt: skip

@@ -16,9 +16,22 @@ from attncli.sources.checkpoints.blocks import (
     storage_note,
     through,
 )
-from attncli.sources.checkpoints.config import MOST, ModelConfig, Verification, _activation, _dtype, _heads_divide, _Reader
+from attncli.sources.checkpoints.config import (
+    MOST,
+    Description,
+    ModelConfig,
+    Tensors,
+    Verification,
+    _activation,
+    _dtype,
+    _heads_divide,
+    _Reader,
+)
 from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata
 from attncli.sources.checkpoints.source import TensorSource
+
+TENSORS = Tensors("wte.weight", ("", "transformer."))  # GPT2Model's names, under `transformer.` in GPT2LMHeadModel
+DESCRIPTION = Description(learned_positions=True, own_biases=True)
 
 
 def _attention(cfg: ModelConfig, w: Weights, index: int) -> AttentionWeights:
@@ -54,7 +67,7 @@ def _block(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray) -> np.ndarra
 
 def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
     """X = ln_1 of the residual entering `layer` (from 1), and that layer's attention weights."""
-    w = Weights(checkpoint, probe="wte.weight", prefixes=("", "transformer."))
+    w = Weights(checkpoint, probe=TENSORS.probe, prefixes=TENSORS.prefixes)
     d = cfg.hidden_size
     h = w.rows("wte.weight", ids, d) + w.rows("wpe.weight", range(len(ids)), d)  # (L, d)
     for index in range(layer - 1):
@@ -139,3 +152,9 @@ def gguf_config(file: Metadata, a: str, common: dict[str, Any]) -> ModelConfig:
 # the Conv1D weights, (in, out) in the checkpoint, are stored transposed (as nn.Linear's (out, in)): transposed back
 GGUF = (GgufArchitecture("gpt2", "gpt2", GGUF_NAMES, config=gguf_config, transposed=r"h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight"),)
 VERIFY = Verification(r"(?:^|\.)h\.(\d+)\.attn\.c_proj$")  # LayerNorm, learned positions, softmax: float64 throughout
+
+
+def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
+    """The tensors `model info` checks against config.json (Conv1D weights are stored (in, out))."""
+    d, inner = cfg.hidden_size, cfg.intermediate_size
+    return {"wte.weight": (None, d), "h.0.attn.c_attn.weight": (d, 3 * d), "h.0.mlp.c_fc.weight": (d, inner)}

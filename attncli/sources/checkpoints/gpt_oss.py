@@ -37,10 +37,12 @@ from attncli.sources.checkpoints.config import (
     FLOAT32_ROPE,
     MOST,
     O_PROJ,
+    Description,
     ModelConfig,
     Verification,
     _Reader,
     _window,
+    alternating,
     llama_like,
 )
 from attncli.sources.checkpoints.gemma2 import layer_kinds
@@ -305,3 +307,4 @@ def gguf_joined(file: Metadata, blk: str, rest: str) -> Joined | None:
 GGUF = (GgufArchitecture("gpt-oss", "gpt_oss", GGUF_NAMES, keys=gguf_keys, joined=gguf_joined),)
 # its softmax (with the sink column) runs in the model's dtype
 VERIFY = Verification(O_PROJ, (FLOAT32_RMSNORM, FLOAT32_ROPE), eager_experts=True)
+DESCRIPTION = Description(sinks=True, windows=alternating)

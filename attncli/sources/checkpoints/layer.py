@@ -20,7 +20,7 @@ from attncli.sources.arguments import shown_path
 from attncli.sources.checkpoints import bart, tokenizer_process
 from attncli.sources.checkpoints.config import ModelConfig, read_raw
 from attncli.sources.checkpoints.describe import config_cache, describe_config, describe_raw
-from attncli.sources.checkpoints.families import ARCHITECTURES, ENCODER_DECODERS, read_config
+from attncli.sources.checkpoints.families import ARCHITECTURES, ENCODER_DECODERS, read_config, shapes, tensors
 from attncli.sources.checkpoints.gguf import gguf_path, open_model
 from attncli.sources.checkpoints.safetensors import FLOAT_NAMES, Checkpoint
 from attncli.sources.checkpoints.source import TensorSource
@@ -181,7 +181,7 @@ def _one_stack(cfg: ModelConfig, target: str | None, attention: str | None) -> N
     """Refuse what only an encoder–decoder takes: a target text, or an attention other than the model's one."""
     if target is not None:
         raise AttnError(
-            f"a {cfg.model_type} model reads one text: a target text is for an encoder–decoder (bart)",
+            f"a {cfg.model_type} model reads one text: a target text is for an encoder–decoder ({', '.join(ENCODER_DECODERS)})",
             key="target",
             expected=f"the sentence alone, or a model of type {', '.join(ENCODER_DECODERS)}",
         )
@@ -334,41 +334,9 @@ def check_shapes(cfg: ModelConfig, checkpoint: Checkpoint) -> None:
     """The embedding table and layer 1's projections have the shapes config.json implies (from the headers: nothing is read)."""
     from attncli.sources.checkpoints.blocks import Weights
 
-    d, H, G, d_k, inner = cfg.hidden_size, cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.intermediate_size
-    gpt2_shapes = {"wte.weight": (None, d), "h.0.attn.c_attn.weight": (d, 3 * d), "h.0.mlp.c_fc.weight": (d, inner)}
-    bert_shapes = {
-        "embeddings.word_embeddings.weight": (None, d),
-        "encoder.layer.0.attention.self.query.weight": (d, d),
-        "encoder.layer.0.intermediate.dense.weight": (inner, d),
-    }
-    llama_shapes = {
-        "embed_tokens.weight": (None, d),
-        "layers.0.self_attn.q_proj.weight": (H * d_k, d),
-        "layers.0.self_attn.k_proj.weight": (G * d_k, d),
-        "layers.0.mlp.gate_proj.weight": (inner, d),
-    }
-    bart_shapes = {
-        "shared.weight": (None, d),
-        "encoder.layers.0.self_attn.q_proj.weight": (d, d),
-        "decoder.layers.0.encoder_attn.k_proj.weight": (d, d),
-        "decoder.layers.0.fc1.weight": (inner, d),
-        "encoder.layers.0.fc1.weight": (cfg.encoder_inner, d),
-    }
-    neox_shapes = {"embed_in.weight": (None, d), "layers.0.attention.query_key_value.weight": (3 * H * d_k, d), "layers.0.mlp.dense_h_to_4h.weight": (inner, d)}
-    phi3_shapes = {"embed_tokens.weight": (None, d), "layers.0.self_attn.qkv_proj.weight": ((H + 2 * G) * d_k, d), "layers.0.mlp.gate_up_proj.weight": (2 * inner, d)}
-    deepseek_shapes = {"embed_tokens.weight": (None, d), "layers.0.self_attn.kv_a_proj_with_mqa.weight": (None, d)}
-    family_shapes = getattr(ARCHITECTURES.get(cfg.model_type), "shapes", None)  # a family module may name its own tensors
-    probe, prefixes, shapes = {
-        "deepseek_v3": ("embed_tokens.weight", ("model.", ""), deepseek_shapes),
-    }.get(cfg.model_type) or {
-        "gpt2": ("wte.weight", ("", "transformer."), gpt2_shapes),
-        "bert": ("embeddings.word_embeddings.weight", ("bert.", ""), bert_shapes),
-        "bart": ("shared.weight", ("model.", ""), bart_shapes),
-        "gpt_neox": ("embed_in.weight", ("gpt_neox.", ""), neox_shapes),
-        "phi3": ("embed_tokens.weight", ("model.", ""), phi3_shapes),
-    }.get(cfg.model_type, ("embed_tokens.weight", ("model.", ""), llama_shapes if family_shapes is None else family_shapes(cfg)))
-    weights = Weights(checkpoint, probe=probe, prefixes=prefixes)
-    for name, implied in shapes.items():
+    where = tensors(cfg.model_type)  # the family's layout and tensors (families.py: Llama's unless it declares its own)
+    weights = Weights(checkpoint, probe=where.probe, prefixes=where.prefixes)
+    for name, implied in shapes(cfg).items():
         full = weights.prefix + name
         stored = checkpoint.entry(full).shape
         if len(stored) != len(implied) or any(want is not None and have != want for have, want in zip(stored, implied)):

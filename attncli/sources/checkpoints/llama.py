@@ -30,6 +30,7 @@ from attncli.sources.checkpoints.config import (
     FLOAT32_RMSNORM,
     FLOAT32_ROPE,
     FLOAT32_SOFTMAX,
+    LLAMA_TENSORS,
     O_PROJ,
     ModelConfig,
     Verification,
@@ -100,7 +101,7 @@ def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope, 
 def weights_and_rope(cfg: ModelConfig, checkpoint: TensorSource) -> tuple[Weights, Rope]:
     """The checkpoint's tensors under `model.` and its RoPE (with a GGUF file's per-frequency factors)."""
     assert cfg.rope is not None
-    w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", ""))
+    w = Weights(checkpoint, probe=LLAMA_TENSORS.probe, prefixes=LLAMA_TENSORS.prefixes)
     rope = rope_spec(cfg.rope, cfg.head_dim)
     factors = getattr(checkpoint, "rope_factors", None)  # a GGUF file's llama3 scaling: llama.cpp's per-frequency divisors
     if factors is not None:
@@ -246,3 +247,14 @@ GGUF = (
     GgufArchitecture("qwen2", "qwen2", GGUF_NAMES, config=_gguf_config("qwen2", 1e-6)),
 )
 VERIFY = Verification(O_PROJ, (FLOAT32_RMSNORM, FLOAT32_ROPE, FLOAT32_SOFTMAX))
+
+
+def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
+    """The tensors `model info` checks against config.json (layer 1's, from the headers); every family that declares none uses these."""
+    d, H, G, d_k, inner = cfg.hidden_size, cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.intermediate_size
+    return {
+        "embed_tokens.weight": (None, d),
+        "layers.0.self_attn.q_proj.weight": (H * d_k, d),
+        "layers.0.self_attn.k_proj.weight": (G * d_k, d),
+        "layers.0.mlp.gate_proj.weight": (inner, d),
+    }

@@ -34,6 +34,7 @@ from attncli.sources.checkpoints.config import (
     MOST,
     ModelConfig,
     RopeConfig,
+    Tensors,
     Verification,
     _activation,
     _dtype,
@@ -54,6 +55,7 @@ class NeoxSettings(NamedTuple):
     parallel_residual: bool  # use_parallel_residual (Pythia: true): x + attn(ln1(x)) + mlp(ln2(x)) of the same x
 
 
+TENSORS = Tensors("embed_in.weight", ("gpt_neox.", ""))  # GPTNeoXModel's names, under `gpt_neox.` in GPTNeoXForCausalLM
 DEFAULTS: dict[str, Any] = {"layers": 44, "hidden": 6144, "heads": 64, "positions": 2048, "eps": 1e-5, "act": "gelu", "inter": 24576}  # GPTNeoXConfig
 
 
@@ -144,7 +146,7 @@ def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) 
 def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
     """X = input_layernorm of the residual entering `layer` (from 1), and that layer's attention weights."""
     assert cfg.rope is not None
-    w = Weights(checkpoint, probe="embed_in.weight", prefixes=("gpt_neox.", ""))
+    w = Weights(checkpoint, probe=TENSORS.probe, prefixes=TENSORS.prefixes)
     rope = rope_spec(cfg.rope, cfg.head_dim)
     h = w.rows("embed_in.weight", ids, cfg.hidden_size)  # (L, d)
     for index in range(layer - 1):
@@ -201,3 +203,13 @@ def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dic
 # then all values (the converter's "bloom-style to gpt-style"); the rows are put back per head
 GGUF = (GgufArchitecture("gptneox", "gpt_neox", GGUF_NAMES, keys=gguf_keys, qkv_by_kind=True),)
 VERIFY = Verification(r"(?:^|\.)layers\.(\d+)\.attention\.dense$", (FLOAT32_ROPE, FLOAT32_SOFTMAX))  # LayerNorm is float64
+
+
+def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
+    """The tensors `model info` checks against config.json (q, k and v in one projection)."""
+    d, d_k = cfg.hidden_size, cfg.head_dim
+    return {
+        "embed_in.weight": (None, d),
+        "layers.0.attention.query_key_value.weight": (3 * cfg.heads * d_k, d),
+        "layers.0.mlp.dense_h_to_4h.weight": (cfg.intermediate_size, d),
+    }

@@ -23,6 +23,7 @@ from attncli.sources.checkpoints.config import (
     FLOAT32_ROPE,
     FLOAT32_SOFTMAX,
     O_PROJ,
+    Description,
     ModelConfig,
     Verification,
     _Reader,
@@ -77,3 +78,4 @@ GGUF_NAMES = (
 )
 GGUF = (GgufArchitecture("olmo2", "olmo2", GGUF_NAMES, keys=llama.gguf_keys),)
 VERIFY = Verification(O_PROJ, (FLOAT32_QK_NORM, FLOAT32_ROPE, FLOAT32_SOFTMAX))
+DESCRIPTION = Description(qk_norm="over the whole q and k projections (all heads at once)")

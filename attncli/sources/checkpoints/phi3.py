@@ -134,3 +134,13 @@ def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dic
 
 GGUF = (GgufArchitecture("phi3", "phi3", GGUF_NAMES, keys=gguf_keys),)
 VERIFY = Verification(O_PROJ, (FLOAT32_RMSNORM, FLOAT32_ROPE, FLOAT32_SOFTMAX))
+
+
+def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
+    """The tensors `model info` checks against config.json (q, k and v in one projection, gate and up in another)."""
+    d, H, G, d_k = cfg.hidden_size, cfg.heads, cfg.kv_heads, cfg.head_dim
+    return {
+        "embed_tokens.weight": (None, d),
+        "layers.0.self_attn.qkv_proj.weight": ((H + 2 * G) * d_k, d),
+        "layers.0.mlp.gate_up_proj.weight": (2 * cfg.intermediate_size, d),
+    }
