@@ -19,7 +19,6 @@ from attncli.sources.bounded import JsonLimits
 
 CONFIG_LIMITS = JsonLimits(max_bytes=4 * 1024 * 1024)  # config.json and the shard index: a few kB in real checkpoints
 
-LLAMA_FAMILY = ("llama", "qwen2", "mistral")  # the model types llama.py reads
 ROPE_KINDS = ("default", "linear", "llama3", "yarn", "longrope")
 ACTIVATIONS = (
     "gelu", "gelu_python", "gelu_new", "gelu_pytorch_tanh", "gelu_python_tanh", "gelu_fast", "quick_gelu",
