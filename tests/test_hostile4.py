@@ -5,6 +5,8 @@ Each test names the defect it was written for."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
@@ -115,3 +117,17 @@ def test_explain_refuses_what_is_not_a_whole_number_or_a_word(keywords: dict[str
     """attncli.api.explain with position=1.5, head="1", word=5 or block_size=1.5 was a TypeError, AttributeError or ValueError."""
     with pytest.raises(AttnError, match=key):
         attn.explain("cat", **keywords)  # type: ignore[arg-type]
+
+
+def test_heads_markdown_shows_an_explain_call_as_text_not_control_codes(tmp_path: Path) -> None:
+    """heads --format markdown wrote a notable head's explain call as it was: a scenario file named with an escape sequence
+    and a line break put a raw ESC into the post (a terminal showing it turned red) and split the code span over two lines."""
+    sharp = cli("scenarios", "new", "x y", "--d-model", "4", "--heads", "4", "--mask", "causal", "--sharpness", "8", "--seed", "1")
+    path = tmp_path / "we\x1b[31mird\nname.yaml"
+    path.write_text(sharp[1], encoding="utf-8")
+    code, out, err = cli("heads", str(path), "--format", "markdown")
+    assert code == 0, err
+    calls = [line for line in out.splitlines() if line.startswith("- ")]
+    assert calls and all("attncli explain -s" in line and line.endswith("`") for line in calls)  # each call whole on its line
+    assert not any(ord(c) < 32 and c != "\n" for c in out)
+    assert "we\\x1b[31mird\\nname.yaml" in out
