@@ -131,3 +131,26 @@ def test_heads_markdown_shows_an_explain_call_as_text_not_control_codes(tmp_path
     assert calls and all("attncli explain -s" in line and line.endswith("`") for line in calls)  # each call whole on its line
     assert not any(ord(c) < 32 and c != "\n" for c in out)
     assert "we\\x1b[31mird\\nname.yaml" in out
+
+
+def test_variance_holds_a_bounded_number_of_keys_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """variance --dims 65536 --keys 4096 --samples 7 drew every trial's keys at once, about 15 GB (each trial 2 GB; the
+    2·10⁹ cap allowed 16 GB), on a machine that has less: beyond its budget the keys are drawn in pieces."""
+    import tracemalloc
+
+    from attncli.core import variance
+
+    tracemalloc.start()
+    try:
+        attn.variance([8192], samples=3, keys=4096)  # 3 × 4,096 × 8,192 floats: 805 MB at once before
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 120 * 2**20, f"{peak / 2**20:.0f} MB"
+    whole = variance.experiment([64, 3], samples=50, keys=8, seed=4)
+    monkeypatch.setattr(variance, "BUDGET", 10)  # the same experiment in pieces of one key row: the same numbers
+    monkeypatch.setattr(variance, "PIECE", 1)
+    pieces = variance.experiment([64, 3], samples=50, keys=8, seed=4)
+    assert len(pieces) == len(whole) == 2
+    for piece, row in zip(pieces, whole):
+        assert list(piece) == pytest.approx(list(row), rel=1e-12, abs=1e-12)
