@@ -154,3 +154,16 @@ def test_variance_holds_a_bounded_number_of_keys_at_once(monkeypatch: pytest.Mon
     assert len(pieces) == len(whole) == 2
     for piece, row in zip(pieces, whole):
         assert list(piece) == pytest.approx(list(row), rel=1e-12, abs=1e-12)
+
+
+def test_scenarios_new_writes_bidi_controls_as_escapes(tmp_path: Path) -> None:
+    """scenarios new wrote a sentence's right-to-left override and mark (U+202E, U+200F) raw into the YAML, in the sentence
+    and the embeddings' comment, where an editor or `cat` reorders the line around them ("Trojan Source"); escape.visible
+    writes them as \\u202e everywhere else. YAML's double quotes read \\u202e back as the same character."""
+    code, out, err = cli("scenarios", "new", "a \u202eb\u200f c\u2066", "--seed", "1")
+    assert code == 0, err
+    assert not any(c in out for c in "\u202e\u200f\u2066")
+    assert "\\u202e" in out
+    path = tmp_path / "bidi.yaml"
+    path.write_text(out, encoding="utf-8")
+    assert attn.load(path).tokens == ("a", "\u202eb\u200f", "c\u2066")
