@@ -167,3 +167,12 @@ def test_scenarios_new_writes_bidi_controls_as_escapes(tmp_path: Path) -> None:
     path = tmp_path / "bidi.yaml"
     path.write_text(out, encoding="utf-8")
     assert attn.load(path).tokens == ("a", "\u202eb\u200f", "c\u2066")
+
+
+def test_explain_word_of_the_cache_says_it_is_a_cached_key() -> None:
+    """explain --word the, where 'the' is a token of the given KV cache, said "'the' is not a token of the scenario", though
+    the scenario shows it (K_cache's row 'the'); its position was already refused as "a key of the given cache"."""
+    code, out, err = cli("explain", str(Path(__file__).parent / "scenarios" / "cache-rope.yaml"), "--word", "the")
+    assert code == 1 and out == ""
+    assert "'the' is a key of the given cache (position 1), not a query of the sentence" in err
+    assert "sat on" in err and len(err.strip().splitlines()) == 1
