@@ -22,12 +22,12 @@ the command prints. Heads and positions count from 1, as everywhere in attncli.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attncli.core.records import record
-from attncli.document.numbers import decimals
+from attncli.document.numbers import checked_precision, decimals
 from attncli.errors import AttnError, option
 from attncli.formats import Document, Format, Options
 
@@ -100,7 +100,10 @@ def render_options(format: Format | str = Format.markdown, **options: Any) -> Op
     """`Options` from keywords: stages (a list or "a,b"), heads, precision, full, heatmap, standalone, heading_level, to_file."""
     from attncli.document import stages as stage_table
 
-    fmt = Format(format)
+    try:
+        fmt = Format(format)
+    except ValueError:
+        raise AttnError(f"found {format!r}", key=option("format"), expected=", ".join(f.value for f in Format)) from None
     stages = options.pop("stages", None)
     listed = stages if isinstance(stages, str) or stages is None else ",".join(stages)
     options.setdefault("to_file", True)  # plain text: no terminal colour codes in a string
@@ -210,8 +213,11 @@ def variance(
     `advance(n)` is told of every n draws done, for a progress bar."""
     from attncli.core.variance import experiment
 
+    samples, keys, seed = _whole(samples, "samples"), _whole(keys, "keys"), _whole(seed, "seed")
     check_seed(seed)  # the JSON carries it
-    widths = list(dims)
+    if isinstance(dims, str | bytes) or not isinstance(dims, Iterable):
+        raise AttnError(f"found {dims!r}", key=option("dims"), expected="a sequence of widths d, e.g. [1, 2, 8, 64]")
+    widths = [_whole(d, "dims") for d in dims]
     if not widths or any(not 1 <= d <= 65_536 for d in widths):
         raise AttnError(f"found {widths}", key=option("dims"), expected="widths d from 1 to 65536")
     if not 2 <= keys <= 4096:
@@ -248,6 +254,19 @@ def _whole_number(n: int) -> str:
     return f"{n:,}" if abs(n) < 10**30 else f"a number of {len(str(abs(n))):,} digits"
 
 
+def _whole(value: object, key: str) -> int:
+    """`value` as an int, or an AttnError naming `key` (1.5, "10" or None from a script was a TypeError deep inside)."""
+    import operator
+
+    try:
+        whole = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise AttnError(f"found {value!r}", key=option(key), expected="a whole number") from None
+    if isinstance(value, bool):
+        raise AttnError(f"found {value!r}", key=option(key), expected="a whole number, not True or False")
+    return int(whole)
+
+
 def check_seed(seed: int) -> None:
     """An AttnError for a seed that JSON cannot carry (orjson writes integers up to 2⁶⁴ − 1; 10**23 was exit 70)."""
     if not 0 <= seed < 2**64:
@@ -278,6 +297,10 @@ def explain(
     """
     from attncli.core.explain import explain_scenario, find_word
 
+    head, position = _whole(head, "head"), None if position is None else _whole(position, "position")
+    block_size = None if block_size is None else _whole(block_size, "block_size")
+    if word is not None and not isinstance(word, str):
+        raise AttnError(f"found {word!r}", key=option("word"), expected="a word of the sentence, as a string")
     check_block_size(block_size)
     loaded = _scenario(scenario)
     loaded.head_numbers(head)  # a head that does not exist is an error before any work
@@ -401,7 +424,7 @@ class Mapped(_Shown):
 
 
 def _precision(options: Options, default: int) -> int:
-    return default if options.precision is None else options.precision
+    return default if options.precision is None else checked_precision(options.precision)
 
 
 def _head_table(shown: Sequence[HeadRow] | Sequence[DiffRow], names: list[str], *, shared: bool, **labels: Any) -> HeadTable:
@@ -621,6 +644,8 @@ def run_page(result: RunResult, options: Options) -> RunPage:
     from attncli.document.pages import RunPage
 
     heads = options.heads or list(range(1, result.scenario.heads + 1))
+    for head in heads:  # a head the scenario lacks is one error, not an IndexError (0 and -1 drew the last head)
+        result.scenario.head_numbers(_whole(head, "heads"))
 
     def document() -> RunDocument:
         from attncli.walkthroughs.run import run_document
@@ -706,6 +731,8 @@ def render_tiling(result: RunResult, options: Options, block_size: int) -> Docum
 
     s = result.scenario
     heads = options.heads or list(range(1, s.heads + 1))
+    for head in heads:  # as run_page: one error, not an IndexError
+        s.head_numbers(_whole(head, "heads"))
     if options.format is not Format.json and options.stages is not None:
         raise AttnError(f"the tiling report shows tiles, not stages ({', '.join(options.stages)})", key=option("stages"),
                         expected=f"no {option('stages')} with {option('block_size')}, or {option('format')} json")  # fmt: skip

@@ -103,6 +103,10 @@ def find_word(scenario: Scenario, word: str | None, position: int | None) -> tup
             raise AttnError("no word to explain", key=option("word"), expected=f"{option('word')} WORD or {option('position')} N")
         word = tokens[row - 1]
     matches = [i for i, token in enumerate(tokens, 1) if scenario.fold(token) == scenario.fold(word)]
+    cached = [i for i, token in enumerate(scenario.key_tokens[:c], 1) if scenario.fold(token) == scenario.fold(word)]
+    if not matches and cached:  # shown as K_cache's row, so "not a token of the scenario" would be wrong
+        raise AttnError(f"{word!r} is a key of the given cache (position {cached[0]}), not a query of the sentence",
+                        key=option("word"), expected=f"a token of the sentence: {' '.join(tokens[:40])}{' …' if len(tokens) > 40 else ''}")  # fmt: skip
     if not matches:
         close = difflib.get_close_matches(word, list(dict.fromkeys(tokens)), n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]!r}?" if close else ""

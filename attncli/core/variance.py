@@ -14,7 +14,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-CHUNK = 1024  # trials drawn at once: bounds memory at CHUNK × L × d floats
+CHUNK = 1024  # trials drawn at once
+BUDGET = 2**26  # keys' floats drawn at once (512 MB; the README's d = 4096 takes this much): beyond it, in pieces
+PIECE = 2**22  # floats of keys per piece (32 MB); 65,536 × 4,096 keys was 2 GB per trial, up to 16 GB at once
 
 
 class VarianceRow(NamedTuple):
@@ -40,8 +42,11 @@ def experiment(
         for start in range(0, samples, CHUNK):
             n = min(CHUNK, samples - start)
             q = rng.standard_normal((n, d))  # (n, d)
-            k = rng.standard_normal((n, keys, d))  # (n, L, d)
-            scores = np.einsum("nd,nld->nl", q, k)  # (n, L)
+            if n * keys * d <= BUDGET:
+                k = rng.standard_normal((n, keys, d))  # (n, L, d)
+                scores = np.einsum("nd,nld->nl", q, k)  # (n, L)
+            else:
+                scores = _scores_in_pieces(rng, q, keys)
             raw[start : start + n] = scores[:, 0]  # one q·k per trial: independent samples
             max_raw[start : start + n] = _max_softmax(scores)
             max_scaled[start : start + n] = _max_softmax(scores / math.sqrt(d))
@@ -58,6 +63,20 @@ def experiment(
             )
         )
     return rows
+
+
+def _scores_in_pieces(rng: np.random.Generator, q: np.ndarray, keys: int) -> np.ndarray:
+    """(n, L) the scores of n queries with L fresh keys each, the keys drawn PIECE floats at a time: the same random
+    numbers, in the same order, as one (n, L, d) draw (the generator fills rows in turn), without holding them all."""
+    n, d = q.shape
+    rows = n * keys
+    flat = np.empty(rows)  # (n·L,) one score per key row
+    step = max(1, PIECE // d)
+    for start in range(0, rows, step):
+        stop = min(start + step, rows)
+        piece = rng.standard_normal((stop - start, d))  # (r, d) key rows start … stop − 1
+        flat[start:stop] = np.einsum("rd,rd->r", piece, q[np.arange(start, stop) // keys])
+    return flat.reshape(n, keys)
 
 
 def _max_softmax(scores: np.ndarray) -> np.ndarray:

@@ -120,8 +120,27 @@ def decimals(option: int | None, scenario_precision: int, round_steps: int | Non
     fewer than N, since every hand-rounded number carries exactly N decimals and showing
     fewer would round it a second time. Exact numbers shown beside hand-rounded ones get one more.
     """
-    shown = scenario_precision if option is None else option
+    shown = scenario_precision if option is None else checked_precision(option)
     return shown if round_steps is None else max(shown, round_steps)
+
+
+MAX_PRECISION = 15  # as the command line's --precision: float64 holds no more, and far more overflows the number writer
+
+
+def checked_precision(precision: object) -> int:
+    """`precision` as an int of 0 to 15 decimals, or an AttnError (the Python API passes any value; -1 and 1.5 were a
+    ValueError of a format string, 10,000 an OverflowError)."""
+    import operator
+
+    from attncli.errors import AttnError, option
+
+    try:
+        whole = operator.index(precision)  # type: ignore[arg-type]
+    except TypeError:
+        whole = None
+    if whole is None or isinstance(precision, bool) or not 0 <= whole <= MAX_PRECISION:
+        raise AttnError(f"found {precision!r}", key=option("precision"), expected=f"a whole number of decimals from 0 to {MAX_PRECISION}")
+    return int(whole)
 
 
 def shown(x: float, precision: int) -> Decimal:

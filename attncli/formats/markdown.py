@@ -248,7 +248,9 @@ def heads(page: HeadsPage, options: Options) -> str:
     stats = page.table()
     top, section = _levels(options.heading_level)
     lines = heading(top, md(page.grid().title)) + heading(section, md(stats.heading))
-    readings = [f"- {md(text)}" + (f" `{command}`" if command and "`" not in command else "") for text, command in stats.readings]
+    # the call as text: a file named with a control character or a line break would put an ESC in the post or split the code span
+    calls = [escape.visible(command) if command else "" for _, command in stats.readings]
+    readings = [f"- {md(text)}" + (f" `{call}`" if call and "`" not in call else "") for (text, _), call in zip(stats.readings, calls)]
     lines += [*readings, ""] if readings else [md(stats.none), ""]
     lines += heading(section, "Statistics") + [md(stats.legend), ""]
     rows = [[statistic(value, page.precision, stats.general) for value in row] for row in stats.rows]  # attncli's numbers: nothing to escape

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from attncli.core.variants import Mask
-from attncli.errors import AttnError, option
+from attncli.errors import AttnError, option, visible
 from attncli.sources.limits import Limits
 from attncli.sources.words import split_sentence
 
@@ -230,7 +230,7 @@ def _yaml_inner(text: str) -> str:
     for c in text:
         if c in _NAMED:
             out.append(_NAMED[c])
-        elif _SAFE.fullmatch(c):
+        elif _SAFE.fullmatch(c) and visible(c) == c:  # bidi controls too: an editor would reorder the line around them
             out.append(c)
         elif ord(c) <= 0xFF:
             out.append(f"\\x{ord(c):02x}")
