@@ -22,13 +22,14 @@ the command prints. Heads and positions count from 1, as everywhere in attncli.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attncli.core.records import record
 from attncli.document.numbers import checked_precision, decimals
-from attncli.errors import AttnError, option
+from attncli.errors import AttnError, named, option
 from attncli.formats import Document, Format, Options
 
 if TYPE_CHECKING:
@@ -334,7 +335,20 @@ def decode(
     if before is not None and before.L >= loaded.L:  # the sentence never outgrows the first tokens' factors: no switch
         before = None
     early = None if before is None else engine.run(causal_version(before)[0], round_steps=round_steps)
-    return Decoded(decode_head(engine.run(causal, round_steps=round_steps), head, before=early), made_causal)
+    with _about_its_file(loaded):
+        return Decoded(decode_head(engine.run(causal, round_steps=round_steps), head, before=early), made_causal)
+
+
+@contextlib.contextmanager
+def _about_its_file(scenario: Scenario) -> Iterator[None]:
+    """A scenario refused for one of its keys after it was read (decode of cross-attention, the map of a cache) is named by its
+    file; an error about an option (`position`) is not the file's."""
+    try:
+        yield
+    except AttnError as error:
+        if error.file is None and scenario.path is not None and error.key and named(error.key) == error.key:
+            error.file = scenario.path
+        raise
 
 
 def longrope_prefix(folder: str | Path, *, layer: int, sentence: str, special_tokens: str = "auto") -> Scenario | None:
@@ -589,7 +603,9 @@ def heads(
         raise AttnError("a sentence needs a model", key=option("sentence"), expected=f"{option('model')} DIR beside it")
     loaded = scenario if scenario is not None and not isinstance(scenario, str | Path) else load(scenario or "cat", limits=limits)
     name = str(scenario) if isinstance(scenario, str | Path) else loaded.name
-    result = Mapped(scenario_map(loaded, focus=focus), Source("scenario", name, None, None, None), sort, top, layer=layer, head=head)
+    with _about_its_file(loaded):
+        one_layer = scenario_map(loaded, focus=focus)
+    result = Mapped(one_layer, Source("scenario", name, None, None, None), sort, top, layer=layer, head=head)
     if focus is not None:
         result.shading()
     return result

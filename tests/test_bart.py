@@ -146,10 +146,11 @@ def test_target_and_attention_are_refused_where_they_mean_nothing(cli, args, exp
 
 
 def test_decode_of_a_scenario_file_with_cross_attention_names_its_attention_key(cli, tmp_path):
-    """A file with model: and attention: cross was told to drop a `context` it does not have; a file with `context` still is."""
+    """A file with model: and attention: cross was told to drop a `context` it does not have, with neither its name nor its key
+    as it writes it (the flag --attention); a file with `context` is still told so."""
     path = tmp_path / "bart-cross.yaml"
     path.write_text(f"model: {FOLDER}\nlayer: 1\nsentence: {SENTENCE!r}\ntarget: {TARGET!r}\nattention: cross\n", encoding="utf-8")
     out = cli("decode", str(path))
     assert out.exit_code == 1 and out.stdout == ""
-    assert out.stderr.startswith("attncli: error: --attention: decode needs self-attention") and "expected attention: decoder" in out.stderr
+    assert out.stderr.startswith(f"attncli: error: {path}: attention: decode needs self-attention") and "expected attention: decoder" in out.stderr
     assert "context: decode needs self-attention" in cli("decode", "translation").stderr

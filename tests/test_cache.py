@@ -270,3 +270,10 @@ def test_the_readings_after_a_cache_name_the_query_itself_not_a_cached_key(tmp_p
     text = attn.explain(path, "c").render("table")
     assert "of this row goes to c itself" in text.replace("`", "").replace("'", "")
     assert "goes to b itself" not in text.replace("`", "").replace("'", "")
+
+
+def test_the_map_of_a_cache_names_the_file_that_has_it(cli):
+    """heads refuses a given cache (its keys have no query rows): the line names the file, then its key."""
+    out = cli("heads", PAGED)
+    assert out.exit_code == 1 and out.stdout == ""
+    assert out.stderr.startswith(f"attncli: error: {PAGED}: cache: the scenario starts from a given KV cache"), out.stderr

@@ -142,7 +142,7 @@ def decode(source: RunResult | Scenario, head: int, *, before: RunResult | None 
         checkpoint = scenario.origin is not None
         raise AttnError(
             "decode needs self-attention: in cross-attention the keys come from the context, not from generated tokens",
-            key=option("attention") if checkpoint else "context",
+            key=("attention" if scenario.path is not None else option("attention")) if checkpoint else "context",  # a file's key, or the flag
             expected="attention: decoder, the decoder's self-attention" if checkpoint else "a scenario without a context",
         )
     h = result.head(head)
