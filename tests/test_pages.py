@@ -136,3 +136,23 @@ def test_the_shaded_sentence_in_markdown_keeps_its_tokens_as_text() -> None:
     html = renderers.markdown_html(attn.heads(odd, position=4).render("markdown"))
     headers = [e.text for e in renderers.html_elements(html) if e.tag == "th"]
     assert headers[1:] == list(tokens)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (Options(format="bogus"), "format: found 'bogus' (expected one of table, json"),  # type: ignore[arg-type]
+        (Options(heading_level=99), "heading_level: found 99 (expected a heading level from 0 (none) to 6)"),
+        (Options(heading_level=1.5), "heading_level: found 1.5"),  # type: ignore[arg-type]
+        (Options(stages=("bogus",)), "stages: unknown stage 'bogus'"),
+    ],
+)
+def test_options_built_by_hand_are_checked_by_render(options: Options, message: str) -> None:
+    """A script may build Options without render_options: a bad one is one AttnError, not a TypeError or an empty page."""
+    with pytest.raises(AttnError) as error:
+        attn.text_of(attn.run("cat").document(options))
+    assert message in str(error.value)
+
+
+def test_a_format_given_by_name_in_hand_built_options_renders() -> None:
+    assert attn.text_of(attn.run("cat").document(Options(format="typst", to_file=True))).startswith('= #"cat"')  # type: ignore[arg-type]

@@ -65,8 +65,9 @@ class Options(NamedTuple):
 def render(page: Page, options: Options) -> Document:
     """The page in `options.format`, drawn by that format's module: its function named as the page's kind (`markdown.run`).
 
-    A format that has no drawing for the page's kind (heads in Markdown) is one clear error naming the formats that have one.
+    A format that has no drawing for the page's kind (heads in LaTeX) is one clear error naming the formats that have one.
     """
+    options = _checked(options)
     draw = getattr(options.format.module(), page.kind, None)
     if draw is None:
         from attncli.document.pages import COMMANDS
@@ -76,6 +77,24 @@ def render(page: Page, options: Options) -> Document:
         raise AttnError(f"{COMMANDS[page.kind]} prints {listed}, not {options.format.value}", key=option("format"), expected=listed)
     document: Document = draw(page, options)
     return document
+
+
+def _checked(options: Options) -> Options:
+    """`options` as render can use them, however they were built (`api.render_options` checks the same; a script may not use it)."""
+    fmt = options.format
+    if not isinstance(fmt, Format):
+        names = ", ".join(f.value for f in Format)
+        if fmt not in {f.value for f in Format}:
+            raise AttnError(f"found {fmt!r}", key=option("format"), expected=f"one of {names}")
+        options = options._replace(format=Format(fmt))
+    level = options.heading_level
+    if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 6:
+        raise AttnError(f"found {level!r}", key=option("heading_level"), expected="a heading level from 0 (none) to 6")
+    if options.stages is not None:
+        from attncli.document.stages import parse
+
+        parse(",".join(options.stages))  # a stage that does not exist is one error, not a page without it
+    return options
 
 
 def render_document(
