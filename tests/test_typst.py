@@ -317,3 +317,18 @@ def test_each_special_reads_back_as_written(text):
     assert shown in [plain(node) for node in content["children"] if node.get("func") == "text"]
     assert plain(elements(content, "item")[0]) == f"{shown} = {shown}"
     assert headings(content)[1] == (2, f"Step 1: {shown} ({shown})")
+
+
+ODD_VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, -0.0, 1.0, 0.125, 0.875, 1e308, -1e308]))
+
+
+@given(values=st.lists(ODD_VALUES, min_size=1, max_size=40), low=ODD_VALUES, high=ODD_VALUES)
+@settings(max_examples=300, deadline=None)
+def test_the_shades_of_a_whole_matrix_are_palette_level_of_each_number(values, low, high):
+    """The shade levels computed at once with NumPy are the terminal's cut (`palette.level`), NaN, ±inf and odd bounds included."""
+    import numpy as np
+
+    from attncli.formats import palette
+
+    expected = [palette.level(x, low, high) for x in values]
+    assert typ.levels(np.array(values), low, high).tolist() == expected

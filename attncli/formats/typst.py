@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from attncli.document.blocks import (
@@ -33,7 +34,7 @@ from attncli.document.blocks import (
 )
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.escape import visible
-from attncli.document.numbers import exact_decimals, fixed, fixed_many, smart, vector
+from attncli.document.numbers import exact_decimals, fixed, smart, vector
 from attncli.formats import palette
 from attncli.formats.markdown import short_vector
 
@@ -314,45 +315,103 @@ def _column_blocks(n: int) -> list[range]:
     return [range(start, min(n, start + MAX_COLS)) for start in range(0, n, MAX_COLS)] or [range(0)]
 
 
-def matrix_tables(view: MatrixView, precision: int, *, shaded: bool) -> list[str]:
-    """A view as tables of at most MAX_COLS columns (the extra columns, Σ or m, with the last): labels bold, numbers right."""
+BLOCK_VALUES = 1 << 15  # cells written at once (with their shade's markup, about 2 MB)
+_MINUS = "−".encode()
+
+
+def levels(data: Any, low: float, high: float) -> Any:
+    """`palette.level` of every number of `data` at once, as an integer array of its shape (NaN: the lowest shade; ±inf: the ends)."""
+    import numpy as np
+
+    span = high - low
+    x = np.asarray(data, dtype=np.float64)
+    if not span > 0:  # span <= 0, or NaN: every number gets the lowest shade
+        return np.zeros(x.shape, dtype=np.intp)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        share = (x - low) / span
+    share = np.where(np.isnan(share), 0.0, np.clip(share, 0.0, 1.0))  # max(0, NaN) is 0 in palette.level
+    return np.minimum((share * palette.LEVELS).astype(np.intp), palette.LEVELS - 1)
+
+
+def _markup(cells: list[str]) -> tuple[Any, Any]:
+    """Each kind of cell's markup before and after its number (`_cell` of a placeholder, split), as zero-padded byte tables."""
+    import numpy as np
+
+    parts = [cell.split("\x01") for cell in cells]
+    before, after = ([part[i].encode() for part in parts] for i in (0, 1))
+    tables = []
+    for texts, extra in ((before, b""), (after, b", ")):
+        width = max(len(t) + len(extra) for t in texts)
+        table_ = np.zeros((len(texts), width), dtype=np.uint8)
+        for k, text in enumerate(texts):
+            raw = np.frombuffer(text + extra, dtype=np.uint8)
+            table_[k, : len(raw)] = raw
+        tables.append(table_)
+    return tables[0], tables[1]
+
+
+def matrix_tables(view: MatrixView, precision: int, *, shaded: bool) -> Iterator[bytes]:
+    """A view as tables of at most MAX_COLS columns (the extra columns, Σ or m, with the last): labels bold, numbers right.
+
+    UTF-8, a block of rows at a time; every line ends with a line break (the blank line after the last table or the
+    shading's note left out). Each cell's number is written by `fixedtext` and put between its kind's markup
+    (plain, hidden, or one of the shades), looked up for the whole block at once.
+    """
+    import numpy as np
+
+    from attncli.document import fixedtext
+
     n_rows, n_cols = view.data.shape
     low, high = palette.bounds(view.data, view.hidden, probabilities=view.key == "weights") if shaded else (0.0, 1.0)
-    texts = [fixed_many(view.data[r], precision) for r in range(n_rows)]
-    extra = [(name, fixed_many(values, precision)) for name, values in view.extra]
+    # kinds: 0 plain, 1 hidden (grey text), then with shading 2 + level, and 2 + LEVELS for a hidden cell's grey fill
+    kinds = [_cell("\x01"), _cell("\x01", hidden=True)]
+    kinds += [_cell("\x01", fill=shade) for shade in palette.LIGHT.shades] + [_cell("\x01", fill=palette.LIGHT.masked, hidden=True)]
+    before, after = _markup(kinds)
+    last_after = after.copy()
+    last_after[np.arange(len(after)), (after != 0).sum(axis=1) - 1] = ord("\n")  # ", " becomes ",\n"
+    labels = [("  " + _label(label) + ", ").encode() for label in view.rows]
+    before_width, after_width = (before != 0).sum(axis=1), (after != 0).sum(axis=1)
+    broken = [b"\n" + label for label in labels]
+    extra = [values for _, values in view.extra]
     blocks = _column_blocks(n_cols)
-    lines: list[str] = []
     for number, cols in enumerate(blocks):
         last = number == len(blocks) - 1
+        out = []
         if len(blocks) > 1:
-            lines += [words(f"Columns {cols.start + 1}–{cols.stop} of {n_cols}:"), ""]
-        names = [name for name, _ in extra] if last else []
+            out += [words(f"Columns {cols.start + 1}–{cols.stop} of {n_cols}:"), ""]
+        names = [name for name, _ in view.extra] if last else []
         header = ["[]", *(_label(view.cols[c]) for c in cols), *(_label(name) for name in names)]
-        rows = []
-        hiding: list[bool] | None = None  # per row: a cell of these columns hidden by the mask
-        if view.hidden is not None:
-            any_hidden: Any = view.hidden[:, cols.start : cols.stop].any(axis=1)  # (R,)
-            hiding = [bool(x) for x in any_hidden]
-        for r in range(n_rows):
-            cells = [_label(view.rows[r])]
-            if not shaded and len(cols) and (hiding is None or not hiding[r]):  # the common row: its numbers at once
-                cells.append(_number('", "'.join(texts[r][cols.start : cols.stop])))  # "0.1", "−0.2", …: separators hold no "-"
-                cols_left: range = range(0)
-            else:
-                cols_left = cols
-            for c in cols_left:
-                hidden = view.hidden is not None and bool(view.hidden[r, c])
-                fill = None
-                if shaded:
-                    fill = palette.LIGHT.masked if hidden else palette.LIGHT.shades[palette.level(float(view.data[r, c]), low, high)]
-                cells.append(_cell(texts[r][c], fill=fill, hidden=hidden))
-            cells += [_number(values[r]) for _, values in extra] if last else []
-            rows.append(cells)
-        lines += table(header, rows, ["left", *["right"] * (len(cols) + len(names))])
+        out += table(header, [], ["left", *["right"] * (len(cols) + len(names))])[:-2]
+        yield ("\n".join(out) + "\n").encode()
+        width = len(cols) + len(names)
+        step = max(1, BLOCK_VALUES // max(1, width))
+        for start in range(0, n_rows, step):
+            stop = min(n_rows, start + step)
+            data = view.data[start:stop, cols.start : cols.stop]
+            kind = levels(data, low, high) + 2 if shaded else np.zeros(data.shape, dtype=np.intp)
+            if view.hidden is not None:
+                hidden = view.hidden[start:stop, cols.start : cols.stop]
+                kind[hidden] = 2 + palette.LEVELS if shaded else 1
+            if names:
+                data = np.column_stack([data, *(np.asarray(values[start:stop], dtype=np.float64) for values in extra)])
+                kind = np.column_stack([kind, np.zeros((stop - start, len(names)), dtype=np.intp)])
+            if not width:
+                yield b"".join(label[:-1] + b"\n" for label in labels[start:stop])  # a row of its label only
+                continue
+            numbers = fixedtext.cells(data, precision, fixed)
+            present = np.bincount(kind.ravel(), minlength=len(kinds)) > 0  # the markup as wide as the kinds here need
+            ends = after[:, : int(after_width[present].max())][kind]
+            ends[:, -1] = last_after[kind[:, -1], : ends.shape[2]]  # the row's last cell: ",\n" instead of ", "
+            text = np.concatenate([before[:, : int(before_width[present].max())][kind], numbers, ends], axis=2).tobytes().translate(None, b"\0").replace(b"-", _MINUS)
+            around = [labels[start], *broken[start + 1 : stop], b"\n"]  # the rows' texts come split at their line breaks
+            yield b"".join(chain.from_iterable(zip(around, text.split(b"\n"))))
+        closing = ")\n"
+        if shaded or not last:
+            closing += "\n"
+        yield closing.encode()
     if shaded:
         masked = "; grey: hidden by the mask" if view.hidden is not None and bool(view.hidden.any()) else ""
-        lines += [words(f"Shaded from {fixed(low, precision)} (lightest) to {fixed(high, precision)} (darkest){masked}."), ""]
-    return lines
+        yield (words(f"Shaded from {fixed(low, precision)} (lightest) to {fixed(high, precision)} (darkest){masked}.") + "\n").encode()
 
 
 # -- run ----------------------------------------------------------------------------------------------------
@@ -377,8 +436,8 @@ def run_typst(page: RunDocument, *, precision: int, heading_level: int = 1, stan
         lines = ["", *heading(section, f"{words(prefix + view.title)}: {formula(view.tex, view.formula)} {words(f'({view.shape})')}")]
         for remark in view.remarks:
             lines += [words(remark[:1].upper() + remark[1:] + "."), ""]
-        lines += matrix_tables(view, precision, shaded=view.square and (heatmap or view.key == "weights"))
-        yield "\n".join(lines).encode()
+        yield ("\n".join(lines) + "\n").encode()
+        yield from matrix_tables(view, precision, shaded=view.square and (heatmap or view.key == "weights"))
     if (c := page.comparison) is not None:
         exact = exact_decimals(precision)
         lines = ["", *heading(section, words(f"Hand-rounded ({c.decimals} decimals) vs exact output"))]
