@@ -357,11 +357,11 @@ def tall_tables(folder: Path, pairs: int) -> list[Row]:
 
 
 def many_heads(folder: Path, pairs: int) -> list[Row]:
-    """6. Eight heads of 64 tokens: tables, HTML and SVG against the same run as JSON."""
+    """6. Eight heads of 64 tokens: tables, HTML, SVG and Typst against the same run as JSON."""
     wide = scenario_file(folder, 64, heads=8, seed=3)
     json = [*ATTNCLI, "run", str(wide), "--format", "json"]
     rows = [row("6. run 8 heads x 64 tokens: tables vs --format json", compare([*ATTNCLI, "run", str(wide)], json, pairs), "<= 1.5x")]
-    for fmt in ("html", "svg"):
+    for fmt in ("html", "svg", "typst"):
         rows.append(row(f"   ... --format {fmt} vs --format json", compare([*ATTNCLI, "run", str(wide), "--format", fmt], json, pairs), "<= 2x"))
     return rows
 
@@ -374,11 +374,11 @@ def json_vs_floor(folder: Path, pairs: int) -> list[Row]:
 
 
 def other_formats(folder: Path, pairs: int) -> list[Row]:
-    """8. Markdown, LaTeX and CSV of 1,024 tokens against JSON."""
+    """8. Markdown, LaTeX, CSV and Typst of 1,024 tokens against JSON."""
     big = scenario_file(folder, 1024)
     json = [*ATTNCLI, "run", str(big), "--format", "json"]
     rows = []
-    for number, fmt in enumerate(("markdown", "latex", "csv")):
+    for number, fmt in enumerate(("markdown", "latex", "csv", "typst")):
         r = compare([*ATTNCLI, "run", str(big), "--format", fmt], json, pairs)
         rows += [row(f"{'8.' if not number else '  '} run L=1024 --format {fmt} vs --format json", r, "<= 1.3x"), memory_row(r, "<= 1.2x")]
     return rows

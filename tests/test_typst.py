@@ -317,3 +317,101 @@ def test_each_special_reads_back_as_written(text):
     assert shown in [plain(node) for node in content["children"] if node.get("func") == "text"]
     assert plain(elements(content, "item")[0]) == f"{shown} = {shown}"
     assert headings(content)[1] == (2, f"Step 1: {shown} ({shown})")
+
+
+ODD_VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, -0.0, 1.0, 0.125, 0.875, 1e308, -1e308]))
+
+
+@given(values=st.lists(ODD_VALUES, min_size=1, max_size=40), low=ODD_VALUES, high=ODD_VALUES)
+@settings(max_examples=300, deadline=None)
+def test_the_shades_of_a_whole_matrix_are_palette_level_of_each_number(values, low, high):
+    """The shade levels computed at once with NumPy are the terminal's cut (`palette.level`), NaN, ±inf and odd bounds included."""
+    import numpy as np
+
+    from attncli.formats import palette
+
+    expected = [palette.level(x, low, high) for x in values]
+    assert typ.levels(np.array(values), low, high).tolist() == expected
+
+
+def _reference_tables(view: Any, precision: int, *, shaded: bool) -> str:
+    """A matrix's tables written cell by cell, the plain way: each number by `numbers.fixed`, each hidden or shaded cell the call of its
+    function, the functions a table uses defined in its code block (what `matrix_tables` writes a block of rows at a time)."""
+    from attncli.document.numbers import fixed
+    from attncli.formats import palette
+
+    names, lets = typ._kinds()
+    low, high = palette.bounds(view.data, view.hidden, probabilities=view.key == "weights") if shaded else (0.0, 1.0)
+    blocks = typ._column_blocks(view.data.shape[1])
+    lines: list[str] = []
+    for number, cols in enumerate(blocks):
+        last = number == len(blocks) - 1
+        if len(blocks) > 1:
+            lines += [typ.words(f"Columns {cols.start + 1}–{cols.stop} of {view.data.shape[1]}:"), ""]
+        extra = view.extra if last else []
+        rows, used = [], set()
+        for r, label in enumerate(view.rows):
+            cells = [typ._label(label)]
+            for c in cols:
+                x = float(view.data[r, c])
+                hidden = view.hidden is not None and bool(view.hidden[r, c])
+                kind = (2 + palette.LEVELS if hidden else 2 + palette.level(x, low, high)) if shaded else int(hidden)
+                used.add(kind)
+                text = '"' + fixed(x, precision).replace("-", "−") + '"'
+                cells.append(f"{names[kind]}({text})" if kind else text)
+            cells += ['"' + fixed(float(values[r]), precision).replace("-", "−") + '"' for _, values in extra]
+            rows.append(cells)
+        header = ["[]", *(typ._label(view.cols[c]) for c in cols), *(typ._label(name) for name, _ in extra)]
+        table = typ.table(header, rows, ["left", *["right"] * (len(cols) + len(extra))])
+        if used - {0}:
+            table = ["#{", *("  " + lets[k] for k in sorted(used - {0})), table[0][1:], *table[1:-1], "}", ""]
+        lines += table
+    if shaded:
+        masked = "; grey: hidden by the mask" if view.hidden is not None and bool(view.hidden.any()) else ""
+        lines += [typ.words(f"Shaded from {fixed(low, precision)} (lightest) to {fixed(high, precision)} (darkest){masked}."), ""]
+    return "\n".join(lines)
+
+
+@given(
+    shape=st.tuples(st.integers(0, 7), st.integers(0, 30)),
+    seed=st.integers(0, 2**32 - 1),
+    shaded=st.booleans(),
+    masked=st.booleans(),
+    sums=st.booleans(),
+    dashed=st.booleans(),
+    precision=st.integers(0, 6),
+)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # the same small blocks each time
+def test_a_matrix_written_a_block_at_a_time_is_the_matrix_written_cell_by_cell(shape, seed, shaded, masked, sums, dashed, precision, monkeypatch):
+    """`matrix_tables` (NumPy, a block of rows at a time, small blocks here) writes what a plain cell-by-cell writer writes: odd
+    numbers (NaN, ±inf, huge, -0, halves), hidden cells, extra columns, row labels with a "-" (then the signs are made apart)."""
+    import numpy as np
+
+    from attncli.document.blocks import Matrix
+
+    monkeypatch.setattr(typ, "BLOCK_VALUES", 16)  # a few rows at a time
+    monkeypatch.setattr(typ, "BAND_VALUES", 64)  # the numbers of one table or of several at once
+    rng = np.random.default_rng(seed)
+    rows, cols = shape
+    odd = np.array([np.nan, np.inf, -np.inf, 1e20, -3e17, -0.0, 0.5, -0.00005, 2.5e-5, -1e-9, 123.456])
+    data = np.where(rng.random((rows, cols)) < 0.2, rng.choice(odd, (rows, cols)), rng.normal(0, 3, (rows, cols)))
+    hidden = rng.random((rows, cols)) < 0.4 if masked else None
+    extra = [("Σ", rng.normal(0, 5, rows)), ("m", -rng.random(rows))] if sums else []
+    labels = [f"t-{i}" if dashed else f"t{i}" for i in range(rows)]
+    view = Matrix("scores", "scores", None, "Scores", "S", "S", data, labels, [f"k{j}" for j in range(cols)], hidden, extra, square=True)
+    written = b"".join(typ.matrix_tables(view, precision, shaded=shaded)).decode()
+    assert written == _reference_tables(view, precision, shaded=shaded)
+
+
+@pytest.mark.parametrize("kind", range(1, 11))
+def test_each_cell_function_draws_what_its_whole_markup_draws(kind):
+    """A hidden or shaded cell written as the call of its table's function (`s7("0.9")`) looks exactly as the cell written out
+    (`table.cell(fill: rgb("#084594"), text(fill: white, "0.9"))`): the two documents render to the same pixels."""
+    from attncli.formats import palette
+
+    names, lets = typ._kinds()
+    fill = None if kind == 1 else [*palette.LIGHT.shades, palette.LIGHT.masked][kind - 2]
+    whole = typ._cell("0.9", fill=fill, hidden=kind in (1, 2 + palette.LEVELS))
+    short = f'#{{\n  {lets[kind]}\ntable(columns: 2, strong("t1"), {names[kind]}("0.9"), "1", "2")\n}}\n'
+    written_out = f'#table(columns: 2, strong("t1"), {whole}, "1", "2")\n'
+    assert typst.compile(short.encode(), format="png", ppi=144.0) == typst.compile(written_out.encode(), format="png", ppi=144.0)

@@ -2,7 +2,10 @@
 
 A run is a heading per stage, its formula in Typst math (translated from the stage's TeX, `$S = Q K^top$`), and
 its matrix as a `#table`: the tokens as header cells and bold row labels, numbers right-aligned, cells the mask
-hides in grey; the weights are shaded by value (every tokens × tokens stage with `heatmap`). `explain` has
+hides in grey; the weights are shaded by value (every tokens × tokens stage with `heatmap`). A table with such
+cells is written in a code block of its own that first names their markup (`let s3 = table.cell.with(fill: …)`), so a
+cell is `s3("0.4255")`: a run of 1,024 tokens is then about the size of its JSON, written a block of rows at a time with
+NumPy (`matrix_tables`). `explain` has
 the Markdown article's tables and its steps as Unicode arithmetic in raw blocks; a document (tiling, decode,
 dequant, variance) is drawn block by block.
 
@@ -33,7 +36,7 @@ from attncli.document.blocks import (
 )
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.escape import visible
-from attncli.document.numbers import exact_decimals, fixed, fixed_many, smart, vector
+from attncli.document.numbers import exact_decimals, fixed, smart, vector
 from attncli.formats import palette
 from attncli.formats.markdown import short_vector
 
@@ -314,45 +317,161 @@ def _column_blocks(n: int) -> list[range]:
     return [range(start, min(n, start + MAX_COLS)) for start in range(0, n, MAX_COLS)] or [range(0)]
 
 
-def matrix_tables(view: MatrixView, precision: int, *, shaded: bool) -> list[str]:
-    """A view as tables of at most MAX_COLS columns (the extra columns, Σ or m, with the last): labels bold, numbers right."""
+BLOCK_VALUES = 1 << 15  # cells written at once (with their shade's markup, about 2 MB)
+BAND_VALUES = 1 << 15  # numbers formatted at once: the columns of as many tables as fit (at least one table)
+_MINUS = "−".encode()
+
+
+def levels(data: Any, low: float, high: float) -> Any:
+    """`palette.level` of every number of `data` at once, as an integer array of its shape (NaN: the lowest shade; ±inf: the ends)."""
+    import numpy as np
+
+    span = high - low
+    x = np.asarray(data, dtype=np.float64)
+    if not span > 0:  # span <= 0, or NaN: every number gets the lowest shade
+        return np.zeros(x.shape, dtype=np.intp)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        share = (x - low) / span
+    share = np.where(np.isnan(share), 0.0, np.clip(share, 0.0, 1.0))  # max(0, NaN) is 0 in palette.level
+    return np.minimum((share * palette.LEVELS).astype(np.intp), palette.LEVELS - 1)
+
+
+def _kinds() -> tuple[list[str], list[str]]:
+    """The kinds of a matrix's cell: 0 plain, 1 hidden (grey text), 2 + level a shade, 2 + LEVELS a hidden cell's grey fill.
+
+    Each kind but the plain one is a function named once per table (`lets`, in the table's own code block, so a fragment
+    still sets nothing outside itself): a cell is then `s3("0.4255")`, not the whole `table.cell(fill: …, …)`.
+    """
+    names = ["", "hidden", *(f"s{level}" for level in range(palette.LEVELS)), "masked"]
+    lets = ["", f"let hidden = text.with(fill: {HIDDEN_INK})"]
+    for name, fill in zip(names[2:], [*palette.LIGHT.shades, palette.LIGHT.masked]):
+        if palette.ink(fill) == palette.BLACK:
+            lets.append(f'let {name} = table.cell.with(fill: rgb("{fill}"))')
+        else:
+            lets.append(f'let {name}(body) = table.cell(fill: rgb("{fill}"), text(fill: white, body))')
+    return names, lets
+
+
+def _markup(names: list[str]) -> tuple[Any, Any, Any]:
+    """Each kind's markup before and after its number, as zero-padded byte tables; the last has a row's end (",\\n") instead of ", "."""
+    before = _padded([(name + ('("' if name else '"')).encode() for name in names])
+    close = [('")' if name else '"').encode() for name in names]
+    return before, _padded([text + b", " for text in close]), _padded([text + b",\n" for text in close])
+
+
+def _padded(texts: list[bytes]) -> Any:
+    """The texts as rows of a byte table, zeros after each."""
+    import numpy as np
+
+    out = np.zeros((len(texts), max(map(len, texts), default=1)), dtype=np.uint8)
+    for k, text in enumerate(texts):
+        out[k, : len(text)] = np.frombuffer(text, dtype=np.uint8)
+    return out
+
+
+def _void(table_: Any, width: int) -> Any:
+    """The first `width` bytes of each row of a byte table as one NumPy item (`V{width}`): copied as one memcpy."""
+    import numpy as np
+
+    return np.ascontiguousarray(table_[:, :width]).view(f"V{width}")[:, 0]
+
+
+def _minus_signs(numbers: Any) -> Any:
+    """`fixedtext.cells` with each "-" a minus sign "−" (3 bytes in UTF-8), as `_number` writes it: two zero bytes more in front of each number.
+
+    A cell's only "-" is its sign, its first byte (an exponent is written e+NN: only numbers.HUGE and above are).
+    """
+    import numpy as np
+
+    out = np.zeros((*numbers.shape[:2], numbers.shape[2] + 2), dtype=np.uint8)
+    out[..., 2:] = numbers
+    sign = (out == ord("-")).view(np.uint8)  # (R, C, W + 2): 1 where a sign is
+    first, second, third = _MINUS
+    out += sign * np.uint8(third - ord("-"))  # the bytes before a sign are zeros: each becomes one of the minus sign's
+    out[..., :-1] += sign[..., 1:] * np.uint8(second)
+    out[..., :-2] += sign[..., 2:] * np.uint8(first)
+    return out
+
+
+def matrix_tables(view: MatrixView, precision: int, *, shaded: bool) -> Iterator[bytes]:
+    """A view as tables of at most MAX_COLS columns (the extra columns, Σ or m, with the last): labels bold, numbers right.
+
+    UTF-8, a block of rows at a time; every line ends with a line break (the blank line after the last table or the
+    shading's note left out). Each cell's number is written by `fixedtext` and put between its kind's markup
+    (plain, or the call of the table's function for a hidden or shaded cell), looked up for the whole block at once.
+    """
+    import numpy as np
+
+    from attncli.document import fixedtext
+
     n_rows, n_cols = view.data.shape
     low, high = palette.bounds(view.data, view.hidden, probabilities=view.key == "weights") if shaded else (0.0, 1.0)
-    texts = [fixed_many(view.data[r], precision) for r in range(n_rows)]
-    extra = [(name, fixed_many(values, precision)) for name, values in view.extra]
+    names, lets = _kinds()
+    before, after, row_end = _markup(names)
+    before_width, after_width = (before != 0).sum(axis=1), (after != 0).sum(axis=1)
+    labels = [("  " + _label(label) + ", ").encode() for label in view.rows]  # no zero byte: `visible` writes one as \x00
+    plain_labels = not any(b"-" in label for label in labels)  # then every "-" is a number's sign, made "−" in one pass
+    label_table = _void(_padded(labels), max(map(len, labels), default=1))
     blocks = _column_blocks(n_cols)
-    lines: list[str] = []
+    band_cols = max(MAX_COLS, BAND_VALUES // max(1, n_rows) // MAX_COLS * MAX_COLS)  # whole tables' columns
+    band = range(0)
+    kind_band = numbers_band = np.zeros((n_rows, 0), dtype=np.uint8)
     for number, cols in enumerate(blocks):
         last = number == len(blocks) - 1
+        names_ = [name for name, _ in view.extra] if last else []
+        width = len(cols) + len(names_)
+        if number == 0 or cols.start >= band.stop:  # the numbers and the kinds of cells of the next tables, at once
+            band = range(cols.start, min(n_cols, cols.start + band_cols))
+            data = view.data[:, band.start : band.stop]
+            kind_band = levels(data, low, high).astype(np.uint8) + np.uint8(2) if shaded else np.zeros(data.shape, dtype=np.uint8)
+            if view.hidden is not None:
+                kind_band[view.hidden[:, band.start : band.stop]] = 2 + palette.LEVELS if shaded else 1
+            if band.stop == n_cols and view.extra:  # the extra columns go with the last table
+                data = np.column_stack([data, *(np.asarray(values, dtype=np.float64) for _, values in view.extra)])
+                kind_band = np.column_stack([kind_band, np.zeros((n_rows, len(view.extra)), dtype=np.uint8)])
+            numbers_band = fixedtext.cells(data, precision, fixed) if data.size else np.zeros((*data.shape, 1), dtype=np.uint8)
+            numbers_band = numbers_band if plain_labels else _minus_signs(numbers_band)
+        here = slice(cols.start - band.start, cols.stop - band.start + len(names_))
+        kind = kind_band[:, here]
+        present = np.bincount(kind.ravel(), minlength=len(names)) > 0
+        present[0] = True  # (a table without rows: only the plain markup's width)
+        scoped = bool(present[1:].any())
+        out = []
         if len(blocks) > 1:
-            lines += [words(f"Columns {cols.start + 1}–{cols.stop} of {n_cols}:"), ""]
-        names = [name for name, _ in extra] if last else []
-        header = ["[]", *(_label(view.cols[c]) for c in cols), *(_label(name) for name in names)]
-        rows = []
-        hiding: list[bool] | None = None  # per row: a cell of these columns hidden by the mask
-        if view.hidden is not None:
-            any_hidden: Any = view.hidden[:, cols.start : cols.stop].any(axis=1)  # (R,)
-            hiding = [bool(x) for x in any_hidden]
-        for r in range(n_rows):
-            cells = [_label(view.rows[r])]
-            if not shaded and len(cols) and (hiding is None or not hiding[r]):  # the common row: its numbers at once
-                cells.append(_number('", "'.join(texts[r][cols.start : cols.stop])))  # "0.1", "−0.2", …: separators hold no "-"
-                cols_left: range = range(0)
-            else:
-                cols_left = cols
-            for c in cols_left:
-                hidden = view.hidden is not None and bool(view.hidden[r, c])
-                fill = None
-                if shaded:
-                    fill = palette.LIGHT.masked if hidden else palette.LIGHT.shades[palette.level(float(view.data[r, c]), low, high)]
-                cells.append(_cell(texts[r][c], fill=fill, hidden=hidden))
-            cells += [_number(values[r]) for _, values in extra] if last else []
-            rows.append(cells)
-        lines += table(header, rows, ["left", *["right"] * (len(cols) + len(names))])
+            out += [words(f"Columns {cols.start + 1}–{cols.stop} of {n_cols}:"), ""]
+        header = ["[]", *(_label(view.cols[c]) for c in cols), *(_label(name) for name in names_)]
+        lines = table(header, [], ["left", *["right"] * width])[:-2]
+        if scoped:  # the table's functions, in a code block of its own
+            lines = ["#{", *("  " + let for k, let in enumerate(lets) if k and present[k]), lines[0][1:], *lines[1:]]
+        yield ("\n".join(out + lines) + "\n").encode()
+        cell = [_void(before, int(before_width[present].max())), _void(after, int(after_width[present].max()))]
+        ending = _void(row_end, int(after_width[present].max()))
+        numbers = numbers_band[:, here]
+        number_type = f"V{numbers.shape[2]}"
+        cell_type = np.dtype([("open", cell[0].dtype), ("number", number_type), ("close", cell[1].dtype)])
+        step = max(1, BLOCK_VALUES // max(1, width))
+        for start in range(0, n_rows, step):
+            stop = min(n_rows, start + step)
+            if not width:
+                yield b"".join(label[:-1] + b"\n" for label in labels[start:stop])  # a row of its label only
+                continue
+            kinds = kind[start:stop]
+            rows = np.empty(stop - start, dtype=[("label", label_table.dtype), ("cells", cell_type, (width,))])
+            rows["label"] = label_table[start:stop]
+            cells = rows["cells"]
+            cells["open"] = cell[0].take(kinds)
+            cells["number"] = numbers[start:stop].view(number_type)[..., 0]
+            cells["close"] = cell[1].take(kinds)
+            cells["close"][:, -1] = ending.take(kinds[:, -1])  # the row's last cell: ",\n" instead of ", "
+            text = rows.tobytes().translate(None, b"\0")  # the zeros padding labels, markup and numbers dropped
+            yield text.replace(b"-", _MINUS) if plain_labels else text
+        closing = ")\n}\n" if scoped else ")\n"
+        if shaded or not last:
+            closing += "\n"
+        yield closing.encode()
     if shaded:
         masked = "; grey: hidden by the mask" if view.hidden is not None and bool(view.hidden.any()) else ""
-        lines += [words(f"Shaded from {fixed(low, precision)} (lightest) to {fixed(high, precision)} (darkest){masked}."), ""]
-    return lines
+        yield (words(f"Shaded from {fixed(low, precision)} (lightest) to {fixed(high, precision)} (darkest){masked}.") + "\n").encode()
 
 
 # -- run ----------------------------------------------------------------------------------------------------
@@ -377,8 +496,8 @@ def run_typst(page: RunDocument, *, precision: int, heading_level: int = 1, stan
         lines = ["", *heading(section, f"{words(prefix + view.title)}: {formula(view.tex, view.formula)} {words(f'({view.shape})')}")]
         for remark in view.remarks:
             lines += [words(remark[:1].upper() + remark[1:] + "."), ""]
-        lines += matrix_tables(view, precision, shaded=view.square and (heatmap or view.key == "weights"))
-        yield "\n".join(lines).encode()
+        yield ("\n".join(lines) + "\n").encode()
+        yield from matrix_tables(view, precision, shaded=view.square and (heatmap or view.key == "weights"))
     if (c := page.comparison) is not None:
         exact = exact_decimals(precision)
         lines = ["", *heading(section, words(f"Hand-rounded ({c.decimals} decimals) vs exact output"))]
