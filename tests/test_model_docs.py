@@ -185,3 +185,11 @@ def test_typst_compiles_and_reads_back_every_label_as_text():
 def test_the_terminal_shows_labels_as_text():
     text = hostile_tokens().render("table")
     assert "\x1b" not in text and "\\x1b[31m" in text and "a\\nb" in text
+
+
+def test_latex_articles_compile_and_print_every_label(latex_tools, tmp_path):
+    pdf = renderers.pdflatex(hostile_tokens().render("latex", standalone=True), tmp_path, "tokens")
+    text = renderers.fold(renderers.pdf_text(pdf))
+    assert [t for t in HOSTILE if renderers.fold(renderers.printed(t)) not in text] == []
+    info = renderers.fold(renderers.pdf_text(renderers.pdflatex(attn.model_info(HERE / "llama").render("latex", standalone=True), tmp_path, "info")))
+    assert renderers.fold("layers: 3") in info and renderers.fold("a full context of 128 tokens") in info
