@@ -193,3 +193,9 @@ def test_latex_articles_compile_and_print_every_label(latex_tools, tmp_path):
     assert [t for t in HOSTILE if renderers.fold(renderers.printed(t)) not in text] == []
     info = renderers.fold(renderers.pdf_text(renderers.pdflatex(attn.model_info(HERE / "llama").render("latex", standalone=True), tmp_path, "info")))
     assert renderers.fold("layers: 3") in info and renderers.fold("a full context of 128 tokens") in info
+
+
+def test_a_notebook_shows_both_as_html_and_markdown():
+    info, tokens = attn.model_info(HERE / "gpt2"), attn.model_tokens(HERE / "gpt2", "When Mary")
+    assert "<html" not in info._repr_html_() and "<li>layers: 3</li>" in info._repr_html_()
+    assert "| 3 | 288 | ␣Mary | ĠMary |" in tokens._repr_markdown_()
