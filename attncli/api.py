@@ -791,3 +791,63 @@ def render_decode(dec: Decode, options: Options, *, made_causal: bool) -> Docume
         return mentioned(decode_report(dec, precision=p, full=options.full, made_causal=made_causal), options.names)
 
     return render(ReportPage(report, lambda: [decode_grid(dec)], data, p), options)
+
+
+@record
+class ModelInfo(_Shown):
+    """What a checkpoint folder or GGUF file holds (`info`: the attncli.model-info/1 JSON without its schema key).
+
+    `usage` spells how to read a supported checkpoint's layer (default: this API's `load_model` call; the command line: its `run`)."""
+
+    info: dict[str, Any]
+    usage: Callable[[dict[str, Any]], str] | None = None
+
+    def document(self, options: Options) -> Document:
+        from attncli.document.pages import ReportPage
+        from attncli.formats import render
+        from attncli.walkthroughs import model as walk
+
+        usage = self.usage or walk.python_usage
+        return render(ReportPage(lambda: walk.info_document(self.info, usage), lambda: [], lambda: walk.info_json(self.info), 3), options)
+
+
+def model_info(path: str | Path) -> ModelInfo:
+    """What the local checkpoint folder or GGUF file at `path` holds: architecture, layers, heads, sizes, RoPE, dtype, whether attncli reads it."""
+    from attncli.sources.checkpoints.layer import model_info as read_info
+
+    return ModelInfo(read_info(Path(path)))
+
+
+@record
+class ModelTokens(_Shown):
+    """How a checkpoint's tokenizer splits `text`: `tokens` has a row per token (position from 1, id, label, piece)."""
+
+    folder: str
+    text: str
+    tokens: list[dict[str, Any]]
+    not_applied: str | None  # tokenizer.json settings left out (padding, truncation), as the model's forward pass leaves them
+
+    def document(self, options: Options) -> Document:
+        from attncli.document.pages import ReportPage
+        from attncli.formats import render
+        from attncli.walkthroughs import model as walk
+
+        shown = (self.folder, self.text, self.tokens, self.not_applied)
+        return render(ReportPage(lambda: walk.tokens_document(*shown), lambda: [], lambda: walk.tokens_json(*shown), 3), options)
+
+
+def model_tokens(path: str | Path, text: str, *, special_tokens: str = "auto") -> ModelTokens:
+    """The tokens of `text` as the checkpoint's forward pass receives them; `special_tokens` "auto" (as the tokenizer adds them) or "none"."""
+    from attncli.sources.arguments import shown_path, text_argument
+    from attncli.sources.checkpoints.layer import checkpoint_tokens
+    from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS
+    from attncli.walkthroughs.model import MAX_TOKENS_SHOWN, token_rows
+
+    text = text_argument(text, "TEXT")
+    if special_tokens not in SPECIAL_TOKENS:
+        raise AttnError(f"found {special_tokens!r}", key=option("special_tokens"), expected="auto (as the tokenizer adds them) or none")
+    folder = Path(path)
+    if not folder.is_dir() and not folder.is_file() and not str(folder).startswith("ollama:"):
+        raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a folder with tokenizer.json, or a GGUF file")
+    tokenized = checkpoint_tokens(folder, text, special_tokens=special_tokens == "auto", max_tokens=MAX_TOKENS_SHOWN)
+    return ModelTokens(shown_path(folder), text, token_rows(tokenized.ids, tokenized.labels, tokenized.pieces), tokenized.not_applied)

@@ -131,3 +131,51 @@ def test_latex_fragment_blocks_of_every_block_render_in_katex(katex_modules):
     assert len(math) == 3  # the values, the table, the step's arithmetic
     errors = [(i, r.error) for i, r in enumerate(renderers.katex(katex_modules, math)) if r.error is not None]
     assert not errors
+
+
+# -- the block options: a record (`Values(record=True)`, model info) and a listing (`Table(listing=True)`, model tokens) ----------
+
+RECORD = Values([("name", "one"), ("field", "first line"), ("", "second line")], record=True)
+LISTING = Table(["n", "word"], [["1", "-1"], ["12", "ab"]], [True, False], listing=True)
+
+
+def with_options() -> Document:
+    return Document("The title", [Heading("The title"), RECORD, LISTING], tidy=LISTING)
+
+
+def test_the_terminal_draws_a_record_aligned_and_a_listing_at_the_margin_without_a_rule():
+    text = render_document(Document("T", [RECORD, LISTING], tidy=LISTING), "table", to_file=True)
+    assert text == "name   one\nfield  first line\n       second line\n n  word\n 1  -1\n12  ab\n"
+    assert blocks.fields(RECORD) == [("name", ["one"]), ("field", ["first line", "second line"])]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_format_draws_a_record_and_a_listing(fmt):
+    text = render_document(with_options(), fmt, to_file=True)
+    if fmt == "csv":
+        assert list(csv.reader(io.StringIO(text))) == [["n", "word"], ["1", "-1"], ["12", "ab"]]
+        return
+    if fmt == "svg":
+        ET.fromstring(text)
+    missing = [w for w in ["name", "one", "first line", "second line", "-1", "ab", "12"] if w not in shown(text, fmt)]
+    assert not missing, f"{fmt} lost {missing}"
+
+
+def test_markdown_and_html_draw_a_record_as_a_list_a_field_of_several_lines_nested():
+    for html in (renderers.markdown_html(render_document(with_options(), "markdown", to_file=True)),
+                 render_document(with_options(), "html", to_file=True, fragment=True)):  # fmt: skip
+        found = renderers.html_elements(html)
+        items = ["".join(e.text.split()) for e in found if e.tag == "li"]  # the words, without the spaces and breaks between items
+        assert items == ["name:one", "field:firstlinesecondline", "firstline", "secondline"]
+        assert [e.text for e in found if e.tag in ("td", "th")][-4:] == ["1", "-1", "12", "ab"]  # HTML: the first cell is the row's <th>
+    parser = BalancedHTML()
+    parser.feed(render_document(with_options(), "html", to_file=True))
+    parser.close()
+    assert parser.stack == []
+
+
+def test_latex_of_a_record_and_a_listing_renders_in_katex(katex_modules):
+    math = renderers.latex_display_blocks(render_document(with_options(), "latex", to_file=True))  # the record: paragraphs
+    assert len(math) == 1  # the listing
+    rendered = renderers.katex(katex_modules, math)
+    assert rendered[0].error is None and "-1" in rendered[0].text.replace("−", "-")

@@ -226,7 +226,6 @@ def test_model_tokens_lists_positions_ids_labels_and_pieces(cli):
         (["run", "--model", GPT2, "--layer", "1", "--sentence", "hi", "--max-cells", "10"], "more than the limit of 10"),
         (["model", "info", "no/such/folder"], "no/such/folder: the checkpoint folder does not exist"),
         (["model", "tokens", "no/such/folder", "hi"], "no/such/folder: the checkpoint folder does not exist"),
-        (["model", "info", GPT2, "--format", "csv"], "--format: this command prints a table or JSON, not csv"),
     ],
 )
 def test_model_errors_are_one_line(cli, args, message):

@@ -79,14 +79,21 @@ def _commands(source: str) -> dict[str, list[str]]:
         "explain-block-size": ["explain", *explains, *word, "--block-size", "2"],
         "decode": ["decode", *runs, *head],
         "decode-round-steps": ["decode", *runs, *head, "--round-steps", "2"],
+        **(MODEL_COMMANDS if source == "gpt2" else {}),
     }
+
+
+# the checkpoint's own commands, documents of blocks too: its facts, and its tokens of a text with markup of every format in it
+MODEL_COMMANDS = {"model-info": ["model", "info", "tests/checkpoints/gpt2"],
+                  "model-tokens": ["model", "tokens", "tests/checkpoints/gpt2", "When Mary <eos> *x* | $y$ \\ #"]}  # fmt: skip
 
 
 CASES = [(source, stem, fmt) for source in SOURCES for stem in _commands(source) for fmt in FORMATS]
 # Formats added later are pinned on a few cases each: a run with a mask, shading and RoPE, an explain of head 2 of
 # two heads with d_k ≠ d_v, and a decode report.
 FEW = {"typst": "typ"}
-CASES += [("llama-style", "run", "typst"), ("two-heads-dv3", "explain", "typst"), ("llama-style", "decode", "typst")]
+CASES += [("llama-style", "run", "typst"), ("two-heads-dv3", "explain", "typst"), ("llama-style", "decode", "typst"),
+          ("gpt2", "model-info", "typst"), ("gpt2", "model-tokens", "typst")]  # fmt: skip
 EXTENSIONS = {**FORMATS, **FEW}
 
 

@@ -739,7 +739,7 @@ def _positions(text: str | None) -> tuple[int, ...]:
 @guard
 def model_info(
     folder: Annotated[Path, typer.Argument(metavar="MODEL", help="A Hugging Face checkpoint folder, a GGUF file, or ollama:NAME[:TAG].")],
-    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = Format.table,
+    format: FormatOption = Format.table,
 ) -> None:
     """What a checkpoint holds: architecture, layers, heads and key/value heads, sizes, positions, RoPE, dtype, and whether attncli reads it.
 
@@ -748,9 +748,12 @@ def model_info(
       attncli model info models/gpt2
       attncli model info smollm2-135m-instruct-q4_1.gguf
     """
-    from attncli.cli.model import info_document
+    import dataclasses
 
-    emit(info_document(folder, as_json=_table_or_json(format)))
+    import attncli.api as attn
+    from attncli.cli.model import run_usage
+
+    emit(dataclasses.replace(attn.model_info(folder), usage=run_usage).document(Options(format, names=flag)))
 
 
 @model_app.command("tokens")
@@ -759,7 +762,7 @@ def model_tokens(
     folder: Annotated[Path, typer.Argument(metavar="MODEL", help="A Hugging Face checkpoint folder, a GGUF file, or ollama:NAME[:TAG].")],
     text: Annotated[str, typer.Argument(metavar="TEXT", help="The text to tokenize.")],
     special_tokens: SpecialTokensOption = "auto",
-    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = Format.table,
+    format: FormatOption = Format.table,
 ) -> None:
     """How the checkpoint's tokenizer.json splits TEXT: each token's position (from 1), id, label and piece.
 
@@ -767,9 +770,9 @@ def model_tokens(
     Example:
       attncli model tokens models/gpt2 "When Mary and John went to the store"
     """
-    from attncli.cli.model import tokens_document
+    import attncli.api as attn
 
-    emit(tokens_document(folder, text, special_tokens=special_tokens, as_json=_table_or_json(format)))
+    emit(attn.model_tokens(folder, text, special_tokens=special_tokens).document(Options(format, names=flag)))
 
 
 @model_app.command("dequant")

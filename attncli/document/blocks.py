@@ -34,9 +34,22 @@ class Paragraph(NamedTuple):
 
 
 class Values(NamedTuple):
-    """A few `name = value` lines: "q = [1, 0]"."""
+    """A few `name = value` lines: "q = [1, 0]"; or, `record`, the fields of a record (`model info`): `name  value` lines
+    aligned on the names in the terminal, a blank name continuing the field above (`fields` groups them)."""
 
     pairs: Sequence[tuple[str, str]]
+    record: bool = False
+
+
+def fields(values: Values) -> list[tuple[str, list[str]]]:
+    """A record's fields: each name with its values, a pair whose name is blank continuing the field above."""
+    out: list[tuple[str, list[str]]] = []
+    for name, value in values.pairs:
+        if name or not out:
+            out.append((name, [value]))
+        else:
+            out[-1][1].append(value)
+    return out
 
 
 class Table(NamedTuple):
@@ -45,6 +58,7 @@ class Table(NamedTuple):
     header: Sequence[str]
     rows: Sequence[Sequence[str]]
     numeric: Sequence[bool]
+    listing: bool = False  # a listing (`model tokens`): the terminal draws it at the margin, no rule under the header, never shortened or split
 
 
 class Vector(str):

@@ -62,7 +62,7 @@ class ExplainPage:
 
 
 class ReportPage:
-    """A document of blocks: tiling, decode, a quantised block taken apart, the variance experiment."""
+    """A document of blocks: tiling, decode, a quantised block taken apart, the variance experiment, model info and tokens."""
 
     kind = "report"
     __slots__ = ("document", "figures", "data", "precision", "boxed")

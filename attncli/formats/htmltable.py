@@ -233,7 +233,13 @@ def text_table(table: Table) -> str:
 
 
 def values_list(values: Values) -> str:
-    """`name = value` lines as a list; nothing when there are none."""
+    """`name = value` lines as a list (a record: `name: value`, a field of several lines a list of its own); nothing when there are none."""
+    if values.record and values.pairs:
+        from attncli.document.blocks import fields
+
+        items = (f"{escape.html(name)}: {escape.html(lines[0])}" if len(lines) == 1
+                 else f"{escape.html(name)}:<ul>{''.join(f'<li>{escape.html(line)}</li>' for line in lines)}</ul>" for name, lines in fields(values))  # fmt: skip
+        return f"<ul>{''.join(f'<li>{item}</li>' for item in items)}</ul>"
     return f"<ul>{''.join(f'<li>{escape.html(name)} = {escape.html(value)}</li>' for name, value in values.pairs)}</ul>" if values.pairs else ""
 
 

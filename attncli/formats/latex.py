@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attncli.document import escape, stages
-from attncli.document.blocks import Document, Heading, Line, Note, Paragraph, RunDocument, Steps, Table, Values, Vector
+from attncli.document.blocks import Document, Heading, Line, Note, Paragraph, RunDocument, Steps, Table, Values, Vector, fields
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.numbers import exact_decimals
 from attncli.formats import texmatrix
@@ -261,6 +261,8 @@ def document_latex(document: Document, *, standalone: bool = False) -> str:
             out += ["", r"\subsection*{" + prose(part.text) + "}" if standalone and part.level > 1 else prose(part.text)]
         elif isinstance(part, Paragraph | Note):
             out += ["", prose(part.text)]
+        elif isinstance(part, Values) and part.record:  # a paragraph per field, its lines joined
+            out += [line for name, values in fields(part) for line in ("", prose(f"{name}: {'; '.join(values)}"))]
         elif isinstance(part, Values):
             vectors = [(name, value) for name, value in part.pairs if _math_vector(value)]
             if vectors:
@@ -272,7 +274,8 @@ def document_latex(document: Document, *, standalone: bool = False) -> str:
         elif isinstance(part, Table):
             columns = "".join("r" if right else "l" for right in part.numeric)
             header = " & ".join(map(_mixed, part.header))
-            rows = [" & ".join(_table_cell(cell, first=c == 0) for c, cell in enumerate(row)) for row in part.rows]
+            text = [c == 0 or (part.listing and not right) for c, right in enumerate(part.numeric)]  # a listing's words are words, "-1" too
+            rows = [" & ".join(_table_cell(cell, first=text[c]) for c, cell in enumerate(row)) for row in part.rows]
             body = header + r" \\ \hline " + r" \\ ".join(rows)
             out += ["", block(r"\begin{array}{" + columns + "} " + body + r" \end{array}")]
         else:

@@ -23,6 +23,7 @@ from attncli.document.blocks import (
     Summary,
     Table,
     Values,
+    fields,
     step_lines,
 )
 from attncli.document.blocks import Matrix as MatrixView
@@ -208,6 +209,10 @@ def document_markdown(document: Document, *, level: int = 1) -> str:
             out += heading(min(6, max(level, 1) + block.level - 1), md(block.text))
         elif isinstance(block, Paragraph | Note):
             out += [md(block.text), ""]
+        elif isinstance(block, Values) and block.record:  # a field per item, one of several lines a list of its own
+            for name, values in fields(block):
+                out += [f"- {md(name)}: {md(values[0])}"] if len(values) == 1 else [f"- {md(name)}:", *(f"  - {md(value)}" for value in values)]
+            out += [""] * bool(block.pairs)
         elif isinstance(block, Values):
             if block.pairs:
                 out += [f"- {md(name)} = {md(value)}" for name, value in block.pairs] + [""]

@@ -160,12 +160,22 @@ def _text_block(block: Block, width: int | None) -> list[tuple[str, str]]:
         return [(line, "bold") for line in ([] if block.level == 1 else [""]) + _wrapped(escape.visible(block.text), width)]
     if isinstance(block, Paragraph):
         return [(line, "") for line in _wrapped(escape.visible(block.text), width)]
+    if isinstance(block, Values) and block.record:  # `name  value` lines aligned on the names, at the margin, as they are
+        names = [escape.visible(name) for name, _ in block.pairs]
+        width_of_names = max(map(len, names), default=0)
+        return [(f"{name:<{width_of_names}}  {escape.visible(value)}", "") for name, (_, value) in zip(names, block.pairs)]
     if isinstance(block, Values):
         out = []
         for name, value in block.pairs:
             shown = escape.visible(_fitted_value(name, value, width))
             out += [(line, "") for line in _wrapped(f"{escape.visible(name)} = {shown}", width, "  ", " " * (len(escape.visible(name)) + 3))]
         return out
+    if isinstance(block, Table) and block.listing:  # aligned columns at the margin, no rule, as long as they are
+        header = [escape.visible(cell) for cell in block.header]
+        rows = [[escape.visible(cell) for cell in row] for row in block.rows]
+        widths = [max(len(row[c]) for row in [header, *rows]) for c in range(len(header))]
+        top, _rule, *listed = _table_lines(header, rows, widths, block.numeric, range(len(header)))
+        return [(line, "") for line in [top, *listed]]
     if isinstance(block, Table):
         return [(("  " + line).rstrip(), "") for line in _aligned(block, None if width is None else width - 2)]
     if isinstance(block, Steps):

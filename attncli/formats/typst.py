@@ -32,6 +32,7 @@ from attncli.document.blocks import (
     Steps,
     Table,
     Values,
+    fields,
     step_lines,
 )
 from attncli.document.blocks import Matrix as MatrixView
@@ -588,6 +589,10 @@ def document_typst(document: Document, *, level: int = 1, standalone: bool = Fal
             out += heading(max(level, 1) + block.level - 1, words(block.text))
         elif isinstance(block, Paragraph | Note):
             out += [words(block.text), ""]
+        elif isinstance(block, Values) and block.record:  # a field per item, one of several lines a list of its own
+            for name, values in fields(block):
+                out += [f"- {words(f'{name}: {values[0]}')}"] if len(values) == 1 else [f"- {words(f'{name}:')}", *(f"  - {words(v)}" for v in values)]
+            out += [""] * bool(block.pairs)
         elif isinstance(block, Values):
             if block.pairs:
                 out += [f"- {words(f'{name} = {value}')}" for name, value in block.pairs] + [""]
@@ -595,7 +600,8 @@ def document_typst(document: Document, *, level: int = 1, standalone: bool = Fal
             out += steps_typst(block, section)
         elif isinstance(block, Table):
             align = ["right" if right else "left" for right in block.numeric]
-            out += table([_label(cell) for cell in block.header], [[_table_cell(cell) for cell in row] for row in block.rows], align)
+            draw = [_table_cell if right or not block.listing else string for right in block.numeric]  # a listing's words are words, "-1" too
+            out += table([_label(cell) for cell in block.header], [[draw[c](text) for c, text in enumerate(row)] for row in block.rows], align)
         else:
             raise TypeError(f"Typst has no drawing for {type(block).__name__}")
     return "\n".join(out).rstrip("\n") + "\n"
