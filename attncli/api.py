@@ -52,9 +52,9 @@ if TYPE_CHECKING:
     from attncli.walkthroughs.shade import Shading
 
 __all__ = [
-    "ComparedHeads", "Decoded", "Explained", "Mapped", "Ran", "Tiled", "Varied",
-    "compare_heads", "decode", "explain", "explain_page", "heads", "load", "load_model", "longrope_prefix", "render_options", "run",
-    "run_page", "text_of", "tiles", "variance",
+    "ComparedHeads", "Decoded", "Explained", "Mapped", "ModelInfo", "ModelTokens", "Ran", "Tiled", "Varied",
+    "compare_heads", "decode", "explain", "explain_page", "heads", "load", "load_model", "longrope_prefix", "model_info", "model_tokens",
+    "render_options", "run", "run_page", "text_of", "tiles", "variance",
 ]  # fmt: skip
 
 
