@@ -17,6 +17,9 @@ from attncli.document.numbers import fixed
 from attncli.formats import palette
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from attncli.document.blocks import Document, Grid, Steps, Table, Values
     from attncli.document.blocks import Matrix as MatrixView
 
@@ -93,7 +96,11 @@ def html_page(title: str, css: str, body: str, *, schemes: str = "light dark", m
 
 
 def matrix_table(view: MatrixView, *, precision: int, shaded: bool, inline: bool = False) -> str:
-    """One view as a <table> (in a scrolling <div>), with a legend of the shades when shaded."""
+    """One view as a <table> (in a scrolling <div>), with a legend of the shades when shaded.
+
+    The cells are written a block of rows at a time (`_body_rows`): each number by `fixedtext`, each cell's
+    opening tag looked up by its kind for the whole block, as `typst.matrix_tables` writes its tables.
+    """
     low, high = palette.bounds(view.data, view.hidden, probabilities=view.key == "weights") if shaded else (0.0, 1.0)
     head = f"Head {view.head} · " if view.head is not None else ""
     caption = (
@@ -103,32 +110,94 @@ def matrix_table(view: MatrixView, *, precision: int, shaded: bool, inline: bool
     header = ['<td class="attn-corner"></td>']
     header += [f'<th scope="col">{escape.html(label)}</th>' for label in view.cols]
     header += [f'<th scope="col" class="attn-extra">{escape.html(name)}</th>' for name, _ in view.extra]
-    rows = []
-    no_mask = [False] * view.data.shape[1]
-    for r, label in enumerate(view.rows):
-        cells = [f'<th scope="row">{escape.html(label)}</th>']
-        # a row's numbers as Python floats at once, not a NumPy scalar a cell
-        for x, masked in zip(view.data[r].tolist(), no_mask if view.hidden is None else view.hidden[r].tolist()):
-            text = fixed(x, precision)  # digits, sign, point, e, ∞: nothing to escape (escaping each cell cost a quarter of the page)
-            if masked and shaded:
-                style = _style(palette.LIGHT.masked, inline)
-                cells.append(f'<td class="attn-masked"{style}>{text}</td>')
-            elif shaded:
-                level = palette.level(x, low, high)
-                cells.append(f'<td class="attn-l{level}"{_style(palette.LIGHT.shades[level], inline)}>{text}</td>')
-            elif masked:  # as the terminal dims it: hidden by the mask, not a computed −∞ or 0
-                cells.append('<td class="attn-hidden">' + text + "</td>" if not inline else f'<td style="{HIDDEN_STYLE}">{text}</td>')
-            else:
-                cells.append(f"<td>{text}</td>" if not inline else f'<td style="text-align:right">{text}</td>')
-        cells += [f'<td class="attn-extra">{fixed(float(vector[r]), precision)}</td>' for _, vector in view.extra]
-        rows.append("<tr>" + "".join(cells) + "</tr>")
     table = (
         '<div class="attn-scroll"><table class="attn-matrix">\n' + caption + "\n<thead><tr>" + "".join(header)
-        + "</tr></thead>\n<tbody>\n" + "\n".join(rows) + "\n</tbody>\n</table></div>"
+        + "</tr></thead>\n<tbody>\n" + _body_rows(view, precision, shaded=shaded, inline=inline, low=low, high=high) + "\n</tbody>\n</table></div>"
     )  # fmt: skip
     if shaded:
         table += "\n" + _legend(low, high, precision, masked=view.hidden is not None and bool(view.hidden.any()), inline=inline)
     return table
+
+
+BLOCK_CELLS = 1 << 14  # cells written at once: about 1.5 MB of inline-styled HTML
+
+
+def _cell_tags(inline: bool) -> list[bytes]:
+    """Each kind of cell's opening tag: 0 plain, 1 hidden (grey text), 2 + level a shade, 2 + LEVELS a hidden cell's grey fill, then an extra column's."""
+    plain = "<td>" if not inline else '<td style="text-align:right">'
+    hidden = '<td class="attn-hidden">' if not inline else f'<td style="{HIDDEN_STYLE}">'
+    shades = [f'<td class="attn-l{level}"{_style(fill, inline)}>' for level, fill in enumerate(palette.LIGHT.shades)]
+    masked = f'<td class="attn-masked"{_style(palette.LIGHT.masked, inline)}>'
+    return [tag.encode() for tag in (plain, hidden, *shades, masked, '<td class="attn-extra">')]
+
+
+def _levels(data: npt.NDArray[np.float64], low: float, high: float) -> npt.NDArray[np.intp]:
+    """`palette.level` of every number of `data` at once (NaN: the lowest shade; ±inf: the ends), as `typst.levels` (which imports this module)."""
+    import numpy as np
+
+    span = high - low
+    if not span > 0:  # span <= 0, or NaN: every number gets the lowest shade
+        return np.zeros(data.shape, dtype=np.intp)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        share = (data - low) / span
+    share = np.where(np.isnan(share), 0.0, np.clip(share, 0.0, 1.0))  # max(0, NaN) is 0 in palette.level
+    return np.minimum((share * palette.LEVELS).astype(np.intp), palette.LEVELS - 1)
+
+
+def _body_rows(view: MatrixView, precision: int, *, shaded: bool, inline: bool, low: float, high: float) -> str:
+    """The rows of the table's body, joined by line breaks: a block of rows at a time, each cell its kind's tag, its number, </td>.
+
+    The numbers are `fixedtext.cells` (what `numbers.fixed` writes, zero bytes padding each to the block's widest), the
+    tags a zero-padded table looked up by kind (`take`); a block is one record array whose bytes, the zeros dropped,
+    are its rows' text.
+    """
+    import numpy as np
+
+    from attncli.document import fixedtext
+
+    n_rows, n_cols = view.data.shape
+    heads = [f'<tr><th scope="row">{escape.html(label)}</th>'.encode() for label in view.rows]  # no zero byte: `escape.html` writes one as \x00
+    tags = _cell_tags(inline)
+    extra_kind = len(tags) - 1
+    width = n_cols + len(view.extra)
+    if not n_rows:
+        return ""
+    if not width:
+        return "\n".join(text.decode() + "</tr>" for text in heads)
+    tag_table = np.zeros((len(tags), max(map(len, tags))), dtype=np.uint8)
+    for k, tag in enumerate(tags):
+        tag_table[k, : len(tag)] = np.frombuffer(tag, dtype=np.uint8)
+    extras = [np.asarray(values, dtype=np.float64) for _, values in view.extra]
+    out = []
+    step = max(1, BLOCK_CELLS // width)
+    for start in range(0, n_rows, step):
+        stop = min(n_rows, start + step)
+        data = view.data[start:stop]
+        kinds = _levels(data, low, high).astype(np.uint8) + np.uint8(2) if shaded else np.zeros(data.shape, dtype=np.uint8)
+        if view.hidden is not None:
+            kinds[view.hidden[start:stop]] = 2 + palette.LEVELS if shaded else 1
+        if extras:
+            data = np.column_stack([data, *(values[start:stop] for values in extras)])
+            kinds = np.column_stack([kinds, np.full((stop - start, len(extras)), extra_kind, dtype=np.uint8)])
+        numbers = fixedtext.cells(data, precision, fixed)  # (rows, width, bytes)
+        present = np.bincount(kinds.ravel(), minlength=len(tags)) > 0
+        tag_width = max(len(tag) for tag, here in zip(tags, present) if here)
+        opening = np.ascontiguousarray(tag_table[:, :tag_width]).view(f"V{tag_width}")[:, 0]
+        head_width = max(len(text) for text in heads[start:stop])
+        row_heads = np.zeros((stop - start, head_width), dtype=np.uint8)
+        for r, text in enumerate(heads[start:stop]):
+            row_heads[r, : len(text)] = np.frombuffer(text, dtype=np.uint8)
+        number_type = f"V{numbers.shape[2]}"
+        cell_type = np.dtype([("open", opening.dtype), ("number", number_type), ("close", "V5")])
+        rows = np.empty(stop - start, dtype=[("head", f"V{head_width}"), ("cells", cell_type, (width,)), ("end", "V6")])
+        rows["head"] = row_heads.view(f"V{head_width}")[:, 0]
+        cells = rows["cells"]
+        cells["open"] = opening.take(kinds)
+        cells["number"] = numbers.view(number_type)[..., 0]
+        cells["close"] = np.void(b"</td>")
+        rows["end"] = np.void(b"</tr>\n")
+        out.append(rows.tobytes().translate(None, b"\0").decode())
+    return "".join(out)[:-1]
 
 
 def _style(fill: str, inline: bool) -> str:
