@@ -92,4 +92,4 @@ def test_tables_larger_than_a_block_join_to_the_same_bytes(monkeypatch, shaded, 
 @given(values=st.lists(numbers, max_size=30), low=numbers, high=numbers)
 def test_the_shades_of_a_block_are_palette_level_of_each_number(values, low, high):
     """The levels computed at once are the terminal's cut (`palette.level`), NaN, ±inf and odd bounds included."""
-    assert htmltable._levels(np.array(values, dtype=np.float64), low, high).tolist() == [palette.level(x, low, high) for x in values]
+    assert palette.levels(np.array(values, dtype=np.float64), low, high).tolist() == [palette.level(x, low, high) for x in values]

@@ -331,7 +331,7 @@ def test_the_shades_of_a_whole_matrix_are_palette_level_of_each_number(values, l
     from attncli.formats import palette
 
     expected = [palette.level(x, low, high) for x in values]
-    assert typ.levels(np.array(values), low, high).tolist() == expected
+    assert palette.levels(np.array(values), low, high).tolist() == expected
 
 
 def _reference_tables(view: Any, precision: int, *, shaded: bool) -> str:

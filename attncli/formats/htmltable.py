@@ -17,8 +17,6 @@ from attncli.document.numbers import fixed
 from attncli.formats import palette
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
 
     from attncli.document.blocks import Document, Grid, Steps, Table, Values
     from attncli.document.blocks import Matrix as MatrixView
@@ -131,19 +129,6 @@ def _cell_tags(inline: bool) -> list[bytes]:
     return [tag.encode() for tag in (plain, hidden, *shades, masked, '<td class="attn-extra">')]
 
 
-def _levels(data: npt.NDArray[np.float64], low: float, high: float) -> npt.NDArray[np.intp]:
-    """`palette.level` of every number of `data` at once (NaN: the lowest shade; ±inf: the ends), as `typst.levels` (which imports this module)."""
-    import numpy as np
-
-    span = high - low
-    if not span > 0:  # span <= 0, or NaN: every number gets the lowest shade
-        return np.zeros(data.shape, dtype=np.intp)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        share = (data - low) / span
-    share = np.where(np.isnan(share), 0.0, np.clip(share, 0.0, 1.0))  # max(0, NaN) is 0 in palette.level
-    return np.minimum((share * palette.LEVELS).astype(np.intp), palette.LEVELS - 1)
-
-
 def _body_rows(view: MatrixView, precision: int, *, shaded: bool, inline: bool, low: float, high: float) -> str:
     """The rows of the table's body, joined by line breaks: a block of rows at a time, each cell its kind's tag, its number, </td>.
 
@@ -173,7 +158,7 @@ def _body_rows(view: MatrixView, precision: int, *, shaded: bool, inline: bool, 
     for start in range(0, n_rows, step):
         stop = min(n_rows, start + step)
         data = view.data[start:stop]
-        kinds = _levels(data, low, high).astype(np.uint8) + np.uint8(2) if shaded else np.zeros(data.shape, dtype=np.uint8)
+        kinds = palette.levels(data, low, high).astype(np.uint8) + np.uint8(2) if shaded else np.zeros(data.shape, dtype=np.uint8)
         if view.hidden is not None:
             kinds[view.hidden[start:stop]] = 2 + palette.LEVELS if shaded else 1
         if extras:

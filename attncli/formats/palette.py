@@ -72,3 +72,19 @@ def level(x: float, low: float, high: float) -> int:
     span = high - low
     share = 0.0 if span <= 0 or x != x else min(1.0, max(0.0, (x - low) / span))  # NaN: the lowest shade; ±inf: the ends
     return min(LEVELS - 1, int(share * LEVELS))
+
+
+def levels(data: npt.NDArray[np.float64], low: float, high: float) -> npt.NDArray[np.intp]:
+    """`level` of every number of `data` at once, an integer array of its shape (NaN: the lowest shade; ±inf: the ends).
+
+    The tables of HTML and Typst shade a whole matrix with it; tests hold it to `level` on NaN, ±inf and odd bounds."""
+    import numpy as np
+
+    span = high - low
+    x = np.asarray(data, dtype=np.float64)
+    if not span > 0:  # span <= 0, or NaN: every number gets the lowest shade
+        return np.zeros(x.shape, dtype=np.intp)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        share = (x - low) / span
+    share = np.where(np.isnan(share), 0.0, np.clip(share, 0.0, 1.0))  # max(0, NaN) is 0 in `level`
+    return np.minimum((share * LEVELS).astype(np.intp), LEVELS - 1)

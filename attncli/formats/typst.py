@@ -323,20 +323,6 @@ BAND_VALUES = 1 << 15  # numbers formatted at once: the columns of as many table
 _MINUS = "−".encode()
 
 
-def levels(data: Any, low: float, high: float) -> Any:
-    """`palette.level` of every number of `data` at once, as an integer array of its shape (NaN: the lowest shade; ±inf: the ends)."""
-    import numpy as np
-
-    span = high - low
-    x = np.asarray(data, dtype=np.float64)
-    if not span > 0:  # span <= 0, or NaN: every number gets the lowest shade
-        return np.zeros(x.shape, dtype=np.intp)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        share = (x - low) / span
-    share = np.where(np.isnan(share), 0.0, np.clip(share, 0.0, 1.0))  # max(0, NaN) is 0 in palette.level
-    return np.minimum((share * palette.LEVELS).astype(np.intp), palette.LEVELS - 1)
-
-
 def _kinds() -> tuple[list[str], list[str]]:
     """The kinds of a matrix's cell: 0 plain, 1 hidden (grey text), 2 + level a shade, 2 + LEVELS a hidden cell's grey fill.
 
@@ -424,7 +410,7 @@ def matrix_tables(view: MatrixView, precision: int, *, shaded: bool) -> Iterator
         if number == 0 or cols.start >= band.stop:  # the numbers and the kinds of cells of the next tables, at once
             band = range(cols.start, min(n_cols, cols.start + band_cols))
             data = view.data[:, band.start : band.stop]
-            kind_band = levels(data, low, high).astype(np.uint8) + np.uint8(2) if shaded else np.zeros(data.shape, dtype=np.uint8)
+            kind_band = palette.levels(data, low, high).astype(np.uint8) + np.uint8(2) if shaded else np.zeros(data.shape, dtype=np.uint8)
             if view.hidden is not None:
                 kind_band[view.hidden[:, band.start : band.stop]] = 2 + palette.LEVELS if shaded else 1
             if band.stop == n_cols and view.extra:  # the extra columns go with the last table
