@@ -69,7 +69,7 @@ def view_lines(view: MatrixView, *, precision: int, standalone: bool = False) ->
     around = (rb"\[ \attnclifit{", b"} \\]\n") if standalone else (b"$$ ", b" $$\n")  # texmatrix.document_line, or block()
     yield from texmatrix.iter_blocks(
         view.equation, view.data, precision=precision, rows=view.rows if labelled_rows else None, cols=view.cols if labelled_cols else None,
-        extra=extra, max_rows=MAX_ROWS, max_cols=MAX_COLS, before=around[0], after=around[1],
+        extra=extra, max_rows=MAX_ROWS, max_cols=MAX_COLS, before=around[0], after=around[1], bands=True,
     )  # fmt: skip
 
 

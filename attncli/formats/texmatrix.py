@@ -209,8 +209,10 @@ class _Band:
         if finite is None:  # (2, C') the rows of the largest and the smallest number (no column has a non-finite one)
             picks = np.stack([by_column.argmax(axis=1), by_column.argmin(axis=1)])
         else:  # (3, C') the largest, the smallest and the first non-finite number
-            picks = np.stack([np.where(finite, by_column, -np.inf).argmax(axis=1), np.where(finite, by_column, np.inf).argmin(axis=1),
-                              (~finite).argmax(axis=1)])  # fmt: skip
+            # a masked matrix's only non-finite numbers are -∞, which its argmax passes over as it is (one copy less)
+            only_minus = not bool(np.isnan(by_column).any()) and not bool((by_column == np.inf).any())
+            largest = by_column.argmax(axis=1) if only_minus else np.where(finite, by_column, -np.inf).argmax(axis=1)
+            picks = np.stack([largest, np.where(finite, by_column, np.inf).argmin(axis=1), (~finite).argmax(axis=1)])
         size, m = cells.shape[2], len(picks)
         at = (picks * self.width + columns).ravel()  # (m·C',) in the band's cells, one row after another
         flat = np.take(cells.reshape(-1, size), at, axis=0)  # (m·C', W)
@@ -242,6 +244,13 @@ class _Band:
 
         Block k starts with `before[k]` (when given) and ends with `after`: each block is joined once, from its parts.
         """
+        parts: list[bytes | memoryview] = []
+        ends = self.parts(parts, c0, width, count, extra=extra, before=before, after=after)
+        return [b"".join(parts[start:end]) for start, end in zip([0, *ends], ends)]
+
+    def parts(self, blocks: list[bytes | memoryview], c0: int, width: int, count: int, *, extra: int, before: Sequence[bytes],
+               after: bytes) -> list[int]:  # fmt: skip
+        """The parts of `matrices`' blocks appended to `blocks`, and where in it each block ends."""
         import numpy as np
 
         skip = 1 if self.headed else 0
@@ -268,7 +277,7 @@ class _Band:
             start.insert(0, self.left.encode())
         at_header = 4 if labels.cols is not None else -1  # where the header's cells go in `start`
         phantom_top = self.phantoms[0].tobytes().translate(None, b"\0") if self.headed and self.phantoms is not None and width else b""
-        blocks = []
+        ends = []
         for k in range(count):  # every part is joined once, into the block
             first, last = c0 + k * width, c0 + (k + 1) * width
             if at_header >= 0:
@@ -280,8 +289,9 @@ class _Band:
                 at = self.first_at
                 top = [self.first[at[first] + 3 : at[first + 1]], phantom_top, self.first[at[first + 1] : at[last]]]
                 body_parts = [*top, rb" \\ ", body] if body_rows else top
-            blocks.append(b"".join([before[k] if before else b"", *start, *body_parts, *end, after]))
-        return blocks
+            blocks += [before[k] if before else b"", *start, *body_parts, *end, after]
+            ends.append(len(blocks))
+        return ends
 
 
 def matrix_blocks(
@@ -316,8 +326,12 @@ def iter_blocks(
     max_cols: int | None = None,
     before: bytes = b"",
     after: bytes = b"",
+    bands: bool = False,
 ) -> Iterator[bytes]:
-    """The blocks of `matrix_blocks` one at a time in UTF-8, each between `before` and `after`, each band of rows formatted at once."""
+    """The blocks of `matrix_blocks` one at a time in UTF-8, each between `before` and `after`, each band of rows formatted at once.
+
+    With `bands`, each band of rows comes as one text, its blocks one after another (for a writer: fewer, larger chunks).
+    """
     n_rows, n_cols = int(data.shape[0]), int(data.shape[1])
     row_step = max_rows or max(n_rows, 1)
     col_step = max_cols or max(n_cols, 1)
@@ -334,10 +348,18 @@ def iter_blocks(
         for part in columns:
             note = ", ".join(filter(None, (rows_part, part)))
             heads.append(before + (symbol + (r" \quad \text{(" + note + ")}" if note else "") + " = ").encode())
+        last = starts[alike] if alike < len(starts) else 0
+        if bands:  # the band's blocks joined at once: one copy of its text (and one write of it) instead of one per block
+            parts: list[bytes | memoryview] = []
+            if alike:
+                band.parts(parts, 0, col_step, alike, extra=0, before=heads[:alike], after=after)
+            if alike < len(starts):
+                band.parts(parts, last, band.width - last, 1, extra=len(extra), before=heads[alike:], after=after)
+            yield b"".join(parts)
+            continue
         if alike:
             yield from band.matrices(0, col_step, alike, before=heads[:alike], after=after)
         if alike < len(starts):
-            last = starts[alike]
             yield from band.matrices(last, band.width - last, 1, extra=len(extra), before=heads[alike:], after=after)
 
 
