@@ -204,7 +204,8 @@ class _Band:
         values, cells = self.values, self.cells  # (R, C'), (R, C', W)
         columns = np.arange(self.width)
         by_column = np.ascontiguousarray(values.T)  # (C', R): NumPy finds maxima along a row several times faster
-        every = bool(np.isfinite(by_column.sum()))  # a finite sum: no ±∞ or NaN anywhere (a sum that overflows takes the long way)
+        with np.errstate(invalid="ignore", over="ignore"):  # +∞ and −∞ sum to NaN: a warning on stderr otherwise
+            every = bool(np.isfinite(by_column.sum()))  # a finite sum: no ±∞ or NaN anywhere (a sum that overflows takes the long way)
         finite = None if every else np.isfinite(by_column)
         if finite is None:  # (2, C') the rows of the largest and the smallest number (no column has a non-finite one)
             picks = np.stack([by_column.argmax(axis=1), by_column.argmin(axis=1)])
