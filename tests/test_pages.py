@@ -156,3 +156,12 @@ def test_options_built_by_hand_are_checked_by_render(options: Options, message: 
 
 def test_a_format_given_by_name_in_hand_built_options_renders() -> None:
     assert attn.text_of(attn.run("cat").document(Options(format="typst", to_file=True))).startswith('= #"cat"')  # type: ignore[arg-type]
+
+
+def test_variance_writes_a_mean_that_rounds_to_zero_without_a_minus_sign() -> None:
+    """The number writer's rule: -0.0003 at 3 decimals is 0.000 (the table wrote "-0.000 (0)", seen in the HTML page)."""
+    from attncli.core.variance import VarianceRow
+    from attncli.walkthroughs.variance import variance_document
+
+    table = variance_document([VarianceRow(1, 10, -0.0003, 1.0, 1.0, 0.5, 0.5)], keys=4).blocks[1]
+    assert table.rows[0][1] == "0.000 (0)"  # type: ignore[union-attr]

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from attncli.core.variance import VarianceRow
 from attncli.document.blocks import Document, Heading, Note, Table
-from attncli.document.numbers import plain
+from attncli.document.numbers import fixed, plain
 
 
 def variance_document(rows: list[VarianceRow], *, keys: int) -> Document:
     samples = f"{rows[0].samples:,} samples per d; " if rows else ""
     table = Table(
         ["d", "mean q·k", "var q·k", "var scaled", "max α", "max α scaled"],
-        [[str(r.d), f"{r.mean_raw:.3f} (0)", f"{r.var_raw:.2f} ({r.d})", f"{r.var_scaled:.3f} (1)",
-          f"{r.max_weight_raw:.3f}", f"{r.max_weight_scaled:.3f}"] for r in rows],
+        [[str(r.d), f"{fixed(r.mean_raw, 3)} (0)", f"{fixed(r.var_raw, 2)} ({r.d})", f"{fixed(r.var_scaled, 3)} (1)",
+          fixed(r.max_weight_raw, 3), fixed(r.max_weight_scaled, 3)] for r in rows],
         [True] * 6,
     )  # fmt: skip
     note = Note(
