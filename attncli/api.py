@@ -100,11 +100,9 @@ def _scenario(scenario: Scenario | str | Path) -> Scenario:
 def render_options(format: Format | str = Format.markdown, **options: Any) -> Options:
     """`Options` from keywords: stages (a list or "a,b"), heads, precision, full, heatmap, standalone, heading_level, to_file."""
     from attncli.document import stages as stage_table
+    from attncli.formats import format_named
 
-    try:
-        fmt = Format(format)
-    except ValueError:
-        raise AttnError(f"found {format!r}", key=option("format"), expected=", ".join(f.value for f in Format)) from None
+    fmt = format_named(format)
     stages = options.pop("stages", None)
     listed = stages if isinstance(stages, str) or stages is None else ",".join(stages)
     options.setdefault("to_file", True)  # plain text: no terminal colour codes in a string

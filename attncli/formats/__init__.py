@@ -79,14 +79,19 @@ def render(page: Page, options: Options) -> Document:
     return document
 
 
+def format_named(name: object) -> Format:
+    """The format of that name ("typst"), or one AttnError listing the formats."""
+    if isinstance(name, Format):
+        return name
+    if name not in {f.value for f in Format}:
+        raise AttnError(f"found {name!r}", key=option("format"), expected="one of " + ", ".join(f.value for f in Format))
+    return Format(name)
+
+
 def _checked(options: Options) -> Options:
     """`options` as render can use them, however they were built (`api.render_options` checks the same; a script may not use it)."""
-    fmt = options.format
-    if not isinstance(fmt, Format):
-        names = ", ".join(f.value for f in Format)
-        if fmt not in {f.value for f in Format}:
-            raise AttnError(f"found {fmt!r}", key=option("format"), expected=f"one of {names}")
-        options = options._replace(format=Format(fmt))
+    if not isinstance(options.format, Format):
+        options = options._replace(format=format_named(options.format))
     level = options.heading_level
     if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 6:
         raise AttnError(f"found {level!r}", key=option("heading_level"), expected="a heading level from 0 (none) to 6")
