@@ -324,10 +324,11 @@ def decode(
     from attncli.core import engine
     from attncli.core.decode import causal_version
     from attncli.core.decode import decode as decode_head
+    from attncli.core.variants.positions import Rope
 
     loaded = _scenario(scenario)
     loaded.head_numbers(head)
-    if before is None and switch and (origin := loaded.origin) is not None:
+    if before is None and switch and (origin := loaded.origin) is not None and loaded.variant(Rope) is not None:  # no RoPE: no longrope
         before = longrope_prefix(origin.folder, layer=origin.layer, sentence=origin.sentence, special_tokens=origin.special_tokens)
     causal, made_causal = causal_version(loaded)
     if before is not None and before.L >= loaded.L:  # the sentence never outgrows the first tokens' factors: no switch
