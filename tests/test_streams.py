@@ -238,3 +238,11 @@ def test_an_output_path_problem_is_status_1(args, fragment):
     done = attncli(*args)
     assert done.returncode == 1 and done.stdout == b""
     assert done.stderr.decode().startswith("attncli: error: " + fragment) and done.stderr.count(b"\n") == 1
+
+
+def test_traceback_asked_once_does_not_outlive_its_command(cli):
+    """--traceback in one in-process run left ATTNCLI_TRACEBACK=1 in os.environ, so every later command (and child) showed tracebacks."""
+    assert cli("--traceback", "run", "cat").exit_code == 0
+    assert "ATTNCLI_TRACEBACK" not in os.environ
+    result = cli("run", "no-such-scenario")
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1

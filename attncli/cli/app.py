@@ -176,8 +176,12 @@ def guard(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+_traceback_asked = False  # --traceback of the command line being run: set by its callback on every run, never left in os.environ
+
+
 def _traceback_wanted() -> bool:
-    return os.environ.get("ATTNCLI_TRACEBACK", "") not in ("", "0")
+    """--traceback on this command line or ATTNCLI_TRACEBACK=1 (the flag once went into os.environ, where it outlived the command)."""
+    return _traceback_asked or os.environ.get("ATTNCLI_TRACEBACK", "") not in ("", "0")
 
 
 def _silence_stdout() -> None:
@@ -200,8 +204,8 @@ def _main(
         bool, typer.Option("--traceback", help="Show a Python traceback for errors (also ATTNCLI_TRACEBACK=1).")
     ] = False,
 ) -> None:
-    if traceback:
-        os.environ["ATTNCLI_TRACEBACK"] = "1"
+    global _traceback_asked
+    _traceback_asked = traceback
 
 
 @app.command()
@@ -867,6 +871,8 @@ def main() -> None:
             stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     if sys.stdout is None:  # started with stdout closed (`>&-`): Click would print --help into nothing, with status 0
         sys.stdout = _ClosedStdout()
+    global _traceback_asked
+    _traceback_asked = False
     try:
         with _only_the_command_asked(sys.argv[1:2]):
             status = app(prog_name="attncli", standalone_mode=False)
