@@ -10,15 +10,15 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attncli.core import arithmetic
+from attncli.core import arithmetic, rounding
 
 EXACT_FROM = 2.0**52
 
 
 def round_reference(a: np.ndarray, decimals: int) -> np.ndarray:
-    """np.round to `decimals`, -0.0 made 0.0, numbers beyond 2^52 (and ±inf, NaN) kept as they are."""
+    """Rounded to `decimals` by the one rule (halves away from zero), -0.0 made 0.0, numbers beyond 2^52 (and ±inf, NaN) kept."""
     with np.errstate(over="ignore", invalid="ignore"):
-        rounded = np.round(a, decimals) + 0.0
+        rounded = rounding.round_decimals(a, decimals) + 0.0
     return np.where(np.abs(a) < EXACT_FROM, rounded, a)
 
 

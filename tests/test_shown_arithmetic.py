@@ -309,4 +309,4 @@ def test_the_approximation_note_names_a_product_as_its_line_writes_it():
 
     text = " ".join(attn.explain("tests/scenarios/cache-rope.yaml", "on", head=2).render("table").split())
     assert "q′·k′(on) = (0.160 × 0.376) + (0.129 × 0.615) ≈ 0.140" in text
-    assert "(q′·k′(on) is 0.14)" in text and "q′·k(" not in text
+    assert "(q′·k′(on) is 0.14 to ten of them)" in text and "q′·k(" not in text

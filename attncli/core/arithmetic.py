@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+from attncli.core.rounding import round_decimals
 from attncli.core.scenario import Scenario
 from attncli.errors import AttnError, option
 
@@ -30,14 +31,15 @@ def rounder(decimals: int | None) -> Rounder:
 
 
 class HandRounder:
-    """Rounds to `decimals` like a hand calculation: `np.round`, never a -0.0, and numbers beyond 2^52 (whole already) kept."""
+    """Rounds to `decimals` like a hand calculation: halves away from zero on every CPU (core.rounding), never a -0.0, and numbers
+    beyond 2^52 (whole already) kept."""
 
     def __init__(self, decimals: int) -> None:
         self.decimals = decimals
 
     def __call__(self, a: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore", invalid="ignore"):  # np.round multiplies by 10^decimals: 1e306 would overflow
-            rounded = np.round(a, self.decimals)
+            rounded = round_decimals(a, self.decimals)
         if type(a) is not np.ndarray or not a.ndim or a.dtype != np.float64:  # a number, say: as below, without the in-place steps
             return np.where(np.abs(a) < EXACT_FROM, rounded + 0.0, a)
         # In place: --round-steps rounds tens of millions of weighted values, and each new array of them costs more than the arithmetic.
@@ -128,7 +130,7 @@ def sums_of_rounded(weights: np.ndarray, V: np.ndarray, decimals: int) -> np.nda
         products = space[: w.size * d_v].reshape(w.shape[1], w.shape[0], d_v)  # (n, b, d_v)
         np.copyto(products, w.T[:, :, None])  # weight_ij
         np.multiply(products, v[:, None, :], out=products)  # weight_ij · v_j
-        np.round(products, decimals, out=products)  # each rounded, in place
+        round_decimals(products, decimals, out=products)  # each rounded, in place
         products.sum(axis=0, out=sums[rows])  # (b, d_v)
     return sums
 
@@ -188,7 +190,7 @@ def round_in_place(a: np.ndarray, decimals: int | None) -> np.ndarray:
         huge = ~(np.abs(a) < EXACT_FROM)  # whole already (and ±inf, NaN): kept as they are
         kept = a[huge]
         with np.errstate(over="ignore", invalid="ignore"):
-            np.round(a, decimals, out=a)
+            round_decimals(a, decimals, out=a)
         a += 0.0  # -0.0 becomes 0.0
         a[huge] = kept
     return a
@@ -231,7 +233,7 @@ class Arithmetic:
         if a.dtype != np.float64 or (a.size and not (a.min() > -EXACT_FROM and a.max() < EXACT_FROM)):  # numbers beyond 2^52, ±inf or NaN
             return round_in_place(a, self.decimals)
         with np.errstate(over="ignore", invalid="ignore"):
-            np.round(a, self.decimals, out=a)
+            round_decimals(a, self.decimals, out=a)
         a += 0.0  # -0.0 becomes 0.0
         return a
 

@@ -3,8 +3,8 @@
 Markdown and LaTeX print millions of numbers at 1,024 tokens; Python formats about five
 million floats a second, NumPy's integer arithmetic a hundred million. `cells` writes each
 number's digits into a byte array (zero bytes fill the unused places) and `rows` drops
-the zeros, a row at a time. Numbers whose rounding is too close to call in float64
-(x·10^p within a few ulps of a half), or too large for fixed notation, are written by the
+the zeros, a row at a time. Numbers that may lie on a decimal half (core.rounding's rule: a half
+rounds away from zero whatever its last bits), or too large for fixed notation, are written by the
 caller's `write`, one at a time, and so are ±∞ and NaN (once each).
 """
 
@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from attncli.core.rounding import TIE_MOST
+
 _LIMIT = 2.0**49  # from here x·10^p has too few bits after the point to judge a rounding; numbers.HUGE is beyond it
-_TIE = 2.0**-48  # |x·10^p − (n + ½)| below |x·10^p|·_TIE: too close to a half to trust float64's product
 _ZERO, _MINUS, _POINT = ord("0"), ord("-"), ord(".")
 
 
@@ -39,11 +40,11 @@ def cells(data: npt.NDArray[np.float64], precision: int, write: Callable[[float,
         y = x * 10.0**precision  # (R, C) correctly rounded: 10^p is exact for p <= 22
         rounded = np.rint(y)  # half to even, as printf rounds an exact half
         size = np.abs(y)
-        # NaN, ±∞, |x| >= 1e15 (numbers.HUGE), and numbers too close to a half to round in float64:
-        # ~(size < _LIMIT) | (|y − rounded| >= 0.5 − size·_TIE), each step in place (see _in_place)
+        # NaN, ±∞, |x| >= 1e15 (numbers.HUGE), and numbers that may lie on a decimal half (core.rounding):
+        # ~(size < _LIMIT) | (|y − rounded| >= 0.5 − TIE_MOST), in place (see _in_place)
         by_hand = ~(size < _LIMIT)
         gap = np.abs(np.subtract(y, rounded, out=y), out=y)
-        by_hand |= gap >= np.subtract(0.5, np.multiply(size, _TIE, out=size), out=size)
+        by_hand |= gap >= 0.5 - TIE_MOST
     if by_hand.any():
         rounded[by_hand] = 0.0
     negative = rounded < 0  # a number that rounds to zero (-0.0 here) loses its sign, as in numbers.fixed

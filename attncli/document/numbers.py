@@ -1,5 +1,9 @@
 """How numbers are written: fixed decimals, −∞ for masked cells, no "-0.000", in every format.
 
+A number at a decimal half rounds away from zero, as a hand calculation does, even when float64 holds
+it a hair below the half on this CPU and a hair above on another (core.rounding): what is shown is
+the same on every machine.
+
 For people: `fixed` (one number), `fixed_many` (a row at once), `smart`, `vector`; the
 vectorised byte writer for huge tables is `attncli.document.fixedtext`. For machines (CSV):
 `plain`, full precision unless decimals are asked for, then with the same "no -0.00" rule.
@@ -12,6 +16,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING
+
+from attncli.core.rounding import TIE_MOST, near_half, round_half_away
 
 if TYPE_CHECKING:
     import numpy as np
@@ -26,8 +32,19 @@ def fixed(x: float, precision: int) -> str:
         return MINUS_INFINITY if x < 0 else "∞"
     if abs(x) >= HUGE:  # 1e100 would be a hundred digits, most of them noise
         return f"{x:.{precision}e}"
-    text = f"{x:.{precision}f}"
+    text = _halves_away(x, precision) or f"{x:.{precision}f}"
     return text[1:] if text.startswith("-") and not text.strip("-0.") else text
+
+
+def _halves_away(x: float, precision: int) -> str | None:
+    """x at `precision` decimals when it lies on a decimal half by core.rounding's rule (rounded away from zero), else None."""
+    y = x * 10.0**precision
+    if not near_half(y):
+        return None
+    whole = int(round_half_away(y))  # |whole| < 10^15 · 10^15 at most: exact as a Python int
+    digits = f"{abs(whole):0{precision + 1}d}"
+    text = digits if precision == 0 else f"{digits[:-precision]}.{digits[-precision:]}"
+    return ("-" if whole < 0 else "") + text
 
 
 def fixed_many(values: Sequence[float] | np.ndarray, precision: int) -> list[str]:
@@ -39,7 +56,11 @@ def fixed_many(values: Sequence[float] | np.ndarray, precision: int) -> list[str
     zero = pattern % 0.0
     special = {"-" + zero: zero, "-inf": MINUS_INFINITY, "inf": "∞"}
     texts = [special.get(t, t) for t in [pattern % x for x in array.tolist()]]
-    huge = np.flatnonzero(np.isfinite(array) & (np.abs(array) >= HUGE))  # rare: written as fixed writes them
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = np.abs(array) * 10.0**precision
+        gap = np.abs(y - np.rint(y))
+    # rare: numbers too large for fixed notation, and those that may lie on a decimal half (core.rounding), written as fixed writes them
+    huge = np.flatnonzero(np.isfinite(array) & ((np.abs(array) >= HUGE) | (gap >= 0.5 - TIE_MOST)))
     for i in huge.tolist():
         texts[i] = fixed(float(array.flat[i]), precision)
     return texts
@@ -59,7 +80,7 @@ def plain_writer(precision: int | None) -> Callable[[float], str]:
     negative_zero = "-" + zero
 
     def write(x: float) -> str:
-        text = pattern % x
+        text = _halves_away(x, precision) or pattern % x if math.isfinite(x) and abs(x) < HUGE else pattern % x
         return zero if text == negative_zero else text
 
     return write
@@ -106,6 +127,18 @@ def vector(values: Iterable[float], precision: int, *, whole: bool = True) -> st
     """[1, -1] or [0.244, 0.244]."""
     write = smart if whole else fixed
     return "[" + ", ".join(write(float(v), precision) for v in values) + "]"
+
+
+def significant(x: float, digits: int) -> str:
+    """x to `digits` significant digits, its trailing zeros dropped, as `fixed` writes it (a decimal half rounds away from zero on
+    every CPU): 3.025779137, 0.14."""
+    if not math.isfinite(x) or x == 0:
+        return fixed(x, 0)
+    decimals = digits - 1 - math.floor(math.log10(abs(x)))
+    if not 0 <= decimals <= MAX_PRECISION:
+        return f"{x:.{digits}g}"
+    text = fixed(x, decimals)
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def exact_decimals(precision: int) -> int:

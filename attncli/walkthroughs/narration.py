@@ -30,6 +30,8 @@ from attncli.document.numbers import exact_decimals, shown
 from attncli.errors import option
 from attncli.walkthroughs.lengths import BIG_MATRIX, LONG_KEYS, LONG_SUM, LONG_TERMS
 
+UNROUNDED_DIGITS = 10  # the unrounded number quoted beside ≈: enough to see the rounding, no digit that float64's round-off could change
+
 
 def quoted(text: str) -> str:
     """'text' in prose: quoted as written (not repr(), whose backslashes the escaping would double)."""
@@ -132,6 +134,9 @@ class Say:
     def shown(self, x: float, p: int | None = None) -> Decimal:
         return shown(x, self.p if p is None else p)
 
+    def number(self, x: float, p: int | None = None) -> str:
+        return numbers.fixed(x, self.p if p is None else p)
+
     def relation(self, reader: Decimal | Sequence[Decimal], result: float | np.ndarray, *, name: str) -> str:
         return self.check.relation(reader, result, name=name)
 
@@ -198,7 +203,8 @@ class Arithmetic:
         name, exact = self.first or ("", 0.0)
         return (
             f"≈ marks a result worked out from the unrounded numbers, which carry about 16 significant digits ({name} is "
-            f"{exact!r}); the numbers shown are rounded to {self.p} decimals, so adding them up can miss the last digit."
+            f"{numbers.significant(exact, UNROUNDED_DIGITS)} to ten of them); the numbers shown are rounded to {self.p} decimals, so "
+            "adding them up can miss the last digit."
         )
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from attncli.core import online
+from attncli.core import online, rounding
 from attncli.core.decode import Decode, DecodeStep
 from attncli.core.engine import RunResult
 from attncli.core.online import Tiling
@@ -52,10 +52,14 @@ def vec(values: np.ndarray, p: int, *, full: bool, whole: bool = True) -> Vector
     return Vector("[" + ", ".join(cells[:4] + ["…"] + cells[-2:]) + f"] ({len(cells)} numbers)", cells)
 
 
-def ulps(values: np.ndarray) -> str:
-    """The largest absolute difference: 0, or in scientific notation (fixed decimals would hide it)."""
-    biggest = float(np.abs(values).max()) if values.size else 0.0
-    return "0" if biggest == 0 else f"{biggest:.1e}"
+def agreement(difference: np.ndarray, values: np.ndarray, weights: np.ndarray | None = None) -> str:
+    """How far two orders of one weighted sum of `values` (keys, d_v) lie apart, said without float64's last bits (core.rounding).
+
+    The sum's terms are at most |weight|·|value| (|value| alone for a softmax's weights, which lie in [0, 1]).
+    """
+    size = np.abs(values) if weights is None else np.abs(weights)[:, None] * np.abs(values)  # (keys, d_v)
+    scale = float(size.sum(axis=0).max(initial=0.0)) if weights is not None else float(size.max(initial=0.0))
+    return rounding.agreement(difference, scale=scale, terms=len(values))
 
 
 def span(positions: np.ndarray) -> str:
@@ -125,7 +129,7 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
         ordinary = result.head(head).output  # (L_q, d_v)
         memory = tiling.memory
         lines = [
-            ("largest difference from the ordinary output", ulps(tiling.output - ordinary)),
+            ("largest difference from the ordinary output", agreement(tiling.output - ordinary, result.head(head).V)),
             ("working memory, tiled", f"{memory.tiled:,} numbers ({memory.tiled_bytes:,} bytes): B_q·d_k + B_k·d_k + B_k·d_v + B_q·B_k + 2·B_q + B_q·d_v"),
             ("working memory, ordinary", f"{memory.ordinary:,} numbers ({memory.ordinary_bytes:,} bytes): the L_q × L_k scores and weights"),
         ]
@@ -138,7 +142,7 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
             sink = None if (learned := s.variant(LearnedSink)) is None else learned.logit(head)
             again = online.tiled(exact.masked, exact.V, block_size=B_k, query_block_size=B_q, d_k=s.d_k, sink=sink)
             out_notes.append(f"Rounded by hand, the tiles round at other points than the ordinary chain, hence the difference above; "
-                             f"in exact arithmetic the two differ by {ulps(again.output - exact.output)}.")  # fmt: skip
+                             f"in exact arithmetic the two differ by {agreement(again.output - exact.output, exact.V)}.")  # fmt: skip
         sections += _section(f"{name}output = o / l", lines, Table(["query", "output"], out_rows, [False, False]), out_notes)
     csv_table = Table(["head", "query_block", "key_block", "query", "keys", "skipped", "rescale", "max", "sum"], csv_rows,
                       [True, True, True, True, False, False, True, True, True])  # fmt: skip
@@ -252,9 +256,9 @@ def _state_lines(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> tuple[
     if rec.normalisers is not None:
         lines.append((f"z_{step.position}", vec(rec.normalisers[t], p, full=full)))
     out = rec.outputs[t]
-    rounding = "" if dec.result.round_steps is None else " (the state is computed exactly, the parallel row hand-rounded: that is the rounding)"
+    why = "" if dec.result.round_steps is None else " (the state is computed exactly, the parallel row hand-rounded: that is the rounding)"
     notes = [f"recurrent output = {vec(out, p, full=full, whole=False)}; the parallel run's row {step.position} differs by "
-             f"{ulps(out - step.output)}{rounding}."]  # fmt: skip
+             f"{agreement(out - step.output, step.V, step.weights)}{why}."]  # fmt: skip
     return lines, notes
 
 
@@ -328,7 +332,7 @@ def _same_as_run(dec: Decode, step: DecodeStep) -> str:
     total = weights.sum() + (0.0 if sink is None else np.exp(sink.logit(dec.head) - top))
     recomputed = (weights / total) @ step.V[seen]  # (d_v,)
     return (f"The output is row {row} of the {run}; computed again from the cache alone it differs by "
-            f"{ulps(recomputed - step.output)}.")  # fmt: skip
+            f"{agreement(recomputed - step.output, step.V[seen])}.")  # fmt: skip
 
 
 # -- figures (SVG, HTML) ----------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from attncli.core import rounding
 from attncli.core.explain import Explanation
 from attncli.core.online import OnlineBlock, OnlineRow
 from attncli.document.blocks import Line, Step
@@ -134,7 +135,7 @@ def _result(expl: Explanation, row: OnlineRow, p: int, w: Writer) -> Step:
         Line(w.text("output"), f"o / l = {w.frac(w.vec(_last_output(row), p), w.num(row.sum, p))} "
                                f"{divided} {w.vec(row.output, p, whole=False)}"),  # fmt: skip
         Line(w.text("ordinary"), w.vec(ordinary, p, whole=False)),
-        Line(w.text("difference"), _differences(difference, w)),
+        Line(w.text("difference"), _differences(difference, expl, w)),
     ]
     notes = [WHY_RESCALE, WHY_EXACT]
     if expl.exact_online is not None and expl.exact_output is not None:
@@ -143,7 +144,7 @@ def _result(expl: Explanation, row: OnlineRow, p: int, w: Writer) -> Step:
             f"Rounded by hand, the two orders of work round at different points, so they may differ: online "
             f"{plain.vec(row.output, p, whole=False)} against ordinary {plain.vec(ordinary, p, whole=False)}. "
             f"In exact arithmetic the online result is {plain.vec(expl.exact_online.output, exact_decimals(p), whole=False)}, "
-            f"differing from the exact ordinary one by {_differences(exact_difference, plain)}."
+            f"differing from the exact ordinary one by {_differences(exact_difference, expl, plain)}."
         )
     return Step("The online result", "output = o / l", lines, notes)
 
@@ -153,9 +154,19 @@ def _last_output(row: OnlineRow) -> np.ndarray:
     return next(block.output for block in reversed(row.blocks) if not block.skipped)
 
 
-def _differences(values: np.ndarray, w: Writer) -> str:
-    """Each difference as 0 or in scientific notation: ulps would vanish at any fixed precision."""
-    cells = ["0" if x == 0 else f"{x:.1e}" for x in values]
+def _differences(values: np.ndarray, expl: Explanation, w: Writer) -> str:
+    """Each difference of the online output from the ordinary one, or that they agree to float64's rounding (core.rounding).
+
+    The last bits of such a difference change from one CPU to another; only a difference beyond what rounding can make
+    (a hand-rounded chain's) is written, in scientific notation since fixed decimals would hide it.
+    """
+    V = expl.head.V  # (L_k, d_v): the output is a weighted average of these rows
+    scale = float(np.max(np.abs(V), initial=0.0))
+    bound = rounding.roundoff_bound(scale, len(V))
+    if rounding.largest(values) <= bound:
+        said = rounding.agreement(values, scale=scale, terms=len(V))
+        return rf"\text{{{said}}}" if w.tex else said
+    cells = ["0" if abs(x) <= bound else f"{x:.1e}" for x in values]
     if w.tex:
         cells = [c if c == "0" else rf"{float(c.split('e')[0])}\times 10^{{{int(c.split('e')[1])}}}" for c in cells]
         return r"\begin{bmatrix} " + " & ".join(cells) + r" \end{bmatrix}"

@@ -195,7 +195,7 @@ class Retention:
         total = float(np.sum(t.weights[i]))
         notes = [
             f"Head {h} decays each key by γ = {gamma:g} per position back (D = γ^(i−j), 0 for later keys): no exponential, "
-            f"no division by a sum, so the row need not sum to 1 (here {total:.{p}f}) and a negative score stays negative. "
+            f"no division by a sum, so the row need not sum to 1 (here {say.number(total)}) and a negative score stays negative. "
             "The softmax of the same scores, in brackets, would have made every weight positive and the row sum to 1.",
             "Why models do it (RetNet, and the decaying states of the linear-attention hybrids such as Qwen3-Next and DeltaNet): the "
             "same numbers come from a recurrent state S_t = γ·S_{t−1} + k_tᵀ v_t, out_t = q_t·S_t, of d_k × d_v numbers, "

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from attncli.core import rounding
 from attncli.core.variants.shown import Narrated, Say, StageRow
 
 # -- formulas ------------------------------------------------------------------------------------------------
@@ -278,17 +279,17 @@ def narrate_output(mla: Any, expl: Any, say: Say) -> Narrated | None:
         ))  # fmt: skip
     lines.append((f"{w.sigma} {w.alpha}{w.dot}{c_KV}", w.vec(head.mixed[i], p)))
     lines.append((w.text("output"), f"({w.sigma} {w.alpha}{w.dot}{c_KV}){w.dot}{W_UV} = {w.vec(head.output[i], p)}"))
-    difference = float(np.max(np.abs(head.weights[row] - expl.head.weights[row]), initial=0.0))
-    out_difference = float(np.max(np.abs(head.output[i] - expl.head.output[i]), initial=0.0))
+    difference = head.weights[row] - expl.head.weights[row]  # (L_k,)
+    out_difference = head.output[i] - expl.head.output[i]  # (d_v,)
     ratio = mla.expanded / mla.cached
     notes = [
         "The absorbed form (DeepSeek-V2, section 2.1.3) never expands the keys and values: W_UK moves to the query's side "
         "(q·k = q_C·(c_KV·W_UK)ᵀ = (q_C·W_UKᵀ)·c_KV) and W_UV to after the weighting (Σ α·(c·W_UV) = (Σ α·c)·W_UV).",
-        f"Both forms give the same weights: the largest difference in this row is {_tiny(difference)}, and in the output "
-        f"{_tiny(out_difference)} (float64 rounding of the same products taken in another order)." if expl.result.round_steps is None else
+        f"Both forms give the same weights: the largest difference in this row is {_weights_apart(difference, expl)}, and in the "
+        f"output {_outputs_apart(out_difference, head, expl)}: the same products taken in another order." if expl.result.round_steps is None else
         f"Both forms give the same weights when computed exactly; rounded to {expl.result.round_steps} decimals at every step, their "
-        f"weights here differ by at most {_tiny(difference)} and their outputs by {_tiny(out_difference)}, since each form rounds other "
-        "intermediate numbers.",
+        f"weights here differ by at most {_weights_apart(difference, expl)} and their outputs by {_outputs_apart(out_difference, head, expl)}, "
+        "since each form rounds other intermediate numbers.",
         f"So a token's cache is c_KV and k_R′: d_c + d_r = {mla.d_c} + {mla.d_r} = {mla.cached} numbers per layer, against "
         f"H·(d_k + d_v) = {s.heads} × ({mla.d_k} + {mla.d_v}) = {mla.expanded} for the expanded keys and values "
         f"({ratio:.3g}× smaller).",
@@ -298,6 +299,13 @@ def narrate_output(mla: Any, expl: Any, say: Say) -> Narrated | None:
     return Narrated("The same row from the latent (absorbed form)", formula, lines, notes)
 
 
-def _tiny(difference: float) -> str:
-    """A difference between the two forms: 0 when they agree bit for bit, else like 1.1e-16."""
-    return "0 (bit for bit)" if difference == 0 else f"{difference:.1e}"
+def _weights_apart(difference: np.ndarray, expl: Any) -> str:
+    """How far the two forms' weights of one row lie apart (core.rounding): a softmax of scores of |q|·|k| terms each."""
+    scores = np.abs(expl.head.scores)  # (L_q, L_k) the scores' size bounds how far their rounding moves a weight
+    return rounding.agreement(difference, scale=float(scores.max(initial=0.0)) + 1.0, terms=expl.scenario.d_k + len(difference))
+
+
+def _outputs_apart(difference: np.ndarray, head: Any, expl: Any) -> str:
+    """How far the two forms' outputs lie apart (core.rounding): weighted sums of values, through the up-projection."""
+    scale = float(np.abs(expl.head.V).max(initial=0.0)) * (1.0 + float(np.abs(expl.head.scores).max(initial=0.0)))
+    return rounding.agreement(difference, scale=scale, terms=expl.scenario.d_k + len(expl.head.V))

@@ -70,6 +70,7 @@ class Say(Protocol):
     n: Any  # document.notation.Notation: the symbols of the head explained, with its mark when the scenario has several heads
 
     def shown(self, x: float, p: int | None = None) -> Decimal: ...  # x as the reader sees it, at p decimals (default: self.p)
+    def number(self, x: float, p: int | None = None) -> str: ...  # x written as the reader sees it, at p decimals (default: self.p)
     def relation(self, reader: Decimal | Sequence[Decimal], result: float | np.ndarray, *, name: str) -> str: ...  # "=" or "≈"
     def vec(self, values: np.ndarray) -> str: ...  # a vector, its middle left out when long (unless full)
     def terms(self, texts: list[str]) -> str: ...  # terms joined by +, the middle left out when long (unless full)

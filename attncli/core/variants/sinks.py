@@ -62,7 +62,7 @@ class LearnedSink:
                                               f"(1 {w.minus} {w.num(taken, p, whole=False)}) {relation} {w.num(key.weight, p, whole=False)}", ":"))  # fmt: skip
         notes = [
             f"The learned sink of head {expl.head.head} is a logit with no key and no value: e^sink joins the sum, so it takes "
-            f"{taken:.{p}f} of the attention, and every key keeps 1 − {taken:.{p}f} = {1 - taken:.{p}f} of the weight it would have had "
+            f"{say.number(taken)} of the attention, and every key keeps 1 − {say.number(taken)} = {say.number(1 - taken)} of the weight it would have had "
             "without the sink. The output is the weighted values alone, pulled toward 0 by the weight that went to nothing.",
             "Why models do it (gpt-oss): a head that has nothing useful to read in this context can send its attention to the sink "
             "instead of piling it onto the first token (the attention sink that StreamingLLM found and keeps as real tokens).",

@@ -66,7 +66,7 @@ class SoftCap:
         notes = [
             f"Soft-capping squashes every scaled score into (−{self.cap:g}, {self.cap:g}): a score much smaller than the cap "
             f"passes almost unchanged (tanh x ≈ x near 0), a large one is pulled toward ±{self.cap:g}. Here the largest, "
-            f"{largest.label}'s {largest.scaled:.{p}f}, lost {squeeze:.{p}f}.",
+            f"{largest.label}'s {say.number(largest.scaled)}, lost {say.number(squeeze)}.",
             "Why models do it (Gemma 2): no logit can run away during training, so no single key can take all the weight by "
             "an ever-growing score; unlike clipping, tanh keeps the order of the scores and a gradient everywhere.",
         ]
