@@ -90,6 +90,7 @@ def cached_document(document: dict, c: int, per_head: bool, expected: dict) -> d
     return cut
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(cut_documents())
 def test_a_cut_scenario_gives_the_references_last_rows(case):

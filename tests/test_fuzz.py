@@ -4,6 +4,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -56,6 +57,7 @@ def check(text: str, command: list[str]) -> None:
         assert len(lines) == 1 and lines[0].startswith("attncli: error: "), result.stderr
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated())
 def test_mutated_scenarios_give_a_result_or_one_clean_error(text):
@@ -63,6 +65,7 @@ def test_mutated_scenarios_give_a_result_or_one_clean_error(text):
     check(text, ["run", "FILE", "--format", "json"])
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated())
 def test_mutated_scenarios_through_tables_and_explain(text):
@@ -71,6 +74,7 @@ def test_mutated_scenarios_through_tables_and_explain(text):
     check(text, ["explain", "--scenario", "FILE", "--position", "1"])
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(yamlish)
 def test_random_yaml_gives_a_result_or_one_clean_error(text):

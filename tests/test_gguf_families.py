@@ -143,6 +143,7 @@ def test_the_comparison_can_fail():
     assert not np.array_equal(naive.T, case.W_Q)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FAMILIES)
 def test_tokens_equal_the_folder_s_tokenizer(name):
     for text in ["The cat sat on the mat.", "  two spaces, a tab\tand é ü 日本", ""]:

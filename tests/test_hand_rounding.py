@@ -7,6 +7,7 @@ product made, rounded with the -0.0 fix and the check for numbers beyond 2^52, t
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -55,6 +56,7 @@ def weighted_values(draw: st.DrawFn, *, special: bool = False) -> tuple[np.ndarr
     return weights, V, draw(st.integers(-2, 17))
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(weighted_values())
 def test_summed_by_hand_matches_the_plain_path_bit_for_bit(case):

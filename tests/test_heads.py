@@ -385,6 +385,7 @@ def _browser() -> str | None:
 @pytest.mark.parametrize(
     "what", [(), ("--word", "sat", "--layer", "2"), ("--compare-sentence", "The cat sat on the mat. The mat sat")], ids=["grid", "shaded", "compare"]
 )
+@pytest.mark.slow
 def test_a_browser_draws_the_grid(cli, tmp_path, fmt, scheme, what):
     """Headless Chromium draws the SVG and the HTML page of the grid, the shaded sentence and the comparison, light and dark.
 

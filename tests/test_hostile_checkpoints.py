@@ -121,6 +121,7 @@ TOKENIZER_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", TOKENIZER_CASES)
 def test_a_tokenizer_that_fails_inside_the_library_is_one_line_naming_it(case, tmp_path):
     """Panics, aborts and errors of the tokenizers library: one line naming tokenizer.json, for run and model tokens."""
@@ -132,6 +133,7 @@ def test_a_tokenizer_that_fails_inside_the_library_is_one_line_naming_it(case, t
         assert_one_clean_line(attncli(*command), str(folder / "tokenizer.json"), fragment)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [case for case in TOKENIZER_CASES if case != "expanding-normalizer"])
 def test_model_info_says_supported_only_when_the_tokenizer_encodes(case, tmp_path):
     """`model info` tries the tokenizer on a test sentence: a broken one is "supported: no", naming the file."""
@@ -222,6 +224,7 @@ FILE_CASES = {
 FILES = {"config.json": "gpt2", "tokenizer.json": "gpt2", "model.safetensors.index.json": "llama"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("file", FILES)
 @pytest.mark.parametrize("case", FILE_CASES)
 def test_every_checkpoint_file_is_read_bounded(file, case, tmp_path):
@@ -232,6 +235,7 @@ def test_every_checkpoint_file_is_read_bounded(file, case, tmp_path):
     assert_one_clean_line(attncli("run", "--model", folder, "--layer", "1", "--sentence", SENTENCE), str(folder / file), fragment)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["fifo", "dev-zero", "sparse"])
 def test_model_info_never_reads_an_unbounded_file(case, tmp_path):
     """`model info` reads the same files through the same reader: never a hang, never all of /dev/zero."""
@@ -273,6 +277,7 @@ HEADER_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", HEADER_CASES)
 def test_a_corrupt_safetensors_header_is_one_line_naming_the_file(case, tmp_path):
     """Header values of the wrong type or size: the file and the tensor, never "internal error"."""
@@ -312,6 +317,7 @@ CONFIG_CASES = {
 }  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CONFIG_CASES)
 def test_a_config_value_out_of_range_is_refused_before_anything_is_allocated(case, tmp_path):
     """Each value is checked for type and range, then against the weights' shapes (from the headers, before reading)."""
@@ -397,6 +403,7 @@ WEIGHT_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", WEIGHT_CASES)
 def test_weights_that_are_not_finite_are_named_for_what_they_are(case, tmp_path):
     """NaN or ∞ stored in a tensor is said so, with the tensor's name; an overflow through earlier layers too; no numpy warning."""
@@ -450,6 +457,7 @@ def test_bytes_that_are_not_utf8_in_an_argument_are_one_line(arguments, key):
 C_LOCALE = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
 
 
+@pytest.mark.slow
 def test_non_ascii_folder_names_and_text_work_in_a_c_locale(tmp_path):
     """Under LC_ALL=C without UTF-8 mode, a folder named café and a sentence with é read as in any other locale."""
     folder = tmp_path / "café"
@@ -482,6 +490,7 @@ def test_a_huge_layer_in_yaml_is_echoed_exactly(tmp_path, cli):
     assert result.exit_code == 1 and "layer 123456789012345678901234567890 is out of range" in result.stderr
 
 
+@pytest.mark.slow
 @given(sentence=st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=40))
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_scenarios_new_writes_yaml_that_runs_for_any_unicode_sentence(sentence, tmp_path_factory, cli):
@@ -498,6 +507,7 @@ def test_scenarios_new_writes_yaml_that_runs_for_any_unicode_sentence(sentence, 
     assert json.loads(ran.stdout)["scenario"]["tokens"] == split_sentence(sentence)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["fifo", "dev-zero", "sparse"])
 @pytest.mark.parametrize(("name", "file"), [("gpt2", "model.safetensors"), ("llama", "model-00002-of-00004.safetensors")])
 def test_a_weights_file_that_is_not_a_regular_file_is_refused(name, file, case, tmp_path):
@@ -522,6 +532,7 @@ INDEX_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", INDEX_CASES)
 def test_a_hostile_shard_index_is_one_line_naming_it(case, tmp_path):
     """The index's weight_map: wrong types, paths out of the folder, a shard that is a device."""
@@ -545,6 +556,7 @@ def test_a_hostile_shard_index_is_one_line_naming_it(case, tmp_path):
     ],
     ids=["huge-layer", "layer-zero", "negative-layer", "huge-cell-limit", "130-kB-sentence", "control-characters", "blank"],
 )
+@pytest.mark.slow
 def test_hostile_arguments_end_in_a_result_or_one_line(arguments, fragment):
     """Layers out of range, absurd limits, a sentence at the kernel's argument limit, controls and blanks."""
     base = {"--layer": "1", "--sentence": SENTENCE}

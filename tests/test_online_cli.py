@@ -281,6 +281,7 @@ def test_report_html_rows_have_one_row_header_and_data_cells():
     assert [e.text for e in row_headers[:3]] == ["The", "The", "cat"]
 
 
+@pytest.mark.slow
 def test_too_many_tiles_or_cached_rows_are_one_clear_line(cli, tmp_path):
     """`run --block-size 1` on 400 tokens (160,000 tiles) and decode of 2,000 tokens are refused up front, naming the way out."""
     tokens = [f"w{i}" for i in range(2000)]

@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -27,12 +28,14 @@ def anywhere() -> st.SearchStrategy[float]:
     return st.one_of(st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True), bits, scaled, st.sampled_from(EDGES))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, min_side=0, max_side=12), elements=anywhere()))
 def test_plain_rows_is_repr(data):
     assert plain_rows(data) == reference(data)
 
 
+@pytest.mark.slow
 def test_plain_rows_million_random_numbers():
     """A million numbers from every binade, subnormals and the tiny weights softmax gives among them."""
     rng = np.random.default_rng(24)

@@ -26,6 +26,7 @@ def _model_args(model: str) -> list[str]:
     return ["--model", str(HERE / "checkpoints" / model), "--layer", "2", "--sentence", SENTENCE]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", sorted(MODELS))
 @pytest.mark.parametrize("command", ["run", "explain"])
 def test_latex_fragment_renders_labels_as_written_in_katex_and_mathjax(cli, model, command, katex_modules, mathjax_modules):

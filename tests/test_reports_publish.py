@@ -39,6 +39,7 @@ def _words(text: str) -> str:
     return " ".join(text.split())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(REPORTS))
 def test_report_latex_compiles_and_renders(cli, name, latex_tools, katex_modules, mathjax_modules, tmp_path):
     """--standalone compiles with no overfull box and shows the headings as written (×, −, ·, Σ, never U+); the fragment is

@@ -251,6 +251,7 @@ TEX_PIECES = [r"\frac", r"\sqrt", r"\hat", r"\text", r"\operatorname", "{", "}",
               "+", "-", "=", "/", ",", r"\cdot", r"\Sigma", r"\exp", r"\_", r"\{", "<", ">", ".", r"\text{a\_b}", "{(1)}", r"\|"]  # fmt: skip
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(TEX_PIECES), min_size=1, max_size=14).map("".join))
 def test_whatever_the_translator_writes_compiles(tex):
@@ -284,6 +285,7 @@ def own_kinds() -> set[str]:
     return OWN_KINDS
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(TOKENS, NAMES)
 def test_hostile_text_compiles_and_reads_back_as_the_same_text(tokens, name):
