@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from attncli.sources.limits import Limits
     from attncli.walkthroughs.compare import DiffRow, Run
     from attncli.walkthroughs.heads import ExplainCall, HeadRow, Source
+    from attncli.walkthroughs.links import Link
     from attncli.walkthroughs.shade import Shading
 
 __all__ = [
@@ -384,6 +385,7 @@ class Mapped(_Shown):
     spell: Callable[[ExplainCall], str] | None = None  # how a notable head's explain call is written (default: this API's call)
     layer: int | None = None  # with a query token (map.focus): the layer whose heads shade the sentence; None: every layer
     head: int | None = None  # with a query token: this head alone; None: each head and their mean
+    to_keys: tuple[int, ...] | None = None  # with a query token: the key rows (from 0) whose link to it ranks the heads
 
     def rows(self) -> list[HeadRow]:
         """One row per head (layer and head from 1), sorted and cut as asked."""
@@ -415,6 +417,8 @@ class Mapped(_Shown):
         from attncli.document.pages import HeadsPage
         from attncli.walkthroughs import heads as walk
 
+        if self.map.focus is not None and self.to_keys is not None:
+            return self._link_page(self.to_keys, options)
         if self.map.focus is not None:
             return _shade_page(self.shading(), self.source, options)
         every = walk.rows(self.map, self.source)
@@ -434,6 +438,47 @@ class Mapped(_Shown):
             return HeadGrid(walk.title(self.source, self.map), walk.thumbnails(self.map), self.map.first_layer, self.map.tokens, tips)
 
         return HeadsPage(table, grid, lambda: walk.document(self.map, self.source, shown, every, spell), _precision(options, 3))
+
+
+    def links(self) -> list[Link]:
+        """With a query token and `to`: every layer × head ranked by the weight the query gives those keys (best first)."""
+        from attncli.walkthroughs import links
+
+        if self.map.focus is None or self.to_keys is None:
+            raise AttnError("no link was asked for", key=option("to"), expected=f"{option('word')} WORD {option('to')} WORD")
+        return links.links(self.map, self.to_keys, self.source)
+
+    def _link_page(self, keys: tuple[int, ...], options: Options) -> HeadsPage:
+        """Which heads link the query to `keys`: the grid shaded by that weight, the heads ranked, the best with their explain calls."""
+        from attncli.document.maps import HeadGrid, HeadTable
+        from attncli.document.pages import HeadsPage
+        from attncli.walkthroughs import heads as walk
+        from attncli.walkthroughs import links as walk_links
+
+        ranked = self.links()
+        spell = self.spell or walk.python_call
+        query, key = walk_links.describe(self.map, keys)
+        named = ranked[: self.top or walk_links.TOP]
+        shared = self.map.kv_heads != self.map.heads
+
+        def table() -> HeadTable:
+            return HeadTable(
+                columns=("rank", "layer", "head", *(("kv_head",) if shared else ()), "weight"),
+                rows=[(r.rank, r.layer, r.head, *((r.kv_head,) if shared else ()), r.weight) for r in named],
+                readings=[(f"layer {r.layer} head {r.head}: {r.weight:.0%} of {query}'s weight goes to {key}", spell(r.explain)) for r in named],
+                legend=f"weight: what the query {query} gives the key {key} in each head, after the softmax (summed over the key's positions)",
+                heading=f"The heads that link {query} to {key}, strongest first",
+            )
+
+        def grid() -> HeadGrid:
+            H = self.map.heads
+            tips = [[f"L{r.layer} H{r.head}: {r.weight:.3f} to {key} (rank {r.rank})" for r in sorted(ranked, key=lambda r: (r.layer, r.head))[li * H : (li + 1) * H]]
+                    for li in range(self.map.layers)]  # fmt: skip
+            return HeadGrid(walk_links.title(self.source, self.map, keys), walk_links.grid(self.map, ranked), self.map.first_layer, self.map.tokens,
+                            tips, subtitle=f"shade: the weight {query} gives {key}, 0 to 1, one cell per head",
+                            hover="Hover over a head: its weight and its rank.")  # fmt: skip
+
+        return HeadsPage(table, grid, lambda: walk_links.document(self.map, keys, self.source, ranked, spell), _precision(options, 3))
 
 
 def _precision(options: Options, default: int) -> int:
@@ -541,6 +586,8 @@ def heads(
     position: int | None = None,
     layer: int | None = None,
     head: int | None = None,
+    to: str | None = None,
+    to_position: int | None = None,
 ) -> Mapped:
     """Every head of every layer of a checkpoint for `sentence` (one forward pass), or of a scenario's one layer.
 
@@ -549,6 +596,9 @@ def heads(
     `sort` orders the rows by a statistic, largest first; `top` keeps that many. A query token
     (`word` and/or `position`, from 1) renders instead the sentence shaded by the weights it
     gives: each head of `layer` and their mean, or every layer's mean; `head` picks one head.
+    With a query token and `to` (a word; every occurrence counts) or `to_position` (from 1): which heads link the two, every
+    layer × head ranked by the weight the query gives that key, the grid shaded by it; `top` names that many with their
+    explain calls (default 10).
     """
     from attncli.core.heads import PATTERNS, scenario_map
     from attncli.sources.checkpoints.headmap import model_map, model_of_file
@@ -567,18 +617,23 @@ def heads(
     if word is not None or position is not None:
         from attncli.core.heads import find_token
 
-        for name, given in (("sort", sort), ("top", top), ("induction", induction)):
+        linking = to is not None or to_position is not None
+        for name, given in (("sort", sort), ("top", None if linking else top), ("induction", induction)):
             if given is not None:
                 raise AttnError(f"found {given} beside a query token", key=option(name),
                                 expected=f"the map's options without {option('word')} or {option('position')}")  # fmt: skip
+        for name, given in (("layer", layer), ("head", head)):
+            if linking and given is not None:
+                raise AttnError(f"found {given} beside {option('to')}: the link ranks every layer and head", key=option(name),
+                                expected=f"{option('word')} and {option('to')} alone, or {option('top')} N")  # fmt: skip
 
         def focus(tokens: tuple[str, ...]) -> int:
             return find_token(tokens, word, position)
     else:
-        for name, given in (("layer", layer), ("head", head)):
+        for name, given in (("layer", layer), ("head", head), ("to", to), ("to_position", to_position)):
             if given is not None:
-                raise AttnError(f"found {given} without a query token (it picks whose weights shade the sentence)", key=option(name),
-                                expected=f"{option('word')} WORD or {option('position')} N beside it")  # fmt: skip
+                raise AttnError(f"found {given!r} without a query token (it picks whose weights {'link' if name.startswith('to') else 'shade'} "
+                                "the sentence)", key=option(name), expected=f"{option('word')} WORD or {option('position')} N beside it")  # fmt: skip
     if model is None and isinstance(scenario, str | Path):
         found = model_of_file(Path(scenario), limits=limits)
         if found is not None:
@@ -593,9 +648,7 @@ def heads(
                            focus=focus)  # fmt: skip
         source = Source("model", str(model), sentence, mapped.model_type, mapped.token_ids, special_tokens, mapped.induction_tokens, seed)
         result = Mapped(mapped.map, source, sort, top, layer=layer, head=head)
-        if focus is not None:
-            result.shading()  # a --layer or --head out of range is an error now, not when drawn
-        return result
+        return _focused(result, to, to_position)
     if induction is not None:
         raise AttnError("the induction score needs a model", key=option("induction"), expected=f"{option('model')} DIR beside it")
     if sentence is not None:
@@ -605,9 +658,23 @@ def heads(
     with _about_its_file(loaded):
         one_layer = scenario_map(loaded, focus=focus)
     result = Mapped(one_layer, Source("scenario", name, None, None, None), sort, top, layer=layer, head=head)
-    if focus is not None:
-        result.shading()
+    result = _focused(result, to, to_position)
     return result
+
+
+def _focused(result: Mapped, to: str | None, to_position: int | None) -> Mapped:
+    """`result` with the keys `to` names (which heads link the query to them), checked now, not when drawn; else its shading checked."""
+    if result.map.focus is None:
+        return result
+    if to is None and to_position is None:
+        result.shading()  # a --layer or --head out of range is an error now, not when drawn
+        return result
+    import dataclasses
+
+    from attncli.walkthroughs.links import key_positions
+
+    keys = key_positions(result.map.tokens, to, to_position)
+    return dataclasses.replace(result, to_keys=keys)
 
 
 def compare_heads(

@@ -510,6 +510,8 @@ def heads(
     position: Annotated[int | None, typer.Option(min=1, metavar="N", help="The query token by its position, counted from 1 (with --word: which occurrence).")] = None,
     layer: Annotated[int | None, typer.Option("--layer", min=1, metavar="N", help="With --word: each head of layer N and their mean [default: every layer's mean].")] = None,
     head: Annotated[int | None, typer.Option(min=1, metavar="N", help="With --word: head N alone (of --layer, or of every layer).")] = None,
+    to: Annotated[str | None, typer.Option("--to", metavar="WORD", help="With --word: which heads link it to WORD: every layer and head ranked by the weight the query gives WORD (every occurrence of it), the grid shaded by that weight; --top N names N (default 10).")] = None,
+    to_position: Annotated[int | None, typer.Option("--to-position", min=1, metavar="N", help="With --word: the key by its position, counted from 1 (with --to: which occurrence).")] = None,
     compare_model: Annotated[Path | None, typer.Option("--compare-model", metavar="DIR", help="Compare every head with the same heads of this checkpoint (same architecture) on the same sentence, or on --compare-sentence.")] = None,
     compare_sentence: Annotated[str | None, typer.Option("--compare-sentence", metavar="TEXT", help="Compare every head with the same heads on this sentence (as many tokens as --sentence).")] = None,
     precision: PrecisionOption = None,
@@ -526,7 +528,8 @@ def heads(
     its mean attended distance; notable heads get a reading in words and the `explain`
     command that shows their arithmetic. A scenario has one layer: its heads are mapped.
     With --word (or --position), the sentence shaded by what that token attends to instead;
-    with --compare-model or --compare-sentence, how much each head's weights change.
+    with --compare-model or --compare-sentence, how much each head's weights change; with
+    --word A --to B, which heads link A to B, every layer and head ranked by that weight.
 
     \b
     Examples:
@@ -536,6 +539,7 @@ def heads(
       attncli heads --model models/gpt2 --sentence "The cat sat" --format svg -o heads.svg
       attncli heads multihead --format json
       attncli heads --model models/gpt2 --sentence "The cat sat" --word sat --layer 5
+      attncli heads --model models/gpt2 --sentence "The animal didn't cross the street because it was too tired." --word it --to animal
       attncli heads --model models/gpt2 --sentence "Mary gave John" --compare-sentence "John gave Mary"
     """
     import dataclasses
@@ -546,8 +550,8 @@ def heads(
 
     check_target(output)  # before the forward pass
     # bytes that are not UTF-8 are one line here, as for run and explain (the tokenizer's child process failed on them: exit 70)
-    sentence, word, compare_sentence = (None if text is None else text_argument(text, name)
-                                        for text, name in ((sentence, "--sentence"), (word, "--word"), (compare_sentence, "--compare-sentence")))  # fmt: skip
+    sentence, word, compare_sentence, to = (None if text is None else text_argument(text, name)
+                                            for text, name in ((sentence, "--sentence"), (word, "--word"), (compare_sentence, "--compare-sentence"), (to, "--to")))  # fmt: skip
     options = Options(format=format, precision=precision, to_file=output is not None, names=flag)
     if compare_model is not None or compare_sentence is not None:
         from attncli.errors import AttnError, option
@@ -555,7 +559,8 @@ def heads(
         key = option("compare_model" if compare_model is not None else "compare_sentence")
         if model is None or sentence is None:
             raise AttnError("a comparison needs a model and a sentence", key=key, expected=f"{option('model')} DIR {option('sentence')} TEXT beside it")
-        for name, given in (("word", word), ("position", position), ("induction", induction), ("scenario", scenario)):
+        for name, given in (("word", word), ("position", position), ("induction", induction), ("scenario", scenario), ("to", to),
+                            ("to_position", to_position)):
             if given is not None:
                 raise AttnError(f"{name} cannot be compared", key=key, expected=f"{option('model')}, {option('sentence')}, {option('sort')}, {option('top')} beside it")
         compared = api.compare_heads(model, sentence=sentence, compare_model=compare_model, compare_sentence=compare_sentence,
@@ -564,7 +569,8 @@ def heads(
         return
     mapped = api.heads(
         scenario, model=model, sentence=sentence, special_tokens=special_tokens, induction=induction, seed=seed,
-        sort=sort, top=top, limits=_limits(max_cells, max_values), word=word, position=position, layer=layer, head=head,
+        sort=sort, top=top, limits=_limits(max_cells, max_values), word=word, position=position, layer=layer, head=head, to=to,
+        to_position=to_position,
     )  # fmt: skip
     emit(dataclasses.replace(mapped, spell=explain_command).document(options), output, force=force)
 
