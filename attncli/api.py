@@ -397,7 +397,7 @@ class Mapped(_Shown):
         """The heads with a reading in words, strongest first."""
         from attncli.walkthroughs import heads as walk
 
-        return walk.notable(walk.rows(self.map, self.source))
+        return walk.notable(walk.rows(self.map, self.source), self.top, self.sort)
 
     def shading(self) -> Shading:
         """With a query token: the weights it gives every token, per head of `layer` and their mean, or per layer."""
@@ -428,7 +428,8 @@ class Mapped(_Shown):
         def table() -> HeadTable:
             return _head_table(
                 shown, list(every[0].values), shared=self.map.kv_heads != self.map.heads,
-                readings=[(r.reading or "", spell(r.explain) if r.explain else "") for r in walk.notable(every)],
+                readings=[*(((summary, ""),) if (summary := walk.sinks(every, self.map.tokens)) else ()),
+                          *((r.reading or "", spell(r.explain) if r.explain else "") for r in walk.notable(every, self.top, self.sort))],
                 legend=maps.LEGEND + (maps.PATTERN_LEGEND if self.map.patterns else ""),
             )  # fmt: skip
 

@@ -32,6 +32,7 @@ SORTABLE = (*STATISTICS, *PATTERNS)
 # When a head is notable: the share of the weight a behaviour must reach, and by how much it must beat uniform weights
 SINK, PREVIOUS, SELF, INDUCTION, DUPLICATE = 0.5, 0.4, 0.4, 0.3, 0.3
 ABOVE_UNIFORM = 0.2
+NOTABLE = 10  # the heads listed with a reading, unless --top says otherwise
 
 
 class Source(NamedTuple):
@@ -55,6 +56,7 @@ class HeadRow(NamedTuple):
     reading: str | None  # the one-line reading in words, for a notable head
     strength: float  # how strongly the reading holds (for ordering the notable heads)
     explain: ExplainCall | None  # how to explain it
+    behaviour: str | None = None  # what the reading names: first_token (a sink), previous_token, self, induction_score …
 
 
 def rows(heads: HeadMap, source: Source) -> list[HeadRow]:
@@ -70,7 +72,7 @@ def rows(heads: HeadMap, source: Source) -> list[HeadRow]:
             values = {name: float(tables[name][li, hi]) for name in names}
             reading, strength, behaviour = _reading(values, heads, layer, head)
             command = _explain(source, heads, layer, head, behaviour) if reading is not None else None
-            out.append(HeadRow(layer, head, heads.kv_head(head) if shared else None, values, reading, strength, command))
+            out.append(HeadRow(layer, head, heads.kv_head(head) if shared else None, values, reading, strength, command, behaviour or None))
     return out
 
 
@@ -84,9 +86,23 @@ def sorted_rows(all_rows: list[HeadRow], sort: str | None, top: int | None) -> l
     return all_rows[:top] if top is not None else all_rows
 
 
-def notable(all_rows: list[HeadRow], limit: int = 10) -> list[HeadRow]:
-    """The heads with a reading, strongest first."""
-    return sorted((r for r in all_rows if r.reading is not None), key=lambda r: -r.strength)[:limit]
+def notable(all_rows: list[HeadRow], limit: int | None = None, sort: str | None = None) -> list[HeadRow]:
+    """The heads that do something beyond a sink, strongest first (or largest `sort` first), `limit` of them (10 by default).
+
+    A head whose only reading is a sink is not listed: `sinks` sums them up in one line.
+    """
+    key = (lambda r: -_sortable(r.values[sort])) if sort is not None and sort in all_rows[0].values else (lambda r: -r.strength)
+    return sorted((r for r in all_rows if r.reading is not None and r.behaviour != "first_token"), key=key)[: limit or NOTABLE]
+
+
+def sinks(all_rows: list[HeadRow], tokens: Sequence[str]) -> str | None:
+    """One line for the heads whose reading is a sink: how many of all, on which token, and the strongest; None without any."""
+    sunk = sorted((r for r in all_rows if r.behaviour == "first_token"), key=lambda r: -r.strength)
+    if not sunk:
+        return None
+    strongest = ", ".join(f"layer {r.layer} head {r.head} ({r.values['first_token']:.0%})" for r in sunk[:3])
+    return (f"{len(sunk)} of {len(all_rows)} heads put most of their weight on the first token {_quoted(tokens[0])}: sinks, not "
+            f"meaning (the softmax must put a row's weight somewhere); the strongest: {strongest}.")  # fmt: skip
 
 
 def _sortable(x: float) -> float:
@@ -119,7 +135,8 @@ def _reading(values: dict[str, float], heads: HeadMap, layer: int, head: int) ->
         candidates.append((duplicate, "duplicate_token_score", f"{duplicate:.0%} of the weight on earlier copies of the same token (repeated random tokens)"))  # fmt: skip
     if not candidates:
         return None, 0.0, ""
-    strength, behaviour, text = max(candidates)
+    meaningful = [c for c in candidates if c[1] != "first_token"]  # a head that also sinks is read by what else it does
+    strength, behaviour, text = max(meaningful or candidates)
     if heads.kv_heads != heads.heads:
         text += f" (reads key/value head {heads.kv_head(head)})"
     return f"layer {layer} head {head}: {text}", strength, behaviour
@@ -245,6 +262,9 @@ def document(
               "source": "Olsson et al. 2022, In-context Learning and Induction Heads; TransformerLens head_detector (error_measure mul)"},  # fmt: skip
         "heads": [_head_json(row, spell) for row in shown],
         "notable": [{"layer": r.layer, "head": r.head, "reading": r.reading, "explain": _call(r, spell)} for r in notable(all_rows)],
+        "sinks": {"summary": sinks(all_rows, heads.tokens),
+                  "heads": [{"layer": r.layer, "head": r.head, "first_token": r.values["first_token"]}
+                            for r in all_rows if r.behaviour == "first_token"]},  # fmt: skip
     }
 
 
