@@ -53,6 +53,26 @@ install_node_packages() {
   return 1
 }
 
+install_chromium() {
+  # Chromium from Debian's packages for the browser tests (tests/test_heads.py's grid, tests/test_explorer.py's page);
+  # Playwright (pip, in the test environment) drives it there, with no browser download of its own.
+  if command -v chromium >/dev/null; then
+    echo "install-test-tools: chromium is already installed"
+    return 0
+  fi
+  if ! command -v apt-get >/dev/null; then
+    echo "install-test-tools: no apt-get here; install Chromium yourself for the browser tests" >&2
+    return 1
+  fi
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    sudo="sudo"
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -q && $sudo apt-get install -y -q --no-install-recommends chromium
+}
+
 install_tex || status=1
 install_node_packages || status=1
+install_chromium || status=1
 exit "$status"

@@ -516,6 +516,7 @@ def heads(
     compare_sentence: Annotated[str | None, typer.Option("--compare-sentence", metavar="TEXT", help="Compare every head with the same heads on this sentence (as many tokens as --sentence).")] = None,
     precision: PrecisionOption = None,
     format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table (the grid and the statistics), json, markdown (the statistics and readings), csv, svg (the grid), html (a page with both) or typst.")] = Format.table,
+    interactive: Annotated[bool, typer.Option("--interactive", help="With --format html: a page to explore, one self-contained file: click a head for its labelled weights, hover over a query's row to shade the sentence, choose a layer and head, light or dark.")] = False,
     output: OutputOption = None,
     force: ForceOption = False,
     max_cells: MaxCellsOption = None,
@@ -537,6 +538,7 @@ def heads(
       attncli heads --model models/gpt2 --sentence "The cat sat" --sort previous_token --top 10
       attncli heads --model models/gpt2 --sentence "The cat sat" --induction 20 --sort induction_score
       attncli heads --model models/gpt2 --sentence "The cat sat" --format svg -o heads.svg
+      attncli heads --model models/gpt2 --sentence "The cat sat" --format html --interactive -o explore.html
       attncli heads multihead --format json
       attncli heads --model models/gpt2 --sentence "The cat sat" --word sat --layer 5
       attncli heads --model models/gpt2 --sentence "The animal didn't cross the street because it was too tired." --word it --to animal
@@ -552,7 +554,7 @@ def heads(
     # bytes that are not UTF-8 are one line here, as for run and explain (the tokenizer's child process failed on them: exit 70)
     sentence, word, compare_sentence, to = (None if text is None else text_argument(text, name)
                                             for text, name in ((sentence, "--sentence"), (word, "--word"), (compare_sentence, "--compare-sentence"), (to, "--to")))  # fmt: skip
-    options = Options(format=format, precision=precision, to_file=output is not None, names=flag)
+    options = Options(format=format, precision=precision, to_file=output is not None, names=flag, interactive=interactive)
     if compare_model is not None or compare_sentence is not None:
         from attncli.errors import AttnError, option
 

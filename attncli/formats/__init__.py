@@ -60,6 +60,7 @@ class Options(NamedTuple):
     standalone: bool | None = None  # a complete document (HTML page, LaTeX article); None: the format's default
     heading_level: int = 1  # Markdown and HTML: level of the top heading; 0 leaves it out (and the others start at 2)
     names: Callable[[str], str] = keyword  # how shown text names an option: the API's keyword; the command line passes its flag()
+    interactive: bool = False  # HTML's map: a page to explore (formats/explorer.py) instead of the static page
 
 
 def render(page: Page, options: Options) -> Document:
@@ -99,6 +100,8 @@ def _checked(options: Options) -> Options:
         from attncli.document.stages import parse
 
         parse(",".join(options.stages))  # a stage that does not exist is one error, not a page without it
+    if options.interactive and options.format is not Format.html:
+        raise AttnError(f"found {options.format.value}: the page to explore is HTML", key=option("interactive"), expected=f"{option('format')} html")
     return options
 
 

@@ -66,7 +66,12 @@ def report(page: ReportPage, options: Options) -> str:
 
 
 def heads(page: HeadsPage, options: Options) -> str:
-    """A page with the grid of thumbnails (each row's tooltip: its tokens and strongest keys), the readings and the table."""
+    """A page with the grid of thumbnails (each row's tooltip: its tokens and strongest keys), the readings and the table; with
+    `interactive`, the page to explore (formats/explorer.py)."""
+    if options.interactive:
+        from attncli.formats import explorer
+
+        return explorer.page(page.grid(), page.table(), precision=page.precision)
     from attncli.formats.headgrid import grid_html
 
     return grid_html(page.grid(), page.table(), precision=page.precision)

@@ -1,0 +1,105 @@
+"""`heads --format html --interactive`: one self-contained page to explore the map, checked as a parser and a real browser read it."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import attncli.api as attn
+
+ROOT = Path(__file__).resolve().parent.parent
+GPT2 = str(ROOT / "tests/checkpoints/gpt2")
+HOSTILE = "The cat </script><b>sat</b> on {{x}} & the mat"
+
+
+class _Links(HTMLParser):
+    """Every src and href of a page, and the text of its data script."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+        self.data = ""
+        self._in_data = False
+
+    def handle_starttag(self, tag, attrs):
+        found = dict(attrs)
+        self.urls += [v for k, v in attrs if k in ("src", "href") and v]
+        self._in_data = tag == "script" and found.get("id") == "attncli-data"
+
+    def handle_endtag(self, tag):
+        self._in_data = False
+
+    def handle_data(self, data):
+        if self._in_data:
+            self.data += data
+
+
+def _page(tmp_path: Path, cli, sentence: str = HOSTILE) -> Path:
+    path = tmp_path / "explore.html"
+    result = cli("heads", "--model", GPT2, "--sentence", sentence, "--format", "html", "--interactive", "-o", str(path))
+    assert result.exit_code == 0, result.stderr
+    return path
+
+
+def test_the_page_needs_no_network_and_carries_tokens_as_text(cli, tmp_path):
+    """No URL to fetch; the data parse back with every token as written, a </script> in the sentence included."""
+    page = _page(tmp_path, cli).read_text(encoding="utf-8")
+    parsed = _Links()
+    parsed.feed(page)
+    assert parsed.urls == [] and not re.search(r"https?://", page)
+    data = json.loads(parsed.data)
+    assert "".join(data["tokens"]).replace("␣", " ") == HOSTILE
+    assert np.array(data["weights"]).shape == (3, 4, len(data["tokens"]), len(data["tokens"])) and data["exact"]
+
+
+def test_interactive_is_html_only(cli):
+    """--interactive with another format is one line naming the option."""
+    result = cli("heads", "multihead", "--format", "svg", "--interactive")
+    assert result.exit_code == 1 and "--interactive: found svg: the page to explore is HTML" in result.stderr
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.slow
+def test_a_browser_clicks_a_head_hovers_a_row_and_switches_the_theme(cli, tmp_path):
+    """In Chromium: clicking L2 H3 shows its labelled weights as the engine computes them; hovering a row shades the sentence."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright drives the browser: pip install playwright (.ci/run does)")
+    browser_path = _chromium()
+    if browser_path is None:
+        pytest.skip("no Chromium to drive (apt-get install chromium; scripts/install-test-tools.sh does)")
+    sentence = "The cat sat on the mat"
+    path = _page(tmp_path, cli, sentence)
+    weights = attn.run(attn.load_model(GPT2, layer=2, sentence=sentence)).head(3).weights  # (L, L)
+    args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=browser_path, args=args)
+        try:
+            page = browser.new_page()
+            page.goto(path.as_uri())
+            page.click('button.head[data-layer="2"][data-head="3"]')
+            assert page.inner_text("#matrix caption") == "Layer 2, head 3: rows are queries, columns keys"
+            rows = page.locator("#matrix tr")
+            headers = rows.nth(0).locator("th").all_inner_texts()[1:]
+            assert [h.replace("␣", " ").strip() for h in headers] == sentence.split()
+            cells = [[float(c) for c in row.locator("td").all_inner_texts()] for row in rows.all()[1:]]
+            np.testing.assert_allclose(cells, weights, atol=5e-4)
+            rows.nth(4).locator("th").hover()  # query row 4, 'on'
+            shaded = [float(s) for s in page.locator("#sentence span").evaluate_all("spans => spans.map(s => s.dataset.weight)")]
+            np.testing.assert_allclose(shaded, weights[3], atol=5e-4)
+            assert page.locator("#sentence span.query").inner_text().strip() in ("on", "␣on")
+            page.select_option("#layer", "3")
+            assert page.inner_text("#matrix caption").startswith("Layer 3, head 3")
+            before = page.evaluate("document.documentElement.dataset.theme || ''")
+            page.click("#theme")
+            after = page.evaluate("document.documentElement.dataset.theme")
+            assert after in ("light", "dark") and after != before
+        finally:
+            browser.close()
