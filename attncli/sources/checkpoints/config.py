@@ -251,8 +251,11 @@ class _Reader:
 
 def _shown(value: object) -> str:
     """A config value as it appears in a message: its repr, cut short (a value may be a 4 MB list)."""
-    text = repr(value)
+    text = repr(value[:20] if isinstance(value, list | str) else value)  # never the repr of a whole list
     return text if len(text) <= 60 else text[:59] + "…"
+
+
+shown_value = _shown  # a GGUF file's metadata value in a message (gguf.py), in the same words
 
 
 def read_raw(folder: Path) -> tuple[dict[str, Any], str]:
