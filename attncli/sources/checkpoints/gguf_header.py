@@ -129,7 +129,7 @@ class _Walk:
         return value
 
     def u64(self, what: str) -> int:
-        if 8 > self.left:
+        if self.left < 8:
             raise self._short(8, what)
         value: int = _U64.unpack_from(self.data, self.pos)[0]
         self.pos += 8
