@@ -42,7 +42,7 @@ import numpy as np
 
 from attncli.errors import AttnError, option
 from attncli.sources import reading
-from attncli.sources.checkpoints.config import MOST, ModelConfig, shown_value
+from attncli.sources.checkpoints.config import LEAST_NUMBER, MOST, ModelConfig, positive_number, shown_value
 from attncli.sources.checkpoints.families import config_from_raw, gguf_architectures
 from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Joined
 from attncli.sources.checkpoints.gguf_header import Header, TensorInfo, open_header
@@ -142,7 +142,7 @@ SIZES = {
     **dict.fromkeys(("feed_forward_length", "expert_feed_forward_length"), MOST["inner"]),
     **dict.fromkeys(("context_length", "attention.sliding_window", "rope.scaling.original_context_length"), MOST["positions"]),
 }  # fmt: skip
-MOST_NUMBER = 1e30  # a positive number (θ, ε, a scaling factor, a soft cap): at most this, as config.json's
+MOST_NUMBER = 1e30  # a positive number (θ, ε, a scaling factor, a soft cap): from config.LEAST_NUMBER to this, as config.json's
 
 
 class GgufFile:
@@ -205,12 +205,12 @@ class GgufFile:
         return value
 
     def number(self, key: str, *, default: float | None = None, most: float = MOST_NUMBER) -> float:
-        """A positive finite number up to `most`, with config.json's words."""
+        """A positive finite number from LEAST_NUMBER to `most`, with config.json's words."""
         value = self.value(key)
         if value is None and default is not None:
             return default
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= most:
-            raise self.fail(f"found {shown_value(value)}", key=key, expected=f"a positive number up to {most:g}")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not LEAST_NUMBER <= value <= most:
+            raise self.fail(f"found {shown_value(value)}", key=key, expected=positive_number(most))
         return float(value)
 
     def info(self, name: str) -> TensorInfo:
