@@ -104,6 +104,11 @@ def _path(value: object, key: str) -> Path:
         raise AttnError(f"found {_found(value)}", key=option(key), expected="a path or a name (a non-empty str or pathlib.Path)")
     if "\0" in text:
         raise AttnError("a path with a NUL character", key=option(key), expected="a path the operating system can open")
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError as error:
+        raise AttnError(f"character {error.start + 1} is a lone surrogate (U+{ord(text[error.start]):04X})", key=option(key),
+                        expected="a path the operating system can spell") from None  # fmt: skip
     return Path(text)
 
 
@@ -196,6 +201,7 @@ def _scenario(scenario: object, key: str = "scenario") -> Scenario:
     import os
 
     if isinstance(scenario, str | os.PathLike):
+        _path(scenario, key)
         return load(scenario)  # type: ignore[arg-type]
     raise AttnError(f"found {_found(scenario)}", key=option(key), expected="a Scenario, a built-in scenario's name or a scenario file")
 
@@ -717,7 +723,7 @@ def heads(
     if scenario is not None and not isinstance(scenario, str | Path):
         scenario = _scenario(scenario)
     elif scenario is not None:
-        scenario = _path(scenario, "scenario") if not isinstance(scenario, str) else scenario
+        _path(scenario, "scenario")
     check_seed(seed)
     limits = _limits(limits)
     if sort is not None and sort not in SORTABLE:

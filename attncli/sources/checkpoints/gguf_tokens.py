@@ -147,10 +147,9 @@ def _merges_from_scores(file: GgufFile, tokens: list[str]) -> list[tuple[str, st
             budget -= size
             if budget < 0:
                 raise file.fail(
-                    f"finding the merges of token {n + 1:,} ({size:,} characters) would compare more than {MERGE_WORK} characters "
-                    "per character of the vocabulary",
+                    f"at token {n + 1:,} ({size:,} characters), finding the merges costs over {MERGE_WORK}× the vocabulary's characters",
                     key="tokenizer.ggml.tokens",
-                    expected="a vocabulary of a real model, or the merges listed in tokenizer.ggml.merges",
+                    expected="tokenizer.ggml.merges, or a real vocabulary",
                 )
             left = token[:cut]
             if left in vocab:
