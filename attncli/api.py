@@ -361,6 +361,8 @@ def variance(
     from attncli.core.variance import experiment
 
     samples, keys, seed = _whole(samples, "samples"), _whole(keys, "keys"), _whole(seed, "seed")
+    if advance is not None and not callable(advance):
+        raise AttnError(f"found {_found(advance)}", key=option("advance"), expected="a function of the number of draws done, or None")
     check_seed(seed)  # the JSON carries it
     if isinstance(dims, str | bytes) or not isinstance(dims, Iterable):
         raise AttnError(f"found {dims!r}", key=option("dims"), expected="a sequence of widths d, e.g. [1, 2, 8, 64]")
@@ -922,6 +924,8 @@ def render_tiling(result: RunResult, options: Options, block_size: int) -> Docum
 
     The report shows tiles, not stages: `stages` is refused there (JSON keeps it). SVG draws each head's tiles over its scores.
     """
+    options = _options(options)
+    block_size = _whole(block_size, "block_size")
     from attncli.document import stages
     from attncli.document.blocks import mentioned
     from attncli.document.pages import ReportPage
@@ -960,6 +964,7 @@ def render_decode(dec: Decode, options: Options, *, made_causal: bool) -> Docume
     from attncli.formats import render
     from attncli.walkthroughs.online_report import decode_grid, decode_report
 
+    options = _options(options)
     if options.stages is not None:
         raise AttnError(f"decode shows steps, not stages ({', '.join(options.stages)})", key=option("stages"), expected="no stages")
 
