@@ -64,6 +64,9 @@ def rewrite(
             replaced = tensors(tensor.name, data)
             if replaced is None:
                 continue
+            if replaced.shape != data.shape:  # a tensor of another size: its own shape, stored as its NumPy type
+                writer.add_tensor(tensor.name, replaced)
+                continue
             data = replaced
         writer.add_tensor(tensor.name, data, raw_shape=list(reversed([int(n) for n in tensor.shape])), raw_dtype=tensor.tensor_type)
     writer.write_header_to_file()

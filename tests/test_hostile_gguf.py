@@ -245,6 +245,15 @@ def test_tensor_data_that_is_not_finite_is_one_line(tmp_path: Path) -> None:
         attn.run(attn.load_model(path, layer=1, sentence="The cat"))
 
 
+def test_rope_factors_of_the_wrong_size_are_refused_from_the_header(tmp_path: Path) -> None:
+    """rope_freqs.weight was decoded whole before its size was compared: a large one cost its float64 copy first."""
+    import numpy as np
+
+    path = mutants.rewrite(tmp_path / "freqs.gguf", tensors=lambda name, data: np.ones(100_000, np.float32) if name == "rope_freqs.weight" else data)
+    line = one_clean_line(*cli("run", "--model", str(path), "--layer", "1", "--sentence", "The cat")[::2])
+    assert "rope_freqs.weight has 100,000 numbers" in line
+
+
 def test_a_tensor_left_out_is_one_line(tmp_path: Path) -> None:
     """A file without layer 1's W_K: one line naming the tensor."""
     path = mutants.rewrite(tmp_path / "missing.gguf", tensors=lambda name, data: None if name == "blk.0.attn_k.weight" else data)

@@ -538,6 +538,9 @@ def rope_factors(file: GgufFile, head_dim: int) -> np.ndarray | None:
     """(d_k/2,) llama.cpp's per-frequency divisors (`rope_freqs.weight`, how its converter stores llama3 scaling), or None."""
     if "rope_freqs.weight" not in file.tensors:
         return None
+    if file.info("rope_freqs.weight").count != head_dim // 2:  # checked from the header, before a tensor of any size is decoded
+        count = file.info("rope_freqs.weight").count
+        raise file.fail(f"rope_freqs.weight has {count:,} numbers", expected=f"{head_dim // 2} positive factors, one per frequency")
     factors = file.read("rope_freqs.weight").reshape(-1)
     if factors.shape != (head_dim // 2,) or not np.all(factors > 0):
         raise file.fail(f"rope_freqs.weight has {factors.size} numbers", expected=f"{head_dim // 2} positive factors, one per frequency")
