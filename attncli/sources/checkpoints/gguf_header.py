@@ -42,6 +42,7 @@ SCALAR_FORMATS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?"
 STRING, ARRAY, UINT32, BOOL = 8, 9, 4, 7
 _U64 = struct.Struct("<Q")
 VALUE_TYPES = "0–12 (uint8 … float64, bool, string, array)"
+Buffer = bytes | mmap.mmap  # the file mapped read-only (an empty file: b"")
 
 
 @dataclass(frozen=True)
@@ -85,10 +86,6 @@ class Header:
     alignment: int
     data_start: int
     size: int
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        return tuple(self.fields)
 
 
 class _Walk:
@@ -208,8 +205,6 @@ class _Walk:
                 self.value(item, key, depth + 1)
         return Field(kind, item, n, at)
 
-
-Buffer = bytes | mmap.mmap
 
 
 def open_header(path: Path) -> tuple[Header, Buffer]:
