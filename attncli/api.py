@@ -17,7 +17,9 @@ the numbers and documents the commands print::
 
 In Jupyter each result shows itself as tables (`_repr_html_`, `_repr_markdown_`). Every
 function raises `attncli.errors.AttnError` for a bad input, with the same one-line message
-the command prints. Heads and positions count from 1, as everywhere in attncli.
+the command prints; an argument of the wrong type or value is one too, named by its keyword,
+checked here at the boundary (`_text`, `_path`, `_whole` …) before any work. Heads and
+positions count from 1, as everywhere in attncli.
 """
 
 from __future__ import annotations
@@ -59,12 +61,108 @@ __all__ = [
 ]  # fmt: skip
 
 
+# -- the boundary: every argument's type and value, checked before any work --------------------
+
+
+def _found(value: object) -> str:
+    """A value as a message shows it: its repr cut short, whatever the value (a repr that fails or runs to megabytes)."""
+    try:
+        text = repr(value[:40] if isinstance(value, str | bytes | list | tuple) else value)
+    except Exception:  # a hostile __repr__
+        text = f"a {type(value).__name__}"
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _text(value: object, key: str) -> str:
+    """`value` as text UTF-8 can spell (a str; a lone surrogate is not text), or an AttnError naming `key`."""
+    from attncli.sources.arguments import text_argument
+
+    if not isinstance(value, str):
+        raise AttnError(f"found {_found(value)}", key=option(key), expected="text (a str)")
+    try:
+        value = text_argument(value, option(key))  # the bytes a command line passes as surrogates, decoded as UTF-8
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        where = error.start
+        raise AttnError(f"character {where + 1} is a lone surrogate (U+{ord(value[where]):04X}), not text", key=option(key),
+                        expected="text that UTF-8 can spell") from None  # fmt: skip
+    return value
+
+
+def _optional_text(value: object, key: str) -> str | None:
+    return None if value is None else _text(value, key)
+
+
+def _path(value: object, key: str) -> Path:
+    """`value` as a path (a str or an os.PathLike of str), or an AttnError naming `key`."""
+    import os
+
+    try:
+        text = os.fspath(value)  # type: ignore[call-overload]
+    except TypeError:
+        text = None
+    if not isinstance(text, str) or not text:
+        raise AttnError(f"found {_found(value)}", key=option(key), expected="a path or a name (a non-empty str or pathlib.Path)")
+    if "\0" in text:
+        raise AttnError("a path with a NUL character", key=option(key), expected="a path the operating system can open")
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError as error:
+        raise AttnError(f"character {error.start + 1} is a lone surrogate (U+{ord(text[error.start]):04X})", key=option(key),
+                        expected="a path the operating system can spell") from None  # fmt: skip
+    return Path(text)
+
+
+def _optional_whole(value: object, key: str) -> int | None:
+    return None if value is None else _whole(value, key)
+
+
+def _flag(value: object, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise AttnError(f"found {_found(value)}", key=option(key), expected="True or False")
+    return value
+
+
+def _choice(value: object, key: str, choices: Sequence[str]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise AttnError(f"found {_found(value)}", key=option(key), expected=" or ".join(choices))
+    return value
+
+
+def _round_steps(value: object) -> int | None:
+    """round_steps: None or 0 to 15 decimals, as the command line's --round-steps."""
+    steps = _optional_whole(value, "round_steps")
+    if steps is not None and not 0 <= steps <= 15:
+        raise AttnError(f"found {_whole_number(steps)}", key=option("round_steps"), expected="a number of decimals from 0 to 15")
+    return steps
+
+
+def _limits(value: object) -> Limits:
+    from attncli.sources.limits import Limits
+
+    if value is None:
+        return Limits()
+    if not isinstance(value, Limits):
+        raise AttnError(f"found {_found(value)}", key=option("limits"), expected="an attncli.sources.limits.Limits, or None")
+    return value
+
+
+def _options(value: object) -> Options:
+    if not isinstance(value, Options):
+        raise AttnError(f"found {_found(value)}", key=option("options"), expected="attncli.formats.Options (api.render_options builds them)")
+    return value
+
+
+def _result(value: object, kind: type, key: str) -> None:
+    if not isinstance(value, kind):
+        raise AttnError(f"found {_found(value)}", key=option(key), expected=f"a {kind.__name__}")
+
+
 def load(source: str | Path, *, limits: Limits | None = None) -> Scenario:
     """A scenario from a built-in name (`"cat"`) or a YAML file; a file with `model:` loads that checkpoint's layer."""
-    from attncli.sources.limits import Limits
     from attncli.sources.yaml_scenario import load as load_yaml
 
-    return load_yaml(str(source), limits=limits or Limits())
+    return load_yaml(str(_path(source, "source")), limits=_limits(limits))
 
 
 def load_model(
@@ -86,16 +184,27 @@ def load_model(
     "encoder", "decoder" or "cross" (default: "cross" with a target, else "encoder"); `layer`
     counts in that attention's stack.
     """
-    from attncli.sources.checkpoints.scenario import load_scenario
-    from attncli.sources.limits import Limits
+    from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS, load_scenario
 
     return load_scenario(
-        Path(path), layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=limits or Limits(), target=target, attention=attention
-    )
+        _path(path, "path"), layer=_whole(layer, "layer"), sentence=_text(sentence, "sentence"),
+        special_tokens=_choice(special_tokens, "special_tokens", SPECIAL_TOKENS), head=_optional_whole(head, "head"), limits=_limits(limits),
+        target=_optional_text(target, "target"), attention=_optional_text(attention, "attention"),
+    )  # fmt: skip
 
 
-def _scenario(scenario: Scenario | str | Path) -> Scenario:
-    return load(scenario) if isinstance(scenario, str | Path) else scenario
+def _scenario(scenario: object, key: str = "scenario") -> Scenario:
+    """A Scenario, or one loaded from a built-in name or a file; anything else is an AttnError naming `key`."""
+    from attncli.core.scenario import Scenario
+
+    if isinstance(scenario, Scenario):
+        return scenario
+    import os
+
+    if isinstance(scenario, str | os.PathLike):
+        _path(scenario, key)
+        return load(scenario)  # type: ignore[arg-type]
+    raise AttnError(f"found {_found(scenario)}", key=option(key), expected="a Scenario, a built-in scenario's name or a scenario file")
 
 
 def render_options(format: Format | str = Format.markdown, **options: Any) -> Options:
@@ -104,8 +213,26 @@ def render_options(format: Format | str = Format.markdown, **options: Any) -> Op
     from attncli.formats import format_named
 
     fmt = format_named(format)
+    unknown = sorted(set(options) - {*Options._fields, "stages"} - {"format", "names"})
+    if unknown:
+        raise AttnError(f"found the keyword {unknown[0]!r}", key=option(unknown[0]),
+                        expected="stages, heads, precision, full, heatmap, standalone, heading_level or to_file")  # fmt: skip
     stages = options.pop("stages", None)
+    if not (stages is None or isinstance(stages, str) or (isinstance(stages, list | tuple) and all(isinstance(s, str) for s in stages))):
+        raise AttnError(f"found {_found(stages)}", key=option("stages"), expected='stage names, as a list or as "a,b"')
     listed = stages if isinstance(stages, str) or stages is None else ",".join(stages)
+    heads = options.get("heads")
+    if heads is not None:
+        if isinstance(heads, str | bytes) or not isinstance(heads, Iterable):
+            raise AttnError(f"found {_found(heads)}", key=option("heads"), expected="a list of head numbers, from 1")
+        options["heads"] = [_whole(h, "heads") for h in heads]
+    for name in ("full", "heatmap", "to_file"):
+        if name in options:
+            _flag(options[name], name)
+    if options.get("standalone") is not None:
+        _flag(options["standalone"], "standalone")
+    if options.get("precision") is not None:
+        options["precision"] = checked_precision(options["precision"])
     options.setdefault("to_file", True)  # plain text: no terminal colour codes in a string
     return Options(format=fmt, stages=stage_table.parse(listed), **options)
 
@@ -114,7 +241,15 @@ def text_of(document: Document) -> str:
     """A rendered document as one string (JSON and the other streamed formats arrive as UTF-8 chunks)."""
     if isinstance(document, str):
         return document
-    return b"".join(document).decode("utf-8")
+    if isinstance(document, bytes | bytearray) or not isinstance(document, Iterable):
+        raise AttnError(f"found {_found(document)}", key=option("document"), expected="a rendered document: a str or an iterable of UTF-8 chunks")
+    chunks = list(document)
+    if not all(isinstance(c, bytes) for c in chunks):
+        raise AttnError("a chunk that is not bytes", key=option("document"), expected="a rendered document: a str or an iterable of UTF-8 chunks")
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError:
+        raise AttnError("chunks that are not UTF-8", key=option("document"), expected="a rendered document: UTF-8 chunks") from None
 
 
 class _Shown:
@@ -126,6 +261,18 @@ class _Shown:
     def render(self, format: Format | str = Format.markdown, **options: Any) -> str:
         """The result as text in `format` (any `attncli.formats.Format`: table, json, markdown, latex, typst …), as the command prints it."""
         return text_of(self.document(render_options(format, **options)))
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Each result's `document(options)` checks that `options` are Options before drawing (a dict was an AttributeError)."""
+        super().__init_subclass__(**kwargs)
+        drawn = cls.__dict__.get("document")
+        if drawn is not None:
+
+            def document(self: Any, options: Options, _drawn: Any = drawn) -> Document:
+                return _drawn(self, _options(options))  # type: ignore[no-any-return]
+
+            document.__doc__, document.__name__, document.__qualname__ = drawn.__doc__, "document", f"{cls.__qualname__}.document"
+            cls.document = document  # type: ignore[method-assign]
 
     def _repr_markdown_(self) -> str:
         return self.render(Format.markdown)
@@ -146,6 +293,7 @@ class Ran(_Shown):
 
     def head(self, number: int) -> HeadResult:
         """Head `number`, counted from 1: its Q, K, V, scores, weights, output …"""
+        number = _whole(number, "number")
         self.scenario.head_numbers(number)  # one clear error for a head that does not exist
         return self.result.head(number)
 
@@ -214,6 +362,8 @@ def variance(
     from attncli.core.variance import experiment
 
     samples, keys, seed = _whole(samples, "samples"), _whole(keys, "keys"), _whole(seed, "seed")
+    if advance is not None and not callable(advance):
+        raise AttnError(f"found {_found(advance)}", key=option("advance"), expected="a function of the number of draws done, or None")
     check_seed(seed)  # the JSON carries it
     if isinstance(dims, str | bytes) or not isinstance(dims, Iterable):
         raise AttnError(f"found {dims!r}", key=option("dims"), expected="a sequence of widths d, e.g. [1, 2, 8, 64]")
@@ -235,6 +385,7 @@ def run(scenario: Scenario | str | Path, *, round_steps: int | None = None) -> R
     """Every stage of attention; with round_steps, each intermediate rounded as by hand (the exact run kept beside it)."""
     from attncli.core import engine
 
+    round_steps = _round_steps(round_steps)
     return Ran(engine.run(_scenario(scenario), round_steps=round_steps))
 
 
@@ -243,6 +394,7 @@ def tiles(scenario: Scenario | str | Path, block_size: int, *, round_steps: int 
     from attncli.core import engine
     from attncli.core.variants.linear import refuse_softmax_only
 
+    block_size, round_steps = _whole(block_size, "block_size"), _round_steps(round_steps)
     check_block_size(block_size)
     loaded = _scenario(scenario)
     refuse_softmax_only(loaded, "block_size", "FlashAttention's online softmax")
@@ -299,8 +451,10 @@ def explain(
 
     head, position = _whole(head, "head"), None if position is None else _whole(position, "position")
     block_size = None if block_size is None else _whole(block_size, "block_size")
+    round_steps = _round_steps(round_steps)
     if word is not None and not isinstance(word, str):
-        raise AttnError(f"found {word!r}", key=option("word"), expected="a word of the sentence, as a string")
+        raise AttnError(f"found {_found(word)}", key=option("word"), expected="a word of the sentence, as a string")
+    word = _optional_text(word, "word")
     check_block_size(block_size)
     loaded = _scenario(scenario)
     loaded.head_numbers(head)  # a head that does not exist is an error before any work
@@ -327,6 +481,9 @@ def decode(
     from attncli.core.decode import decode as decode_head
     from attncli.core.variants.positions import Rope
 
+    head, round_steps, switch = _whole(head, "head"), _round_steps(round_steps), _flag(switch, "switch")
+    if before is not None:
+        before = _scenario(before, "before")
     loaded = _scenario(scenario)
     loaded.head_numbers(head)
     if before is None and switch and (origin := loaded.origin) is not None and loaded.variant(Rope) is not None:  # no RoPE: no longrope
@@ -356,8 +513,10 @@ def longrope_prefix(folder: str | Path, *, layer: int, sentence: str, special_to
     than original_max_position_embeddings: its first that many tokens, which turn by the short factors; else None."""
     from attncli.sources.checkpoints.families import read_config
     from attncli.sources.checkpoints.gguf import gguf_path
-    from attncli.sources.checkpoints.scenario import load_scenario
+    from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS, load_scenario
 
+    folder, layer, sentence = _path(folder, "folder"), _whole(layer, "layer"), _text(sentence, "sentence")
+    special_tokens = _choice(special_tokens, "special_tokens", SPECIAL_TOKENS)
     if gguf_path(Path(folder)) is not None or not Path(folder).is_dir():  # a GGUF file carries no longrope (refused when read)
         return None
     rope = read_config(Path(folder)).rope  # once a sequence is longer than original_max_position_embeddings, transformers turns
@@ -603,11 +762,23 @@ def heads(
     """
     from attncli.core.heads import PATTERNS, scenario_map
     from attncli.sources.checkpoints.headmap import model_map, model_of_file
-    from attncli.sources.limits import Limits
+    from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS
     from attncli.walkthroughs.heads import SORTABLE, Source
 
+    seed, induction, top = _whole(seed, "seed"), _optional_whole(induction, "induction"), _optional_whole(top, "top")
+    position, layer, head = _optional_whole(position, "position"), _optional_whole(layer, "layer"), _optional_whole(head, "head")
+    sentence, word = _optional_text(sentence, "sentence"), _optional_text(word, "word")
+    special_tokens = _choice(special_tokens, "special_tokens", SPECIAL_TOKENS)
+    if sort is not None:
+        sort = _text(sort, "sort")
+    if model is not None:
+        model = _path(model, "model")
+    if scenario is not None and not isinstance(scenario, str | Path):
+        scenario = _scenario(scenario)
+    elif scenario is not None:
+        _path(scenario, "scenario")
     check_seed(seed)
-    limits = limits or Limits()
+    limits = _limits(limits)
     if sort is not None and sort not in SORTABLE:
         raise AttnError(f"found {sort!r}", key=option("sort"), expected=f"one of {', '.join(SORTABLE)}")
     if sort in PATTERNS and induction is None:
@@ -694,8 +865,17 @@ def compare_heads(
     divergence. The two runs must give as many tokens, and the two models the same layers and heads.
     """
     from attncli.sources.checkpoints.headcompare import compare_models
-    from attncli.sources.limits import Limits
+    from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS
     from attncli.walkthroughs.compare import Run, sorted_rows
+
+    model, sentence = _path(model, "model"), _text(sentence, "sentence")
+    compare_model = None if compare_model is None else _path(compare_model, "compare_model")
+    compare_sentence = _optional_text(compare_sentence, "compare_sentence")
+    special_tokens = _choice(special_tokens, "special_tokens", SPECIAL_TOKENS)
+    sort = None if sort is None else _text(sort, "sort")
+    top, limits = _optional_whole(top, "top"), _limits(limits)
+    if top is not None and top < 1:
+        raise AttnError(f"found {top}", key=option("top"), expected="a number of heads, at least 1")
 
     if compare_model is None and compare_sentence is None:
         raise AttnError("nothing to compare with", key=option("compare_model"),
@@ -703,7 +883,7 @@ def compare_heads(
     sorted_rows([], sort, None)  # a --sort that is not a measure: refused before the forward passes
     other = Path(compare_model) if compare_model is not None else Path(model)
     found = compare_models(Path(model), other, sentence=sentence, other_sentence=compare_sentence if compare_sentence is not None else sentence,
-                           special_tokens=special_tokens, limits=limits or Limits())  # fmt: skip
+                           special_tokens=special_tokens, limits=limits)  # fmt: skip
     a, b = found.first, found.second
     first = Run(str(model), sentence, a.model_type, a.token_ids, a.map.tokens)
     second = Run(str(other), compare_sentence if compare_sentence is not None else sentence, b.model_type, b.token_ids, b.map.tokens)
@@ -717,15 +897,18 @@ def render_run(result: RunResult, options: Options) -> Document:
     """The whole `attncli run` output in `options.format`."""
     from attncli.formats import render
 
-    return render(run_page(result, options), options)
+    return render(run_page(result, _options(options)), options)
 
 
 def run_page(result: RunResult, options: Options) -> RunPage:
     """`run`'s page: the shown stages (`options.stages`, the format's default otherwise) of the shown heads."""
+    from attncli.core.engine import RunResult
     from attncli.document import stages, views
     from attncli.document.blocks import mentioned
     from attncli.document.pages import RunPage
 
+    _result(result, RunResult, "result")
+    options = _options(options)
     heads = options.heads or list(range(1, result.scenario.heads + 1))
     for head in heads:  # a head the scenario lacks is one error, not an IndexError (0 and -1 drew the last head)
         result.scenario.head_numbers(_whole(head, "heads"))
@@ -763,10 +946,13 @@ def render_explain(expl: Explanation, options: Options) -> Document:
 
 def explain_page(expl: Explanation, options: Options) -> ExplainPage:
     """`explain`'s page: the article (its steps in the notation of the format's writer), the keys' table and the query's weights."""
+    from attncli.core.explain import Explanation
     from attncli.document.blocks import Steps, mentioned
     from attncli.document.pages import ExplainPage
     from attncli.walkthroughs import explain as walk
 
+    _result(expl, Explanation, "expl")
+    options = _options(options)
     precision = decimals(options.precision, expl.scenario.precision, expl.result.round_steps)
 
     def article(writer: Writer) -> ExplainArticle:
@@ -806,6 +992,8 @@ def render_tiling(result: RunResult, options: Options, block_size: int) -> Docum
 
     The report shows tiles, not stages: `stages` is refused there (JSON keeps it). SVG draws each head's tiles over its scores.
     """
+    options = _options(options)
+    block_size = _whole(block_size, "block_size")
     from attncli.document import stages
     from attncli.document.blocks import mentioned
     from attncli.document.pages import ReportPage
@@ -844,6 +1032,7 @@ def render_decode(dec: Decode, options: Options, *, made_causal: bool) -> Docume
     from attncli.formats import render
     from attncli.walkthroughs.online_report import decode_grid, decode_report
 
+    options = _options(options)
     if options.stages is not None:
         raise AttnError(f"decode shows steps, not stages ({', '.join(options.stages)})", key=option("stages"), expected="no stages")
 
@@ -882,7 +1071,7 @@ def model_info(path: str | Path) -> ModelInfo:
     """What the local checkpoint folder or GGUF file at `path` holds: architecture, layers, heads, sizes, RoPE, dtype, whether attncli reads it."""
     from attncli.sources.checkpoints.layer import model_info as read_info
 
-    return ModelInfo(read_info(Path(path)))
+    return ModelInfo(read_info(_path(path, "path")))
 
 
 @record
@@ -905,15 +1094,14 @@ class ModelTokens(_Shown):
 
 def model_tokens(path: str | Path, text: str, *, special_tokens: str = "auto") -> ModelTokens:
     """The tokens of `text` as the checkpoint's forward pass receives them; `special_tokens` "auto" (as the tokenizer adds them) or "none"."""
-    from attncli.sources.arguments import shown_path, text_argument
+    from attncli.sources.arguments import shown_path
     from attncli.sources.checkpoints.layer import checkpoint_tokens
     from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS
     from attncli.walkthroughs.model import MAX_TOKENS_SHOWN, token_rows
 
-    text = text_argument(text, "TEXT")
-    if special_tokens not in SPECIAL_TOKENS:
-        raise AttnError(f"found {special_tokens!r}", key=option("special_tokens"), expected="auto (as the tokenizer adds them) or none")
-    folder = Path(path)
+    text = _text(text, "text")
+    special_tokens = _choice(special_tokens, "special_tokens", SPECIAL_TOKENS)
+    folder = _path(path, "path")
     if not folder.is_dir() and not folder.is_file() and not str(folder).startswith("ollama:"):
         raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a folder with tokenizer.json, or a GGUF file")
     tokenized = checkpoint_tokens(folder, text, special_tokens=special_tokens == "auto", max_tokens=MAX_TOKENS_SHOWN)

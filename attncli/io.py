@@ -9,7 +9,12 @@ in a file. How `--output PATH` is written depends on what PATH is:
 - a symbolic link: written through to the file it leads to (the link stays a link);
 - `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`: written into that open descriptor;
 - a FIFO, a character device (`/dev/null`, a terminal) or a Unix socket: written into, never replaced;
-- a folder, a block device, a read-only file (unless forced) or a file being read as input: refused.
+- a folder, a block device, a read-only file (unless forced) or an input of the command: refused.
+
+One rule says what an input is, for every command: a file the command opened to read (a scenario, a
+checkpoint's config.json, tokenizer.json and safetensors files with every shard its index names, a GGUF
+file), by whatever name (a hard link, a symbolic link, another path): each reader notes the file's
+device and inode when it opens it (sources/reading.note_read), and no output may replace one of them.
 
 Every failed or short write is one AttnError and the old file stays as it was; SIGTERM or
 SIGHUP during a write removes the temporary file and ends with status 128 + the signal.
@@ -35,16 +40,14 @@ def emit(
     document: str | Iterable[bytes],
     output: Path | None = None,
     *,
-    inputs: Iterable[Path | str] = (),
     force: bool = False,
 ) -> None:
     """Write a finished document (text, or UTF-8 chunks) to stdout, or to `output` (see the module's docstring).
 
-    `inputs` are files the command reads besides the scenarios (those are known already):
-    `output` may be none of them. `force` replaces a read-only file.
+    `output` may be no input of the command (the files it opened, reading.files_read). `force` replaces a read-only file.
     """
     if output is not None:
-        write_file(output, document, inputs=inputs, force=force)
+        write_file(output, document, force=force)
     else:
         write_stdout(document)
 
@@ -104,7 +107,6 @@ def write_file(
     path: Path,
     document: str | Iterable[bytes],
     *,
-    inputs: Iterable[Path | str] = (),
     force: bool = False,
     key: str = option("output"),
 ) -> None:
@@ -123,7 +125,7 @@ def write_file(
         raise _write_error(path, error, key, kept=False) from None
     if info is None or stat.S_ISREG(info.st_mode):
         if info is not None:
-            _check_replaceable(path, target, info, inputs=inputs, force=force, key=key)
+            _check_replaceable(path, target, info, force=force, key=key)
         with _stopped_by_signals(path, replaced=True):
             _replace(path, target, info, document, key)
     elif stat.S_ISDIR(info.st_mode):
@@ -190,15 +192,11 @@ def _resolve(path: Path, key: str) -> Path:
     return target
 
 
-def _check_replaceable(path: Path, target: Path, info: os.stat_result, *, inputs: Iterable[Path | str], force: bool, key: str) -> None:
-    """Refuse to replace an input of this command, or a read-only file unless `force`."""
+def _check_replaceable(path: Path, target: Path, info: os.stat_result, *, force: bool, key: str) -> None:
+    """Refuse to replace an input of this command (a file it opened, by any name), or a read-only file unless `force`."""
     from attncli.sources import reading
 
-    same = (info.st_dev, info.st_ino) in reading.files_read()
-    for name in inputs:
-        with contextlib.suppress(OSError):
-            same = same or os.path.samefile(name, target)
-    if same:
+    if (info.st_dev, info.st_ino) in reading.files_read():
         raise AttnError(
             f"cannot write {_named(path)}: it is an input of this command, which would be lost",
             key=key,

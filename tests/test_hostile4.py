@@ -27,7 +27,12 @@ def test_run_page_refuses_a_head_the_scenario_lacks(heads: object, fmt: str) -> 
     """`run_page` (and the tiles' page) with heads=[9] of a 2-head scenario was an IndexError, and heads=[0] silently drew
     head 2 (index -1); heads=[1.0] was a TypeError."""
     result = attn.run("multihead").result
-    options = attn.render_options(fmt, heads=heads)
+    if heads == "1" or heads == [1.0]:  # not a list of whole numbers: refused where the options are built
+        with pytest.raises(AttnError, match="heads: found"):
+            attn.render_options(fmt, heads=heads)
+        options = attn.Options(format=attn.Format(fmt), heads=heads, to_file=True)  # type: ignore[arg-type]
+    else:
+        options = attn.render_options(fmt, heads=heads)
     with pytest.raises(AttnError, match="head"):
         attn.text_of(attn.render_run(result, options))
     with pytest.raises(AttnError, match="head"):

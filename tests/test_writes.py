@@ -185,12 +185,22 @@ def test_the_output_cannot_be_the_scenario_being_read(cli, tmp_path, how):
     assert scenario.read_text() == CAT
 
 
-def test_inputs_named_by_the_command_are_refused_too(tmp_path):
-    """emit/write_file(inputs=[...]): a command can name further inputs to protect."""
+def test_a_file_a_reader_noted_is_refused_by_any_name(tmp_path):
+    """One rule for every input: a file a reader noted as opened (reading.note_read) is refused by a hard link and a symbolic link too."""
+    from attncli.sources import reading
+
     source = tmp_path / "notes.txt"
     source.write_text("keep")
-    with pytest.raises(AttnError, match="it is an input of this command"):
-        write_file(source, "new", inputs=[str(source)])
+    os.link(source, tmp_path / "hard.txt")
+    (tmp_path / "soft.txt").symlink_to(source)
+    reading.forget_files_read()
+    reading.note_read(source)
+    try:
+        for name in ("notes.txt", "hard.txt", "soft.txt"):
+            with pytest.raises(AttnError, match="it is an input of this command"):
+                write_file(tmp_path / name, "new")
+    finally:
+        reading.forget_files_read()
     assert source.read_text() == "keep"
 
 

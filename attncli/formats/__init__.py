@@ -84,7 +84,7 @@ def format_named(name: object) -> Format:
     """The format of that name ("typst"), or one AttnError listing the formats."""
     if isinstance(name, Format):
         return name
-    if name not in {f.value for f in Format}:
+    if not isinstance(name, str) or name not in {f.value for f in Format}:
         raise AttnError(f"found {name!r}", key=option("format"), expected="one of " + ", ".join(f.value for f in Format))
     return Format(name)
 

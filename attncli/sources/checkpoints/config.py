@@ -38,6 +38,14 @@ MOST = {
     "vocabulary": 1 << 24,
 }
 
+LEAST_NUMBER = 1e-30  # the smallest positive number read (θ, ε, a scaling factor): no real config comes near it
+
+
+def positive_number(most: float = 1e30) -> str:
+    """What a positive number of a config (or a GGUF file's metadata) must be, in words."""
+    return f"a positive number from {LEAST_NUMBER:g} to {most:g}"
+
+
 def yarn_mscale(factor: float, mscale: float = 1.0) -> float:
     """YaRN's 0.1·mscale·ln(factor) + 1 (1 when the factor does not stretch), transformers' get_mscale."""
     return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
@@ -229,10 +237,10 @@ class _Reader:
         return value
 
     def number(self, key: str, default: float | None, *, source: dict[str, Any] | None = None, most: float = 1e30) -> float:
-        """A positive finite number, at most `most`."""
+        """A positive finite number from LEAST_NUMBER to `most` (a factor of 1e-320 would make θ's frequencies overflow)."""
         value = (self.raw if source is None else source).get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= most:
-            raise self.fail(key, f"found {_shown(value)}", f"a positive number up to {most:g}")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not LEAST_NUMBER <= value <= most:
+            raise self.fail(key, f"found {_shown(value)}", positive_number(most))
         return float(value)
 
     def flag(self, key: str, default: bool) -> bool:
@@ -251,8 +259,11 @@ class _Reader:
 
 def _shown(value: object) -> str:
     """A config value as it appears in a message: its repr, cut short (a value may be a 4 MB list)."""
-    text = repr(value)
+    text = repr(value[:20] if isinstance(value, list | str) else value)  # never the repr of a whole list
     return text if len(text) <= 60 else text[:59] + "…"
+
+
+shown_value = _shown  # a GGUF file's metadata value in a message (gguf.py), in the same words
 
 
 def read_raw(folder: Path) -> tuple[dict[str, Any], str]:

@@ -32,6 +32,7 @@ from attncli.sources.checkpoints.config import (
     read_raw,
 )
 from attncli.sources.checkpoints.gguf_family import GgufArchitecture
+from attncli.sources.checkpoints.source import TensorSource
 
 ARCHITECTURES: dict[str, ModuleType] = {
     "gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "bart": bart, "qwen3": qwen3, "olmo2": olmo2,
@@ -98,3 +99,19 @@ def description(model_type: object) -> Description:
         elif declared is not None and own:
             return declared
     return Description()
+
+
+def check_shapes(cfg: ModelConfig, checkpoint: TensorSource) -> None:
+    """The embedding table and layer 1's projections have the shapes the config implies (config.json, or a GGUF file's metadata);
+    from the headers: nothing is read."""
+    from attncli.sources.checkpoints.blocks import Weights
+
+    where = tensors(cfg.model_type)  # the family's layout and tensors (families.py: Llama's unless it declares its own)
+    weights = Weights(checkpoint, probe=where.probe, prefixes=where.prefixes)
+    for name, implied in shapes(cfg).items():
+        full = weights.prefix + name
+        stored = checkpoint.shape(full)
+        if len(stored) != len(implied) or any(want is not None and have != want for have, want in zip(stored, implied)):
+            shown = ["any" if want is None else want for want in implied]
+            raise AttnError(f"tensor '{full}' has shape {list(stored)} but {checkpoint.config_source} implies {shown}",
+                            file=str(checkpoint.file_of(full)))  # fmt: skip

@@ -1,8 +1,10 @@
 """GGUF files (llama.cpp, Ollama, LM Studio) as another source of a model's tensors and config.
 
-The header is first walked with bounds (gguf_header.py); then llama.cpp's own Python reader
-(gguf-py, the `gguf` package, imported only here) maps the file and reads the metadata. Only the
-tensors a layer needs are dequantised (gguf_quants.py), exactly, to float64.
+The file is mapped read-only and its header walked with bounds (gguf_header.py): every count and
+length checked against the file before anything is allocated, each metadata value built only when
+asked for, and every size attncli reads checked against the limits config.json's are held to
+(`SIZES`, config.MOST). Only the tensors a layer needs are dequantised (gguf_quants.py), exactly,
+to float64.
 
 `GgufCheckpoint` answers to the Hugging Face tensor names the architecture modules ask for
 (`layers.3.self_attn.q_proj.weight`) with the tensors llama.cpp's converter (convert_hf_to_gguf.py)
@@ -34,19 +36,18 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from attncli.errors import AttnError, option
-from attncli.sources.checkpoints.config import ModelConfig
+from attncli.sources import reading
+from attncli.sources.checkpoints.config import LEAST_NUMBER, MOST, ModelConfig, positive_number, shown_value
 from attncli.sources.checkpoints.families import config_from_raw, gguf_architectures
 from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Joined
-from attncli.sources.checkpoints.gguf_header import Header, TensorInfo, read_header
+from attncli.sources.checkpoints.gguf_header import Header, TensorInfo, open_header
+from attncli.sources.checkpoints.gguf_header import value as field_value
 from attncli.sources.checkpoints.gguf_quants import READABLE, dequantize
-
-if TYPE_CHECKING:
-    from gguf import GGUFReader
 
 SUFFIX = ".gguf"
 OLLAMA_PREFIX = "ollama:"
@@ -129,15 +130,48 @@ def ollama_blob(name: str) -> Path:
 
 # -- the file --------------------------------------------------------------------------------
 
+# The largest value of each size the metadata gives (the key after "{arch}."), as config.json's (config.MOST):
+# checked before anything is built from it. Any other whole number: at most MOST["vocabulary"].
+SIZES = {
+    **dict.fromkeys(("block_count", "leading_dense_block_count", "attention.sliding_window_pattern"), MOST["layers"]),
+    **dict.fromkeys(("embedding_length", "attention.q_lora_rank", "attention.kv_lora_rank"), MOST["hidden"]),
+    **dict.fromkeys(("attention.head_count", "attention.head_count_kv", "expert_count", "expert_used_count", "expert_shared_count",
+                     "expert_group_count", "expert_group_used_count"), MOST["heads"]),
+    **dict.fromkeys(("attention.key_length", "attention.value_length", "attention.key_length_mla", "attention.value_length_mla",
+                     "rope.dimension_count"), MOST["head_dim"]),
+    **dict.fromkeys(("feed_forward_length", "expert_feed_forward_length"), MOST["inner"]),
+    **dict.fromkeys(("context_length", "attention.sliding_window", "rope.scaling.original_context_length"), MOST["positions"]),
+}  # fmt: skip
+MOST_NUMBER = 1e30  # a positive number (θ, ε, a scaling factor, a soft cap): from config.LEAST_NUMBER to this, as config.json's
+
 
 class GgufFile:
-    """A checked GGUF file: its header, its metadata through gguf-py's reader, its tensors mapped and dequantised on demand."""
+    """A checked GGUF file: its header, its metadata built on demand, its tensors mapped and dequantised on demand.
+
+    The file counts among the command's inputs, which no output may replace (reading.note_read). One part of a
+    split file (split.count above 1) is refused: its tensors are spread over the other parts.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.where = str(path)
-        self.header: Header = read_header(path)
-        self._reader = _open_reader(path)
+        self.header: Header
+        self.header, self._data = open_header(path)
+        self._values: dict[str, Any] = {}
+        reading.note_read(path)
+        self._refuse_a_part()
+
+    def _refuse_a_part(self) -> None:
+        parts = self.value("split.count") if self.has_key("split.count") else None
+        if parts is None or parts == 1:
+            return
+        number = self.value("split.no") if self.has_key("split.no") else None
+        which = f"part {number + 1} of {parts}" if isinstance(number, int) and isinstance(parts, int) else f"a part ({parts!r} parts)"
+        raise self.fail(
+            f"{which} of a split GGUF file: its tensors are spread over the other parts, and attncli reads one whole file",
+            key="split.count",
+            expected="one file: join the parts with llama.cpp's `llama-gguf-split --merge FIRST-PART OUT.gguf`",
+        )
 
     @property
     def tensors(self) -> dict[str, TensorInfo]:
@@ -147,34 +181,36 @@ class GgufFile:
         return AttnError(message, file=self.where, key=key, expected=expected)
 
     def has_key(self, key: str) -> bool:
-        return key in self._reader.fields
+        return key in self.header.fields
 
     def value(self, key: str) -> Any:
-        """A metadata value as Python: int, float, bool, str, or a list; None when absent."""
-        field = self._reader.fields.get(key)
-        if field is None:
-            return None
-        try:
-            return field.contents()
-        except (UnicodeDecodeError, ValueError, IndexError) as error:
-            raise self.fail(f"the metadata value cannot be read: {error}", key=key) from None
+        """A metadata value as Python: int, float, bool, str, or a list; None when absent. Built once, when first asked for."""
+        if key not in self._values:
+            field = self.header.fields.get(key)
+            self._values[key] = None if field is None else field_value(self._data, field, key, self.where)
+        return self._values[key]
 
-    def count(self, key: str, *, default: int | None = None, minimum: int = 1) -> int:
+    def count(self, key: str, *, default: int | None = None, minimum: int = 1, most: int | None = None) -> int:
+        """A whole number from `minimum` to `most` (else the key's limit in SIZES), with config.json's words."""
+        if most is None:
+            most = SIZES.get(key.split(".", 1)[-1], MOST["vocabulary"])
+        expected = f"a whole number from {minimum} to {most:,}"
         value = self.value(key)
         if value is None:
             if default is not None:
                 return default
-            raise self.fail("the metadata key is missing", key=key, expected=f"a whole number {minimum} or more")
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.fail(f"found {value!r}", key=key, expected=f"a whole number {minimum} or more")
+            raise self.fail("the key is missing", key=key, expected=expected)
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= most:
+            raise self.fail(f"found {shown_value(value)}", key=key, expected=expected)
         return value
 
-    def number(self, key: str, *, default: float | None = None) -> float:
+    def number(self, key: str, *, default: float | None = None, most: float = MOST_NUMBER) -> float:
+        """A positive finite number from LEAST_NUMBER to `most`, with config.json's words."""
         value = self.value(key)
         if value is None and default is not None:
             return default
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value <= 0:
-            raise self.fail(f"found {value!r}", key=key, expected="a positive number")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not LEAST_NUMBER <= value <= most:
+            raise self.fail(f"found {shown_value(value)}", key=key, expected=positive_number(most))
         return float(value)
 
     def info(self, name: str) -> TensorInfo:
@@ -185,7 +221,7 @@ class GgufFile:
 
     def raw(self, entry: TensorInfo) -> np.ndarray:
         """(nbytes,) uint8: the tensor's bytes, a view into the memory map (nothing copied)."""
-        view: np.ndarray = self._reader.data[entry.begin : entry.begin + entry.nbytes]
+        view: np.ndarray = np.frombuffer(self._data, dtype=np.uint8, count=entry.nbytes, offset=entry.begin)
         return view
 
     def _readable(self, entry: TensorInfo) -> None:
@@ -224,17 +260,6 @@ class GgufFile:
         table = self.raw(entry).reshape(n_rows, -1)  # (rows, bytes per row)
         picked = np.ascontiguousarray(table[np.asarray(rows, dtype=np.int64)])  # (k, bytes per row)
         return dequantize(entry.kind.name, picked, len(rows) * width).reshape(len(rows), width)
-
-
-def _open_reader(path: Path) -> GGUFReader:
-    try:
-        from gguf import GGUFReader
-    except ImportError:
-        raise AttnError("reading a GGUF file needs llama.cpp's gguf library", expected='pip install "attncli[models]"') from None
-    try:
-        return GGUFReader(path, "r")
-    except (ValueError, KeyError, IndexError, OverflowError, OSError) as error:  # the header walk makes these unexpected
-        raise AttnError(f"llama.cpp's reader refused the file: {error}", file=str(path)) from None
 
 
 # -- Hugging Face names -> GGUF names --------------------------------------------------------
@@ -513,10 +538,22 @@ def rope_factors(file: GgufFile, head_dim: int) -> np.ndarray | None:
     """(d_k/2,) llama.cpp's per-frequency divisors (`rope_freqs.weight`, how its converter stores llama3 scaling), or None."""
     if "rope_freqs.weight" not in file.tensors:
         return None
+    if file.info("rope_freqs.weight").count != head_dim // 2:  # checked from the header, before a tensor of any size is decoded
+        count = file.info("rope_freqs.weight").count
+        raise file.fail(f"rope_freqs.weight has {count:,} numbers", expected=f"{head_dim // 2} positive factors, one per frequency")
     factors = file.read("rope_freqs.weight").reshape(-1)
     if factors.shape != (head_dim // 2,) or not np.all(factors > 0):
         raise file.fail(f"rope_freqs.weight has {factors.size} numbers", expected=f"{head_dim // 2} positive factors, one per frequency")
     return factors
+
+
+def check_layers(file: GgufFile, layers: int) -> None:
+    """The file holds tensors of the last layer the metadata counts (`block_count` of 10,000 over 3 layers' tensors is refused)."""
+    last = f"blk.{layers - 1}."
+    if not any(name.startswith(last) for name in file.tensors):
+        arch = file.value("general.architecture")
+        raise file.fail(f"the metadata counts {layers:,} layers, but the file holds no tensor of layer {layers:,}", key=f"{arch}.block_count",
+                        expected="as many layers as the file has blocks of tensors (blk.0 …)")  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)

@@ -16,8 +16,17 @@ import numpy as np
 
 from attncli.errors import AttnError, option
 from attncli.sources.checkpoints.describe import describe_config
-from attncli.sources.checkpoints.families import ARCHITECTURES
-from attncli.sources.checkpoints.gguf import ROLES, GgufFile, architecture, config_keys, kind_of, read_config
+from attncli.sources.checkpoints.families import ARCHITECTURES, check_shapes
+from attncli.sources.checkpoints.gguf import (
+    ROLES,
+    GgufCheckpoint,
+    GgufFile,
+    architecture,
+    check_layers,
+    config_keys,
+    kind_of,
+    read_config,
+)
 from attncli.sources.checkpoints.gguf_header import TensorInfo
 from attncli.sources.checkpoints.gguf_quants import DECODERS, FLOAT_TYPES, READABLE, Decoded, decode, dequantize
 
@@ -95,6 +104,12 @@ def gguf_info(path: Path, shown: str) -> dict[str, Any]:
     words = getattr(ARCHITECTURES[cfg.model_type], "mechanisms", None)
     if words is not None and keys is not None:  # what the family module says of itself, as model info says it of a folder
         info["mechanisms"] = [*info.get("mechanisms", []), *({"key": cfg.model_type, "text": t} for t in words(cfg, path.parent, keys))]
+    try:  # the sizes the metadata gives are the tensors' (a block count or a width of its own is no model attncli can run)
+        check_layers(file, cfg.layers)
+        check_shapes(cfg, GgufCheckpoint(file, *architecture(file)[:1], cfg))
+    except AttnError as error:
+        info["reason"] = str(error)
+        return info
     unreadable = sorted({k["type"] for k in info["tensors"] if k["type"] not in READABLE})
     if unreadable:
         info["reason"] = f"{path}: tensors stored as {', '.join(unreadable)}, which attncli does not dequantise"

@@ -1,4 +1,4 @@
-"""A bounded walk over a GGUF file's header, before llama.cpp's reader sees it.
+"""attncli's own bounded reader of a GGUF file's header: the walk, the metadata read on demand, the tensors checked.
 
 The format (little-endian): "GGUF", a uint32 version (2 or 3), a uint64 tensor count, a uint64
 metadata count; the metadata entries (a string key, a uint32 value type, the value; strings are a
@@ -6,21 +6,25 @@ uint64 length and UTF-8 bytes; arrays a uint32 item type, a uint64 count and the
 infos (a string name, a uint32 dimension count, that many uint64 dimensions innermost first, a
 uint32 GGML type and a uint64 offset); padding to `general.alignment` (default 32); the data.
 
-Why a walk of our own first: gguf-py's GGUFReader trusts every count. An array that claims 2⁴⁰
-items makes it loop (and allocate) 2⁴⁰ times, a truncated file surfaces as an IndexError or a
-silently short tensor, and an unknown type as a ValueError deep inside. This walk checks every
-count and length against the bytes left in the file before anything is allocated, caps the
-number of metadata items (each costs the reader two small NumPy objects), and checks that each
-tensor's data lies inside the file; only then is the reader run. It reads no values except
-`general.alignment`, and needs no import beyond the standard library.
+Why a reader of our own: gguf-py's GGUFReader trusts every count and builds every value. An array
+that claims 2⁴⁰ items makes it loop (and allocate) 2⁴⁰ times, a truncated file surfaces as an
+IndexError or a silently short tensor, an unknown type as a ValueError deep inside, and 1.9 million
+short strings in a key nobody reads cost it a minute of CPU and gigabytes. This walk, over the file
+mapped read-only, checks every count and length against the bytes left in the file before anything
+is allocated, caps the number of metadata items, and checks that each tensor's data lies inside the
+file. It builds no value: it notes where each one lies (`Field`), and `value` builds one only when
+attncli asks for it, so reading a file's metadata costs what attncli reads of it (a step over the
+rest). It needs no import beyond the standard library and NumPy.
 """
 
 from __future__ import annotations
 
+import mmap
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any
 
 from attncli.errors import AttnError
 from attncli.sources.checkpoints.gguf_quants import TYPES, GgmlType
@@ -32,9 +36,13 @@ MAX_METADATA_ITEMS = 2_000_000  # values over all entries; the largest vocabular
 MAX_NAME_BYTES = 65_535  # the longest key or tensor name the format allows
 MAX_NESTING = 3  # arrays of arrays, deeper than any real file
 DEFAULT_ALIGNMENT = 32
+MAX_TEXT_BYTES = 1 << 20  # one string value attncli reads (a name, a pre-tokenizer's): real ones are a few bytes
 SCALAR_BYTES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
-STRING, ARRAY, UINT32 = 8, 9, 4
+SCALAR_FORMATS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+STRING, ARRAY, UINT32, BOOL = 8, 9, 4, 7
+_U64 = struct.Struct("<Q")
 VALUE_TYPES = "0–12 (uint8 … float64, bool, string, array)"
+Buffer = bytes | mmap.mmap  # the file mapped read-only (an empty file: b"")
 
 
 @dataclass(frozen=True)
@@ -61,9 +69,19 @@ class TensorInfo:
 
 
 @dataclass(frozen=True)
+class Field:
+    """Where one metadata value lies, checked; its value is built only when asked for (`value`)."""
+
+    kind: int  # the value type: 0–12
+    item: int | None  # an array's item type
+    count: int  # an array's items (1 for a scalar or a string)
+    at: int  # the value's first byte (an array's: its first item's)
+
+
+@dataclass(frozen=True)
 class Header:
     version: int
-    keys: tuple[str, ...]
+    fields: dict[str, Field]
     tensors: dict[str, TensorInfo]
     alignment: int
     data_start: int
@@ -71,10 +89,10 @@ class Header:
 
 
 class _Walk:
-    """A cursor over the file that refuses to read past its end."""
+    """A cursor over the mapped file that refuses to read past its end."""
 
-    def __init__(self, stream: BinaryIO, size: int, where: str) -> None:
-        self.stream, self.size, self.where = stream, size, where
+    def __init__(self, data: Buffer, size: int, where: str) -> None:
+        self.data, self.size, self.where = data, size, where
         self.pos = 0
         self.items = 0
 
@@ -85,25 +103,22 @@ class _Walk:
     def left(self) -> int:
         return self.size - self.pos
 
+    def _short(self, n: int, what: str) -> AttnError:
+        return self.fail(
+            f"the file ends inside the header ({what} needs {n:,} bytes at byte {self.pos:,}, {self.left:,} left)",
+            "a complete GGUF file; was the download cut short?",
+        )
+
     def take(self, n: int, what: str) -> bytes:
         if n > self.left:
-            raise self.fail(
-                f"the file ends inside the header ({what} needs {n:,} bytes at byte {self.pos:,}, {self.left:,} left)",
-                "a complete GGUF file; was the download cut short?",
-            )
-        data = self.stream.read(n)
-        if len(data) != n:
-            raise self.fail(f"the file could not be read at byte {self.pos:,}")
+            raise self._short(n, what)
+        data = bytes(self.data[self.pos : self.pos + n])
         self.pos += n
         return data
 
     def skip(self, n: int, what: str) -> None:
         if n > self.left:
-            raise self.fail(
-                f"the file ends inside the header ({what} needs {n:,} bytes at byte {self.pos:,}, {self.left:,} left)",
-                "a complete GGUF file; was the download cut short?",
-            )
-        self.stream.seek(n, 1)
+            raise self._short(n, what)
         self.pos += n
 
     def u32(self, what: str) -> int:
@@ -111,7 +126,10 @@ class _Walk:
         return value
 
     def u64(self, what: str) -> int:
-        value: int = struct.unpack("<Q", self.take(8, what))[0]
+        if self.left < 8:
+            raise self._short(8, what)
+        value: int = _U64.unpack_from(self.data, self.pos)[0]
+        self.pos += 8
         return value
 
     def string(self, what: str, *, keep: bool, limit: int | None = None) -> str:
@@ -124,13 +142,25 @@ class _Walk:
                 "a complete GGUF file",
             )
         if not keep:
-            self.skip(n, what)
+            self.pos += n
             return ""
         raw = self.take(n, what)
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
             raise self.fail(f"{what} is not UTF-8 text", "UTF-8 names") from None
+
+    def strings(self, n: int, key: str) -> None:
+        """Step over `n` strings: each length checked, nothing built (1.9 million short strings: about a second)."""
+        data, pos, size, unpack = self.data, self.pos, self.size, _U64.unpack_from
+        for _ in range(n):
+            if pos + 8 > size:
+                self.pos = pos
+                raise self._short(8, f"the length of an item of '{key}'")
+            pos += 8 + unpack(data, pos)[0]
+            if pos > size:
+                raise self.fail(f"an item of '{key}' runs past the end of the file ({size:,} bytes)", "a complete GGUF file")
+        self.pos = pos
 
     def count_items(self, n: int, key: str) -> None:
         self.items += n
@@ -140,14 +170,16 @@ class _Walk:
                 "metadata of a real model (under 1,000,000 values); the file is damaged or hostile",
             )
 
-    def value(self, kind: int, key: str, depth: int = 0) -> None:
-        """Step over one value of type `kind`, checking every length first."""
+    def value(self, kind: int, key: str, depth: int = 0) -> Field:
+        """Step over one value of type `kind`, checking every length first; where it lies."""
         if kind in SCALAR_BYTES:
+            at = self.pos
             self.skip(SCALAR_BYTES[kind], f"the value of '{key}'")
-            return
+            return Field(kind, None, 1, at)
         if kind == STRING:
+            at = self.pos
             self.string(f"the text of '{key}'", keep=False)
-            return
+            return Field(kind, None, 1, at)
         if kind != ARRAY:
             raise self.fail(f"the metadata key '{key}' has the unknown value type {kind}", VALUE_TYPES)
         if depth >= MAX_NESTING:
@@ -163,26 +195,72 @@ class _Walk:
                 "a complete GGUF file",
             )
         self.count_items(n, key)
+        at = self.pos
         if item in SCALAR_BYTES:
             self.skip(n * smallest, f"the items of '{key}'")
-            return
-        for _ in range(n):
-            self.value(item, key, depth + 1)
+        elif item == STRING:
+            self.strings(n, key)
+        else:
+            for _ in range(n):
+                self.value(item, key, depth + 1)
+        return Field(kind, item, n, at)
+
+
+
+def open_header(path: Path) -> tuple[Header, Buffer]:
+    """The checked header of a GGUF file and the file mapped read-only; any flaw is one AttnError naming the file and what is wrong."""
+    where = str(path)
+    try:
+        with path.open("rb") as stream:
+            size = os.fstat(stream.fileno()).st_size
+            data: Buffer = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or error
+        raise AttnError(f"cannot read the file: {reason}", file=where) from None
+    return _walk(_Walk(data, size, where)), data
 
 
 def read_header(path: Path) -> Header:
-    """The checked header of a GGUF file; any flaw is one AttnError naming the file and what is wrong."""
-    where = str(path)
+    """The checked header of a GGUF file (see open_header)."""
+    return open_header(path)[0]
+
+
+def value(data: Buffer, field: Field, key: str, where: str) -> Any:
+    """A metadata value as Python (int, float, bool, str, or a list of them), built from the bytes the walk checked."""
+    if field.kind == STRING:
+        return _text(data, field.at, key, where, limit=MAX_TEXT_BYTES)
+    if field.kind in SCALAR_FORMATS:
+        return struct.unpack_from("<" + SCALAR_FORMATS[field.kind], data, field.at)[0]
+    if field.item in SCALAR_FORMATS:
+        import numpy as np
+
+        items = np.frombuffer(data, dtype="<" + SCALAR_FORMATS[field.item], count=field.count, offset=field.at)
+        return items.astype(bool).tolist() if field.item == BOOL else items.tolist()
+    if field.item == STRING:
+        out, at, unpack = [], field.at, _U64.unpack_from
+        for _ in range(field.count):
+            n = unpack(data, at)[0]
+            try:
+                out.append(str(data[at + 8 : at + 8 + n], "utf-8"))
+            except UnicodeDecodeError:
+                raise AttnError(f"item {len(out) + 1} is not UTF-8 text", file=where, key=key, expected="UTF-8 text") from None
+            at += 8 + n
+        return out
+    raise AttnError("an array of arrays, which attncli does not read", file=where, key=key, expected="a value or a flat array")
+
+
+def _text(data: Buffer, at: int, key: str, where: str, *, limit: int) -> str:
+    n = _U64.unpack_from(data, at)[0]
+    if n > limit:
+        raise AttnError(f"a text of {n:,} bytes, more than the {limit:,} attncli reads of one value", file=where, key=key)
     try:
-        size = path.stat().st_size
-        with path.open("rb") as stream:
-            return _walk(_Walk(stream, size, where))
-    except OSError as error:
-        raise AttnError(f"cannot read the file: {error.strerror or error}", file=where) from None
+        return str(data[at + 8 : at + 8 + n], "utf-8")
+    except UnicodeDecodeError:
+        raise AttnError("the text is not UTF-8", file=where, key=key, expected="UTF-8 text") from None
 
 
 def _walk(w: _Walk) -> Header:
-    magic = w.take(4, "the magic number") if w.size >= 4 else b""
+    magic = w.take(4, "the magic number") if w.size >= 4 else bytes(w.data[:4])
     if magic != MAGIC:
         shown = magic[:4].decode("latin-1").encode("unicode_escape").decode("ascii") if magic else "nothing"
         raise w.fail(f"not a GGUF file: it starts with {shown!r}, not 'GGUF'", "a GGUF file (llama.cpp, Ollama, LM Studio)")
@@ -197,23 +275,23 @@ def _walk(w: _Walk) -> Header:
         raise w.fail(f"the header claims {kv_count:,} metadata entries, more than the file's {w.size:,} bytes can hold")
     if tensor_count * 32 > w.left:  # name length, dimension count, one dimension, type, offset
         raise w.fail(f"the header claims {tensor_count:,} tensors, more than the file's {w.size:,} bytes can hold")
-    keys: list[str] = []
+    fields: dict[str, Field] = {}
     alignment = DEFAULT_ALIGNMENT
     for _ in range(kv_count):
         key = w.string("a metadata key", keep=True, limit=MAX_NAME_BYTES)
-        if key in keys:
+        if key in fields:
             raise w.fail(f"the metadata key '{key}' appears twice")
-        keys.append(key)
         kind = w.u32(f"the value type of '{key}'")
         w.count_items(1, key)
         if key == "general.alignment":
             if kind != UINT32:
                 raise w.fail(f"general.alignment has value type {kind}", "a uint32 power of two")
+            fields[key] = Field(kind, None, 1, w.pos)
             alignment = w.u32("general.alignment")
             if alignment == 0 or alignment & (alignment - 1):
                 raise w.fail(f"general.alignment is {alignment}", "a power of two")
             continue
-        w.value(kind, key)
+        fields[key] = w.value(kind, key)
     infos = []
     for _ in range(tensor_count):
         name = w.string("a tensor name", keep=True, limit=MAX_NAME_BYTES)
@@ -231,7 +309,7 @@ def _walk(w: _Walk) -> Header:
     tensors: dict[str, TensorInfo] = {}
     for name, dims, number, offset in infos:
         tensors[name] = _tensor(w, name, dims, number, offset, data_start, data_bytes, alignment, tensors)
-    return Header(version, tuple(keys), tensors, alignment, data_start, w.size)
+    return Header(version, fields, tensors, alignment, data_start, w.size)
 
 
 def _tensor(

@@ -11,6 +11,13 @@ from the same file (its GGUF loading, transformers/integrations/gguf), so the id
   on the first word, BOS added unless the file says not;
 - `bert` (WordPiece as llama.cpp stores it: "▁" marks a word's start, continuations bare).
 Control tokens become special tokens (never split); user-defined ones are added whole.
+
+Bounded: everything here is linear in the vocabulary's characters. The merges a SentencePiece file leaves
+out are found by cutting each token only where both parts have a length some token has, and the
+characters those cuts compare are counted against `MERGE_WORK` per character of the vocabulary (real
+vocabularies use a few), so a 1 MB token costs a few cuts, not a million. Whatever the tokenizers library
+would refuse (a merge of a token not in the vocabulary, or whose product is not, as a duplicated token
+leaves) is checked first and refused as one line naming the metadata key.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ if TYPE_CHECKING:
     from attncli.sources.checkpoints.gguf import GgufFile
 
 CONTROL, USER_DEFINED = 3, 4
+MERGE_WORK = 64  # characters compared per character of the vocabulary, at most, to find the merges of a file without them
 
 _LLAMA3_SPLIT = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
@@ -69,16 +77,49 @@ def gguf_tokenizer(file: GgufFile) -> CheckpointTokenizer:
         default_bos = True
     else:
         raise file.fail(f"the tokenizer model {model!r} is not supported", key="tokenizer.ggml.model", expected="gpt2, llama or bert")
-    _add_special(tokenizer, tokens, types, byte_level=model == "gpt2")
-    _post_processor(file, tokenizer, tokens, default_bos=default_bos, bert=model == "bert")
+    try:
+        _add_special(tokenizer, tokens, types, byte_level=model == "gpt2")
+        _post_processor(file, tokenizer, tokens, default_bos=default_bos, bert=model == "bert")
+    except Exception as error:  # the library's plain Exception: whatever it refuses that the checks above did not foresee
+        raise _refused(file, error) from None
     return CheckpointTokenizer(tokenizer, None)
+
+
+def _refused(file: GgufFile, error: BaseException) -> AttnError:
+    said = str(error).strip().splitlines()
+    return file.fail(f"the tokenizers library refuses the vocabulary: {said[0] if said else type(error).__name__}", key="tokenizer.ggml.tokens")
+
+
+def _bpe(file: GgufFile, vocab: dict[str, int], merges: list[tuple[str, str]], **settings: Any) -> Any:
+    """tokenizers' BPE model, its merges checked first: the library raises on a part missing and panics on a product missing."""
+    from tokenizers import models
+
+    for n, (left, right) in enumerate(merges, 1):
+        missing = next((t for t in (left, right, left + right) if t not in vocab), None)
+        if missing is not None:
+            shown = missing if len(missing) <= 40 else missing[:39] + "…"
+            raise file.fail(
+                f"merge {n:,} ({_shown_merge(left, right)}) needs {shown!r}, which is not in the vocabulary"
+                + (" (the vocabulary lists a token twice)" if len(vocab) < len(file.value("tokenizer.ggml.tokens")) else ""),
+                key="tokenizer.ggml.merges",
+                expected="merges of two tokens of the vocabulary into a third",
+            )
+    try:
+        return models.BPE(vocab, merges, **settings)
+    except Exception as error:
+        raise _refused(file, error) from None
+
+
+def _shown_merge(left: str, right: str) -> str:
+    text = f"{left} {right}"
+    return repr(text if len(text) <= 40 else text[:39] + "…")
 
 
 def _merges(file: GgufFile, tokens: list[str]) -> list[tuple[str, str]]:
     merges = file.value("tokenizer.ggml.merges")
     if merges is None:
         return _merges_from_scores(file, tokens)
-    if not isinstance(merges, list) or not all(isinstance(m, str) and len(m.split(" ")) == 2 for m in merges):
+    if not isinstance(merges, list) or not all(isinstance(m, str) and m.count(" ") == 1 for m in merges):
         raise file.fail("the merges are not pairs of tokens", key="tokenizer.ggml.merges", expected='strings "left right"')
     pairs = [m.split(" ") for m in merges]
     return [(left, right) for left, right in pairs]
@@ -89,24 +130,43 @@ def _merges_from_scores(file: GgufFile, tokens: list[str]) -> list[tuple[str, st
     scores = file.value("tokenizer.ggml.scores")
     if not isinstance(scores, list) or len(scores) != len(tokens):
         raise file.fail("neither merges nor one score per token", key="tokenizer.ggml.merges", expected="the BPE merges or the token scores")
+    if not all(isinstance(s, int | float) and not isinstance(s, bool) and s == s for s in scores):
+        raise file.fail("a score that is not a number", key="tokenizer.ggml.scores", expected="one number per token")
     vocab = {token: i for i, token in enumerate(tokens)}
+    lengths = sorted({len(t) for t in tokens})
+    have = set(lengths)
+    budget = MERGE_WORK * sum(len(t) for t in tokens)
     found = []
-    for token, score in zip(tokens, scores):
-        for cut in range(1, len(token)):
-            left, right = token[:cut], token[cut:]
-            if left in vocab and right in vocab:
-                found.append((score, vocab[left], vocab[right], left, right))
+    for n, (token, score) in enumerate(zip(tokens, scores)):
+        size = len(token)
+        for cut in lengths:  # at most min(len(token), distinct lengths) steps: linear in the vocabulary's characters
+            if cut >= size:
+                break
+            if size - cut not in have:
+                continue
+            budget -= size
+            if budget < 0:
+                raise file.fail(
+                    f"at token {n + 1:,} ({size:,} characters), finding the merges costs over {MERGE_WORK}× the vocabulary's characters",
+                    key="tokenizer.ggml.tokens",
+                    expected="tokenizer.ggml.merges, or a real vocabulary",
+                )
+            left = token[:cut]
+            if left in vocab:
+                right = token[cut:]
+                if right in vocab:
+                    found.append((score, vocab[left], vocab[right], left, right))
     found.sort(key=lambda m: (-m[0], m[1], m[2]))
     return [(left, right) for _, _, _, left, right in found]
 
 
 def _byte_level(file: GgufFile, tokens: list[str]) -> Any:
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import Regex, Tokenizer, decoders, pre_tokenizers
 
     alphabet = _byte_alphabet()
     spelled = set(alphabet.values())
     vocab = {(t if set(t) <= spelled else "".join(alphabet[b] for b in t.encode("utf-8"))): i for i, t in enumerate(tokens)}
-    tokenizer = Tokenizer(models.BPE(vocab, _merges(file, tokens), continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False))
+    tokenizer = Tokenizer(_bpe(file, vocab, _merges(file, tokens), continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False))
     split = SPLITS.get(str(file.value("tokenizer.ggml.pre")))
     if split is None:
         tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -119,11 +179,12 @@ def _byte_level(file: GgufFile, tokens: list[str]) -> Any:
 
 
 def _sentencepiece(file: GgufFile, tokens: list[str]) -> Any:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import Tokenizer, decoders, pre_tokenizers
 
     vocab = {t: i for i, t in enumerate(tokens)}
     unk = file.value("tokenizer.ggml.unknown_token_id")
-    bpe = models.BPE(vocab, _merges(file, tokens), fuse_unk=True, byte_fallback=True, unk_token=tokens[unk] if isinstance(unk, int) and 0 <= unk < len(tokens) else None)
+    bpe = _bpe(file, vocab, _merges(file, tokens), fuse_unk=True, byte_fallback=True,
+               unk_token=tokens[unk] if isinstance(unk, int) and 0 <= unk < len(tokens) else None)  # fmt: skip
     tokenizer = Tokenizer(bpe)
     prefix = file.value("tokenizer.ggml.add_space_prefix")
     tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first" if prefix is not False else "never", split=False)
@@ -141,7 +202,10 @@ def _wordpiece(file: GgufFile, tokens: list[str], types: list[int]) -> Any:
         vocab.setdefault(piece, i)
     unk = file.value("tokenizer.ggml.unknown_token_id")
     unk_token = tokens[unk] if isinstance(unk, int) and 0 <= unk < len(tokens) else "[UNK]"
-    tokenizer = Tokenizer(models.WordPiece(vocab, unk_token=unk_token))
+    try:
+        tokenizer = Tokenizer(models.WordPiece(vocab, unk_token=unk_token))
+    except Exception as error:
+        raise _refused(file, error) from None
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.decoder = decoders.WordPiece()

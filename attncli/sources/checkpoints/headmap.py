@@ -78,13 +78,8 @@ def model_map(
     _check_length(cfg, len(ids), "sentence", limits)
     if induction is not None and induction < 1:
         raise AttnError(f"found {induction}", key=option("induction"), expected="a number of random tokens, at least 1 (they are repeated once)")
-    if gguf is not None:  # no --output may replace a file of the checkpoint
-        reading.note_read(gguf)
-    else:
+    if gguf is None:
         checkpoint = Checkpoint(folder)
-        for path in folder.iterdir():
-            if path.name in ("config.json", "tokenizer.json") or path.name.endswith((".safetensors", ".safetensors.index.json")):
-                reading.note_read(path)
     heads = HeadMap(heads=cfg.heads, kv_heads=cfg.kv_heads, tokens=labels, focus=None if focus is None else focus(labels))
     def summarise(weights: np.ndarray, w: AttentionWeights) -> None:
         visible = _visible(weights, w)

@@ -20,7 +20,7 @@ from attncli.sources.arguments import shown_path
 from attncli.sources.checkpoints import bart, tokenizer_process
 from attncli.sources.checkpoints.config import ModelConfig, read_raw
 from attncli.sources.checkpoints.describe import config_cache, describe_config, describe_raw
-from attncli.sources.checkpoints.families import ARCHITECTURES, ENCODER_DECODERS, read_config, shapes, tensors
+from attncli.sources.checkpoints.families import ARCHITECTURES, ENCODER_DECODERS, check_shapes, read_config
 from attncli.sources.checkpoints.gguf import gguf_path, open_model
 from attncli.sources.checkpoints.safetensors import FLOAT_NAMES, Checkpoint
 from attncli.sources.checkpoints.source import TensorSource
@@ -329,17 +329,4 @@ def model_info(folder: Path) -> dict[str, Any]:
     info["supported"] = True
     return info
 
-
-def check_shapes(cfg: ModelConfig, checkpoint: Checkpoint) -> None:
-    """The embedding table and layer 1's projections have the shapes config.json implies (from the headers: nothing is read)."""
-    from attncli.sources.checkpoints.blocks import Weights
-
-    where = tensors(cfg.model_type)  # the family's layout and tensors (families.py: Llama's unless it declares its own)
-    weights = Weights(checkpoint, probe=where.probe, prefixes=where.prefixes)
-    for name, implied in shapes(cfg).items():
-        full = weights.prefix + name
-        stored = checkpoint.entry(full).shape
-        if len(stored) != len(implied) or any(want is not None and have != want for have, want in zip(stored, implied)):
-            shown = ["any" if want is None else want for want in implied]
-            raise AttnError(f"tensor '{full}' has shape {list(stored)} but config.json implies {shown}", file=str(checkpoint.file_of(full)))
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from attncli.errors import AttnError
+from attncli.sources import reading
 from attncli.sources.bounded import JsonLimits, open_regular, parse_json, read_bytes, read_json
 
 SINGLE_FILE = "model.safetensors"
@@ -270,6 +271,7 @@ class Checkpoint:
         for shard in set(weight_map.values()):
             if Path(shard).name != shard or shard in {"", ".", ".."}:
                 raise AttnError(f"the shard name {shard!r} is not a file name in the folder", file=str(index))
+            reading.note_read(self.folder / shard)  # every shard is an input of the command, opened or not yet
         return dict(weight_map)
 
     def _file(self, name: str) -> SafetensorsFile:

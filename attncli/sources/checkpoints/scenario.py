@@ -14,7 +14,6 @@ import numpy as np
 from attncli.core.scenario import Origin, Scale, Scenario, held, kv_head
 from attncli.core.variants import Mask
 from attncli.errors import AttnError
-from attncli.sources import reading
 from attncli.sources.checkpoints.layer import LayerCase, load_layer
 from attncli.sources.checkpoints.tokens import SPACE_MARK
 from attncli.sources.limits import Limits
@@ -50,12 +49,6 @@ def load_scenario(
         folder, layer=layer, text=sentence, special_tokens=special_tokens == "auto", max_cells=limits.max_cells, target=target, attention=attention,
         first=first,
     )
-    if case.gguf is not None:  # no --output may replace a file of the checkpoint
-        reading.note_read(Path(case.gguf))
-    elif folder.is_dir():
-        for path in folder.iterdir():
-            if path.name in ("config.json", "tokenizer.json") or path.name.endswith((".safetensors", ".safetensors.index.json")):
-                reading.note_read(path)
     scenario = layer_scenario(case, head=head, name=name, shown=shown)
     return dataclasses.replace(scenario, origin=Origin(str(folder), layer, sentence, special_tokens, target, case.attention))
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from attncli.errors import AttnError
+from attncli.sources import reading
 
 BASE_MEMORY = 512 * 1024**2  # address space of the child, plus MEMORY_PER_BYTE for each byte of tokenizer.json:
 MEMORY_PER_BYTE = 12  # a 35 MB tokenizer.json of 262,144 tokens peaks at 350 MB (measured), so 930 MB leaves room
@@ -112,6 +113,7 @@ def _run(folder: Path, request: dict[str, Any]) -> dict[str, Any]:
         key: tuple[object, ...] | None = (shown, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, json.dumps(request))
     except OSError:
         key = None  # the child says why
+    reading.note_read(path)  # read by the child, on this command's behalf: no output may replace it
     if key is not None and key in _answers:
         return _answers[key]
     reply = _ask_child(path, shown, {**request, "size": info.st_size if key is not None else 0})
