@@ -994,6 +994,7 @@ def render_tiling(result: RunResult, options: Options, block_size: int) -> Docum
     """
     options = _options(options)
     block_size = _whole(block_size, "block_size")
+    check_block_size(block_size)
     from attncli.document import stages
     from attncli.document.blocks import mentioned
     from attncli.document.pages import ReportPage
