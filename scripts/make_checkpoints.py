@@ -391,6 +391,37 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "tokenizer": "llama",
         "moe": True,
     },
+    # Falcon 40B/180B's new decoder architecture: query_key_value laid out per key/value group [q … q | k | v] (4 heads in 2
+    # groups), ln_attn and ln_mlp both of the layer's input, attention and MLP added together, RoPE θ = 1000, no biases
+    "falcon": {
+        "build": family(
+            "FalconConfig", "FalconForCausalLM", hidden_size=16, num_hidden_layers=2, num_attention_heads=4, num_kv_heads=2,
+            new_decoder_architecture=True, parallel_attn=True, bias=False, max_position_embeddings=64,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000.0}, bos_token_id=0, eos_token_id=0,
+            tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "gpt2",
+    },
+    # Falcon-RW's: multi-query (4 query heads read one key/value head: query_key_value is [q_1 … q_4 | k | v]), ALiBi in
+    # transformers' Falcon convention, one input_layernorm for attention and MLP in parallel, biases everywhere
+    "falcon-alibi": {
+        "build": family(
+            "FalconConfig", "FalconForCausalLM", hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
+            multi_query=True, alibi=True, parallel_attn=True, bias=True, max_position_embeddings=64,
+            bos_token_id=0, eos_token_id=0, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "gpt2",
+    },
+    # neither multi-query nor parallel: query_key_value laid out per head [q | k | v] (as GPT-NeoX), attention then the MLP
+    # of the updated stream (post_attention_layernorm), RoPE θ = 10 000 (Falcon's default)
+    "falcon-sequential": {
+        "build": family(
+            "FalconConfig", "FalconForCausalLM", hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+            multi_query=False, parallel_attn=False, bias=False, max_position_embeddings=64, ffn_hidden_size=40,
+            bos_token_id=0, eos_token_id=0, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "gpt2",
+    },
 }
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 
@@ -431,11 +462,11 @@ def golden(folder: Path, ids: list[int]) -> np.ndarray:
 
 
 def attention_modules(model: Any) -> dict[str, Any]:
-    """Each attention block of a model by its module path, in layer order (self_attn, attention, encoder_attn)."""
+    """Each attention block of a model by its module path, in layer order (self_attn, self_attention, attention, encoder_attn)."""
     return {
         name: module
         for name, module in model.named_modules()
-        if name.rsplit(".", 1)[-1] in ("self_attn", "attention", "encoder_attn") and type(module).__name__.endswith("Attention")
+        if name.rsplit(".", 1)[-1] in ("self_attn", "self_attention", "attention", "encoder_attn") and type(module).__name__.endswith("Attention")
     }
 
 

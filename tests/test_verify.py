@@ -84,6 +84,9 @@ FAMILIES = [
     ("gpt_oss", 1e-5, ("RMSNorm", "rotary")),
     ("deepseek_v3", 1e-5, ("RMSNorm", "rotary", "softmax", "router")),
     ("deepseek_v2", 1e-5, ("RMSNorm", "rotary", "complex numbers", "softmax", "router")),
+    ("falcon", 1e-5, ("rotary", "bfloat16")),
+    ("falcon-alibi", 1e-5, ("rotary", "bfloat16")),
+    ("falcon-sequential", 1e-5, ("rotary", "bfloat16")),
 ]
 
 
