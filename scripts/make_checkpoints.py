@@ -422,6 +422,15 @@ FAMILIES: dict[str, dict[str, Any]] = {
         ),  # fmt: skip
         "tokenizer": "gpt2",
     },
+    # ALiBi with 6 heads (not a power of two: the slopes of 4 heads, then every other slope of 8), query_key_value per head
+    # [q | k | v], word_embeddings_layernorm, BLOOM's own tanh GELU, biases everywhere
+    "bloom": {
+        "build": family(
+            "BloomConfig", "BloomForCausalLM", hidden_size=24, n_layer=2, n_head=6, bos_token_id=0, eos_token_id=0,
+            tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "gpt2",
+    },
 }
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 

@@ -87,6 +87,7 @@ FAMILIES = [
     ("falcon", 1e-5, ("rotary", "bfloat16")),
     ("falcon-alibi", 1e-5, ("rotary", "bfloat16")),
     ("falcon-sequential", 1e-5, ("rotary", "bfloat16")),
+    ("bloom", 1e-5, ("ALiBi", "softmax")),
 ]
 
 
