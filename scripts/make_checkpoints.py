@@ -113,15 +113,17 @@ def wordpiece_tokenizer() -> Any:
 NORM_SCALES = ("ln_1.weight", "ln_2.weight", "ln_f.weight", "LayerNorm.weight", "norm.weight", "layer_norm.weight")
 
 
-def redraw(model: Any, seed: int, *, norm_centre: float = 1.0) -> None:
-    """Every parameter anew: N(0, 0.3²), norm scales N(norm_centre, 0.3²) (0 for Gemma's (1 + w) norms)."""
+def redraw(model: Any, seed: int, *, norm_centre: float = 1.0, norms: tuple[str, ...] = ()) -> None:
+    """Every parameter anew: N(0, 0.3²), norm scales N(norm_centre, 0.3²) (0 for Gemma's (1 + w) norms); `norms` names
+    more scales by a part of their name (StableLM's per-head q_layernorm.norms.<h>.weight)."""
     import torch
 
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             noise = torch.randn(parameter.shape, generator=generator, dtype=torch.float64) * STD
-            parameter.copy_(noise + norm_centre if name.endswith(NORM_SCALES) else noise)
+            scale = name.endswith(NORM_SCALES) or any(part in name and name.endswith(".weight") for part in norms)
+            parameter.copy_(noise + norm_centre if scale else noise)
 
 
 def gpt2(*, prefixed: bool, **options: Any) -> Callable[[int], Any]:
@@ -431,6 +433,29 @@ FAMILIES: dict[str, dict[str, Any]] = {
         ),  # fmt: skip
         "tokenizer": "gpt2",
     },
+    # StableLM 2: per-head QK LayerNorm (each head its own weight, no bias), GQA 4:2, head_dim 8, partial rotary 0.25 (2 of
+    # 8 coordinates turned), q/k/v biases, LayerNorm (with bias) before attention and MLP, sequential residual
+    "stablelm": {
+        "build": family(
+            "StableLmConfig", "StableLmForCausalLM", hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, qk_layernorm=True, use_qkv_bias=True,
+            use_parallel_residual=False, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25},
+            bos_token_id=0, eos_token_id=0, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "gpt2",
+        "norms": ("q_layernorm.norms.", "k_layernorm.norms."),
+    },
+    # the parallel residual (x + attention(ln(x)) + mlp(ln(x)), one input_layernorm), QK LayerNorm, rotary 0.5, θ = 1000
+    "stablelm-parallel": {
+        "build": family(
+            "StableLmConfig", "StableLmForCausalLM", hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64, qk_layernorm=True,
+            use_parallel_residual=True, rope_parameters={"rope_type": "default", "rope_theta": 1000.0, "partial_rotary_factor": 0.5},
+            bos_token_id=0, eos_token_id=0, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "gpt2",
+        "norms": ("q_layernorm.norms.", "k_layernorm.norms."),
+    },
 }
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 
@@ -568,7 +593,7 @@ def make_family_fixture(name: str, spec: dict[str, Any], seed: int) -> None:
     tokenizer = make_tokenizer(spec["tokenizer"])
     torch.manual_seed(seed)
     model = spec["build"](tokenizer.get_vocab_size())
-    redraw(model, seed, norm_centre=spec.get("norm_centre", 1.0))
+    redraw(model, seed, norm_centre=spec.get("norm_centre", 1.0), norms=spec.get("norms", ()))
     model.to(torch.float32).save_pretrained(folder)
     (folder / "generation_config.json").unlink(missing_ok=True)
     tokenizer.save(str(folder / "tokenizer.json"))

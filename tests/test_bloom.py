@@ -87,7 +87,8 @@ def test_model_info_describes_alibi(cli):
     assert "ALiBi" in texts and "0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125" in texts
     assert "projections have biases" not in texts  # q, k, v biases are BLOOM's architecture, not a mechanism
     result = cli("model", "info", str(HERE / "bloom"))
-    assert result.exit_code == 0, result.stderr and "ALiBi instead of position embeddings" in result.stdout
+    assert result.exit_code == 0, result.stderr
+    assert "ALiBi instead of position embeddings" in result.stdout
 
 
 @pytest.mark.parametrize("command", ["run", "explain", "decode"])

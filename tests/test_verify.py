@@ -88,6 +88,8 @@ FAMILIES = [
     ("falcon-alibi", 1e-5, ("rotary", "bfloat16")),
     ("falcon-sequential", 1e-5, ("rotary", "bfloat16")),
     ("bloom", 1e-5, ("ALiBi", "softmax")),
+    ("stablelm", 1e-5, ("rotary", "softmax")),
+    ("stablelm-parallel", 1e-5, ("rotary", "softmax")),
 ]
 
 

@@ -195,12 +195,15 @@ def _sinks(f: Facts) -> Mechanism | None:
 
 
 def _qk_norm(f: Facts) -> Mechanism | None:
-    how = description(f.model_type).qk_norm
-    if how is None and (f.raw.get("use_qk_norm") is True or f.raw.get("qk_layernorm") is True):
-        how = "as the config's use_qk_norm / qk_layernorm asks"
+    declared = description(f.model_type)
+    how, kind = declared.qk_norm, declared.qk_norm_kind
+    if how is None and f.raw.get("qk_layernorm") is True:  # StableLM, Persimmon, Phi: a LayerNorm, never an RMSNorm
+        how, kind = "as the config's qk_layernorm asks", "normalised by LayerNorm"
+    elif how is None and f.raw.get("use_qk_norm") is True:  # its kind differs by family (RMSNorm, LayerNorm, weightless L2)
+        how, kind = "as the config's use_qk_norm asks", "normalised"
     if how is None:
         return None
-    return Mechanism("qk_norm", f"QK-norm: q and k are RMS-normalised {how}, before RoPE")
+    return Mechanism("qk_norm", f"QK-norm: q and k are {kind} {how}, before RoPE")
 
 
 def _partial_rotary(f: Facts) -> Mechanism | None:
