@@ -84,6 +84,25 @@ def bart_tokenizer() -> Any:
     return tokenizer
 
 
+def t5_tokenizer() -> Any:
+    """T5's specials: <pad> (0, also the decoder's start), </s> (1) closing every text, <unk> (2); byte-level BPE here
+    (T5's own is SentencePiece: the attention does not depend on how the words were cut)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=290, special_tokens=["<pad>", "</s>", "<unk>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )  # fmt: skip
+    tokenizer.train_from_iterator(CORPUS, trainer)
+    tokenizer.post_processor = processors.Sequence(
+        [processors.ByteLevel(trim_offsets=False), processors.TemplateProcessing(single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", 1)])]
+    )
+    return tokenizer
+
+
 def wordpiece_tokenizer() -> Any:
     """BERT's: lower-cased WordPiece, [CLS] sentence [SEP]; the vocabulary written out (WordPiece training is not
     deterministic): specials, every character alone and as a ##continuation, every word of the corpus."""
@@ -456,6 +475,19 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "tokenizer": "gpt2",
         "norms": ("q_layernorm.norms.", "k_layernorm.norms."),
     },
+    # T5 (v1.1's gated-GELU MLP): relative-position buckets (8 buckets, max distance 8, so that the 12-token sentence meets
+    # exact, logarithmic and last buckets), no scaling of the scores, RMSNorm without mean, no biases; the encoder's buckets
+    # both ways, the decoder's backwards only, none in the cross-attention; encoder 2 layers of 4 heads, decoder 3
+    "t5": {
+        "build": family(
+            "T5Config", "T5ForConditionalGeneration", d_model=16, d_kv=4, d_ff=32, num_layers=2, num_decoder_layers=3,
+            num_heads=4, relative_attention_num_buckets=8, relative_attention_max_distance=8, feed_forward_proj="gated-gelu",
+            pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "t5",
+        "encoder_decoder": True,
+        "decoder_start": "alone",  # the start token, then the target's tokens (BART's: </s> <s> …)
+    },
 }
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 
@@ -481,6 +513,8 @@ def make_tokenizer(kind: str) -> Any:
         return byte_level_tokenizer(bos=False, special=["<|endoftext|>"], trim_offsets=False)
     if kind == "bart":
         return bart_tokenizer()
+    if kind == "t5":
+        return t5_tokenizer()
     return byte_level_tokenizer(bos=False, special=["<|endoftext|>"], trim_offsets=True)  # gpt2: offsets without the space
 
 
@@ -496,11 +530,12 @@ def golden(folder: Path, ids: list[int]) -> np.ndarray:
 
 
 def attention_modules(model: Any) -> dict[str, Any]:
-    """Each attention block of a model by its module path, in layer order (self_attn, self_attention, attention, encoder_attn)."""
+    """Each attention block of a model by its module path, in layer order (self_attn, self_attention, attention, encoder_attn;
+    T5's SelfAttention and EncDecAttention)."""
     return {
         name: module
         for name, module in model.named_modules()
-        if name.rsplit(".", 1)[-1] in ("self_attn", "self_attention", "attention", "encoder_attn") and type(module).__name__.endswith("Attention")
+        if name.rsplit(".", 1)[-1] in ("self_attn", "self_attention", "attention", "encoder_attn", "SelfAttention", "EncDecAttention") and type(module).__name__.endswith("Attention")
     }
 
 
@@ -568,16 +603,16 @@ def golden_encoder_decoder(folder: Path, ids: list[int], decoder_ids: list[int])
     for handle in handles:
         handle.remove()
 
-    def inputs(part: str, kind: str) -> np.ndarray:
-        return np.stack([r["input"] for name, r in seen.items() if name.startswith(part) and name.endswith(kind)])
+    def inputs(part: str, *kinds: str) -> np.ndarray:
+        return np.stack([r["input"] for name, r in seen.items() if name.startswith(part) and name.endswith(kinds)])
 
     return {
         "encoder_attentions": np.stack([a[0].numpy() for a in out.encoder_attentions]),
         "decoder_attentions": np.stack([a[0].numpy() for a in out.decoder_attentions]),
         "cross_attentions": np.stack([a[0].numpy() for a in out.cross_attentions]),
-        "encoder_attention_inputs": inputs("encoder.", "self_attn"),
-        "decoder_attention_inputs": inputs("decoder.", "self_attn"),
-        "cross_attention_inputs": inputs("decoder.", "encoder_attn"),
+        "encoder_attention_inputs": inputs("encoder.", "self_attn", "SelfAttention"),
+        "decoder_attention_inputs": inputs("decoder.", "self_attn", "SelfAttention"),
+        "cross_attention_inputs": inputs("decoder.", "encoder_attn", "EncDecAttention"),
         "encoder_output": out.encoder_last_hidden_state[0].numpy(),
         "encoder_hidden_states": np.stack([h[0].numpy() for h in out.encoder_hidden_states]),
         "decoder_hidden_states": np.stack([h[0].numpy() for h in out.decoder_hidden_states]),
@@ -601,7 +636,8 @@ def make_family_fixture(name: str, spec: dict[str, Any], seed: int) -> None:
     extra: dict[str, np.ndarray] = {}
     if spec.get("encoder_decoder"):
         prefix = tokenizer.encode(TARGET_PREFIX, add_special_tokens=False).ids
-        decoder_ids = [model.config.decoder_start_token_id, 0, *prefix]  # </s> <s> The cat, as BART's shift makes it
+        start = [model.config.decoder_start_token_id] if spec.get("decoder_start") == "alone" else [model.config.decoder_start_token_id, 0]
+        decoder_ids = [*start, *prefix]  # </s> <s> The cat as BART's shift makes it; T5's <pad> The cat
         arrays = golden_encoder_decoder(folder, ids, decoder_ids)
         extra = {"decoder_text": np.array(TARGET_PREFIX), "decoder_ids": np.array(decoder_ids, dtype=np.int64)}
         shape = arrays["cross_attentions"].shape

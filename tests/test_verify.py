@@ -95,7 +95,7 @@ FAMILIES = [
 
 def test_every_fixture_family_is_listed():
     """A fixture added to tests/checkpoints without a line above fails here, with or without torch."""
-    fixtures = {path.parent.name for path in HERE.glob("*/config.json")} - {"bart"}
+    fixtures = {path.parent.name for path in HERE.glob("*/config.json")} - {"bart", "t5"}  # encoder–decoders: tested apart
     assert fixtures == {name for name, _, _ in FAMILIES}
 
 
