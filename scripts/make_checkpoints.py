@@ -488,6 +488,21 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "encoder_decoder": True,
         "decoder_start": "alone",  # the start token, then the target's tokens (BART's: </s> <s> …)
     },
+    # ModernBERT: bidirectional, global attention on layer 1 (θ = 160 000) and local on layers 2 and 3 (±2 tokens:
+    # local_attention 4; θ = 10 000), fused Wqkv [q | k | v], GeGLU MLP, LayerNorms without bias, no norm before layer 1
+    "modernbert": {
+        "build": family(
+            "ModernBertConfig", "ModernBertForMaskedLM", hidden_size=16, intermediate_size=24, num_hidden_layers=3,
+            num_attention_heads=4, max_position_embeddings=64, local_attention=4,
+            layer_types=["full_attention", "sliding_attention", "sliding_attention"],
+            rope_parameters={
+                "full_attention": {"rope_type": "default", "rope_theta": 160000.0},
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            },
+            pad_token_id=0, bos_token_id=2, cls_token_id=2, eos_token_id=3, sep_token_id=3,
+        ),  # fmt: skip
+        "tokenizer": "bert",
+    },
 }
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 
@@ -530,12 +545,12 @@ def golden(folder: Path, ids: list[int]) -> np.ndarray:
 
 
 def attention_modules(model: Any) -> dict[str, Any]:
-    """Each attention block of a model by its module path, in layer order (self_attn, self_attention, attention, encoder_attn;
-    T5's SelfAttention and EncDecAttention)."""
+    """Each attention block of a model by its module path, in layer order (self_attn, self_attention, attention, attn,
+    encoder_attn; T5's SelfAttention and EncDecAttention)."""
     return {
         name: module
         for name, module in model.named_modules()
-        if name.rsplit(".", 1)[-1] in ("self_attn", "self_attention", "attention", "encoder_attn", "SelfAttention", "EncDecAttention") and type(module).__name__.endswith("Attention")
+        if name.rsplit(".", 1)[-1] in ("self_attn", "self_attention", "attention", "attn", "encoder_attn", "SelfAttention", "EncDecAttention") and type(module).__name__.endswith("Attention")
     }
 
 

@@ -90,6 +90,7 @@ FAMILIES = [
     ("bloom", 1e-5, ("ALiBi", "softmax")),
     ("stablelm", 1e-5, ("rotary", "softmax")),
     ("stablelm-parallel", 1e-5, ("rotary", "softmax")),
+    ("modernbert", 1e-5, ("rotary", "softmax")),
 ]
 
 
