@@ -100,3 +100,17 @@ def test_every_command_reads_the_family(cli, command):
     assert result.exit_code == 0, result.stderr
     if command == "explain":
         assert "ALiBi" in result.stdout
+
+
+@pytest.mark.parametrize("layer", [1, 2])
+def test_a_gguf_file_of_it_gives_the_same_weights(layer):
+    """bloom.gguf (scripts/make_gguf.py: query_key_value regrouped to all q | all k | all v, as llama.cpp's converter
+    writes it) gives transformers' weights on every head; model info reads it as BLOOM with ALiBi."""
+    expected = golden()
+    path = HERE / "gguf" / "bloom.gguf"
+    case = load_layer(path, layer=layer, text=str(expected["text"]))
+    assert case.token_ids == tuple(expected["ids"].tolist())
+    np.testing.assert_allclose(case.X, expected["attention_inputs"][layer - 1], rtol=0, atol=BOUND)
+    np.testing.assert_allclose(weights_of(case), expected["attentions"][layer - 1], rtol=0, atol=BOUND)
+    info = model_info(path)
+    assert info["supported"] is True and "ALiBi" in " ".join(m["text"] for m in info["mechanisms"])

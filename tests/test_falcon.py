@@ -120,3 +120,27 @@ def test_model_verify_knows_where_falcon_projects_its_heads():
     assert not verify.output_projections("falcon")["self"].search("transformer.h.1.self_attention.query_key_value")
     bound = verify.bound_for("falcon")
     assert "rotary" in bound.why and "bfloat16" in bound.why and "softmax" not in bound.why
+
+
+@pytest.mark.parametrize("layer", [1, 2])
+def test_a_gguf_file_of_it_gives_the_same_weights(layer):
+    """falcon.gguf (scripts/make_gguf.py: query_key_value regrouped to all q | all k | all v, ln_attn as attn_norm_2 and
+    ln_mlp as attn_norm, as llama.cpp's converter writes them) gives transformers' weights on every head."""
+    expected = golden("falcon")
+    case = load_layer(HERE / "gguf" / "falcon.gguf", layer=layer, text=str(expected["text"]))
+    assert case.token_ids == tuple(expected["ids"].tolist()) and (case.heads, case.kv_heads) == (4, 2)
+    np.testing.assert_allclose(case.X, expected["attention_inputs"][layer - 1], rtol=0, atol=BOUNDS["falcon"])
+    np.testing.assert_allclose(weights_of(case), expected["attentions"][layer - 1], rtol=0, atol=BOUNDS["falcon"])
+
+
+def test_the_gguf_norms_are_llama_cpp_s_way_round(monkeypatch):
+    """Reading ln_attn from attn_norm (the MLP's norm in llama.cpp's falcon) instead of attn_norm_2 misses by far more."""
+    from attncli.sources.checkpoints import falcon
+
+    swapped = tuple((pattern, target.replace("attn_norm.", "#").replace("attn_norm_2.", "attn_norm.").replace("#", "attn_norm_2."))
+                    for pattern, target in falcon.GGUF_NAMES)  # fmt: skip
+    assert swapped != falcon.GGUF_NAMES
+    monkeypatch.setattr(falcon, "GGUF", (falcon.GGUF[0]._replace(names=swapped),))
+    expected = golden("falcon")
+    case = load_layer(HERE / "gguf" / "falcon.gguf", layer=1, text=str(expected["text"]))
+    assert np.abs(case.X - expected["attention_inputs"][0]).max() > 1e-2

@@ -104,7 +104,7 @@ class RelativeBuckets(_AddedToScores):
         return (f" {w.minus} {w.num(-b, p)}" if b < 0 else f" + {w.num(b, p)}"), say.shown(b), True
 
     def notes(self, expl: Any) -> list[str]:
-        s, h = expl.scenario, expl.head.head
+        h = expl.head.head
         i = self.first + expl.position - 1  # the query's position, from 0 as T5 counts
         shown = [key for key in expl.keys if not key.masked][:8]
         relative = np.array([key.position - 1 - i for key in shown])

@@ -36,6 +36,7 @@ from attncli.sources.checkpoints.config import (
     _heads_divide,
     _Reader,
 )
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -112,8 +113,9 @@ def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray) -> np.ndarra
     h = (normed if _residual_after_norm(cfg) else h) + self_attention(normed, _attention(cfg, w, index))
     normed = w.layer_norm(p + "post_attention_layernorm", h, cfg.norm_eps)
     hidden = _gelu(w.product(p + "mlp.dense_h_to_4h.weight", normed, (inner, d)) + w.get(p + "mlp.dense_h_to_4h.bias", (inner,)))
-    out: np.ndarray = (normed if _residual_after_norm(cfg) else h) + w.product(p + "mlp.dense_4h_to_h.weight", hidden, (d, inner))
-    return out + w.get(p + "mlp.dense_4h_to_h.bias", (d,))
+    mlp = w.product(p + "mlp.dense_4h_to_h.weight", hidden, (d, inner)) + w.get(p + "mlp.dense_4h_to_h.bias", (d,))  # (L, d)
+    out: np.ndarray = (normed if _residual_after_norm(cfg) else h) + mlp
+    return out
 
 
 def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
@@ -151,6 +153,28 @@ def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None
     ]
 
 
+# -- GGUF and model verify ---------------------------------------------------------------------
+
+GGUF_NAMES = (
+    (r"word_embeddings\.weight", "token_embd.weight"),
+    (r"word_embeddings_layernorm\.(weight|bias)", r"token_embd_norm.\1"),
+    (r"ln_f\.(weight|bias)", r"output_norm.\1"),
+    (r"h\.(\d+)\.input_layernorm\.(weight|bias)", r"blk.\1.attn_norm.\2"),
+    (r"h\.(\d+)\.self_attention\.query_key_value\.(weight|bias)", r"blk.\1.attn_qkv.\2"),
+    (r"h\.(\d+)\.self_attention\.dense\.(weight|bias)", r"blk.\1.attn_output.\2"),
+    (r"h\.(\d+)\.post_attention_layernorm\.(weight|bias)", r"blk.\1.ffn_norm.\2"),
+    (r"h\.(\d+)\.mlp\.dense_h_to_4h\.(weight|bias)", r"blk.\1.ffn_up.\2"),
+    (r"h\.(\d+)\.mlp\.dense_4h_to_h\.(weight|bias)", r"blk.\1.ffn_down.\2"),
+)
+
+
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """BLOOM's config.json keys from the metadata under bloom.…: its context length as seq_length, its LayerNorm's ε."""
+    return {"seq_length": raw["max_position_embeddings"], "layer_norm_epsilon": file.number(a + "attention.layer_norm_epsilon", default=1e-5)}
+
+
+# query_key_value, laid out per head, is stored as all queries, all keys, all values (BloomModel's "bloom-style to gpt-style")
+GGUF = (GgufArchitecture("bloom", "bloom", GGUF_NAMES, keys=gguf_keys, qkv_by_kind=True),)
 VERIFY = Verification(r"(?:^|\.)h\.(\d+)\.self_attention\.dense$", (FLOAT32_ALIBI, FLOAT32_SOFTMAX))  # LayerNorm in float64
 
 

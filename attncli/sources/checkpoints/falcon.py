@@ -49,16 +49,17 @@ from attncli.sources.checkpoints.config import (
     _Reader,
     _rope,
 )
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
-LAYOUTS = ("grouped", "multi_query", "per_head")  # new_decoder_architecture, multi_query, neither
+LAYOUTS = ("grouped", "multi_query", "per_head", "by_kind")  # new_decoder_architecture, multi_query, neither; a GGUF file's
 
 
 class FalconSettings(NamedTuple):
     """Falcon's own config keys, beside the common ones of ModelConfig."""
 
-    layout: str  # one of LAYOUTS: how query_key_value's rows are laid out
+    layout: str  # one of LAYOUTS: how query_key_value's rows are laid out (by_kind: all q | all k | all v, llama.cpp's)
     alibi: bool  # ALiBi instead of RoPE
     parallel: bool  # attention and MLP of the same input, added together (parallel_attn, or the new architecture)
     norms: int  # 2: ln_attn and ln_mlp (the new architecture's default); 1: input_layernorm for both
@@ -143,8 +144,8 @@ def _split(fused: np.ndarray, cfg: ModelConfig) -> tuple[np.ndarray, np.ndarray,
     if layout == "grouped":
         groups = fused.reshape(G, H // G + 2, d_k, *rest)  # per group: its H/G queries, its key, its value
         return groups[:, : H // G].reshape(H * d_k, *rest), groups[:, -2].reshape(G * d_k, *rest), groups[:, -1].reshape(G * d_k, *rest)
-    if layout == "multi_query":
-        return fused[: H * d_k], fused[H * d_k : (H + 1) * d_k], fused[(H + 1) * d_k :]
+    if layout in ("multi_query", "by_kind"):  # multi-query's one key and one value are G = 1 of them
+        return fused[: H * d_k], fused[H * d_k : (H + G) * d_k], fused[(H + G) * d_k :]
     per_head = fused.reshape(H, 3, d_k, *rest)  # (H, q/k/v, d_k, …)
     return tuple(per_head[:, part].reshape(H * d_k, *rest) for part in range(3))  # type: ignore[return-value]
 
@@ -172,7 +173,7 @@ def _norm_names(cfg: ModelConfig, index: int) -> tuple[str, str]:
     """The LayerNorms of the attention's input and of the MLP's (the same one, or post_attention_layernorm when sequential)."""
     p = f"h.{index}."
     s = settings(cfg)
-    if s.layout == "grouped" and s.norms == 2:
+    if s.norms == 2:
         return p + "ln_attn", p + "ln_mlp"
     return p + "input_layernorm", p + ("input_layernorm" if s.parallel else "post_attention_layernorm")
 
@@ -217,6 +218,7 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
         "grouped": f"per key/value group [q … q | k | v] ({cfg.heads // cfg.kv_heads} queries, then the group's key and value)",
         "multi_query": f"[q_1 … q_{cfg.heads} | k | v]: {cfg.heads} query heads, then the one key and the one value",
         "per_head": "[q | k | v] head by head",
+        "by_kind": f"[q_1 … q_{cfg.heads} | k_1 … k_{cfg.kv_heads} | v_1 … v_{cfg.kv_heads}] (llama.cpp's converter regrouped them)",
     }[s.layout]
     if s.parallel:
         both = "ln_attn and ln_mlp of the same x" if mlp_norm != attn_norm else "both of input_layernorm(x)"
@@ -254,6 +256,7 @@ def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None
             "grouped": "new decoder architecture: query_key_value holds each key/value group's queries, key and value together",
             "multi_query": "multi-query layout: query_key_value holds every query head, then one key head and one value head",
             "per_head": "query_key_value holds q, k and v head by head",
+            "by_kind": "query_key_value (attn_qkv) holds every query head, then every key head, then every value head (llama.cpp's layout)",
         }[s.layout]
     ]
     if s.alibi:
@@ -262,11 +265,45 @@ def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None
             f"to q·k before the division by √d_k and again after it, so each head's slope on the scaled scores is 2·m/√{cfg.head_dim}"
         )
     if s.parallel:
-        norms = "ln_attn and ln_mlp" if s.layout == "grouped" and s.norms == 2 else "one input_layernorm"
+        norms = "ln_attn and ln_mlp" if s.norms == 2 else "one input_layernorm"
         said.append(f"parallel attention and MLP: both read the layer's input ({norms}) and add to the residual together")
     return said
 
 
+# -- GGUF and model verify ---------------------------------------------------------------------
+
+GGUF_NAMES = (
+    (r"word_embeddings\.weight", "token_embd.weight"),
+    (r"ln_f\.(weight|bias)", r"output_norm.\1"),
+    (r"h\.(\d+)\.(?:input_layernorm|ln_mlp)\.(weight|bias)", r"blk.\1.attn_norm.\2"),  # llama.cpp's MLP norm is attn_norm,
+    (r"h\.(\d+)\.ln_attn\.(weight|bias)", r"blk.\1.attn_norm_2.\2"),  # the attention's attn_norm_2 when the file has it
+    (r"h\.(\d+)\.self_attention\.query_key_value\.(weight|bias)", r"blk.\1.attn_qkv.\2"),
+    (r"h\.(\d+)\.self_attention\.dense\.(weight|bias)", r"blk.\1.attn_output.\2"),
+    (r"h\.(\d+)\.mlp\.dense_h_to_4h\.(weight|bias)", r"blk.\1.ffn_up.\2"),
+    (r"h\.(\d+)\.mlp\.dense_4h_to_h\.(weight|bias)", r"blk.\1.ffn_down.\2"),
+)
+
+
+def gguf_config(file: Metadata, a: str, common: dict[str, Any]) -> ModelConfig:
+    """Falcon as llama.cpp computes a falcon file: parallel attention with RoPE (θ from rope.freq_base, else 10 000), GELU,
+    query_key_value by kind; ln_attn and ln_mlp when attn_norm_2 is there, else one input_layernorm; biases where stored."""
+    layers, hidden, heads = common["layers"], common["hidden_size"], common["heads"]
+    if hidden % heads or (hidden // heads) % 2:
+        raise file.fail(f"{heads} heads do not divide the hidden size {hidden} into even heads", key=a + "attention.head_count")
+    kv_heads = file.count(a + "attention.head_count_kv", default=1)
+    if heads % kv_heads:
+        raise file.fail(f"{kv_heads} key/value heads do not divide {heads} heads", key=a + "attention.head_count_kv")
+    bias = "blk.0.attn_qkv.bias" in file.tensors
+    return ModelConfig(
+        model_type="falcon", kv_heads=kv_heads, head_dim=hidden // heads, norm_eps=file.number(a + "attention.layer_norm_epsilon", default=1e-5),
+        activation="gelu", rope=RopeConfig(theta=file.number(a + "rope.freq_base", default=10_000.0), kind="default"),
+        windows=(None,) * layers, causal=True, qkv_bias=bias, output_bias=bias, mlp_bias=bias,
+        family=FalconSettings(layout="by_kind", alibi=False, parallel=True, norms=2 if "blk.0.attn_norm_2.weight" in file.tensors else 1),
+        **common,
+    )  # fmt: skip
+
+
+GGUF = (GgufArchitecture("falcon", "falcon", GGUF_NAMES, config=gguf_config),)
 # LayerNorm and the softmax run in float64; RoPE's angles in float32, or ALiBi's slopes and products in bfloat16
 VERIFY = Verification(r"(?:^|\.)h\.(\d+)\.self_attention\.dense$", (FLOAT32_ROPE + " (with RoPE)", BFLOAT16_ALIBI + " (with ALiBi)"))
 

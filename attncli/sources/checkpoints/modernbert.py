@@ -18,7 +18,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from attncli.core.variants import Rope
 from attncli.sources.checkpoints.blocks import (
     AttentionWeights,
     LayerInputs,

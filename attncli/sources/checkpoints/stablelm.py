@@ -19,7 +19,15 @@ import numpy as np
 
 from attncli.core.variants import QkLayerNorm, Rope
 from attncli.sources.checkpoints import llama
-from attncli.sources.checkpoints.blocks import AttentionWeights, LayerInputs, Weights, self_attention, sharing_note, storage_note, through
+from attncli.sources.checkpoints.blocks import (
+    AttentionWeights,
+    LayerInputs,
+    Weights,
+    self_attention,
+    sharing_note,
+    storage_note,
+    through,
+)
 from attncli.sources.checkpoints.config import (
     FLOAT32_ROPE,
     FLOAT32_SOFTMAX,
