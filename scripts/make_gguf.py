@@ -673,7 +673,42 @@ def write_falcon(path: Path, folder: Path = HF / "falcon") -> None:
     _finish(writer)
 
 
-NEW_FAMILIES = {"gemma2": write_gemma2, "gpt_oss": write_gpt_oss, "deepseek_v3": write_deepseek, "bloom": write_bloom, "falcon": write_falcon}
+def write_stablelm(path: Path, folder: Path = HF / "stablelm") -> None:
+    """StableLM 2 as StableLMModel writes it: each layer's per-head q_layernorm and k_layernorm norms stacked into one
+    (heads, d_k) attn_q_norm / attn_k_norm, the rotary width, the parallel-residual flag, LayerNorm's ε; no RoPE θ (llama.cpp's
+    default, 10 000, is the fixture's)."""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert config["rope_parameters"]["rope_theta"] == 10_000.0  # what llama.cpp assumes for a file that stores none
+    d, heads, kv_heads, layers = config["hidden_size"], config["num_attention_heads"], config["num_key_value_heads"], config["num_hidden_layers"]
+    writer = gguf.GGUFWriter(path, "stablelm")
+    writer.add_name("attncli tiny stablelm")
+    writer.add_context_length(config["max_position_embeddings"])
+    writer.add_embedding_length(d)
+    writer.add_block_count(layers)
+    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_rope_dimension_count(int(config["rope_parameters"]["partial_rotary_factor"] * (d // heads)))
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    writer.add_parallel_residual(config.get("use_parallel_residual", True))
+    writer.add_layer_norm_eps(config["layer_norm_eps"])
+    writer.add_file_type(0)
+    _tokenizer(writer, tokenizer_metadata(folder))
+    tensors = hf_tensors(folder)
+    for hf, value in tensors.items():
+        if ".norms." in hf:
+            continue
+        writer.add_tensor(converter_name("stablelm", layers, hf), np.ascontiguousarray(value))
+    for bid in range(layers):
+        for kind, count in (("q_layernorm", heads), ("k_layernorm", kv_heads)):
+            stacked = np.stack([tensors[f"model.layers.{bid}.self_attn.{kind}.norms.{h}.weight"] for h in range(count)])
+            writer.add_tensor(converter_name("stablelm", layers, f"model.layers.{bid}.self_attn.{kind}.weight"), stacked)
+    _finish(writer)
+
+
+NEW_FAMILIES = {"gemma2": write_gemma2, "gpt_oss": write_gpt_oss, "deepseek_v3": write_deepseek, "bloom": write_bloom, "falcon": write_falcon,
+                "stablelm": write_stablelm}
 
 
 # ---------------------------------------------------------------- every quantisation type in one model

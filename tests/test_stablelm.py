@@ -129,3 +129,15 @@ def test_every_command_reads_the_family(cli, command):
     args = {"run": ["run", *model, "--head", "3"], "explain": ["explain", *model, "--position", "3"], "decode": ["decode", *model]}[command]
     result = cli(*args)
     assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize("layer", [1, 2])
+def test_a_gguf_file_of_it_gives_the_same_weights(layer):
+    """stablelm.gguf (scripts/make_gguf.py: each layer's per-head QK norms stacked into one (heads, d_k) attn_q_norm and
+    attn_k_norm, as llama.cpp's converter writes them) gives transformers' weights on every head, QK LayerNorm per head."""
+    expected = golden("stablelm")
+    case = load_layer(HERE / "gguf" / "stablelm.gguf", layer=layer, text=str(expected["text"]))
+    (norm,) = case.more
+    assert isinstance(norm, QkLayerNorm) and norm.q_weight.shape == (4, 8) and case.rope.width(case.head_dim) == 2
+    np.testing.assert_allclose(case.X, expected["attention_inputs"][layer - 1], rtol=0, atol=BOUND)
+    np.testing.assert_allclose(weights_of(case), expected["attentions"][layer - 1], rtol=0, atol=BOUND)

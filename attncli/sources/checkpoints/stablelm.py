@@ -39,6 +39,7 @@ from attncli.sources.checkpoints.config import (
     _Reader,
     llama_like,
 )
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -80,8 +81,11 @@ def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> Attentio
         return attention
     p = f"layers.{index}.self_attn."
     d_k = cfg.head_dim
-    q = np.stack([w.get(p + f"q_layernorm.norms.{h}.weight", (d_k,)) for h in range(cfg.heads)])  # (H, d_k)
-    k = np.stack([w.get(p + f"k_layernorm.norms.{g}.weight", (d_k,)) for g in range(cfg.kv_heads)])  # (G, d_k)
+    if w.has(p + "q_layernorm.weight"):  # a GGUF file: llama.cpp's converter stacked each layer's per-head norms
+        q, k = w.get(p + "q_layernorm.weight", (cfg.heads, d_k)), w.get(p + "k_layernorm.weight", (cfg.kv_heads, d_k))
+    else:
+        q = np.stack([w.get(p + f"q_layernorm.norms.{h}.weight", (d_k,)) for h in range(cfg.heads)])  # (H, d_k)
+        k = np.stack([w.get(p + f"k_layernorm.norms.{g}.weight", (d_k,)) for g in range(cfg.kv_heads)])  # (G, d_k)
     return dataclasses.replace(attention, more=(QkLayerNorm(q, k, eps=cfg.norm_eps),))
 
 
@@ -134,6 +138,30 @@ def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None
     return ["LayerNorm (with bias) before attention and MLP, not RMSNorm"]
 
 
+# -- GGUF and model verify: Llama's names with LayerNorm biases, and each layer's per-head QK norms stacked (heads, d_k)
+GGUF_NAMES = (
+    (r"norm\.(weight|bias)", r"output_norm.\1"),
+    (r"layers\.(\d+)\.input_layernorm\.(weight|bias)", r"blk.\1.attn_norm.\2"),
+    (r"layers\.(\d+)\.post_attention_layernorm\.(weight|bias)", r"blk.\1.ffn_norm.\2"),
+    *(entry for entry in llama.GGUF_NAMES if "norm" not in entry[0]),  # the embeddings, q, k, v, o and the MLP
+    (r"layers\.(\d+)\.self_attn\.q_layernorm\.weight", r"blk.\1.attn_q_norm.weight"),
+    (r"layers\.(\d+)\.self_attn\.k_layernorm\.weight", r"blk.\1.attn_k_norm.weight"),
+)
+
+
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """StableLM's config.json keys from the metadata under stablelm.…: key/value heads, ε, the residual, biases and QK norms."""
+    return {
+        "num_key_value_heads": file.count(a + "attention.head_count_kv", default=raw["num_attention_heads"]),
+        "layer_norm_eps": file.number(a + "attention.layer_norm_epsilon", default=1e-5),
+        "use_parallel_residual": bool(file.value(a + "use_parallel_residual") if file.has_key(a + "use_parallel_residual") else True),
+        "use_qkv_bias": "blk.0.attn_q.bias" in file.tensors,
+        "qk_layernorm": "blk.0.attn_q_norm.weight" in file.tensors,
+    }
+
+
+# q and k keep Hugging Face's rows: llama.cpp turns StableLM's pairs as NeoX does (rotate-half), so nothing is permuted
+GGUF = (GgufArchitecture("stablelm", "stablelm", GGUF_NAMES, keys=gguf_keys),)
 VERIFY = Verification(O_PROJ, (FLOAT32_ROPE, FLOAT32_SOFTMAX))  # its LayerNorms run in float64
 DESCRIPTION = Description(
     qk_norm="per head, each head its own LayerNorm weight over head_dim (no bias)", qk_norm_kind="centred and divided by their standard deviation (LayerNorm)"
