@@ -141,3 +141,12 @@ def test_a_gguf_file_of_it_gives_the_same_weights(layer):
     assert isinstance(norm, QkLayerNorm) and norm.q_weight.shape == (4, 8) and case.rope.width(case.head_dim) == 2
     np.testing.assert_allclose(case.X, expected["attention_inputs"][layer - 1], rtol=0, atol=BOUND)
     np.testing.assert_allclose(weights_of(case), expected["attentions"][layer - 1], rtol=0, atol=BOUND)
+
+
+def test_a_config_attncli_does_not_read_with_qk_layernorm_is_described_as_layernorm(tmp_path):
+    """A Persimmon config (qk_layernorm, not computed) is described from its keys: its QK-norm a LayerNorm, never RMS."""
+    from attncli.sources.checkpoints.describe import describe_raw
+
+    raw = {"model_type": "persimmon", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 16, "qk_layernorm": True}
+    (qk,) = [m["text"] for m in describe_raw(raw)["mechanisms"] if m["key"] == "qk_norm"]
+    assert "LayerNorm" in qk and "RMS" not in qk
