@@ -14,6 +14,7 @@ Dimension names: L source tokens, T target tokens, d = d_model, d_k = d_kv per h
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -249,7 +250,7 @@ def _through(stack: str, layer: int) -> str:
     return "" if layer == 1 else f", then {stack} " + ("layer 1" if layer == 2 else f"layers 1–{layer - 1}")
 
 
-def mechanisms(cfg: ModelConfig, folder: Any, raw: dict[str, Any] | None = None) -> list[str]:
+def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None) -> list[str]:
     """What `model info` says of T5 beyond describe.py: its relative-position buckets, its unscaled scores, its norms."""
     s = settings(cfg)
     return [
