@@ -144,3 +144,15 @@ def test_the_gguf_norms_are_llama_cpp_s_way_round(monkeypatch):
     expected = golden("falcon")
     case = load_layer(HERE / "gguf" / "falcon.gguf", layer=1, text=str(expected["text"]))
     assert np.abs(case.X - expected["attention_inputs"][0]).max() > 1e-2
+
+
+def test_alibi_says_when_transformers_rounds_its_products_otherwise():
+    """4 heads (slopes powers of two) over the fixture's sentence: no caveat in the header; 16 heads (slopes 2^(−h/2)), or
+    more than 256 tokens, and the header says transformers rounds each m·j to bfloat16 and attncli does not."""
+    from attncli.sources.checkpoints.falcon import products_caveat
+
+    expected = golden("falcon-alibi")
+    exact = load_layer(HERE / "falcon-alibi", layer=1, text=str(expected["text"]))
+    assert not any("rounds each product" in note for note in exact.notes)
+    assert products_caveat(4, 12) is None and products_caveat(8, 256) is None
+    assert "16 heads" in (products_caveat(16, 12) or "") and "300 tokens" in (products_caveat(4, 300) or "")

@@ -7,8 +7,9 @@ Per transformers' FalconAttention, query_key_value's output rows are laid out on
 Scores are divided by √d_k; causal; `dense` projects back. Positions are RoPE (rotate-half, the whole head, θ from
 rope_parameters) unless `alibi`: then transformers adds m_h·j (j the key's position from 0, m_h the ALiBi paper's
 slopes rounded to bfloat16, each product rounded to bfloat16 too) twice, once to q·k before the division by √d_k and
-once, divided by √d_k, inside the causal mask: a slope of 2·m_h/√d_k on the scaled scores. The rounding is exact when
-the head count is a power of two (every slope a power of two) and the sentence shorter than 257 tokens.
+once, divided by √d_k, inside the causal mask: a slope of 2·m_h/√d_k on the scaled scores. attncli rounds the slopes
+as transformers does but not the products m·j, which is the same when every slope is a power of two (1, 2, 4 or 8
+heads) and the sentence at most 256 tokens long (the header says when it is not: then m·j differs by up to 2^−9·m·j).
 FalconDecoderLayer: the new architecture normalises the layer's input twice (ln_attn, ln_mlp; one input_layernorm
 with num_ln_in_parallel_attn = 1) and adds attention and MLP together; parallel_attn alone does so with one
 input_layernorm; otherwise attention, then the MLP of post_attention_layernorm(updated stream). MLP:
@@ -130,6 +131,18 @@ def falcon_alibi(heads: int, head_dim: int) -> Alibi:
     return Alibi(tuple(float(2 * m / math.sqrt(head_dim)) for m in _bfloat16(slopes)), given=True)
 
 
+def products_caveat(heads: int, tokens: int) -> str | None:
+    """What the header says when transformers' bfloat16 products m·j differ from attncli's exact ones, else None: they agree
+    when every slope is a power of two (its products then need no more bits than the position) and positions stay below 257."""
+    slopes = _bfloat16(np.asarray(alibi_slopes(heads)))
+    if (np.log2(slopes) % 1 == 0).all() and tokens <= 256:
+        return None
+    return (
+        f"transformers also rounds each product m·j to bfloat16, attncli does not: with {heads} heads and {tokens} tokens "
+        "transformers' biases may differ from attncli's by up to 2^−9·m·j"
+    )
+
+
 def _bfloat16(x: np.ndarray) -> np.ndarray:
     """x rounded to bfloat16 (to nearest, ties to even), as float64: float32's top 16 bits."""
     bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
@@ -231,6 +244,8 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
             f"division by √d_k and again, divided by √d_k, in the mask: slopes 2·m/√{cfg.head_dim} on the scaled scores "
             "(m: the paper's slopes in bfloat16); m·j and −m·(i − j) differ by a constant per row, which the softmax ignores"
         )
+        caveat = products_caveat(cfg.heads, len(ids))
+        position += "" if caveat is None else "; " + caveat
     else:
         assert rope is not None
         position = f"RoPE (rotate-half) on every coordinate of each head at positions 0, 1, 2, …: θ = {rope.theta:g}"
