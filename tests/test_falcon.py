@@ -156,3 +156,17 @@ def test_alibi_says_when_transformers_rounds_its_products_otherwise():
     assert not any("rounds each product" in note for note in exact.notes)
     assert products_caveat(4, 12) is None and products_caveat(8, 256) is None
     assert "16 heads" in (products_caveat(16, 12) or "") and "300 tokens" in (products_caveat(4, 300) or "")
+
+
+def test_key_value_groups_that_do_not_divide_the_heads_are_one_error(tmp_path):
+    """The new architecture with 3 key/value groups for 4 heads is refused at num_kv_heads, before any tensor is read."""
+    from attncli.errors import AttnError
+
+    folder = tmp_path / "falcon"
+    shutil.copytree(HERE / "falcon", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["num_kv_heads"] = 3
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(AttnError) as caught:
+        read_config(folder)
+    assert caught.value.key == "num_kv_heads" and "do not divide 4 heads" in str(caught.value)

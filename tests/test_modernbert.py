@@ -97,3 +97,17 @@ def test_every_command_reads_the_family(cli, command):
     args = {"run": ["run", *model, "--head", "2"], "explain": ["explain", *model, "--position", "3"]}[command]
     result = cli(*args)
     assert result.exit_code == 0, result.stderr
+
+
+def test_layer_kinds_of_the_wrong_length_are_one_error(tmp_path):
+    """layer_types must name each layer's kind; two kinds for three layers are refused at that key."""
+    from attncli.errors import AttnError
+
+    folder = tmp_path / "modernbert"
+    shutil.copytree(HERE / "modernbert", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["layer_types"] = ["full_attention", "sliding_attention"]
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(AttnError) as caught:
+        read_config(folder)
+    assert caught.value.key == "layer_types" and "3 layer kinds" in str(caught.value.expected)

@@ -185,3 +185,19 @@ def test_live_model_verify_compares_the_three_attentions(cli):
     doc = json.loads(result.stdout)
     assert doc["within"] is True and "float32" in doc["bound"]["why"] and doc["target_ids"] == expected["decoder_ids"].tolist()
     assert sorted({(row["attention"], row["layer"]) for row in doc["layers"]}) == sorted((a, n) for a, c in LAYERS.items() for n in range(1, c + 1))
+
+
+def test_an_unknown_feed_forward_projection_is_one_error(tmp_path):
+    """feed_forward_proj names T5's MLP; one attncli cannot compute is refused at that key, naming the forms it reads."""
+    import shutil
+
+    from attncli.sources.checkpoints.families import read_config
+
+    folder = tmp_path / "t5"
+    shutil.copytree(HERE / "t5", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["feed_forward_proj"] = "gated-wobble"
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(AttnError) as caught:
+        read_config(folder)
+    assert caught.value.key == "feed_forward_proj" and "gated-" in str(caught.value.expected)
