@@ -84,6 +84,25 @@ def bart_tokenizer() -> Any:
     return tokenizer
 
 
+def t5_tokenizer() -> Any:
+    """T5's specials: <pad> (0, also the decoder's start), </s> (1) closing every text, <unk> (2); byte-level BPE here
+    (T5's own is SentencePiece: the attention does not depend on how the words were cut)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=290, special_tokens=["<pad>", "</s>", "<unk>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )  # fmt: skip
+    tokenizer.train_from_iterator(CORPUS, trainer)
+    tokenizer.post_processor = processors.Sequence(
+        [processors.ByteLevel(trim_offsets=False), processors.TemplateProcessing(single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", 1)])]
+    )
+    return tokenizer
+
+
 def wordpiece_tokenizer() -> Any:
     """BERT's: lower-cased WordPiece, [CLS] sentence [SEP]; the vocabulary written out (WordPiece training is not
     deterministic): specials, every character alone and as a ##continuation, every word of the corpus."""
@@ -113,15 +132,17 @@ def wordpiece_tokenizer() -> Any:
 NORM_SCALES = ("ln_1.weight", "ln_2.weight", "ln_f.weight", "LayerNorm.weight", "norm.weight", "layer_norm.weight")
 
 
-def redraw(model: Any, seed: int, *, norm_centre: float = 1.0) -> None:
-    """Every parameter anew: N(0, 0.3²), norm scales N(norm_centre, 0.3²) (0 for Gemma's (1 + w) norms)."""
+def redraw(model: Any, seed: int, *, norm_centre: float = 1.0, norms: tuple[str, ...] = ()) -> None:
+    """Every parameter anew: N(0, 0.3²), norm scales N(norm_centre, 0.3²) (0 for Gemma's (1 + w) norms); `norms` names
+    more scales by a part of their name (StableLM's per-head q_layernorm.norms.<h>.weight)."""
     import torch
 
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             noise = torch.randn(parameter.shape, generator=generator, dtype=torch.float64) * STD
-            parameter.copy_(noise + norm_centre if name.endswith(NORM_SCALES) else noise)
+            scale = name.endswith(NORM_SCALES) or any(part in name and name.endswith(".weight") for part in norms)
+            parameter.copy_(noise + norm_centre if scale else noise)
 
 
 def gpt2(*, prefixed: bool, **options: Any) -> Callable[[int], Any]:
@@ -391,6 +412,97 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "tokenizer": "llama",
         "moe": True,
     },
+    # Falcon 40B/180B's new decoder architecture: query_key_value laid out per key/value group [q … q | k | v] (4 heads in 2
+    # groups), ln_attn and ln_mlp both of the layer's input, attention and MLP added together, RoPE θ = 1000, no biases
+    "falcon": {
+        "build": family(
+            "FalconConfig", "FalconForCausalLM", hidden_size=16, num_hidden_layers=2, num_attention_heads=4, num_kv_heads=2,
+            new_decoder_architecture=True, parallel_attn=True, bias=False, max_position_embeddings=64,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000.0}, bos_token_id=0, eos_token_id=0,
+            tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "gpt2",
+    },
+    # Falcon-RW's: multi-query (4 query heads read one key/value head: query_key_value is [q_1 … q_4 | k | v]), ALiBi in
+    # transformers' Falcon convention, one input_layernorm for attention and MLP in parallel, biases everywhere
+    "falcon-alibi": {
+        "build": family(
+            "FalconConfig", "FalconForCausalLM", hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
+            multi_query=True, alibi=True, parallel_attn=True, bias=True, max_position_embeddings=64,
+            bos_token_id=0, eos_token_id=0, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "gpt2",
+    },
+    # neither multi-query nor parallel: query_key_value laid out per head [q | k | v] (as GPT-NeoX), attention then the MLP
+    # of the updated stream (post_attention_layernorm), RoPE θ = 10 000 (Falcon's default)
+    "falcon-sequential": {
+        "build": family(
+            "FalconConfig", "FalconForCausalLM", hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+            multi_query=False, parallel_attn=False, bias=False, max_position_embeddings=64, ffn_hidden_size=40,
+            bos_token_id=0, eos_token_id=0, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "gpt2",
+    },
+    # ALiBi with 6 heads (not a power of two: the slopes of 4 heads, then every other slope of 8), query_key_value per head
+    # [q | k | v], word_embeddings_layernorm, BLOOM's own tanh GELU, biases everywhere
+    "bloom": {
+        "build": family(
+            "BloomConfig", "BloomForCausalLM", hidden_size=24, n_layer=2, n_head=6, bos_token_id=0, eos_token_id=0,
+            tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "gpt2",
+    },
+    # StableLM 2: per-head QK LayerNorm (each head its own weight, no bias), GQA 4:2, head_dim 8, partial rotary 0.25 (2 of
+    # 8 coordinates turned), q/k/v biases, LayerNorm (with bias) before attention and MLP, sequential residual
+    "stablelm": {
+        "build": family(
+            "StableLmConfig", "StableLmForCausalLM", hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, qk_layernorm=True, use_qkv_bias=True,
+            use_parallel_residual=False, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25},
+            bos_token_id=0, eos_token_id=0, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "gpt2",
+        "norms": ("q_layernorm.norms.", "k_layernorm.norms."),
+    },
+    # the parallel residual (x + attention(ln(x)) + mlp(ln(x)), one input_layernorm), QK LayerNorm, rotary 0.5, θ = 1000
+    "stablelm-parallel": {
+        "build": family(
+            "StableLmConfig", "StableLmForCausalLM", hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64, qk_layernorm=True,
+            use_parallel_residual=True, rope_parameters={"rope_type": "default", "rope_theta": 1000.0, "partial_rotary_factor": 0.5},
+            bos_token_id=0, eos_token_id=0, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "gpt2",
+        "norms": ("q_layernorm.norms.", "k_layernorm.norms."),
+    },
+    # T5 (v1.1's gated-GELU MLP): relative-position buckets (8 buckets, max distance 8, so that the 12-token sentence meets
+    # exact, logarithmic and last buckets), no scaling of the scores, RMSNorm without mean, no biases; the encoder's buckets
+    # both ways, the decoder's backwards only, none in the cross-attention; encoder 2 layers of 4 heads, decoder 3
+    "t5": {
+        "build": family(
+            "T5Config", "T5ForConditionalGeneration", d_model=16, d_kv=4, d_ff=32, num_layers=2, num_decoder_layers=3,
+            num_heads=4, relative_attention_num_buckets=8, relative_attention_max_distance=8, feed_forward_proj="gated-gelu",
+            pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "t5",
+        "encoder_decoder": True,
+        "decoder_start": "alone",  # the start token, then the target's tokens (BART's: </s> <s> …)
+    },
+    # ModernBERT: bidirectional, global attention on layer 1 (θ = 160 000) and local on layers 2 and 3 (±2 tokens:
+    # local_attention 4; θ = 10 000), fused Wqkv [q | k | v], GeGLU MLP, LayerNorms without bias, no norm before layer 1
+    "modernbert": {
+        "build": family(
+            "ModernBertConfig", "ModernBertForMaskedLM", hidden_size=16, intermediate_size=24, num_hidden_layers=3,
+            num_attention_heads=4, max_position_embeddings=64, local_attention=4,
+            layer_types=["full_attention", "sliding_attention", "sliding_attention"],
+            rope_parameters={
+                "full_attention": {"rope_type": "default", "rope_theta": 160000.0},
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            },
+            pad_token_id=0, bos_token_id=2, cls_token_id=2, eos_token_id=3, sep_token_id=3,
+        ),  # fmt: skip
+        "tokenizer": "bert",
+    },
 }
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 
@@ -416,6 +528,8 @@ def make_tokenizer(kind: str) -> Any:
         return byte_level_tokenizer(bos=False, special=["<|endoftext|>"], trim_offsets=False)
     if kind == "bart":
         return bart_tokenizer()
+    if kind == "t5":
+        return t5_tokenizer()
     return byte_level_tokenizer(bos=False, special=["<|endoftext|>"], trim_offsets=True)  # gpt2: offsets without the space
 
 
@@ -431,11 +545,12 @@ def golden(folder: Path, ids: list[int]) -> np.ndarray:
 
 
 def attention_modules(model: Any) -> dict[str, Any]:
-    """Each attention block of a model by its module path, in layer order (self_attn, attention, encoder_attn)."""
+    """Each attention block of a model by its module path, in layer order (self_attn, self_attention, attention, attn,
+    encoder_attn; T5's SelfAttention and EncDecAttention)."""
     return {
         name: module
         for name, module in model.named_modules()
-        if name.rsplit(".", 1)[-1] in ("self_attn", "attention", "encoder_attn") and type(module).__name__.endswith("Attention")
+        if name.rsplit(".", 1)[-1] in ("self_attn", "self_attention", "attention", "attn", "encoder_attn", "SelfAttention", "EncDecAttention") and type(module).__name__.endswith("Attention")
     }
 
 
@@ -503,16 +618,16 @@ def golden_encoder_decoder(folder: Path, ids: list[int], decoder_ids: list[int])
     for handle in handles:
         handle.remove()
 
-    def inputs(part: str, kind: str) -> np.ndarray:
-        return np.stack([r["input"] for name, r in seen.items() if name.startswith(part) and name.endswith(kind)])
+    def inputs(part: str, *kinds: str) -> np.ndarray:
+        return np.stack([r["input"] for name, r in seen.items() if name.startswith(part) and name.endswith(kinds)])
 
     return {
         "encoder_attentions": np.stack([a[0].numpy() for a in out.encoder_attentions]),
         "decoder_attentions": np.stack([a[0].numpy() for a in out.decoder_attentions]),
         "cross_attentions": np.stack([a[0].numpy() for a in out.cross_attentions]),
-        "encoder_attention_inputs": inputs("encoder.", "self_attn"),
-        "decoder_attention_inputs": inputs("decoder.", "self_attn"),
-        "cross_attention_inputs": inputs("decoder.", "encoder_attn"),
+        "encoder_attention_inputs": inputs("encoder.", "self_attn", "SelfAttention"),
+        "decoder_attention_inputs": inputs("decoder.", "self_attn", "SelfAttention"),
+        "cross_attention_inputs": inputs("decoder.", "encoder_attn", "EncDecAttention"),
         "encoder_output": out.encoder_last_hidden_state[0].numpy(),
         "encoder_hidden_states": np.stack([h[0].numpy() for h in out.encoder_hidden_states]),
         "decoder_hidden_states": np.stack([h[0].numpy() for h in out.decoder_hidden_states]),
@@ -528,7 +643,7 @@ def make_family_fixture(name: str, spec: dict[str, Any], seed: int) -> None:
     tokenizer = make_tokenizer(spec["tokenizer"])
     torch.manual_seed(seed)
     model = spec["build"](tokenizer.get_vocab_size())
-    redraw(model, seed, norm_centre=spec.get("norm_centre", 1.0))
+    redraw(model, seed, norm_centre=spec.get("norm_centre", 1.0), norms=spec.get("norms", ()))
     model.to(torch.float32).save_pretrained(folder)
     (folder / "generation_config.json").unlink(missing_ok=True)
     tokenizer.save(str(folder / "tokenizer.json"))
@@ -536,7 +651,8 @@ def make_family_fixture(name: str, spec: dict[str, Any], seed: int) -> None:
     extra: dict[str, np.ndarray] = {}
     if spec.get("encoder_decoder"):
         prefix = tokenizer.encode(TARGET_PREFIX, add_special_tokens=False).ids
-        decoder_ids = [model.config.decoder_start_token_id, 0, *prefix]  # </s> <s> The cat, as BART's shift makes it
+        start = [model.config.decoder_start_token_id] if spec.get("decoder_start") == "alone" else [model.config.decoder_start_token_id, 0]
+        decoder_ids = [*start, *prefix]  # </s> <s> The cat as BART's shift makes it; T5's <pad> The cat
         arrays = golden_encoder_decoder(folder, ids, decoder_ids)
         extra = {"decoder_text": np.array(TARGET_PREFIX), "decoder_ids": np.array(decoder_ids, dtype=np.int64)}
         shape = arrays["cross_attentions"].shape

@@ -611,7 +611,104 @@ def write_deepseek(path: Path, folder: Path = HF / "deepseek_v3", *, split_kv_b:
     _finish(writer)
 
 
-NEW_FAMILIES = {"gemma2": write_gemma2, "gpt_oss": write_gpt_oss, "deepseek_v3": write_deepseek}
+def write_bloom(path: Path, folder: Path = HF / "bloom") -> None:
+    """BLOOM as BloomModel writes it: query_key_value (and its bias) regrouped from per head to all q | all k | all v,
+    `transformer.` dropped, the context length from seq_length (else the width, as the converter has it)."""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    d, heads, layers = config["hidden_size"], config["n_head"], config["n_layer"]
+    writer = gguf.GGUFWriter(path, "bloom")
+    writer.add_name("attncli tiny bloom")
+    writer.add_context_length(config.get("seq_length", d))
+    writer.add_embedding_length(d)
+    writer.add_feed_forward_length(4 * d)
+    writer.add_block_count(layers)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(heads)
+    writer.add_layer_norm_eps(config["layer_norm_epsilon"])
+    writer.add_file_type(0)
+    _tokenizer(writer, tokenizer_metadata(folder))
+    for hf, value in hf_tensors(folder).items():
+        name = hf.removeprefix("transformer.")
+        if "query_key_value" in name:
+            value = neox_fused(value, heads)  # the same regrouping as GPT-NeoX's
+        writer.add_tensor(converter_name("bloom", layers, name), np.ascontiguousarray(value))
+    _finish(writer)
+
+
+def falcon_fused(rows: np.ndarray, heads: int, kv_heads: int) -> np.ndarray:
+    """FalconModel.modify_tensors: kv groups of [q … q | k | v] → all q (H·d), all k (G·d), all v (G·d)."""
+    groups = rows.reshape(kv_heads, heads // kv_heads + 2, -1, *rows.shape[1:])
+    parts = [groups[:, :-2], groups[:, -2], groups[:, -1]]
+    return np.concatenate([part.reshape(-1, *rows.shape[1:]) for part in parts]).reshape(rows.shape)
+
+
+def write_falcon(path: Path, folder: Path = HF / "falcon") -> None:
+    """Falcon (the new decoder architecture) as FalconModel writes it: context 2048, feed-forward 4·d, query_key_value
+    regrouped to all q | all k | all v ("jploski" layout), no RoPE θ from the converter; this file adds falcon.rope.freq_base,
+    which llama.cpp reads for every architecture, since the fixture turns with θ = 1000, not llama.cpp's default 10 000."""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    d, heads, layers = config["hidden_size"], config["num_attention_heads"], config["num_hidden_layers"]
+    kv_heads = config["num_kv_heads"]
+    writer = gguf.GGUFWriter(path, "falcon")
+    writer.add_name("attncli tiny falcon")
+    writer.add_context_length(2048)
+    writer.add_tensor_data_layout("jploski")
+    writer.add_embedding_length(d)
+    writer.add_feed_forward_length(4 * d)
+    writer.add_block_count(layers)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    writer.add_layer_norm_eps(config["layer_norm_epsilon"])
+    writer.add_rope_freq_base(config["rope_parameters"]["rope_theta"])
+    writer.add_file_type(0)
+    _tokenizer(writer, tokenizer_metadata(folder))
+    for hf, value in hf_tensors(folder).items():
+        if "query_key_value" in hf:
+            value = falcon_fused(value, heads, kv_heads)
+        writer.add_tensor(converter_name("falcon", layers, hf), np.ascontiguousarray(value))
+    _finish(writer)
+
+
+def write_stablelm(path: Path, folder: Path = HF / "stablelm") -> None:
+    """StableLM 2 as StableLMModel writes it: each layer's per-head q_layernorm and k_layernorm norms stacked into one
+    (heads, d_k) attn_q_norm / attn_k_norm, the rotary width, the parallel-residual flag, LayerNorm's ε; no RoPE θ (llama.cpp's
+    default, 10 000, is the fixture's)."""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert config["rope_parameters"]["rope_theta"] == 10_000.0  # what llama.cpp assumes for a file that stores none
+    d, heads, kv_heads, layers = config["hidden_size"], config["num_attention_heads"], config["num_key_value_heads"], config["num_hidden_layers"]
+    writer = gguf.GGUFWriter(path, "stablelm")
+    writer.add_name("attncli tiny stablelm")
+    writer.add_context_length(config["max_position_embeddings"])
+    writer.add_embedding_length(d)
+    writer.add_block_count(layers)
+    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_rope_dimension_count(int(config["rope_parameters"]["partial_rotary_factor"] * (d // heads)))
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    writer.add_parallel_residual(config.get("use_parallel_residual", True))
+    writer.add_layer_norm_eps(config["layer_norm_eps"])
+    writer.add_file_type(0)
+    _tokenizer(writer, tokenizer_metadata(folder))
+    tensors = hf_tensors(folder)
+    for hf, value in tensors.items():
+        if ".norms." in hf:
+            continue
+        writer.add_tensor(converter_name("stablelm", layers, hf), np.ascontiguousarray(value))
+    for bid in range(layers):
+        for kind, count in (("q_layernorm", heads), ("k_layernorm", kv_heads)):
+            stacked = np.stack([tensors[f"model.layers.{bid}.self_attn.{kind}.norms.{h}.weight"] for h in range(count)])
+            writer.add_tensor(converter_name("stablelm", layers, f"model.layers.{bid}.self_attn.{kind}.weight"), stacked)
+    _finish(writer)
+
+
+NEW_FAMILIES = {"gemma2": write_gemma2, "gpt_oss": write_gpt_oss, "deepseek_v3": write_deepseek, "bloom": write_bloom, "falcon": write_falcon,
+                "stablelm": write_stablelm}
 
 
 # ---------------------------------------------------------------- every quantisation type in one model

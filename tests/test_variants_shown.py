@@ -45,6 +45,18 @@ W_O: identity
 b_O: [0.5, 0, 0, -0.5]
 """
 
+QK_LAYERNORM = """name: qk-layernorm
+tokens: [the, cat, sat]
+embeddings: [[1, 0, 2], [0, 1, 1], [2, 2, 0]]
+heads: 2
+kv_heads: 1
+W_Q: [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0]]
+W_K: [[1, 0], [0, 2], [1, -1]]
+W_V: [[1, 0], [0, 1], [1, 1]]
+qk_layernorm: {q_weight: [[1, 0.5], [2, 1]], k_weight: [[0.5, 1]], eps: 1e-5}
+mask: causal
+"""
+
 QUERY_LATENT = """  W_DQ: [[1, 0, 0.5, 0], [0, 1, 0, 0.5], [0.5, 0, 1, 0], [0, 0.5, 0, 1]]  # the queries' own latent (C_Q), d_cq = 4
 """
 
@@ -53,6 +65,7 @@ def _results() -> list[engine.RunResult]:
     scenarios = [load(name) for name in builtin.names()]
     scenarios += [load(str(path)) for path in sorted((Path(__file__).parent / "scenarios").glob("*.yaml"))]
     scenarios.append(from_text(GIVEN_BIAS))
+    scenarios.append(from_text(QK_LAYERNORM))
     mla = builtin.path("mla").read_text(encoding="utf-8").replace("\nmla:\n", "\nmla:\n" + QUERY_LATENT)
     scenarios.append(from_text(mla.replace("name: mla", "name: mla-query-latent")))
     return [engine.run(s) for s in scenarios]

@@ -74,7 +74,11 @@ def info_rows(info: dict[str, Any], usage: Usage = python_usage) -> list[tuple[s
         mask = "causal" if info["causal"] else "bidirectional (every token sees every token)"
         if info["sliding_window"] is not None:
             layers = ", ".join(map(str, info["sliding_layers"]))
-            mask += f"; sliding window of {info['sliding_window']} on layer{'s' * (len(info['sliding_layers']) > 1)} {layers}"
+            on = f"layer{'s' * (len(info['sliding_layers']) > 1)} {layers}"
+            if info["causal"]:
+                mask += f"; sliding window of {info['sliding_window']} on {on}"
+            else:  # ModernBERT's local layers: a window on either side of each token
+                mask = f"bidirectional; on {on} each token sees the tokens at most {info['sliding_window']} positions away on either side"
         encoder = info.get("encoder")
         if encoder is not None:  # an encoder–decoder: both stacks, and the decoder's three attentions
             rows += [

@@ -5,10 +5,10 @@ words (`describe()`) and as JSON (`as_json()`); its class names its scenario key
 the formula it acts on and its place among the scenario JSON's keys. The engine, the JSON and
 the header summary go through REGISTRY instead of naming variants. Stages, in the order the
 engine meets them:
-    "norm"        on each head's q and k: normalise(x, role, index, whole) -> x  (QK-norm)
+    "norm"        on each head's q and k: normalise(x, role, index, whole) -> x  (QK-norm, QK LayerNorm)
     "qk"          before the scores, on q and k: apply(x, positions) -> x       (RoPE)
     "scaled"      on the scaled scores, elementwise: apply(s, out=) -> s        (soft-capping)
-    "logits"      added to the scaled scores: matrix(head, L_q, L_k)           (a given bias, ALiBi)
+    "logits"      added to the scaled scores: matrix(head, L_q, L_k)           (a given bias, ALiBi, T5's buckets)
     "visibility"  which keys each query sees: visible(L_q, L_k) -> bool          (the mask)
     "denominator" the softmax's sum: logit(h), whose e^ joins every row's sum    (learned sinks)
     "heads"       makes each head's q, k, v instead of W_Q, W_K, W_V              (multi-head latent attention)
@@ -30,13 +30,15 @@ from attncli.core.variants.linear import LinearAttention, Retention
 from attncli.core.variants.masks import Mask
 from attncli.core.variants.mla import Mla
 from attncli.core.variants.positions import Rope
+from attncli.core.variants.qklayernorm import QkLayerNorm
 from attncli.core.variants.qknorm import QkNorm
+from attncli.core.variants.relative import RelativeBuckets
 from attncli.core.variants.shown import Narrated, Say, StageRow
 from attncli.core.variants.sinks import LearnedSink
 from attncli.core.variants.softcap import SoftCap
 
 __all__ = [
-    "REGISTRY", "Alibi", "KvCache", "LearnedSink", "LinearAttention", "Mask", "Mla", "Narrated", "QkNorm", "Retention", "Rope", "Say", "ScoreBias", "SoftCap", "StageRow", "Variant", "active",
+    "REGISTRY", "Alibi", "KvCache", "LearnedSink", "LinearAttention", "Mask", "Mla", "Narrated", "QkLayerNorm", "QkNorm", "RelativeBuckets", "Retention", "Rope", "Say", "ScoreBias", "SoftCap", "StageRow", "Variant", "active",
     "alibi_slopes", "in_json_order", "shown_rows", "visibility",
 ]  # fmt: skip
 
@@ -72,7 +74,7 @@ class Variant(Protocol):
     #   def stacked(self, n, letter, made) -> str                ("cache") each head's K or V with the cache first
 
 
-REGISTRY: tuple[type[Variant], ...] = (QkNorm, Rope, SoftCap, ScoreBias, Alibi, Mask, LearnedSink, Mla, KvCache, LinearAttention, Retention)  # in the order the engine meets them
+REGISTRY: tuple[type[Variant], ...] = (QkNorm, QkLayerNorm, Rope, SoftCap, ScoreBias, Alibi, RelativeBuckets, Mask, LearnedSink, Mla, KvCache, LinearAttention, Retention)  # in the order the engine meets them
 
 
 def shown_rows() -> list[StageRow]:

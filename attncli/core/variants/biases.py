@@ -201,8 +201,8 @@ class ScoreBias(_AddedToScores):
 
 
 def _present(s: Any) -> list[Any]:
-    """The scenario's additive biases, in registry order (ScoreBias, then Alibi): the terms of B."""
-    return [variant for variant in (s.variant(kind) for kind in (ScoreBias, Alibi)) if variant is not None]
+    """The scenario's additive biases, in registry order (ScoreBias, Alibi, T5's buckets, any "logits" variant): the terms of B."""
+    return [variant for variant in s.in_registry_order if variant.stage == "logits"]
 
 
 def _bias_formula(n: Any, s: Any, h: Any) -> str:

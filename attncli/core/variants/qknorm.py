@@ -253,8 +253,8 @@ def _normed_formula(letter: str) -> Any:
 
 
 QkNorm.rows = (
-    StageRow("qk_norm", "Q_norm", "Normalised queries", _normed_formula("Q"), lambda h: h.normed["qk_norm"].q if h.normed else None,
+    StageRow("qk_norm", "Q_norm", "Normalised queries", _normed_formula("Q"), lambda h: h.normed["qk_norm"].q if "qk_norm" in (h.normed or {}) else None,
              "queries", "q", after="V", main=True),
-    StageRow("qk_norm", "K_norm", "Normalised keys", _normed_formula("K"), lambda h: h.normed["qk_norm"].k if h.normed else None,
+    StageRow("qk_norm", "K_norm", "Normalised keys", _normed_formula("K"), lambda h: h.normed["qk_norm"].k if "qk_norm" in (h.normed or {}) else None,
              "keys", "k", after="Q_norm", kv=True),
 )  # fmt: skip

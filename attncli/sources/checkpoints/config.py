@@ -192,6 +192,7 @@ class Description(NamedTuple):
     """
 
     qk_norm: str | None = None  # how q and k are RMS-normalised, in words; None: as the config's use_qk_norm / qk_layernorm say
+    qk_norm_kind: str = "RMS-normalised"  # what the norm does to q and k, in words (StableLM's LayerNorm: "centred and divided …")
     learned_positions: bool = False  # a learned position table instead of RoPE (`model info`'s rope row says so)
     sinks: bool = False  # learned attention sinks: one logit per head joins the softmax's denominator
     own_biases: bool = False  # q, k and v biases are the architecture itself (GPT-2, BERT), not a mechanism to list

@@ -156,12 +156,15 @@ def _local_global(f: Facts) -> Mechanism | None:
     sizes = sorted({w for w in f.windows if w is not None})
     size = " / ".join(f"{w:,}" for w in sizes)
     window = f"a sliding window of the last {size} tokens (sliding_window = {size})"
+    if not f.causal:  # an encoder's local layers (ModernBERT): the window reaches both ways
+        window = f"a window of the tokens at most {size} positions away on either side (sliding_window = {size})"
     if len(sliding) == f.layers:
         return Mechanism("local_global", f"{window} on every layer")
     full = [i + 1 for i, w in enumerate(f.windows) if w is None]
+    everything = "full causal attention" if f.causal else "full bidirectional attention"
     return Mechanism(
         "local_global",
-        f"local and global layers: {window} on {_layers(sliding)}, the local ones; full causal attention on {_layers(full)}, the global ones",
+        f"local and global layers: {window} on {_layers(sliding)}, the local ones; {everything} on {_layers(full)}, the global ones",
     )
 
 
@@ -195,12 +198,15 @@ def _sinks(f: Facts) -> Mechanism | None:
 
 
 def _qk_norm(f: Facts) -> Mechanism | None:
-    how = description(f.model_type).qk_norm
-    if how is None and (f.raw.get("use_qk_norm") is True or f.raw.get("qk_layernorm") is True):
-        how = "as the config's use_qk_norm / qk_layernorm asks"
+    declared = description(f.model_type)
+    how, kind = declared.qk_norm, declared.qk_norm_kind
+    if how is None and f.raw.get("qk_layernorm") is True:  # StableLM, Persimmon, Phi: a LayerNorm, never an RMSNorm
+        how, kind = "as the config's qk_layernorm asks", "normalised by LayerNorm"
+    elif how is None and f.raw.get("use_qk_norm") is True:  # its kind differs by family (RMSNorm, LayerNorm, weightless L2)
+        how, kind = "as the config's use_qk_norm asks", "normalised"
     if how is None:
         return None
-    return Mechanism("qk_norm", f"QK-norm: q and k are RMS-normalised {how}, before RoPE")
+    return Mechanism("qk_norm", f"QK-norm: q and k are {kind} {how}, before RoPE")
 
 
 def _partial_rotary(f: Facts) -> Mechanism | None:
@@ -260,7 +266,11 @@ def _biases(f: Facts) -> Mechanism | None:
 
 
 def _bidirectional(f: Facts) -> Mechanism | None:
-    return None if f.causal else Mechanism("bidirectional", "bidirectional: every token sees every token (an encoder: no key/value cache)")
+    if f.causal:
+        return None
+    if any(w is not None for w in f.windows):  # local layers see a window (ModernBERT): said by _local_global
+        return Mechanism("bidirectional", "bidirectional: no causal mask, keys after a token are seen too (an encoder: no key/value cache)")
+    return Mechanism("bidirectional", "bidirectional: every token sees every token (an encoder: no key/value cache)")
 
 
 def _encoder_decoder(f: Facts) -> Mechanism | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from attncli.core.variants import LearnedSink, QkNorm, Rope, SoftCap
+from attncli.core.variants import LearnedSink, QkNorm, Rope, SoftCap, Variant
 from attncli.core.variants.mla import Mla
 from attncli.errors import AttnError, option
 from attncli.sources.arguments import shown_path
@@ -70,6 +70,7 @@ class LayerCase:
     sink: LearnedSink | None = None  # gpt-oss's learned sinks, one logit per head
     layer_kind: str | None = None  # "sliding" or "global" in a model whose layers differ (Gemma 2, gpt-oss), else None
     mla: Mla | None = None  # DeepSeek's multi-head latent attention: the latent projections instead of W_Q, W_K, W_V
+    more: tuple[Variant, ...] = ()  # any further variant of the registry the layer uses (AttentionWeights.more: ALiBi)
 
 
 def checkpoint_tokens(
@@ -166,7 +167,7 @@ def load_layer(
         divisor=w.divisor, causal=w.causal, window=w.window, rope=w.rope,
         dtype=inputs.dtype, notes=(*notes, *not_applied_note(not_applied)),
         gguf=None if gguf is None else str(gguf), tokens_from="its tokenizer.json" if gguf is None else "the GGUF metadata",
-        qk_norm=w.qk_norm, softcap=w.softcap, sink=w.sink, layer_kind=_layer_kind(cfg, layer), mla=w.mla,
+        qk_norm=w.qk_norm, softcap=w.softcap, sink=w.sink, layer_kind=_layer_kind(cfg, layer), mla=w.mla, more=w.more,
     )  # fmt: skip
 
 
@@ -196,8 +197,9 @@ def _encoder_decoder_layer(
     folder: Path, cfg: ModelConfig, *, layer: int, text: str, target: str | None, attention: str | None, special_tokens: bool, max_cells: int | None
 ) -> LayerCase:
     """Layer `layer` of the encoder (the source's self-attention) or of the decoder (its causal self-attention, or its cross-attention)."""
+    family = ARCHITECTURES[cfg.model_type]  # BART's or T5's module: the stacks, the decoder's input, the layer
     chosen = bart.chosen_attention(attention, target is not None)
-    stack = bart.stacks(cfg)[bart.stack_of(chosen)]
+    stack = family.stacks(cfg)[bart.stack_of(chosen)]
     if not 1 <= layer <= stack.layers:
         raise AttnError(
             f"layer {layer} is out of range: the {stack.name} has {stack.layers} layers", key="layer", expected=f"1 to {stack.layers}"
@@ -210,7 +212,7 @@ def _encoder_decoder_layer(
         tokens = _bounded_tokens(folder, cfg, target, "target", special_tokens, max_cells, heads=cfg.heads)
         start = cfg.decoder_start_token_id
         start_label = next((label for i, label in zip(source.ids + tokens.ids, source.labels + tokens.labels) if i == start), f"<id {start}>")
-        target_ids = bart.decoder_ids(cfg, tokens.ids)
+        target_ids = family.decoder_ids(cfg, tokens.ids)
         target_labels = (start_label, *tokens.labels[: len(target_ids) - 1])
         if len(target_ids) > cfg.max_positions:
             raise AttnError(
@@ -218,7 +220,7 @@ def _encoder_decoder_layer(
                 key="target", expected=f"at most {cfg.max_positions - 1:,} tokens",
             )  # fmt: skip
     with np.errstate(all="ignore"):
-        inputs = bart.layer_inputs(cfg, Checkpoint(folder), ids, layer, attention=chosen, target_ids=target_ids)
+        inputs = family.layer_inputs(cfg, Checkpoint(folder), ids, layer, attention=chosen, target_ids=target_ids)
     if not (np.isfinite(inputs.X).all() and (inputs.X_kv is None or np.isfinite(inputs.X_kv).all())):
         raise AttnError(
             f"the input of {stack.name} layer {layer} overflows float64 for this text", file=str(folder), expected="weights whose products stay within float64"
@@ -234,6 +236,7 @@ def _encoder_decoder_layer(
         dtype=inputs.dtype, notes=(*inputs.notes, *not_applied_note(source.not_applied)),
         attention=chosen,
         context_ids=ids if chosen == "cross" else None, context_labels=labels if chosen == "cross" else None, X_kv=inputs.X_kv,
+        more=w.more,
     )  # fmt: skip
 
 
