@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from attncli.core.records import record
 from attncli.document.numbers import checked_precision, decimals
-from attncli.errors import AttnError, named, option
+from attncli.errors import AttnError, did_you_mean, named, option
 from attncli.formats import Document, Format, Options
 
 if TYPE_CHECKING:
@@ -558,7 +558,7 @@ def heads(
     check_seed(seed)
     limits = limits or Limits()
     if sort is not None and sort not in SORTABLE:
-        raise AttnError(f"found {sort!r}", key=option("sort"), expected=f"one of {', '.join(SORTABLE)}")
+        raise AttnError(f"found {sort!r}{did_you_mean(sort, SORTABLE)}", key=option("sort"), expected=f"one of {', '.join(SORTABLE)}")
     if sort in PATTERNS and induction is None:
         raise AttnError(f"found {sort!r} (computed with {option('induction')} N)", key=option("sort"), expected=f"{option('induction')} N beside it")
     if top is not None and top < 1:
@@ -839,12 +839,11 @@ def model_tokens(path: str | Path, text: str, *, special_tokens: str = "auto") -
     """The tokens of `text` as the checkpoint's forward pass receives them; `special_tokens` "auto" (as the tokenizer adds them) or "none"."""
     from attncli.sources.arguments import shown_path, text_argument
     from attncli.sources.checkpoints.layer import checkpoint_tokens
-    from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS
+    from attncli.sources.checkpoints.scenario import check_special_tokens
     from attncli.walkthroughs.model import MAX_TOKENS_SHOWN, token_rows
 
     text = text_argument(text, "TEXT")
-    if special_tokens not in SPECIAL_TOKENS:
-        raise AttnError(f"found {special_tokens!r}", key=option("special_tokens"), expected="auto (as the tokenizer adds them) or none")
+    check_special_tokens(special_tokens)
     folder = Path(path)
     if not folder.is_dir() and not folder.is_file() and not str(folder).startswith("ollama:"):
         raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a folder with tokenizer.json, or a GGUF file")

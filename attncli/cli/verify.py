@@ -117,10 +117,9 @@ def verify(
     folder: Path, *, sentence: str, layer: int | None = None, special_tokens: str = "auto", target: str | None = None
 ) -> dict[str, Any]:
     """Run transformers and attncli on `sentence` (and, for BART, `target`); the attncli.model-verify/1 document (without its schema key)."""
-    from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS
+    from attncli.sources.checkpoints.scenario import check_special_tokens
 
-    if special_tokens not in SPECIAL_TOKENS:
-        raise AttnError(f"found {special_tokens!r}", key="--special-tokens", expected="auto (as the tokenizer adds them) or none")
+    check_special_tokens(special_tokens)
     if not folder.is_dir():
         raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a Hugging Face checkpoint folder")
     cfg = read_config(folder)

@@ -26,7 +26,6 @@ def path(name: str) -> Path:
 
 def closest(name: str) -> str | None:
     """The built-in scenario whose name is closest to a misspelt `name` ("catt" → "cat"), or None."""
-    import difflib
+    from attncli.errors import closest as closest_choice
 
-    close = difflib.get_close_matches(name.removesuffix(".yaml").removesuffix(".yml"), names(), n=1)
-    return close[0] if close else None
+    return closest_choice(name.removesuffix(".yaml").removesuffix(".yml"), names())
