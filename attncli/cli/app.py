@@ -659,10 +659,13 @@ def scenarios(ctx: typer.Context) -> None:
     """List the built-in scenarios. Any of them can be used by name: `attncli run cat`."""
     if ctx.invoked_subcommand is not None:
         return
-    names = builtin.names()
-    width = max(map(len, names))
-    lines = [f"{name:<{width}}  {_description(name)}" for name in names]
-    emit("\n".join(lines) + "\n\nPrint one with `attncli scenarios show NAME`, e.g. to copy and edit it.\n")
+    from attncli.formats.terminal import columns, hanging
+
+    listed = builtin.listing()
+    width = max(len(name) for name, _ in listed)
+    lines = [line for name, description in listed for line in hanging(description, columns(), f"{name:<{width}}  ", " " * (width + 2))]
+    lines += ["", *hanging("Print one with `attncli scenarios show NAME`, e.g. to copy and edit it.", columns(), "", "")]
+    emit("\n".join(lines) + "\n")
 
 
 @scenarios_app.command("show")
@@ -849,14 +852,6 @@ def _table_or_json(format: Format) -> bool:
     if format not in (Format.table, Format.json):
         raise AttnError(f"this command prints a table or JSON, not {format.value}", key="--format", expected="table or json")
     return format is Format.json
-
-
-def _description(name: str) -> str:
-    """The `description:` line of a built-in scenario, read without a YAML parser (start-up stays fast)."""
-    for line in builtin.path(name).read_text(encoding="utf-8").splitlines():
-        if line.startswith("description:"):
-            return line.partition(":")[2].strip().strip("\"'")
-    return ""
 
 
 def _limits(max_cells: int | None, max_values: int | None) -> "Limits":
