@@ -816,7 +816,7 @@ def model_dequant(
 @model_app.command("verify")
 @guard
 def model_verify(
-    folder: Annotated[Path, typer.Argument(metavar="DIR", help="A local Hugging Face checkpoint folder.")],
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="A local Hugging Face checkpoint folder (a GGUF file is not verified: transformers' GGUF reader is no reference for it; verify the folder it was converted from).")],
     sentence: Annotated[str, typer.Option("--sentence", metavar="TEXT", help="The text both run on.")],
     layer: Annotated[int | None, typer.Option("--layer", metavar="N", help="Only layer N (from 1) [default: every layer].")] = None,
     special_tokens: SpecialTokensOption = "auto",
