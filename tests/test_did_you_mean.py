@@ -162,3 +162,15 @@ def test_did_you_mean_has_one_home():
     package = Path(attncli.__file__).parent
     users = sorted(str(path.relative_to(package)) for path in package.rglob("*.py") if "difflib" in path.read_text(encoding="utf-8"))
     assert users == ["errors.py"], users
+
+
+@pytest.mark.parametrize(
+    ("variant", "hint"),
+    [("rope: {style: interleave}\n", "did you mean 'interleaved'?"), ("qk_norm: {over: heads}\n", "did you mean 'head'?")],
+)
+def test_a_variant_s_closed_values_are_suggested(tmp_path, variant, hint):
+    """A variant's word of a closed set (RoPE's style, QK-norm's `over`) misspelt in a scenario file is answered with the closest."""
+    path = tmp_path / "v.yaml"
+    path.write_text("tokens: [a, b]\nembeddings: [[1, 0], [0, 1]]\n" + variant)
+    with pytest.raises(AttnError, match=re.escape(hint)):
+        attn.load(path)
