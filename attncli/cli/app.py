@@ -659,7 +659,7 @@ def scenarios(ctx: typer.Context) -> None:
     """List the built-in scenarios. Any of them can be used by name: `attncli run cat`."""
     if ctx.invoked_subcommand is not None:
         return
-    from attncli.formats.terminal import columns, hanging
+    from attncli.formats.wrap import columns, hanging
 
     listed = builtin.listing()
     width = max(len(name) for name, _ in listed)

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import io
 import sys
-import textwrap
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from attncli.document import escape
+from attncli.formats.wrap import MIN_WIDTH, hanging
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -51,15 +51,6 @@ def console(*, to_file: bool = False) -> Console:
     )
 
 
-MIN_WIDTH = 20  # prose is wrapped to at least this many columns, however narrow the terminal
-
-
-def columns() -> int:
-    """The terminal's width where no console is needed (`attncli scenarios` starts without Rich): COLUMNS, else the
-    terminal's own, else 80, as Rich's console reads it; at least MIN_WIDTH."""
-    import shutil
-
-    return max(shutil.get_terminal_size().columns, MIN_WIDTH)
 
 
 def render(console: Console, renderables: list[RenderableType]) -> str:
@@ -156,15 +147,6 @@ def _styled_lines(document: Document, width: int | None) -> list[tuple[str, str]
 def _wrapped(text: str, width: int | None, indent: str = "", hang: str = "") -> list[str]:
     """`text` at `indent`, wrapped to `width` at spaces (never inside a word) with its next lines at `indent` + `hang`."""
     return hanging(text, width, indent, indent + hang)
-
-
-def hanging(text: str, width: int | None, first: str, rest: str) -> list[str]:
-    """`text` after `first` (a name, an indent), wrapped to `width` at spaces (never inside a word, so a long path stays whole)
-    with its next lines after `rest`; at least 20 characters of text a line, however narrow the terminal."""
-    if width is None or len(first) + len(text) <= width:
-        return [first + text]
-    return textwrap.wrap(text, width=max(width, len(rest) + 20), initial_indent=first, subsequent_indent=rest,
-                         break_long_words=False, break_on_hyphens=False) or [first.rstrip()]  # fmt: skip
 
 
 def _text_block(block: Block, width: int | None) -> list[tuple[str, str]]:
