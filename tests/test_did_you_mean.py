@@ -155,6 +155,8 @@ def test_explain_names_the_positions_a_repeated_word_takes(cli):
     result = cli("explain", "alibi", "--word", "the")
     assert "'the' also occurs at position 5; pick it with --position 5." in result.stdout
     assert "--position N" not in result.stdout
+    out_of_range = cli("explain", "alibi", "--word", "the", "--position", "9")  # the next try of a reader who guessed N
+    assert out_of_range.exit_code == 1 and "--position: position 9 is outside the sentence (expected a position from 1 to 6)" in out_of_range.stderr
 
 
 def test_did_you_mean_has_one_home():
