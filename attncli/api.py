@@ -15,7 +15,9 @@ the numbers and documents the commands print::
     gpt2 = attn.load_model("models/gpt2", layer=5, sentence="When Mary and John went to the store")
     attn.decode(gpt2, head=3).render("json")
 
-In Jupyter each result shows itself as tables (`_repr_html_`, `_repr_markdown_`). Every
+In Jupyter each result shows itself as tables (`_repr_html_`, `_repr_markdown_`): a run, a head
+of it (`run.head(1)`), a loaded scenario (its card: the header and its inputs), the map, the
+built-in scenarios (`attn.scenarios()`) …; `repr()` of each is one short line. Every
 function raises `attncli.errors.AttnError` for a bad input, with the same one-line message
 the command prints; an argument of the wrong type or value is one too, named by its keyword,
 checked here at the boundary (`_text`, `_path`, `_whole` …) before any work. Heads and
@@ -29,18 +31,19 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attncli.core.engine import HeadResult  # subclassed below: every path that imports the API loads numpy anyway (measured)
 from attncli.core.records import record
+from attncli.core.scenario import Scenario
 from attncli.document.numbers import checked_precision, decimals
-from attncli.errors import AttnError, named, option
+from attncli.errors import AttnError, did_you_mean, named, option
 from attncli.formats import Document, Format, Options
 
 if TYPE_CHECKING:
     from attncli.core.compare import Comparison
     from attncli.core.decode import Decode
-    from attncli.core.engine import HeadResult, RunResult
+    from attncli.core.engine import RunResult
     from attncli.core.explain import Explanation
     from attncli.core.heads import HeadMap
-    from attncli.core.scenario import Scenario
     from attncli.core.variance import VarianceRow
     from attncli.document import blocks
     from attncli.document.blocks import ExplainArticle, RunDocument, Table
@@ -55,9 +58,9 @@ if TYPE_CHECKING:
     from attncli.walkthroughs.shade import Shading
 
 __all__ = [
-    "ComparedHeads", "Decoded", "Explained", "Mapped", "ModelInfo", "ModelTokens", "Ran", "Tiled", "Varied",
-    "compare_heads", "decode", "explain", "explain_page", "heads", "load", "load_model", "longrope_prefix", "model_info", "model_tokens",
-    "render_options", "run", "run_page", "text_of", "tiles", "variance",
+    "BuiltIns", "ComparedHeads", "Decoded", "Explained", "Head", "LoadedScenario", "Mapped", "ModelInfo", "ModelTokens", "Ran", "Tiled",
+    "Varied", "compare_heads", "decode", "explain", "explain_page", "heads", "load", "load_model", "longrope_prefix", "model_info",
+    "model_tokens", "render_options", "run", "run_page", "scenarios", "text_of", "tiles", "variance",
 ]  # fmt: skip
 
 
@@ -158,11 +161,11 @@ def _result(value: object, kind: type, key: str) -> None:
         raise AttnError(f"found {_found(value)}", key=option(key), expected=f"a {kind.__name__}")
 
 
-def load(source: str | Path, *, limits: Limits | None = None) -> Scenario:
+def load(source: str | Path, *, limits: Limits | None = None) -> LoadedScenario:
     """A scenario from a built-in name (`"cat"`) or a YAML file; a file with `model:` loads that checkpoint's layer."""
     from attncli.sources.yaml_scenario import load as load_yaml
 
-    return load_yaml(str(_path(source, "source")), limits=_limits(limits))
+    return LoadedScenario.of(load_yaml(str(_path(source, "source")), limits=_limits(limits)))
 
 
 def load_model(
@@ -175,7 +178,7 @@ def load_model(
     limits: Limits | None = None,
     target: str | None = None,
     attention: str | None = None,
-) -> Scenario:
+) -> LoadedScenario:
     """Layer `layer` (from 1) of the local checkpoint at `path`, for `sentence`, as a Scenario (nothing is downloaded).
 
     `special_tokens` is "auto" (as the tokenizer's post-processor adds them) or "none"; `head`
@@ -186,11 +189,11 @@ def load_model(
     """
     from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS, load_scenario
 
-    return load_scenario(
+    return LoadedScenario.of(load_scenario(
         _path(path, "path"), layer=_whole(layer, "layer"), sentence=_text(sentence, "sentence"),
         special_tokens=_choice(special_tokens, "special_tokens", SPECIAL_TOKENS), head=_optional_whole(head, "head"), limits=_limits(limits),
         target=_optional_text(target, "target"), attention=_optional_text(attention, "attention"),
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 def _scenario(scenario: object, key: str = "scenario") -> Scenario:
@@ -280,6 +283,49 @@ class _Shown:
     def _repr_html_(self) -> str:
         return self.render(Format.html, standalone=False)
 
+    def __repr__(self) -> str:
+        """One short line, `<Ran of 'cat': 6 tokens, 1 head>`: what the result is, not its numbers (Jupyter shows its tables)."""
+        about = self._about()
+        return f"<{type(self).__name__}{' ' * bool(about)}{about}>"
+
+    def _about(self) -> str:
+        """What `repr` says after the class's name."""
+        return ""
+
+
+def _count(n: int, what: str) -> str:
+    """'1 head', '4 heads'."""
+    return f"{n:,} {what}{'s' * (n != 1)}"
+
+
+@record
+class LoadedScenario(Scenario, _Shown):
+    """A Scenario (`attn.load`, `attn.load_model`) that shows itself as a card: its header (sizes, scale, mask, mechanisms)
+    and its inputs (the embeddings, or Q, K and V given directly); `render(format)` writes the same."""
+
+    @classmethod
+    def of(cls, scenario: Scenario) -> LoadedScenario:
+        """`scenario`'s fields as a LoadedScenario (the arrays are shared, not copied)."""
+        import dataclasses
+
+        return cls(**{f.name: getattr(scenario, f.name) for f in dataclasses.fields(scenario)})
+
+    def document(self, options: Options) -> Document:
+        inputs = ("q", "k", "v") if self.direct else ("embeddings",)
+        return run(self).document(options._replace(stages=options.stages or inputs))
+
+
+@record
+class Head(HeadResult, _Shown):
+    """One head of a run (`run.head(h)`): every stage, as HeadResult holds it; shown as the run's tables of this head alone."""
+
+    ran: Ran | None = None  # the run it belongs to (its scenario labels the tables); None only when built by hand
+
+    def document(self, options: Options) -> Document:
+        if self.ran is None:
+            raise AttnError("a head built by hand has no run to show it with", expected="run.head(h) of attncli.api.run(…)")
+        return self.ran.document(options._replace(heads=options.heads or [self.head]))
+
 
 @record
 class Ran(_Shown):
@@ -291,15 +337,21 @@ class Ran(_Shown):
     def scenario(self) -> Scenario:
         return self.result.scenario
 
-    def head(self, number: int) -> HeadResult:
-        """Head `number`, counted from 1: its Q, K, V, scores, weights, output …"""
+    def head(self, number: int) -> Head:
+        """Head `number`, counted from 1: its Q, K, V, scores, weights, output … (a HeadResult that shows its tables in Jupyter)."""
+        import dataclasses
+
         number = _whole(number, "number")
         self.scenario.head_numbers(number)  # one clear error for a head that does not exist
-        return self.result.head(number)
+        found = self.result.head(number)
+        return Head(**{f.name: getattr(found, f.name) for f in dataclasses.fields(found)}, ran=self)
 
     def document(self, options: Options) -> Document:
         heads = options.heads or self.scenario.head_numbers(None)
         return render_run(self.result, options._replace(heads=heads))
+
+    def _about(self) -> str:
+        return repr(self.result).removeprefix("<RunResult ").removesuffix(">")
 
 
 @record
@@ -312,6 +364,9 @@ class Tiled(_Shown):
     def document(self, options: Options) -> Document:
         return render_tiling(self.result, options, self.block_size)
 
+    def _about(self) -> str:
+        return f"of {self.result.scenario.name!r}: {self.block_size} keys a tile, {_count(len(self.result.heads), 'head')}"
+
 
 @record
 class Explained(_Shown):
@@ -321,6 +376,10 @@ class Explained(_Shown):
 
     def document(self, options: Options) -> Document:
         return render_explain(self.explanation, options)
+
+    def _about(self) -> str:
+        e = self.explanation
+        return f"{e.token!r} at position {e.sequence_position} of {e.scenario.name!r}, head {e.head.head}"
 
 
 @record
@@ -333,6 +392,10 @@ class Decoded(_Shown):
     def document(self, options: Options) -> Document:
         return render_decode(self.decoded, options, made_causal=self.made_causal)
 
+    def _about(self) -> str:
+        d = self.decoded
+        return f"of {d.result.scenario.name!r}: head {d.head}, {_count(len(d.steps), 'step')}"
+
 
 @record
 class Varied(_Shown):
@@ -341,6 +404,9 @@ class Varied(_Shown):
     rows: list[VarianceRow]
     keys: int
     seed: int
+
+    def _about(self) -> str:
+        return f"{_count(len(self.rows), 'width')}, {self.keys} keys, seed {self.seed}"
 
     def document(self, options: Options) -> Document:
         from attncli.document.pages import ReportPage
@@ -351,6 +417,31 @@ class Varied(_Shown):
         return render(ReportPage(lambda: variance_document(self.rows, keys=self.keys), lambda: [],
                                  lambda: variance_json(self.rows, keys=self.keys, seed=self.seed), _precision(options, 3), boxed=True),
                       options)  # fmt: skip
+
+
+@record
+class BuiltIns(_Shown):
+    """The built-in scenarios: `scenarios` holds each one's name and description; `attn.load(name)` loads one."""
+
+    scenarios: list[tuple[str, str]]
+
+    def document(self, options: Options) -> Document:
+        from attncli.document.pages import ReportPage
+        from attncli.formats import render
+        from attncli.walkthroughs.listing import scenarios_document, scenarios_json
+
+        return render(ReportPage(lambda: scenarios_document(self.scenarios), lambda: [], lambda: scenarios_json(self.scenarios), 3), options)
+
+    def _about(self) -> str:
+        names = [name for name, _ in self.scenarios]
+        return _count(len(names), "scenario") + (f": {names[0]} … {names[-1]}" if len(names) > 2 else f": {', '.join(names)}" if names else "")
+
+
+def scenarios() -> BuiltIns:
+    """The built-in scenarios, each with its description, as `attncli scenarios` lists them (usable by name anywhere)."""
+    from attncli.sources import builtin
+
+    return BuiltIns(builtin.listing())
 
 
 def variance(
@@ -546,6 +637,11 @@ class Mapped(_Shown):
     head: int | None = None  # with a query token: this head alone; None: each head and their mean
     to_keys: tuple[int, ...] | None = None  # with a query token: the key rows (from 0) whose link to it ranks the heads
 
+    def _about(self) -> str:
+        what = f" ({self.source.sentence!r})" if self.source.sentence is not None else ""
+        shading = f", shading position {self.map.focus + 1}" if self.map.focus is not None else ""
+        return f"of {self.source.name}{what}: {_count(self.map.layers, 'layer')} × {_count(self.map.heads, 'head')}{shading}"
+
     def rows(self) -> list[HeadRow]:
         """One row per head (layer and head from 1), sorted and cut as asked."""
         from attncli.walkthroughs import heads as walk
@@ -680,6 +776,10 @@ class ComparedHeads(_Shown):
     sort: str | None = None
     top: int | None = None
 
+    def _about(self) -> str:
+        c = self.comparison
+        return f"of {self.first.name} ({self.first.sentence!r}) and {self.second.name} ({self.second.sentence!r}): {_count(c.layers, 'layer')} × {_count(c.heads, 'head')}"
+
     def rows(self) -> list[DiffRow]:
         """One row per head, most changed first (by `sort`, default js_divergence), cut to `top`."""
         from attncli.walkthroughs import compare as walk
@@ -780,7 +880,7 @@ def heads(
     check_seed(seed)
     limits = _limits(limits)
     if sort is not None and sort not in SORTABLE:
-        raise AttnError(f"found {sort!r}", key=option("sort"), expected=f"one of {', '.join(SORTABLE)}")
+        raise AttnError(f"found {sort!r}{did_you_mean(sort, SORTABLE)}", key=option("sort"), expected=f"one of {', '.join(SORTABLE)}")
     if sort in PATTERNS and induction is None:
         raise AttnError(f"found {sort!r} (computed with {option('induction')} N)", key=option("sort"), expected=f"{option('induction')} N beside it")
     if top is not None and top < 1:
@@ -1059,6 +1159,10 @@ class ModelInfo(_Shown):
     info: dict[str, Any]
     usage: Callable[[dict[str, Any]], str] | None = None
 
+    def _about(self) -> str:
+        where = self.info.get("file") if self.info.get("format") == "gguf" else self.info.get("folder")
+        return f"of {where}: {self.info.get('model_type')}"
+
     def document(self, options: Options) -> Document:
         from attncli.document.pages import ReportPage
         from attncli.formats import render
@@ -1084,6 +1188,9 @@ class ModelTokens(_Shown):
     tokens: list[dict[str, Any]]
     not_applied: str | None  # tokenizer.json settings left out (padding, truncation), as the model's forward pass leaves them
 
+    def _about(self) -> str:
+        return f"of {self.text!r} by {self.folder}: {_count(len(self.tokens), 'token')}"
+
     def document(self, options: Options) -> Document:
         from attncli.document.pages import ReportPage
         from attncli.formats import render
@@ -1097,11 +1204,11 @@ def model_tokens(path: str | Path, text: str, *, special_tokens: str = "auto") -
     """The tokens of `text` as the checkpoint's forward pass receives them; `special_tokens` "auto" (as the tokenizer adds them) or "none"."""
     from attncli.sources.arguments import shown_path
     from attncli.sources.checkpoints.layer import checkpoint_tokens
-    from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS
+    from attncli.sources.checkpoints.scenario import check_special_tokens
     from attncli.walkthroughs.model import MAX_TOKENS_SHOWN, token_rows
 
     text = _text(text, "text")
-    special_tokens = _choice(special_tokens, "special_tokens", SPECIAL_TOKENS)
+    check_special_tokens(special_tokens)
     folder = _path(path, "path")
     if not folder.is_dir() and not folder.is_file() and not str(folder).startswith("ollama:"):
         raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a folder with tokenizer.json, or a GGUF file")

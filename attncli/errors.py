@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 
 class ExitStatus(enum.IntEnum):
@@ -79,6 +79,71 @@ def shorten(text: str, width: int, *, keep_end: bool = False) -> str:
     if width < 2:
         return "…"[:width]
     return "…" + text[-(width - 1) :] if keep_end else text[: width - 1] + "…"
+
+
+# -- "did you mean": the one way every closed choice (a format, a stage, a statistic, a token, a key …) answers a misspelling --
+
+
+def closest(
+    word: str, choices: Iterable[str], *, cutoff: float = 0.6, fold: Callable[[str], str] = str.casefold, shortenings: bool = True
+) -> str | None:
+    """The choice a misspelt `word` most likely meant, or None when none is close.
+
+    Compared as `fold` writes both (case ignored by default). In order: the same word ("Cat" → "cat");
+    a choice it begins or abbreviates, its first letter and the rest in order ("weight" → "weights",
+    "md" → "markdown"; unless not `shortenings`); else the most similar by difflib's ratio, at least `cutoff`. Ties go to the
+    earlier choice, so "kat" among the tokens "The cat sat" is "cat" (difflib's own get_close_matches
+    breaks ties by the later string in alphabetical order: "sat").
+    """
+    import difflib
+
+    unique = list(dict.fromkeys(choices))
+    folded = fold(word)
+    forms = [fold(choice) for choice in unique]
+    if folded in forms:
+        return unique[forms.index(folded)]
+    if not folded:
+        return None
+    matcher = difflib.SequenceMatcher(b=folded, autojunk=False)
+
+    def ratio(form: str) -> float:
+        matcher.set_seq1(form)
+        return matcher.ratio()
+
+    abbreviated = [i for i, form in enumerate(forms) if shortenings and len(folded) >= 2 and _abbreviates(folded, form)]
+    candidates = abbreviated or [i for i, form in enumerate(forms) if ratio(form) >= cutoff]
+    if not candidates:
+        return None
+    best = max(candidates, key=lambda i: (ratio(forms[i]), -i))  # the most similar; of equals, the earliest
+    return unique[best]
+
+
+def _abbreviates(word: str, choice: str) -> bool:
+    """Whether `word` is a shortening of `choice`: the same first letter, and its other letters in `choice` in order."""
+    if len(word) >= len(choice) or word[0] != choice[0]:
+        return False
+    rest = iter(choice[1:])
+    return all(letter in rest for letter in word[1:])
+
+
+def did_you_mean(
+    word: str, choices: Iterable[str], *, cutoff: float = 0.6, fold: Callable[[str], str] = str.casefold, shortenings: bool = True
+) -> str:
+    """"; did you mean 'cat'?" to end a message about the misspelt `word` (`closest`'s choice), or "" when none is close."""
+    close = closest(word, choices, cutoff=cutoff, fold=fold, shortenings=shortenings)
+    return f"; did you mean {close!r}?" if close is not None else ""
+
+
+def same_name(word: str) -> str:
+    """A name as `closest` compares names that differ only in how they are written ("GPT-NeoX" is "gpt_neox"): for a model
+    type, where a near spelling ("mamba", "llama4") is another architecture, not a typo."""
+    return word.casefold().replace("-", "").replace("_", "").replace(" ", "")
+
+
+def misspelt(word: str, choices: Iterable[str], *, cutoff: float = 0.6, fold: Callable[[str], str] = str.casefold) -> str:
+    """`word` quoted, with "(did you mean 'cat'?)" after it when a choice is close: one of several wrong words in a message."""
+    close = closest(word, choices, cutoff=cutoff, fold=fold)
+    return f"{word!r} (did you mean {close!r}?)" if close is not None else repr(word)
 
 
 class AttnError(Exception):

@@ -67,6 +67,55 @@ def test_notebook_reprs_are_fragments_not_pages():
     assert markdown == ran.render("markdown")
 
 
+def test_a_head_shows_its_own_tables_and_stays_a_head_result():
+    """`run.head(2)` is a HeadResult (arrays as before) that displays the run's tables of head 2 alone, and says so in one line."""
+    from attncli.core.engine import HeadResult
+
+    ran = attn.run("multihead")
+    head = ran.head(2)
+    assert isinstance(head, HeadResult) and head.head == 2 and head.weights is ran.result.head(2).weights
+    markdown = head._repr_markdown_()
+    assert markdown == ran.render("markdown", heads=[2]) and "## Head 2" in markdown and "Head 1" not in markdown
+    assert "<table" in head._repr_html_()
+    assert repr(head) == "<Head 2 (key/value head 2): Q (4, 2), K (4, 2), V (4, 2), weights (4, 4), output (4, 2)>"
+
+
+def test_a_loaded_scenario_shows_a_card_and_stays_a_scenario():
+    """`attn.load` and `attn.load_model` give a Scenario that displays its header and inputs (not the run), in one repr line."""
+    from attncli.core.scenario import Scenario
+
+    loaded = attn.load("llama-style")
+    assert isinstance(loaded, Scenario) and attn.run(loaded).head(1).weights.shape == (4, 4)
+    markdown = loaded._repr_markdown_()
+    assert "Embeddings" in markdown and "Scores" not in markdown and "Weights" not in markdown
+    assert "RoPE" in markdown and "<table" in loaded._repr_html_()
+    assert repr(loaded) == "<Scenario 'llama-style': 4 tokens, d_model 8, 4 heads sharing 2 key/value heads (d_k 2, d_v 2)>"
+    direct = attn.load(Path(__file__).parent / "scenarios" / "linear-attention-leetgpu-1.yaml")  # Q, K and V given: those are its inputs
+    assert "Q, K and V given" in repr(direct) and "## Queries: `Q (given)`" in direct._repr_markdown_()
+    model = attn.load_model(HERE / "gpt2", layer=1, sentence="hi there")
+    assert repr(model).startswith("<Scenario 'gpt2 layer 1'") and "<table" in model._repr_html_()
+
+
+def test_every_result_has_a_short_repr():
+    """Each result of the API is one line of at most 160 characters in repr (the dataclass repr of a run was several KB)."""
+    results = [attn.run("cat"), attn.run("cat").head(1), attn.run("cat").result, attn.load("cat"), attn.heads("cat"), attn.heads("cat", word="cat"),
+               attn.explain("cat", "cat"), attn.decode("journey-causal"), attn.tiles("cat", 2), attn.variance([1, 2], samples=10),
+               attn.model_info(HERE / "gpt2"), attn.model_tokens(HERE / "gpt2", "hi"), attn.scenarios()]  # fmt: skip
+    for result in results:
+        text = repr(result)
+        assert "\n" not in text and len(text) <= 160 and text.startswith("<"), text
+    assert repr(results[0]) == "<Ran of 'cat': 6 tokens, 1 head>"
+
+
+def test_the_built_in_scenarios_are_a_result_in_every_format():
+    """`attn.scenarios()` lists what `attncli scenarios` lists, as a table in Jupyter and as attncli.scenarios/1 JSON."""
+    listed = attn.scenarios()
+    assert [name for name, _ in listed.scenarios][:2] == ["alibi", "cat"]
+    assert "| cat | The cat sat on the mat" in listed._repr_markdown_() and "<table" in listed._repr_html_()
+    data = json.loads(listed.render("json"))
+    assert data["schema"] == "attncli.scenarios/1" and {"name": "cat", "description": listed.scenarios[1][1]} in data["scenarios"]
+
+
 def test_errors_are_attn_errors():
     """A word the scenario lacks is the same AttnError the command prints."""
     with pytest.raises(AttnError, match="did you mean 'cat'"):
@@ -99,4 +148,8 @@ def test_the_notebook_runs_in_a_real_kernel_and_shows_tables(tmp_path):
     assert "1.066" in outputs[2][0]["data"]["text/html"] and "0.398" in outputs[2][0]["data"]["text/html"]
     printed = outputs[4][0]
     assert printed.output_type == "stream" and "| " in printed.text
+    for out in outputs[5:9]:  # a head, a loaded scenario, the built-in scenarios, the map: tables too, and a one-line text/plain
+        data = out[0]["data"]
+        assert "<table" in data["text/html"] and "text/markdown" in data, data.keys()
+        assert "\n" not in data["text/plain"] and len(data["text/plain"]) < 200, data["text/plain"]
     assert json.dumps(notebook)  # the executed notebook is still valid JSON

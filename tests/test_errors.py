@@ -184,7 +184,7 @@ def test_unknown_stage(cli):
     """--stages with a misspelt stage lists the valid ones."""
     result = cli("run", "cat", "--stages", "weigths")
     assert result.exit_code == 1 and result.stdout == ""
-    assert "--stages: unknown stage 'weigths' (expected a comma list of: embeddings, cache, latent, q, k" in result.stderr
+    assert "--stages: unknown stage 'weigths'; did you mean 'weights'? (expected a comma list of: embeddings, cache, latent, q, k" in result.stderr
 
 
 def test_output_into_a_missing_folder_is_refused(cli, tmp_path):

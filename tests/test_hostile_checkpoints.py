@@ -10,6 +10,7 @@ stdout, no traceback, no "internal error", no numpy warning.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import resource
@@ -142,7 +143,10 @@ def test_model_info_says_supported_only_when_the_tokenizer_encodes(case, tmp_pat
     edit_json(folder / "tokenizer.json", change)
     done = attncli("model", "info", folder)
     assert done.returncode == 0, done.stderr
-    supported = next(line for line in done.stdout.splitlines() if line.startswith("supported"))
+    lines = done.stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("supported"))
+    field = [lines[first], *itertools.takewhile(lambda line: line.startswith(" "), lines[first + 1 :])]  # the value wraps under itself
+    supported = " ".join(" ".join(field).split())
     assert "no:" in supported and "tokenizer.json" in supported and fragment in supported, supported
 
 

@@ -69,6 +69,6 @@ def test_shown_text_names_options_as_its_caller_does():
     import attncli.api as attn
 
     api_text = attn.explain("alibi", "the").render("markdown")
-    assert "pick one with position N." in api_text and "\x1e" not in api_text
+    assert "pick it with position 5." in api_text and "\x1e" not in api_text
     cli_text = CliRunner().invoke(app, ["explain", "-s", "alibi", "--word", "the", "--format", "markdown"]).stdout
-    assert "pick one with --position N." in cli_text and "\x1e" not in cli_text
+    assert "pick it with --position 5." in cli_text and "\x1e" not in cli_text

@@ -72,7 +72,9 @@ def cli_out(cli, *args: str) -> str:
 # -- the terminal and the JSON, as they were ---------------------------------------------------------
 
 
-def test_model_info_in_the_terminal_is_aligned_lines_as_before(cli):
+def test_model_info_in_the_terminal_is_aligned_lines_as_before(cli, monkeypatch):
+    """On a terminal wide enough for every value (narrower ones wrap: tests/test_terminal_width.py), the lines as they were."""
+    monkeypatch.setenv("COLUMNS", "1000")
     assert cli_out(cli, "model", "info", str(HERE / "gpt2")).replace(str(HERE / "gpt2"), "tests/checkpoints/gpt2") == GPT2_INFO
 
 

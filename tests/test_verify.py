@@ -32,6 +32,7 @@ def test_without_torch_one_line_says_what_to_install(cli, monkeypatch):
     ("args", "message"),
     [
         (["no/such/folder", "--sentence", "hi"], "no/such/folder: the checkpoint folder does not exist"),
+        ([str(HERE / "llama" / "config.json"), "--sentence", "hi"], "config.json: a file that is neither a checkpoint folder nor a GGUF file"),
         ([str(HERE / "gpt2"), "--sentence", "hi", "--layer", "9"], "layer 9 is out of range: the model has 3 layers"),
         ([str(HERE / "gpt2"), "--sentence", "hi", "--format", "csv"], "this command prints a table or JSON, not csv"),
         ([str(HERE / "bart"), "--sentence", "hi"], "--target: a bart model's decoder and cross-attention read the text the decoder has produced"),
@@ -45,6 +46,36 @@ def test_mistakes_are_one_line_before_torch_is_imported(cli, monkeypatch, args, 
     result = cli("model", "verify", *args)
     assert result.exit_code == 1 and result.stdout == ""
     assert len(result.stderr.splitlines()) == 1 and message in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("name", ["llama.gguf", "quantised.gguf", "gpt_neox.gguf"])
+def test_a_gguf_file_is_one_line_saying_what_verify_compares(cli, monkeypatch, name):
+    """A GGUF file that exists is not "a folder that does not exist": one line says verify compares with transformers on a
+    checkpoint folder, why a GGUF file is not verified, and what to verify instead; with or without torch."""
+    monkeypatch.setitem(sys.modules, "torch", None)
+    result = cli("model", "verify", str(HERE / "gguf" / name), "--sentence", "hi")
+    assert result.exit_code == 1 and result.stdout == "" and len(result.stderr.splitlines()) == 1, result.stderr
+    line = result.stderr
+    assert "does not exist" not in line and "…" not in line, line
+    assert "model verify compares with transformers on a checkpoint folder; a GGUF file is not verified, as transformers' GGUF reader" in line
+    assert "(expected the checkpoint folder it was converted from)" in line
+
+
+def test_transformers_gguf_reader_is_no_reference_for_a_gguf_file():
+    """Why model verify refuses a GGUF file, measured: transformers reading llama.gguf itself gives other attention weights than
+    transformers on the folder it was converted from (llama.cpp's rope_freqs dropped), where attncli's reading of the file meets
+    the folder's (tests/test_gguf.py). Should this fail, transformers reads the file faithfully and verify could compare it."""
+    torch = pytest.importorskip("torch", reason="the measurement runs transformers: pip install torch==2.13.0 transformers accelerate gguf")
+    transformers = pytest.importorskip("transformers", reason="pip install torch==2.13.0 transformers accelerate gguf")
+    pytest.importorskip("accelerate", reason="transformers reads a GGUF file only with accelerate: pip install accelerate")
+    pytest.importorskip("gguf", reason="transformers reads a GGUF file through the gguf package: pip install gguf")
+    expected = golden("llama")
+    transformers.utils.logging.set_verbosity_error()
+    model = transformers.AutoModel.from_pretrained(HERE / "gguf", gguf_file="llama.gguf", dtype=torch.float64, attn_implementation="eager")
+    with torch.no_grad():
+        out = model(torch.tensor([expected["ids"].tolist()]), output_attentions=True)
+    first = out.attentions[0][0].numpy()  # (H, L, L) of layer 1
+    assert np.abs(first - expected["attentions"][0]).max() > 1e-2
 
 
 def test_the_verify_module_imports_no_torch():

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+from typer._types import TyperChoice  # the Choice Typer makes of an Enum (typer is pinned below 0.29)
 
 from attncli import __version__
-from attncli.errors import AttnError, ExitStatus, visible
+from attncli.errors import AttnError, ExitStatus, did_you_mean, visible
 from attncli.formats import Format, Options
 from attncli.io import check_target, emit, print_error, print_internal_error, print_line, silence_stdout
 from attncli.sources import builtin
@@ -64,7 +65,19 @@ RoundOption = Annotated[
     ),
 ]
 FORMATS = ", ".join(f.value for f in list(Format)[:-1]) + " or " + list(Format)[-1].value  # every format, as `--help` names them
-FormatOption = Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help=f"Output format: {FORMATS}.")]
+
+
+class ChoiceWithHint(TyperChoice[str]):
+    """Typer's choice of a closed set, whose refusal ends with attncli's "did you mean" (errors.did_you_mean), as every other closed choice's."""
+
+    def get_invalid_choice_message(self, value: Any, ctx: Any) -> str:
+        message = super().get_invalid_choice_message(value, ctx)
+        hint = did_you_mean(value, map(str, self.choices)) if isinstance(value, str) else ""
+        return message.removesuffix(".") + hint if hint else message
+
+
+FORMAT_CHOICE = ChoiceWithHint([f.value for f in Format])  # --format of every command: Typer turns the value into a Format
+FormatOption = Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", click_type=FORMAT_CHOICE, help=f"Output format: {FORMATS}.")]
 OutputOption = Annotated[
     Path | None,
     typer.Option("--output", "-o", metavar="FILE", help="Write to this file (atomically) instead of stdout."),
@@ -363,7 +376,7 @@ def export(
         list[str],
         typer.Argument(help="Scenario files, built-in names or folders (each *.yaml and *.yml in them).", metavar="SCENARIO_OR_FOLDER..."),
     ],
-    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help=f"Output format of every file: {FORMATS}.")],
+    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", click_type=FORMAT_CHOICE, help=f"Output format of every file: {FORMATS}.")],
     out_dir: Annotated[str, typer.Option("--out-dir", "-d", metavar="DIR", help="The existing folder to write <scenario-stem>.<ext> into.")],  # a str: Click's Path would read "" as "."
     explain_word: Annotated[
         str | None, typer.Option("--explain", metavar="WORD", help="Render the `explain` walk-through of WORD instead of `run`; scenarios without it are skipped.")
@@ -515,7 +528,7 @@ def heads(
     compare_model: Annotated[Path | None, typer.Option("--compare-model", metavar="DIR", help="Compare every head with the same heads of this checkpoint (same architecture) on the same sentence, or on --compare-sentence.")] = None,
     compare_sentence: Annotated[str | None, typer.Option("--compare-sentence", metavar="TEXT", help="Compare every head with the same heads on this sentence (as many tokens as --sentence).")] = None,
     precision: PrecisionOption = None,
-    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table (the grid and the statistics), json, markdown (the statistics and readings), csv, svg (the grid), html (a page with both) or typst.")] = Format.table,
+    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", click_type=FORMAT_CHOICE, help="Output format: table (the grid and the statistics), json, markdown (the statistics and readings), csv, svg (the grid), html (a page with both) or typst.")] = Format.table,
     interactive: Annotated[bool, typer.Option("--interactive", help="With --format html: a page to explore, one self-contained file: click a head for its labelled weights, hover over a query's row to shade the sentence, choose a layer and head, light or dark.")] = False,
     output: OutputOption = None,
     force: ForceOption = False,
@@ -658,10 +671,13 @@ def scenarios(ctx: typer.Context) -> None:
     """List the built-in scenarios. Any of them can be used by name: `attncli run cat`."""
     if ctx.invoked_subcommand is not None:
         return
-    names = builtin.names()
-    width = max(map(len, names))
-    lines = [f"{name:<{width}}  {_description(name)}" for name in names]
-    emit("\n".join(lines) + "\n\nPrint one with `attncli scenarios show NAME`, e.g. to copy and edit it.\n")
+    from attncli.formats.wrap import columns, hanging
+
+    listed = builtin.listing()
+    width = max(len(name) for name, _ in listed)
+    lines = [line for name, description in listed for line in hanging(description, columns(), f"{name:<{width}}  ", " " * (width + 2))]
+    lines += ["", *hanging("Print one with `attncli scenarios show NAME`, e.g. to copy and edit it.", columns(), "", "")]
+    emit("\n".join(lines) + "\n")
 
 
 @scenarios_app.command("show")
@@ -721,7 +737,7 @@ def scenarios_new(
 
     sentence = text_argument(sentence, "SENTENCE")
     if mask not in ("none", "causal"):
-        raise AttnError(f"found {mask!r}", key="--mask", expected="none or causal, with --window, --sink-tokens and --padding for the rest")
+        raise AttnError(f"found {mask!r}{did_you_mean(mask, ('none', 'causal'))}", key="--mask", expected="none or causal, with --window, --sink-tokens and --padding for the rest")
     emit(
         new_scenario(
             sentence, d_model=d_model, heads=heads, kv_heads=kv_heads, d_k=d_k, causal=mask == "causal", window=window,
@@ -812,11 +828,11 @@ def model_dequant(
 @model_app.command("verify")
 @guard
 def model_verify(
-    folder: Annotated[Path, typer.Argument(metavar="DIR", help="A local Hugging Face checkpoint folder.")],
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="A local Hugging Face checkpoint folder (a GGUF file is not verified: transformers' GGUF reader is no reference for it; verify the folder it was converted from).")],
     sentence: Annotated[str, typer.Option("--sentence", metavar="TEXT", help="The text both run on.")],
     layer: Annotated[int | None, typer.Option("--layer", metavar="N", help="Only layer N (from 1) [default: every layer].")] = None,
     special_tokens: SpecialTokensOption = "auto",
-    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = Format.table,
+    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", click_type=FORMAT_CHOICE, help="table or json.")] = Format.table,
     target: Annotated[
         str | None,
         typer.Option("--target", metavar="TEXT", help="For an encoder–decoder (BART), needed: the text the decoder has produced so far; --sentence is the source. Its encoder, decoder and cross attentions are all compared."),
@@ -848,14 +864,6 @@ def _table_or_json(format: Format) -> bool:
     if format not in (Format.table, Format.json):
         raise AttnError(f"this command prints a table or JSON, not {format.value}", key="--format", expected="table or json")
     return format is Format.json
-
-
-def _description(name: str) -> str:
-    """The `description:` line of a built-in scenario, read without a YAML parser (start-up stays fast)."""
-    for line in builtin.path(name).read_text(encoding="utf-8").splitlines():
-        if line.startswith("description:"):
-            return line.partition(":")[2].strip().strip("\"'")
-    return ""
 
 
 def _limits(max_cells: int | None, max_values: int | None) -> "Limits":

@@ -13,6 +13,14 @@ by side, before the projection. An encoder–decoder (BART) runs on the sentence
 and a target text (the decoder's input behind its start token, as attncli builds it): its encoder,
 decoder and cross attentions are compared layer by layer.
 
+A GGUF file (or ollama:NAME) is not verified, and says so in one line: transformers' own GGUF reader
+(`from_pretrained(folder, gguf_file=…)`) is no reference for it. Measured on tests/checkpoints/gguf
+(transformers 5.24.0, one file per family and quantised.gguf): it reads 6 of the 14 (none of gpt2's, qwen3's, phi3's, gpt_neox's,
+olmo2's, bert's, deepseek2's or gpt_oss's files), and of those 6 it gives other weights than the folder
+the file came from on 3 (by 0.1 to 0.5 at layer 1: llama with llama.cpp's rope_freqs, gemma2, gemma3),
+while attncli's reading of each file meets transformers on that folder (tests/test_gguf.py). What to verify
+instead is that folder.
+
 What differs by architecture is declared by its family module (`VERIFY`, a config.Verification, read
 through families.verification): the output projection's name, the steps transformers runs in float32
 (the bound follows from them), whether its MoE experts must run eagerly. This module names no model type.
@@ -117,12 +125,19 @@ def verify(
     folder: Path, *, sentence: str, layer: int | None = None, special_tokens: str = "auto", target: str | None = None
 ) -> dict[str, Any]:
     """Run transformers and attncli on `sentence` (and, for BART, `target`); the attncli.model-verify/1 document (without its schema key)."""
-    from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS
+    from attncli.sources.checkpoints.gguf import gguf_path
+    from attncli.sources.checkpoints.scenario import check_special_tokens
 
-    if special_tokens not in SPECIAL_TOKENS:
-        raise AttnError(f"found {special_tokens!r}", key="--special-tokens", expected="auto (as the tokenizer adds them) or none")
+    check_special_tokens(special_tokens)
+    if gguf_path(folder) is not None:  # a .gguf file, a folder holding one, ollama:NAME
+        raise AttnError(
+            "model verify compares with transformers on a checkpoint folder; a GGUF file is not verified, as transformers' "
+            "GGUF reader drops parts of it (llama.cpp's rope_freqs)",
+            file=str(folder), expected="the checkpoint folder it was converted from",
+        )  # fmt: skip
     if not folder.is_dir():
-        raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a Hugging Face checkpoint folder")
+        what = "a file that is neither a checkpoint folder nor a GGUF file" if folder.exists() else "the checkpoint folder does not exist"
+        raise AttnError(what, file=str(folder), expected="a Hugging Face checkpoint folder")
     cfg = read_config(folder)
     units = _units(cfg, layer, target)
     torch, transformers = _reference_libraries()

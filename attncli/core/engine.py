@@ -74,6 +74,11 @@ class HeadResult:
     mla: MlaHead | None = None  # multi-head latent attention: the head's up-projections and its absorbed form; None without
     kernel: KernelHead | None = None  # attention without softmax (linear attention, retention): its own stages; None with the softmax
 
+    def __repr__(self) -> str:
+        """`<HeadResult 1 (key/value head 1): Q (6, 2), K (6, 2), V (6, 2), weights (6, 6), output (6, 2)>`: its stages' shapes."""
+        shapes = ", ".join(f"{name} {tuple(getattr(self, name).shape)}" for name in ("Q", "K", "V", "weights", "output"))
+        return f"<{type(self).__name__} {self.head} (key/value head {self.kv_head}): {shapes}>"
+
     @property
     def logits(self) -> np.ndarray:
         """(L_q, L_k) what the mask and the softmax see: the scaled scores, reshaped by any variant, plus any bias."""
@@ -120,6 +125,11 @@ class RunResult:
     def head(self, number: int) -> HeadResult:
         """Head `number`, counted from 1."""
         return self.heads[number - 1]
+
+    def __repr__(self) -> str:
+        """`<RunResult of 'cat': 6 tokens, 1 head>`, and the hand rounding if any: what it holds, not its numbers."""
+        rounded = f", rounded to {self.round_steps} decimals" if self.round_steps is not None else ""
+        return f"<RunResult of {self.scenario.name!r}: {self.scenario.L} tokens, {len(self.heads)} head{'s' * (len(self.heads) > 1)}{rounded}>"
 
 
 

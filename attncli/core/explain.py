@@ -6,7 +6,6 @@ what a hand calculation writes down for one row of one head.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -17,7 +16,7 @@ from attncli.core.arithmetic import rounder
 from attncli.core.engine import HeadResult, RunResult
 from attncli.core.scenario import Scenario
 from attncli.core.variants.sinks import LearnedSink
-from attncli.errors import AttnError, option
+from attncli.errors import AttnError, did_you_mean, option
 
 if TYPE_CHECKING:
     from attncli.core.online import OnlineRow
@@ -108,8 +107,7 @@ def find_word(scenario: Scenario, word: str | None, position: int | None) -> tup
         raise AttnError(f"{word!r} is a key of the given cache (position {cached[0]}), not a query of the sentence",
                         key=option("word"), expected=f"a token of the sentence: {' '.join(tokens[:40])}{' …' if len(tokens) > 40 else ''}")  # fmt: skip
     if not matches:
-        close = difflib.get_close_matches(word, list(dict.fromkeys(tokens)), n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(word, tokens, fold=scenario.fold)
         case = "" if scenario.case_sensitive else " (case is ignored)"
         shown = " ".join(tokens) if len(tokens) <= 40 else " ".join(tokens[:40]) + f" … ({len(tokens)} tokens)"
         raise AttnError(

@@ -214,7 +214,7 @@ def fold(token: str) -> str:
 
 def find_token(tokens: Sequence[str], word: str | None, position: int | None) -> int:
     """The query row (from 0) that `word` and/or `position` (from 1) name among `tokens`; the first occurrence of a repeated word."""
-    from attncli.errors import AttnError, option
+    from attncli.errors import AttnError, did_you_mean, option
 
     if position is not None and not 1 <= position <= len(tokens):
         raise AttnError(f"position {position} is outside the sentence", key=option("position"), expected=f"a position from 1 to {len(tokens)}")
@@ -225,7 +225,7 @@ def find_token(tokens: Sequence[str], word: str | None, position: int | None) ->
     matches = [i for i, token in enumerate(tokens) if fold(token) == fold(word)]
     shown = " ".join(tokens) if len(tokens) <= 40 else " ".join(tokens[:40]) + f" … ({len(tokens)} tokens)"
     if not matches:
-        raise AttnError(f"{word!r} is not a token of the sentence", key=option("word"), expected=f"one of its tokens (case is ignored): {shown}")
+        raise AttnError(f"{word!r} is not a token of the sentence{did_you_mean(word, tokens, fold=fold)}", key=option("word"), expected=f"one of its tokens (case is ignored): {shown}")
     if position is None:
         return matches[0]
     if position - 1 not in matches:

@@ -45,6 +45,6 @@ def record(cls: type[T]) -> type[T]:
     made: Any = dataclasses.dataclass(cls, eq=False, repr=False)
     made.__record_fields__ = frozenset(f.name for f in dataclasses.fields(made))
     made.__setattr__, made.__delattr__ = _set_once, _refuse_delete
-    if "__repr__" not in cls.__dict__:
+    if cls.__repr__ is object.__repr__:  # a repr of its own or inherited (api's results, a subclass of a record) is kept
         made.__repr__ = _repr
     return cls

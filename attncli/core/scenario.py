@@ -90,6 +90,13 @@ class Scenario:
     # before the tokens: L_k = c + L_q, queries at c+1 … c+L_q), linear attention or retention (no softmax). Read them with
     # `variant(Kind)`; change them with `with_variants` and `without`, which dataclasses.replace cannot do for one of them.
 
+    def __repr__(self) -> str:
+        """`<Scenario 'cat': 6 tokens, d_model 2, 1 head (d_k 2, d_v 2)>`: what it is, not its numbers (a model's layer holds millions)."""
+        keys = f", {self.L_k} keys" if self.L_k != self.L else ""
+        width = f", d_model {self.d_model}" if self.d_model is not None else ", Q, K and V given"
+        heads = f"{self.heads} head{'s' * (self.heads > 1)}" + (f" sharing {self.G} key/value heads" if self.heads != self.G else "")
+        return f"<Scenario {self.name!r}: {self.L} tokens{keys}{width}, {heads} (d_k {self.d_k}, d_v {self.d_v})>"
+
     def __post_init__(self) -> None:
         kinds = [type(variant) for variant in self.variants]
         assert len(set(kinds)) == len(kinds) and Mask not in kinds, f"one variant of each class, the mask as `mask`: {kinds}"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from attncli.core import variants
 from attncli.document.notation import Notation
-from attncli.errors import AttnError, option
+from attncli.errors import AttnError, did_you_mean, misspelt, option
 
 if TYPE_CHECKING:
     import numpy as np
@@ -305,8 +305,9 @@ def parse(listed: str | None) -> tuple[str, ...] | None:
     wanted = [name.strip().lower() for name in listed.split(",") if name.strip()]
     unknown = [name for name in wanted if name not in STAGE_NAMES]
     if unknown or not wanted:
+        one = f"unknown stage {unknown[0]!r}{did_you_mean(unknown[0], STAGE_NAMES)}" if len(unknown) == 1 else ""
         raise AttnError(
-            f"unknown stage {', '.join(map(repr, unknown))}" if unknown else "no stage named",
+            one or (f"unknown stages {', '.join(misspelt(name, STAGE_NAMES) for name in unknown)}" if unknown else "no stage named"),
             key=option("stages"),
             expected="a comma list of: " + ", ".join(STAGE_NAMES),
         )

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from attncli.errors import AttnError, keyword, option
+from attncli.errors import AttnError, did_you_mean, keyword, option
 
 if TYPE_CHECKING:
     from attncli.document import blocks
@@ -85,7 +85,8 @@ def format_named(name: object) -> Format:
     if isinstance(name, Format):
         return name
     if not isinstance(name, str) or name not in {f.value for f in Format}:
-        raise AttnError(f"found {name!r}", key=option("format"), expected="one of " + ", ".join(f.value for f in Format))
+        hint = did_you_mean(name, [f.value for f in Format]) if isinstance(name, str) else ""
+        raise AttnError(f"found {name!r}{hint}", key=option("format"), expected="one of " + ", ".join(f.value for f in Format))
     return Format(name)
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import io
 import sys
-import textwrap
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from attncli.document import escape
+from attncli.formats.wrap import MIN_WIDTH, hanging
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -51,7 +51,6 @@ def console(*, to_file: bool = False) -> Console:
     )
 
 
-MIN_WIDTH = 20  # prose is wrapped to at least this many columns, however narrow the terminal
 
 
 def render(console: Console, renderables: list[RenderableType]) -> str:
@@ -147,10 +146,7 @@ def _styled_lines(document: Document, width: int | None) -> list[tuple[str, str]
 
 def _wrapped(text: str, width: int | None, indent: str = "", hang: str = "") -> list[str]:
     """`text` at `indent`, wrapped to `width` at spaces (never inside a word) with its next lines at `indent` + `hang`."""
-    if width is None or len(indent) + len(text) <= width:
-        return [indent + text]
-    return textwrap.wrap(text, width=max(width, len(indent + hang) + 20), initial_indent=indent, subsequent_indent=indent + hang,
-                         break_long_words=False, break_on_hyphens=False)  # fmt: skip
+    return hanging(text, width, indent, indent + hang)
 
 
 def _text_block(block: Block, width: int | None) -> list[tuple[str, str]]:
@@ -160,22 +156,29 @@ def _text_block(block: Block, width: int | None) -> list[tuple[str, str]]:
         return [(line, "bold") for line in ([] if block.level == 1 else [""]) + _wrapped(escape.visible(block.text), width)]
     if isinstance(block, Paragraph):
         return [(line, "") for line in _wrapped(escape.visible(block.text), width)]
-    if isinstance(block, Values) and block.record:  # `name  value` lines aligned on the names, at the margin, as they are
+    if isinstance(block, Values) and block.record:  # `name  value` lines aligned on the names, at the margin, each value wrapped under itself
         names = [escape.visible(name) for name, _ in block.pairs]
         width_of_names = max(map(len, names), default=0)
-        return [(f"{name:<{width_of_names}}  {escape.visible(value)}", "") for name, (_, value) in zip(names, block.pairs)]
+        under = " " * (width_of_names + 2)
+        return [(line, "") for name, (_, value) in zip(names, block.pairs)
+                for line in hanging(escape.visible(value), width, f"{name:<{width_of_names}}  ", under)]  # fmt: skip
     if isinstance(block, Values):
         out = []
         for name, value in block.pairs:
             shown = escape.visible(_fitted_value(name, value, width))
             out += [(line, "") for line in _wrapped(f"{escape.visible(name)} = {shown}", width, "  ", " " * (len(escape.visible(name)) + 3))]
         return out
-    if isinstance(block, Table) and block.listing:  # aligned columns at the margin, no rule, as long as they are
+    if isinstance(block, Table) and block.listing:  # aligned columns at the margin, no rule, never shortened; a last column of text wraps
         header = [escape.visible(cell) for cell in block.header]
         rows = [[escape.visible(cell) for cell in row] for row in block.rows]
         widths = [max(len(row[c]) for row in [header, *rows]) for c in range(len(header))]
-        top, _rule, *listed = _table_lines(header, rows, widths, block.numeric, range(len(header)))
-        return [(line, "") for line in [top, *listed]]
+        if block.numeric[-1] or width is None:
+            top, _rule, *listed = _table_lines(header, rows, widths, block.numeric, range(len(header)))
+            return [(line, "") for line in [top, *listed]]
+        lead = list(range(len(header) - 1))  # the columns before the last, padded as usual; the last wraps under itself
+        under = " " * (sum(widths[c] + 2 for c in lead))
+        return [(line, "") for row in [header, *rows]
+                for line in hanging(row[-1], width, "  ".join(_padded(row, widths, block.numeric, lead)) + "  " * bool(lead), under)]  # fmt: skip
     if isinstance(block, Table):
         return [(("  " + line).rstrip(), "") for line in _aligned(block, None if width is None else width - 2)]
     if isinstance(block, Steps):
@@ -236,12 +239,17 @@ def _aligned(table: Table, width: int | None = None) -> list[str]:
     return out
 
 
+def _padded(cells: Sequence[str], widths: Sequence[int], numeric: Sequence[bool], columns: Sequence[int]) -> list[str]:
+    """The chosen cells padded to `widths`: numbers to the right, text to the left."""
+    return [cells[c].rjust(widths[c]) if numeric[c] else cells[c].ljust(widths[c]) for c in columns]
+
+
 def _table_lines(header: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[int], numeric: Sequence[bool],
                  columns: Sequence[int]) -> list[str]:  # fmt: skip
     """The header, a rule and the rows of the chosen columns, padded to `widths`: numbers to the right, text to the left."""
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(cells[c].rjust(widths[c]) if numeric[c] else cells[c].ljust(widths[c]) for c in columns).rstrip()
+        return "  ".join(_padded(cells, widths, numeric, columns)).rstrip()
 
     return [line(header), "  ".join("─" * widths[c] for c in columns), *map(line, rows)]
 

@@ -24,9 +24,21 @@ def path(name: str) -> Path:
     return folder() / f"{name}.yaml"
 
 
+def description(name: str) -> str:
+    """The `description:` line of a built-in scenario, read without a YAML parser (start-up stays fast)."""
+    for line in path(name).read_text(encoding="utf-8").splitlines():
+        if line.startswith("description:"):
+            return line.partition(":")[2].strip().strip("\"'")
+    return ""
+
+
+def listing() -> list[tuple[str, str]]:
+    """Every built-in scenario's name and description, in name order: what `attncli scenarios` and `api.scenarios()` list."""
+    return [(name, description(name)) for name in names()]
+
+
 def closest(name: str) -> str | None:
     """The built-in scenario whose name is closest to a misspelt `name` ("catt" → "cat"), or None."""
-    import difflib
+    from attncli.errors import closest as closest_choice
 
-    close = difflib.get_close_matches(name.removesuffix(".yaml").removesuffix(".yml"), names(), n=1)
-    return close[0] if close else None
+    return closest_choice(name.removesuffix(".yaml").removesuffix(".yml"), names())

@@ -7,7 +7,6 @@ shapes fit.
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import math
 import re
@@ -21,7 +20,7 @@ from attncli.core import variants
 from attncli.core.scenario import Scale, Scenario, held
 from attncli.core.variants import Mask
 from attncli.core.variants.keys import Read, Sizes
-from attncli.errors import AttnError, option
+from attncli.errors import AttnError, did_you_mean, misspelt, option
 from attncli.sources import builtin, fields, reading
 from attncli.sources.limits import Limits
 from attncli.sources.words import split_sentence
@@ -191,7 +190,7 @@ class _Validator:
         """`model: FOLDER`, `layer: N` and `sentence: TEXT`: one layer of a local Hugging Face checkpoint."""
         import dataclasses
 
-        from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS, load_scenario
+        from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS, SPECIAL_TOKENS_EXPECTED, load_scenario
 
         for key in self.tree.items:
             if key not in MODEL_KEYS:
@@ -208,7 +207,8 @@ class _Validator:
             folder = self.base / folder
         special_tokens = self._text("special_tokens", default="auto")
         if special_tokens not in SPECIAL_TOKENS:
-            raise self._error(f"found {special_tokens!r}", "special_tokens", "auto (as the tokenizer adds them) or none", self._get("special_tokens"))
+            hint = did_you_mean(special_tokens, SPECIAL_TOKENS)
+            raise self._error(f"found {special_tokens!r}{hint}", "special_tokens", SPECIAL_TOKENS_EXPECTED, self._get("special_tokens"))
         layer = self._int("layer", default=1, minimum=1, what="a layer number")
         precision = self._int("precision", default=4, minimum=0, maximum=MAX_PRECISION)
         try:
@@ -414,8 +414,7 @@ class _Validator:
             known = [original for original, _ in vectors.values()]
             hints = []
             for word in missing[:MAX_LISTED]:
-                close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
-                hints.append(f"{word!r} (did you mean {close[0]!r}?)" if close else repr(word))
+                hints.append(misspelt(word, known, fold=fold))
             more = f" and {len(missing) - MAX_LISTED:,} more" if len(missing) > MAX_LISTED else ""
             raise self._error(
                 f"no embedding for {', '.join(hints)}{more}",
@@ -583,8 +582,7 @@ class _Validator:
         try:
             divisor = to_number(value, "scale")
         except AttnError:
-            close = difflib.get_close_matches(value.text, ["sqrt_dk", "none"], n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(value.text, ["sqrt_dk", "none"])
             raise self._error(f"found {describe(value)}{hint}", "scale", expected, value) from None
         if divisor <= 0:
             raise self._error(f"{value.text} is not positive", "scale", expected, value)
@@ -682,9 +680,7 @@ MAX_LISTED = 10  # missing words named in one error message
 def _check_keys(tree: Map, keys: tuple[str, ...], prefix: str) -> None:
     for key in tree.items:
         if key not in keys:
-            same_but_case = [k for k in keys if k.lower() == key.lower()]
-            close = same_but_case or difflib.get_close_matches(key, keys, n=1, cutoff=0.5)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(key, keys, cutoff=0.5)
             raise AttnError(f"unknown key {key!r}{hint}", line=tree.key_lines.get(key), key=prefix + key, expected="one of: " + ", ".join(keys))
 
 

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from attncli.core.compare import MEASURES, Comparison
-from attncli.errors import AttnError, option
+from attncli.errors import AttnError, did_you_mean, option
 
 SCHEMA = "attncli.heads-compare/1"
 FORMULAS = {
@@ -57,7 +57,7 @@ def sorted_rows(all_rows: list[DiffRow], sort: str | None, top: int | None) -> l
     """Largest first by `sort` (default js_divergence), the first `top`."""
     sort = sort or "js_divergence"
     if sort not in MEASURES:
-        raise AttnError(f"found {sort!r}", key=option("sort"), expected=f"with a comparison, one of {', '.join(MEASURES)}")
+        raise AttnError(f"found {sort!r}{did_you_mean(sort, MEASURES)}", key=option("sort"), expected=f"with a comparison, one of {', '.join(MEASURES)}")
     ordered = sorted(all_rows, key=lambda r: -r.values[sort])
     return ordered[:top] if top is not None else ordered
 

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from attncli.core.heads import PATTERNS, STATISTICS, HeadMap
-from attncli.errors import AttnError, option
+from attncli.errors import AttnError, did_you_mean, option
 
 SCHEMA = "attncli.heads/1"
 FORMULAS = {
@@ -80,7 +80,7 @@ def sorted_rows(all_rows: list[HeadRow], sort: str | None, top: int | None) -> l
     """Largest first by `sort` (layer and head order when None), the first `top` of them."""
     if sort is not None:
         if sort not in all_rows[0].values:
-            hint = f" (computed with {option('induction')} N)" if sort in PATTERNS else ""
+            hint = f" (computed with {option('induction')} N)" if sort in PATTERNS else did_you_mean(sort, all_rows[0].values)
             raise AttnError(f"found {sort!r}{hint}", key=option("sort"), expected=f"one of {', '.join(all_rows[0].values)}")
         all_rows = sorted(all_rows, key=lambda r: -_sortable(r.values[sort]))
     return all_rows[:top] if top is not None else all_rows

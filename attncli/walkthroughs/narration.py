@@ -50,8 +50,11 @@ def intro(expl: Explanation) -> list[str]:
     lines = [f"Explaining {quoted(expl.token)}, position {expl.sequence_position} of {s.cached + s.L} in {quoted(s.name)}: "
              + " ".join(s.tokens) + keys]  # fmt: skip
     if expl.other_positions:
-        where = ", ".join(str(s.cached + row) for row in expl.other_positions)
-        lines.append(f"{quoted(expl.token)} also occurs at position {where}; pick one with {option('position')} N.")
+        others = [str(s.cached + row) for row in expl.other_positions]
+        where = ", ".join(others)
+        which = others[0] if len(others) == 1 else ", ".join(others[:-1]) + " or " + others[-1]  # the positions --position takes here
+        lines.append(f"{quoted(expl.token)} also occurs at position{'s' * (len(others) > 1)} {where}; "
+                     f"pick {'it' if len(others) == 1 else 'one'} with {option('position')} {which}.")  # fmt: skip
     if s.cross:
         lines.append(f"Cross-attention: the query comes from this sentence, the {s.L_k} keys and values from the context.")
     if makers := variants.active(s, "heads"):  # a variant that makes each head's q, k, v (MLA) says which of its weights the head uses

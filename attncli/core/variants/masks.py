@@ -10,7 +10,6 @@ The module also holds how the mask is shown (core.variants.shown): its stage-tab
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -19,6 +18,7 @@ import numpy as np
 from attncli.core.records import record
 from attncli.core.variants.keys import Read, Schema, Sizes, frozen, mapping_keys
 from attncli.core.variants.shown import Narrated, Say, StageRow
+from attncli.errors import did_you_mean
 
 
 @record
@@ -189,9 +189,7 @@ class Mask:
         if read.form in ("plain", "quoted"):
             word = read.word()
             if word not in ("none", "causal"):
-                close = difflib.get_close_matches(word, ["none", "causal"], n=1, cutoff=0.6)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise read.error(f"found {word!r}{hint}", expected)
+                raise read.error(f"found {word!r}{did_you_mean(word, ['none', 'causal'])}", expected)
             mask = cls(causal=word == "causal")
         elif read.form == "list":
             matrix = read.matrix()

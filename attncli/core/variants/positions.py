@@ -26,6 +26,7 @@ import numpy as np
 from attncli.core.records import record
 from attncli.core.variants.keys import MATRIX, Read, Schema, Sizes, frozen, mapping_keys
 from attncli.core.variants.shown import Narrated, Say, StageRow
+from attncli.errors import did_you_mean
 
 
 @record
@@ -295,7 +296,7 @@ class Rope:
         if "style" in items:
             style = items["style"].word()
             if style not in ("half", "interleaved"):
-                raise items["style"].error(f"found {style!r}", "`half` (Llama, GPT-NeoX) or `interleaved` (RoFormer)")
+                raise items["style"].error(f"found {style!r}{did_you_mean(style, ('half', 'interleaved'))}", "`half` (Llama, GPT-NeoX) or `interleaved` (RoFormer)")
         for one, other in (("fraction", "rotary_dim"), ("angles", "cos"), ("angles", "sin"), ("theta", "angles"), ("theta", "cos")):
             if one in items and other in items:
                 raise items[other].error(f"both `{one}` and `{other}` are given", f"one of `{one}` and `{other}`")

@@ -25,7 +25,7 @@ from attncli.core.records import record
 from attncli.core.variants.keys import VECTOR, Read, Schema, Sizes, frozen, mapping_keys
 from attncli.core.variants.positions import Rope
 from attncli.core.variants.shown import Narrated, Say, StageRow
-from attncli.errors import AttnError
+from attncli.errors import AttnError, did_you_mean
 
 
 @record
@@ -187,12 +187,12 @@ class QkNorm:
         if "over" in items:
             over = items["over"].word()
             if over not in ("head", "whole"):
-                raise items["over"].error(f"found {over!r}", "`head` (each head's d_k numbers: Qwen3, Gemma 3) or `whole` (OLMo 2)")
+                raise items["over"].error(f"found {over!r}{did_you_mean(over, ('head', 'whole'))}", "`head` (each head's d_k numbers: Qwen3, Gemma 3) or `whole` (OLMo 2)")
         form = "w"
         if "form" in items:
             form = items["form"].word()
             if form not in ("w", "1+w"):
-                raise items["form"].error(f"found {form!r}", "`w` (x / rms · w) or `1+w` (Gemma's x / rms · (1 + w))")
+                raise items["form"].error(f"found {form!r}{did_you_mean(form, ('w', '1+w'))}", "`w` (x / rms · w) or `1+w` (Gemma's x / rms · (1 + w))")
         eps = 1e-6
         if "eps" in items:
             eps = items["eps"].number()

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from attncli.errors import AttnError
+from attncli.errors import AttnError, did_you_mean
 from attncli.sources.checkpoints.blocks import (
     AttentionWeights,
     LayerInputs,
@@ -73,7 +73,8 @@ def chosen_attention(attention: str | None, has_target: bool) -> str:
     if attention is None:
         return "cross" if has_target else "encoder"
     if attention not in ATTENTIONS:
-        raise AttnError(f"found {attention!r}", key="attention", expected="encoder, decoder or cross")
+        hint = did_you_mean(attention, ATTENTIONS) if isinstance(attention, str) else ""
+        raise AttnError(f"found {attention!r}{hint}", key="attention", expected="encoder, decoder or cross")
     if attention == "encoder" and has_target:
         raise AttnError(
             "the encoder's self-attention reads the source sentence only: the target text would be left unused",

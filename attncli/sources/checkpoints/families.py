@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from attncli.errors import AttnError
+from attncli.errors import AttnError, did_you_mean, same_name
 from attncli.sources.checkpoints import (
     bart,
     bert,
@@ -73,6 +73,7 @@ def config_from_raw(raw: dict[str, Any], where: str) -> ModelConfig:
     model_type = raw.get("model_type")
     if not isinstance(model_type, str) or model_type not in ARCHITECTURES:  # a list or a dict is no model type (and unhashable)
         found = f"model_type {_shown(model_type)} is not supported" if model_type is not None else "config.json has no model_type"
+        found += did_you_mean(model_type, ARCHITECTURES, fold=same_name, shortenings=False, cutoff=1.0) if isinstance(model_type, str) else ""
         raise AttnError(found, file=where, expected="one of " + ", ".join(ARCHITECTURES))
     cfg: ModelConfig = ARCHITECTURES[model_type].read_config(_Reader(raw, where))
     return cfg

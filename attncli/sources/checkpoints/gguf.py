@@ -30,6 +30,7 @@ tuple of gguf_family.GgufArchitecture, collected by families.gguf_architectures(
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
 import re
@@ -40,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from attncli.errors import AttnError, option
+from attncli.errors import AttnError, did_you_mean, option, same_name
 from attncli.sources import reading
 from attncli.sources.checkpoints.config import LEAST_NUMBER, MOST, ModelConfig, positive_number, shown_value
 from attncli.sources.checkpoints.families import config_from_raw, gguf_architectures
@@ -89,6 +90,16 @@ def ollama_root() -> Path:
     return Path(configured).expanduser() if configured else Path.home() / ".ollama" / "models"
 
 
+def _ollama_models(root: Path, most: int = 10_000) -> list[str]:
+    """The models of an Ollama store as `ollama list` names them (smollm2:135m, user/model:tag, host/namespace/model:tag)."""
+    names = []
+    for manifest in itertools.islice((root / "manifests").glob("*/*/*/*"), most):
+        host, namespace, model, tag = manifest.relative_to(root / "manifests").parts
+        prefix = "" if host == "registry.ollama.ai" and namespace == "library" else (f"{namespace}/" if host == "registry.ollama.ai" else f"{host}/{namespace}/")
+        names.append(f"{prefix}{model}:{tag}")
+    return names
+
+
 def ollama_blob(name: str) -> Path:
     """The GGUF blob of an Ollama model: manifests/HOST/NAMESPACE/MODEL/TAG names it by digest, blobs/sha256-HEX holds it.
 
@@ -108,7 +119,7 @@ def ollama_blob(name: str) -> Path:
     manifest = root / "manifests" / host / namespace / parts[-1] / (tag or "latest")
     if not manifest.is_file():
         raise AttnError(
-            f"Ollama has no model {name!r} here (no manifest {manifest})",
+            f"Ollama has no model {name!r} here (no manifest {manifest}){did_you_mean(name, _ollama_models(root))}",
             expected="a model `ollama pull` fetched, or OLLAMA_MODELS set to the store that holds it",
         )
     try:
@@ -475,7 +486,7 @@ def architecture(file: GgufFile) -> tuple[str, str]:
         raise file.fail(f"found {arch!r}", key="general.architecture", expected="the model's architecture name")
     known = gguf_architectures()
     if arch not in known:
-        raise file.fail(f"the architecture {arch!r} is not supported", key="general.architecture", expected="one of " + ", ".join(known))
+        raise file.fail(f"the architecture {arch!r} is not supported{did_you_mean(arch, known, fold=same_name, shortenings=False, cutoff=1.0)}", key="general.architecture", expected="one of " + ", ".join(known))
     return arch, known[arch].model_type
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from attncli.errors import AttnError, option
+from attncli.errors import AttnError, did_you_mean, option
 from attncli.sources.checkpoints.describe import describe_config
 from attncli.sources.checkpoints.families import ARCHITECTURES, check_shapes
 from attncli.sources.checkpoints.gguf import (
@@ -184,7 +184,9 @@ def dequant_data(path: Path, tensor: str, block: int) -> dict[str, Any]:
     entry = file.tensors.get(tensor)
     if entry is None:
         near = sorted(n for n in file.tensors if kind_of(n) == kind_of(tensor) or n.startswith(tensor))[:5]
-        hint = f" (e.g. {', '.join(near)})" if near else f" ({len(file.tensors)} tensors; `attncli model info` lists their kinds)"
+        hint = did_you_mean(tensor, file.tensors, cutoff=0.8) or (
+            f" (e.g. {', '.join(near)})" if near else f" ({len(file.tensors)} tensors; `attncli model info` lists their kinds)"
+        )
         raise AttnError(f"no tensor '{tensor}' in the file{hint}", file=str(path), key="TENSOR", expected="a tensor name as the file spells it, e.g. blk.0.attn_q.weight")
     kind = entry.kind.name
     if kind not in DECODERS and kind not in FLOAT_TYPES:

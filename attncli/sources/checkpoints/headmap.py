@@ -54,10 +54,9 @@ def model_map(
     `focus` picks, from the sentence's tokens, a query row whose weights every layer keeps whole (the shaded sentence);
     `each_layer` is also handed every layer's (H, L, L) weights and (L, L) visible keys, in order (a comparison).
     """
-    from attncli.sources.checkpoints.scenario import SPECIAL_TOKENS
+    from attncli.sources.checkpoints.scenario import check_special_tokens
 
-    if special_tokens not in SPECIAL_TOKENS:
-        raise AttnError(f"found {special_tokens!r}", key=option("special_tokens"), expected="auto (as the tokenizer adds them) or none")
+    check_special_tokens(special_tokens)
     gguf = gguf_path(folder)
     checkpoint: TensorSource
     if gguf is not None:  # a GGUF file: its metadata is the config, its tensors answer to Hugging Face's names

@@ -13,12 +13,22 @@ import numpy as np
 
 from attncli.core.scenario import Origin, Scale, Scenario, held, kv_head
 from attncli.core.variants import Mask
-from attncli.errors import AttnError
+from attncli.errors import AttnError, did_you_mean, option
 from attncli.sources.checkpoints.layer import LayerCase, load_layer
 from attncli.sources.checkpoints.tokens import SPACE_MARK
 from attncli.sources.limits import Limits
 
 SPECIAL_TOKENS = ("auto", "none")  # as the tokenizer's post-processor adds them, or left out
+SPECIAL_TOKENS_EXPECTED = "auto (as the tokenizer adds them) or none"
+
+
+def check_special_tokens(special_tokens: str) -> None:
+    """The one check of the special-tokens mode every command and function taking it makes: "auto" or "none", else one error."""
+    if special_tokens not in SPECIAL_TOKENS:
+        hint = did_you_mean(special_tokens, SPECIAL_TOKENS) if isinstance(special_tokens, str) else ""
+        raise AttnError(f"found {special_tokens!r}{hint}", key=option("special_tokens"), expected=SPECIAL_TOKENS_EXPECTED)
+
+
 WORD_MARKS = (SPACE_MARK, "Ġ", "▁")  # a leading space as labels show it, and as byte-level BPE and SentencePiece spell it
 
 
@@ -43,8 +53,7 @@ def load_scenario(
     An encoder–decoder also takes the decoder's `target` text and which `attention` to show; `first` keeps only the
     sentence's first tokens (decode's run before a longrope switch).
     """
-    if special_tokens not in SPECIAL_TOKENS:
-        raise AttnError(f"found {special_tokens!r}", key="special_tokens", expected="auto (as the tokenizer adds them) or none")
+    check_special_tokens(special_tokens)
     case = load_layer(
         folder, layer=layer, text=sentence, special_tokens=special_tokens == "auto", max_cells=limits.max_cells, target=target, attention=attention,
         first=first,
