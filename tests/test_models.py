@@ -7,6 +7,7 @@ Llama family, whose RMSNorm, RoPE and softmax transformers computes in float32.
 
 import json
 import os
+import re
 from pathlib import Path
 
 import jsonschema
@@ -66,15 +67,36 @@ def test_one_head_of_one_layer_matches_the_golden_and_the_stored_tensors(cli):
 
 
 def test_the_header_says_where_the_numbers_come_from(cli):
-    """The table header names the checkpoint, the layer, X's origin, the storage dtype and the head's key/value head."""
-    result = cli("run", *model_args("llama", 2, SENTENCE), "--head", "3", "--stages", "weights")
+    """The table header names the model and layer and the head's key/value head; --long-notes adds X's origin and the storage dtype,
+    and without it the header says how many notes it leaves out and how to see them."""
+    result = cli("run", *model_args("llama", 2, SENTENCE), "--head", "3", "--stages", "weights", "--long-notes")
     assert result.exit_code == 0, result.stderr
     out = " ".join(result.stdout.split())
-    assert f"llama checkpoint {HERE / 'llama'}: layer 2 of 3" in out
+    assert out.startswith("llama layer 2 — ") and "llama architecture, 3 layers" in out
     assert "X = input_layernorm (RMSNorm) of the residual entering layer 2" in out
     assert "weights stored as bfloat16, arithmetic in float64" in out
     assert "head 3 reads key/value head 2 of 2" in out
     assert "llama3" in out
+    short = " ".join(cli("run", *model_args("llama", 2, SENTENCE), "--head", "3", "--stages", "weights").stdout.split())
+    assert "head 3 reads key/value head 2 of 2" in short and "input_layernorm" not in short and "bfloat16" not in short
+    assert re.search(r"\d+ more notes on how the layer was read: --long-notes shows them\.", short)
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "latex", "typst", "html"])
+def test_a_post_names_the_model_never_its_path_unless_asked(cli, fmt):
+    """A GGUF file's header names the model by its general.name, and a folder's by its name; the path only with --show-path."""
+    from attncli.document import escape
+
+    gguf = HERE / "gguf" / "llama.gguf"
+    for model, name in ((gguf, "attncli tiny llama"), (HERE / "llama", "llama")):
+        args = ("run", "--model", str(model), "--layer", "1", "--sentence", "The cat sat", "--stages", "weights", "--format", fmt)
+        post = cli(*args).stdout
+        assert f"{name} layer 1" in post and str(model) not in post and "checkpoints" not in post
+        assert "residual entering layer 1" not in post and "stored as" not in post  # the long notes (~1,400 characters) only when asked
+        assert "residual entering layer 1" in cli(*args, "--long-notes").stdout
+        shown = escape.latex_text(str(model)) if fmt == "latex" else str(model)
+        assert shown in cli(*args, "--show-path").stdout
+        assert "more notes" in post if fmt == "table" else "long-notes" not in post  # a post names no option
 
 
 def test_gpt2_scale_by_inverse_layer_index_is_the_divisor(cli):
@@ -291,7 +313,7 @@ def test_saved_padding_and_truncation_are_not_applied(cli, tmp_path, name):
     weights = np.array([head["weights"] for head in doc["heads"]])
     np.testing.assert_allclose(weights, expected["attentions"][0], rtol=0, atol=TOLERANCE[name])
     assert any("asks for padding to 20 tokens and truncation at 20 tokens; not applied" in note for note in doc["scenario"]["notes"])
-    table = cli("run", "--model", str(copy), "--layer", "1", "--sentence", str(expected["text"]), "--stages", "weights")
+    table = cli("run", "--model", str(copy), "--layer", "1", "--sentence", str(expected["text"]), "--stages", "weights", "--long-notes")
     assert "not applied" in table.stdout
 
 
@@ -315,7 +337,7 @@ def test_model_tokens_prints_the_ids_the_computation_uses(cli, tmp_path):
 
 
 def test_a_checkpoint_path_is_shown_as_written_never_expanded(cli, tmp_path, monkeypatch):
-    """`model: ~/models/gpt2` is named so in every header and in JSON: a published post shows no home folder."""
+    """`model: ~/models/gpt2` is named so in every header that shows the path (--show-path), and JSON has no home folder either."""
     import shutil
 
     from attncli.document import escape
@@ -326,10 +348,10 @@ def test_a_checkpoint_path_is_shown_as_written_never_expanded(cli, tmp_path, mon
     scenario = tmp_path / "post.yaml"
     scenario.write_text("model: ~/models/gpt2\nlayer: 1\nsentence: The cat sat\n", encoding="utf-8")
     for fmt in ("markdown", "html", "json", "latex", "table"):
-        result = cli("run", str(scenario), "--format", fmt)
+        result = cli("run", str(scenario), "--format", fmt, "--show-path")
         assert result.exit_code == 0, result.stderr
         written = escape.latex_text("~/models/gpt2") if fmt == "latex" else "~/models/gpt2"  # LaTeX: a paragraph of text
-        assert written in result.stdout and str(home) not in result.stdout, fmt
+        assert (written in result.stdout or fmt == "json") and str(home) not in result.stdout, fmt
 
 
 def test_decode_refuses_an_encoder(cli):

@@ -63,7 +63,7 @@ def test_run_fragment_markdown_post_shows_settings_as_text(cli):
     result = cli("run", "journey-causal", "--stages", "weights", "--format", "latex")
     html = renderers.markdown_html(result.stdout)
     paragraphs = [e.text for e in renderers.html_elements(html) if e.tag == "p"]
-    assert paragraphs[0] == "Attention in journey-causal: Your journey starts with one step"
+    assert paragraphs[0] == "journey-causal — Your journey starts with one step"  # one title line: the sentence is said once
     assert any(p.startswith("Attention weights (6") for p in paragraphs)
     assert any(p.startswith("$$ A = ") and p.endswith(" $$") for p in paragraphs)
     assert not any("needs amsmath" in p or p.startswith("%") for p in paragraphs)
@@ -140,3 +140,23 @@ def test_a_long_path_in_an_article_breaks_at_its_slashes(latex_tools, tmp_path):
     pdf = renderers.pdflatex(texmatrix.standalone(prose + "\n\n$$ \\frac{1}{2} = 1/2 $$\n"), tmp_path)
     assert "Overfull" not in (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
     assert folder in renderers.pdf_text(pdf).replace("\n", "")
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "latex", "typst", "html"])
+def test_run_says_its_title_once(cli, fmt):
+    """`run cat`'s header is one title line: the sentence once (no heading, sentence and description saying it again), then the rest."""
+    out = cli("run", "cat", "--format", fmt).stdout
+    assert out.count("The cat sat on the mat") == 1
+    assert "cat — The cat sat on the mat" in out and "Attention in cat" not in out
+    assert "2-d embeddings, no scaling" in out  # the description, less the sentence it repeated
+    without = cli("run", "cat", "--format", fmt, "--heading-level", "0").stdout if fmt in ("markdown", "typst", "html") else out
+    assert without.count("The cat sat on the mat") == 1  # without the heading, the sentence alone
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "latex", "typst", "html"])
+def test_explain_names_the_sentence_not_the_scenario_as_text(cli, fmt):
+    """explain says where the word is in the sentence, not "in 'cat'" (a file's stem quoted as if it were text); a model's layer by name."""
+    out = cli("explain", "--word", "cat", "--format", fmt).stdout
+    assert "position 2 of 6: The cat sat on the mat" in out and "in 'cat'" not in out and "in ‘cat’" not in out
+    model = cli("explain", "--word", "and", "--format", fmt, *_model_args("gpt2")).stdout
+    assert "of 6 in gpt2 layer 2: " in model and "checkpoints" not in model

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import attncli.api as attn
 from attncli.api import render_explain, render_run, run_page
+from attncli.document.blocks import Summary
 from attncli.core import engine
 from attncli.core.explain import explain
 from attncli.document import escape, stages
@@ -291,7 +292,7 @@ def test_hostile_text_compiles_and_reads_back_as_the_same_text(tokens, name):
     heading is the name and the tables' labels are the tokens, as `escape.visible` writes them, and no element is the input's."""
     s, ran, explained = documents(tokens, name)
     content = tree(ran)
-    assert headings(content)[0] == (1, escape.visible(s.name))
+    assert headings(content)[0] == (1, escape.visible(Summary(s.name, s.tokens, None, "", [], None, 1).title))
     embeddings, weights = (table_rows(t) for t in elements(content, "table"))
     assert [row[0] for row in embeddings[1:]] == [escape.visible(label) for label in s.query_labels]
     assert weights[0] == ["", *(escape.visible(label) for label in s.key_labels)]

@@ -92,8 +92,11 @@ def run_latex(page: RunDocument, *, precision: int, standalone: bool = False) ->
     s, views = page.summary, page.matrices
 
     def lines() -> Iterator[str | bytes]:
-        yield prose(f"Attention in {s.name}: {' '.join(s.tokens)}")  # words first: a name may begin with what TeX reads as a command
+        yield escape.latex_text(s.title)  # the name and the sentence are the writer's text: no notation is read in them
         yield ""
+        if s.description:
+            yield escape.latex_text(s.description)
+            yield ""
         yield prose("; ".join(s.settings) + ".")
         if s.round_steps is not None:
             yield ""

@@ -469,7 +469,7 @@ def run_typst(page: RunDocument, *, precision: int, heading_level: int = 1, stan
     s = page.summary
     top, section = _levels(heading_level)
     lines = _preamble(s.name, wide=any(min(v.data.shape[1], MAX_COLS) > PORTRAIT_COLS for v in page.matrices)) if standalone else []
-    lines += heading(top, words(s.name)) + [words(" ".join(s.tokens)), ""]
+    lines += heading(top, words(s.title)) if top else [words(" ".join(s.tokens)), ""]  # without a heading, the sentence
     if s.context is not None:
         lines += [words("Context: " + " ".join(s.context)), ""]
     if s.description:
