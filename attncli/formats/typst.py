@@ -6,12 +6,13 @@ hides in grey; the weights are shaded by value (every tokens × tokens stage wit
 cells is written in a code block of its own that first names their markup (`let s3 = table.cell.with(fill: …)`), so a
 cell is `s3("0.4255")`: a run of 1,024 tokens is then about the size of its JSON, written a block of rows at a time with
 NumPy (`matrix_tables`). `explain` has
-the Markdown article's tables and its steps as Unicode arithmetic in raw blocks; a document (tiling, decode,
+the Markdown article's tables and its steps as Typst math (translated from the rows LaTeX writes); a document (tiling, decode,
 dequant, variance) is drawn block by block.
 
 Every text that is not attncli's own syntax (tokens, names, sentences, attncli's sentences too) is written as a
 Typst string literal, `#"…"` in markup and `"…"` in code and math, after `escape.visible`: a string shows
-exactly its characters, so no token can open markup, math, a comment or a label. A fragment (the default) sets
+exactly its characters, so no token can open markup, math, a comment or a label. In attncli's own sentences
+(`prose`) the names of its notation (d_k, W_Q, √d_k) are math between those literals. A fragment (the default) sets
 nothing outside itself; `standalone` adds the document's title, an A4 page (landscape for wide tables) and the
 text size. The top heading's level follows `heading_level` (0 leaves it out).
 """
