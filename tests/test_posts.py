@@ -160,3 +160,23 @@ def test_explain_names_the_sentence_not_the_scenario_as_text(cli, fmt):
     assert "position 2 of 6: The cat sat on the mat" in out and "in 'cat'" not in out and "in ‘cat’" not in out
     model = cli("explain", "--word", "and", "--format", fmt, *_model_args("gpt2")).stdout
     assert "of 6 in gpt2 layer 2: " in model and "checkpoints" not in model
+
+
+@pytest.mark.parametrize("fragment", [False, True])
+def test_html_explain_of_a_real_model_wraps_instead_of_clipping(cli, fragment):
+    """A checkpoint's 1 × 32 weights strip is tables of at most 8 keys that wrap (flex), and its steps' long lines wrap (pre-wrap):
+    at 1000 px nothing is cut off at the right edge (the strip was one 32-column table, each step line one unbroken line)."""
+    from attncli.formats.htmltable import STRIP_COLUMNS
+
+    sentence = "When Mary and John went to the store, John gave a drink to"
+    args = ["explain", "--model", str(HERE / "checkpoints" / "gpt2"), "--layer", "2", "--sentence", sentence, "--position", "19"]
+    html = cli(*args, "--format", "html", *(["--fragment"] if fragment else [])).stdout
+    elements = renderers.html_elements(html)
+    strip = next(e for e in elements if e.tag == "div" and e.attrs.get("class") == "attn-strip")
+    assert "flex-wrap:wrap" in strip.attrs["style"].replace(" ", "")
+    assert "Attention weights" in strip.text
+    after = html[html.index('class="attn-strip"') :]
+    chunks = re.findall(r"<table.*?</table>", after[: after.index("</div>")], flags=re.S)
+    assert [len(re.findall(r'<th scope="col">', chunk)) for chunk in chunks] == [STRIP_COLUMNS] * 4  # 32 keys, 8 to a table, each once
+    steps = [e for e in elements if e.tag == "pre" and "attn-steps" in e.attrs.get("class", "")]
+    assert steps and all("white-space:pre-wrap" in e.attrs.get("style", "") for e in steps)
