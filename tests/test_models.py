@@ -360,3 +360,14 @@ def test_decode_refuses_an_encoder(cli):
     assert result.exit_code == 1 and result.stdout == ""
     assert "decode needs a model that generates, but bert is an encoder" in result.stderr
     assert cli("decode", *model_args("gpt2", 1, "The cat sat")).exit_code == 0
+
+
+def test_the_api_names_the_path_and_the_long_notes_only_when_asked():
+    """`render(…, show_path=True, long_notes=True)` in the Python API says what the command line's --show-path and --long-notes say."""
+    import attncli.api as attn
+
+    ran = attn.run(attn.load_model(HERE / "gguf" / "llama.gguf", layer=1, sentence="The cat sat"))
+    short = ran.render("markdown", stages="weights")
+    assert "# attncli tiny llama layer 1 — " in short and "llama.gguf" not in short and "residual entering" not in short
+    whole = ran.render("markdown", stages="weights", show_path=True, long_notes=True)
+    assert str(HERE / "gguf" / "llama.gguf") in whole and "residual entering layer 1" in whole

@@ -9,8 +9,8 @@ so a token that became markup (a strong `*x*`, a label `<eos>`, a math `$`) woul
 from __future__ import annotations
 
 import glob
-import re
 import json
+import re
 from typing import Any
 
 import numpy as np
@@ -21,11 +21,10 @@ from hypothesis import strategies as st
 
 import attncli.api as attn
 from attncli.api import render_explain, render_run, run_page
-from attncli.document.blocks import Summary
 from attncli.core import engine
 from attncli.core.explain import explain
 from attncli.document import escape, stages
-from attncli.document.blocks import Document, Heading, Paragraph, Step, Steps, Table, Values
+from attncli.document.blocks import Document, Heading, Paragraph, Step, Steps, Summary, Table, Values
 from attncli.formats import Format, Options, render_document
 from attncli.formats import typst as typ
 from attncli.sources import builtin

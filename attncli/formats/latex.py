@@ -21,7 +21,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attncli.document import escape, stages
-from attncli.document.blocks import Document, Heading, Line, Note, Paragraph, RunDocument, Step, Steps, Table, Values, Vector, fields
+from attncli.document.blocks import (
+    Document,
+    Heading,
+    Line,
+    Note,
+    Paragraph,
+    RunDocument,
+    Step,
+    Steps,
+    Table,
+    Values,
+    Vector,
+    fields,
+)
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.numbers import exact_decimals
 from attncli.formats import texmatrix

@@ -19,6 +19,7 @@ text size. The top heading's level follows `heading_level` (0 leaves it out).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -590,10 +591,8 @@ def steps_typst(steps: Steps, level: int, tex: Steps | None = None) -> list[str]
         equation = None if math is None else _step_math(math, steps.precision)
         title = words(f"Step {number}: {step.title} ({step.formula})")
         if math is not None and math.formula:
-            try:
+            with contextlib.suppress(Untranslatable):  # TeX it cannot say: the Unicode formula in words, as before
                 title = words(f"Step {number}: {step.title}") + f" ${typst_math(math.formula)}$"
-            except Untranslatable:
-                pass
         lines += heading(level, title)
         body = step_lines(step, steps.precision)
         if equation is not None:
