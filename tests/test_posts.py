@@ -180,3 +180,31 @@ def test_html_explain_of_a_real_model_wraps_instead_of_clipping(cli, fragment):
     assert [len(re.findall(r'<th scope="col">', chunk)) for chunk in chunks] == [STRIP_COLUMNS] * 4  # 32 keys, 8 to a table, each once
     steps = [e for e in elements if e.tag == "pre" and "attn-steps" in e.attrs.get("class", "")]
     assert steps and all("white-space:pre-wrap" in e.attrs.get("style", "") for e in steps)
+
+
+CUT_OFF_PROBE = """<script>
+const cut = [];
+for (const e of document.querySelectorAll("main *")) {  // past the window's right edge, or wider than its own box (scrolled)
+  if (e.getBoundingClientRect().right > window.innerWidth + 1 || e.scrollWidth > e.clientWidth + 1) cut.push(e.tagName);
+}
+document.body.setAttribute("data-cut", cut.join(" ") || "none");
+</script>"""
+
+
+def test_html_explain_of_a_real_model_fits_1000_pixels_in_chromium(cli, tmp_path):
+    """Laid out by headless Chromium at 1000 px, no element of a real model's explain page runs past the edge or scrolls."""
+    import shutil
+    import subprocess
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("headless Chromium is not installed (Debian: apt-get install -y chromium)")
+    sentence = "When Mary and John went to the store, John gave a drink to"
+    args = ["explain", "--model", str(HERE / "checkpoints" / "gpt2"), "--layer", "2", "--sentence", sentence, "--position", "19"]
+    page = tmp_path / "explain.html"
+    page.write_text(cli(*args, "--format", "html").stdout.replace("</body>", CUT_OFF_PROBE + "</body>"), encoding="utf-8")
+    run = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1000,800", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    found = re.search(r'data-cut="([^"]*)"', run.stdout)
+    assert found is not None, run.stdout[:500]
+    assert found.group(1) == "none"
