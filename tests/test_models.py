@@ -371,3 +371,18 @@ def test_the_api_names_the_path_and_the_long_notes_only_when_asked():
     assert "# attncli tiny llama layer 1 — " in short and "llama.gguf" not in short and "residual entering" not in short
     whole = ran.render("markdown", stages="weights", show_path=True, long_notes=True)
     assert str(HERE / "gguf" / "llama.gguf") in whole and "residual entering layer 1" in whole
+
+
+def test_a_models_name_is_one_short_line_whatever_its_metadata_says(monkeypatch, tmp_path):
+    """general.name is untrusted: line breaks and runs of spaces become one space, a long one is cut with …, a name that is not
+    text (or blank) gives way to the file's name without .gguf; "." names its folder, ollama:NAME the NAME."""
+    from attncli.sources.checkpoints.layer import MAX_NAME, model_name
+
+    gguf = Path("models/smollm2.gguf")
+    assert model_name(gguf, "SmolLM2\n135M\t Instruct") == "SmolLM2 135M Instruct"
+    long = model_name(gguf, "x" * 1000)
+    assert len(long) == MAX_NAME and long.endswith("…")
+    assert model_name(gguf, 7) == model_name(gguf, "  \n") == model_name(gguf) == "smollm2"
+    assert model_name(Path("checkpoints/gpt2")) == "gpt2" and model_name(Path("ollama:llama3.2:1b")) == "llama3.2:1b"
+    monkeypatch.chdir(tmp_path)
+    assert model_name(Path(".")) == tmp_path.name
