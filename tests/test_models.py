@@ -172,7 +172,7 @@ def test_a_model_scenario_file_runs_relative_to_its_folder(cli, tmp_path, monkey
     from_file = json.loads(cli("run", str(path), "--format", "json").stdout)
     from_options = json.loads(cli("run", *model_args("gpt2", 2, SENTENCE), "--format", "json").stdout)
     assert from_file["heads"] == from_options["heads"]
-    assert from_file["scenario"]["name"] == "real"
+    assert from_file["scenario"]["name"] == "gpt2 layer 2"  # no name: the model's and the layer's, not the file's stem
 
 
 def test_a_model_scenario_passes_the_schema(tmp_path):
@@ -352,6 +352,7 @@ def test_a_checkpoint_path_is_shown_as_written_never_expanded(cli, tmp_path, mon
         assert result.exit_code == 0, result.stderr
         written = escape.latex_text("~/models/gpt2") if fmt == "latex" else "~/models/gpt2"  # LaTeX: a paragraph of text
         assert (written in result.stdout or fmt == "json") and str(home) not in result.stdout, fmt
+        assert "gpt2 layer 1" in result.stdout and "post" not in result.stdout.replace("posit", ""), fmt  # the model, not the stem
 
 
 def test_decode_refuses_an_encoder(cli):
