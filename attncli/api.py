@@ -211,7 +211,8 @@ def _scenario(scenario: object, key: str = "scenario") -> Scenario:
 
 
 def render_options(format: Format | str = Format.markdown, **options: Any) -> Options:
-    """`Options` from keywords: stages (a list or "a,b"), heads, precision, full, heatmap, standalone, heading_level, to_file."""
+    """`Options` from keywords: stages (a list or "a,b"), heads, precision, full, heatmap, standalone, heading_level, to_file,
+    show_path and long_notes (a checkpoint's header: where it was read from, every note on how)."""
     from attncli.document import stages as stage_table
     from attncli.formats import format_named
 
@@ -1017,7 +1018,7 @@ def run_page(result: RunResult, options: Options) -> RunPage:
         from attncli.walkthroughs.run import run_document
 
         shown = views.views(result, options.stages or stages.default(result.scenario), heads)
-        return mentioned(run_document(result, shown), options.names)
+        return mentioned(run_document(result, shown, show_path=options.show_path, long_notes=options.long_notes), options.names)
 
     def figures() -> list[MatrixView]:
         return views.views(result, options.stages or ("weights",), heads)

@@ -50,7 +50,7 @@ def test_tokens_are_the_ones_transformers_was_given():
     assert cross.cross and cross.context is not None
     assert len(cross.context) == len(GOLDEN["ids"]) and len(cross.tokens) == len(GOLDEN["decoder_ids"])
     assert cross.tokens[0] == "</s>"  # the start token, labelled as the tokenizer spells id 2
-    note = cross.notes[0]
+    note = cross.details[0]  # how the layer was read, the tokens' ids first
     assert "ids " + ", ".join(map(str, GOLDEN["decoder_ids"])) in note
 
 

@@ -259,7 +259,7 @@ def test_explain_after_a_cache_counts_the_query_as_the_keys_do(tmp_path):
         attn.explain(path, position=2)
     with pytest.raises(AttnError, match="expected a position from 3 to 4"):
         attn.explain(path, position=5)
-    assert attn.explain(path, "c").render("table").startswith("Explaining 'c', position 3 of 4 in 'self-after-cache'")
+    assert attn.explain(path, "c").render("table").startswith("Explaining 'c', position 3 of 4: ")
 
 
 def test_the_readings_after_a_cache_name_the_query_itself_not_a_cached_key(tmp_path):

@@ -54,6 +54,13 @@ def documents(s: Scenario, fmt: Format, **options: object) -> tuple[str, str]:
     return tuple(doc if isinstance(doc, str) else b"".join(doc).decode("utf-8") for doc in (ran, explained))  # type: ignore[return-value]
 
 
+def title(s: Scenario) -> str:
+    """The run's one title line, as the header writes it (the name and the sentence)."""
+    from attncli.document.blocks import Summary
+
+    return Summary(s.name, s.tokens, None, "", [], None, 1).title
+
+
 def shown(labels: tuple[str, ...]) -> list[str]:
     """How a reader should see each label: its control characters written out."""
     return [escape.visible(label) for label in labels]
@@ -86,7 +93,7 @@ def test_markdown_parses_to_the_same_tables(tokens, name):
     for text in (ran, explained):
         assert all(len(row) == len(table[0]) for table in markdown_tables(text) for row in table)
         assert markdown_tags(text) <= own_tags(Format.markdown), "an element the input made"
-    assert next(e.text for e in renderers.html_elements(renderers.markdown_html(ran)) if e.tag == "h1") == escape.visible(s.name)
+    assert next(e.text for e in renderers.html_elements(renderers.markdown_html(ran)) if e.tag == "h1") == escape.visible(title(s))
 
 
 # -- CSV ------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ Llama family, whose RMSNorm, RoPE and softmax transformers computes in float32.
 
 import json
 import os
+import re
 from pathlib import Path
 
 import jsonschema
@@ -66,15 +67,36 @@ def test_one_head_of_one_layer_matches_the_golden_and_the_stored_tensors(cli):
 
 
 def test_the_header_says_where_the_numbers_come_from(cli):
-    """The table header names the checkpoint, the layer, X's origin, the storage dtype and the head's key/value head."""
-    result = cli("run", *model_args("llama", 2, SENTENCE), "--head", "3", "--stages", "weights")
+    """The table header names the model and layer and the head's key/value head; --long-notes adds X's origin and the storage dtype,
+    and without it the header says how many notes it leaves out and how to see them."""
+    result = cli("run", *model_args("llama", 2, SENTENCE), "--head", "3", "--stages", "weights", "--long-notes")
     assert result.exit_code == 0, result.stderr
     out = " ".join(result.stdout.split())
-    assert f"llama checkpoint {HERE / 'llama'}: layer 2 of 3" in out
+    assert out.startswith("llama layer 2 — ") and "llama architecture, 3 layers" in out
     assert "X = input_layernorm (RMSNorm) of the residual entering layer 2" in out
     assert "weights stored as bfloat16, arithmetic in float64" in out
     assert "head 3 reads key/value head 2 of 2" in out
     assert "llama3" in out
+    short = " ".join(cli("run", *model_args("llama", 2, SENTENCE), "--head", "3", "--stages", "weights").stdout.split())
+    assert "head 3 reads key/value head 2 of 2" in short and "input_layernorm" not in short and "bfloat16" not in short
+    assert re.search(r"\d+ more notes on how the layer was read: --long-notes shows them\.", short)
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "latex", "typst", "html"])
+def test_a_post_names_the_model_never_its_path_unless_asked(cli, fmt):
+    """A GGUF file's header names the model by its general.name, and a folder's by its name; the path only with --show-path."""
+    from attncli.document import escape
+
+    gguf = HERE / "gguf" / "llama.gguf"
+    for model, name in ((gguf, "attncli tiny llama"), (HERE / "llama", "llama")):
+        args = ("run", "--model", str(model), "--layer", "1", "--sentence", "The cat sat", "--stages", "weights", "--format", fmt)
+        post = cli(*args).stdout
+        assert f"{name} layer 1" in post and str(model) not in post and "checkpoints" not in post
+        assert "residual entering layer 1" not in post and "stored as" not in post  # the long notes (~1,400 characters) only when asked
+        assert "residual entering layer 1" in cli(*args, "--long-notes").stdout
+        shown = escape.latex_text(str(model)) if fmt == "latex" else str(model)
+        assert shown in cli(*args, "--show-path").stdout
+        assert "more notes" in post if fmt == "table" else "long-notes" not in post  # a post names no option
 
 
 def test_gpt2_scale_by_inverse_layer_index_is_the_divisor(cli):
@@ -150,7 +172,7 @@ def test_a_model_scenario_file_runs_relative_to_its_folder(cli, tmp_path, monkey
     from_file = json.loads(cli("run", str(path), "--format", "json").stdout)
     from_options = json.loads(cli("run", *model_args("gpt2", 2, SENTENCE), "--format", "json").stdout)
     assert from_file["heads"] == from_options["heads"]
-    assert from_file["scenario"]["name"] == "real"
+    assert from_file["scenario"]["name"] == "gpt2 layer 2"  # no name: the model's and the layer's, not the file's stem
 
 
 def test_a_model_scenario_passes_the_schema(tmp_path):
@@ -292,7 +314,7 @@ def test_saved_padding_and_truncation_are_not_applied(cli, tmp_path, name):
     weights = np.array([head["weights"] for head in doc["heads"]])
     np.testing.assert_allclose(weights, expected["attentions"][0], rtol=0, atol=TOLERANCE[name])
     assert any("asks for padding to 20 tokens and truncation at 20 tokens; not applied" in note for note in doc["scenario"]["notes"])
-    table = cli("run", "--model", str(copy), "--layer", "1", "--sentence", str(expected["text"]), "--stages", "weights")
+    table = cli("run", "--model", str(copy), "--layer", "1", "--sentence", str(expected["text"]), "--stages", "weights", "--long-notes")
     assert "not applied" in table.stdout
 
 
@@ -316,7 +338,7 @@ def test_model_tokens_prints_the_ids_the_computation_uses(cli, tmp_path):
 
 
 def test_a_checkpoint_path_is_shown_as_written_never_expanded(cli, tmp_path, monkeypatch):
-    """`model: ~/models/gpt2` is named so in every header and in JSON: a published post shows no home folder."""
+    """`model: ~/models/gpt2` is named so in every header that shows the path (--show-path), and JSON has no home folder either."""
     import shutil
 
     from attncli.document import escape
@@ -327,10 +349,11 @@ def test_a_checkpoint_path_is_shown_as_written_never_expanded(cli, tmp_path, mon
     scenario = tmp_path / "post.yaml"
     scenario.write_text("model: ~/models/gpt2\nlayer: 1\nsentence: The cat sat\n", encoding="utf-8")
     for fmt in ("markdown", "html", "json", "latex", "table"):
-        result = cli("run", str(scenario), "--format", fmt)
+        result = cli("run", str(scenario), "--format", fmt, "--show-path")
         assert result.exit_code == 0, result.stderr
         written = escape.latex_text("~/models/gpt2") if fmt == "latex" else "~/models/gpt2"  # LaTeX: a paragraph of text
-        assert written in result.stdout and str(home) not in result.stdout, fmt
+        assert (written in result.stdout or fmt == "json") and str(home) not in result.stdout, fmt
+        assert "gpt2 layer 1" in result.stdout and "post" not in result.stdout.replace("posit", ""), fmt  # the model, not the stem
 
 
 def test_decode_refuses_an_encoder(cli):
@@ -339,3 +362,29 @@ def test_decode_refuses_an_encoder(cli):
     assert result.exit_code == 1 and result.stdout == ""
     assert "decode needs a model that generates, but bert is an encoder" in result.stderr
     assert cli("decode", *model_args("gpt2", 1, "The cat sat")).exit_code == 0
+
+
+def test_the_api_names_the_path_and_the_long_notes_only_when_asked():
+    """`render(…, show_path=True, long_notes=True)` in the Python API says what the command line's --show-path and --long-notes say."""
+    import attncli.api as attn
+
+    ran = attn.run(attn.load_model(HERE / "gguf" / "llama.gguf", layer=1, sentence="The cat sat"))
+    short = ran.render("markdown", stages="weights")
+    assert "# attncli tiny llama layer 1 — " in short and "llama.gguf" not in short and "residual entering" not in short
+    whole = ran.render("markdown", stages="weights", show_path=True, long_notes=True)
+    assert str(HERE / "gguf" / "llama.gguf") in whole and "residual entering layer 1" in whole
+
+
+def test_a_models_name_is_one_short_line_whatever_its_metadata_says(monkeypatch, tmp_path):
+    """general.name is untrusted: line breaks and runs of spaces become one space, a long one is cut with …, a name that is not
+    text (or blank) gives way to the file's name without .gguf; "." names its folder, ollama:NAME the NAME."""
+    from attncli.sources.checkpoints.layer import MAX_NAME, model_name
+
+    gguf = Path("models/smollm2.gguf")
+    assert model_name(gguf, "SmolLM2\n135M\t Instruct") == "SmolLM2 135M Instruct"
+    long = model_name(gguf, "x" * 1000)
+    assert len(long) == MAX_NAME and long.endswith("…")
+    assert model_name(gguf, 7) == model_name(gguf, "  \n") == model_name(gguf) == "smollm2"
+    assert model_name(Path("checkpoints/gpt2")) == "gpt2" and model_name(Path("ollama:llama3.2:1b")) == "llama3.2:1b"
+    monkeypatch.chdir(tmp_path)
+    assert model_name(Path(".")) == tmp_path.name

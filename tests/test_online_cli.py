@@ -120,6 +120,21 @@ def test_run_block_size_skips_the_tiles_above_the_causal_diagonal(cli):
     assert "working memory, tiled = 24 numbers" in out
 
 
+@pytest.mark.parametrize("fmt", ["table", "markdown", "latex", "typst", "html"])
+def test_a_first_block_says_it_has_nothing_to_rescale(cli, fmt, tmp_path):
+    """A query's first block prints no rescale factor of 0 (it reads as "multiplied by zero"): — per query, or "none: first block"."""
+    scenario = tmp_path / "window.yaml"  # a window of 1: query 4 sees nothing in keys 1–2, so tile 2, 2 is query 3's second block, query 4's first
+    made = cli("scenarios", "new", "a b c d e f", "--d-model", "2", "--mask", "causal", "--window", "1", "--seed", "1")
+    scenario.write_text(made.stdout, encoding="utf-8")
+    out = cli("run", str(scenario), "--block-size", "2", "--format", fmt).stdout
+    assert out.count("none: first block") == 3 + 1  # tiles 1, 1 · 2, 1 · 3, 2, and the intro that explains it
+    doc = run_json(cli, "run", str(scenario), "--block-size", "2")
+    mixed = next(t for t in doc["heads"][0]["tiling"]["tiles"] if (t["query_block"], t["key_block"]) == (2, 2))
+    assert mixed["rescale"][1] == 0  # JSON keeps the number: it is data
+    assert f"{mixed['rescale'][0]:.3f}, —" in out  # the first query rescales, the second has nothing before
+    assert "[0, 0]" not in cli("run", "journey-causal", "--block-size", "2", "--format", fmt).stdout
+
+
 def test_run_block_size_shortens_many_tiles_unless_full(cli):
     """Train-station in blocks of 1 has more tiles than a screen: the table is shortened with a note, whole with --full."""
     short = cli("run", "train-station", "--block-size", "1").stdout

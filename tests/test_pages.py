@@ -155,7 +155,7 @@ def test_options_built_by_hand_are_checked_by_render(options: Options, message: 
 
 
 def test_a_format_given_by_name_in_hand_built_options_renders() -> None:
-    assert attn.text_of(attn.run("cat").document(Options(format="typst", to_file=True))).startswith('= #"cat"')  # type: ignore[arg-type]
+    assert attn.text_of(attn.run("cat").document(Options(format="typst", to_file=True))).startswith('= #"cat — The cat sat on the mat"')  # type: ignore[arg-type]
 
 
 def test_variance_writes_a_mean_that_rounds_to_zero_without_a_minus_sign() -> None:

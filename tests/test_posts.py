@@ -64,7 +64,7 @@ def test_run_fragment_markdown_post_shows_settings_as_text(cli):
     result = cli("run", "journey-causal", "--stages", "weights", "--format", "latex")
     html = renderers.markdown_html(result.stdout)
     paragraphs = [e.text for e in renderers.html_elements(html) if e.tag == "p"]
-    assert paragraphs[0] == "Attention in journey-causal: Your journey starts with one step"
+    assert paragraphs[0] == "journey-causal — Your journey starts with one step"  # one title line: the sentence is said once
     assert any(p.startswith("Attention weights (6") for p in paragraphs)
     assert any(p.startswith("$$ A = ") and p.endswith(" $$") for p in paragraphs)
     assert not any("needs amsmath" in p or p.startswith("%") for p in paragraphs)
@@ -141,3 +141,71 @@ def test_a_long_path_in_an_article_breaks_at_its_slashes(latex_tools, tmp_path):
     pdf = renderers.pdflatex(texmatrix.standalone(prose + "\n\n$$ \\frac{1}{2} = 1/2 $$\n"), tmp_path)
     assert "Overfull" not in (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
     assert folder in renderers.pdf_text(pdf).replace("\n", "")
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "latex", "typst", "html"])
+def test_run_says_its_title_once(cli, fmt):
+    """`run cat`'s header is one title line: the sentence once (no heading, sentence and description saying it again), then the rest."""
+    out = cli("run", "cat", "--format", fmt).stdout
+    assert out.count("The cat sat on the mat") == 1
+    assert "cat — The cat sat on the mat" in out and "Attention in cat" not in out
+    assert "2-d embeddings, no scaling" in out  # the description, less the sentence it repeated
+    without = cli("run", "cat", "--format", fmt, "--heading-level", "0").stdout if fmt in ("markdown", "typst", "html") else out
+    assert without.count("The cat sat on the mat") == 1  # without the heading, the sentence alone
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "latex", "typst", "html"])
+def test_explain_names_the_sentence_not_the_scenario_as_text(cli, fmt):
+    """explain says where the word is in the sentence, not "in 'cat'" (a file's stem quoted as if it were text); a model's layer by name."""
+    out = cli("explain", "--word", "cat", "--format", fmt).stdout
+    assert "position 2 of 6: The cat sat on the mat" in out and "in 'cat'" not in out and "in ‘cat’" not in out
+    model = cli("explain", "--word", "and", "--format", fmt, *_model_args("gpt2")).stdout
+    assert "of 6 in gpt2 layer 2: " in model and "checkpoints" not in model
+
+
+@pytest.mark.parametrize("fragment", [False, True])
+def test_html_explain_of_a_real_model_wraps_instead_of_clipping(cli, fragment):
+    """A checkpoint's 1 × 32 weights strip is tables of at most 8 keys that wrap (flex), and its steps' long lines wrap (pre-wrap):
+    at 1000 px nothing is cut off at the right edge (the strip was one 32-column table, each step line one unbroken line)."""
+    from attncli.formats.htmltable import STRIP_COLUMNS
+
+    sentence = "When Mary and John went to the store, John gave a drink to"
+    args = ["explain", "--model", str(HERE / "checkpoints" / "gpt2"), "--layer", "2", "--sentence", sentence, "--position", "19"]
+    html = cli(*args, "--format", "html", *(["--fragment"] if fragment else [])).stdout
+    elements = renderers.html_elements(html)
+    strip = next(e for e in elements if e.tag == "div" and e.attrs.get("class") == "attn-strip")
+    assert "flex-wrap:wrap" in strip.attrs["style"].replace(" ", "")
+    assert "Attention weights" in strip.text
+    after = html[html.index('class="attn-strip"') :]
+    chunks = re.findall(r"<table.*?</table>", after[: after.index("</div>")], flags=re.S)
+    assert [len(re.findall(r'<th scope="col">', chunk)) for chunk in chunks] == [STRIP_COLUMNS] * 4  # 32 keys, 8 to a table, each once
+    steps = [e for e in elements if e.tag == "pre" and "attn-steps" in e.attrs.get("class", "")]
+    assert steps and all("white-space:pre-wrap" in e.attrs.get("style", "") for e in steps)
+
+
+CUT_OFF_PROBE = """<script>
+const cut = [];
+for (const e of document.querySelectorAll("main *")) {  // past the window's right edge, or wider than its own box (scrolled)
+  if (e.getBoundingClientRect().right > window.innerWidth + 1 || e.scrollWidth > e.clientWidth + 1) cut.push(e.tagName);
+}
+document.body.setAttribute("data-cut", cut.join(" ") || "none");
+</script>"""
+
+
+def test_html_explain_of_a_real_model_fits_1000_pixels_in_chromium(cli, tmp_path):
+    """Laid out by headless Chromium at 1000 px, no element of a real model's explain page runs past the edge or scrolls."""
+    import shutil
+    import subprocess
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("headless Chromium is not installed (Debian: apt-get install -y chromium)")
+    sentence = "When Mary and John went to the store, John gave a drink to"
+    args = ["explain", "--model", str(HERE / "checkpoints" / "gpt2"), "--layer", "2", "--sentence", sentence, "--position", "19"]
+    page = tmp_path / "explain.html"
+    page.write_text(cli(*args, "--format", "html").stdout.replace("</body>", CUT_OFF_PROBE + "</body>"), encoding="utf-8")
+    run = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1000,800", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    found = re.search(r'data-cut="([^"]*)"', run.stdout)
+    assert found is not None, run.stdout[:500]
+    assert found.group(1) == "none"

@@ -662,7 +662,8 @@ def test_explain_latex_of_a_checkpoint_fits_the_page(cli, model, latex_tools, tm
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(TOKENS, st.sampled_from(["W_K", "d_k", "c_KV", "e^(m_old − m_new)", "e^−∞", "·", "q·k = ", "'", "√d_k", "ᵀ", " "])),
+@given(st.lists(st.one_of(TOKENS, st.sampled_from(["W_K", "d_k", "c_KV", "e^(m_old − m_new)", "e^−∞", "·", "q·k = ", "'", "√d_k", "ᵀ", " ",
+                                                   "L_q × L_k", "√8", "√d", "I_d"])),
                 max_size=8))
 @example(["--$"])  # an option's dashes then a dollar: two math spans side by side made `$$` (found by hypothesis)
 @example(["q·k = ", "--", "√d_k"])
@@ -670,6 +671,18 @@ def test_explain_latex_of_a_checkpoint_fits_the_page(cli, model, latex_tools, tm
 def test_latex_prose_is_text_and_paired_inline_math(pieces):
     """latex_prose of any narration with any tokens in it: `$` paired, never `$$`, no command outside math (tests.renderers)."""
     renderers.latex_prose_math(escape.latex_prose("Step 1: " + "".join(pieces)).replace("\n", " "))
+
+
+def test_latex_prose_writes_roots_and_sequence_lengths_as_math(cli, katex_modules):
+    """LaTeX prose: √d_k is $\\sqrt{d_{k}}$ (not a surd beside d_k), √8 $\\sqrt{8}$, L_q × L_k math (not L\\_q); KaTeX renders them."""
+    assert escape.latex_prose("scale: ÷ √d_k = √8, N(0, I_d)") == r"scale: $\div{}$ $\sqrt{d_{k}}$ = $\sqrt{8}$, N(0, $I_{d}$)"
+    report = cli("run", "journey-causal", "--block-size", "2", "--format", "latex").stdout
+    assert "L\\_q" not in report and "$L_{q}$" in report and "$L_{k}$" in report
+    header = cli("run", "journey-causal", "--stages", "weights", "--format", "latex").stdout
+    assert r"\sqrt{d_{k}}" in header and r"\surd" not in header
+    lines = [line for text in (report, header) for line in text.splitlines() if line and not line.startswith("$$")]
+    pieces = [m for line in lines for m in renderers.latex_prose_math(line)]
+    assert [(p, r.error) for p, r in zip(pieces, renderers.katex(katex_modules, pieces)) if r.error] == []
 
 
 def test_latex_text_prints_the_awkward_tokens_as_prose(latex_tools, tmp_path):

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import glob
 import json
+import re
 from typing import Any
 
+import numpy as np
 import pytest
 import typst
 from hypothesis import HealthCheck, given, settings
@@ -22,7 +24,7 @@ from attncli.api import render_explain, render_run, run_page
 from attncli.core import engine
 from attncli.core.explain import explain
 from attncli.document import escape, stages
-from attncli.document.blocks import Document, Heading, Paragraph, Step, Steps, Table, Values
+from attncli.document.blocks import Document, Heading, Paragraph, Step, Steps, Summary, Table, Values
 from attncli.formats import Format, Options, render_document
 from attncli.formats import typst as typ
 from attncli.sources import builtin
@@ -196,10 +198,10 @@ def test_a_run_reads_back_as_headed_tables_of_its_numbers():
     """run: a section per stage with its formula as math, the tokens as header cells and row labels, masked cells as −∞."""
     ran = attn.run("journey-causal")
     content = tree(ran.render("typst", stages="masked,weights"))
-    assert headings(content)[0] == (1, "journey-causal")
+    assert headings(content)[0] == (1, "journey-causal — Your journey starts with one step")
     sections = [text for depth, text in headings(content) if depth == 2]
     assert sections[0].startswith("Masked scores: ") and sections[1].startswith("Attention weights: ")
-    assert len(elements(content, "equation")) == 2  # each formula is Typst math
+    assert sum(len(elements(h, "equation")) for h in elements(content, "heading") if h["depth"] == 2) == 2  # each formula is Typst math
     masked, weights = (table_rows(t) for t in elements(content, "table"))
     tokens = list(ran.scenario.tokens)
     assert masked[0] == ["", *tokens] and [row[0] for row in masked[1:]] == tokens
@@ -282,6 +284,7 @@ def own_kinds() -> set[str]:
     if not OWN_KINDS:
         _, ran, explained = documents(["The", "cat", "The"], "plain")
         OWN_KINDS.update(kinds(tree(ran)) | kinds(tree(explained)))
+        OWN_KINDS.add("raw")  # a step whose TeX Typst's math cannot say (a control character's code) keeps its raw lines
     return OWN_KINDS
 
 
@@ -293,7 +296,7 @@ def test_hostile_text_compiles_and_reads_back_as_the_same_text(tokens, name):
     heading is the name and the tables' labels are the tokens, as `escape.visible` writes them, and no element is the input's."""
     s, ran, explained = documents(tokens, name)
     content = tree(ran)
-    assert headings(content)[0] == (1, escape.visible(s.name))
+    assert headings(content)[0] == (1, escape.visible(Summary(s.name, s.tokens, None, "", [], None, 1).title))
     embeddings, weights = (table_rows(t) for t in elements(content, "table"))
     assert [row[0] for row in embeddings[1:]] == [escape.visible(label) for label in s.query_labels]
     assert weights[0] == ["", *(escape.visible(label) for label in s.key_labels)]
@@ -417,3 +420,40 @@ def test_each_cell_function_draws_what_its_whole_markup_draws(kind):
     short = f'#{{\n  {lets[kind]}\ntable(columns: 2, strong("t1"), {names[kind]}("0.9"), "1", "2")\n}}\n'
     written_out = f'#table(columns: 2, strong("t1"), {whole}, "1", "2")\n'
     assert typst.compile(short.encode(), format="png", ppi=144.0) == typst.compile(written_out.encode(), format="png", ppi=144.0)
+
+
+def test_explain_steps_are_math_not_raw_code():
+    """explain's steps: each formula in its heading and its arithmetic as Typst math (block equations), no raw code block left."""
+    content = tree(attn.explain("journey-causal", "starts").render("typst"))
+    assert not [raw for raw in elements(content, "raw") if raw.get("block")]
+    blocks = [e for e in elements(content, "equation") if e.get("block")]
+    assert len(blocks) >= 8  # the query, keys and values, dot products, scaling … the output
+    steps = [h for h in elements(content, "heading") if re.match(r"Step \d", plain(h["body"]))]
+    assert len(steps) >= 8 and all(elements(h, "equation") for h in steps)
+    assert '"1.2544"' in json.dumps(blocks) and '"0.3395"' in json.dumps(blocks)  # the dot product of Your, the output's first number
+
+
+def test_a_step_too_big_for_math_keeps_its_raw_lines():
+    """A step whose matrix is larger than a page holds as math (a real model's W_Q) keeps its Unicode lines as a raw block."""
+    from attncli.document.blocks import Line, Step, Steps
+    from attncli.formats.typst import steps_typst
+
+    wide = np.ones((3, 40))
+    unicode = Steps([Step("The query", "q = e·W_Q", [Line("q", "[1, 1]")], matrix=("W_Q", wide))], 2)
+    tex = Steps([Step("The query", "q = e W_Q", [Line("q", r"\\begin{bmatrix} 1 & 1 \\end{bmatrix}")], matrix=("W_Q", wide))], 2, "tex")
+    written = "\n".join(steps_typst(unicode, 2, tex))
+    assert "#raw(block: true" in written and "$q = e W_Q$" in written
+    compiled(written)
+
+
+def test_prose_writes_the_notation_as_math():
+    """Typst prose: L_q × L_k and √d_k are math (no literal underscore in the text a reader sees); tokens stay text."""
+    content = tree(attn.tiles("journey-causal", 2).render("typst"))
+    shown = plain(content)
+    assert "L_q" not in shown and "d_k" not in shown and "B_q" not in shown
+    names = [json.dumps(e) for e in elements(content, "equation")]
+    assert any('"text": "L"' in name and '"text": "q"' in name for name in names)  # L_q as math: L with the subscript q
+    header = tree(attn.run("journey-causal").render("typst", stages="weights"))
+    assert any(e["body"].get("func") == "root" for e in elements(header, "equation"))  # √d_k as a root over d_k
+    token = tree(attn.run(attn.load("cat")).render("typst", stages="weights"))  # a token is never read as notation
+    assert "The cat sat on the mat" in plain(token)

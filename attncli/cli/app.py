@@ -105,6 +105,14 @@ HeadingOption = Annotated[
     typer.Option("--heading-level", min=0, max=6, metavar="N", help="Markdown, HTML and Typst: the level of the top heading; 0 leaves it out."),
 ]
 FullOption = Annotated[bool, typer.Option("--full", help="Show every row and column, however large.")]
+ShowPathOption = Annotated[
+    bool,
+    typer.Option("--show-path", help="With a model: name the folder or file it was read from in the header (a post names the model only, by its GGUF general.name or its folder's name)."),
+]
+LongNotesOption = Annotated[
+    bool,
+    typer.Option("--long-notes", help="With a model: every note on how its layer was read in the header (norms, RoPE, storage, token ids); without it the header says how many are left out."),
+]
 # Real models: one layer of a local Hugging Face checkpoint instead of a scenario file (run, explain).
 ModelOption = Annotated[
     Path | None,
@@ -254,6 +262,8 @@ def run(
     ] = False,
     standalone: StandaloneOption = None,
     heading_level: HeadingOption = 1,
+    show_path: ShowPathOption = False,
+    long_notes: LongNotesOption = False,
     block_size: Annotated[
         int | None,
         typer.Option("--block-size", min=1, metavar="B", help="Show FlashAttention's tiled computation instead: queries and keys B at a time, each tile's running maxima and sums, and the memory it needs."),
@@ -294,6 +304,8 @@ def run(
         heatmap=heatmap,
         standalone=standalone,
         heading_level=heading_level,
+        show_path=show_path,
+        long_notes=long_notes,
         names=flag,
     )
     shown = api.run(loaded, round_steps=round_steps) if block_size is None else api.tiles(loaded, block_size, round_steps=round_steps)
@@ -394,6 +406,8 @@ def export(
     heatmap: Annotated[bool, typer.Option("--heatmap", help="Shade every tokens × tokens table by value (HTML, Typst; tables).")] = False,
     standalone: StandaloneOption = None,
     heading_level: HeadingOption = 1,
+    show_path: ShowPathOption = False,
+    long_notes: LongNotesOption = False,
     max_cells: MaxCellsOption = None,
     max_values: MaxValuesOption = None,
 ) -> None:
@@ -416,7 +430,7 @@ def export(
     from attncli.document import stages as stage_table
 
     options = Options(format=format, stages=stage_table.parse(stages), precision=precision, full=full, to_file=True, heatmap=heatmap,
-                      standalone=standalone, heading_level=heading_level, names=flag)  # fmt: skip
+                      standalone=standalone, heading_level=heading_level, show_path=show_path, long_notes=long_notes, names=flag)  # fmt: skip
     if not out_dir:
         raise AttnError("the folder name is empty", key="--out-dir", expected="an existing folder, e.g. --out-dir . for this one")
     folder = Path(out_dir)

@@ -44,6 +44,7 @@ class Origin(NamedTuple):
     special_tokens: str  # "auto" or "none"
     target: str | None = None  # an encoder–decoder's: the decoder's text
     attention: str | None = None  # ... and which of its attentions (encoder, decoder or cross)
+    shown: str | None = None  # the folder or file as the person wrote it (`model: ~/models/gpt2`), which a header names only when asked
 
 
 class Scale(NamedTuple):
@@ -81,6 +82,7 @@ class Scenario:
     precision: int = 4  # decimals shown to people
     path: str | None = None  # the file it was read from; None when built in code
     notes: tuple[str, ...] = ()  # where the numbers come from, for the summary (e.g. a checkpoint's layer)
+    details: tuple[str, ...] = ()  # more notes, shown when asked for (long notes): how a checkpoint's layer was read, step by step
     word_marks: tuple[str, ...] = ()  # a real tokenizer's marks for a leading space ("␣", "Ġ", "▁"): words match without them
     encoder: str | None = None  # the architecture of an encoder checkpoint's layer ("bert"): it reads, it does not generate
     origin: Origin | None = None  # the checkpoint it was computed from; None for a scenario of given numbers

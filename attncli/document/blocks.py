@@ -247,6 +247,13 @@ class Summary(NamedTuple):
     settings: Sequence[str]  # 'L = 6 tokens · d_model = 2 · …', then scale, mask and variants
     round_steps: int | None
     heads: int
+    more: str = ""  # what the notes leave out, ending in how to see it (a terminal says it; a post has no options to name)
+
+    @property
+    def title(self) -> str:
+        """The one title line: 'cat — The cat sat on the mat' (the sentence alone when the name is the sentence)."""
+        sentence = " ".join(self.tokens)
+        return sentence if self.name.casefold() in ("", sentence.casefold()) else f"{self.name} — {sentence}"
 
 
 class Comparison(NamedTuple):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import NamedTuple
 
 # -- visible -------------------------------------------------------------------------------------
 from attncli.errors import visible as visible  # the one rule (errors are shown with it too)
@@ -207,16 +208,17 @@ def latex_text(s: str) -> str:
 
 
 @functools.cache
-def _notation() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+def _notation() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """The patterns `latex_prose` reads attncli's notation by, compiled on its first call (a millisecond of every start-up before)."""
     return (
         # A name of attncli's notation in narration: one letter, "_", its subscript (W_K, d_k, c_KV, W_DKV, m_old, ω_i, A_ij,
         # B_q), a whole word; the letters and subscripts are the notation's own, so a token such as a_b or my_file stays text.
-        re.compile(r"(?<![\w'’])([WdqkvcmexωθbhwABE]|Σ)_([A-Z]{1,4}|[ijkqvrncth0-9]|ij|model|head|old|new|max|out)(?!['’]|(?!ᵀ)\w)"),
+        re.compile(r"(?<![\w'’])([WdqkvcmexωθbhwABELI]|Σ)_([A-Z]{1,4}|[ijkqvrncthd0-9]|ij|model|head|old|new|max|out)(?!['’]|(?!ᵀ)\w)"),
         re.compile(r"(?<![\w'’])[b-zB-HJ-Z](?= [=≈] )"),  # the k of "k = …": a symbol (not the words a, A, I)
         re.compile(r"(?<=[eθ0-9])\^(?:\(([^()'’\"]{1,40})\)|(−?∞|−?[0-9]+(?:\.[0-9]+)?|[a-z]{2,8}\b))"),  # e^(m_old − m_new), e^−∞, e^sink: a power
         re.compile(r"(?<![\w'’])'(?=[^\s'])"),  # the first quote of 'cat': ‘, which pdflatex and a post print (TeX's ` shows as `)
         re.compile(r"(?<=\S)'(?![\w'’])"),  # the last: ’, as pdflatex prints ' (a post would show it straight, beside a curly ‘)
+        re.compile(r"√(?:([0-9]+(?:\.[0-9]+)?)|([a-z])(?![\w'’]))"),  # √8, √d: a root over its number or one-letter symbol
     )
 
 
@@ -257,7 +259,7 @@ def _prose(text: str, *, names: bool, in_power: bool = False) -> str:
     """`latex_text`'s writing; with `names`, `latex_prose`'s (`in_power`: all of `text` is a superscript's math)."""
     out: list[str] = []
     math: list[str] = []
-    name_at, equated_at, power_at, opening_at, closing_at = (pattern.match for pattern in _notation())
+    name_at, equated_at, power_at, opening_at, closing_at, root_at = (pattern.match for pattern in _notation())
 
     def inline(body: str) -> None:
         """`$body$`, joined to a math span just before it: two spans side by side would read `$$`, a display's delimiter."""
@@ -285,6 +287,11 @@ def _prose(text: str, *, names: bool, in_power: bool = False) -> str:
         if names and (found := name_at(text, i)):
             symbol(_name(found.group(1), found.group(2)), i)
             i, previous = found.end(), ""
+            continue
+        if names and c == "√" and ((under := name_at(text, i + 1)) or (under := root_at(text, i))):  # √d_k, √8, √d: a root over it
+            inside = _name(under.group(1), under.group(2)) if under.re is _notation()[0] else under.group(1) or under.group(2)
+            symbol(r"\sqrt{" + inside + "}", i)
+            i, previous = under.end(), ""
             continue
         if names and c == "'" and (opening_at(text, i) or closing_at(text, i)):
             flush()
@@ -336,6 +343,43 @@ def _prose(text: str, *, names: bool, in_power: bool = False) -> str:
         previous = c
     flush()
     return "".join(out)
+
+
+class Name(NamedTuple):
+    """A name of attncli's notation inside its narration: d_k is Name("d", "k"), √d_k Name("d", "k", rooted=True), √8 Name("8", "", True)."""
+
+    base: str
+    sub: str = ""
+    rooted: bool = False
+
+
+def notation(text: str) -> list[str | Name]:
+    """attncli's own sentence `text` cut into plain text and the names of its notation (W_K, d_k, L_q, m_old, √d_k, √8), as
+    `latex_prose` reads them, for a format that writes those as math its own way (Typst). User text is never read so."""
+    name_at, root_at = _notation()[0].match, _notation()[5].match
+    pieces: list[str | Name] = []
+    plain: list[str] = []
+    i = 0
+    while i < len(text):
+        rooted = text[i] == "√"
+        if (found := name_at(text, i + rooted)) and (rooted or text[i] != "√"):
+            name: Name | None = Name(found.group(1), found.group(2), rooted)
+        elif rooted and (found := root_at(text, i)):
+            name = Name(found.group(1) or found.group(2), "", True)
+        else:
+            name = None
+        if name is None or found is None:
+            plain.append(text[i])
+            i += 1
+            continue
+        if plain:
+            pieces.append("".join(plain))
+            plain.clear()
+        pieces.append(name)
+        i = found.end()
+    if plain:
+        pieces.append("".join(plain))
+    return pieces
 
 
 def _is_math(written: str) -> bool:

@@ -6,8 +6,8 @@ from attncli.core import variants
 from attncli.core.scenario import Scenario
 
 
-def describe(s: Scenario) -> list[str]:
-    """'L = 6 tokens · d_model = 2 · …', then the settings: scale, mask, and any variant."""
+def describe(s: Scenario, *, long_notes: bool = False) -> list[str]:
+    """'L = 6 tokens · d_model = 2 · …', then the settings: scale, mask, and any variant; then its notes (`long_notes`: its details too)."""
     heads = f"{s.heads} head" + ("s" if s.heads > 1 else "")
     if s.heads != s.G:
         heads += f" sharing {s.G} key/value head" + ("s" if s.G > 1 else "")
@@ -20,5 +20,16 @@ def describe(s: Scenario) -> list[str]:
     settings = [f"scale: {scale}", f"mask: {s.mask.describe()}"]
     settings += [variant.describe() for variant in variants.active(s) if variant.stage != "visibility"]  # the mask is said above
     lines.append(" · ".join(settings))
-    lines += list(s.notes)
+    lines += list(s.notes) + (list(s.details) if long_notes else [])
     return lines
+
+
+def told(description: str, sentence: str) -> str:
+    """`description` without the sentence it repeats at its start ("The cat sat on the mat — 2-d embeddings, …" under a title that
+    gives the sentence: "2-d embeddings, …"); "" when it says nothing more."""
+    if not sentence or not description.casefold().startswith(sentence.casefold()):
+        return description
+    rest = description[len(sentence) :]
+    if rest[:1].isalnum():  # the sentence ended inside a word of the description
+        return description
+    return rest.lstrip(" .,;:—–-")

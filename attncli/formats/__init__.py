@@ -59,6 +59,8 @@ class Options(NamedTuple):
     heatmap: bool = False  # tables: shade every L × L stage (the weights are shaded anyway in a terminal)
     standalone: bool | None = None  # a complete document (HTML page, LaTeX article); None: the format's default
     heading_level: int = 1  # Markdown and HTML: level of the top heading; 0 leaves it out (and the others start at 2)
+    show_path: bool = False  # a checkpoint's header: also where it was read from (a post names the model, not a local path)
+    long_notes: bool = False  # a checkpoint's header: every note on how its layer was read, not only the short ones
     names: Callable[[str], str] = keyword  # how shown text names an option: the API's keyword; the command line passes its flag()
     interactive: bool = False  # HTML's map: a page to explore (formats/explorer.py) instead of the static page
 

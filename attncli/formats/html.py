@@ -28,8 +28,7 @@ def run(page: RunPage, options: Options) -> str:
     """Every shown stage as a table: weights shaded, every tokens × tokens stage with `heatmap`."""
     document = page.document()
     s = document.summary
-    parts = _top(s.name, options.heading_level)
-    parts.append(Paragraph(" ".join(s.tokens)))
+    parts = _top(s.title, options.heading_level) or [Paragraph(" ".join(s.tokens))]  # without a heading, the sentence
     if s.description:
         parts.append(Paragraph(s.description))
     parts += [Paragraph(line) for line in s.settings]

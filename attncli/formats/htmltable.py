@@ -67,7 +67,7 @@ def html_document(
             level = min(6, max(1, part.level))
             body.append(f"<h{level}>{escape.html(part.text)}</h{level}>")
         elif isinstance(part, Code):
-            body.append('<pre class="attn-steps">' + "\n".join(escape.html(line) for line in part.lines) + "</pre>")
+            body.append(part_html(part))
         elif isinstance(part, Paragraph | str):
             body.append(f"<p>{escape.html(part if isinstance(part, str) else part.text)}</p>")
         else:
@@ -105,16 +105,37 @@ def matrix_table(view: MatrixView, *, precision: int, shaded: bool, inline: bool
         f'<caption><span class="attn-title">{escape.html(head + view.title)}</span> '
         f'<span class="attn-formula">{escape.html(view.formula)}</span> <span class="attn-shape">({view.shape})</span></caption>'
     )
-    header = ['<td class="attn-corner"></td>']
-    header += [f'<th scope="col">{escape.html(label)}</th>' for label in view.cols]
-    header += [f'<th scope="col" class="attn-extra">{escape.html(name)}</th>' for name, _ in view.extra]
-    table = (
-        '<div class="attn-scroll"><table class="attn-matrix">\n' + caption + "\n<thead><tr>" + "".join(header)
-        + "</tr></thead>\n<tbody>\n" + _body_rows(view, precision, shaded=shaded, inline=inline, low=low, high=high) + "\n</tbody>\n</table></div>"
-    )  # fmt: skip
+    if view.data.shape[0] == 1 and view.data.shape[1] > STRIP_COLUMNS:  # a strip (a query's weights over 16 keys): wrapped, not cut off
+        import dataclasses
+
+        pieces = []
+        for start in range(0, view.data.shape[1], STRIP_COLUMNS):
+            cols = slice(start, start + STRIP_COLUMNS)
+            last = start + STRIP_COLUMNS >= view.data.shape[1]
+            piece = dataclasses.replace(view, data=view.data[:, cols], cols=view.cols[cols], extra=view.extra if last else [],
+                                        hidden=None if view.hidden is None else view.hidden[:, cols])  # fmt: skip
+            pieces.append(_table(piece, caption if start == 0 else "", precision, shaded=shaded, inline=inline, low=low, high=high))
+        table = f'<div class="attn-strip" style="{STRIP_STYLE}">\n' + "\n".join(pieces) + "\n</div>"
+    else:
+        table = '<div class="attn-scroll">' + _table(view, caption, precision, shaded=shaded, inline=inline, low=low, high=high) + "</div>"
     if shaded:
         table += "\n" + _legend(low, high, precision, masked=view.hidden is not None and bool(view.hidden.any()), inline=inline)
     return table
+
+
+STRIP_COLUMNS = 8  # a one-row matrix wider than this is a strip of tables this wide that wrap to the page, not one cut off at its edge
+STRIP_STYLE = "display:flex;flex-wrap:wrap;align-items:flex-end;gap:0 1.5em;margin:0 0 0.5em"  # inline: a post's CSS may drop <style>
+
+
+def _table(view: MatrixView, caption: str, precision: int, *, shaded: bool, inline: bool, low: float, high: float) -> str:
+    """The <table> of `view` with its `caption` (none: ""), its columns' header and its rows."""
+    header = ['<td class="attn-corner"></td>']
+    header += [f'<th scope="col">{escape.html(label)}</th>' for label in view.cols]
+    header += [f'<th scope="col" class="attn-extra">{escape.html(name)}</th>' for name, _ in view.extra]
+    return (
+        '<table class="attn-matrix">\n' + (caption + "\n" if caption else "") + "<thead><tr>" + "".join(header)
+        + "</tr></thead>\n<tbody>\n" + _body_rows(view, precision, shaded=shaded, inline=inline, low=low, high=high) + "\n</tbody>\n</table>"
+    )  # fmt: skip
 
 
 BLOCK_CELLS = 1 << 14  # cells written at once: about 1.5 MB of inline-styled HTML
@@ -226,7 +247,7 @@ def stylesheet(*, page: bool = False, dark: bool = True) -> str:
         ".attncli .attn-extra { border-left: 3px double; }",
         ".attncli .attn-masked { font-style: italic; }",
         f".attncli .attn-hidden {{ font-style: italic; color: {HIDDEN_INK[0]}; }}",
-        ".attncli pre.attn-steps { font-family: ui-monospace, Menlo, Consolas, monospace; overflow-x: auto; }",
+        ".attncli pre.attn-steps { font-family: ui-monospace, Menlo, Consolas, monospace; white-space: pre-wrap; overflow-wrap: anywhere; }",
         ".attncli .attn-legend { margin: 0 0 1.5em; font-size: 0.9em; }",
         ".attncli .attn-swatch { display: inline-block; width: 1.2em; height: 0.9em; vertical-align: -0.1em; }",
         *shades(light, ""),
@@ -264,10 +285,11 @@ def part_html(part: Heading | Paragraph | Code | str) -> str:
         level = min(6, max(1, part.level))
         return f"<h{level}>{escape.html(part.text)}</h{level}>"
     if isinstance(part, Code):
-        return '<pre class="attn-steps">' + "\n".join(escape.html(line) for line in part.lines) + "</pre>"
+        return f'<pre class="attn-steps" style="{STEPS_STYLE}">' + "\n".join(escape.html(line) for line in part.lines) + "</pre>"
     return f"<p>{escape.html(part if isinstance(part, str) else part.text)}</p>"
 
 
+STEPS_STYLE = "white-space:pre-wrap;overflow-wrap:anywhere"  # a long line of arithmetic wraps, not cut off (inline: <style> may be dropped)
 TEXT_CLASS = ' class="attn-text"'
 TEXT_CELLS = (".attncli td.attn-text, .attncli th.attn-text { text-align: left; }\n"  # vectors and words in a table read from the left
               ".attncli figure.attn-figure { margin: 1em 0; overflow-x: auto; }\n")  # fmt: skip

@@ -21,7 +21,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attncli.document import escape, stages
-from attncli.document.blocks import Document, Heading, Line, Note, Paragraph, RunDocument, Steps, Table, Values, Vector, fields
+from attncli.document.blocks import (
+    Document,
+    Heading,
+    Line,
+    Note,
+    Paragraph,
+    RunDocument,
+    Step,
+    Steps,
+    Table,
+    Values,
+    Vector,
+    fields,
+)
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.numbers import exact_decimals
 from attncli.formats import texmatrix
@@ -92,8 +105,11 @@ def run_latex(page: RunDocument, *, precision: int, standalone: bool = False) ->
     s, views = page.summary, page.matrices
 
     def lines() -> Iterator[str | bytes]:
-        yield prose(f"Attention in {s.name}: {' '.join(s.tokens)}")  # words first: a name may begin with what TeX reads as a command
+        yield escape.latex_text(s.title)  # the name and the sentence are the writer's text: no notation is read in them
         yield ""
+        if s.description:
+            yield escape.latex_text(s.description)
+            yield ""
         yield prose("; ".join(s.settings) + ".")
         if s.round_steps is not None:
             yield ""
@@ -128,6 +144,12 @@ def _aligned_row(line: Line) -> str:
     return rf"&\quad {line.rhs}"
 
 
+def aligned_rows(step: Step) -> list[str]:
+    """A step's lines of arithmetic (written by `TexWriter`) as the rows of an `aligned` block, each aligned at its first relation;
+    Typst translates the same rows into its math."""
+    return [_SPACED_WORDS.sub(r"\\text{ \1 }", _aligned_row(line)) for line in step.lines]
+
+
 _SPACED_WORDS = re.compile(r"(?<= )\\text\{([A-Za-z][A-Za-z ]*)\}(?= )")  # `(a, b) \text{turns to} (c, d)`
 
 
@@ -140,7 +162,7 @@ def _width(row: str) -> int:
     return len(_WEIGHTLESS.sub("", row))
 
 
-def _top_level_split(row: str, separators: tuple[str, ...]) -> list[tuple[str, str]]:
+def top_level_split(row: str, separators: tuple[str, ...]) -> list[tuple[str, str]]:
     """`row` cut before each separator outside braces and environments: [("", first), (separator, rest), …]."""
     pieces: list[tuple[str, str]] = []
     depth, start, mark, i = 0, 0, "", 0
@@ -162,26 +184,26 @@ def _top_level_split(row: str, separators: tuple[str, ...]) -> list[tuple[str, s
     return [*pieces, (mark, row[start:])]
 
 
-def _fitted_rows(rows: list[str]) -> list[str]:
+def fitted_rows(rows: list[str]) -> list[str]:
     """Rows too wide for a page broken into more aligned rows: a left side holding a vector on a row of its own (in every
     row alike, or the columns would still add up too wide), then at each later `=` or `≈`, then at each `+`."""
     if all(_width(row) <= _WIDE for row in rows):
         return rows
     fitted: list[str] = []
     for row in rows:
-        aligned = _top_level_split(row, ("&",))
+        aligned = top_level_split(row, ("&",))
         if len(aligned) != 2:
             fitted.append(row)
             continue
         head, rest = aligned[0][1], aligned[1][1]
         relation = next((r for r in ("=", r"\approx") if rest.startswith(r)), "")
-        parts = _top_level_split(rest[len(relation) :], (" = ", r" \approx ")) if _width(row) > _WIDE else [("", rest[len(relation) :])]
+        parts = top_level_split(rest[len(relation) :], (" = ", r" \approx ")) if _width(row) > _WIDE else [("", rest[len(relation) :])]
         if _width(head) > _WIDE // 3:  # `cat: 0.3 × [a vector] ≈ [a vector]`
             fitted.append("&" + head.rstrip())
             head = ""
         for number, (mark, part) in enumerate(parts):
             start = f"{head}&{relation}" if number == 0 else f"&{mark} "
-            terms = _top_level_split(part, (" + ",)) if _width(part) > _WIDE_TERMS else [("", part)]
+            terms = top_level_split(part, (" + ",)) if _width(part) > _WIDE_TERMS else [("", part)]
             fitted.append(start + terms[0][1])
             fitted += [rf"&\quad + {term.strip()}" for _, term in terms[1:]]
     return fitted
@@ -204,11 +226,11 @@ def explain_steps(steps: Steps, *, standalone: bool) -> Iterator[str]:
         heading = prose(f"Step {number}: {step.title}")
         yield ""
         yield r"\subsection*{" + heading + "}" if standalone else heading
-        rows = [_SPACED_WORDS.sub(r"\\text{ \1 }", _aligned_row(line)) for line in step.lines]
+        rows = aligned_rows(step)
         if step.matrix is not None:
             name, matrix = step.matrix
             rows.insert(1, f"{name} &= {texmatrix.labelled_matrix(np.atleast_2d(matrix), precision=steps.precision)}")
-        rows = _fitted_rows(rows)
+        rows = fitted_rows(rows)
         if rows:
             yield ""
             yield block(r"\begin{aligned} " + r" \\ ".join(rows) + r" \end{aligned}")

@@ -82,7 +82,8 @@ def run_markdown(page: RunDocument, *, precision: int, heading_level: int = 1) -
 
 
 def _run_header(s: Summary, top: int) -> list[str]:
-    lines = heading(top, md(s.name)) + [md(" ".join(s.tokens)), ""]
+    """The title line (as the top heading; without one, the sentence), the description, the settings and notes."""
+    lines = heading(top, md(s.title)) if top else [md(" ".join(s.tokens)), ""]
     if s.description:
         lines += [md(s.description), ""]
     lines.append(md("; ".join(s.settings) + "."))

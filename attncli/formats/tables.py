@@ -23,13 +23,16 @@ ELLIPSIS_ROW = "⋮"
 def summary(s: Summary) -> Text:
     """The scenario in a few lines: its name and sentence, then its sizes and settings."""
     text = Text()
-    text.append(visible(s.name), style="bold")
-    text.append(" — " + visible(" ".join(s.tokens)))
+    text.append(visible(s.title), style="bold")
     if s.context is not None:
         text.append(" → " + visible(" ".join(s.context)))
     text.append("\n")
+    if s.description and s.description != s.name:
+        text.append(visible(s.description) + "\n")  # a checkpoint's layer and architecture (and where it was read from, when asked)
     for line in s.settings:
-        text.append(visible(line) + "\n", style="dim")  # a checkpoint's provenance note holds a folder name
+        text.append(visible(line) + "\n", style="dim")
+    if s.more:
+        text.append(visible(s.more) + "\n", style="dim italic")
     text.rstrip()
     if s.round_steps is not None:
         text.append(f"\nEvery intermediate is rounded to {s.round_steps} decimals before the next step, as by hand.", style="yellow")

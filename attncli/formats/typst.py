@@ -6,20 +6,22 @@ hides in grey; the weights are shaded by value (every tokens × tokens stage wit
 cells is written in a code block of its own that first names their markup (`let s3 = table.cell.with(fill: …)`), so a
 cell is `s3("0.4255")`: a run of 1,024 tokens is then about the size of its JSON, written a block of rows at a time with
 NumPy (`matrix_tables`). `explain` has
-the Markdown article's tables and its steps as Unicode arithmetic in raw blocks; a document (tiling, decode,
+the Markdown article's tables and its steps as Typst math (translated from the rows LaTeX writes); a document (tiling, decode,
 dequant, variance) is drawn block by block.
 
 Every text that is not attncli's own syntax (tokens, names, sentences, attncli's sentences too) is written as a
 Typst string literal, `#"…"` in markup and `"…"` in code and math, after `escape.visible`: a string shows
-exactly its characters, so no token can open markup, math, a comment or a label. A fragment (the default) sets
+exactly its characters, so no token can open markup, math, a comment or a label. In attncli's own sentences
+(`prose`) the names of its notation (d_k, W_Q, √d_k) are math between those literals. A fragment (the default) sets
 nothing outside itself; `standalone` adds the document's title, an A4 page (landscape for wide tables) and the
 text size. The top heading's level follows `heading_level` (0 leaves it out).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from attncli.document.blocks import (
@@ -29,6 +31,7 @@ from attncli.document.blocks import (
     Note,
     Paragraph,
     RunDocument,
+    Step,
     Steps,
     Table,
     Values,
@@ -36,7 +39,7 @@ from attncli.document.blocks import (
     step_lines,
 )
 from attncli.document.blocks import Matrix as MatrixView
-from attncli.document.escape import visible
+from attncli.document.escape import Name, notation, visible
 from attncli.document.numbers import exact_decimals, fixed, smart, vector
 from attncli.formats import palette
 from attncli.formats.markdown import short_vector
@@ -64,6 +67,30 @@ def literal(text: str) -> str:
 def words(text: str) -> str:
     """Text in markup: an embedded string literal. Nothing may follow it directly but a space, `:`, `]` or a line's end."""
     return "#" + string(text)
+
+
+_GREEK = {"ω": "omega", "θ": "theta", "Σ": "Sigma"}
+
+
+def _math_name(name: Name) -> str:
+    """A name of the notation in Typst math: d_k, W_(K V), d_"model", sqrt(d_k), sqrt(8) (two letters side by side would be a variable)."""
+    base = _GREEK.get(name.base, name.base)
+    if not name.sub:
+        written = base
+    elif len(name.sub) == 1:
+        written = f"{base}_{name.sub}"
+    elif name.sub.islower() and len(name.sub) > 2:
+        written = f"{base}_{literal(name.sub)}"  # a word (model, old, max): upright, as LaTeX's \text{model}
+    else:
+        written = f"{base}_({' '.join(name.sub)})"  # KV, ij, 10: one symbol each
+    return f"sqrt({written})" if name.rooted else written
+
+
+def prose(text: str) -> str:
+    """attncli's own sentence in markup: the names of its notation (d_k, W_Q, L_q × L_k, m_old, √d_k) as inline math, the rest as
+    string literals (`escape.notation` reads the names; user text such as tokens is written with `words`, never read so)."""
+    pieces = [f"${_math_name(piece)}$" if isinstance(piece, Name) else "#" + literal(piece) for piece in notation(visible(text))]
+    return "".join(pieces) or words(text)
 
 
 def _levels(level: int) -> tuple[int, int]:
@@ -469,12 +496,12 @@ def run_typst(page: RunDocument, *, precision: int, heading_level: int = 1, stan
     s = page.summary
     top, section = _levels(heading_level)
     lines = _preamble(s.name, wide=any(min(v.data.shape[1], MAX_COLS) > PORTRAIT_COLS for v in page.matrices)) if standalone else []
-    lines += heading(top, words(s.name)) + [words(" ".join(s.tokens)), ""]
+    lines += heading(top, words(s.title)) if top else [words(" ".join(s.tokens)), ""]  # without a heading, the sentence
     if s.context is not None:
         lines += [words("Context: " + " ".join(s.context)), ""]
     if s.description:
         lines += [words(s.description), ""]
-    lines += [words("; ".join(s.settings) + "."), ""]
+    lines += [prose("; ".join(s.settings) + "."), ""]
     if s.round_steps is not None:
         lines += [words(f"Every intermediate is rounded to {s.round_steps} decimals before the next step, as by hand."), ""]
     yield "\n".join(lines).encode()
@@ -482,7 +509,7 @@ def run_typst(page: RunDocument, *, precision: int, heading_level: int = 1, stan
         prefix = f"Head {view.head} · " if s.heads > 1 and view.head is not None else ""
         lines = ["", *heading(section, f"{words(prefix + view.title)}: {formula(view.tex, view.formula)} {words(f'({view.shape})')}")]
         for remark in view.remarks:
-            lines += [words(remark[:1].upper() + remark[1:] + "."), ""]
+            lines += [prose(remark[:1].upper() + remark[1:] + "."), ""]
         yield ("\n".join(lines) + "\n").encode()
         yield from matrix_tables(view, precision, shaded=view.square and (heatmap or view.key == "weights"))
     if (c := page.comparison) is not None:
@@ -497,8 +524,11 @@ def run_typst(page: RunDocument, *, precision: int, heading_level: int = 1, stan
 # -- explain --------------------------------------------------------------------------------------------
 
 
-def explain_typst(page: ExplainArticle, *, precision: int, heading_level: int = 1, full: bool = False, standalone: bool = False) -> str:
-    """The Markdown article as Typst: the embeddings, scores and exponentials, weights, weighted values and output as tables, then the steps."""
+def explain_typst(
+    page: ExplainArticle, *, precision: int, heading_level: int = 1, full: bool = False, standalone: bool = False, tex: Steps | None = None
+) -> str:
+    """The Markdown article as Typst: the embeddings, scores and exponentials, weights, weighted values and output as tables, then the
+    steps (with `tex`, the same steps in TeX, their arithmetic as Typst math)."""
     p = precision
 
     def vec(values: Any, *, whole: bool = True) -> str:
@@ -509,7 +539,7 @@ def explain_typst(page: ExplainArticle, *, precision: int, heading_level: int = 
     lines = _preamble(f"Attention for “{word}”", wide=False) if standalone else []
     lines += heading(top, words(f"Attention for “{word}”"))
     for sentence in page.intro:
-        lines += [words(sentence), ""]
+        lines += [prose(sentence), ""]
 
     if page.inputs is not None:
         section, column, labels, X = page.inputs
@@ -544,21 +574,74 @@ def explain_typst(page: ExplainArticle, *, precision: int, heading_level: int = 
                         f"(difference {short_vector(difference, exact, whole=False, full=full)})."), ""]  # fmt: skip
 
     lines += heading(h2, words("Step by step"))
-    lines += steps_typst(page.steps, h2 + 1)
+    lines += steps_typst(page.steps, h2 + 1, tex)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def steps_typst(steps: Steps, level: int) -> list[str]:
-    """Each step: a heading at `level` with its formula, its arithmetic as a raw block of Unicode lines, its notes as paragraphs."""
+def steps_typst(steps: Steps, level: int, tex: Steps | None = None) -> list[str]:
+    """Each step: a heading at `level` with its formula, its arithmetic, its notes as paragraphs.
+
+    With `tex` (the same steps written by `TexWriter`) a step's formula and arithmetic are Typst math, an equation aligned at
+    each line's first relation (translated from the rows LaTeX writes); a step whose TeX the translator does not know, or whose
+    matrix is too big for a page, keeps the Unicode lines as a raw block, as every step without `tex`.
+    """
     lines: list[str] = []
-    for number, step in enumerate(steps.steps, 1):
-        lines += heading(level, words(f"Step {number}: {step.title} ({step.formula})"))
+    told = list(tex.steps) if tex is not None and len(tex.steps) == len(steps.steps) else [None] * len(steps.steps)
+    for number, (step, math) in enumerate(zip(steps.steps, told), 1):
+        equation = None if math is None else _step_math(math, steps.precision)
+        title = words(f"Step {number}: {step.title} ({step.formula})")
+        if math is not None and math.formula:
+            with contextlib.suppress(Untranslatable):  # TeX it cannot say: the Unicode formula in words, as before
+                title = words(f"Step {number}: {step.title}") + f" ${typst_math(math.formula)}$"
+        lines += heading(level, title)
         body = step_lines(step, steps.precision)
-        if body:
+        if equation is not None:
+            lines += [equation, ""]
+        elif body:
             lines += [f"#raw(block: true, {literal(chr(10).join(visible(line) for line in body))})", ""]
         for note in step.notes:
-            lines += [words(note), ""]
+            lines += [prose(note), ""]
     return lines
+
+
+MAX_STEP_MATRIX = (16, 12)  # rows and columns of a step's matrix written as math; a bigger one keeps the step's raw lines
+
+
+def _step_math(step: Step, precision: int) -> str | None:
+    """The step's arithmetic (TeX, from `TexWriter`) as a block equation, `$ lhs &= rhs \\ … $`; None where it cannot be."""
+    import numpy as np
+
+    from attncli.formats.latex import aligned_rows, fitted_rows, top_level_split
+
+    rows = fitted_rows(aligned_rows(step))
+    if not rows:
+        return None
+    try:
+        written = [" & ".join(typst_math(part) if part.strip() else "" for part in _aligned_parts(row, top_level_split)) for row in rows]
+        if step.matrix is not None:
+            name, matrix = step.matrix
+            grid = np.atleast_2d(matrix)
+            if grid.shape[0] > MAX_STEP_MATRIX[0] or grid.shape[1] > MAX_STEP_MATRIX[1]:
+                return None
+            cells = "; ".join(", ".join(_math_number(smart(float(x), precision)) for x in row) for row in grid)
+            written.insert(1, f'{typst_math(name)} & = mat(delim: "[", {cells})')
+    except Untranslatable:
+        return None
+    return "$ " + " \\\n  ".join(written) + " $"
+
+
+def _aligned_parts(row: str, split: Callable[[str, tuple[str, ...]], list[tuple[str, str]]]) -> list[str]:
+    """A row of `aligned` cut at its `&`s (outside braces and matrices); a row that starts at the alignment (`&\\quad + …`) too."""
+    if row.startswith("&"):
+        return ["", *(part for _, part in split(row[1:], ("&",)))]
+    return [part for _, part in split(row, ("&",))]
+
+
+def _math_number(text: str) -> str:
+    """A written number in math: digits as they are, −∞ as minus infinity, anything else as a string."""
+    if re.fullmatch(r"-?\d+(?:\.\d+)?", text):
+        return text
+    return {"−∞": "-infinity", "-inf": "-infinity", "∞": "infinity"}.get(text, literal(text))
 
 
 # -- documents (attncli.document.blocks) ------------------------------------------------------------
@@ -574,14 +657,14 @@ def document_typst(document: Document, *, level: int = 1, standalone: bool = Fal
                 continue
             out += heading(max(level, 1) + block.level - 1, words(block.text))
         elif isinstance(block, Paragraph | Note):
-            out += [words(block.text), ""]
+            out += [prose(block.text), ""]
         elif isinstance(block, Values) and block.record:  # a field per item, one of several lines a list of its own
             for name, values in fields(block):
                 out += [f"- {words(f'{name}: {values[0]}')}"] if len(values) == 1 else [f"- {words(f'{name}:')}", *(f"  - {words(v)}" for v in values)]
             out += [""] * bool(block.pairs)
         elif isinstance(block, Values):
             if block.pairs:
-                out += [f"- {words(f'{name} = {value}')}" for name, value in block.pairs] + [""]
+                out += [f"- {prose(f'{name} = {value}')}" for name, value in block.pairs] + [""]
         elif isinstance(block, Steps):
             out += steps_typst(block, section)
         elif isinstance(block, Table):
@@ -610,11 +693,11 @@ def run(page: RunPage, options: Options) -> Iterator[bytes]:
 
 
 def explain(page: ExplainPage, options: Options) -> str:
-    from attncli.document.notation import Writer
+    from attncli.document.notation import TexWriter, Writer
 
     article = page.article(Writer())
     return explain_typst(article, precision=page.precision, heading_level=options.heading_level, full=options.full,
-                         standalone=bool(options.standalone))  # fmt: skip
+                         standalone=bool(options.standalone), tex=page.article(TexWriter()).steps)  # fmt: skip
 
 
 def report(page: ReportPage, options: Options) -> str:

@@ -52,7 +52,7 @@ class Field(NamedTuple):
 
 
 _OWN: tuple[Field, ...] = (  # the scenario's own keys; the variants' rows join them in scenario_fields()
-    Field("name", {"type": "string", "description": "Free text; defaults to the file name without .yaml."}, with_model=True),
+    Field("name", {"type": "string", "description": "Free text; defaults to the file name without .yaml (with model: the model's name and layer, e.g. SmolLM2 135M layer 19)."}, with_model=True),
     Field("description", {"type": "string", "description": "Free text, shown by `attncli scenarios`."}, with_model=True),
     Field("source", {"type": "string", "description": "Free text: where the example comes from."}, with_model=True),
     Field("tokens", TOKENS),

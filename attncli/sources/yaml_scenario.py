@@ -217,7 +217,7 @@ class _Validator:
                 layer=layer,
                 sentence=self._text("sentence", default=""),
                 special_tokens=special_tokens,
-                name=self._text("name", default=self.stem),
+                name=self._text("name", default="") or None,  # none given: the model's name and layer (a post names the model)
                 limits=self.limits,
                 shown=written,
                 target=self._target(),

@@ -47,7 +47,7 @@ def scenario_json(s: Scenario) -> dict[str, Any]:
     for kind in variants.in_json_order():  # masking, rope, alibi, bias, then any variant added later
         variant = s.variant(kind)
         doc[kind.json_key] = kind.json_absent if variant is None else variant.as_json()
-    doc["notes"] = list(s.notes)
+    doc["notes"] = [*s.details, *s.notes]  # data: every note, the long ones (how the layer was read) first, as before
     return doc
 
 

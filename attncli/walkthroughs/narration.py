@@ -47,8 +47,8 @@ def intro(expl: Explanation) -> list[str]:
     """Sentences before the steps: which word, where, which head, which rounding."""
     s = expl.scenario
     keys = "" if not s.cross else " → " + " ".join(s.key_tokens)
-    lines = [f"Explaining {quoted(expl.token)}, position {expl.sequence_position} of {s.cached + s.L} in {quoted(s.name)}: "
-             + " ".join(s.tokens) + keys]  # fmt: skip
+    where = f" in {s.name}" if s.origin is not None else ""  # a model's layer; a scenario's name is no text to quote
+    lines = [f"Explaining {quoted(expl.token)}, position {expl.sequence_position} of {s.cached + s.L}{where}: " + " ".join(s.tokens) + keys]
     if expl.other_positions:
         others = [str(s.cached + row) for row in expl.other_positions]
         where = ", ".join(others)

@@ -41,12 +41,17 @@ MAX_STEPS = 12  # decode steps shown unless --full (the first ten and the last t
 MAX_CACHE_ROWS = 12  # cached keys listed per step unless --full
 MAX_VECTOR = 8  # numbers shown of a long vector unless --full
 MAX_TILES_KEPT = 100_000  # tiles computed and kept for one report (each holds its rows' running state)
+NOTHING = "—"  # a value that does not exist: the rescale factor of a query's first block, with nothing before it to rescale
+FIRST_BLOCK = "none: first block"  # the rescale cell of a tile that is every one of its queries' first
 
 
-def vec(values: np.ndarray, p: int, *, full: bool, whole: bool = True) -> Vector:
-    """[1, 0.5] or, shortened, [0.1, 0.2, 0.3, 0.4, …, 0.9, 1.0] (64 numbers); a terminal may shorten it further to fit."""
+def vec(values: np.ndarray, p: int, *, full: bool, whole: bool = True, absent: np.ndarray | None = None) -> Vector:
+    """[1, 0.5] or, shortened, [0.1, 0.2, 0.3, 0.4, …, 0.9, 1.0] (64 numbers); a terminal may shorten it further to fit.
+
+    `absent` (bool, one per value) marks values that do not exist, shown as — (a rescale factor with nothing before it).
+    """
     write = smart if whole else fixed
-    cells = [write(float(x), p) for x in values]
+    cells = [NOTHING if absent is not None and absent[i] else write(float(x), p) for i, x in enumerate(values)]
     if full or len(cells) <= MAX_VECTOR:
         return Vector("[" + ", ".join(cells) + "]", cells, fixed=full)
     return Vector("[" + ", ".join(cells[:4] + ["…"] + cells[-2:]) + f"] ({len(cells)} numbers)", cells)
@@ -101,7 +106,9 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
         f"Queries {B_q} at a time (outer loop), keys {B_k} at a time (inner loop). Each tile updates its queries' running "
         "maximum m and sum l, multiplying what came before by the rescale factor e^(m_old − m) when m grows; the output "
         "rows are divided by l once their last key block is done. A tile the mask hides entirely is skipped. "
-        "Tile i, j is query block i with key block j; m, l and the rescale factor are given for each of its queries.",
+        "Tile i, j is query block i with key block j; m, l and the rescale factor are given for each of its queries. "
+        f"A query's first block has nothing before it to rescale: its factor shows as {NOTHING}, and a tile that is the first block "
+        f"of all its queries says “{FIRST_BLOCK}”.",
     ]
     if s.variant(LearnedSink) is not None:
         intro.append("Each head's learned sink (sink_logits) starts every row at m = sink, l = e^0 = 1, o = 0: one more logit, "
@@ -113,12 +120,16 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
     for head, tiling in tilings.items():
         name = f"Head {head}: " if s.heads > 1 else ""
         rows = []
+        before: dict[int, np.ndarray] = {}  # query block → its rows' running maxima before the tile (−∞: nothing seen yet)
         for tile in tiling.tiles:
             cells = [f"{tile.query_block}, {tile.key_block}", span(tile.queries), span(tile.keys)]
+            first = before.get(tile.query_block, np.full(len(tile.queries), -np.inf)) == -np.inf  # (b_q,) nothing before to rescale
+            before[tile.query_block] = tile.max
             if tile.skipped:
                 rows.append(cells + ["skipped", "", ""])
             else:
-                rows.append(cells + [vec(tile.max, p, full=full), vec(tile.sum, p, full=full, whole=False), vec(tile.rescale, p, full=full)])
+                rescale: str = FIRST_BLOCK if first.all() else vec(tile.rescale, p, full=full, absent=first)
+                rows.append(cells + [vec(tile.max, p, full=full), vec(tile.sum, p, full=full, whole=False), rescale])
             for i, query in enumerate(tile.queries):
                 csv_rows.append([str(head), str(tile.query_block), str(tile.key_block), str(int(query)), span(tile.keys),
                                  "true" if tile.skipped else "false", repr(float(tile.rescale[i])), _number(tile.max[i]), repr(float(tile.sum[i]))])  # fmt: skip

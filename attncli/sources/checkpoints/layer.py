@@ -21,7 +21,7 @@ from attncli.sources.checkpoints import bart, tokenizer_process
 from attncli.sources.checkpoints.config import ModelConfig, read_raw
 from attncli.sources.checkpoints.describe import config_cache, describe_config, describe_raw
 from attncli.sources.checkpoints.families import ARCHITECTURES, ENCODER_DECODERS, check_shapes, read_config
-from attncli.sources.checkpoints.gguf import gguf_path, open_model
+from attncli.sources.checkpoints.gguf import OLLAMA_PREFIX, gguf_path, open_model
 from attncli.sources.checkpoints.safetensors import FLOAT_NAMES, Checkpoint
 from attncli.sources.checkpoints.source import TensorSource
 from attncli.sources.checkpoints.tokenizer_process import Tokenized
@@ -71,6 +71,24 @@ class LayerCase:
     layer_kind: str | None = None  # "sliding" or "global" in a model whose layers differ (Gemma 2, gpt-oss), else None
     mla: Mla | None = None  # DeepSeek's multi-head latent attention: the latent projections instead of W_Q, W_K, W_V
     more: tuple[Variant, ...] = ()  # any further variant of the registry the layer uses (AttentionWeights.more: ALiBi)
+    name: str = ""  # the model's name as a post shows it (model_name): GGUF's general.name, else the folder's or file's name
+
+
+MAX_NAME = 80  # characters of a model's name shown; a GGUF file's general.name is untrusted text of any length
+
+
+def model_name(model: Path, named: object = None) -> str:
+    """The model's name for a header, never a path: `named` (a GGUF file's general.name) when it is text, else the name of
+    the folder or of the file without .gguf (ollama:NAME[:TAG]'s NAME[:TAG]), else "the model"."""
+    if isinstance(named, str) and " ".join(named.split()):
+        text = " ".join(named.split())  # no line breaks or runs of spaces inside a header's line
+        return text if len(text) <= MAX_NAME else text[: MAX_NAME - 1] + "…"
+    text = str(model)
+    if text.startswith(OLLAMA_PREFIX):
+        return text[len(OLLAMA_PREFIX) :] or "the model"
+    path = model.resolve() if model.name in ("", "..") else model  # "." and ".." name no folder: the one they are
+    name = path.stem if path.suffix.lower() == ".gguf" else path.name
+    return shown_path(name) or "the model"
 
 
 def checkpoint_tokens(
@@ -168,6 +186,7 @@ def load_layer(
         dtype=inputs.dtype, notes=(*notes, *not_applied_note(not_applied)),
         gguf=None if gguf is None else str(gguf), tokens_from="its tokenizer.json" if gguf is None else "the GGUF metadata",
         qk_norm=w.qk_norm, softcap=w.softcap, sink=w.sink, layer_kind=_layer_kind(cfg, layer), mla=w.mla, more=w.more,
+        name=model_name(folder, None if gguf is None else model.file.value("general.name")),
     )  # fmt: skip
 
 
@@ -237,6 +256,7 @@ def _encoder_decoder_layer(
         attention=chosen,
         context_ids=ids if chosen == "cross" else None, context_labels=labels if chosen == "cross" else None, X_kv=inputs.X_kv,
         more=w.more,
+        name=model_name(folder),
     )  # fmt: skip
 
 

@@ -59,15 +59,23 @@ def load_scenario(
         first=first,
     )
     scenario = layer_scenario(case, head=head, name=name, shown=shown)
-    return dataclasses.replace(scenario, origin=Origin(str(folder), layer, sentence, special_tokens, target, case.attention))
+    origin = Origin(str(folder), layer, sentence, special_tokens, target, case.attention, shown=shown or case.folder)
+    return dataclasses.replace(scenario, origin=origin)
 
 
 def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None = None, shown: str | None = None) -> Scenario:
-    """`case` as a Scenario: X, the heads' blocks, biases, RoPE, key/value heads, mask, divisor, W_O and the header's notes."""
+    """`case` as a Scenario: X, the heads' blocks, biases, RoPE, key/value heads, mask, divisor, W_O and the header's notes.
+
+    The header names the model (`case.name`), never the folder or file it was read from: a post shows no local path
+    (`source` keeps it, for the API and for a header that asks for it). The head's notes are short; how the layer was
+    read (its norms, RoPE, storage, the tokens' ids) is in `details`, shown when asked for.
+    """
     folder = Path(shown or case.folder)
+    model = case.name or f"the {case.model_type} model"
     divisor = case.divisor
     scale = Scale("sqrt_dk", divisor) if divisor == math.sqrt(case.head_dim) else Scale("value", divisor)
-    notes = [f"{case.model_type} checkpoint {folder}: {_which(case)} of {case.layers}, {_tokens_note(case)}", *case.notes]
+    details = [_tokens_note(case), *case.notes]
+    notes: list[str] = []
     if head is not None and 1 <= head <= case.heads:
         first, last = (head - 1) * case.head_dim + 1, head * case.head_dim
         if case.kv_heads != case.heads:
@@ -76,8 +84,8 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
             first, last = (head - 1) * case.mla.d_v + 1, head * case.mla.d_v
         notes.append(f"head {head}'s output meets rows {first}–{last} of W_O")
     return Scenario(
-        name=name or f"{folder.name} {_which(case)}" + (f" ({case.layer_kind})" if case.layer_kind else ""),
-        description=f"{_which(case)} of the {case.model_type} checkpoint in {folder}",
+        name=name or f"{model} {_which(case)}" + (f" ({case.layer_kind})" if case.layer_kind else ""),
+        description=f"{case.model_type} architecture, {case.layers} {'' if case.attention is None else _stack(case) + ' '}layers",
         source=str(folder),
         tokens=case.labels,
         context=case.context_labels,
@@ -98,6 +106,7 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
         variants=held(case.rope, case.qk_norm, case.softcap, case.sink, case.mla, *case.more),
         word_marks=WORD_MARKS,
         notes=tuple(notes),
+        details=tuple(details),
         encoder=None if case.causal or case.attention == "cross" else case.model_type + ("'s encoder" if case.attention else ""),
     )
 
@@ -106,9 +115,13 @@ def _which(case: LayerCase) -> str:
     """'layer 3', or for an encoder–decoder 'decoder layer 2 (cross-attention)'."""
     if case.attention is None:
         return f"layer {case.layer}"
-    stack = "encoder" if case.attention == "encoder" else "decoder"
     kind = {"encoder": "self-attention", "decoder": "self-attention", "cross": "cross-attention"}[case.attention]
-    return f"{stack} layer {case.layer} ({kind})"
+    return f"{_stack(case)} layer {case.layer} ({kind})"
+
+
+def _stack(case: LayerCase) -> str:
+    """An encoder–decoder's stack of the layer: 'encoder' or 'decoder' (cross-attention is the decoder's)."""
+    return "encoder" if case.attention == "encoder" else "decoder"
 
 
 def _tokens_note(case: LayerCase) -> str:
