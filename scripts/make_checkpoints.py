@@ -392,6 +392,54 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "moe": True,
     },
 }
+# Issue 30's Llama-like families (branch families-a), seeded from 301 so that issue 20's keep theirs. Each sets its
+# mechanism away from the default where a default would hide a mistake.
+FAMILIES_2026: dict[str, dict[str, Any]] = {
+    # Qwen3's attention (QK-norm per head, GQA 4:2, head_dim 8 ≠ 16 / 4); 4 experts, top 2, renormalised (norm_topk_prob,
+    # as Qwen3-30B-A3B); layer 2 keeps a dense MLP (mlp_only_layers), so layer 3 reads both kinds
+    "qwen3_moe": {
+        "build": family(
+            "Qwen3MoeConfig", "Qwen3MoeForCausalLM", hidden_size=16, intermediate_size=32, moe_intermediate_size=8,
+            num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=8, num_experts=4,
+            num_experts_per_tok=2, norm_topk_prob=True, mlp_only_layers=[1], max_position_embeddings=64,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "qwen2",
+        "moe": True,
+    },
+    # scores × attention_multiplier 0.2 (not 1/√8), embeddings × 3, each block's output × residual_multiplier 0.4
+    "granite": {
+        "build": family(
+            "GraniteConfig", "GraniteForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+            num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64, attention_multiplier=0.2,
+            embedding_multiplier=3.0, residual_multiplier=0.4, logits_scaling=2.0, bos_token_id=0, eos_token_id=1,
+            pad_token_id=1, tie_word_embeddings=True,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
+    # Command R7B: sliding (window 4, interleaved RoPE) / global (no RoPE) / sliding; attention and MLP in parallel from one
+    # LayerNorm (no bias)
+    "cohere2": {
+        "build": family(
+            "Cohere2Config", "Cohere2ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, sliding_window=4,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"], logit_scale=0.5,
+            rope_parameters={"rope_type": "default", "rope_theta": 50000.0}, bos_token_id=0, eos_token_id=1, pad_token_id=1,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
+    # GLM-4: partial rotary 0.5 in interleaved pairs, q/k/v biases (o none), four norms around attention and MLP, fused
+    # gate_up_proj
+    "glm4": {
+        "build": family(
+            "Glm4Config", "Glm4ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64, attention_bias=True,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
+}
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 
 
@@ -705,6 +753,9 @@ def main() -> None:
         if args.only in (None, name):
             make_fixture(name, spec, seed)
     for seed, (name, spec) in enumerate(FAMILIES.items(), start=101):
+        if args.only in (None, name):
+            make_family_fixture(name, spec, seed)
+    for seed, (name, spec) in enumerate(FAMILIES_2026.items(), start=301):
         if args.only in (None, name):
             make_family_fixture(name, spec, seed)
     if args.only in (None, "deepseek_v2"):

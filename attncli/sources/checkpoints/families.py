@@ -8,7 +8,7 @@ says of it beyond describe.py; `raw`: a GGUF file's metadata as config.json keys
 `GGUF` (the GGUF architectures it reads: `gguf_family.GgufArchitecture`s), `TENSORS` (where its tensors are, a
 `config.Tensors`; Llama's when it declares none, as `shapes` is llama.py's) and `DESCRIPTION` (what `model info` says
 of it: a `config.Description`, or a dict of them by model type, which may name model types attncli describes from
-config.json but does not compute, as qwen3.py's qwen3_moe). Adding a family is its
+config.json but does not compute, as gemma3.py's gemma3). Adding a family is its
 module and one line here; config.py holds what the families share (`llama_like` for Llama's
 descendants), gguf_family.py the vocabulary of their GGUF readers.
 """
@@ -20,7 +20,9 @@ from types import ModuleType
 from typing import Any
 
 from attncli.errors import AttnError
-from attncli.sources.checkpoints import bart, bert, deepseek, gemma2, gemma3, gpt2, gpt_oss, llama, neox, olmo2, phi3, qwen3
+from attncli.sources.checkpoints import (
+    bart, bert, cohere2, deepseek, gemma2, gemma3, glm4, gpt2, gpt_oss, granite, llama, neox, olmo2, phi3, qwen3, qwen3_moe,
+)  # fmt: skip
 from attncli.sources.checkpoints.config import (
     LLAMA_TENSORS,
     Description,
@@ -36,7 +38,7 @@ from attncli.sources.checkpoints.gguf_family import GgufArchitecture
 ARCHITECTURES: dict[str, ModuleType] = {
     "gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "bart": bart, "qwen3": qwen3, "olmo2": olmo2,
     "gemma3_text": gemma3, "gpt_neox": neox, "phi3": phi3, "gemma2": gemma2, "gpt_oss": gpt_oss, "deepseek_v3": deepseek,
-    "deepseek_v2": deepseek,
+    "deepseek_v2": deepseek, "qwen3_moe": qwen3_moe, "granite": granite, "cohere2": cohere2, "glm4": glm4,
 }  # fmt: skip
 SUPPORTED = tuple(ARCHITECTURES)  # as imported; a family registered later is in ARCHITECTURES, which the readers consult
 ENCODER_DECODERS = ("bart",)  # read a source text and a target text; the layer counts in the stack `attention` names
