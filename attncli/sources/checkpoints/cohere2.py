@@ -98,10 +98,9 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
 
 def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None) -> list[str]:
     """What `model info` says of Cohere2 beyond describe.py: RoPE on the sliding layers only, and the parallel block."""
-    sliding = sum(w is not None for w in cfg.windows)
     return [
-        f"RoPE (interleaved pairs) on the {sliding} sliding layers only; the {cfg.layers - sliding} global layers have no "
-        "position encoding (NoPE)",
+        "RoPE (interleaved pairs) on the sliding layers only; the global layers have no position encoding (NoPE): "
+        "only the causal mask orders their tokens",
         "parallel attention and MLP: both read one LayerNorm (no bias) of the layer input, and both add to the residual",
     ]
 

@@ -21,8 +21,23 @@ from typing import Any
 
 from attncli.errors import AttnError
 from attncli.sources.checkpoints import (
-    bart, bert, cohere2, deepseek, gemma2, gemma3, glm4, gpt2, gpt_oss, granite, llama, neox, olmo2, phi3, qwen3, qwen3_moe,
-)  # fmt: skip
+    bart,
+    bert,
+    cohere2,
+    deepseek,
+    gemma2,
+    gemma3,
+    glm4,
+    gpt2,
+    gpt_oss,
+    granite,
+    llama,
+    neox,
+    olmo2,
+    phi3,
+    qwen3,
+    qwen3_moe,
+)
 from attncli.sources.checkpoints.config import (
     LLAMA_TENSORS,
     Description,

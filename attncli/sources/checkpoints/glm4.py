@@ -83,11 +83,21 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
 
 def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None) -> list[str]:
     """What `model info` says of GLM-4 beyond describe.py: the rotated pairs, and the four norms."""
-    r = llama.rope_spec(cfg.rope, cfg.head_dim).width(cfg.head_dim) if cfg.rope is not None else cfg.head_dim
     return [
-        f"RoPE turns interleaved pairs (2i, 2i + 1) of the first {r} of each head's {cfg.head_dim} coordinates",
+        "RoPE turns interleaved pairs (2i, 2i + 1) of the rotated coordinates, not their two halves",
         "four RMSNorms per layer: before attention and MLP, and on each one's output before it joins the residual",
     ]
+
+
+def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
+    """The tensors `model info` checks against config.json: layer 1's projections and its fused gate_up_proj."""
+    d, H, G, d_k = cfg.hidden_size, cfg.heads, cfg.kv_heads, cfg.head_dim
+    return {
+        "embed_tokens.weight": (None, d),
+        "layers.0.self_attn.q_proj.weight": (H * d_k, d),
+        "layers.0.self_attn.k_proj.weight": (G * d_k, d),
+        "layers.0.mlp.gate_up_proj.weight": (2 * cfg.intermediate_size, d),
+    }
 
 
 VERIFY = llama.VERIFY  # Llama's float32 steps: RMSNorm, RoPE, softmax

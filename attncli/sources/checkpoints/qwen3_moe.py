@@ -144,8 +144,9 @@ def _router(raw: Mapping[str, Any]) -> str:
     text = "a softmax over all experts (float32), each token's top k, " + (
         "their weights renormalised to sum to 1 (norm_topk_prob)" if normalise else "their probabilities used as they are (norm_topk_prob false)"
     )
-    if isinstance(dense, list) and dense:
-        text += "; layers " + ", ".join(str(i + 1) for i in dense if isinstance(i, int)) + " keep a dense MLP (mlp_only_layers)"
+    listed = [str(i + 1) for i in dense if isinstance(i, int)] if isinstance(dense, list) else []
+    if listed:
+        text += f"; {'layer ' + listed[0] + ' keeps' if len(listed) == 1 else 'layers ' + ', '.join(listed) + ' keep'} a dense MLP (mlp_only_layers)"
     if step > 1:
         text += f"; experts only on every {step}th layer (decoder_sparse_step)"
     return text
