@@ -392,6 +392,17 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "moe": True,
     },
 }
+def correction_bias(model: Any, seed: int) -> None:
+    """Every router's e_score_correction_bias N(0, 0.5²): large beside sigmoid scores in (0, 1), so it changes choices."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed + 1000)
+    with torch.no_grad():
+        for name, buffer in model.named_buffers():
+            if name.endswith("e_score_correction_bias"):
+                buffer.copy_(torch.randn(buffer.shape, generator=generator, dtype=torch.float64) * 0.5)
+
+
 # Issue 30's Llama-like families (branch families-a), seeded from 301 so that issue 20's keep theirs. Each sets its
 # mechanism away from the default where a default would hide a mistake.
 FAMILIES_2026: dict[str, dict[str, Any]] = {
@@ -436,6 +447,52 @@ FAMILIES_2026: dict[str, dict[str, Any]] = {
             num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64, attention_bias=True,
             rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
             bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
+    # GLM-4.5: partial rotary 0.5 on the two halves, QK-norm per head, q/k/v biases; layer 1 dense, then DeepSeek V3's MoE
+    # (4 experts, top 2, one group as GLM-4.5 has it, one shared expert, × 2.5) with a correction bias that changes choices
+    "glm4_moe": {
+        "build": family(
+            "Glm4MoeConfig", "Glm4MoeForCausalLM", hidden_size=16, intermediate_size=32, moe_intermediate_size=8,
+            num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64,
+            attention_bias=True, use_qk_norm=True, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, n_group=1,
+            topk_group=1, first_k_dense_replace=1, routed_scaling_factor=2.5, norm_topk_prob=True, num_mtp_layers=0,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+        "moe": True,
+        "prepare": correction_bias,
+    },
+    # Ministral 8B: windows by layer_types, sliding (4) / full / sliding (head_dim given: transformers 5.24's Ministral
+    # cannot derive it)
+    "ministral": {
+        "build": family(
+            "MinistralConfig", "MinistralForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=4, max_position_embeddings=64, sliding_window=4,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
+    # Seed-OSS: q, k, v biased (attention_bias) but not o (attention_out_bias false, its default); GQA 4:1
+    "seed_oss": {
+        "build": family(
+            "SeedOssConfig", "SeedOssForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=1, head_dim=8, max_position_embeddings=64, attention_bias=True,
+            attention_out_bias=False, rope_parameters={"rope_type": "default", "rope_theta": 10000000.0},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
+    # ERNIE 4.5: RoPE on interleaved pairs of the whole head, every projection biased (use_bias), tied embeddings
+    "ernie4_5": {
+        "build": family(
+            "Ernie4_5Config", "Ernie4_5ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64, use_bias=True,
+            rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=True,
         ),  # fmt: skip
         "tokenizer": "llama",
     },
@@ -577,6 +634,8 @@ def make_family_fixture(name: str, spec: dict[str, Any], seed: int) -> None:
     torch.manual_seed(seed)
     model = spec["build"](tokenizer.get_vocab_size())
     redraw(model, seed, norm_centre=spec.get("norm_centre", 1.0))
+    if "prepare" in spec:  # buffers redraw() does not touch (a router's correction bias)
+        spec["prepare"](model, seed)
     model.to(torch.float32).save_pretrained(folder)
     (folder / "generation_config.json").unlink(missing_ok=True)
     tokenizer.save(str(folder / "tokenizer.json"))

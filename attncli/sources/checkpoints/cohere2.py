@@ -105,9 +105,7 @@ def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None
     ]
 
 
-VERIFY = Verification(O_PROJ, (
-    "LayerNorm casts the hidden state to float32 and normalises it there",
-    "the rotary embedding computes its inverse frequencies, angles, cos and sin in float32, and turns q and k in float32",
-    FLOAT32_SOFTMAX,
-))  # fmt: skip
+# RoPE's rotation itself in float32 (q.float()), not only its table: Cohere2's and ERNIE 4.5's apply_rotary_pos_emb
+FLOAT32_ROPE_TURNED = "the rotary embedding computes its inverse frequencies, angles, cos and sin in float32, and turns q and k in float32"
+VERIFY = Verification(O_PROJ, ("LayerNorm casts the hidden state to float32 and normalises it there", FLOAT32_ROPE_TURNED, FLOAT32_SOFTMAX))
 DESCRIPTION = Description(interleaved_rope=lambda raw: True)

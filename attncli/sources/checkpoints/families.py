@@ -25,18 +25,22 @@ from attncli.sources.checkpoints import (
     bert,
     cohere2,
     deepseek,
+    ernie4_5,
     gemma2,
     gemma3,
     glm4,
+    glm4_moe,
     gpt2,
     gpt_oss,
     granite,
     llama,
+    ministral,
     neox,
     olmo2,
     phi3,
     qwen3,
     qwen3_moe,
+    seed_oss,
 )
 from attncli.sources.checkpoints.config import (
     LLAMA_TENSORS,
@@ -54,6 +58,8 @@ ARCHITECTURES: dict[str, ModuleType] = {
     "gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "bart": bart, "qwen3": qwen3, "olmo2": olmo2,
     "gemma3_text": gemma3, "gpt_neox": neox, "phi3": phi3, "gemma2": gemma2, "gpt_oss": gpt_oss, "deepseek_v3": deepseek,
     "deepseek_v2": deepseek, "qwen3_moe": qwen3_moe, "granite": granite, "cohere2": cohere2, "glm4": glm4,
+    "glm4_moe": glm4_moe,
+    "ministral": ministral, "seed_oss": seed_oss, "ernie4_5": ernie4_5,
 }  # fmt: skip
 SUPPORTED = tuple(ARCHITECTURES)  # as imported; a family registered later is in ARCHITECTURES, which the readers consult
 ENCODER_DECODERS = ("bart",)  # read a source text and a target text; the layer counts in the stack `attention` names
