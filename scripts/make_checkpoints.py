@@ -496,6 +496,32 @@ FAMILIES_2026: dict[str, dict[str, Any]] = {
         ),  # fmt: skip
         "tokenizer": "llama",
     },
+    # EXAONE 4.0: post-norms only, QK-norm per head; sliding (4, RoPE) / global (no RoPE) / sliding
+    "exaone4": {
+        "build": family(
+            "Exaone4Config", "Exaone4ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64, sliding_window=4,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
+    # OLMo 3: OLMo 2's post-norms and whole-projection QK-norm; sliding (4) / full / sliding; θ 10 000 on the sliding layers,
+    # YaRN (factor 4 over 16 positions, θ 500 000) on the full one, as OLMo 3's long-context checkpoints scale only those
+    "olmo3": {
+        "build": family(
+            "Olmo3Config", "Olmo3ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, sliding_window=4,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+            rope_parameters={
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {"rope_type": "yarn", "rope_theta": 500000.0, "factor": 4.0, "original_max_position_embeddings": 16},
+            },
+            bos_token_id=0, eos_token_id=0, pad_token_id=0, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "qwen2",
+    },
 }
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 

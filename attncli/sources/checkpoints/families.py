@@ -26,6 +26,7 @@ from attncli.sources.checkpoints import (
     cohere2,
     deepseek,
     ernie4_5,
+    exaone4,
     gemma2,
     gemma3,
     glm4,
@@ -37,6 +38,7 @@ from attncli.sources.checkpoints import (
     ministral,
     neox,
     olmo2,
+    olmo3,
     phi3,
     qwen3,
     qwen3_moe,
@@ -60,6 +62,7 @@ ARCHITECTURES: dict[str, ModuleType] = {
     "deepseek_v2": deepseek, "qwen3_moe": qwen3_moe, "granite": granite, "cohere2": cohere2, "glm4": glm4,
     "glm4_moe": glm4_moe,
     "ministral": ministral, "seed_oss": seed_oss, "ernie4_5": ernie4_5,
+    "exaone4": exaone4, "olmo3": olmo3,
 }  # fmt: skip
 SUPPORTED = tuple(ARCHITECTURES)  # as imported; a family registered later is in ARCHITECTURES, which the readers consult
 ENCODER_DECODERS = ("bart",)  # read a source text and a target text; the layer counts in the stack `attention` names
