@@ -522,6 +522,18 @@ FAMILIES_2026: dict[str, dict[str, Any]] = {
         ),  # fmt: skip
         "tokenizer": "qwen2",
     },
+    # Apertus: QK-norm per head, llama3 RoPE (its default, θ 12e6, here over 32 original positions so that all three bands
+    # occur), an MLP of up → xIELU → down whose alpha_p, alpha_n are redrawn with the rest
+    "apertus": {
+        "build": family(
+            "ApertusConfig", "ApertusForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+            rope_parameters={"rope_type": "llama3", "rope_theta": 12000000.0, "factor": 8.0, "original_max_position_embeddings": 32,
+                             "low_freq_factor": 1.0, "high_freq_factor": 4.0},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
 }
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 
