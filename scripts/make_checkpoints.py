@@ -534,6 +534,18 @@ FAMILIES_2026: dict[str, dict[str, Any]] = {
         ),  # fmt: skip
         "tokenizer": "llama",
     },
+    # Ministral 3 (text): YaRN (factor 4 over 16 original positions, mscale 1/1) and Llama 4's query temperature β = 0.1, which
+    # is 1 below 16 positions (the fixture's sentence has 13 tokens: attncli refuses longer ones); a window of 4 on every layer
+    "ministral3": {
+        "build": family(
+            "Ministral3Config", "Ministral3ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64, sliding_window=4,
+            rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0, "original_max_position_embeddings": 16,
+                             "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.1},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
 }
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 

@@ -37,6 +37,7 @@ from attncli.sources.checkpoints import (
     granite,
     llama,
     ministral,
+    ministral3,
     neox,
     olmo2,
     olmo3,
@@ -64,7 +65,7 @@ ARCHITECTURES: dict[str, ModuleType] = {
     "glm4_moe": glm4_moe,
     "ministral": ministral, "seed_oss": seed_oss, "ernie4_5": ernie4_5,
     "exaone4": exaone4, "olmo3": olmo3,
-    "apertus": apertus,
+    "apertus": apertus, "ministral3": ministral3,
 }  # fmt: skip
 SUPPORTED = tuple(ARCHITECTURES)  # as imported; a family registered later is in ARCHITECTURES, which the readers consult
 ENCODER_DECODERS = ("bart",)  # read a source text and a target text; the layer counts in the stack `attention` names
