@@ -1,4 +1,5 @@
-"""Issue 30's Llama-like families (Qwen3-MoE, Granite, Cohere2, GLM-4): every layer and head against transformers.
+"""Issue 30's Llama-like families (Qwen3-MoE, Granite, Cohere2, GLM-4, GLM-4.5, Ministral, Ministral 3, EXAONE 4, OLMo 3,
+Apertus, ERNIE 4.5, Seed-OSS): every layer and head against transformers.
 
 The goldens in tests/checkpoints/<family> are transformers 5.24's attention weights and block inputs for the fixture's
 sentence (scripts/make_checkpoints.py, FAMILIES_2026). transformers runs its norms, RoPE, softmax (and Qwen3-MoE's
@@ -22,7 +23,10 @@ from attncli.sources.checkpoints.layer import load_layer, model_info
 from attncli.sources.checkpoints.scenario import layer_scenario
 
 HERE = Path(__file__).parent / "checkpoints"
-FAMILIES = {"qwen3_moe": 3, "granite": 3, "cohere2": 3, "glm4": 2}  # family → its fixture's layers
+FAMILIES = {
+    "qwen3_moe": 3, "granite": 3, "cohere2": 3, "glm4": 2, "glm4_moe": 3, "ministral": 3, "ministral3": 2, "exaone4": 3, "olmo3": 3,
+    "apertus": 2, "ernie4_5": 2, "seed_oss": 2,
+}  # family → its fixture's layers  # fmt: skip
 
 
 def golden(name: str) -> dict[str, np.ndarray]:
@@ -106,11 +110,99 @@ def test_glm4_partial_rotary_defaults_to_half(tmp_path):
     assert cfg.rope is not None and cfg.rope.partial == 0.5
 
 
+def test_glm4_moe_bias_chooses_qk_norm_and_halves_matter(monkeypatch):
+    """Choosing without the correction bias, leaving QK-norm out, or turning interleaved pairs each breaks GLM-4.5's agreement."""
+    from attncli.sources.checkpoints import deepseek
+
+    text = str(golden("glm4_moe")["text"])
+    case = load_layer(HERE / "glm4_moe", layer=1, text=text)
+    assert case.qk_norm is not None and case.rope is not None and case.rope.style == "half"
+    assert miss("glm4_moe", 1, dataclasses.replace(case, qk_norm=None)) > 1e-3
+    assert miss("glm4_moe", 1, dataclasses.replace(case, rope=dataclasses.replace(case.rope, style="interleaved"))) > 1e-3
+    route = deepseek.route
+    monkeypatch.setattr(deepseek, "route", lambda ds, logits, bias: route(ds, logits, None))
+    assert miss("glm4_moe", 3, load_layer(HERE / "glm4_moe", layer=3, text=text)) > 1e-4
+
+
+def test_glm4_moe_refuses_expert_groups(tmp_path):
+    """More than one expert group (DeepSeek V3's group-limited choice) is refused in one line, not guessed."""
+    from attncli.errors import AttnError
+
+    with pytest.raises(AttnError, match="2 expert groups"):
+        families.read_config(edited(tmp_path, "glm4_moe", n_group=2, topk_group=1))
+
+
+def test_windows_by_layer_matter():
+    """Ministral's, EXAONE 4's and OLMo 3's global layer 2 sees every key, their sliding layer 1 the last 4: swapping breaks both."""
+    for name in ("ministral", "exaone4", "olmo3"):
+        text = str(golden(name)["text"])
+        sliding, full = (load_layer(HERE / name, layer=layer, text=text) for layer in (1, 2))
+        assert (sliding.window, full.window) == (3, None), name
+        assert miss(name, 1, dataclasses.replace(sliding, window=None)) > 1e-3, name
+        assert miss(name, 2, dataclasses.replace(full, window=3)) > 1e-3, name
+
+
+def test_exaone4_global_layers_have_no_rope_and_qk_norm_matters():
+    """EXAONE 4's global layer has no RoPE (giving it layer 1's breaks it); without QK-norm layer 1 misses."""
+    text = str(golden("exaone4")["text"])
+    sliding, full = (load_layer(HERE / "exaone4", layer=layer, text=text) for layer in (1, 2))
+    assert full.rope is None and sliding.rope is not None
+    assert miss("exaone4", 2, dataclasses.replace(full, rope=sliding.rope)) > 1e-3
+    assert miss("exaone4", 1, dataclasses.replace(sliding, qk_norm=None)) > 1e-3
+
+
+def test_olmo3_full_layers_have_their_own_rope():
+    """OLMo 3's full layer 2 turns with its YaRN RoPE; the sliding layers' RoPE there misses."""
+    text = str(golden("olmo3")["text"])
+    sliding, full = (load_layer(HERE / "olmo3", layer=layer, text=text) for layer in (1, 2))
+    assert sliding.rope is not None and full.rope is not None
+    assert full.rope.attention_factor > 1 and sliding.rope.attention_factor == 1  # YaRN on the full layer only
+    assert miss("olmo3", 2, dataclasses.replace(full, rope=sliding.rope)) > 1e-3
+
+
+def test_apertus_xielu_reaches_the_next_layer(tmp_path):
+    """Layer 2 reads layer 1's xIELU MLP: SiLU in its place, or no QK-norm, misses."""
+    text = str(golden("apertus")["text"])
+    assert families.read_config(HERE / "apertus").activation == "xielu"
+    assert miss("apertus", 2, load_layer(edited(tmp_path, "apertus", hidden_act="silu"), layer=2, text=text)) > 1e-4
+    case = load_layer(HERE / "apertus", layer=1, text=text)
+    assert miss("apertus", 1, dataclasses.replace(case, qk_norm=None)) > 1e-3
+
+
+def test_ernie4_5_and_seed_oss_biases_and_pairs():
+    """ERNIE 4.5 turns interleaved pairs and biases o; Seed-OSS biases q, k, v but not o: each left out misses."""
+    ernie = load_layer(HERE / "ernie4_5", layer=1, text=str(golden("ernie4_5")["text"]))
+    assert ernie.rope is not None and ernie.rope.style == "interleaved" and ernie.b_O is not None
+    assert miss("ernie4_5", 1, dataclasses.replace(ernie, rope=dataclasses.replace(ernie.rope, style="half"))) > 1e-3
+    seed = load_layer(HERE / "seed_oss", layer=1, text=str(golden("seed_oss")["text"]))
+    assert seed.b_Q is not None and seed.b_O is None
+    assert miss("seed_oss", 1, dataclasses.replace(seed, b_Q=None, b_K=None)) > 1e-3
+
+
+def test_ministral3_refuses_positions_its_temperature_scales():
+    """Past YaRN's 16 original positions Ministral 3 scales its queries, which attncli does not compute: refused in one line."""
+    from attncli.errors import AttnError
+
+    text = str(golden("ministral3")["text"])
+    assert any("= 1 at every position here" in note for note in load_layer(HERE / "ministral3", layer=1, text=text).notes)
+    with pytest.raises(AttnError, match="llama_4_scaling_beta"):
+        load_layer(HERE / "ministral3", layer=1, text=text + " " + text)
+
+
 MECHANISMS = {
     "qwen3_moe": ("per head", "softmax over all experts (float32)", "renormalised", "layer 2 keeps a dense MLP"),
     "granite": ("attention_multiplier = 0.2", "embedding_multiplier = 3", "residual_multiplier = 0.4", "logits_scaling = 2"),
     "cohere2": ("sliding window of the last 4 tokens", "on layers 1, 3", "no position encoding (NoPE)", "parallel attention and MLP"),
     "glm4": ("first 4 of each head's 8", "interleaved pairs", "q, k, v projections have biases", "four RMSNorms"),
+    "glm4_moe": ("first 4 of each head's 8", "RMS-normalised per head", "1 shared expert", "the first layer keeps a dense MLP",
+                 "correction bias (e_score_correction_bias) chooses the experts but does not weigh them"),
+    "ministral": ("sliding window of the last 4 tokens", "on layers 1, 3", "full causal attention on layer 2"),
+    "ministral3": ("sliding window of the last 4 tokens (sliding_window = 4) on every layer", "1 + 0.1·ln(1 + ⌊p / 16⌋)", "1 below 16 tokens"),
+    "exaone4": ("on layers 1, 3", "RMS-normalised per head", "global layers have no position encoding (NoPE)", "no norm before attention"),
+    "olmo3": ("on layers 1, 3", "over the whole q and k projections", "θ = 10000 on the sliding layers, θ = 500000, yarn", "no norm before"),
+    "apertus": ("RMS-normalised per head", "down(xielu(up(x))), no gate"),
+    "ernie4_5": ("q, k, v and o projections have biases",),
+    "seed_oss": ("multi-query attention", "q, k, v projections have biases"),
 }
 
 
@@ -125,9 +217,9 @@ def test_model_info_describes_every_mechanism(name):
 
 
 def test_model_info_rope_row_says_interleaved_where_it_is():
-    """The rope row of Cohere2 and GLM-4 says interleaved pairs; Qwen3-MoE and Granite turn halves."""
+    """The rope row of Cohere2, GLM-4 and ERNIE 4.5 says interleaved pairs; the others (GLM-4.5 too) turn halves."""
     for name in FAMILIES:
-        assert model_info(HERE / name)["rope"]["style"] == ("interleaved" if name in ("cohere2", "glm4") else "half"), name
+        assert model_info(HERE / name)["rope"]["style"] == ("interleaved" if name in ("cohere2", "glm4", "ernie4_5") else "half"), name
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
@@ -135,8 +227,9 @@ def test_model_verify_is_declared(name):
     """Each family declares what `model verify` needs, with the float32 steps its transformers model takes."""
     declared = families.verification(name)
     assert declared is not None and declared.float32_steps
-    assert declared.eager_experts == (name == "qwen3_moe")
+    assert declared.eager_experts == (name in ("qwen3_moe", "glm4_moe"))
     assert any("LayerNorm" in step for step in declared.float32_steps) == (name == "cohere2")
+    assert any("turns q and k in float32" in step for step in declared.float32_steps) == (name in ("cohere2", "ernie4_5"))
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))

@@ -183,7 +183,9 @@ class Description(NamedTuple):
     Functions receive config.json's keys (a GGUF file's metadata spelled as them), untrusted when attncli could not read them.
     """
 
-    qk_norm: str | None = None  # how q and k are RMS-normalised, in words; None: as the config's use_qk_norm / qk_layernorm say
+    # how q and k are RMS-normalised, in words (a function of config.json's keys when a switch turns it on: None when off);
+    # None: as the config's use_qk_norm / qk_layernorm say
+    qk_norm: str | Callable[[Mapping[str, Any]], str | None] | None = None
     learned_positions: bool = False  # a learned position table instead of RoPE (`model info`'s rope row says so)
     sinks: bool = False  # learned attention sinks: one logit per head joins the softmax's denominator
     own_biases: bool = False  # q, k and v biases are the architecture itself (GPT-2, BERT), not a mechanism to list

@@ -195,8 +195,9 @@ def _sinks(f: Facts) -> Mechanism | None:
 
 
 def _qk_norm(f: Facts) -> Mechanism | None:
-    how = description(f.model_type).qk_norm
-    if how is None and (f.raw.get("use_qk_norm") is True or f.raw.get("qk_layernorm") is True):
+    declared = description(f.model_type).qk_norm
+    how = declared(f.raw) if callable(declared) else declared
+    if how is None and not callable(declared) and (f.raw.get("use_qk_norm") is True or f.raw.get("qk_layernorm") is True):
         how = "as the config's use_qk_norm / qk_layernorm asks"
     if how is None:
         return None

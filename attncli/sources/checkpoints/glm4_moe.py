@@ -13,7 +13,6 @@ with one group (n_group 1); more groups are refused rather than guessed.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -135,12 +134,8 @@ def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
 
 
 VERIFY = Verification(O_PROJ, (FLOAT32_QK_NORM, FLOAT32_ROPE, FLOAT32_SOFTMAX, deepseek.FLOAT32_ROUTER), eager_experts=True)
-def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None) -> list[str]:
-    """What `model info` says of GLM-4.5 beyond describe.py: its QK-norm's reach, when use_qk_norm is on."""
-    return ["QK-norm over each head's head_dim numbers (one q_norm and one k_norm weight, shared by the heads)"] if settings(cfg).qk_norm else []
-
-
 DESCRIPTION = Description(
+    qk_norm=lambda raw: "per head (one RMSNorm weight of head_dim, shared by the heads)" if raw.get("use_qk_norm") is True else None,
     router=lambda raw: "a float32 sigmoid router; its correction bias (e_score_correction_bias) chooses the experts but does not weigh "
     "them; the chosen scores renormalised and × routed_scaling_factor",
 )
