@@ -611,6 +611,47 @@ def write_deepseek(path: Path, folder: Path = HF / "deepseek_v3", *, split_kv_b:
     _finish(writer)
 
 
+# Issue 30's families whose converter classes only rename (TextModel: seed_oss, ernie4_5) or rename and permute W_Q, W_K
+# as LlamaModel does (GraniteModel), with the extra metadata each class writes
+CONVERTED = {"granite": "granite", "seed_oss": "seed_oss", "ernie4_5": "ernie4_5"}  # fixture -> GGUF architecture
+
+
+def write_converted(name: str, path: Path) -> None:
+    """A fixture of CONVERTED as its converter class writes it: gguf-py's names, the Llama permutation for granite, and
+    Granite's multipliers as granite.attention.scale, embedding_scale, residual_scale and logit_scale."""
+    import gguf
+
+    folder = HF / name
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    arch = CONVERTED[name]
+    heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    writer = gguf.GGUFWriter(path, arch)
+    writer.add_name(f"attncli tiny {name}")
+    _common(writer, config)
+    if arch != "granite":  # GraniteModel drops head_dim
+        writer.add_key_length(head_dim)
+        writer.add_value_length(head_dim)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_rope_freq_base(config["rope_parameters"]["rope_theta"])
+    if arch == "granite":
+        writer.add_attention_scale(config["attention_multiplier"])
+        writer.add_embedding_scale(config["embedding_multiplier"])
+        writer.add_residual_scale(config["residual_multiplier"])
+        writer.add_logit_scale(config["logits_scaling"])
+    _tokenizer(writer, tokenizer_metadata(folder))
+    for hf, value in hf_tensors(folder).items():
+        if hf == "lm_head.weight" and config.get("tie_word_embeddings"):
+            continue
+        target = converter_name(arch, config["num_hidden_layers"], hf)
+        if arch == "granite" and ".attn_q." in target:
+            value = permute(value, heads)
+        elif arch == "granite" and ".attn_k." in target:
+            value = permute(value, kv_heads)
+        writer.add_tensor(target, np.ascontiguousarray(value))
+    _finish(writer)
+
+
 NEW_FAMILIES = {"gemma2": write_gemma2, "gpt_oss": write_gpt_oss, "deepseek_v3": write_deepseek}
 
 
@@ -688,6 +729,8 @@ def main() -> None:
         write_family(name, OUT / f"{name}-q8_0.gguf", quantised="Q8_0")
     for name, write in NEW_FAMILIES.items():
         write(OUT / f"{name}.gguf")
+    for name in CONVERTED:
+        write_converted(name, OUT / f"{name}.gguf")
     for path in sorted(OUT.glob("*.gguf")):
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size:,} bytes")
 

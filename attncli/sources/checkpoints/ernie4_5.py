@@ -24,6 +24,7 @@ from attncli.sources.checkpoints.config import (
     llama_like,
     no_windows,
 )
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata
 from attncli.sources.checkpoints.source import TensorSource
 
 DEFAULTS: dict[str, Any] = {
@@ -54,5 +55,13 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
     return LayerInputs(X=X, attention=attention, dtype=dtype, notes=notes)
 
 
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """ERNIE 4.5's config.json keys from the metadata: use_bias from the tensors (the converter writes what the checkpoint has)."""
+    return {**llama.gguf_keys(file, a, raw, head_dim), "use_bias": "blk.0.attn_q.bias" in file.tensors,
+            "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-5)}  # fmt: skip
+
+
+# Ernie4_5Model only renames: W_Q and W_K keep their rows, already in interleaved pairs, which llama.cpp turns as such
+GGUF = (GgufArchitecture("ernie4_5", "ernie4_5", llama.GGUF_NAMES, keys=gguf_keys),)
 VERIFY = Verification(O_PROJ, (FLOAT32_RMSNORM, FLOAT32_ROPE_TURNED, FLOAT32_SOFTMAX))
 DESCRIPTION = Description(interleaved_rope=lambda raw: True)

@@ -10,6 +10,7 @@ which no attention reads. The projections, norms, MLP and notes are llama.py's.
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -19,6 +20,7 @@ from attncli.core.variants import Rope
 from attncli.sources.checkpoints import llama
 from attncli.sources.checkpoints.blocks import AttentionWeights, LayerInputs, Weights, self_attention, through
 from attncli.sources.checkpoints.config import ModelConfig, _Reader, llama_like, no_windows
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -90,4 +92,19 @@ def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None
     ]
 
 
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """Granite's config.json keys from the metadata: GraniteModel writes the multipliers as attention.scale, embedding_scale,
+    residual_scale and logit_scale, each only when set; llama.cpp takes 1/√d_k for a missing attention.scale and 1 for the others."""
+    return {
+        **llama.gguf_keys(file, a, raw, head_dim),
+        "mlp_bias": "blk.0.ffn_up.bias" in file.tensors,
+        "attention_multiplier": file.number(a + "attention.scale", default=1.0 / math.sqrt(head_dim)),
+        "embedding_multiplier": file.number(a + "embedding_scale", default=1.0),
+        "residual_multiplier": file.number(a + "residual_scale", default=1.0),
+        "logits_scaling": file.number(a + "logit_scale", default=1.0),
+    }
+
+
+# GraniteModel is LlamaModel's converter: W_Q's and W_K's rows permuted to interleaved pairs, put back on reading
+GGUF = (GgufArchitecture("granite", "granite", llama.GGUF_NAMES, keys=gguf_keys, interleaved_qk=True),)
 VERIFY = llama.VERIFY  # Llama's float32 steps: RMSNorm, RoPE, softmax

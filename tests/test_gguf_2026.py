@@ -1,0 +1,80 @@
+"""GGUF files of issue 30's families whose converter only renames or permutes (Granite, Seed-OSS, ERNIE 4.5).
+
+tests/checkpoints/gguf/<family>.gguf are written by scripts/make_gguf.py (`write_converted`) from the tiny Hugging Face
+fixtures beside them, with gguf-py's tensor names as convert_hf_to_gguf.py's map_tensor_name gives them, W_Q and W_K
+permuted to interleaved pairs for granite (GraniteModel is LlamaModel's converter) and Granite's multipliers as
+granite.attention.scale, embedding_scale, residual_scale and logit_scale. attncli on the file must equal attncli on the
+folder (1e-9; Granite's multipliers are float32 in the metadata: 1e-7), and so transformers' goldens (1e-6).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attncli.core import engine
+from attncli.sources.checkpoints.layer import load_layer, model_info
+from attncli.sources.checkpoints.scenario import layer_scenario
+from tests.test_gguf import make_gguf
+
+gguf = pytest.importorskip("gguf")
+
+HF = Path(__file__).parent / "checkpoints"
+FIXTURES = HF / "gguf"
+FOLDER_BOUND = {"granite": 1e-7}  # attention_multiplier 0.2, residual_multiplier 0.4 as float32
+
+
+def golden(name: str) -> dict[str, np.ndarray]:
+    with np.load(HF / name / "golden.npz", allow_pickle=False) as data:
+        return {key: data[key] for key in data.files}
+
+
+def weights_of(case) -> np.ndarray:
+    """(H, L, L) the engine's weights for the layer's scenario."""
+    return np.stack([head.weights for head in engine.run(layer_scenario(case)).heads])
+
+
+CASES = [(name, layer) for name in make_gguf.CONVERTED for layer in range(1, golden(name)["attentions"].shape[0] + 1)]
+
+
+def test_the_fixtures_are_what_the_script_writes(tmp_path):
+    """The committed files are the script's output today (the writer is deterministic)."""
+    for name in make_gguf.CONVERTED:
+        path = tmp_path / f"{name}.gguf"
+        make_gguf.write_converted(name, path)
+        assert path.read_bytes() == (FIXTURES / path.name).read_bytes(), name
+
+
+@pytest.mark.parametrize(("name", "layer"), CASES)
+def test_the_file_gives_the_folder_s_attention_and_transformers_goldens(name, layer):
+    """Every head of every layer: the file equals its folder, hence transformers' goldens (1e-6), with the same token ids."""
+    expected = golden(name)
+    text = str(expected["text"])
+    from_folder = load_layer(HF / name, layer=layer, text=text)
+    from_file = load_layer(FIXTURES / f"{name}.gguf", layer=layer, text=text)
+    assert from_file.token_ids == from_folder.token_ids == tuple(expected["ids"].tolist())
+    for matrix in ("W_Q", "W_K", "W_V", "W_O"):
+        assert np.array_equal(getattr(from_file, matrix), getattr(from_folder, matrix)), matrix
+    assert (from_file.b_O is None) == (from_folder.b_O is None) and (from_file.b_Q is None) == (from_folder.b_Q is None)
+    bound = FOLDER_BOUND.get(name, 1e-9)
+    np.testing.assert_allclose(from_file.X, from_folder.X, rtol=0, atol=bound * 10)
+    np.testing.assert_allclose(weights_of(from_file), weights_of(from_folder), rtol=0, atol=bound)
+    np.testing.assert_allclose(weights_of(from_file), expected["attentions"][layer - 1], rtol=0, atol=1e-6)
+
+
+def test_granite_s_multipliers_come_from_the_metadata():
+    """The file's attention.scale is the divisor's inverse; its model info names the multipliers as the folder's does."""
+    case = load_layer(FIXTURES / "granite.gguf", layer=1, text="The cat")
+    assert case.divisor == pytest.approx(5.0, rel=1e-6)
+    text = " | ".join(m["text"] for m in model_info(FIXTURES / "granite.gguf")["mechanisms"])
+    assert "attention_multiplier = 0.2" in text and "residual_multiplier = 0.4" in text
+
+
+def test_granite_without_attention_scale_takes_llama_cpp_s_default(tmp_path, monkeypatch):
+    """A granite file without attention.scale is scaled by 1/√d_k, as llama.cpp reads it (it writes the key only when set)."""
+    path = tmp_path / "granite.gguf"
+    monkeypatch.setattr(gguf.GGUFWriter, "add_attention_scale", lambda self, value: None)
+    make_gguf.write_converted("granite", path)
+    assert load_layer(path, layer=1, text="The cat").divisor == pytest.approx(np.sqrt(8))
