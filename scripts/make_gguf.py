@@ -652,6 +652,27 @@ def write_converted(name: str, path: Path) -> None:
     _finish(writer)
 
 
+def write_olmo3(path: Path, folder: Path) -> None:
+    """An OLMo 3 folder with one RoPE for both layer kinds, as Olmo2Model writes it: architecture olmo2, the sliding window
+    and the per-layer pattern (True: sliding) beside OLMo 2's keys. (A per-kind θ or YaRN the converter cannot store.)"""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    heads = config["num_attention_heads"]
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    writer = gguf.GGUFWriter(path, "olmo2")
+    writer.add_name("attncli tiny olmo3")
+    _common(writer, config)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_rope_freq_base(config["rope_parameters"]["rope_theta"])
+    writer.add_sliding_window(config["sliding_window"])
+    writer.add_sliding_window_pattern([kind == "sliding_attention" for kind in config["layer_types"]])
+    _tokenizer(writer, tokenizer_metadata(folder))
+    for hf, value in hf_tensors(folder).items():
+        writer.add_tensor(converter_name("olmo2", config["num_hidden_layers"], hf), np.ascontiguousarray(value))
+    _finish(writer)
+
+
 NEW_FAMILIES = {"gemma2": write_gemma2, "gpt_oss": write_gpt_oss, "deepseek_v3": write_deepseek}
 
 

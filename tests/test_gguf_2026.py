@@ -78,3 +78,25 @@ def test_granite_without_attention_scale_takes_llama_cpp_s_default(tmp_path, mon
     monkeypatch.setattr(gguf.GGUFWriter, "add_attention_scale", lambda self, value: None)
     make_gguf.write_converted("granite", path)
     assert load_layer(path, layer=1, text="The cat").divisor == pytest.approx(np.sqrt(8))
+
+
+def test_an_olmo3_file_is_read_as_olmo3(tmp_path):
+    """llama.cpp writes OLMo 3 as architecture olmo2 with a sliding window: attncli reads it as OLMo 3, windows included,
+    and every head of every layer equals the folder's (one RoPE for both kinds: what the converter can store)."""
+    import json
+    import shutil
+
+    folder = tmp_path / "olmo3"
+    shutil.copytree(HF / "olmo3", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0}
+    (folder / "config.json").write_text(json.dumps(config))
+    path = tmp_path / "olmo3.gguf"
+    make_gguf.write_olmo3(path, folder)
+    info = model_info(path)
+    assert info["model_type"] == "olmo3" and info["sliding_layers"] == [1, 3]
+    text = str(golden("olmo3")["text"])
+    for layer in (1, 2, 3):
+        from_folder, from_file = load_layer(folder, layer=layer, text=text), load_layer(path, layer=layer, text=text)
+        assert from_file.window == from_folder.window == (3 if layer != 2 else None)
+        np.testing.assert_allclose(weights_of(from_file), weights_of(from_folder), rtol=0, atol=1e-9)
