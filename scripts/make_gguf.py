@@ -611,14 +611,15 @@ def write_deepseek(path: Path, folder: Path = HF / "deepseek_v3", *, split_kv_b:
     _finish(writer)
 
 
-# Issue 30's families whose converter classes only rename (TextModel: seed_oss, ernie4_5) or rename and permute W_Q, W_K
-# as LlamaModel does (GraniteModel), with the extra metadata each class writes
-CONVERTED = {"granite": "granite", "seed_oss": "seed_oss", "ernie4_5": "ernie4_5"}  # fixture -> GGUF architecture
+# Issue 30's families whose converter classes only rename (TextModel: seed_oss, ernie4_5, exaone4) or rename and permute
+# W_Q, W_K as LlamaModel does (GraniteModel), with the extra metadata each class writes
+CONVERTED = {"granite": "granite", "seed_oss": "seed_oss", "ernie4_5": "ernie4_5", "exaone4": "exaone4"}  # fixture -> GGUF architecture
 
 
 def write_converted(name: str, path: Path) -> None:
-    """A fixture of CONVERTED as its converter class writes it: gguf-py's names, the Llama permutation for granite, and
-    Granite's multipliers as granite.attention.scale, embedding_scale, residual_scale and logit_scale."""
+    """A fixture of CONVERTED as its converter class writes it: gguf-py's names, the Llama permutation for granite,
+    Granite's multipliers as granite.attention.scale, embedding_scale, residual_scale and logit_scale, and EXAONE 4's
+    sliding window with its per-layer pattern (True: sliding)."""
     import gguf
 
     folder = HF / name
@@ -639,6 +640,9 @@ def write_converted(name: str, path: Path) -> None:
         writer.add_embedding_scale(config["embedding_multiplier"])
         writer.add_residual_scale(config["residual_multiplier"])
         writer.add_logit_scale(config["logits_scaling"])
+    if arch == "exaone4" and config.get("sliding_window") is not None:
+        writer.add_sliding_window(config["sliding_window"])
+        writer.add_sliding_window_pattern([kind == "sliding_attention" for kind in config["layer_types"]])
     _tokenizer(writer, tokenizer_metadata(folder))
     for hf, value in hf_tensors(folder).items():
         if hf == "lm_head.weight" and config.get("tie_word_embeddings"):

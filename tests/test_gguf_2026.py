@@ -1,4 +1,4 @@
-"""GGUF files of issue 30's families whose converter only renames or permutes (Granite, Seed-OSS, ERNIE 4.5).
+"""GGUF files of issue 30's families whose converter only renames or permutes (Granite, Seed-OSS, ERNIE 4.5, EXAONE 4), and OLMo 3.
 
 tests/checkpoints/gguf/<family>.gguf are written by scripts/make_gguf.py (`write_converted`) from the tiny Hugging Face
 fixtures beside them, with gguf-py's tensor names as convert_hf_to_gguf.py's map_tensor_name gives them, W_Q and W_K
@@ -58,6 +58,7 @@ def test_the_file_gives_the_folder_s_attention_and_transformers_goldens(name, la
     for matrix in ("W_Q", "W_K", "W_V", "W_O"):
         assert np.array_equal(getattr(from_file, matrix), getattr(from_folder, matrix)), matrix
     assert (from_file.b_O is None) == (from_folder.b_O is None) and (from_file.b_Q is None) == (from_folder.b_Q is None)
+    assert from_file.window == from_folder.window and (from_file.rope is None) == (from_folder.rope is None)  # EXAONE 4's kinds
     bound = FOLDER_BOUND.get(name, 1e-9)
     np.testing.assert_allclose(from_file.X, from_folder.X, rtol=0, atol=bound * 10)
     np.testing.assert_allclose(weights_of(from_file), weights_of(from_folder), rtol=0, atol=bound)

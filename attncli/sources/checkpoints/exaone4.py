@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from attncli.core.variants import Rope
-from attncli.sources.checkpoints import llama, qwen3
+from attncli.sources.checkpoints import llama, olmo2, qwen3
 from attncli.sources.checkpoints.blocks import AttentionWeights, LayerInputs, Weights, self_attention, through
 from attncli.sources.checkpoints.config import MOST, Description, ModelConfig, _Reader, _shown, _window, llama_like
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata, layer_types
 
 DEFAULTS: dict[str, Any] = {"layers": 32, "hidden": 4096, "heads": 32, "kv": 32, "positions": 2048, "inter": 16384, "eps": 1e-5}  # Exaone4Config
 
@@ -94,5 +95,17 @@ def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None
     return [where, "no norm before attention or MLP: RMSNorm on each one's output (post_attention_layernorm, post_feedforward_layernorm)"]
 
 
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """EXAONE 4's config.json keys from the metadata: Exaone4Model writes the window and its per-layer pattern only when
+    sliding_window is set (no key: every layer global and turned, as transformers reads a null window)."""
+    keys = {**llama.gguf_keys(file, a, raw, head_dim), "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-5)}
+    if not file.has_key(a + "attention.sliding_window"):
+        return {**keys, "sliding_window": None}
+    layers = raw["num_hidden_layers"]
+    return {**keys, "sliding_window": file.count(a + "attention.sliding_window"), "layer_types": layer_types(file, a, layers, 4)}
+
+
+# Exaone4Model only renames (OLMo 2's names: no pre-norms, post_attention_norm and post_ffw_norm, attn_q_norm, attn_k_norm)
+GGUF = (GgufArchitecture("exaone4", "exaone4", olmo2.GGUF_NAMES, keys=gguf_keys),)
 VERIFY = qwen3.VERIFY  # RMSNorm (q and k norms too), RoPE, softmax in float32
 DESCRIPTION = Description(qk_norm=qwen3.DESCRIPTION.qk_norm)
