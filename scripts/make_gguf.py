@@ -677,6 +677,41 @@ def write_olmo3(path: Path, folder: Path) -> None:
     _finish(writer)
 
 
+def write_qwen3_moe(path: Path, folder: Path) -> None:
+    """Qwen3-MoE as Qwen3MoeModel writes it (architecture qwen3moe): Qwen3's names, the router as ffn_gate_inp, each layer's
+    experts merged into ffn_{gate,up,down}_exps (E, rows, in), expert_count, expert_used_count and expert_feed_forward_length.
+    gguf-py names no dense MLP for qwen3moe (llama.cpp has none), so the fixture, whose layer 2 is dense (mlp_only_layers),
+    cannot be converted: tests/test_gguf_2026.py writes a folder of it with experts in every layer first."""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    layers, heads = config["num_hidden_layers"], config["num_attention_heads"]
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    experts = config["num_local_experts"]
+    writer = gguf.GGUFWriter(path, "qwen3moe")
+    writer.add_name("attncli tiny qwen3_moe")
+    _common(writer, config)
+    writer.add_key_length(head_dim)
+    writer.add_value_length(head_dim)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_rope_freq_base(config["rope_parameters"]["rope_theta"])
+    writer.add_expert_count(experts)
+    writer.add_expert_used_count(config["num_experts_per_tok"])
+    writer.add_expert_feed_forward_length(config["moe_intermediate_size"])
+    _tokenizer(writer, tokenizer_metadata(folder))
+    tensors = hf_tensors(folder)
+    for hf, value in tensors.items():
+        if ".mlp.experts." not in hf:
+            writer.add_tensor(converter_name("qwen3moe", layers, hf), np.ascontiguousarray(value))
+    for i in range(layers):
+        if f"model.layers.{i}.mlp.gate.weight" not in tensors:
+            continue
+        for what in DEEPSEEK_EXPERTS:
+            merged = np.stack([tensors[f"model.layers.{i}.mlp.experts.{e}.{what}_proj.weight"] for e in range(experts)])
+            writer.add_tensor(converter_name("qwen3moe", layers, f"model.layers.{i}.mlp.experts.{what}_proj.weight"), merged)
+    _finish(writer)
+
+
 NEW_FAMILIES = {"gemma2": write_gemma2, "gpt_oss": write_gpt_oss, "deepseek_v3": write_deepseek}
 
 

@@ -101,3 +101,41 @@ def test_an_olmo3_file_is_read_as_olmo3(tmp_path):
         from_folder, from_file = load_layer(folder, layer=layer, text=text), load_layer(path, layer=layer, text=text)
         assert from_file.window == from_folder.window == (3 if layer != 2 else None)
         np.testing.assert_allclose(weights_of(from_file), weights_of(from_folder), rtol=0, atol=1e-9)
+
+
+def every_layer_moe(tmp_path: Path) -> Path:
+    """The qwen3_moe fixture with layer 2's dense MLP replaced by random experts and a router (mlp_only_layers []), as every
+    published Qwen3-MoE has it; what gguf-py can convert."""
+    import json
+    import shutil
+
+    folder = tmp_path / "qwen3_moe"
+    folder.mkdir()
+    shutil.copy(HF / "qwen3_moe" / "tokenizer.json", folder)
+    config = json.loads((HF / "qwen3_moe" / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "mlp_only_layers": []}))
+    tensors = {k: v for k, v in make_gguf.raw_tensors(HF / "qwen3_moe").items() if not k.startswith("model.layers.1.mlp.")}
+    rng = np.random.default_rng(30)
+    d, inner, experts = config["hidden_size"], config["moe_intermediate_size"], config["num_local_experts"]
+    tensors["model.layers.1.mlp.gate.weight"] = rng.normal(0, 0.3, (experts, d)).astype(np.float32)
+    for e in range(experts):
+        for what, shape in (("gate", (inner, d)), ("up", (inner, d)), ("down", (d, inner))):
+            tensors[f"model.layers.1.mlp.experts.{e}.{what}_proj.weight"] = rng.normal(0, 0.3, shape).astype(np.float32)
+    make_gguf.save_safetensors(folder / "model.safetensors", tensors)
+    return folder
+
+
+def test_a_qwen3moe_file_gives_its_folder_s_attention(tmp_path):
+    """A Qwen3-MoE GGUF (experts merged, router as ffn_gate_inp) equals its folder on every head of every layer: the experts
+    taken out of the merged tensors route and compute as the folder's do (the folder's own agreement with transformers is
+    tests/test_llama_like_2026.py's)."""
+    folder = every_layer_moe(tmp_path)
+    path = tmp_path / "qwen3_moe.gguf"
+    make_gguf.write_qwen3_moe(path, folder)
+    assert model_info(path)["model_type"] == "qwen3_moe"
+    text = str(golden("qwen3_moe")["text"])
+    for layer in (1, 2, 3):
+        from_folder, from_file = load_layer(folder, layer=layer, text=text), load_layer(path, layer=layer, text=text)
+        np.testing.assert_allclose(weights_of(from_file), weights_of(from_folder), rtol=0, atol=1e-9)
+    routed = [n for n in load_layer(path, layer=3, text=text).notes if "MoE MLP" in n]
+    assert len(routed) == 2  # layers 1 and 2 both mixtures of experts

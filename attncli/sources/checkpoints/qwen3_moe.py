@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from attncli.core.variants import Rope
-from attncli.sources.checkpoints import llama, moe, qwen3
+from attncli.sources.checkpoints import deepseek, llama, moe, qwen3
 from attncli.sources.checkpoints.blocks import LayerInputs, Weights, activate, self_attention, through
 from attncli.sources.checkpoints.config import (
     FLOAT32_QK_NORM,
@@ -34,6 +34,7 @@ from attncli.sources.checkpoints.config import (
     llama_like,
     whole,
 )
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -152,6 +153,27 @@ def _router(raw: Mapping[str, Any]) -> str:
     return text
 
 
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """Qwen3-MoE's config.json keys from the metadata under qwen3moe.…: the experts' counts and size; norm_topk_prob true, as
+    llama.cpp's qwen3moe graph always renormalises the chosen weights; a layer without a router is a dense one (mlp_only_layers)."""
+    layers = raw["num_hidden_layers"]
+    return {
+        **llama.gguf_keys(file, a, raw, head_dim),
+        "num_experts": file.count(a + "expert_count"),
+        "num_experts_per_tok": file.count(a + "expert_used_count"),
+        "moe_intermediate_size": file.count(a + "expert_feed_forward_length"),
+        "norm_topk_prob": True,
+        "mlp_only_layers": [i for i in range(layers) if f"blk.{i}.ffn_gate_inp.weight" not in file.tensors],
+    }
+
+
+# llama.cpp's qwen3moe: Qwen3's names, the router as ffn_gate_inp, the experts merged (deepseek.gguf_joined takes one out)
+GGUF = (
+    GgufArchitecture(
+        "qwen3moe", "qwen3_moe", (*llama.GGUF_NAMES, *llama.GGUF_QK_NORMS, (r"layers\.(\d+)\.mlp\.gate\.weight", r"blk.\1.ffn_gate_inp.weight")),
+        keys=gguf_keys, joined=deepseek.gguf_joined,
+    ),
+)
 FLOAT32_ROUTER = "the router's softmax runs with dtype=float32 (its top k chosen from float32 probabilities)"
 VERIFY = Verification(O_PROJ, (FLOAT32_QK_NORM, FLOAT32_ROPE, FLOAT32_SOFTMAX, FLOAT32_ROUTER), eager_experts=True)
 DESCRIPTION = Description(qk_norm=qwen3.DESCRIPTION.qk_norm, router=_router)
