@@ -611,9 +611,9 @@ def write_deepseek(path: Path, folder: Path = HF / "deepseek_v3", *, split_kv_b:
     _finish(writer)
 
 
-# Issue 30's families whose converter classes only rename (TextModel: seed_oss, ernie4_5, exaone4) or rename and permute
+# Issue 30's families whose converter classes only rename (TextModel: seed_oss, ernie4_5, exaone4, glm4) or rename and permute
 # W_Q, W_K as LlamaModel does (GraniteModel), with the extra metadata each class writes
-CONVERTED = {"granite": "granite", "seed_oss": "seed_oss", "ernie4_5": "ernie4_5", "exaone4": "exaone4"}  # fixture -> GGUF architecture
+CONVERTED = {"granite": "granite", "seed_oss": "seed_oss", "ernie4_5": "ernie4_5", "exaone4": "exaone4", "glm4": "glm4"}  # fixture -> GGUF architecture
 
 
 def write_converted(name: str, path: Path) -> None:
@@ -633,7 +633,7 @@ def write_converted(name: str, path: Path) -> None:
     if arch != "granite":  # GraniteModel drops head_dim
         writer.add_key_length(head_dim)
         writer.add_value_length(head_dim)
-    writer.add_rope_dimension_count(head_dim)
+    writer.add_rope_dimension_count(int(head_dim * config["rope_parameters"].get("partial_rotary_factor", 1.0)))  # Glm4Model: the rotated part
     writer.add_rope_freq_base(config["rope_parameters"]["rope_theta"])
     if arch == "granite":
         writer.add_attention_scale(config["attention_multiplier"])
@@ -709,6 +709,43 @@ def write_qwen3_moe(path: Path, folder: Path) -> None:
         for what in DEEPSEEK_EXPERTS:
             merged = np.stack([tensors[f"model.layers.{i}.mlp.experts.{e}.{what}_proj.weight"] for e in range(experts)])
             writer.add_tensor(converter_name("qwen3moe", layers, f"model.layers.{i}.mlp.experts.{what}_proj.weight"), merged)
+    _finish(writer)
+
+
+def write_glm4_moe(path: Path, folder: Path = HF / "glm4_moe") -> None:
+    """GLM-4.5 as Glm4MoeModel writes it (architecture glm4moe): the rotated part as rope.dimension_count, the routed experts
+    merged into ffn_{gate,up,down}_exps, the correction bias as exp_probs_b, the shared experts as ffn_*_shexp, and
+    DeepSeek V3's routing keys (sigmoid gating, expert_weights_scale, expert_weights_norm, leading dense blocks)."""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    layers, heads = config["num_hidden_layers"], config["num_attention_heads"]
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    experts = config["n_routed_experts"]
+    writer = gguf.GGUFWriter(path, "glm4moe")
+    writer.add_name("attncli tiny glm4_moe")
+    _common(writer, config)
+    writer.add_key_length(head_dim)
+    writer.add_value_length(head_dim)
+    writer.add_rope_dimension_count(int(head_dim * config["rope_parameters"].get("partial_rotary_factor", 0.5)))
+    writer.add_rope_freq_base(config["rope_parameters"]["rope_theta"])
+    writer.add_expert_count(experts)
+    writer.add_expert_used_count(config["num_experts_per_tok"])
+    writer.add_expert_feed_forward_length(config["moe_intermediate_size"])
+    writer.add_expert_shared_count(config["n_shared_experts"])
+    writer.add_leading_dense_block_count(config["first_k_dense_replace"])
+    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+    writer.add_expert_weights_scale(config["routed_scaling_factor"])
+    writer.add_expert_weights_norm(config["norm_topk_prob"])
+    _tokenizer(writer, tokenizer_metadata(folder))
+    tensors = hf_tensors(folder)
+    for hf, value in tensors.items():
+        if ".mlp.experts." not in hf:
+            writer.add_tensor(converter_name("glm4moe", layers, hf.replace("e_score_correction_bias", "e_score_correction.bias")), np.ascontiguousarray(value))
+    for i in range(config["first_k_dense_replace"], layers):
+        for what in DEEPSEEK_EXPERTS:
+            merged = np.stack([tensors[f"model.layers.{i}.mlp.experts.{e}.{what}_proj.weight"] for e in range(experts)])
+            writer.add_tensor(converter_name("glm4moe", layers, f"model.layers.{i}.mlp.experts.{what}_proj.weight"), merged)
     _finish(writer)
 
 
@@ -791,6 +828,7 @@ def main() -> None:
         write(OUT / f"{name}.gguf")
     for name in CONVERTED:
         write_converted(name, OUT / f"{name}.gguf")
+    write_glm4_moe(OUT / "glm4_moe.gguf")
     for path in sorted(OUT.glob("*.gguf")):
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size:,} bytes")
 

@@ -1,10 +1,12 @@
-"""GGUF files of issue 30's families whose converter only renames or permutes (Granite, Seed-OSS, ERNIE 4.5, EXAONE 4), and OLMo 3.
+"""GGUF files of issue 30's families: Granite, Seed-OSS, ERNIE 4.5, EXAONE 4, GLM-4 and GLM-4.5 (committed), OLMo 3 and Qwen3-MoE.
 
 tests/checkpoints/gguf/<family>.gguf are written by scripts/make_gguf.py (`write_converted`) from the tiny Hugging Face
 fixtures beside them, with gguf-py's tensor names as convert_hf_to_gguf.py's map_tensor_name gives them, W_Q and W_K
 permuted to interleaved pairs for granite (GraniteModel is LlamaModel's converter) and Granite's multipliers as
 granite.attention.scale, embedding_scale, residual_scale and logit_scale. attncli on the file must equal attncli on the
-folder (1e-9; Granite's multipliers are float32 in the metadata: 1e-7), and so transformers' goldens (1e-6).
+folder (1e-9; Granite's multipliers are float32 in the metadata: 1e-7), and so transformers' goldens (1e-6). GLM-4.5's
+file (`write_glm4_moe`) merges the routed experts and keeps DeepSeek V3's routing keys; OLMo 3's and Qwen3-MoE's are
+written in the test from folders the converter can convert (one RoPE for both layer kinds; experts in every layer).
 """
 
 from __future__ import annotations
@@ -36,14 +38,16 @@ def weights_of(case) -> np.ndarray:
     return np.stack([head.weights for head in engine.run(layer_scenario(case)).heads])
 
 
-CASES = [(name, layer) for name in make_gguf.CONVERTED for layer in range(1, golden(name)["attentions"].shape[0] + 1)]
+WRITERS = {**{name: lambda path, name=name: make_gguf.write_converted(name, path) for name in make_gguf.CONVERTED},
+           "glm4_moe": make_gguf.write_glm4_moe}  # fixture -> how scripts/make_gguf.py writes its file  # fmt: skip
+CASES = [(name, layer) for name in WRITERS for layer in range(1, golden(name)["attentions"].shape[0] + 1)]
 
 
 def test_the_fixtures_are_what_the_script_writes(tmp_path):
     """The committed files are the script's output today (the writer is deterministic)."""
-    for name in make_gguf.CONVERTED:
+    for name, write in WRITERS.items():
         path = tmp_path / f"{name}.gguf"
-        make_gguf.write_converted(name, path)
+        write(path)
         assert path.read_bytes() == (FIXTURES / path.name).read_bytes(), name
 
 

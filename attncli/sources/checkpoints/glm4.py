@@ -20,6 +20,7 @@ from attncli.core.variants import Rope
 from attncli.sources.checkpoints import llama
 from attncli.sources.checkpoints.blocks import AttentionWeights, LayerInputs, Weights, activate, self_attention, through
 from attncli.sources.checkpoints.config import Description, ModelConfig, _Reader, llama_like, no_windows
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, renamed
 from attncli.sources.checkpoints.source import TensorSource
 
 DEFAULTS: dict[str, Any] = {
@@ -100,5 +101,14 @@ def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
     }
 
 
+# -- GGUF: Glm4Model only renames (the rows keep GLM's interleaved pairs, which llama.cpp turns as such) and stores the
+# rotated part as rope.dimension_count; its two extra norms are post_attention_norm and post_ffw_norm, gate_up_proj ffn_up
+GGUF_NAMES = (
+    *renamed(llama.GGUF_NAMES, "gate_proj", "up_proj"),
+    (r"layers\.(\d+)\.post_self_attn_layernorm\.weight", r"blk.\1.post_attention_norm.weight"),
+    (r"layers\.(\d+)\.post_mlp_layernorm\.weight", r"blk.\1.post_ffw_norm.weight"),
+    (r"layers\.(\d+)\.mlp\.gate_up_proj\.weight", r"blk.\1.ffn_up.weight"),
+)
+GGUF = (GgufArchitecture("glm4", "glm4", GGUF_NAMES, keys=llama.gguf_keys),)
 VERIFY = llama.VERIFY  # Llama's float32 steps: RMSNorm, RoPE, softmax
 DESCRIPTION = Description(interleaved_rope=lambda raw: True)

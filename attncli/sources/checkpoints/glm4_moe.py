@@ -33,6 +33,7 @@ from attncli.sources.checkpoints.config import (
     llama_like,
     no_windows,
 )
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata, renamed
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -133,6 +134,35 @@ def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
     }
 
 
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """GLM-4.5's config.json keys from the metadata under glm4moe.… (Glm4MoeModel.set_gguf_parameters undone); use_qk_norm from
+    the tensors. A router other than the sigmoid is refused, as deepseek.py refuses one."""
+    gating = file.value(a + "expert_gating_func")
+    if gating != 2:
+        raise file.fail(f"expert_gating_func {gating!r}", key=a + "expert_gating_func", expected="2 (sigmoid), as GLM-4.5 routes")
+    return {
+        **llama.gguf_keys(file, a, raw, head_dim),
+        "n_routed_experts": file.count(a + "expert_count"),
+        "num_experts_per_tok": file.count(a + "expert_used_count"),
+        "moe_intermediate_size": file.count(a + "expert_feed_forward_length"),
+        "n_shared_experts": file.count(a + "expert_shared_count", default=0, minimum=0),
+        "first_k_dense_replace": file.count(a + "leading_dense_block_count", default=0, minimum=0),
+        "routed_scaling_factor": file.number(a + "expert_weights_scale", default=1.0),
+        "norm_topk_prob": file.value(a + "expert_weights_norm") is True,
+        "n_group": file.count(a + "expert_group_count", default=1),
+        "use_qk_norm": "blk.0.attn_q_norm.weight" in file.tensors,
+    }
+
+
+# llama.cpp's glm4moe: Llama's names with the pre-MLP norm as post_attention_norm, QK-norm, the router, its correction bias,
+# the shared experts; the routed experts merged (deepseek.gguf_joined takes one out); nothing permuted (rotate-half kept)
+GGUF_NAMES = (
+    *renamed(llama.GGUF_NAMES, "post_attention_layernorm"),
+    *llama.GGUF_QK_NORMS,
+    (r"layers\.(\d+)\.post_attention_layernorm\.weight", r"blk.\1.post_attention_norm.weight"),
+    *[entry for entry in deepseek.GGUF_NAMES if "mlp" in entry[0]],
+)
+GGUF = (GgufArchitecture("glm4moe", "glm4_moe", GGUF_NAMES, keys=gguf_keys, joined=deepseek.gguf_joined),)
 VERIFY = Verification(O_PROJ, (FLOAT32_QK_NORM, FLOAT32_ROPE, FLOAT32_SOFTMAX, deepseek.FLOAT32_ROUTER), eager_experts=True)
 DESCRIPTION = Description(
     qk_norm=lambda raw: "per head (one RMSNorm weight of head_dim, shared by the heads)" if raw.get("use_qk_norm") is True else None,
