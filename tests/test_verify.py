@@ -84,6 +84,19 @@ FAMILIES = [
     ("gpt_oss", 1e-5, ("RMSNorm", "rotary")),
     ("deepseek_v3", 1e-5, ("RMSNorm", "rotary", "softmax", "router")),
     ("deepseek_v2", 1e-5, ("RMSNorm", "rotary", "complex numbers", "softmax", "router")),
+    # issue 30's Llama-like families
+    ("qwen3_moe", 1e-5, ("q and k norms", "rotary", "softmax", "router")),
+    ("granite", 1e-5, ("RMSNorm", "rotary", "softmax")),
+    ("cohere2", 1e-5, ("LayerNorm", "rotary", "turns q and k in float32", "softmax")),
+    ("glm4", 1e-5, ("RMSNorm", "rotary", "softmax")),
+    ("glm4_moe", 1e-5, ("q and k norms", "rotary", "softmax", "router")),
+    ("ministral", 1e-5, ("RMSNorm", "rotary", "softmax")),
+    ("ministral3", 1e-5, ("RMSNorm", "rotary", "softmax")),
+    ("exaone4", 1e-5, ("q and k norms", "rotary", "softmax")),
+    ("olmo3", 1e-5, ("q and k norms", "rotary", "softmax")),
+    ("apertus", 1e-5, ("q and k norms", "rotary", "softmax")),
+    ("ernie4_5", 1e-5, ("RMSNorm", "rotary", "turns q and k in float32", "softmax")),
+    ("seed_oss", 1e-5, ("RMSNorm", "rotary", "softmax")),
 ]
 
 
