@@ -201,7 +201,8 @@ def _qk_norm(f: Facts) -> Mechanism | None:
         how = "as the config's use_qk_norm / qk_layernorm asks"
     if how is None:
         return None
-    return Mechanism("qk_norm", f"QK-norm: q and k are RMS-normalised {how}, before RoPE")
+    where = "" if "RoPE" in how else ", before RoPE"  # a family that normalises elsewhere says where in its words
+    return Mechanism("qk_norm", f"QK-norm: q and k are RMS-normalised {how}{where}")
 
 
 def _partial_rotary(f: Facts) -> Mechanism | None:
