@@ -61,11 +61,20 @@ from attncli.sources.checkpoints.gguf_family import GgufArchitecture
 ARCHITECTURES: dict[str, ModuleType] = {
     "gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "bart": bart, "qwen3": qwen3, "olmo2": olmo2,
     "gemma3_text": gemma3, "gpt_neox": neox, "phi3": phi3, "gemma2": gemma2, "gpt_oss": gpt_oss, "deepseek_v3": deepseek,
-    "deepseek_v2": deepseek, "qwen3_moe": qwen3_moe, "granite": granite, "cohere2": cohere2, "glm4": glm4,
+    "deepseek_v2": deepseek,
+    # issue 30's Llama-like families, one line each
+    "qwen3_moe": qwen3_moe,
+    "granite": granite,
+    "cohere2": cohere2,
+    "glm4": glm4,
     "glm4_moe": glm4_moe,
-    "ministral": ministral, "seed_oss": seed_oss, "ernie4_5": ernie4_5,
-    "exaone4": exaone4, "olmo3": olmo3,
-    "apertus": apertus, "ministral3": ministral3,
+    "ministral": ministral,
+    "ministral3": ministral3,
+    "exaone4": exaone4,
+    "olmo3": olmo3,
+    "apertus": apertus,
+    "ernie4_5": ernie4_5,
+    "seed_oss": seed_oss,
 }  # fmt: skip
 SUPPORTED = tuple(ARCHITECTURES)  # as imported; a family registered later is in ARCHITECTURES, which the readers consult
 ENCODER_DECODERS = ("bart",)  # read a source text and a target text; the layer counts in the stack `attention` names
