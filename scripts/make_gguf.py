@@ -749,6 +749,36 @@ def write_glm4_moe(path: Path, folder: Path = HF / "glm4_moe") -> None:
     _finish(writer)
 
 
+def write_cohere2(path: Path, folder: Path) -> None:
+    """Command R7B as Cohere2Model writes it (architecture cohere2): names only (rows kept: llama.cpp turns consecutive pairs,
+    as transformers' Cohere2 does), biases dropped, LayerNorm's ε, the window and logit_scale; no layer pattern (llama.cpp
+    makes every 4th layer global). The converter reads `rotary_pct`, which transformers' Cohere2Config does not write: 1."""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    heads = config["num_attention_heads"]
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    writer = gguf.GGUFWriter(path, "cohere2")
+    writer.add_name("attncli tiny cohere2")
+    writer.add_block_count(config["num_hidden_layers"])
+    writer.add_context_length(config["max_position_embeddings"])
+    writer.add_embedding_length(config["hidden_size"])
+    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(config["num_key_value_heads"])
+    writer.add_layer_norm_eps(config["layer_norm_eps"])
+    writer.add_file_type(0)
+    writer.add_rope_freq_base(config["rope_parameters"]["rope_theta"])
+    writer.add_logit_scale(config["logit_scale"])
+    writer.add_sliding_window(config["sliding_window"])
+    writer.add_rope_dimension_count(int(config.get("rotary_pct", 1.0) * head_dim))
+    _tokenizer(writer, tokenizer_metadata(folder))
+    for hf, value in hf_tensors(folder).items():
+        if not hf.endswith(".bias"):
+            writer.add_tensor(converter_name("cohere2", config["num_hidden_layers"], hf), np.ascontiguousarray(value))
+    _finish(writer)
+
+
 NEW_FAMILIES = {"gemma2": write_gemma2, "gpt_oss": write_gpt_oss, "deepseek_v3": write_deepseek}
 
 

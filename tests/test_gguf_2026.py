@@ -143,3 +143,35 @@ def test_a_qwen3moe_file_gives_its_folder_s_attention(tmp_path):
         np.testing.assert_allclose(weights_of(from_file), weights_of(from_folder), rtol=0, atol=1e-9)
     routed = [n for n in load_layer(path, layer=3, text=text).notes if "MoE MLP" in n]
     assert len(routed) == 2  # layers 1 and 2 both mixtures of experts
+
+
+def four_layer_cohere2(tmp_path: Path) -> Path:
+    """The cohere2 fixture grown to four layers (layer 4 a copy of layer 2) without layer_types: Cohere2Config's default,
+    layers 1–3 sliding and layer 4 global, the only pattern llama.cpp reads from a cohere2 file."""
+    import json
+    import shutil
+
+    folder = tmp_path / "cohere2"
+    folder.mkdir()
+    shutil.copy(HF / "cohere2" / "tokenizer.json", folder)
+    config = json.loads((HF / "cohere2" / "config.json").read_text())
+    config = {k: v for k, v in config.items() if k != "layer_types"} | {"num_hidden_layers": 4}
+    (folder / "config.json").write_text(json.dumps(config))
+    tensors = make_gguf.raw_tensors(HF / "cohere2")
+    tensors |= {k.replace("layers.1.", "layers.3."): v for k, v in tensors.items() if k.startswith("model.layers.1.")}
+    make_gguf.save_safetensors(folder / "model.safetensors", tensors)
+    return folder
+
+
+def test_a_cohere2_file_gives_its_folder_s_attention(tmp_path):
+    """A Command R7B GGUF (rows kept, LayerNorm's ε, the window; every 4th layer global as llama.cpp has it) equals its
+    folder on every head of every layer, the global layer 4 without RoPE."""
+    folder = four_layer_cohere2(tmp_path)
+    path = tmp_path / "cohere2.gguf"
+    make_gguf.write_cohere2(path, folder)
+    assert model_info(path)["sliding_layers"] == [1, 2, 3]
+    text = str(golden("cohere2")["text"])
+    for layer in (1, 2, 3, 4):
+        from_folder, from_file = load_layer(folder, layer=layer, text=text), load_layer(path, layer=layer, text=text)
+        assert from_file.window == from_folder.window and (from_file.rope is None) == (from_folder.rope is None) == (layer == 4)
+        np.testing.assert_allclose(weights_of(from_file), weights_of(from_folder), rtol=0, atol=1e-9)

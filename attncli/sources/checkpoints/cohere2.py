@@ -31,6 +31,7 @@ from attncli.sources.checkpoints.config import (
     _window,
     llama_like,
 )
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata, layer_types
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -105,6 +106,21 @@ def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None
     ]
 
 
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """Cohere2's config.json keys from the metadata under cohere2.…: LayerNorm's ε, the window, and llama.cpp's layer kinds
+    (every 4th layer global; a stored attention.sliding_window_pattern when there is one). The converter drops biases."""
+    return {
+        "num_key_value_heads": file.count(a + "attention.head_count_kv", default=raw["num_attention_heads"]),
+        "head_dim": head_dim,
+        "layer_norm_eps": file.number(a + "attention.layer_norm_epsilon", default=1e-5),
+        "attention_bias": "blk.0.attn_q.bias" in file.tensors,
+        "sliding_window": file.count(a + "attention.sliding_window"),
+        "layer_types": layer_types(file, a, raw["num_hidden_layers"], 4),
+    }
+
+
+# Cohere2Model only renames: the rows keep Cohere's interleaved pairs, which llama.cpp turns as such
+GGUF = (GgufArchitecture("cohere2", "cohere2", llama.GGUF_NAMES, keys=gguf_keys),)
 # RoPE's rotation itself in float32 (q.float()), not only its table: Cohere2's and ERNIE 4.5's apply_rotary_pos_emb
 FLOAT32_ROPE_TURNED = "the rotary embedding computes its inverse frequencies, angles, cos and sin in float32, and turns q and k in float32"
 VERIFY = Verification(O_PROJ, ("LayerNorm casts the hidden state to float32 and normalises it there", FLOAT32_ROPE_TURNED, FLOAT32_SOFTMAX))
