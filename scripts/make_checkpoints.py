@@ -504,6 +504,161 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "tokenizer": "bert",
     },
 }
+def correction_bias(model: Any, seed: int) -> None:
+    """Every router's e_score_correction_bias N(0, 0.5²): large beside sigmoid scores in (0, 1), so it changes choices."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed + 1000)
+    with torch.no_grad():
+        for name, buffer in model.named_buffers():
+            if name.endswith("e_score_correction_bias"):
+                buffer.copy_(torch.randn(buffer.shape, generator=generator, dtype=torch.float64) * 0.5)
+
+
+# Issue 30's Llama-like families (branch families-a), seeded from 301 so that issue 20's keep theirs. Each sets its
+# mechanism away from the default where a default would hide a mistake.
+FAMILIES_2026: dict[str, dict[str, Any]] = {
+    # Qwen3's attention (QK-norm per head, GQA 4:2, head_dim 8 ≠ 16 / 4); 4 experts, top 2, renormalised (norm_topk_prob,
+    # as Qwen3-30B-A3B); layer 2 keeps a dense MLP (mlp_only_layers), so layer 3 reads both kinds
+    "qwen3_moe": {
+        "build": family(
+            "Qwen3MoeConfig", "Qwen3MoeForCausalLM", hidden_size=16, intermediate_size=32, moe_intermediate_size=8,
+            num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=8, num_experts=4,
+            num_experts_per_tok=2, norm_topk_prob=True, mlp_only_layers=[1], max_position_embeddings=64,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "qwen2",
+        "moe": True,
+    },
+    # scores × attention_multiplier 0.2 (not 1/√8), embeddings × 3, each block's output × residual_multiplier 0.4
+    "granite": {
+        "build": family(
+            "GraniteConfig", "GraniteForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+            num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64, attention_multiplier=0.2,
+            embedding_multiplier=3.0, residual_multiplier=0.4, logits_scaling=2.0, bos_token_id=0, eos_token_id=1,
+            pad_token_id=1, tie_word_embeddings=True,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
+    # Command R7B: sliding (window 4, interleaved RoPE) / global (no RoPE) / sliding; attention and MLP in parallel from one
+    # LayerNorm (no bias)
+    "cohere2": {
+        "build": family(
+            "Cohere2Config", "Cohere2ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, sliding_window=4,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"], logit_scale=0.5,
+            rope_parameters={"rope_type": "default", "rope_theta": 50000.0}, bos_token_id=0, eos_token_id=1, pad_token_id=1,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
+    # GLM-4: partial rotary 0.5 in interleaved pairs, q/k/v biases (o none), four norms around attention and MLP, fused
+    # gate_up_proj
+    "glm4": {
+        "build": family(
+            "Glm4Config", "Glm4ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64, attention_bias=True,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
+    # GLM-4.5: partial rotary 0.5 on the two halves, QK-norm per head, q/k/v biases; layer 1 dense, then DeepSeek V3's MoE
+    # (4 experts, top 2, one group as GLM-4.5 has it, one shared expert, × 2.5) with a correction bias that changes choices
+    "glm4_moe": {
+        "build": family(
+            "Glm4MoeConfig", "Glm4MoeForCausalLM", hidden_size=16, intermediate_size=32, moe_intermediate_size=8,
+            num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64,
+            attention_bias=True, use_qk_norm=True, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, n_group=1,
+            topk_group=1, first_k_dense_replace=1, routed_scaling_factor=2.5, norm_topk_prob=True, num_mtp_layers=0,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+        "moe": True,
+        "prepare": correction_bias,
+    },
+    # Ministral 8B: windows by layer_types, sliding (4) / full / sliding (head_dim given: transformers 5.24's Ministral
+    # cannot derive it)
+    "ministral": {
+        "build": family(
+            "MinistralConfig", "MinistralForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=4, max_position_embeddings=64, sliding_window=4,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
+    # Seed-OSS: q, k, v biased (attention_bias) but not o (attention_out_bias false, its default); GQA 4:1
+    "seed_oss": {
+        "build": family(
+            "SeedOssConfig", "SeedOssForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=1, head_dim=8, max_position_embeddings=64, attention_bias=True,
+            attention_out_bias=False, rope_parameters={"rope_type": "default", "rope_theta": 10000000.0},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
+    # ERNIE 4.5: RoPE on interleaved pairs of the whole head, every projection biased (use_bias), tied embeddings
+    "ernie4_5": {
+        "build": family(
+            "Ernie4_5Config", "Ernie4_5ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64, use_bias=True,
+            rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=True,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
+    # EXAONE 4.0: post-norms only, QK-norm per head; sliding (4, RoPE) / global (no RoPE) / sliding
+    "exaone4": {
+        "build": family(
+            "Exaone4Config", "Exaone4ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64, sliding_window=4,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
+    # OLMo 3: OLMo 2's post-norms and whole-projection QK-norm; sliding (4) / full / sliding; θ 10 000 on the sliding layers,
+    # YaRN (factor 4 over 16 positions, θ 500 000) on the full one, as OLMo 3's long-context checkpoints scale only those
+    "olmo3": {
+        "build": family(
+            "Olmo3Config", "Olmo3ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, sliding_window=4,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+            rope_parameters={
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {"rope_type": "yarn", "rope_theta": 500000.0, "factor": 4.0, "original_max_position_embeddings": 16},
+            },
+            bos_token_id=0, eos_token_id=0, pad_token_id=0, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "qwen2",
+    },
+    # Apertus: QK-norm per head, llama3 RoPE (its default, θ 12e6, here over 32 original positions so that all three bands
+    # occur), an MLP of up → xIELU → down whose alpha_p, alpha_n are redrawn with the rest
+    "apertus": {
+        "build": family(
+            "ApertusConfig", "ApertusForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+            rope_parameters={"rope_type": "llama3", "rope_theta": 12000000.0, "factor": 8.0, "original_max_position_embeddings": 32,
+                             "low_freq_factor": 1.0, "high_freq_factor": 4.0},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
+    # Ministral 3 (text): YaRN (factor 4 over 16 original positions, mscale 1/1) and Llama 4's query temperature β = 0.1, which
+    # is 1 below 16 positions (the fixture's sentence has 13 tokens: attncli refuses longer ones); a window of 4 on every layer
+    "ministral3": {
+        "build": family(
+            "Ministral3Config", "Ministral3ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64, sliding_window=4,
+            rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0, "original_max_position_embeddings": 16,
+                             "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.1},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+    },
+}
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 
 
@@ -644,6 +799,8 @@ def make_family_fixture(name: str, spec: dict[str, Any], seed: int) -> None:
     torch.manual_seed(seed)
     model = spec["build"](tokenizer.get_vocab_size())
     redraw(model, seed, norm_centre=spec.get("norm_centre", 1.0), norms=spec.get("norms", ()))
+    if "prepare" in spec:  # buffers redraw() does not touch (a router's correction bias)
+        spec["prepare"](model, seed)
     model.to(torch.float32).save_pretrained(folder)
     (folder / "generation_config.json").unlink(missing_ok=True)
     tokenizer.save(str(folder / "tokenizer.json"))
@@ -821,6 +978,9 @@ def main() -> None:
         if args.only in (None, name):
             make_fixture(name, spec, seed)
     for seed, (name, spec) in enumerate(FAMILIES.items(), start=101):
+        if args.only in (None, name):
+            make_family_fixture(name, spec, seed)
+    for seed, (name, spec) in enumerate(FAMILIES_2026.items(), start=301):
         if args.only in (None, name):
             make_family_fixture(name, spec, seed)
     if args.only in (None, "deepseek_v2"):

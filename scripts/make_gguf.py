@@ -711,6 +711,177 @@ NEW_FAMILIES = {"gemma2": write_gemma2, "gpt_oss": write_gpt_oss, "deepseek_v3":
                 "stablelm": write_stablelm}
 
 
+# Issue 30's families whose converter classes only rename (TextModel: seed_oss, ernie4_5, exaone4, glm4) or rename and permute
+# W_Q, W_K as LlamaModel does (GraniteModel), with the extra metadata each class writes
+CONVERTED = {"granite": "granite", "seed_oss": "seed_oss", "ernie4_5": "ernie4_5", "exaone4": "exaone4", "glm4": "glm4"}  # fixture -> GGUF architecture
+
+
+def write_converted(name: str, path: Path) -> None:
+    """A fixture of CONVERTED as its converter class writes it: gguf-py's names, the Llama permutation for granite,
+    Granite's multipliers as granite.attention.scale, embedding_scale, residual_scale and logit_scale, and EXAONE 4's
+    sliding window with its per-layer pattern (True: sliding)."""
+    import gguf
+
+    folder = HF / name
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    arch = CONVERTED[name]
+    heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    writer = gguf.GGUFWriter(path, arch)
+    writer.add_name(f"attncli tiny {name}")
+    _common(writer, config)
+    if arch != "granite":  # GraniteModel drops head_dim
+        writer.add_key_length(head_dim)
+        writer.add_value_length(head_dim)
+    writer.add_rope_dimension_count(int(head_dim * config["rope_parameters"].get("partial_rotary_factor", 1.0)))  # Glm4Model: the rotated part
+    writer.add_rope_freq_base(config["rope_parameters"]["rope_theta"])
+    if arch == "granite":
+        writer.add_attention_scale(config["attention_multiplier"])
+        writer.add_embedding_scale(config["embedding_multiplier"])
+        writer.add_residual_scale(config["residual_multiplier"])
+        writer.add_logit_scale(config["logits_scaling"])
+    if arch == "exaone4" and config.get("sliding_window") is not None:
+        writer.add_sliding_window(config["sliding_window"])
+        writer.add_sliding_window_pattern([kind == "sliding_attention" for kind in config["layer_types"]])
+    _tokenizer(writer, tokenizer_metadata(folder))
+    for hf, value in hf_tensors(folder).items():
+        if hf == "lm_head.weight" and config.get("tie_word_embeddings"):
+            continue
+        target = converter_name(arch, config["num_hidden_layers"], hf)
+        if arch == "granite" and ".attn_q." in target:
+            value = permute(value, heads)
+        elif arch == "granite" and ".attn_k." in target:
+            value = permute(value, kv_heads)
+        writer.add_tensor(target, np.ascontiguousarray(value))
+    _finish(writer)
+
+
+def write_olmo3(path: Path, folder: Path) -> None:
+    """An OLMo 3 folder with one RoPE for both layer kinds, as Olmo2Model writes it: architecture olmo2, the sliding window
+    and the per-layer pattern (True: sliding) beside OLMo 2's keys. (A per-kind θ or YaRN the converter cannot store.)"""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    heads = config["num_attention_heads"]
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    writer = gguf.GGUFWriter(path, "olmo2")
+    writer.add_name("attncli tiny olmo3")
+    _common(writer, config)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_rope_freq_base(config["rope_parameters"]["rope_theta"])
+    writer.add_sliding_window(config["sliding_window"])
+    writer.add_sliding_window_pattern([kind == "sliding_attention" for kind in config["layer_types"]])
+    _tokenizer(writer, tokenizer_metadata(folder))
+    for hf, value in hf_tensors(folder).items():
+        writer.add_tensor(converter_name("olmo2", config["num_hidden_layers"], hf), np.ascontiguousarray(value))
+    _finish(writer)
+
+
+def write_qwen3_moe(path: Path, folder: Path) -> None:
+    """Qwen3-MoE as Qwen3MoeModel writes it (architecture qwen3moe): Qwen3's names, the router as ffn_gate_inp, each layer's
+    experts merged into ffn_{gate,up,down}_exps (E, rows, in), expert_count, expert_used_count and expert_feed_forward_length.
+    gguf-py names no dense MLP for qwen3moe (llama.cpp has none), so the fixture, whose layer 2 is dense (mlp_only_layers),
+    cannot be converted: tests/test_gguf_2026.py writes a folder of it with experts in every layer first."""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    layers, heads = config["num_hidden_layers"], config["num_attention_heads"]
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    experts = config["num_local_experts"]
+    writer = gguf.GGUFWriter(path, "qwen3moe")
+    writer.add_name("attncli tiny qwen3_moe")
+    _common(writer, config)
+    writer.add_key_length(head_dim)
+    writer.add_value_length(head_dim)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_rope_freq_base(config["rope_parameters"]["rope_theta"])
+    writer.add_expert_count(experts)
+    writer.add_expert_used_count(config["num_experts_per_tok"])
+    writer.add_expert_feed_forward_length(config["moe_intermediate_size"])
+    _tokenizer(writer, tokenizer_metadata(folder))
+    tensors = hf_tensors(folder)
+    for hf, value in tensors.items():
+        if ".mlp.experts." not in hf:
+            writer.add_tensor(converter_name("qwen3moe", layers, hf), np.ascontiguousarray(value))
+    for i in range(layers):
+        if f"model.layers.{i}.mlp.gate.weight" not in tensors:
+            continue
+        for what in DEEPSEEK_EXPERTS:
+            merged = np.stack([tensors[f"model.layers.{i}.mlp.experts.{e}.{what}_proj.weight"] for e in range(experts)])
+            writer.add_tensor(converter_name("qwen3moe", layers, f"model.layers.{i}.mlp.experts.{what}_proj.weight"), merged)
+    _finish(writer)
+
+
+def write_glm4_moe(path: Path, folder: Path = HF / "glm4_moe") -> None:
+    """GLM-4.5 as Glm4MoeModel writes it (architecture glm4moe): the rotated part as rope.dimension_count, the routed experts
+    merged into ffn_{gate,up,down}_exps, the correction bias as exp_probs_b, the shared experts as ffn_*_shexp, and
+    DeepSeek V3's routing keys (sigmoid gating, expert_weights_scale, expert_weights_norm, leading dense blocks)."""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    layers, heads = config["num_hidden_layers"], config["num_attention_heads"]
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    experts = config["n_routed_experts"]
+    writer = gguf.GGUFWriter(path, "glm4moe")
+    writer.add_name("attncli tiny glm4_moe")
+    _common(writer, config)
+    writer.add_key_length(head_dim)
+    writer.add_value_length(head_dim)
+    writer.add_rope_dimension_count(int(head_dim * config["rope_parameters"].get("partial_rotary_factor", 0.5)))
+    writer.add_rope_freq_base(config["rope_parameters"]["rope_theta"])
+    writer.add_expert_count(experts)
+    writer.add_expert_used_count(config["num_experts_per_tok"])
+    writer.add_expert_feed_forward_length(config["moe_intermediate_size"])
+    writer.add_expert_shared_count(config["n_shared_experts"])
+    writer.add_leading_dense_block_count(config["first_k_dense_replace"])
+    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+    writer.add_expert_weights_scale(config["routed_scaling_factor"])
+    writer.add_expert_weights_norm(config["norm_topk_prob"])
+    _tokenizer(writer, tokenizer_metadata(folder))
+    tensors = hf_tensors(folder)
+    for hf, value in tensors.items():
+        if ".mlp.experts." not in hf:
+            writer.add_tensor(converter_name("glm4moe", layers, hf.replace("e_score_correction_bias", "e_score_correction.bias")), np.ascontiguousarray(value))
+    for i in range(config["first_k_dense_replace"], layers):
+        for what in DEEPSEEK_EXPERTS:
+            merged = np.stack([tensors[f"model.layers.{i}.mlp.experts.{e}.{what}_proj.weight"] for e in range(experts)])
+            writer.add_tensor(converter_name("glm4moe", layers, f"model.layers.{i}.mlp.experts.{what}_proj.weight"), merged)
+    _finish(writer)
+
+
+def write_cohere2(path: Path, folder: Path) -> None:
+    """Command R7B as Cohere2Model writes it (architecture cohere2): names only (rows kept: llama.cpp turns consecutive pairs,
+    as transformers' Cohere2 does), biases dropped, LayerNorm's ε, the window and logit_scale; no layer pattern (llama.cpp
+    makes every 4th layer global). The converter reads `rotary_pct`, which transformers' Cohere2Config does not write: 1."""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    heads = config["num_attention_heads"]
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    writer = gguf.GGUFWriter(path, "cohere2")
+    writer.add_name("attncli tiny cohere2")
+    writer.add_block_count(config["num_hidden_layers"])
+    writer.add_context_length(config["max_position_embeddings"])
+    writer.add_embedding_length(config["hidden_size"])
+    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(config["num_key_value_heads"])
+    writer.add_layer_norm_eps(config["layer_norm_eps"])
+    writer.add_file_type(0)
+    writer.add_rope_freq_base(config["rope_parameters"]["rope_theta"])
+    writer.add_logit_scale(config["logit_scale"])
+    writer.add_sliding_window(config["sliding_window"])
+    writer.add_rope_dimension_count(int(config.get("rotary_pct", 1.0) * head_dim))
+    _tokenizer(writer, tokenizer_metadata(folder))
+    for hf, value in hf_tensors(folder).items():
+        if not hf.endswith(".bias"):
+            writer.add_tensor(converter_name("cohere2", config["num_hidden_layers"], hf), np.ascontiguousarray(value))
+    _finish(writer)
+
+
+NEW_FAMILIES = {"gemma2": write_gemma2, "gpt_oss": write_gpt_oss, "deepseek_v3": write_deepseek}
+
+
 # ---------------------------------------------------------------- every quantisation type in one model
 
 QUANTISED_TYPES = {
@@ -785,6 +956,9 @@ def main() -> None:
         write_family(name, OUT / f"{name}-q8_0.gguf", quantised="Q8_0")
     for name, write in NEW_FAMILIES.items():
         write(OUT / f"{name}.gguf")
+    for name in CONVERTED:
+        write_converted(name, OUT / f"{name}.gguf")
+    write_glm4_moe(OUT / "glm4_moe.gguf")
     for path in sorted(OUT.glob("*.gguf")):
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size:,} bytes")
 

@@ -122,6 +122,19 @@ FAMILIES = [
     ("stablelm", 1e-5, ("rotary", "softmax")),
     ("stablelm-parallel", 1e-5, ("rotary", "softmax")),
     ("modernbert", 1e-5, ("rotary", "softmax")),
+    # issue 30's Llama-like families
+    ("qwen3_moe", 1e-5, ("q and k norms", "rotary", "softmax", "router")),
+    ("granite", 1e-5, ("RMSNorm", "rotary", "softmax")),
+    ("cohere2", 1e-5, ("LayerNorm", "rotary", "turns q and k in float32", "softmax")),
+    ("glm4", 1e-5, ("RMSNorm", "rotary", "softmax")),
+    ("glm4_moe", 1e-5, ("q and k norms", "rotary", "softmax", "router")),
+    ("ministral", 1e-5, ("RMSNorm", "rotary", "softmax")),
+    ("ministral3", 1e-5, ("RMSNorm", "rotary", "softmax")),
+    ("exaone4", 1e-5, ("q and k norms", "rotary", "softmax")),
+    ("olmo3", 1e-5, ("q and k norms", "rotary", "softmax")),
+    ("apertus", 1e-5, ("q and k norms", "rotary", "softmax")),
+    ("ernie4_5", 1e-5, ("RMSNorm", "rotary", "turns q and k in float32", "softmax")),
+    ("seed_oss", 1e-5, ("RMSNorm", "rotary", "softmax")),
 ]
 
 

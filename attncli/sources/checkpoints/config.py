@@ -191,7 +191,9 @@ class Description(NamedTuple):
     Functions receive config.json's keys (a GGUF file's metadata spelled as them), untrusted when attncli could not read them.
     """
 
-    qk_norm: str | None = None  # how q and k are RMS-normalised, in words; None: as the config's use_qk_norm / qk_layernorm say
+    # how q and k are RMS-normalised, in words (a function of config.json's keys when a switch turns it on: None when off);
+    # None: as the config's use_qk_norm / qk_layernorm say
+    qk_norm: str | Callable[[Mapping[str, Any]], str | None] | None = None
     qk_norm_kind: str = "RMS-normalised"  # what the norm does to q and k, in words (StableLM's LayerNorm: "centred and divided …")
     learned_positions: bool = False  # a learned position table instead of RoPE (`model info`'s rope row says so)
     sinks: bool = False  # learned attention sinks: one logit per head joins the softmax's denominator

@@ -199,14 +199,17 @@ def _sinks(f: Facts) -> Mechanism | None:
 
 def _qk_norm(f: Facts) -> Mechanism | None:
     declared = description(f.model_type)
-    how, kind = declared.qk_norm, declared.qk_norm_kind
-    if how is None and f.raw.get("qk_layernorm") is True:  # StableLM, Persimmon, Phi: a LayerNorm, never an RMSNorm
-        how, kind = "as the config's qk_layernorm asks", "normalised by LayerNorm"
-    elif how is None and f.raw.get("use_qk_norm") is True:  # its kind differs by family (RMSNorm, LayerNorm, weightless L2)
-        how, kind = "as the config's use_qk_norm asks", "normalised"
+    how = declared.qk_norm(f.raw) if callable(declared.qk_norm) else declared.qk_norm
+    kind = declared.qk_norm_kind
+    if how is None and not callable(declared.qk_norm):
+        if f.raw.get("qk_layernorm") is True:  # StableLM, Persimmon, Phi: a LayerNorm, never an RMSNorm
+            how, kind = "as the config's qk_layernorm asks", "normalised by LayerNorm"
+        elif f.raw.get("use_qk_norm") is True:  # its kind differs by family (RMSNorm, LayerNorm, weightless L2)
+            how, kind = "as the config's use_qk_norm asks", "normalised"
     if how is None:
         return None
-    return Mechanism("qk_norm", f"QK-norm: q and k are {kind} {how}, before RoPE")
+    where = "" if "RoPE" in how else ", before RoPE"  # a family that normalises elsewhere says where in its words
+    return Mechanism("qk_norm", f"QK-norm: q and k are {kind} {how}{where}")
 
 
 def _partial_rotary(f: Facts) -> Mechanism | None:

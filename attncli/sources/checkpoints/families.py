@@ -8,7 +8,7 @@ says of it beyond describe.py; `raw`: a GGUF file's metadata as config.json keys
 `GGUF` (the GGUF architectures it reads: `gguf_family.GgufArchitecture`s), `TENSORS` (where its tensors are, a
 `config.Tensors`; Llama's when it declares none, as `shapes` is llama.py's) and `DESCRIPTION` (what `model info` says
 of it: a `config.Description`, or a dict of them by model type, which may name model types attncli describes from
-config.json but does not compute, as qwen3.py's qwen3_moe). Adding a family is its
+config.json but does not compute, as gemma3.py's gemma3). Adding a family is its
 module and one line here; config.py holds what the families share (`llama_like` for Llama's
 descendants), gguf_family.py the vocabulary of their GGUF readers.
 """
@@ -21,21 +21,33 @@ from typing import Any
 
 from attncli.errors import AttnError, did_you_mean, same_name
 from attncli.sources.checkpoints import (
+    apertus,
     bart,
     bert,
     bloom,
+    cohere2,
     deepseek,
+    ernie4_5,
+    exaone4,
     falcon,
     gemma2,
     gemma3,
+    glm4,
+    glm4_moe,
     gpt2,
     gpt_oss,
+    granite,
     llama,
+    ministral,
+    ministral3,
     modernbert,
     neox,
     olmo2,
+    olmo3,
     phi3,
     qwen3,
+    qwen3_moe,
+    seed_oss,
     stablelm,
     t5,
 )
@@ -57,6 +69,19 @@ ARCHITECTURES: dict[str, ModuleType] = {
     "gemma3_text": gemma3, "gpt_neox": neox, "phi3": phi3, "gemma2": gemma2, "gpt_oss": gpt_oss, "deepseek_v3": deepseek,
     "deepseek_v2": deepseek, "falcon": falcon, "bloom": bloom,
     "stablelm": stablelm, "t5": t5, "modernbert": modernbert,
+    # issue 30's Llama-like families, one line each
+    "qwen3_moe": qwen3_moe,
+    "granite": granite,
+    "cohere2": cohere2,
+    "glm4": glm4,
+    "glm4_moe": glm4_moe,
+    "ministral": ministral,
+    "ministral3": ministral3,
+    "exaone4": exaone4,
+    "olmo3": olmo3,
+    "apertus": apertus,
+    "ernie4_5": ernie4_5,
+    "seed_oss": seed_oss,
 }  # fmt: skip
 SUPPORTED = tuple(ARCHITECTURES)  # as imported; a family registered later is in ARCHITECTURES, which the readers consult
 ENCODER_DECODERS = ("bart", "t5")  # read a source text and a target text; the layer counts in the stack `attention` names

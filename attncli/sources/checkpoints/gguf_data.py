@@ -96,6 +96,7 @@ def gguf_info(path: Path, shown: str) -> dict[str, Any]:
         _, model_type = architecture(file)
         info["model_type"] = model_type
         _, cfg = read_config(file)
+        info["model_type"] = cfg.model_type  # the metadata may say more than the architecture (olmo2 files of OLMo 3)
     except AttnError as error:
         info["reason"] = str(error)
         return info

@@ -32,6 +32,7 @@ from attncli.sources.checkpoints.config import (
     FLOAT32_SOFTMAX,
     LLAMA_TENSORS,
     O_PROJ,
+    Description,
     ModelConfig,
     Verification,
     _Reader,
@@ -247,6 +248,13 @@ GGUF = (
     GgufArchitecture("qwen2", "qwen2", GGUF_NAMES, config=_gguf_config("qwen2", 1e-6)),
 )
 VERIFY = Verification(O_PROJ, (FLOAT32_RMSNORM, FLOAT32_ROPE, FLOAT32_SOFTMAX))
+# Llama's descendants attncli describes from config.json but does not compute (model info's words, not guessed ones)
+DESCRIPTION = {
+    "hunyuan_v1_dense": Description(  # HunYuanDenseV1Attention: query_layernorm and key_layernorm on the rotated q and k
+        qk_norm=lambda raw: "per head (query_layernorm, key_layernorm of head_dim weights), after RoPE"
+        if raw.get("use_qk_norm") is True else None,
+    ),
+}
 
 
 def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:

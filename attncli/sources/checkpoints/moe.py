@@ -51,3 +51,19 @@ def routing_note(routing: Routing) -> str:
         + f"; tokens per expert: {used}"
         + (f"; {unused} expert{'s' * (unused != 1)} unused" if unused else "")
     )
+
+
+def softmax_top_k(logits: np.ndarray, k: int, *, normalise: bool, layer: int) -> Routing:
+    """(L, E) router logits → a softmax over all E experts in float32, each token's k largest probabilities, renormalised
+    over those k when `normalise` (Qwen3-MoE's norm_topk_prob), as transformers' TopKRouter computes them.
+
+    Ties go to the lower expert number, as a stable sort gives them.
+    """
+    logits32 = logits.astype(np.float32)
+    e = np.exp(logits32 - logits32.max(axis=-1, keepdims=True)).astype(np.float32)  # (L, E)
+    probs = (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)  # (L, E) softmax(…, dtype=float32)
+    chosen = np.argsort(-probs, axis=-1, kind="stable")[:, :k]  # (L, k)
+    top = np.take_along_axis(probs, chosen, axis=-1)  # (L, k)
+    if normalise:
+        top = (top / top.sum(axis=-1, keepdims=True)).astype(np.float32)
+    return Routing(layer, chosen, top.astype(np.float64), logits.shape[-1])

@@ -29,7 +29,7 @@ from attncli.sources.checkpoints.config import (
     _Reader,
     llama_like,
 )
-from attncli.sources.checkpoints.gguf_family import GgufArchitecture, renamed
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata, layer_types, renamed
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -76,6 +76,18 @@ GGUF_NAMES = (
     (r"layers\.(\d+)\.post_attention_layernorm\.weight", r"blk.\1.post_attention_norm.weight"),
     (r"layers\.(\d+)\.post_feedforward_layernorm\.weight", r"blk.\1.post_ffw_norm.weight"),
 )
-GGUF = (GgufArchitecture("olmo2", "olmo2", GGUF_NAMES, keys=llama.gguf_keys),)
+
+
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """OLMo 2's keys; a file with a sliding window is OLMo 3, which the converter writes as architecture olmo2 with its
+    window and its per-layer pattern (Olmo2Model.set_gguf_parameters)."""
+    keys = llama.gguf_keys(file, a, raw, head_dim)
+    if not file.has_key(a + "attention.sliding_window"):
+        return keys
+    layers = raw["num_hidden_layers"]
+    return {**keys, "model_type": "olmo3", "sliding_window": file.count(a + "attention.sliding_window"), "layer_types": layer_types(file, a, layers, 4)}
+
+
+GGUF = (GgufArchitecture("olmo2", "olmo2", GGUF_NAMES, keys=gguf_keys),)
 VERIFY = Verification(O_PROJ, (FLOAT32_QK_NORM, FLOAT32_ROPE, FLOAT32_SOFTMAX))
 DESCRIPTION = Description(qk_norm="over the whole q and k projections (all heads at once)")

@@ -51,5 +51,4 @@ def read_config(read: _Reader) -> ModelConfig:
 # -- GGUF and model verify: Llama's names and its q_norm, k_norm; the rotate-half order kept (llama.cpp turns it as NeoX does)
 GGUF = (GgufArchitecture("qwen3", "qwen3", (*llama.GGUF_NAMES, *llama.GGUF_QK_NORMS), keys=llama.gguf_keys),)
 VERIFY = Verification(O_PROJ, (FLOAT32_QK_NORM, FLOAT32_ROPE, FLOAT32_SOFTMAX))
-_DESCRIBED = Description(qk_norm="per head (one RMSNorm weight of head_dim, shared by the heads)")
-DESCRIPTION = {"qwen3": _DESCRIBED, "qwen3_moe": _DESCRIBED}  # qwen3_moe: described from config.json, not computed
+DESCRIPTION = Description(qk_norm="per head (one RMSNorm weight of head_dim, shared by the heads)")
