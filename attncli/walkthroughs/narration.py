@@ -88,6 +88,7 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
     out = _variant_steps(expl, "heads", say) or [_query(expl, p, w, check, full)]  # MLA: its query, latent, keys and values
     if expl.e is not None and any(key.e is not None for key in expl.keys) and expl.head.W_K is not None:
         out.append(_keys_values(expl, p, w, check, full))
+    out += _variant_steps(expl, "cache", say)  # an int8 KV cache: its codes times their scales, before any score uses them
     out += _variant_steps(expl, "norm", say)
     out += _variant_steps(expl, "qk", say)
     without_softmax = _variant_steps(expl, "kernel", say)  # linear attention, retention: their step replaces the softmax's
