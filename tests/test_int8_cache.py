@@ -57,7 +57,7 @@ def test_an_int8_cache_is_dequantised_then_attended_as_the_reference_does(docume
     result = engine.run(s)
     for head in result.heads:
         g = (head.head - 1) * G // H
-        cols = lambda rows, d: [row[g * d : (g + 1) * d] for row in rows]  # noqa: E731
+        cols = lambda rows, d, g=g: [row[g * d : (g + 1) * d] for row in rows]  # noqa: E731
         q = [row[(head.head - 1) * d_k : head.head * d_k] for row in document["Q"]]
         wanted = reference.decode_from_cache(q, cols(K_cache, d_k), cols(V_cache, d_v), cols(document["K"], d_k), cols(document["V"], d_v),
                                              scale=1 / s.scale.divisor)  # fmt: skip

@@ -24,7 +24,6 @@ from attncli.core.records import record
 from attncli.core.variants.keys import MATRICES, MATRIX, TOKENS, VECTOR, Read, Schema, Sizes, frozen, mapping_keys
 from attncli.core.variants.shown import Narrated, StageRow
 
-
 INT8 = (-128, 127)  # the codes' range
 
 
