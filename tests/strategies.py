@@ -233,3 +233,32 @@ def int8_cache_documents(draw):
         "mask": "causal",
         "scale": draw(st.sampled_from(["sqrt_dk", "none", 2.0])),
     }
+
+
+# -- a score matrix given directly --------------------------------------------------------------
+
+
+@st.composite
+def given_score_documents(draw):
+    """A scenario whose scores are given (one L × L matrix per head) with V: any scale (√d_k with d_k given beside them),
+    mask none or causal, and sometimes soft-capping or a learned sink per head."""
+    H = draw(st.sampled_from([1, 2, 3]))
+    G = draw(st.sampled_from([g for g in (1, 2, 3) if H % g == 0]))
+    L, d_v = draw(st.integers(1, 5)), draw(st.integers(1, 3))
+    scores = [draw(matrix(L, L, bound=6)) for _ in range(H)]
+    scale = draw(st.sampled_from(["sqrt_dk", "none", 0.5, 3.0]))
+    d_k = draw(st.integers(1, 64))
+    doc = {
+        "tokens": [f"w{i}" for i in range(L)],
+        "heads": H,
+        "kv_heads": G,
+        "scores": {"S": scores, "d_k": d_k} if scale == "sqrt_dk" or draw(st.booleans()) else (scores if H > 1 or draw(st.booleans()) else scores[0]),
+        "V": draw(matrix(L, G * d_v)),
+        "mask": draw(st.sampled_from(["none", "causal"])),
+        "scale": scale,
+    }
+    if draw(st.booleans()):
+        doc["softcap"] = draw(st.sampled_from([1.0, 5.0, 30.0]))
+    if draw(st.booleans()):
+        doc["sink_logits"] = draw(st.lists(st.floats(-3, 3), min_size=H, max_size=H))
+    return doc

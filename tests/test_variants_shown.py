@@ -152,7 +152,7 @@ def test_every_row_and_every_shown_stage_has_numbers(results):
                     used.add(row.key)
         for stage in stages.default(s):
             rows = [row for row in stages.ROWS if row.stage == stage and not stages.replaced(row, s)]
-            if not rows or (stage == "embeddings" and s.direct):  # shown the variant's way instead (no softmax); Q, K, V given
+            if not rows or (stage == "embeddings" and s.X is None):  # shown the variant's way instead (no softmax); Q, K, V (or S, V) given
                 continue
             assert any(row.get(result, result.heads[0] if row.per_head else None) is not None for row in rows), (s.name, stage)
     assert used == {row.key for row in stages.ROWS}, f"rows with numbers in no scenario: {sorted({row.key for row in stages.ROWS} - used)}"
