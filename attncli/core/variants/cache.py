@@ -253,9 +253,9 @@ def _part(letter: str, what: str = "") -> Any:
     def get(result: Any) -> np.ndarray | None:
         cache = _cache_of(result.scenario)
         if cache is None or not what:
-            return None if cache is None else getattr(cache, letter)  # type: ignore[no-any-return]
+            return None if cache is None else getattr(cache, letter)
         part = getattr(cache, letter + "_int8")
-        return None if part is None else getattr(part, what)  # type: ignore[no-any-return]
+        return None if part is None else getattr(part, what)
 
     return get
 
