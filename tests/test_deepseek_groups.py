@@ -28,7 +28,7 @@ from attncli.sources.checkpoints import deepseek
 from attncli.sources.checkpoints.blocks import rms_norm
 from attncli.sources.checkpoints.families import read_config
 from attncli.sources.checkpoints.gguf import open_model
-from attncli.sources.checkpoints.layer import load_layer
+from attncli.sources.checkpoints.layer import load_layer, model_info
 from attncli.sources.checkpoints.safetensors import Checkpoint
 from attncli.sources.checkpoints.scenario import layer_scenario, load_scenario
 
@@ -159,3 +159,12 @@ def test_the_gguf_file_reads_groups_bias_and_gating_as_llama_cpp_writes_them(tmp
     assert (ds.groups, ds.top_groups, ds.scaling, ds.norm_topk, ds.per_token) == (4, 2, 2.5, True, 3)
     bias = model.checkpoint.read("layers.2.mlp.gate.e_score_correction_bias")
     np.testing.assert_array_equal(bias, Checkpoint(V3).read("model.layers.2.mlp.gate.e_score_correction_bias"))
+
+
+def test_model_info_says_how_the_v3_router_picks():
+    """`model info` says V3's router: sigmoid scores within the kept groups, the bias for the choice only, the weights' scaling."""
+    info = model_info(V3)
+    moe = next(m["text"] for m in info["mechanisms"] if m["key"] == "moe")
+    assert moe.endswith("a sigmoid router picks them within the 2 of 4 groups whose two best experts score highest, the correction "
+                        "bias (e_score_correction_bias) added for the choice only; their weights are their sigmoid scores, "
+                        "normalised to sum to 1, × 2.5")  # fmt: skip

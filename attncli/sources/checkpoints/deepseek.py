@@ -332,7 +332,7 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
     assert mla is not None
     name = "kv_a_proj_with_mqa.weight"
     dtype = w.dtype(f"layers.{index}.self_attn.{name}")
-    dense = f"dense MLP in layers 1–{ds.dense_layers}" if ds.dense_layers else "no dense layers"
+    dense = "no dense layers" if not ds.dense_layers else "dense MLP in layer 1" if ds.dense_layers == 1 else f"dense MLP in layers 1–{ds.dense_layers}"
     queries = "q = q_proj(x)" if ds.q_lora_rank is None else f"q = q_b_proj(RMSNorm(q_a_proj(x))), query latent d_cq = {ds.q_lora_rank}"
     notes = (
         f"X = input_layernorm (RMSNorm) of the residual entering layer {layer}: token embeddings{through(layer)}",
@@ -481,7 +481,19 @@ def _v2_router(raw: Mapping[str, Any]) -> str:
     return "a softmax router picks the best-scoring experts (greedy)"
 
 
+def _v3_router(raw: Mapping[str, Any]) -> str:
+    """V3's router: sigmoid scores, the correction bias in the choice only, groups, normalised weights × the scaling
+    (DeepseekV3Config's defaults where a key is left out: 8 groups, 4 kept, normalised, × 2.5)."""
+    groups, kept = whole(raw, "n_group") or 8, whole(raw, "topk_group") or 4
+    scaling = raw.get("routed_scaling_factor", 2.5)
+    scaled = f" × {scaling:g}" if isinstance(scaling, int | float) and not isinstance(scaling, bool) else ""
+    where = f"within the {kept} of {groups} groups whose two best experts score highest" if groups > 1 else "among all experts"
+    weights = "normalised to sum to 1" if raw.get("norm_topk_prob", True) is not False else "not normalised"
+    return (f"a sigmoid router picks them {where}, the correction bias (e_score_correction_bias) added for the choice "
+            f"only; their weights are their sigmoid scores, {weights},{scaled}")  # fmt: skip
+
+
 DESCRIPTION = {
     "deepseek_v2": Description(interleaved_rope=lambda raw: True, router=_v2_router),  # MLA's rope part turns interleaved pairs
-    "deepseek_v3": Description(interleaved_rope=lambda raw: raw.get("rope_interleave", True) is not False),
+    "deepseek_v3": Description(interleaved_rope=lambda raw: raw.get("rope_interleave", True) is not False, router=_v3_router),
 }
