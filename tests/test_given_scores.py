@@ -74,7 +74,7 @@ def test_explain_starts_at_the_given_row():
     """explain says where the scores come from, writes the query's row of S in place of the query and the dot products."""
     expl = explain_scenario(load(EXAMPLE), position=4, head=2)
     said = " ".join(intro(expl))
-    assert "row 4 of head 2 of 2's matrix of the given S" in said and "no dot products" in said
+    assert "row 4 of the given S of head 2 (of 2); its values are columns 3–4 of V" in said and "no dot products" in said
     told = steps(expl, 4)
     titles = [step.title for step in told]
     assert titles[0] == "The given scores" and "One dot product per key" not in titles and "The query" not in titles

@@ -52,9 +52,9 @@ class GivenScores:
     def introduce(self, expl: Any) -> list[str]:
         """explain's sentence before the steps: where this head's scores and values come from."""
         s, h = expl.scenario, expl.head
-        which = f"head {h.head} of {s.heads}'s matrix of " if s.heads > 1 else ""
-        values = f", its values columns {(h.kv_head - 1) * s.d_v + 1}–{h.kv_head * s.d_v} of V" if s.G > 1 else ""
-        return [f"The scores are given directly: the query's row is row {expl.position} of {which}the given S{values}. "
+        which = f" of head {h.head} (of {s.heads})" if s.heads > 1 else ""
+        values = f"; its values are columns {(h.kv_head - 1) * s.d_v + 1}–{h.kv_head * s.d_v} of V" if s.G > 1 else ""
+        return [f"The scores are given directly: the query's row is row {expl.position} of the given S{which}{values}. "
                 "There is no Q and no K, so there are no dot products to work out."]  # fmt: skip
 
     def narrate(self, expl: Any, say: Say) -> Narrated:
