@@ -657,6 +657,39 @@ FAMILIES_2026: dict[str, dict[str, Any]] = {
             bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
         ),  # fmt: skip
         "tokenizer": "llama",
+    # Group-limited routing that matters, past the MoE layers: 4 layers (1 dense, then 3 MoE), 8 routed experts in 4
+    # groups, top 3 within 2 groups; a correction bias drawn from U(−1, 0.3), so that some kept experts' corrected
+    # scores are below 0 (a group outside topk_group must stay out even then), norm_topk_prob, × 2.5. `check_routing`
+    # asserts that the groups, the bias and both together change experts transformers picks, in every MoE layer.
+    "deepseek_v3_groups": {
+        "build": family(
+            "DeepseekV3Config", "DeepseekV3ForCausalLM", hidden_size=16, intermediate_size=32, moe_intermediate_size=8,
+            num_hidden_layers=4, num_attention_heads=2, num_key_value_heads=2, q_lora_rank=8, kv_lora_rank=6,
+            qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=4, n_routed_experts=8, num_experts_per_tok=3,
+            n_shared_experts=1, n_group=4, topk_group=2, first_k_dense_replace=1, routed_scaling_factor=2.5,
+            norm_topk_prob=True, max_position_embeddings=64, bos_token_id=0, eos_token_id=1, pad_token_id=1,
+            tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+        "moe": True,
+        "correction_bias": (-1.0, 0.3),
+        "router": "sigmoid",
+    },
+    # DeepSeek V2's group-limited greedy router past the MoE layers: 4 layers (1 dense, then 3 MoE), 8 experts in 4
+    # groups scored by their best expert, top 3 within 2 groups, × 2; `check_routing` asserts the groups change the
+    # choice in every MoE layer. With it, greedy.npz: the same folder run with topk_method greedy (no groups).
+    "deepseek_v2_groups": {
+        "build": family(
+            "DeepseekV2Config", "DeepseekV2ForCausalLM", hidden_size=16, intermediate_size=32, moe_intermediate_size=8,
+            num_hidden_layers=4, num_attention_heads=2, num_key_value_heads=2, q_lora_rank=None, kv_lora_rank=6,
+            qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=4, n_routed_experts=8, num_experts_per_tok=3,
+            n_shared_experts=1, n_group=4, topk_group=2, topk_method="group_limited_greedy", routed_scaling_factor=2.0,
+            first_k_dense_replace=1, max_position_embeddings=64, bos_token_id=0, eos_token_id=1, pad_token_id=1,
+            tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+        "moe": True,
+        "router": "softmax",
     },
 }
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
@@ -801,6 +834,9 @@ def make_family_fixture(name: str, spec: dict[str, Any], seed: int) -> None:
     redraw(model, seed, norm_centre=spec.get("norm_centre", 1.0), norms=spec.get("norms", ()))
     if "prepare" in spec:  # buffers redraw() does not touch (a router's correction bias)
         spec["prepare"](model, seed)
+    redraw(model, seed, norm_centre=spec.get("norm_centre", 1.0))
+    if "correction_bias" in spec:
+        draw_correction_bias(model, seed, *spec["correction_bias"])
     model.to(torch.float32).save_pretrained(folder)
     (folder / "generation_config.json").unlink(missing_ok=True)
     tokenizer.save(str(folder / "tokenizer.json"))
@@ -816,9 +852,109 @@ def make_family_fixture(name: str, spec: dict[str, Any], seed: int) -> None:
     else:
         arrays = golden_with_inputs(folder, ids, moe=spec.get("moe", False))
         shape = arrays["attentions"].shape
+    if "router" in spec:
+        extra["experts"] = check_routing(folder, ids, spec["router"])
     np.savez_compressed(folder / "golden.npz", text=np.array(SENTENCE), ids=np.array(ids, dtype=np.int64), **extra, **arrays)
     size = sum(p.stat().st_size for p in folder.iterdir())
     print(f"{name:12} {len(ids):3} tokens  {shape}  {size / 1024:.1f} KB")
+    if spec.get("router") == "softmax":
+        make_deepseek_v2_greedy(folder, ids)
+
+
+def draw_correction_bias(model: Any, seed: int, low: float, high: float) -> None:
+    """Every e_score_correction_bias (a buffer, which `redraw` leaves at 0) drawn from U(low, high)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, buffer in model.named_buffers():
+            if name.endswith("e_score_correction_bias"):
+                buffer.copy_(torch.rand(buffer.shape, generator=generator, dtype=torch.float64) * (high - low) + low)
+
+
+def router_choices(folder: Path, ids: list[int]) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray | None], Any]:
+    """Each MoE layer's router: (L, E) float32 logits, (L, k) the experts transformers picks (sorted), the correction
+    bias (None in V2), and the config; recorded by forward hooks on every `mlp.gate` of the float64 model."""
+    import torch
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(folder, attn_implementation="eager", dtype=torch.float64, experts_implementation="eager")
+    model = model.double().eval()
+    logits, chosen, biases = [], [], []
+    handles = []
+    for layer in model.layers:
+        gate = getattr(layer.mlp, "gate", None)
+        if gate is None:
+            continue
+
+        def hook(module: Any, args: tuple[Any, ...], out: tuple[Any, ...]) -> None:
+            router_logits, _, indices = out
+            logits.append(router_logits.detach().float().numpy().copy())
+            chosen.append(np.sort(indices.detach().numpy(), axis=-1))
+            bias = getattr(module, "e_score_correction_bias", None)
+            biases.append(None if bias is None else bias.detach().float().numpy().copy())
+
+        handles.append(gate.register_forward_hook(hook))
+    with torch.no_grad():
+        model(input_ids=torch.tensor([ids]))
+    for handle in handles:
+        handle.remove()
+    return logits, chosen, biases, model.config
+
+
+def _top(scores: np.ndarray, k: int) -> np.ndarray:
+    return np.sort(np.argsort(-scores, axis=-1, kind="stable")[:, :k], axis=-1)
+
+
+def _within_groups(choice: np.ndarray, groups: int, kept: int, k: int, group_score: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Top-k of `choice` (L, E) among the `kept` groups that score highest (the others out)."""
+    per_group = choice.reshape(len(choice), groups, -1)
+    best = np.argsort(-group_score(per_group), axis=1, kind="stable")[:, :kept]
+    keep = np.zeros((len(choice), groups), dtype=bool)
+    np.put_along_axis(keep, best, True, axis=1)
+    return _top(np.where(np.repeat(keep, choice.shape[1] // groups, axis=1), choice, -np.inf), k)
+
+
+def check_routing(folder: Path, ids: list[int], router: str) -> np.ndarray:
+    """(MoE layers, L, k) the experts transformers picks, sorted; asserts in every MoE layer that the naive top-k (no
+    groups, no bias) picks other experts for some token, and for V3 that the groups alone and the bias alone do too."""
+    logits, chosen, biases, config = router_choices(folder, ids)
+    k, groups, kept = config.num_experts_per_tok, config.n_group, config.topk_group
+    for layer, (z, picked, bias) in enumerate(zip(logits, chosen, biases), start=config.first_k_dense_replace + 1):
+        if router == "sigmoid":
+            assert bias is not None
+            scores = 1 / (1 + np.exp(-z.astype(np.float64)))
+            top2 = lambda g: np.sort(g, axis=2)[:, :, -2:].sum(axis=2)  # noqa: E731
+            naive = {"naive top-k": _top(scores, k), "top-k with the bias, no groups": _top(scores + bias, k),
+                     "top-k within groups, no bias": _within_groups(scores, groups, kept, k, top2)}  # fmt: skip
+            assert (_within_groups(scores + bias, groups, kept, k, top2) == picked).all(), f"layer {layer}: not transformers' rule"
+        else:
+            e = np.exp(z - z.max(axis=1, keepdims=True))
+            scores = e / e.sum(axis=1, keepdims=True)
+            naive = {"naive top-k": _top(scores, k)}
+            assert (_within_groups(scores, groups, kept, k, lambda g: g.max(axis=2)) == picked).all(), f"layer {layer}"
+        for what, other in naive.items():
+            differ = int((other != picked).any(axis=1).sum())
+            assert differ, f"{folder.name} layer {layer}: {what} picks transformers' experts for every token"
+            print(f"{folder.name} layer {layer}: {what} differs from transformers for {differ} of {len(ids)} tokens")
+    return np.stack(chosen)
+
+
+def make_deepseek_v2_greedy(folder: Path, ids: list[int]) -> None:
+    """<folder>/greedy.npz: the V2 fixture run with topk_method greedy (top-k over all experts, no groups): every
+    layer's attention weights, inputs and hidden states, and the experts transformers picks."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        greedy = Path(tmp) / folder.name
+        shutil.copytree(folder, greedy)
+        config = json.loads((greedy / "config.json").read_text())
+        (greedy / "config.json").write_text(json.dumps({**config, "topk_method": "greedy"}, indent=2))
+        arrays = golden_with_inputs(greedy, ids, moe=True)
+        _, chosen, _, _ = router_choices(greedy, ids)
+    keep = {k: arrays[k] for k in ("attentions", "attention_inputs", "hidden_states")}
+    np.savez_compressed(folder / "greedy.npz", experts=np.stack(chosen), **keep)
+    print(f"{folder.name}/greedy.npz: attentions {keep['attentions'].shape}")
 
 
 # DeepSeek-V2-Lite's router and RoPE (its config.json): greedy top-k over all experts, YaRN with mscale = mscale_all_dim

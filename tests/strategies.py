@@ -191,3 +191,74 @@ def logits(draw, rows: int | None = None, spread: float = 30.0):
     visible[np.arange(L_q), always] = True  # every query sees at least one key
     V = draw(arrays(np.float64, (L_k, d_v), elements=st.floats(-10, 10)))
     return np.where(visible, scores, -np.inf), V
+
+
+# -- a quantised KV cache -----------------------------------------------------------------------
+
+
+@st.composite
+def int8_cache_documents(draw):
+    """A causal scenario of Q, K and V given directly after an int8 KV cache: c cached tokens whose K and V are int8 codes
+    (−128 … 127) with positive scales, one for the whole cache, one per row or one per group of columns (a group
+    divides G·d), each as one matrix or one per key/value head."""
+    H = draw(st.sampled_from([1, 2, 4]))
+    G = draw(st.sampled_from([g for g in (1, 2, 4) if H % g == 0]))
+    d_k, d_v = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    c, L = draw(st.integers(1, 4)), draw(st.integers(1, 3))
+    codes = lambda width: draw(st.lists(st.lists(st.integers(-128, 127), min_size=width, max_size=width), min_size=c, max_size=c))  # noqa: E731
+    positive = st.floats(1e-4, 0.5, allow_nan=False, allow_infinity=False)
+
+    def part(width: int) -> dict:
+        stored = codes(G * width)
+        per = draw(st.sampled_from(["cache", "row", "group"]))
+        if per == "cache":
+            scale: object = draw(positive)
+        elif per == "row":
+            scale = draw(st.lists(positive, min_size=c, max_size=c))
+        else:
+            n = draw(st.sampled_from([n for n in range(1, G * width + 1) if (G * width) % n == 0]))
+            scale = draw(st.lists(st.lists(positive, min_size=n, max_size=n), min_size=c, max_size=c))
+        if G > 1 and draw(st.booleans()):  # one matrix per key/value head
+            stored = [[row[g * width : (g + 1) * width] for row in stored] for g in range(G)]
+        return {"int8": stored, "scale": scale}
+
+    return {
+        "tokens": [f"w{i}" for i in range(L)],
+        "heads": H,
+        "kv_heads": G,
+        "Q": draw(matrix(L, H * d_k)),
+        "K": draw(matrix(L, G * d_k)),
+        "V": draw(matrix(L, G * d_v)),
+        "cache": {"tokens": [f"c{i}" for i in range(c)], "K": part(d_k), "V": part(d_v)},
+        "mask": "causal",
+        "scale": draw(st.sampled_from(["sqrt_dk", "none", 2.0])),
+    }
+
+
+# -- a score matrix given directly --------------------------------------------------------------
+
+
+@st.composite
+def given_score_documents(draw):
+    """A scenario whose scores are given (one L × L matrix per head) with V: any scale (√d_k with d_k given beside them),
+    mask none or causal, and sometimes soft-capping or a learned sink per head."""
+    H = draw(st.sampled_from([1, 2, 3]))
+    G = draw(st.sampled_from([g for g in (1, 2, 3) if H % g == 0]))
+    L, d_v = draw(st.integers(1, 5)), draw(st.integers(1, 3))
+    scores = [draw(matrix(L, L, bound=6)) for _ in range(H)]
+    scale = draw(st.sampled_from(["sqrt_dk", "none", 0.5, 3.0]))
+    d_k = draw(st.integers(1, 64))
+    doc = {
+        "tokens": [f"w{i}" for i in range(L)],
+        "heads": H,
+        "kv_heads": G,
+        "scores": {"S": scores, "d_k": d_k} if scale == "sqrt_dk" or draw(st.booleans()) else (scores if H > 1 or draw(st.booleans()) else scores[0]),
+        "V": draw(matrix(L, G * d_v)),
+        "mask": draw(st.sampled_from(["none", "causal"])),
+        "scale": scale,
+    }
+    if draw(st.booleans()):
+        doc["softcap"] = draw(st.sampled_from([1.0, 5.0, 30.0]))
+    if draw(st.booleans()):
+        doc["sink_logits"] = draw(st.lists(st.floats(-3, 3), min_size=H, max_size=H))
+    return doc

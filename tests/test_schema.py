@@ -104,7 +104,9 @@ def test_the_reader_knows_exactly_the_schemas_keys():
 WITH_BOGUS = {  # each variant's mapping with a key its schema does not list (and what else the mapping needs first)
     "mask": "{bogus: 1}", "rope": "{bogus: 1}", "qk_norm": "{bogus: 1}", "qk_layernorm": "{bogus: 1}", "relative_buckets": "{table: [[1, 2, 3, 4]], bogus: 1}", "alibi": "{bogus: 1}", "linear_attention": "{bogus: 1}",
     "retention": "{gamma: 0.5, bogus: 1}", "cache": "{tokens: [x], K: [[1, 0]], V: [[1, 0]], bogus: 1}", "mla": "{bogus: 1}",
+    "scores": "{S: [[1, 0], [0, 1]], bogus: 1}",
 }  # fmt: skip
+BESIDE = {"scores": "V: [[1], [0]]"}  # line 2 of the file: what the variant needs instead of the embeddings
 
 
 def test_every_variant_refuses_a_key_its_own_schema_does_not_list():
@@ -118,7 +120,7 @@ def test_every_variant_refuses_a_key_its_own_schema_does_not_list():
     assert sorted(kind.key for kind in with_mapping) == sorted(WITH_BOGUS)
     for kind in with_mapping:
         with pytest.raises(AttnError) as caught:
-            from_text(f"tokens: [a, b]\nembeddings: [[1, 0], [0, 1]]\n{kind.key}: {WITH_BOGUS[kind.key]}\n")
+            from_text(f"tokens: [a, b]\n{BESIDE.get(kind.key, 'embeddings: [[1, 0], [0, 1]]')}\n{kind.key}: {WITH_BOGUS[kind.key]}\n")
         assert (caught.value.key, caught.value.line) == (f"{kind.key}.bogus", 3), kind.key
         assert caught.value.expected == "one of: " + ", ".join(mapping_keys(kind.schema))
 

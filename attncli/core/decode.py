@@ -37,7 +37,7 @@ import numpy.typing as npt
 from attncli.core import engine
 from attncli.core.engine import RunResult
 from attncli.core.scenario import Scenario
-from attncli.core.variants import Retention
+from attncli.core.variants import GivenScores, Retention
 from attncli.errors import AttnError, option
 
 Array = npt.NDArray[np.float64]
@@ -144,6 +144,12 @@ def decode(source: RunResult | Scenario, head: int, *, before: RunResult | None 
             "decode needs self-attention: in cross-attention the keys come from the context, not from generated tokens",
             key=("attention" if scenario.path is not None else option("attention")) if checkpoint else "context",  # a file's key, or the flag
             expected="attention: decoder, the decoder's self-attention" if checkpoint else "a scenario without a context",
+        )
+    if scenario.variant(GivenScores) is not None:
+        raise AttnError(
+            "decode shows each new token's q meeting the cached k, but the scores are given directly: there is no q and no k to cache",
+            key="scores",
+            expected="run or explain for given scores, or Q, K and V (or embeddings and weights) to decode",
         )
     h = result.head(head)
     visible = h.visible  # (L, c + L): query row r is at position c + r + 1

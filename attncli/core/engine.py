@@ -241,7 +241,9 @@ def head_inputs(
     W_Q, W_K, W_V = block(s.W_Q, h, d_k), block(s.W_K, g, d_k), block(s.W_V, g, d_v)
     b_Q, b_K, b_V = block(s.b_Q, h, d_k), block(s.b_K, g, d_k), block(s.b_V, g, d_v)
     queries, keys = s.tokens, s.key_tokens  # what labels the rows, for an overflow's message
-    if X is None:  # Q, K and V given directly
+    if X is None and s.Q is None:  # the scores given (a "scores" variant): no q or k, only V
+        Q, K, V = np.zeros((s.L, 0)), np.zeros((s.L_k, 0)), kv_cache.setdefault(g, (np.zeros((s.L_k, 0)), r(block(s.V, g, d_v))))[1]  # type: ignore[arg-type]
+    elif X is None:  # Q, K and V given directly
         Q = r(block(s.Q, h, d_k))  # type: ignore[arg-type]  # (L_q, d_k)
         K, V = kv_cache.setdefault(g, (r(block(s.K, g, d_k)), r(block(s.V, g, d_v))))  # type: ignore[arg-type]
     else:
@@ -287,14 +289,15 @@ def head_inputs(
 
 def attention_head(
     q: np.ndarray, k: np.ndarray, V: np.ndarray, reshapes: Sequence[Any], bias: np.ndarray | None, visible: np.ndarray, divisor: float,
-    a: Arithmetic, sink: float | None = None,
+    a: Arithmetic, sink: float | None = None, given: np.ndarray | None = None,
 ) -> np.ndarray:  # fmt: skip
     """(L_q, d_v) softmax(mask(reshape(q·kᵀ / divisor) + bias))·V for one head; `a` rounds, checks and keeps each stage.
 
     With `sink` (the registry's "denominator" variant, a learned sink logit), e^(sink - shift) joins each row's sum and
     takes its share of the weight without a value; the shift rule then counts the sink as one more logit of every row.
+    With `given` (the registry's "scores" variant: a new (L_q, L_k) array), the scores are those instead of q·kᵀ.
     """
-    scores = a.stage("scores", q @ k.T)  # (L_q, d_k) @ (d_k, L_k) -> (L_q, L_k)
+    scores = a.stage("scores", q @ k.T if given is None else given)  # (L_q, d_k) @ (d_k, L_k) -> (L_q, L_k), or as given
     logits = a.stage("scaled", np.divide(scores, divisor, out=a.reuse(scores)))  # (L_q, L_k)
     for variant in reshapes:  # (L_q, L_k) the registry's "scaled" variants, elementwise: soft-capping cap·tanh(s / cap)
         logits = a.stage(variant.key, variant.apply(logits, out=a.reuse(logits)))
@@ -336,7 +339,8 @@ def _head(
     reshapes = variants.active(s, "scaled")
     sink = next((variant.logit(h) for variant in variants.active(s, "denominator")), None)  # a learned sink's logit
     bias = score_bias(s, h, L_q, L_k)
-    attention_head(q, k, n.V, reshapes, bias, visible, s.scale.divisor, a, sink)  # type: ignore[arg-type]
+    given = next((variant.matrix(h) for variant in variants.active(s, "scores")), None)  # (L_q, L_k) the scores given directly
+    attention_head(q, k, n.V, reshapes, bias, visible, s.scale.divisor, a, sink, given)  # type: ignore[arg-type]
     t = a.kept
     mla = None
     if (latent_attention := s.variant(Mla)) is not None and latent is not None and a.rows != []:  # the absorbed form (not for a layer that keeps no rows: a checkpoint's earlier ones)

@@ -19,7 +19,7 @@ import numpy as np
 
 from attncli.core import variants as registry
 from attncli.core.records import record
-from attncli.core.variants import KvCache, Mask, Mla, Variant, active
+from attncli.core.variants import GivenScores, KvCache, Mask, Mla, Variant, active
 from attncli.errors import AttnError, option
 
 
@@ -177,6 +177,8 @@ class Scenario:
         mla = self.variant(Mla)
         if mla is not None:
             return mla.d_k
+        if (given := self.variant(GivenScores)) is not None:  # the scores given: d_k only as given beside them (0: none)
+            return given.d_k or 0
         queries = self.Q if self.Q is not None else self.W_Q
         assert queries is not None
         return int(queries.shape[1]) // self.heads

@@ -94,7 +94,7 @@ def _made(letter: str, n: Notation, s: Scenario) -> str:
     """How each head's Q, K or V is made: X·W_Q (+ b_Q), given, or by a variant of the "heads" stage."""
     for variant in variants.active(s, "heads"):  # a variant that makes each head's q, k and v writes them (MLA: from the latents)
         return str(variant.projection(n, s, letter))
-    if s.direct:
+    if s.X is None:  # Q, K and V given directly, or V beside given scores
         return f"{n(letter)} " + n.text("(given)")
     source = "X" if letter == "Q" else _keys_from(s)
     bias = f" + {n('b_' + letter)}" if getattr(s, "b_" + letter) is not None else ""
@@ -116,6 +116,8 @@ def kv_notation(n: Notation, s: Scenario, h: HeadResult | None) -> Notation:
 
 
 def _scores(n: Notation, s: Scenario, h: HeadResult | None) -> str:
+    for variant in variants.active(s, "scores"):  # the scores given directly: the variant writes them
+        return str(variant.formula(n))
     rope = bool(variants.active(s, "qk"))  # Q′, K′: turned by RoPE
     k = kv_notation(n, s, h)
     if variants.active(s, "norm") and not rope:
@@ -315,8 +317,10 @@ def parse(listed: str | None) -> tuple[str, ...] | None:
 
 
 def default(scenario: Scenario) -> tuple[str, ...]:
-    """The stages plain `run` shows: all, less those that would repeat the table before them unchanged."""
-    return tuple(stage.name for stage in STAGES if stage.shown_by_default(scenario))
+    """The stages plain `run` shows: all, less those that would repeat the table before them unchanged, and those whose every
+    row a variant of the scenario replaces (given scores: no q or k)."""
+    return tuple(stage.name for stage in STAGES if stage.shown_by_default(scenario)
+                 and not all(replaced(row, scenario) for row in ROWS if row.stage == stage.name))  # fmt: skip
 
 
 def main_row(stage: str, scenario: Scenario | None = None) -> Row:

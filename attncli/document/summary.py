@@ -14,8 +14,9 @@ def describe(s: Scenario, *, long_notes: bool = False) -> list[str]:
     size = f"L = {s.L} tokens"
     if s.cross:
         size = f"L_q = {s.L} queries × L_k = {s.L_k} keys (cross-attention)"
-    width = "Q, K, V given" if s.direct else f"d_model = {s.d_model}"
-    lines = [f"{size} · {width} · {heads} · d_k = {s.d_k} · d_v = {s.d_v} · d_out = {s.d_out}"]
+    width = "Q, K, V given" if s.direct else "V given" if s.X is None else f"d_model = {s.d_model}"  # V alone: the scores given
+    d_k = f" · d_k = {s.d_k}" if s.d_k else ""  # none given beside given scores
+    lines = [f"{size} · {width} · {heads}{d_k} · d_v = {s.d_v} · d_out = {s.d_out}"]
     scale = {"sqrt_dk": f"÷ √d_k = {s.scale.divisor:.4g}", "none": "none", "value": f"÷ {s.scale.divisor:g}"}[s.scale.mode]
     settings = [f"scale: {scale}", f"mask: {s.mask.describe()}"]
     settings += [variant.describe() for variant in variants.active(s) if variant.stage != "visibility"]  # the mask is said above

@@ -110,6 +110,12 @@ class _Validator:
             sizes = Sizes(heads, kv_heads, 0, 0, L_q, L_k, 0, d_model=X.shape[1])  # d_k, d_rope and d_v are what it makes
             found.append(made := self._read(maker, sizes))
             sizes = made.sized(sizes)
+        elif (scorer := self._given("scores")) is not None:  # the scores given instead of Q and K: only V is read beside them
+            weights = self._direct(given, heads, kv_heads, L_q, L_k, context_tokens is not None, needs=("V",))
+            values = _first(weights, "V")
+            sizes = Sizes(heads, kv_heads, 0, 0, L_q, L_k, 0, d_v=values.shape[1] // kv_heads)
+            found.append(made := self._read(scorer, sizes))
+            sizes = made.sized(sizes)
         else:
             if given:
                 weights = self._direct(given, heads, kv_heads, L_q, L_k, context_tokens is not None)
@@ -458,7 +464,10 @@ class _Validator:
             "b_V": self._vector("b_V", W_V.shape[1], "the columns of W_V"),
         }
 
-    def _direct(self, given: Sequence[str], heads: int, kv_heads: int, L_q: int, L_k: int, cross: bool) -> dict[str, np.ndarray | None]:
+    def _direct(
+        self, given: Sequence[str], heads: int, kv_heads: int, L_q: int, L_k: int, cross: bool, needs: tuple[str, ...] = ("Q", "K", "V")
+    ) -> dict[str, np.ndarray | None]:
+        """Q, K and V given directly; with `needs` ("V",), only V (the scores given instead of Q and K)."""
         mixed = [key for key in ("embeddings", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V") if key in self.tree.items]
         if mixed:
             raise self._error(
@@ -466,13 +475,17 @@ class _Validator:
                 mixed[0],
                 "either Q, K and V, or embeddings with W_Q, W_K and W_V, not both",
             )
-        missing = [key for key in ("Q", "K", "V") if key not in given]
+        missing = [key for key in needs if key not in given]
+        if missing and not given:
+            raise self._error("the scores are given but not V", "scores", "V: the values the weights average, one row per key")
         if missing:
             raise self._error(
                 f"{' and '.join(given)} given but not {' and '.join(missing)}",
                 given[0],
                 "all three of Q, K and V",
             )
+        if needs == ("V",):
+            return {"V": self._projection("V", L_k, kv_heads, rows_are="context tokens" if cross else "tokens")}
         Q = self._projection("Q", L_q, heads, rows_are="tokens")
         K = self._projection("K", L_k, kv_heads, rows_are="context tokens" if cross else "tokens")
         V = self._projection("V", L_k, kv_heads, rows_are="context tokens" if cross else "tokens")

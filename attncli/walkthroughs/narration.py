@@ -57,15 +57,15 @@ def intro(expl: Explanation) -> list[str]:
                      f"pick {'it' if len(others) == 1 else 'one'} with {option('position')} {which}.")  # fmt: skip
     if s.cross:
         lines.append(f"Cross-attention: the query comes from this sentence, the {s.L_k} keys and values from the context.")
-    if makers := variants.active(s, "heads"):  # a variant that makes each head's q, k, v (MLA) says which of its weights the head uses
-        lines += makers[0].introduce(expl)
+    if makers := variants.active(s, "heads") or variants.active(s, "scores"):  # a variant that makes each head's q, k, v (MLA), or
+        lines += makers[0].introduce(expl)  # gives its scores, says which of its numbers the head uses
     elif s.heads > 1:
         h, d_k, d_v = expl.head.head, s.d_k, s.d_v
         q, k, v = ("Q", "K", "V") if s.direct else ("W_Q", "W_K", "W_V")  # given directly, there are no weights
         given = "the given " if s.direct else ""
         lines.append(f"Head {h} of {s.heads}: it uses columns {(h - 1) * d_k + 1}–{h * d_k} of {given}{q}" + (
             f" and {k} and {(h - 1) * d_v + 1}–{h * d_v} of {v} (d_k = {d_k}, d_v = {d_v})." if s.heads == s.G else f" (d_k = {d_k})."))
-    if s.heads != s.G:
+    if s.heads != s.G and not variants.active(s, "scores"):  # given scores: no keys, and their `introduce` says the values' columns
         g = expl.head.kv_head
         share = s.heads // s.G
         lines.append(
@@ -90,14 +90,16 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
     s = expl.scenario
     check = Arithmetic(w, p)
     say = Say(expl, w, p, check, full)
-    out = _variant_steps(expl, "heads", say) or [_query(expl, p, w, check, full)]  # MLA: its query, latent, keys and values
+    given_scores = _variant_steps(expl, "scores", say)  # the scores given directly: their row replaces the query and the dot products
+    out = _variant_steps(expl, "heads", say) or ([] if given_scores else [_query(expl, p, w, check, full)])  # MLA: its query, latent, keys and values
     if expl.e is not None and any(key.e is not None for key in expl.keys) and expl.head.W_K is not None:
         out.append(_keys_values(expl, p, w, check, full))
+    out += _variant_steps(expl, "cache", say)  # an int8 KV cache: its codes times their scales, before any score uses them
     out += _variant_steps(expl, "norm", say)
     out += _variant_steps(expl, "qk", say)
     without_softmax = _variant_steps(expl, "kernel", say)  # linear attention, retention: their step replaces the softmax's
     if not without_softmax:
-        out.append(_dot_products(expl, p, w, check, full))
+        out += given_scores or [_dot_products(expl, p, w, check, full)]
         if s.scale.mode != "none":
             out.append(_scaling(expl, p, w, check, full))
         out += _variant_steps(expl, "scaled", say)

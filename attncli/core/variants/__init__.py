@@ -13,6 +13,7 @@ engine meets them:
     "denominator" the softmax's sum: logit(h), whose e^ joins every row's sum    (learned sinks)
     "heads"       makes each head's q, k, v instead of W_Q, W_K, W_V              (multi-head latent attention)
     "cache"       keys and values given before the sentence's own, after RoPE     (a KV cache: prefix caching)
+    "scores"      given instead of q·kᵀ: matrix(h) -> (L_q, L_k)                  (a score matrix given directly)
     "kernel"      replaces the softmax: head(h, q, k, V, visible, divisor, r)      (linear attention, retention)
 """
 
@@ -33,12 +34,13 @@ from attncli.core.variants.positions import Rope
 from attncli.core.variants.qklayernorm import QkLayerNorm
 from attncli.core.variants.qknorm import QkNorm
 from attncli.core.variants.relative import RelativeBuckets
+from attncli.core.variants.scores import GivenScores
 from attncli.core.variants.shown import Narrated, Say, StageRow
 from attncli.core.variants.sinks import LearnedSink
 from attncli.core.variants.softcap import SoftCap
 
 __all__ = [
-    "REGISTRY", "Alibi", "KvCache", "LearnedSink", "LinearAttention", "Mask", "Mla", "Narrated", "QkLayerNorm", "QkNorm", "RelativeBuckets", "Retention", "Rope", "Say", "ScoreBias", "SoftCap", "StageRow", "Variant", "active",
+    "REGISTRY", "Alibi", "GivenScores", "KvCache", "LearnedSink", "LinearAttention", "Mask", "Mla", "Narrated", "QkLayerNorm", "QkNorm", "RelativeBuckets", "Retention", "Rope", "Say", "ScoreBias", "SoftCap", "StageRow", "Variant", "active",
     "alibi_slopes", "in_json_order", "shown_rows", "visibility",
 ]  # fmt: skip
 
@@ -74,7 +76,7 @@ class Variant(Protocol):
     #   def stacked(self, n, letter, made) -> str                ("cache") each head's K or V with the cache first
 
 
-REGISTRY: tuple[type[Variant], ...] = (QkNorm, QkLayerNorm, Rope, SoftCap, ScoreBias, Alibi, RelativeBuckets, Mask, LearnedSink, Mla, KvCache, LinearAttention, Retention)  # in the order the engine meets them
+REGISTRY: tuple[type[Variant], ...] = (QkNorm, QkLayerNorm, Rope, SoftCap, ScoreBias, Alibi, RelativeBuckets, Mask, LearnedSink, Mla, KvCache, GivenScores, LinearAttention, Retention)  # in the order the engine meets them
 
 
 def shown_rows() -> list[StageRow]:

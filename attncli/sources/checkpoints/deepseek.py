@@ -17,7 +17,7 @@ V3 read against transformers' DeepseekV3Attention, DeepseekV3TopkRouter and Deep
   kv_b_proj's per-head blocks are split into W_UK and W_UV, q_b_proj's into W_UQ and W_QR.
 - MLP: dense SwiGLU in layers < first_k_dense_replace; after that the MoE: router logits in float32 (as transformers
   casts them) → sigmoid; + e_score_correction_bias for the choice only; groups scored by the sum of their top 2;
-  keep topk_group groups (the others' scores set to 0, as masked_fill(…, 0.0)); top-k experts; weights are the
+  keep topk_group groups (the others' experts out of the choice, masked_fill(…, -inf)); top-k experts; weights are the
   sigmoid scores (not the corrected ones), normalised when norm_topk_prob (+1e-20), × routed_scaling_factor; plus
   the shared experts' MLP on every token.
 Dimension names: L tokens, d hidden, H heads, d_c kv_lora_rank, d_cq q_lora_rank, d_n nope, d_r rope, d_v value, E experts.
@@ -147,6 +147,9 @@ def read_deepseek(folder: Any, cfg: ModelConfig, keys: dict[str, Any] | None = N
         raise AttnError(f"qk_rope_head_dim {ds.rope} is odd", file=where, key="qk_rope_head_dim", expected="an even size (RoPE turns pairs)")
     if grouped and (experts % groups or experts // groups < 2):
         raise AttnError(f"{experts} experts in {groups} groups", file=where, key="n_group", expected="groups of at least 2 experts each")
+    if grouped and ds.per_token > ds.top_groups * (experts // groups):
+        raise AttnError(f"{ds.per_token} experts per token from {ds.top_groups} groups of {experts // groups}", file=where,
+                        key="num_experts_per_tok", expected="at most topk_group × experts per group (transformers would pick experts of dropped groups in no defined order)")  # fmt: skip
     return ds
 
 
@@ -242,7 +245,9 @@ def route(ds: DeepseekConfig, logits: np.ndarray, bias: np.ndarray | None) -> tu
     kept_groups = np.argsort(-group_scores, axis=1, kind="stable")[:, : ds.top_groups]  # (L, topk_group)
     keep = np.zeros_like(group_scores, dtype=bool)
     np.put_along_axis(keep, kept_groups, True, axis=1)
-    masked = np.where(np.repeat(keep, ds.experts // ds.groups, axis=1), choice, np.float32(0.0))  # (L, E) masked_fill(…, 0.0)
+    # (L, E) the other groups' experts out of the choice, as masked_fill(…, -inf) (transformers 5): a fill of 0 (transformers
+    # 4's) let an expert of a dropped group beat a kept one whose corrected score is below 0, which a large negative bias makes
+    masked = np.where(np.repeat(keep, ds.experts // ds.groups, axis=1), choice, np.float32(-np.inf))
     chosen = np.argsort(-masked, axis=1, kind="stable")[:, : ds.per_token]  # (L, k)
     weights = np.take_along_axis(scores, chosen, axis=1).astype(np.float32)  # (L, k) the scores, not the corrected ones
     if ds.norm_topk:
@@ -327,7 +332,7 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
     assert mla is not None
     name = "kv_a_proj_with_mqa.weight"
     dtype = w.dtype(f"layers.{index}.self_attn.{name}")
-    dense = f"dense MLP in layers 1–{ds.dense_layers}" if ds.dense_layers else "no dense layers"
+    dense = "no dense layers" if not ds.dense_layers else "dense MLP in layer 1" if ds.dense_layers == 1 else f"dense MLP in layers 1–{ds.dense_layers}"
     queries = "q = q_proj(x)" if ds.q_lora_rank is None else f"q = q_b_proj(RMSNorm(q_a_proj(x))), query latent d_cq = {ds.q_lora_rank}"
     notes = (
         f"X = input_layernorm (RMSNorm) of the residual entering layer {layer}: token embeddings{through(layer)}",
@@ -476,7 +481,19 @@ def _v2_router(raw: Mapping[str, Any]) -> str:
     return "a softmax router picks the best-scoring experts (greedy)"
 
 
+def _v3_router(raw: Mapping[str, Any]) -> str:
+    """V3's router: sigmoid scores, the correction bias in the choice only, groups, normalised weights × the scaling
+    (DeepseekV3Config's defaults where a key is left out: 8 groups, 4 kept, normalised, × 2.5)."""
+    groups, kept = whole(raw, "n_group") or 8, whole(raw, "topk_group") or 4
+    scaling = raw.get("routed_scaling_factor", 2.5)
+    scaled = f" × {scaling:g}" if isinstance(scaling, int | float) and not isinstance(scaling, bool) else ""
+    where = f"within the {kept} of {groups} groups whose two best experts score highest" if groups > 1 else "among all experts"
+    weights = "normalised to sum to 1" if raw.get("norm_topk_prob", True) is not False else "not normalised"
+    return (f"a sigmoid router picks them {where}, the correction bias (e_score_correction_bias) added for the choice "
+            f"only; their weights are their sigmoid scores, {weights},{scaled}")  # fmt: skip
+
+
 DESCRIPTION = {
     "deepseek_v2": Description(interleaved_rope=lambda raw: True, router=_v2_router),  # MLA's rope part turns interleaved pairs
-    "deepseek_v3": Description(interleaved_rope=lambda raw: raw.get("rope_interleave", True) is not False),
+    "deepseek_v3": Description(interleaved_rope=lambda raw: raw.get("rope_interleave", True) is not False, router=_v3_router),
 }
