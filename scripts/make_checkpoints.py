@@ -503,7 +503,45 @@ FAMILIES: dict[str, dict[str, Any]] = {
         ),  # fmt: skip
         "tokenizer": "bert",
     },
+    # Group-limited routing that matters, past the MoE layers: 4 layers (1 dense, then 3 MoE), 8 routed experts in 4
+    # groups, top 3 within 2 groups; a correction bias drawn from U(−1, 0.3), so that some kept experts' corrected
+    # scores are below 0 (a group outside topk_group must stay out even then), norm_topk_prob, × 2.5. `check_routing`
+    # asserts that the groups, the bias and both together change experts transformers picks, in every MoE layer.
+    "deepseek_v3_groups": {
+        "seed": 111,  # as its branch made it, beside Falcon's, which took the seeds after deepseek_v2 too
+        "build": family(
+            "DeepseekV3Config", "DeepseekV3ForCausalLM", hidden_size=16, intermediate_size=32, moe_intermediate_size=8,
+            num_hidden_layers=4, num_attention_heads=2, num_key_value_heads=2, q_lora_rank=8, kv_lora_rank=6,
+            qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=4, n_routed_experts=8, num_experts_per_tok=3,
+            n_shared_experts=1, n_group=4, topk_group=2, first_k_dense_replace=1, routed_scaling_factor=2.5,
+            norm_topk_prob=True, max_position_embeddings=64, bos_token_id=0, eos_token_id=1, pad_token_id=1,
+            tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+        "moe": True,
+        "correction_bias": (-1.0, 0.3),
+        "router": "sigmoid",
+    },
+    # DeepSeek V2's group-limited greedy router past the MoE layers: 4 layers (1 dense, then 3 MoE), 8 experts in 4
+    # groups scored by their best expert, top 3 within 2 groups, × 2; `check_routing` asserts the groups change the
+    # choice in every MoE layer. With it, greedy.npz: the same folder run with topk_method greedy (no groups).
+    "deepseek_v2_groups": {
+        "seed": 112,  # as its branch made it, beside Falcon's, which took the seeds after deepseek_v2 too
+        "build": family(
+            "DeepseekV2Config", "DeepseekV2ForCausalLM", hidden_size=16, intermediate_size=32, moe_intermediate_size=8,
+            num_hidden_layers=4, num_attention_heads=2, num_key_value_heads=2, q_lora_rank=None, kv_lora_rank=6,
+            qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=4, n_routed_experts=8, num_experts_per_tok=3,
+            n_shared_experts=1, n_group=4, topk_group=2, topk_method="group_limited_greedy", routed_scaling_factor=2.0,
+            first_k_dense_replace=1, max_position_embeddings=64, bos_token_id=0, eos_token_id=1, pad_token_id=1,
+            tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+        "moe": True,
+        "router": "softmax",
+    },
 }
+
+
 def correction_bias(model: Any, seed: int) -> None:
     """Every router's e_score_correction_bias N(0, 0.5²): large beside sigmoid scores in (0, 1), so it changes choices."""
     import torch
@@ -657,39 +695,6 @@ FAMILIES_2026: dict[str, dict[str, Any]] = {
             bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
         ),  # fmt: skip
         "tokenizer": "llama",
-    # Group-limited routing that matters, past the MoE layers: 4 layers (1 dense, then 3 MoE), 8 routed experts in 4
-    # groups, top 3 within 2 groups; a correction bias drawn from U(−1, 0.3), so that some kept experts' corrected
-    # scores are below 0 (a group outside topk_group must stay out even then), norm_topk_prob, × 2.5. `check_routing`
-    # asserts that the groups, the bias and both together change experts transformers picks, in every MoE layer.
-    "deepseek_v3_groups": {
-        "build": family(
-            "DeepseekV3Config", "DeepseekV3ForCausalLM", hidden_size=16, intermediate_size=32, moe_intermediate_size=8,
-            num_hidden_layers=4, num_attention_heads=2, num_key_value_heads=2, q_lora_rank=8, kv_lora_rank=6,
-            qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=4, n_routed_experts=8, num_experts_per_tok=3,
-            n_shared_experts=1, n_group=4, topk_group=2, first_k_dense_replace=1, routed_scaling_factor=2.5,
-            norm_topk_prob=True, max_position_embeddings=64, bos_token_id=0, eos_token_id=1, pad_token_id=1,
-            tie_word_embeddings=False,
-        ),  # fmt: skip
-        "tokenizer": "llama",
-        "moe": True,
-        "correction_bias": (-1.0, 0.3),
-        "router": "sigmoid",
-    },
-    # DeepSeek V2's group-limited greedy router past the MoE layers: 4 layers (1 dense, then 3 MoE), 8 experts in 4
-    # groups scored by their best expert, top 3 within 2 groups, × 2; `check_routing` asserts the groups change the
-    # choice in every MoE layer. With it, greedy.npz: the same folder run with topk_method greedy (no groups).
-    "deepseek_v2_groups": {
-        "build": family(
-            "DeepseekV2Config", "DeepseekV2ForCausalLM", hidden_size=16, intermediate_size=32, moe_intermediate_size=8,
-            num_hidden_layers=4, num_attention_heads=2, num_key_value_heads=2, q_lora_rank=None, kv_lora_rank=6,
-            qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=4, n_routed_experts=8, num_experts_per_tok=3,
-            n_shared_experts=1, n_group=4, topk_group=2, topk_method="group_limited_greedy", routed_scaling_factor=2.0,
-            first_k_dense_replace=1, max_position_embeddings=64, bos_token_id=0, eos_token_id=1, pad_token_id=1,
-            tie_word_embeddings=False,
-        ),  # fmt: skip
-        "tokenizer": "llama",
-        "moe": True,
-        "router": "softmax",
     },
 }
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
@@ -834,7 +839,6 @@ def make_family_fixture(name: str, spec: dict[str, Any], seed: int) -> None:
     redraw(model, seed, norm_centre=spec.get("norm_centre", 1.0), norms=spec.get("norms", ()))
     if "prepare" in spec:  # buffers redraw() does not touch (a router's correction bias)
         spec["prepare"](model, seed)
-    redraw(model, seed, norm_centre=spec.get("norm_centre", 1.0))
     if "correction_bias" in spec:
         draw_correction_bias(model, seed, *spec["correction_bias"])
     model.to(torch.float32).save_pretrained(folder)
@@ -1115,7 +1119,7 @@ def main() -> None:
             make_fixture(name, spec, seed)
     for seed, (name, spec) in enumerate(FAMILIES.items(), start=101):
         if args.only in (None, name):
-            make_family_fixture(name, spec, seed)
+            make_family_fixture(name, spec, spec.get("seed", seed))
     for seed, (name, spec) in enumerate(FAMILIES_2026.items(), start=301):
         if args.only in (None, name):
             make_family_fixture(name, spec, seed)
