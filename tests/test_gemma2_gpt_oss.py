@@ -185,8 +185,9 @@ def test_the_header_says_the_layer_kind_the_cap_the_sinks_and_the_experts():
 def test_run_and_explain_show_the_cap_and_the_sink(cli):
     """`run --model` prints the soft-capped stage and the header; `explain` narrates the sink's share."""
     text = str(golden("gemma2")["text"])
-    result = cli("run", "--model", str(HERE / "gemma2"), "--layer", "1", "--sentence", text, "--head", "1")
+    result = cli("run", "--model", str(HERE / "gemma2"), "--layer", "1", "--sentence", text, "--head", "1", "--long-notes")
     assert result.exit_code == 0, result.stderr
+    assert "(sliding)" in result.stdout.splitlines()[0]  # the title says the layer's kind; the notes say how it was read
     assert "sliding (local) layer" in result.stdout and "tanh" in result.stdout
     result = cli("explain", "--model", str(HERE / "gpt_oss"), "--layer", "2", "--sentence", text, "--head", "2", "--position", "5")
     assert result.exit_code == 0, result.stderr
