@@ -13,6 +13,7 @@ Dimension names used in the shape comments:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import field
@@ -102,6 +103,10 @@ class HeadResult:
         return list(self.normed.values())[-1].k if self.normed else self.K
 
 
+SOFTMAX_STAGES = ("scores", "scaled", "bias", "biased", "visible", "masked", "shift", "exp", "exp_sum", "weights", "output", "sink_exp", "sink_weight")
+"""The stages `attention_head` keeps (Arithmetic.kept), each a HeadResult field of its name."""
+
+
 @record
 class RunResult:
     """The whole computation for a scenario."""
@@ -138,7 +143,7 @@ def run(scenario: Scenario, *, round_steps: int | None = None, rows: Sequence[in
         if round_steps is None:
             return exact
         rounded = _run(scenario, round_steps, kept)
-    return RunResult(scenario, rounded.X, rounded.X_kv, rounded.heads, rounded.concat, rounded.output, round_steps, exact, kept, rounded.mla)
+    return dataclasses.replace(rounded, round_steps=round_steps, exact=exact)
 
 
 
@@ -165,7 +170,7 @@ def _run(scenario: Scenario, decimals: int | None, rows: tuple[int, ...] | None)
     if scenario.b_O is not None:
         output = r(output + scenario.b_O)  # (L_q, d_out)
         finite(output, "output", "concat·W_O + b_O", scenario, None, scenario.tokens)
-    return RunResult(scenario, X, X_kv, heads, concat, output, rows=rows, mla=latent)
+    return RunResult(scenario=scenario, X=X, X_kv=X_kv, heads=heads, concat=concat, output=output, rows=rows, mla=latent)
 
 
 def block(matrix: np.ndarray | None, h: int, width: int) -> np.ndarray | None:
@@ -186,7 +191,7 @@ def project(X: np.ndarray, W: np.ndarray, b: np.ndarray | None, r: Rounder) -> n
 
 
 class HeadInputs(NamedTuple):
-    """What a head computes before its scores: the first fields of HeadResult, in its order."""
+    """What a head computes before its scores: HeadResult's fields of the same names (handed on by name, `_asdict()`)."""
 
     kv_head: int  # g, from 1
     W_Q: np.ndarray | None  # (d_model, d_k) this head's columns; None when Q, K, V are given
@@ -336,13 +341,12 @@ def _head(
         mixed = attention_head(q_both, k_both, latent.C_KV, reshapes, bias, visible, s.scale.divisor, b, sink)  # (L_q, d_c)
         mla = latent_attention.absorbed(h, W_UK, q_both, b.kept["weights"], mixed, t["weights"], r)
     t["visible"] = visible if a.rows is None else visible[a.rows]  # (L_q or rows, L_k)
-    stages = (t["scores"], t["scaled"], t.get("bias"), t.get("biased"), t["visible"], t["masked"], t["shift"], t["exp"], t["exp_sum"], t["weights"], t["output"])
+    stages = {name: t.get(name) for name in SOFTMAX_STAGES}  # stage -> array; None for a stage the head does not have (bias, sinks)
     reshaped = {variant.key: t[variant.key] for variant in reshapes}
-    sink_exp, sink_weight = t.get("sink_exp"), t.get("sink_weight")  # (L_q,) each, whole; None without a learned sink
-    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages, *reshaped.values(), sink_exp, sink_weight, *(a for x in n.normed.values() for a in x)):
+    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages.values(), *reshaped.values(), *(a for x in n.normed.values() for a in x)):
         if array is not None:
             array.setflags(write=False)
-    return HeadResult(h, *n[:-1], *stages, reshaped, sink_exp, sink_weight, n.normed, mla)  # HeadInputs' fields are HeadResult's first ones, in its order
+    return HeadResult(head=h, **n._asdict(), **stages, reshaped=reshaped, mla=mla)  # type: ignore[arg-type]
 
 
 def kernel_head(kernel: Any, s: Scenario, h: int, n: HeadInputs, q: np.ndarray, k: np.ndarray, visible: np.ndarray, a: Arithmetic) -> HeadResult:
@@ -364,12 +368,14 @@ def kernel_head(kernel: Any, s: Scenario, h: int, n: HeadInputs, q: np.ndarray, 
     exp_sum = t.row_sums if t.row_sums is not None else np.ones(weights.shape[0])  # (L_q,)
     numerators = t.similarities if t.decay is None else t.weights  # (L_q, L_k)
     kept = slice(None) if a.rows is None else list(a.rows)
-    stages = (t.similarities[kept], t.similarities[kept], None, None, visible[kept], t.similarities[kept], np.zeros(weights.shape[0])[kept],
-              numerators[kept], exp_sum[kept], weights[kept], output)  # fmt: skip
-    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages, *t):
+    stages = {
+        "scores": t.similarities[kept], "scaled": t.similarities[kept], "visible": visible[kept], "masked": t.similarities[kept],
+        "shift": np.zeros(weights.shape[0])[kept], "exp": numerators[kept], "exp_sum": exp_sum[kept], "weights": weights[kept], "output": output,
+    }  # fmt: skip
+    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages.values(), *t):
         if array is not None:
             array.setflags(write=False)
-    return HeadResult(h, *n[:-1], *stages, {}, None, None, n.normed, None, t)
+    return HeadResult(head=h, **n._asdict(), **stages, bias=None, biased=None, kernel=t)  # type: ignore[arg-type]
 
 
 def score_bias(s: Scenario, h: int, L_q: int, L_k: int) -> np.ndarray | None:
