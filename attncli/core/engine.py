@@ -26,6 +26,7 @@ from attncli.core.arithmetic import Arithmetic, Rounder, finite, rounder
 from attncli.core.records import record
 from attncli.core.scenario import Scenario
 from attncli.core.variants import KvCache, Mla, Rope
+from attncli.core.variants.gates import Gated
 from attncli.core.variants.linear import KernelHead
 from attncli.core.variants.mla import Latent, MlaHead
 from attncli.errors import AttnError
@@ -74,6 +75,12 @@ class HeadResult:
     normed: dict[str, Normed] = field(default_factory=dict)  # "norm" variant key -> q and k after it (QK-norm), before RoPE
     mla: MlaHead | None = None  # multi-head latent attention: the head's up-projections and its absorbed form; None without
     kernel: KernelHead | None = None  # attention without softmax (linear attention, retention): its own stages; None with the softmax
+    gated: dict[str, Gated] = field(default_factory=dict)  # "output" variant key -> its factor and the output after it (a gate)
+
+    @property
+    def final(self) -> np.ndarray:
+        """(L_q, d_v) what this head hands the concatenation: its output after every "output" variant (a gate), else the output."""
+        return list(self.gated.values())[-1].output if self.gated else self.output
 
     @property
     def logits(self) -> np.ndarray:
@@ -162,7 +169,7 @@ def _run(scenario: Scenario, decimals: int | None, rows: tuple[int, ...] | None)
     heads = tuple(
         _head(scenario, X, X_kv, h, Arithmetic(scenario, h, decimals, rows), kv_cache, wholes, latent) for h in range(1, scenario.heads + 1)
     )
-    concat = np.hstack([head.output for head in heads])  # (L_q, H*d_v)
+    concat = np.hstack([head.final for head in heads])  # (L_q, H*d_v) each head's output, after its gate if any
     output = concat
     if scenario.W_O is not None:
         output = r(output @ scenario.W_O)  # (L_q, H*d_v) @ (H*d_v, d_out) -> (L_q, d_out)
@@ -327,7 +334,8 @@ def _head(
     visible = variants.visibility(s, L_q, L_k)  # (L_q, L_k) the mask
     kernel = next(iter(variants.active(s, "kernel")), None)
     if kernel is not None:  # attention without softmax: the variant's own stages replace the softmax's
-        return kernel_head(kernel, s, h, n, q, k, visible, a)  # type: ignore[arg-type]
+        result = kernel_head(kernel, s, h, n, q, k, visible, a)  # type: ignore[arg-type]
+        return dataclasses.replace(result, gated=gated) if (gated := after_output(s, h, X, result.output, a.decimals)) else result
     reshapes = variants.active(s, "scaled")
     sink = next((variant.logit(h) for variant in variants.active(s, "denominator")), None)  # a learned sink's logit
     bias = score_bias(s, h, L_q, L_k)
@@ -346,7 +354,22 @@ def _head(
     for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages.values(), *reshaped.values(), *(a for x in n.normed.values() for a in x)):
         if array is not None:
             array.setflags(write=False)
-    return HeadResult(head=h, **n._asdict(), **stages, reshaped=reshaped, mla=mla)  # type: ignore[arg-type]
+    gated = after_output(s, h, X, t["output"], a.decimals)
+    return HeadResult(head=h, **n._asdict(), **stages, reshaped=reshaped, mla=mla, gated=gated)  # type: ignore[arg-type]
+
+
+def after_output(s: Scenario, h: int, X: np.ndarray | None, output: np.ndarray, decimals: int | None) -> dict[str, Gated]:
+    """Head h's output through the registry's "output" variants in order (a gate: o ⊙ σ(X·W_gate)); {} without any."""
+    gated: dict[str, Gated] = {}
+    for variant in variants.active(s, "output"):
+        assert X is not None  # an "output" variant is read only beside embeddings (its from_yaml)
+        made = variant.gate(h, X, output, rounder(decimals))
+        finite(made.gate, variant.key, f"{variant.key}: σ(X·W)", s, h, s.tokens)
+        output = finite(made.output, variant.key, f"{variant.key}: output ⊙ σ(X·W)", s, h, s.tokens)  # (L_q, d_v)
+        for array in made:
+            array.setflags(write=False)
+        gated[variant.key] = made
+    return gated
 
 
 def kernel_head(kernel: Any, s: Scenario, h: int, n: HeadInputs, q: np.ndarray, k: np.ndarray, visible: np.ndarray, a: Arithmetic) -> HeadResult:

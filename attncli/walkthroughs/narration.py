@@ -104,6 +104,7 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
         out += [_exponentials(expl, p, w, check, full), _sum(expl, p, w, check, full), _weights(expl, p, w, check, full)]
         out += _variant_steps(expl, "denominator", say)
     out += [_weighted(expl, p, w, check, full), _output(expl, p, w, check, full)]
+    out += _variant_steps(expl, "output", say)  # a gate on the head's output
     out += _after_output(expl, say)  # MLA: the same row the absorbed way, and the cache it needs
     if s.W_O is not None or s.b_O is not None:
         out.append(_projection(expl, p, w, check, full))
