@@ -20,7 +20,7 @@ from attncli.sources.arguments import shown_path
 from attncli.sources.checkpoints import bart, tokenizer_process
 from attncli.sources.checkpoints.config import ModelConfig, read_raw
 from attncli.sources.checkpoints.describe import config_cache, describe_config, describe_raw
-from attncli.sources.checkpoints.families import ARCHITECTURES, ENCODER_DECODERS, read_config, shapes, tensors
+from attncli.sources.checkpoints.families import ARCHITECTURES, ENCODER_DECODERS, layer_reader, read_config, shapes, tensors
 from attncli.sources.checkpoints.gguf import gguf_path, open_model
 from attncli.sources.checkpoints.safetensors import FLOAT_NAMES, Checkpoint
 from attncli.sources.checkpoints.source import TensorSource
@@ -147,7 +147,7 @@ def load_layer(
     if gguf is None:
         checkpoint = Checkpoint(folder)
     with np.errstate(all="ignore"):  # an overflow is reported below, as what it is, not as numpy's warning
-        inputs = ARCHITECTURES[cfg.model_type].layer_inputs(cfg, checkpoint, ids, layer)
+        inputs = layer_reader(cfg.model_type)(cfg, checkpoint, ids, layer)
     if not np.isfinite(inputs.X).all():
         raise AttnError(
             f"the input of layer {layer} overflows float64: layers 1–{layer - 1} of the checkpoint give ±∞ or NaN for this sentence",
