@@ -391,6 +391,17 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "tokenizer": "llama",
         "moe": True,
     },
+    # NoPE on every 2nd layer (no_rope_layer_interval 2, 4 in the real model: layers 2 and 4 here) and a 4-token window on
+    # those layers (transformers' default layer_types with use_sliding_window), q, k, v and o biases, θ = 5e4
+    "smollm3": {
+        "build": family(
+            "SmolLM3Config", "SmolLM3ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=4,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, no_rope_layer_interval=2,
+            use_sliding_window=True, sliding_window=4, attention_bias=True, bos_token_id=0, eos_token_id=0, pad_token_id=0,
+            tie_word_embeddings=True, rope_parameters={"rope_type": "default", "rope_theta": 50000.0},
+        ),  # fmt: skip
+        "tokenizer": "qwen2",
+    },
 }
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 

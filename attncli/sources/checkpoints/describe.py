@@ -165,6 +165,26 @@ def _local_global(f: Facts) -> Mechanism | None:
     )
 
 
+def _nope(f: Facts) -> Mechanism | None:
+    """Layers without RoPE (NoPE): a declared family's per-layer RoPE, else config.json's no_rope_layers (1: RoPE, 0: none)."""
+    family = getattr(f.cfg, "family", None)
+    rope_layers = getattr(family, "rope_layers", None)
+    if rope_layers is None:
+        given = f.raw.get("no_rope_layers")
+        if not (isinstance(given, list) and len(given) == f.layers and all(v in (0, 1) and not isinstance(v, bool | float) for v in given)):
+            return None
+        rope_layers = tuple(bool(v) for v in given)
+    without = [i + 1 for i, on in enumerate(rope_layers) if not on]
+    if not without:
+        return None
+    turned = [i + 1 for i, on in enumerate(rope_layers) if on]
+    return Mechanism(
+        "nope",
+        f"no RoPE (NoPE) on {_layers(without)}: q and k meet as projected there, the causal mask alone orders the tokens; "
+        + (f"RoPE on {_layers(turned)}" if turned else "no layer has RoPE"),
+    )
+
+
 def _softcap(f: Facts) -> Mechanism | None:
     family = getattr(f.cfg, "family", None)
     cap = getattr(family, "attn_cap", None) if family is not None else None
@@ -275,7 +295,7 @@ def _encoder_decoder(f: Facts) -> Mechanism | None:
 
 
 DETECTORS: list[Callable[[Facts], Mechanism | None]] = [
-    _mla, _sharing, _bidirectional, _encoder_decoder, _local_global, _query_scale, _softcap, _sinks, _qk_norm, _partial_rotary, _rope_scaling,
+    _mla, _sharing, _bidirectional, _encoder_decoder, _nope, _local_global, _query_scale, _softcap, _sinks, _qk_norm, _partial_rotary, _rope_scaling,
     _biases, _parallel, _moe,
 ]  # fmt: skip
 
