@@ -38,6 +38,7 @@ from attncli.sources.checkpoints import (
     olmo2,
     phi3,
     qwen3,
+    qwen3_next,
     smollm3,
 )
 from attncli.sources.checkpoints.blocks import LayerInputs
@@ -58,7 +59,7 @@ from attncli.sources.checkpoints.source import TensorSource
 ARCHITECTURES: dict[str, ModuleType] = {
     "gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "bart": bart, "qwen3": qwen3, "olmo2": olmo2,
     "gemma3_text": gemma3, "gpt_neox": neox, "phi3": phi3, "gemma2": gemma2, "gpt_oss": gpt_oss, "deepseek_v3": deepseek,
-    "deepseek_v2": deepseek, "smollm3": smollm3,
+    "deepseek_v2": deepseek, "smollm3": smollm3, "qwen3_next": qwen3_next,
 }  # fmt: skip
 SUPPORTED = tuple(ARCHITECTURES)  # as imported; a family registered later is in ARCHITECTURES, which the readers consult
 ENCODER_DECODERS = ("bart",)  # read a source text and a target text; the layer counts in the stack `attention` names

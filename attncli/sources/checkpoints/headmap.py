@@ -71,6 +71,13 @@ def model_map(
             key="model",
             expected=f"run or explain of one layer, with {option('target')} and {option('attention')} encoder, decoder or cross",
         )
+    softmax_layers = getattr(cfg.family, "softmax_layers", None)  # a family with layers that are not softmax attention says which are
+    if softmax_layers is not None and len(softmax_layers()) != cfg.layers:
+        raise AttnError(
+            f"the map of a model whose layers are not all softmax attention ({cfg.model_type}: only layers "
+            f"{', '.join(map(str, softmax_layers()))} are) is not built yet",
+            key="model", expected=f"run or explain of one of those layers, with {option('layer')}",
+        )  # fmt: skip
     tokenized = checkpoint_tokens(folder, sentence, special_tokens=special_tokens == "auto", max_tokens=MAX_TEXT_CHARACTERS)
     ids, labels = tokenized.ids, tokenized.labels
     if not ids:

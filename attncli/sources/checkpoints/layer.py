@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from attncli.core.variants import LearnedSink, QkNorm, Rope, SoftCap
+from attncli.core.variants import LearnedSink, QkNorm, Rope, SoftCap, Variant
 from attncli.core.variants.mla import Mla
 from attncli.errors import AttnError, option
 from attncli.sources.arguments import shown_path
@@ -70,6 +70,7 @@ class LayerCase:
     sink: LearnedSink | None = None  # gpt-oss's learned sinks, one logit per head
     layer_kind: str | None = None  # "sliding" or "global" in a model whose layers differ (Gemma 2, gpt-oss), else None
     mla: Mla | None = None  # DeepSeek's multi-head latent attention: the latent projections instead of W_Q, W_K, W_V
+    variants: tuple[Variant, ...] = ()  # any other registry variant of the layer (blocks.AttentionWeights.variants: an output gate)
 
 
 def checkpoint_tokens(
@@ -166,7 +167,7 @@ def load_layer(
         divisor=w.divisor, causal=w.causal, window=w.window, rope=w.rope,
         dtype=inputs.dtype, notes=(*notes, *not_applied_note(not_applied)),
         gguf=None if gguf is None else str(gguf), tokens_from="its tokenizer.json" if gguf is None else "the GGUF metadata",
-        qk_norm=w.qk_norm, softcap=w.softcap, sink=w.sink, layer_kind=_layer_kind(cfg, layer), mla=w.mla,
+        qk_norm=w.qk_norm, softcap=w.softcap, sink=w.sink, layer_kind=_layer_kind(cfg, layer), mla=w.mla, variants=w.variants,
     )  # fmt: skip
 
 
@@ -302,6 +303,9 @@ def model_info(folder: Path) -> dict[str, Any]:
         info.update(describe_raw(raw))  # what its keys tell of the attention, even unread
         return info
     info.update(describe_config(cfg, raw))
+    softmax_layers = getattr(cfg.family, "softmax_layers", None)  # a family with layers that are not softmax attention says which are
+    if softmax_layers is not None:
+        info["softmax_layers"] = softmax_layers()
     words = getattr(ARCHITECTURES.get(cfg.model_type), "mechanisms", None)
     if words is not None:  # what a family module says of itself beyond the mechanisms describe.py detects in every family
         try:
