@@ -398,7 +398,7 @@ def kernel_head(kernel: Any, s: Scenario, h: int, n: HeadInputs, q: np.ndarray, 
     for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages.values(), *t):
         if array is not None:
             array.setflags(write=False)
-    return HeadResult(head=h, **n._asdict(), **stages, bias=None, biased=None, kernel=t)  # type: ignore[arg-type]
+    return HeadResult(head=h, **n._asdict(), **stages, bias=None, biased=None, kernel=t)
 
 
 def score_bias(s: Scenario, h: int, L_q: int, L_k: int) -> np.ndarray | None:
