@@ -104,6 +104,7 @@ def test_the_reader_knows_exactly_the_schemas_keys():
 WITH_BOGUS = {  # each variant's mapping with a key its schema does not list (and what else the mapping needs first)
     "mask": "{bogus: 1}", "rope": "{bogus: 1}", "qk_norm": "{bogus: 1}", "alibi": "{bogus: 1}", "linear_attention": "{bogus: 1}",
     "retention": "{gamma: 0.5, bogus: 1}", "cache": "{tokens: [x], K: [[1, 0]], V: [[1, 0]], bogus: 1}", "mla": "{bogus: 1}",
+    "delta_rule": "{beta: 0.5, bogus: 1}",
 }  # fmt: skip
 
 

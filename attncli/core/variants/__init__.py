@@ -13,7 +13,7 @@ engine meets them:
     "denominator" the softmax's sum: logit(h), whose e^ joins every row's sum    (learned sinks)
     "heads"       makes each head's q, k, v instead of W_Q, W_K, W_V              (multi-head latent attention)
     "cache"       keys and values given before the sentence's own, after RoPE     (a KV cache: prefix caching)
-    "kernel"      replaces the softmax: head(h, q, k, V, visible, divisor, r)      (linear attention, retention)
+    "kernel"      replaces the softmax: head(h, q, k, V, visible, divisor, r)      (linear attention, retention, the delta rule)
     "output"      after a head's weights·V: gate(h, X, output, r) -> Gated        (a gated output: o ⊙ σ(X·W_gate))
 """
 
@@ -27,6 +27,7 @@ import numpy as np
 
 from attncli.core.variants.biases import Alibi, ScoreBias, alibi_slopes
 from attncli.core.variants.cache import KvCache
+from attncli.core.variants.delta import DeltaRule
 from attncli.core.variants.gates import OutputGate
 from attncli.core.variants.linear import LinearAttention, Retention
 from attncli.core.variants.masks import Mask
@@ -38,7 +39,7 @@ from attncli.core.variants.sinks import LearnedSink
 from attncli.core.variants.softcap import SoftCap
 
 __all__ = [
-    "REGISTRY", "Alibi", "KvCache", "LearnedSink", "LinearAttention", "Mask", "Mla", "Narrated", "OutputGate", "QkNorm", "Retention", "Rope", "Say", "ScoreBias", "SoftCap", "StageRow", "Variant", "active",
+    "REGISTRY", "Alibi", "DeltaRule", "KvCache", "LearnedSink", "LinearAttention", "Mask", "Mla", "Narrated", "OutputGate", "QkNorm", "Retention", "Rope", "Say", "ScoreBias", "SoftCap", "StageRow", "Variant", "active",
     "alibi_slopes", "in_json_order", "shown_rows", "visibility",
 ]  # fmt: skip
 
@@ -74,7 +75,7 @@ class Variant(Protocol):
     #   def stacked(self, n, letter, made) -> str                ("cache") each head's K or V with the cache first
 
 
-REGISTRY: tuple[type[Variant], ...] = (QkNorm, Rope, SoftCap, ScoreBias, Alibi, Mask, LearnedSink, Mla, KvCache, LinearAttention, Retention, OutputGate)  # in the order the engine meets them
+REGISTRY: tuple[type[Variant], ...] = (QkNorm, Rope, SoftCap, ScoreBias, Alibi, Mask, LearnedSink, Mla, KvCache, LinearAttention, Retention, OutputGate, DeltaRule)  # in the order the engine meets them
 
 
 def shown_rows() -> list[StageRow]:
