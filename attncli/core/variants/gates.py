@@ -50,6 +50,11 @@ class OutputGate:
         gate = r(sigmoid(logits))  # (L_q, d_v)
         return Gated(gate, r(output * gate))  # (L_q, d_v)
 
+    def handed(self, n: Any, *, lower: bool = False) -> str:
+        """What a head hands the concatenation in the notation n (which carries the head's mark): O ⊙ G (o ⊙ g in explain's steps)."""
+        odot = r"\odot" if n.tex else "⊙"
+        return f"{n('o' if lower else 'O')} {odot} {n('g' if lower else 'G')}"
+
     def describe(self) -> str:
         return f"gated output (Qwen3-Next): each head's output × σ(X·W_gate), W_gate {self.W.shape[0]} × {self.W.shape[1]}"
 
