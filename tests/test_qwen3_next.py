@@ -95,3 +95,15 @@ def test_run_shows_the_gate_of_a_checkpoint_layer(cli):
     assert shown.exit_code == 0 and "Output gate" in shown.stdout and "Gated output" in shown.stdout
     explained = cli("explain", "--model", str(HERE), "--layer", "4", "--sentence", "the cat sat", "--position", "3", "--head", "2")
     assert explained.exit_code == 0 and "The output gate" in explained.stdout
+
+
+def test_a_config_without_experts_reads_with_dense_mlps(tmp_path):
+    """num_experts 0 and no num_experts_per_tok: the default top-k is not checked against 0 experts, and no layer is MoE."""
+    import json
+
+    raw = json.loads((HERE / "config.json").read_text())
+    raw.pop("num_experts_per_tok")
+    raw["num_experts"] = 0
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    cfg = read_config(tmp_path)
+    assert not any(cfg.family.is_moe(i) for i in range(cfg.layers))

@@ -108,7 +108,7 @@ def read_config(read: _Reader) -> ModelConfig[Qwen3NextSettings]:
         kinds=tuple(kinds), conv=read.count("linear_conv_kernel_dim", default=4, most=MOST["positions"]), k_heads=k_heads,
         v_heads=v_heads, k_dim=read.count("linear_key_head_dim", default=128, most=MOST["head_dim"]),
         v_dim=read.count("linear_value_head_dim", default=128, most=MOST["head_dim"]), experts=experts,
-        top_k=read.count("num_experts_per_tok", default=10, most=max(experts, 1)),
+        top_k=read.count("num_experts_per_tok", default=min(10, max(experts, 1)), most=max(experts, 1)),
         moe_inner=read.count("moe_intermediate_size", default=512, most=MOST["inner"]),
         shared_inner=read.count("shared_expert_intermediate_size", default=512, minimum=0, most=MOST["inner"]),
         norm_topk=read.flag("norm_topk_prob", True), sparse_step=read.count("decoder_sparse_step", default=1, most=MOST["layers"]),
