@@ -539,6 +539,35 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "moe": True,
         "router": "softmax",
     },
+    # NoPE on every 2nd layer (no_rope_layer_interval 2, 4 in the real model: layers 2 and 4 here) and a 4-token window on
+    # those layers (transformers' default layer_types with use_sliding_window), q, k, v and o biases, θ = 5e4
+    "smollm3": {
+        "seed": 111,  # as its branch made it: the families merged before it took the places after deepseek_v2
+        "build": family(
+            "SmolLM3Config", "SmolLM3ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=4,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, no_rope_layer_interval=2,
+            use_sliding_window=True, sliding_window=4, attention_bias=True, bos_token_id=0, eos_token_id=0, pad_token_id=0,
+            tie_word_embeddings=True, rope_parameters={"rope_type": "default", "rope_theta": 50000.0},
+        ),  # fmt: skip
+        "tokenizer": "qwen2",
+    },
+    # gated attention (q_proj twice as wide: [query | gate] per head) on layers 2 and 4, Gated DeltaNet on layers 1 and 3
+    # (full_attention_interval 2; 4 in the real model), (1 + w) RMSNorm and QK-norm, partial rotary 0.25 of head_dim 8,
+    # a mixture of 4 experts (2 per token, a shared expert behind a sigmoid gate) on layers 1 and 2, dense MLPs on 3 and 4
+    "qwen3_next": {
+        "seed": 112,  # as its branch made it: the families merged before it took the places after deepseek_v2
+        "build": family(
+            "Qwen3NextConfig", "Qwen3NextForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=4,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64, full_attention_interval=2,
+            linear_conv_kernel_dim=3, linear_key_head_dim=4, linear_value_head_dim=6, linear_num_key_heads=2,
+            linear_num_value_heads=4, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=8,
+            shared_expert_intermediate_size=12, mlp_only_layers=[2, 3], bos_token_id=0, eos_token_id=0, pad_token_id=0,
+            tie_word_embeddings=False, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25},
+        ),  # fmt: skip
+        "tokenizer": "qwen2",
+        "norm_centre": 0.0,
+        "moe": True,
+    },
 }
 
 

@@ -226,3 +226,23 @@ def test_every_family_declares_what_verify_and_gguf_need():
         assert entry.arch == arch
         assert entry in getattr(families.ARCHITECTURES[entry.model_type], "GGUF", ()), arch
         assert (entry.config is None) != (entry.keys is None), arch  # one way to its config
+
+
+def test_a_declared_family_is_one_record_and_one_line(monkeypatch, cli, tmp_path):
+    """A Llama-like family whose module holds only its LLAMA_LIKE declaration (here: no RoPE on layer 2) runs end to end."""
+    from attncli.sources.checkpoints.config import LlamaLike
+
+    toy = types.ModuleType("toynope")
+    toy.LLAMA_LIKE = LlamaLike("toynope", "ToyNoPE", {"layers": 2, "hidden": 8, "heads": 2, "kv": 1, "positions": 64, "inter": 16},
+                               windows=no_windows, rope_layers=lambda read, layers: (True, False))  # fmt: skip
+    monkeypatch.setitem(families.ARCHITECTURES, "toynope", toy)
+    ours = run_json(cli, checkpoint(tmp_path / "toy", "toynope"))
+    llama = run_json(cli, checkpoint(tmp_path / "llama", "llama"))
+    assert ours["scenario"]["rope"] is None and llama["scenario"]["rope"] is not None
+    for head, theirs in zip(heads_of(ours), heads_of(llama), strict=True):
+        np.testing.assert_array_equal(head["Q"], theirs["Q"])  # layer 1 is Llama's: the same input to layer 2
+        scores = head["Q"] @ head["K"].T / 2.0  # √d_k = 2, no rotation
+        scores[np.triu_indices_from(scores, 1)] = -np.inf
+        expected = np.exp(scores - scores.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(head["weights"], expected / expected.sum(axis=1, keepdims=True), rtol=0, atol=1e-15)
+        assert np.abs(head["weights"] - theirs["weights"]).max() > 1e-3  # RoPE would have changed them

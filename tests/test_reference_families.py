@@ -85,7 +85,7 @@ def window_of(config: dict[str, Any], layer: int) -> int | None:
 
 
 def llama_like(family: str, layer: int, config, tensors, golden) -> list:
-    """Qwen3, OLMo 2, Gemma 2, Gemma 3, gpt-oss: separate q/k/v projections, then each family's own steps."""
+    """Qwen3, OLMo 2, Gemma 2, Gemma 3, gpt-oss, SmolLM3: separate q/k/v projections, then each family's own steps."""
     prefix = f"model.layers.{layer}.self_attn"
     X = golden["attention_inputs"][layer].tolist()
     cos, sin = golden["cos"][layer], golden["sin"][layer]
@@ -112,6 +112,10 @@ def llama_like(family: str, layer: int, config, tensors, golden) -> list:
         options["sinks"] = tensors[f"{prefix}.sinks"].tolist()
         options["sees"] = ref.causal_window(window_of(config, layer))
         per_pair = True
+    if family == "smollm3":  # a window on the sliding layers; no RoPE where no_rope_layers says 0 (NoPE)
+        options["sees"] = ref.causal_window(window_of(config, layer))
+        if not config["no_rope_layers"][layer]:
+            return gqa(Q, K, V, heads, kv_heads, **options)
     Q, K = rotate(Q, cos, sin, heads, per_pair=per_pair), rotate(K, cos, sin, kv_heads, per_pair=per_pair)
     return gqa(Q, K, V, heads, kv_heads, **options)
 
@@ -200,7 +204,7 @@ def deepseek_v2(layer: int, config, tensors, golden) -> list:
 DECODER_ONLY = {
     "qwen3": FLOAT32, "olmo2": FLOAT32, "gemma2": FLOAT32, "gemma3": FLOAT32, "gpt_oss": 1e-12,
     "phi3": FLOAT32, "gpt_neox": FLOAT32, "deepseek_v3": FLOAT32,
-    "deepseek_v2": FLOAT32,
+    "deepseek_v2": FLOAT32, "smollm3": FLOAT32,
 }  # fmt: skip
 
 

@@ -87,6 +87,8 @@ def run_usage(info: dict[str, Any]) -> str:
     """How the command line reads a layer of a supported checkpoint: its `attncli run` call (`model info`'s last line)."""
     if info.get("encoder") is not None:
         return f"attncli run --model {info['folder']} --layer 1..{info['layers']} --sentence SOURCE --target 'TARGET SO FAR' [--attention encoder|decoder|cross]"
+    if info.get("softmax_layers") is not None and len(info["softmax_layers"]) != info["layers"]:  # the others have no softmax to show
+        return f"attncli run --model {info['folder']} --layer {'|'.join(map(str, info['softmax_layers']))} --sentence TEXT"
     return f"attncli run --model {info['folder']} --layer 1..{info['layers']} --sentence TEXT"
 
 

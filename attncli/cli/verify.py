@@ -186,7 +186,11 @@ def _units(cfg: ModelConfig, layer: int | None, target: str | None) -> list[tupl
             raise AttnError(f"a {cfg.model_type} model reads one text: a target text is for an encoder–decoder ({', '.join(ENCODER_DECODERS)})", key="--target", expected="no --target")
         if layer is not None and not 1 <= layer <= cfg.layers:
             raise AttnError(f"layer {layer} is out of range: the model has {cfg.layers} layers", key="--layer", expected=f"1 to {cfg.layers}")
-        return [("self", n) for n in ([layer] if layer is not None else range(1, cfg.layers + 1))]
+        softmax = _softmax_layers(cfg)
+        if layer is not None and layer not in softmax:  # a layer without softmax weights (Gated DeltaNet): nothing to compare
+            raise AttnError(f"layer {layer} has no softmax attention weights: the model's softmax layers are {', '.join(map(str, softmax))}",
+                            key="--layer", expected="one of them, or no --layer")  # fmt: skip
+        return [("self", n) for n in ([layer] if layer is not None else softmax)]
     if target is None:
         raise AttnError(
             f"a {cfg.model_type} model's decoder and cross-attention read the text the decoder has produced so far, and no target text was given",
@@ -197,6 +201,12 @@ def _units(cfg: ModelConfig, layer: int | None, target: str | None) -> list[tupl
         raise AttnError(f"layer {layer} is out of range: the model has {cfg.encoder_layers} encoder and {cfg.layers} decoder layers", key="--layer", expected=f"1 to {most}")
     counts = {"encoder": cfg.encoder_layers, "decoder": cfg.layers, "cross": cfg.layers}
     return [(attention, n) for attention, count in counts.items() for n in range(1, count + 1) if layer is None or n == layer]
+
+
+def _softmax_layers(cfg: ModelConfig) -> list[int]:
+    """The layers (from 1) with softmax attention: every layer, unless the family's settings say which (`softmax_layers()`)."""
+    declared = getattr(cfg.family, "softmax_layers", None)
+    return list(declared()) if declared is not None else list(range(1, cfg.layers + 1))
 
 
 def _attncli_heads(folder: Path, sentence: str, units: list[tuple[str, int]], special_tokens: str, target: str | None) -> dict[str, Any]:
@@ -211,7 +221,7 @@ def _attncli_heads(folder: Path, sentence: str, units: list[tuple[str, int]], sp
         chosen = None if attention == "self" else attention
         used = None if chosen == "encoder" else target  # the encoder reads the source alone (a target beside it is refused)
         scenario = load_scenario(folder, layer=n, sentence=sentence, special_tokens=special_tokens, limits=limits, target=used, attention=chosen)
-        heads[(attention, n)] = [(head.weights, head.output) for head in run(scenario).heads]  # (L, L), (L, d_v)
+        heads[(attention, n)] = [(head.weights, head.final) for head in run(scenario).heads]  # (L, L), (L, d_v) as W_O reads it (gated, if so)
     from attncli.sources.checkpoints.layer import checkpoint_tokens
     from attncli.sources.checkpoints.tokenizer_process import MAX_TEXT_CHARACTERS
 
@@ -259,7 +269,8 @@ def _transformers_heads(
     heads: dict[tuple[str, int], list[tuple[np.ndarray, np.ndarray]]] = {}
     for unit in units:
         attention, n = unit
-        weights = getattr(out, _ATTENTION_OUTPUTS[attention])[n - 1][0].numpy()  # (H, L, L)
+        position = n - 1 if attention != "self" else _softmax_layers(cfg).index(n)  # transformers returns the softmax layers' weights only
+        weights = getattr(out, _ATTENTION_OUTPUTS[attention])[position][0].numpy()  # (H, L, L)
         concat = captured[unit]  # (L, H·d_v)
         d_v = concat.shape[1] // weights.shape[0]
         heads[unit] = [(weights[h], concat[:, h * d_v : (h + 1) * d_v]) for h in range(weights.shape[0])]

@@ -229,6 +229,10 @@ def _recurrent(result: RunResult, head: int) -> Recurrent | None:
     from attncli.core.variants.linear import LinearAttention, recurrent
 
     s = result.scenario
+    other = next((v for v in s.variants if v.stage == "kernel" and not isinstance(v, LinearAttention | Retention)), None)
+    if other is not None:  # the delta rule: its state step by step is explain's, not decode's yet
+        raise AttnError(f"decode of {other.key} is not built yet: explain shows its state's step for one token", key=other.key,
+                        expected="attncli explain (or run) of this scenario")  # fmt: skip
     kernel = s.variant(LinearAttention) or s.variant(Retention)
     if kernel is None:
         return None

@@ -13,6 +13,7 @@ Dimension names used in the shape comments:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import field
@@ -25,6 +26,7 @@ from attncli.core.arithmetic import Arithmetic, Rounder, finite, rounder
 from attncli.core.records import record
 from attncli.core.scenario import Scenario
 from attncli.core.variants import KvCache, Mla, Rope
+from attncli.core.variants.gates import Gated
 from attncli.core.variants.linear import KernelHead
 from attncli.core.variants.mla import Latent, MlaHead
 from attncli.errors import AttnError
@@ -73,6 +75,12 @@ class HeadResult:
     normed: dict[str, Normed] = field(default_factory=dict)  # "norm" variant key -> q and k after it (QK-norm), before RoPE
     mla: MlaHead | None = None  # multi-head latent attention: the head's up-projections and its absorbed form; None without
     kernel: KernelHead | None = None  # attention without softmax (linear attention, retention): its own stages; None with the softmax
+    gated: dict[str, Gated] = field(default_factory=dict)  # "output" variant key -> its factor and the output after it (a gate)
+
+    @property
+    def final(self) -> np.ndarray:
+        """(L_q, d_v) what this head hands the concatenation: its output after every "output" variant (a gate), else the output."""
+        return list(self.gated.values())[-1].output if self.gated else self.output
 
     def __repr__(self) -> str:
         """`<HeadResult 1 (key/value head 1): Q (6, 2), K (6, 2), V (6, 2), weights (6, 6), output (6, 2)>`: its stages' shapes."""
@@ -105,6 +113,10 @@ class HeadResult:
     def normed_k(self) -> np.ndarray:
         """(L_k, d_k) the keys RoPE turns: after QK-norm, else K."""
         return list(self.normed.values())[-1].k if self.normed else self.K
+
+
+SOFTMAX_STAGES = ("scores", "scaled", "bias", "biased", "visible", "masked", "shift", "exp", "exp_sum", "weights", "output", "sink_exp", "sink_weight")
+"""The stages `attention_head` keeps (Arithmetic.kept), each a HeadResult field of its name."""
 
 
 @record
@@ -148,7 +160,7 @@ def run(scenario: Scenario, *, round_steps: int | None = None, rows: Sequence[in
         if round_steps is None:
             return exact
         rounded = _run(scenario, round_steps, kept)
-    return RunResult(scenario, rounded.X, rounded.X_kv, rounded.heads, rounded.concat, rounded.output, round_steps, exact, kept, rounded.mla)
+    return dataclasses.replace(rounded, round_steps=round_steps, exact=exact)
 
 
 
@@ -167,7 +179,7 @@ def _run(scenario: Scenario, decimals: int | None, rows: tuple[int, ...] | None)
     heads = tuple(
         _head(scenario, X, X_kv, h, Arithmetic(scenario, h, decimals, rows), kv_cache, wholes, latent) for h in range(1, scenario.heads + 1)
     )
-    concat = np.hstack([head.output for head in heads])  # (L_q, H*d_v)
+    concat = np.hstack([head.final for head in heads])  # (L_q, H*d_v) each head's output, after its gate if any
     output = concat
     if scenario.W_O is not None:
         output = r(output @ scenario.W_O)  # (L_q, H*d_v) @ (H*d_v, d_out) -> (L_q, d_out)
@@ -175,7 +187,7 @@ def _run(scenario: Scenario, decimals: int | None, rows: tuple[int, ...] | None)
     if scenario.b_O is not None:
         output = r(output + scenario.b_O)  # (L_q, d_out)
         finite(output, "output", "concat·W_O + b_O", scenario, None, scenario.tokens)
-    return RunResult(scenario, X, X_kv, heads, concat, output, rows=rows, mla=latent)
+    return RunResult(scenario=scenario, X=X, X_kv=X_kv, heads=heads, concat=concat, output=output, rows=rows, mla=latent)
 
 
 def block(matrix: np.ndarray | None, h: int, width: int) -> np.ndarray | None:
@@ -196,7 +208,7 @@ def project(X: np.ndarray, W: np.ndarray, b: np.ndarray | None, r: Rounder) -> n
 
 
 class HeadInputs(NamedTuple):
-    """What a head computes before its scores: the first fields of HeadResult, in its order."""
+    """What a head computes before its scores: HeadResult's fields of the same names (handed on by name, `_asdict()`)."""
 
     kv_head: int  # g, from 1
     W_Q: np.ndarray | None  # (d_model, d_k) this head's columns; None when Q, K, V are given
@@ -335,7 +347,8 @@ def _head(
     visible = variants.visibility(s, L_q, L_k)  # (L_q, L_k) the mask
     kernel = next(iter(variants.active(s, "kernel")), None)
     if kernel is not None:  # attention without softmax: the variant's own stages replace the softmax's
-        return kernel_head(kernel, s, h, n, q, k, visible, a)  # type: ignore[arg-type]
+        result = kernel_head(kernel, s, h, n, q, k, visible, a)  # type: ignore[arg-type]
+        return dataclasses.replace(result, gated=gated) if (gated := after_output(s, h, X, result.output, a.decimals)) else result
     reshapes = variants.active(s, "scaled")
     sink = next((variant.logit(h) for variant in variants.active(s, "denominator")), None)  # a learned sink's logit
     bias = score_bias(s, h, L_q, L_k)
@@ -350,13 +363,27 @@ def _head(
         mixed = attention_head(q_both, k_both, latent.C_KV, reshapes, bias, visible, s.scale.divisor, b, sink)  # (L_q, d_c)
         mla = latent_attention.absorbed(h, W_UK, q_both, b.kept["weights"], mixed, t["weights"], r)
     t["visible"] = visible if a.rows is None else visible[a.rows]  # (L_q or rows, L_k)
-    stages = (t["scores"], t["scaled"], t.get("bias"), t.get("biased"), t["visible"], t["masked"], t["shift"], t["exp"], t["exp_sum"], t["weights"], t["output"])
+    stages = {name: t.get(name) for name in SOFTMAX_STAGES}  # stage -> array; None for a stage the head does not have (bias, sinks)
     reshaped = {variant.key: t[variant.key] for variant in reshapes}
-    sink_exp, sink_weight = t.get("sink_exp"), t.get("sink_weight")  # (L_q,) each, whole; None without a learned sink
-    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages, *reshaped.values(), sink_exp, sink_weight, *(a for x in n.normed.values() for a in x)):
+    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages.values(), *reshaped.values(), *(a for x in n.normed.values() for a in x)):
         if array is not None:
             array.setflags(write=False)
-    return HeadResult(h, *n[:-1], *stages, reshaped, sink_exp, sink_weight, n.normed, mla)  # HeadInputs' fields are HeadResult's first ones, in its order
+    gated = after_output(s, h, X, t["output"], a.decimals)
+    return HeadResult(head=h, **n._asdict(), **stages, reshaped=reshaped, mla=mla, gated=gated)  # type: ignore[arg-type]
+
+
+def after_output(s: Scenario, h: int, X: np.ndarray | None, output: np.ndarray, decimals: int | None) -> dict[str, Gated]:
+    """Head h's output through the registry's "output" variants in order (a gate: o ⊙ σ(X·W_gate)); {} without any."""
+    gated: dict[str, Gated] = {}
+    for variant in variants.active(s, "output"):
+        assert X is not None  # an "output" variant is read only beside embeddings (its from_yaml)
+        made = variant.gate(h, X, output, rounder(decimals))
+        finite(made.gate, variant.key, f"{variant.key}: σ(X·W)", s, h, s.tokens)
+        output = finite(made.output, variant.key, f"{variant.key}: output ⊙ σ(X·W)", s, h, s.tokens)  # (L_q, d_v)
+        for array in made:
+            array.setflags(write=False)
+        gated[variant.key] = made
+    return gated
 
 
 def kernel_head(kernel: Any, s: Scenario, h: int, n: HeadInputs, q: np.ndarray, k: np.ndarray, visible: np.ndarray, a: Arithmetic) -> HeadResult:
@@ -378,12 +405,14 @@ def kernel_head(kernel: Any, s: Scenario, h: int, n: HeadInputs, q: np.ndarray, 
     exp_sum = t.row_sums if t.row_sums is not None else np.ones(weights.shape[0])  # (L_q,)
     numerators = t.similarities if t.decay is None else t.weights  # (L_q, L_k)
     kept = slice(None) if a.rows is None else list(a.rows)
-    stages = (t.similarities[kept], t.similarities[kept], None, None, visible[kept], t.similarities[kept], np.zeros(weights.shape[0])[kept],
-              numerators[kept], exp_sum[kept], weights[kept], output)  # fmt: skip
-    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages, *t):
+    stages = {
+        "scores": t.similarities[kept], "scaled": t.similarities[kept], "visible": visible[kept], "masked": t.similarities[kept],
+        "shift": np.zeros(weights.shape[0])[kept], "exp": numerators[kept], "exp_sum": exp_sum[kept], "weights": weights[kept], "output": output,
+    }  # fmt: skip
+    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages.values(), *t):
         if array is not None:
             array.setflags(write=False)
-    return HeadResult(h, *n[:-1], *stages, {}, None, None, n.normed, None, t)
+    return HeadResult(head=h, **n._asdict(), **stages, bias=None, biased=None, kernel=t)
 
 
 def score_bias(s: Scenario, h: int, L_q: int, L_k: int) -> np.ndarray | None:

@@ -174,13 +174,20 @@ def _weights(n: Notation, s: Scenario, h: HeadResult | None) -> str:
     return f"{n('A')} = {n('E')} / Σ, softmax of each row"
 
 
+def handed(n: Notation, s: Scenario, *, lower: bool = False) -> str:
+    """What a head hands the concatenation, in n: its output, or what the registry's "output" variants make of it (O ⊙ G)."""
+    after = variants.active(s, "output")
+    return str(after[-1].handed(n, lower=lower)) if after else n("o" if lower else "O")
+
+
 def _concat(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-    first, last = Notation(1, n.tex)("O"), Notation(s.heads, n.tex)("O")
+    first, last = handed(Notation(1, n.tex), s), handed(Notation(s.heads, n.tex), s)
     return "C = " + (rf"\operatorname{{Concat}}({first}, \dots, {last})" if n.tex else f"Concat({first}, …, {last})")
 
 
 def _final(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-    heads_out = "C" if s.heads > 1 else "O"
+    heads_out = "C" if s.heads > 1 else handed(Notation(None, n.tex), s)
+    heads_out = heads_out if heads_out in ("C", "O") or s.W_O is None else f"({heads_out})"
     formula = f"{heads_out}{n.times()}W_O" if s.W_O is not None else heads_out
     return "Y = " + formula + (" + b_O" if s.b_O is not None else "")
 

@@ -23,7 +23,7 @@ import numpy as np
 from attncli.core import variants
 from attncli.core.explain import Explanation, KeyStep
 from attncli.core.scenario import Scenario
-from attncli.document import numbers
+from attncli.document import numbers, stages
 from attncli.document.blocks import Line, Step
 from attncli.document.notation import Notation, Writer
 from attncli.document.numbers import exact_decimals, shown
@@ -111,6 +111,7 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
         out += [_exponentials(expl, p, w, check, full), _sum(expl, p, w, check, full), _weights(expl, p, w, check, full)]
         out += _variant_steps(expl, "denominator", say)
     out += [_weighted(expl, p, w, check, full), _output(expl, p, w, check, full)]
+    out += _variant_steps(expl, "output", say)  # a gate on the head's output
     out += _after_output(expl, say)  # MLA: the same row the absorbed way, and the cache it needs
     if s.W_O is not None or s.b_O is not None:
         out.append(_projection(expl, p, w, check, full))
@@ -556,7 +557,7 @@ def _projection(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: b
     lines = []
     if s.heads > 1:
         h, d_v = expl.head.head, s.d_v
-        parts = ", ".join(Notation(head, w.tex)("o") for head in range(1, s.heads + 1))
+        parts = ", ".join(stages.handed(Notation(head, w.tex), s, lower=True) for head in range(1, s.heads + 1))
         lines.append(Line(w.of("c", word), f"[{parts}] = {_vec(w, c, p, full, whole=False)}"))
         where = f"This head's output fills columns {(h - 1) * d_v + 1}–{h * d_v} of the heads' concatenation c; the other heads fill the rest."
     else:

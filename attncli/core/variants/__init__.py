@@ -15,6 +15,7 @@ engine meets them:
     "cache"       keys and values given before the sentence's own, after RoPE     (a KV cache: prefix caching)
     "scores"      given instead of q·kᵀ: matrix(h) -> (L_q, L_k)                  (a score matrix given directly)
     "kernel"      replaces the softmax: head(h, q, k, V, visible, divisor, r)      (linear attention, retention)
+    "output"      after a head's weights·V: gate(h, X, output, r) -> Gated        (a gated output: o ⊙ σ(X·W_gate))
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import numpy as np
 
 from attncli.core.variants.biases import Alibi, ScoreBias, alibi_slopes
 from attncli.core.variants.cache import KvCache
+from attncli.core.variants.delta import DeltaRule
+from attncli.core.variants.gates import OutputGate
 from attncli.core.variants.linear import LinearAttention, Retention
 from attncli.core.variants.masks import Mask
 from attncli.core.variants.mla import Mla
@@ -40,7 +43,7 @@ from attncli.core.variants.sinks import LearnedSink
 from attncli.core.variants.softcap import SoftCap
 
 __all__ = [
-    "REGISTRY", "Alibi", "GivenScores", "KvCache", "LearnedSink", "LinearAttention", "Mask", "Mla", "Narrated", "QkLayerNorm", "QkNorm", "RelativeBuckets", "Retention", "Rope", "Say", "ScoreBias", "SoftCap", "StageRow", "Variant", "active",
+    "REGISTRY", "Alibi", "DeltaRule", "GivenScores", "KvCache", "LearnedSink", "LinearAttention", "Mask", "Mla", "Narrated", "OutputGate", "QkLayerNorm", "QkNorm", "RelativeBuckets", "Retention", "Rope", "Say", "ScoreBias", "SoftCap", "StageRow", "Variant", "active",
     "alibi_slopes", "in_json_order", "shown_rows", "visibility",
 ]  # fmt: skip
 
@@ -76,7 +79,7 @@ class Variant(Protocol):
     #   def stacked(self, n, letter, made) -> str                ("cache") each head's K or V with the cache first
 
 
-REGISTRY: tuple[type[Variant], ...] = (QkNorm, QkLayerNorm, Rope, SoftCap, ScoreBias, Alibi, RelativeBuckets, Mask, LearnedSink, Mla, KvCache, GivenScores, LinearAttention, Retention)  # in the order the engine meets them
+REGISTRY: tuple[type[Variant], ...] = (QkNorm, QkLayerNorm, Rope, SoftCap, ScoreBias, Alibi, RelativeBuckets, Mask, LearnedSink, Mla, KvCache, GivenScores, LinearAttention, Retention, OutputGate, DeltaRule)  # in the order the engine meets them
 
 
 def shown_rows() -> list[StageRow]:

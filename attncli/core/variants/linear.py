@@ -35,6 +35,7 @@ class KernelHead(NamedTuple):
     row_sums: np.ndarray | None  # (L_q,) Σ_j of the similarities (linear attention's normaliser); None under retention
     weights: np.ndarray  # (L_q, L_k) similarities / row sum (linear), similarities ⊙ D (retention): out = weights·V
     softmax: np.ndarray  # (L_q, L_k) softmax(mask(Q·Kᵀ / s)) of the same q and k: what the softmax would have weighted, for contrast
+    transform: np.ndarray | None = None  # (L_k, L_k) the delta rule's T (core.variants.delta): weights = similarities·T; None otherwise
 
 
 def feature(name: str, x: np.ndarray) -> np.ndarray:
@@ -284,7 +285,7 @@ def refuse_softmax_only(s: Any, name: str, what: str) -> None:
     """An AttnError when scenario s has no softmax (linear attention, retention) and option `name` needs one."""
     from attncli.errors import AttnError, option
 
-    kernel = s.variant(LinearAttention) or s.variant(Retention)
+    kernel = next((variant for variant in s.variants if variant.stage == "kernel"), None)  # linear attention, retention, the delta rule
     if kernel is not None:
         raise AttnError(f"{what} needs a softmax, and {kernel.key} has none", key=option(name),
                         expected=f"a scenario with a softmax, or no {option(name)}")  # fmt: skip
@@ -294,8 +295,8 @@ def refuse_softmax_only(s: Any, name: str, what: str) -> None:
 
 
 def _kernel(attribute: str, *, retention: bool = False) -> Any:
-    """A KernelHead's field, for the variant's own heads only (retention's have a decay mask, linear attention's none)."""
-    return lambda h: None if h.kernel is None or (h.kernel.decay is not None) != retention else getattr(h.kernel, attribute)
+    """A KernelHead's field, for the variant's own heads only (retention's have a decay mask, linear attention's row sums)."""
+    return lambda h: None if h.kernel is None or (h.kernel.decay if retention else h.kernel.row_sums) is None else getattr(h.kernel, attribute)
 
 
 def _phi(letter: str) -> Any:

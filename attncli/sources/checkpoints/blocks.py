@@ -196,7 +196,7 @@ class AttentionWeights:
     softcap: SoftCap | None = None  # Gemma 2: scaled scores become cap·tanh(s / cap)
     sink: LearnedSink | None = None  # gpt-oss: one logit per head in the softmax's denominator
     mla: Mla | None = None  # DeepSeek's latent projections (the rope then turns only their decoupled part)
-    more: tuple[Variant, ...] = ()  # any further variant of the registry, as the engine takes it (Falcon's and BLOOM's ALiBi)
+    variants: tuple[Variant, ...] = ()  # any other registry variant of the layer (an output gate), handed to its scenario as it is
 
     @property
     def mask(self) -> Mask:
@@ -214,7 +214,7 @@ def self_attention(X: np.ndarray, w: AttentionWeights) -> np.ndarray:
         name="", tokens=tuple(f"token {i}" for i in range(1, X.shape[0] + 1)), heads=w.heads,
         kv_heads=None if w.kv_heads == w.heads else w.kv_heads, scale=Scale("value", w.divisor),
         X=X, W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O, mask=w.mask,
-        variants=held(w.rope, w.qk_norm, w.softcap, w.sink, w.mla, *w.more),
+        variants=held(w.rope, w.qk_norm, w.softcap, w.sink, w.mla, *w.variants),
     )  # fmt: skip
     seen = _weights_seen.get()
     if seen is None:

@@ -101,7 +101,7 @@ def _attention(cfg: ModelConfig, w: Weights, index: int) -> AttentionWeights:
     b_Q, b_K, b_V = (np.ascontiguousarray(bias[:, part].reshape(H * d_k)) for part in range(3))  # (H·d_k,) each
     return AttentionWeights(
         W_Q=W_Q, W_K=W_K, W_V=W_V, b_Q=b_Q, b_K=b_K, b_V=b_V, W_O=w.get(p + "dense.weight", (d, H * d_k)).T, b_O=w.get(p + "dense.bias", (d,)),
-        heads=H, kv_heads=H, head_dim=d_k, divisor=math.sqrt(d_k), causal=True, window=None, rope=None, more=(Alibi(alibi_slopes(H)),),
+        heads=H, kv_heads=H, head_dim=d_k, divisor=math.sqrt(d_k), causal=True, window=None, rope=None, variants=(Alibi(alibi_slopes(H)),),
     )  # fmt: skip
 
 

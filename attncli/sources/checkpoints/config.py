@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, cast
 
 from attncli.errors import AttnError
 from attncli.sources.bounded import JsonLimits
@@ -117,9 +117,21 @@ class RopeConfig:
         return None
 
 
+if TYPE_CHECKING:  # a family's own settings (the type of ModelConfig.family); a bare ModelConfig is ModelConfig[Any]
+    from typing_extensions import TypeVar
+
+    F = TypeVar("F", default=Any)
+else:  # typing's TypeVar takes a default from Python 3.13 on; the checker alone needs it
+    from typing import TypeVar
+
+    F = TypeVar("F")
+G = TypeVar("G")
+
+
 @dataclass(frozen=True)
-class ModelConfig:
-    """What attncli needs to know of a model, whatever its config spelling."""
+class ModelConfig(Generic[F]):
+    """What attncli needs to know of a model, whatever its config spelling; `family` holds what only its family reads, typed
+    by it (ModelConfig[gemma2.Gemma2Settings], ModelConfig[LlamaSettings] for a declared Llama-like family)."""
 
     model_type: str
     layers: int
@@ -148,7 +160,12 @@ class ModelConfig:
     scale_embedding: bool = False  # token rows × √d_model
     decoder_start_token_id: int = 0
     eos_token_id: int | None = None
-    family: object = None  # a family module's own settings (neox.NeoxSettings, gemma2.Gemma2Settings, gpt_oss.GptOssSettings), read there
+    family: F = cast(F, None)  # a family module's own settings (neox.NeoxSettings, gemma2.Gemma2Settings, LlamaSettings, …); None without
+
+
+def with_family(cfg: ModelConfig[Any], settings: G) -> ModelConfig[G]:
+    """`cfg` with its family's own settings, typed: the record a family's read_config returns (ModelConfig[its settings])."""
+    return ModelConfig(**{f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name != "family"}, family=settings)
 
 
 # the steps transformers runs in float32 inside a float64 model that several families share (docs/families.md,
@@ -343,7 +360,7 @@ def llama_like(
     if head_dim % 2:
         raise read.fail("head_dim", f"the head size {head_dim} is odd", "an even head size (RoPE turns pairs)")
     max_positions = read.count("max_position_embeddings", default=d["positions"], most=MOST["positions"])
-    rope = _rope(read, max_positions, per_type=rope_per_type)
+    rope = _rope(read, max_positions, per_type=rope_per_type, theta=d.get("theta", 10_000.0))
     if rope.kind == "longrope" and not longrope:  # its frequencies depend on the sentence's length, which only phi3 hands RoPE
         raise read.fail("rope_scaling", f"the RoPE scaling 'longrope' is read for phi3 only, not {model_type}", "phi3, or another scaling")
     biased = attention_bias and read.flag("attention_bias", False)
@@ -368,7 +385,7 @@ def llama_like(
     )
 
 
-def _rope(read: _Reader, max_positions: int, *, per_type: str | None = None) -> RopeConfig:
+def _rope(read: _Reader, max_positions: int, *, per_type: str | None = None, theta: float = 10_000.0) -> RopeConfig:
     """RoPE as transformers 5 reads it: `rope_scaling` wins over `rope_parameters`; θ from either, else top level.
 
     With `per_type` (Gemma 3: "full_attention"), settings given per layer type are read for that type; the
@@ -388,7 +405,7 @@ def _rope(read: _Reader, max_positions: int, *, per_type: str | None = None) -> 
     if kind not in ROPE_KINDS:
         raise read.fail(key, f"the RoPE scaling {_shown(kind)} is not supported", "one of " + ", ".join(ROPE_KINDS))
     partial = _partial(read, key, chosen.get("partial_rotary_factor", read.raw.get("partial_rotary_factor", 1.0)))
-    theta = read.number("rope_theta", read.raw.get("rope_theta", 10_000.0), source=chosen)
+    theta = read.number("rope_theta", read.raw.get("rope_theta", theta), source=chosen)
     if kind == "default":
         return RopeConfig(theta=theta, kind=kind, partial=partial)
     if kind == "longrope":
@@ -494,3 +511,83 @@ def sliding_layers(read: _Reader, layers: int) -> tuple[int | None, ...]:
     if not isinstance(kinds, list) or len(kinds) != layers:
         raise read.fail("layer_types", f"found {_shown(kinds)}", f"a list of {layers} layer kinds")
     return tuple(size if kind == "sliding_attention" else None for kind in kinds)
+
+
+# -- a Llama-like family as a declaration ------------------------------------------------------------------------------
+
+RopeLayers = Callable[["_Reader", int], tuple[bool, ...]]  # (read, layers) -> per layer, whether RoPE turns q and k (False: NoPE)
+Divisor = Callable[["_Reader", int], float]  # (read, head_dim) -> what the scores are divided by
+
+
+class QkNormKind(NamedTuple):
+    """A Llama-like family's QK-norm: RMSNorm of q and k (weights `q_norm`, `k_norm` under self_attn), before RoPE."""
+
+    over: str = "head"  # "head": each head's d_k numbers, one weight of d_k shared by the heads (Qwen3); "whole": the whole
+    #                     projection, H·d_k and G·d_k weights (OLMo 2)
+    offset: float = 0.0  # the weight's offset: 1.0 for Gemma's (1 + w)
+
+    def words(self) -> str:
+        """How `model info` says it (config.Description.qk_norm)."""
+        if self.over == "whole":
+            return "over the whole q and k projections (all heads at once)"
+        return "per head (one RMSNorm weight of head_dim, shared by the heads)" if not self.offset else "per head, Gemma's (1 + w) RMSNorm"
+
+
+@dataclass(frozen=True)
+class LlamaLike:
+    """How a Llama-like family differs from Llama 3: the one record its module declares (`LLAMA_LIKE`), which llama.py computes.
+
+    Llama 3 is: RMSNorm before attention and before the MLP (input_layernorm, post_attention_layernorm), q, k, v and o
+    projections (q_proj … o_proj under self_attn), RoPE rotate-half on every layer, grouped-query attention, scores ÷ √d_k,
+    a causal mask, SwiGLU (gate_proj, up_proj, down_proj). A declaration says only what differs; a family whose difference
+    no field says (fused projections, four norms, an MoE) keeps its own read_config and layer_inputs (phi3.py, gemma3.py).
+    """
+
+    model_type: str
+    name: str  # the family as people write it, for the header's notes ("OLMo 2")
+    defaults: dict[str, Any]  # transformers' configuration_<type>.py defaults: layers, hidden, heads, kv, positions, inter;
+    #                           optional head_dim, eps, act, theta (the RoPE base when config.json gives none)
+    windows: Windows | None = None  # per layer, the sliding window (config.Windows); None: Qwen2's use_sliding_window rule
+    rope_layers: RopeLayers | None = None  # per layer, RoPE or none (NoPE: SmolLM3's no_rope_layers); None: RoPE on every layer
+    qk_norm: QkNormKind | None = None  # q_norm and k_norm before RoPE; None: no QK-norm
+    norms: str = "pre"  # "pre": RMSNorm before attention and MLP (Llama); "post": after each, the residual unnormalised (OLMo 2)
+    divisor: Divisor | None = None  # the scores' divisor, read from config.json; None: √d_k
+    attention_bias: bool = False  # config.json's attention_bias read (q, k, v and o biases)
+    qkv_bias: bool = False  # q, k and v always biased (Qwen2)
+    mlp_bias: bool = False  # config.json's mlp_bias read
+    rope_per_type: str | None = None  # the layer type whose RoPE settings apply, when they are given per type
+    longrope: bool = False  # longrope's per-length factors read (Phi-3)
+
+
+class LlamaSettings(NamedTuple):
+    """What a declared Llama-like family's config holds beyond the shared keys (ModelConfig[LlamaSettings].family)."""
+
+    declared: LlamaLike
+    rope_layers: tuple[bool, ...]  # per layer, whether RoPE turns q and k
+    divisor: float | None  # the scores' divisor when the family declares one; None: √d_k
+
+
+def declared_config(declared: LlamaLike, read: _Reader) -> ModelConfig[LlamaSettings]:
+    """A declared Llama-like family's config: the shared keys with its defaults and rules, and its per-layer settings."""
+    cfg = llama_like(
+        read, declared.model_type, declared.defaults, windows=declared.windows, attention_bias=declared.attention_bias,
+        qkv_bias=declared.qkv_bias, mlp_bias=declared.mlp_bias, rope_per_type=declared.rope_per_type, longrope=declared.longrope,
+    )  # fmt: skip
+    rope_layers = (True,) * cfg.layers if declared.rope_layers is None else declared.rope_layers(read, cfg.layers)
+    divisor = None if declared.divisor is None else declared.divisor(read, cfg.head_dim)
+    return with_family(cfg, LlamaSettings(declared, rope_layers, divisor))
+
+
+def every_nth_without_rope(key: str = "no_rope_layers", interval_key: str = "no_rope_layer_interval", interval: int = 4) -> RopeLayers:
+    """RoPE per layer from `no_rope_layers` (1: RoPE, 0: none; SmolLM3, Llama 4), else every `interval`-th layer without it."""
+
+    def rope_layers(read: _Reader, layers: int) -> tuple[bool, ...]:
+        given = read.raw.get(key)
+        if given is None:
+            every = read.count(interval_key, default=interval, most=MOST["layers"])
+            return tuple((i + 1) % every != 0 for i in range(layers))
+        if not isinstance(given, list) or len(given) != layers or any(v not in (0, 1) or isinstance(v, float) for v in given):
+            raise read.fail(key, f"found {_shown(given)}", f"a list of {layers} numbers, 1 (RoPE) or 0 (none)")
+        return tuple(bool(v) for v in given)
+
+    return rope_layers

@@ -168,6 +168,26 @@ def _local_global(f: Facts) -> Mechanism | None:
     )
 
 
+def _nope(f: Facts) -> Mechanism | None:
+    """Layers without RoPE (NoPE): a declared family's per-layer RoPE, else config.json's no_rope_layers (1: RoPE, 0: none)."""
+    family = getattr(f.cfg, "family", None)
+    rope_layers = getattr(family, "rope_layers", None)
+    if rope_layers is None:
+        given = f.raw.get("no_rope_layers")
+        if not (isinstance(given, list) and len(given) == f.layers and all(v in (0, 1) and not isinstance(v, bool | float) for v in given)):
+            return None
+        rope_layers = tuple(bool(v) for v in given)
+    without = [i + 1 for i, on in enumerate(rope_layers) if not on]
+    if not without:
+        return None
+    turned = [i + 1 for i, on in enumerate(rope_layers) if on]
+    return Mechanism(
+        "nope",
+        f"no RoPE (NoPE) on {_layers(without)}: q and k meet as projected there, the causal mask alone orders the tokens; "
+        + (f"RoPE on {_layers(turned)}" if turned else "no layer has RoPE"),
+    )
+
+
 def _softcap(f: Facts) -> Mechanism | None:
     family = getattr(f.cfg, "family", None)
     cap = getattr(family, "attn_cap", None) if family is not None else None
@@ -288,7 +308,7 @@ def _encoder_decoder(f: Facts) -> Mechanism | None:
 
 
 DETECTORS: list[Callable[[Facts], Mechanism | None]] = [
-    _mla, _sharing, _bidirectional, _encoder_decoder, _local_global, _query_scale, _softcap, _sinks, _qk_norm, _partial_rotary, _rope_scaling,
+    _mla, _sharing, _bidirectional, _encoder_decoder, _nope, _local_global, _query_scale, _softcap, _sinks, _qk_norm, _partial_rotary, _rope_scaling,
     _biases, _parallel, _moe,
 ]  # fmt: skip
 
@@ -309,7 +329,16 @@ def _mla_cache(f: Facts) -> list[CacheLayer] | None:
     return [CacheLayer(i + 1, rank + rope, f.windows[i]) for i in range(f.layers)]
 
 
-LAYOUTS: list[Callable[[Facts], list[CacheLayer] | None]] = [_mla_cache]
+def _linear_layers_cache(f: Facts) -> list[CacheLayer] | None:
+    """Layers of linear attention (layer_types "linear_attention": Qwen3-Next's Gated DeltaNet) keep a state of fixed size, no
+    keys and values per token; the others keep K and V."""
+    kinds = f.raw.get("layer_types")
+    if not (isinstance(kinds, list) and len(kinds) == f.layers and "linear_attention" in kinds):
+        return None
+    return [CacheLayer(i + 1, 0 if kind == "linear_attention" else 2 * f.kv_heads * f.head_dim, f.windows[i]) for i, kind in enumerate(kinds)]
+
+
+LAYOUTS: list[Callable[[Facts], list[CacheLayer] | None]] = [_mla_cache, _linear_layers_cache]
 
 
 def cache_layers(f: Facts) -> list[CacheLayer]:
@@ -362,11 +391,14 @@ def kv_cache(f: Facts, dtype: str | None, *, dtype_from: str, max_positions: int
 def describe_cache(cache: Mapping[str, Any], layers: int) -> list[str]:
     """`model info`'s lines about the cache."""
     size = cache["bytes_per_number"]
-    first = cache["numbers_per_layer"][0] if len(set(cache["numbers_per_layer"])) == 1 else None
+    caching = [n for n in cache["numbers_per_layer"] if n]  # a layer of linear attention keeps a state of fixed size instead
+    first = caching[0] if len(set(caching)) == 1 else None
+    over = f"{layers} layer{'s' * (layers > 1)}" if len(caching) == layers else (
+        f"the {len(caching)} of {layers} layers that keep keys and values (the others keep a state of fixed size)")  # fmt: skip
     lines = [
         (f"{cache['per_layer']} per layer and token" if first is not None else "numbers per layer and token differ by layer")
         + f", × {size} bytes ({cache['dtype']}, {cache['dtype_from']})"
-        + f" = {_bytes(cache['bytes_per_token'])} per token over {layers} layer{'s' * (layers > 1)}"
+        + f" = {_bytes(cache['bytes_per_token'])} per token over {over}"
     ]
     if cache["windows"]:
         window = " / ".join(f"{w:,}" for w in cache["windows"])

@@ -178,7 +178,7 @@ def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope | None) -> A
     return AttentionWeights(
         W_Q=W_Q, W_K=W_K, W_V=W_V, b_Q=b_Q, b_K=b_K, b_V=b_V, W_O=w.get(p + "dense.weight", (d, H * d_k)).T, b_O=b_O,
         heads=H, kv_heads=G, head_dim=d_k, divisor=math.sqrt(d_k), causal=True, window=None, rope=rope,
-        more=(alibi,) if alibi is not None else (),
+        variants=(alibi,) if alibi is not None else (),
     )  # fmt: skip
 
 

@@ -11,10 +11,15 @@ of it: a `config.Description`, or a dict of them by model type, which may name m
 config.json but does not compute, as gemma3.py's gemma3). Adding a family is its
 module and one line here; config.py holds what the families share (`llama_like` for Llama's
 descendants), gguf_family.py the vocabulary of their GGUF readers.
+
+A Llama-like family may be a declaration instead of code: its module's `LLAMA_LIKE` (a config.LlamaLike: how it differs
+from Llama, per-layer RoPE or none, windows, QK-norm, norms, divisor, biases) stands in for `read_config` and
+`layer_inputs`, which llama.py then computes (qwen3.py, olmo2.py, smollm3.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -47,10 +52,13 @@ from attncli.sources.checkpoints import (
     phi3,
     qwen3,
     qwen3_moe,
+    qwen3_next,
     seed_oss,
+    smollm3,
     stablelm,
     t5,
 )
+from attncli.sources.checkpoints.blocks import LayerInputs
 from attncli.sources.checkpoints.config import (
     LLAMA_TENSORS,
     Description,
@@ -59,6 +67,7 @@ from attncli.sources.checkpoints.config import (
     Verification,
     _Reader,
     _shown,
+    declared_config,
     read_raw,
 )
 from attncli.sources.checkpoints.gguf_family import GgufArchitecture
@@ -68,7 +77,7 @@ ARCHITECTURES: dict[str, ModuleType] = {
     "gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "bart": bart, "qwen3": qwen3, "olmo2": olmo2,
     "gemma3_text": gemma3, "gpt_neox": neox, "phi3": phi3, "gemma2": gemma2, "gpt_oss": gpt_oss, "deepseek_v3": deepseek,
     "deepseek_v2": deepseek, "falcon": falcon, "bloom": bloom,
-    "stablelm": stablelm, "t5": t5, "modernbert": modernbert,
+    "stablelm": stablelm, "t5": t5, "modernbert": modernbert, "smollm3": smollm3, "qwen3_next": qwen3_next,
     # issue 30's Llama-like families, one line each
     "qwen3_moe": qwen3_moe,
     "granite": granite,
@@ -100,8 +109,20 @@ def config_from_raw(raw: dict[str, Any], where: str) -> ModelConfig:
         found = f"model_type {_shown(model_type)} is not supported" if model_type is not None else "config.json has no model_type"
         found += did_you_mean(model_type, ARCHITECTURES, fold=same_name, shortenings=False, cutoff=1.0) if isinstance(model_type, str) else ""
         raise AttnError(found, file=where, expected="one of " + ", ".join(ARCHITECTURES))
-    cfg: ModelConfig = ARCHITECTURES[model_type].read_config(_Reader(raw, where))
-    return cfg
+    module, read = ARCHITECTURES[model_type], _Reader(raw, where)
+    if hasattr(module, "read_config"):
+        cfg: ModelConfig[Any] = module.read_config(read)
+        return cfg
+    return declared_config(module.LLAMA_LIKE, read)  # a declared Llama-like family
+
+
+LayerReader = Callable[[ModelConfig[Any], TensorSource, tuple[int, ...], int], LayerInputs]  # (cfg, checkpoint, ids, layer from 1)
+
+
+def layer_reader(model_type: str) -> LayerReader:
+    """How a supported model type's layer inputs are read: its module's `layer_inputs`, else llama.py's for its declaration."""
+    reader: LayerReader = getattr(ARCHITECTURES[model_type], "layer_inputs", llama.layer_inputs)
+    return reader
 
 
 def verification(model_type: str) -> Verification | None:

@@ -42,6 +42,7 @@ from attncli.sources.checkpoints.config import (
     _window,
     alternating,
     llama_like,
+    with_family,
 )
 from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata, layer_types, renamed
 from attncli.sources.checkpoints.rope import rope_spec
@@ -64,7 +65,7 @@ class Gemma2Settings(NamedTuple):
 DEFAULTS: dict[str, Any] = {"layers": 26, "hidden": 2304, "heads": 8, "kv": 4, "positions": 8192, "inter": 9216}  # Gemma2Config
 
 
-def read_config(read: _Reader) -> ModelConfig:
+def read_config(read: _Reader) -> ModelConfig[Gemma2Settings]:
     """Gemma 2's config: the Llama-like keys, then its own (with transformers' Gemma2Config defaults)."""
     cfg = llama_like(read, "gemma2", DEFAULTS)
     if read.raw.get("use_bidirectional_attention"):
@@ -79,14 +80,14 @@ def read_config(read: _Reader) -> ModelConfig:
     if activation not in ("gelu_pytorch_tanh", "gelu_new", "gelu", "gelu_python_tanh"):
         raise read.fail("hidden_activation", f"the activation {activation!r} is not Gemma 2's", "gelu_pytorch_tanh")
     bias = read.flag("attention_bias", False)
-    return dataclasses.replace(
+    cfg = dataclasses.replace(
         cfg,
         activation=activation,
         windows=tuple(window if kind == "sliding_attention" else None for kind in kinds),
         qkv_bias=bias,
         output_bias=bias,
-        family=Gemma2Settings(scalar, caps[0], caps[1], kinds, window, given),
     )
+    return with_family(cfg, Gemma2Settings(scalar, caps[0], caps[1], kinds, window, given))
 
 
 def layer_kinds(read: _Reader, layers: int) -> tuple[tuple[str, ...], bool]:
@@ -99,13 +100,13 @@ def layer_kinds(read: _Reader, layers: int) -> tuple[tuple[str, ...], bool]:
     return tuple(kinds), True
 
 
-def settings(cfg: ModelConfig) -> Gemma2Settings:
-    assert isinstance(cfg.family, Gemma2Settings)
+def settings(cfg: ModelConfig[Gemma2Settings]) -> Gemma2Settings:
+    """What gemma2's read_config read beyond the Llama-like keys (typed: ModelConfig[Gemma2Settings])."""
     return cfg.family
 
 
 
-def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> AttentionWeights:
+def _attention(cfg: ModelConfig[Gemma2Settings], w: Weights, index: int, rope: Rope) -> AttentionWeights:
     """Llama's projections and window, scores divided by √query_pre_attn_scalar and soft-capped."""
     g = settings(cfg)
     return dataclasses.replace(
@@ -113,7 +114,7 @@ def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> Attentio
     )
 
 
-def _norm(cfg: ModelConfig, w: Weights, name: str, x: np.ndarray) -> np.ndarray:
+def _norm(cfg: ModelConfig[Gemma2Settings], w: Weights, name: str, x: np.ndarray) -> np.ndarray:
     """Gemma's RMSNorm: x / rms(x) · (1 + w), the weight stored as its offset from 1."""
     return rms_norm(x, 1.0 + w.get(name + ".weight", (cfg.hidden_size,)), cfg.norm_eps)
 
@@ -123,7 +124,7 @@ def _linear(w: Weights, name: str, x: np.ndarray, n_out: int) -> np.ndarray:
     return w.product(name + ".weight", x, (n_out, x.shape[1]))
 
 
-def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) -> np.ndarray:
+def _layer(cfg: ModelConfig[Gemma2Settings], w: Weights, index: int, h: np.ndarray, rope: Rope) -> np.ndarray:
     """(L, d) the residual stream after layer `index` (from 0): attention and GeGLU MLP, each between a pre- and a post-norm."""
     d, inner = cfg.hidden_size, cfg.intermediate_size
     p = f"layers.{index}."
@@ -136,12 +137,12 @@ def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) 
     return out
 
 
-def embed(cfg: ModelConfig, w: Weights, ids: tuple[int, ...]) -> np.ndarray:
+def embed(cfg: ModelConfig[Gemma2Settings], w: Weights, ids: tuple[int, ...]) -> np.ndarray:
     """(L, d) the token embeddings × √d_model (Gemma2TextScaledWordEmbedding), √d exact in float64."""
     return w.rows("embed_tokens.weight", ids, cfg.hidden_size) * math.sqrt(cfg.hidden_size)
 
 
-def forward(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layers: int) -> np.ndarray:
+def forward(cfg: ModelConfig[Gemma2Settings], checkpoint: TensorSource, ids: tuple[int, ...], layers: int) -> np.ndarray:
     """(L, d) the residual stream after the first `layers` layers (0: the scaled embeddings)."""
     assert cfg.rope is not None
     w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", ""))
@@ -152,7 +153,7 @@ def forward(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], la
     return h
 
 
-def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
+def layer_inputs(cfg: ModelConfig[Gemma2Settings], checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
     """X = input_layernorm ((1 + w) RMSNorm) of the residual entering `layer` (from 1), and that layer's attention weights."""
     assert cfg.rope is not None
     w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", ""))
@@ -182,7 +183,7 @@ def _bfloat16(x: float) -> float:
     return float(np.array(bits, dtype=np.uint32).view(np.float32))
 
 
-def layer_kind_note(cfg: ModelConfig, layer: int) -> str:
+def layer_kind_note(cfg: ModelConfig[Gemma2Settings], layer: int) -> str:
     """'layer 1 is a sliding (local) layer: …' or 'layer 2 is a global layer: …', with where the kinds come from."""
     g = settings(cfg)
     source = "layer_types" if g.kinds_given else "no layer_types: transformers' default alternation, odd layers local"
@@ -193,7 +194,7 @@ def layer_kind_note(cfg: ModelConfig, layer: int) -> str:
             f"(sliding_window = {window}; {source})")  # fmt: skip
 
 
-def notes(cfg: ModelConfig, layer: int, attention: AttentionWeights, rope: Rope, dtype: str) -> tuple[str, ...]:
+def notes(cfg: ModelConfig[Gemma2Settings], layer: int, attention: AttentionWeights, rope: Rope, dtype: str) -> tuple[str, ...]:
     g = settings(cfg)
     H, G = cfg.heads, cfg.kv_heads
     scalar = f"{g.query_pre_attn_scalar:g}"
@@ -224,7 +225,7 @@ def notes(cfg: ModelConfig, layer: int, attention: AttentionWeights, rope: Rope,
     return tuple(note for note in found if note is not None)
 
 
-def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
+def shapes(cfg: ModelConfig[Gemma2Settings]) -> dict[str, tuple[int | None, ...]]:
     """The tensors `model info` checks against config.json (layer 1's, from the headers)."""
     d, H, G, d_k, inner = cfg.hidden_size, cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.intermediate_size
     return {

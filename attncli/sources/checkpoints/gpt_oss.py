@@ -44,6 +44,7 @@ from attncli.sources.checkpoints.config import (
     _window,
     alternating,
     llama_like,
+    with_family,
 )
 from attncli.sources.checkpoints.gemma2 import layer_kinds
 from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Joined, Metadata, layer_types, outermost, renamed
@@ -67,7 +68,7 @@ class GptOssSettings(NamedTuple):
 DEFAULTS: dict[str, Any] = {"layers": 36, "hidden": 2880, "heads": 64, "kv": 8, "positions": 131072, "inter": 2880}  # GptOssConfig
 
 
-def read_config(read: _Reader) -> ModelConfig:
+def read_config(read: _Reader) -> ModelConfig[GptOssSettings]:
     """gpt-oss's config: the Llama-like keys, then its own (transformers' GptOssConfig defaults)."""
     cfg = llama_like(read, "gpt_oss", DEFAULTS)
     experts = read.count("num_local_experts", default=128, most=MOST["heads"])
@@ -76,32 +77,31 @@ def read_config(read: _Reader) -> ModelConfig:
     window = None if size is None else _window(read, "sliding_window", size)
     kinds, given = layer_kinds(read, cfg.layers)
     bias = read.flag("attention_bias", True)
-    return dataclasses.replace(
+    cfg = dataclasses.replace(
         cfg,
         norm_eps=read.number("rms_norm_eps", 1e-5),
         intermediate_size=read.count("intermediate_size", default=2880, most=MOST["inner"]),
         windows=tuple(window if kind == "sliding_attention" else None for kind in kinds),
         qkv_bias=bias,
         output_bias=bias,
-        family=GptOssSettings(
-            experts, top_k, read.number("swiglu_limit", 7.0), read.number("swiglu_alpha", 1.702), kinds, window, given
-        ),
     )
+    settings = GptOssSettings(experts, top_k, read.number("swiglu_limit", 7.0), read.number("swiglu_alpha", 1.702), kinds, window, given)
+    return with_family(cfg, settings)
 
 
-def settings(cfg: ModelConfig) -> GptOssSettings:
-    assert isinstance(cfg.family, GptOssSettings)
+def settings(cfg: ModelConfig[GptOssSettings]) -> GptOssSettings:
+    """What gpt_oss's read_config read beyond the Llama-like keys (typed: ModelConfig[GptOssSettings])."""
     return cfg.family
 
 
 
-def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> AttentionWeights:
+def _attention(cfg: ModelConfig[GptOssSettings], w: Weights, index: int, rope: Rope) -> AttentionWeights:
     """Llama's projections, biases and window, with the layer's learned sinks (one logit per head)."""
     sinks = w.get(f"layers.{index}.self_attn.sinks", (cfg.heads,))  # (H,)
     return dataclasses.replace(llama._attention(cfg, w, index, rope), sink=LearnedSink(tuple(float(s) for s in sinks)))
 
 
-def _norm(cfg: ModelConfig, w: Weights, name: str, x: np.ndarray) -> np.ndarray:
+def _norm(cfg: ModelConfig[GptOssSettings], w: Weights, name: str, x: np.ndarray) -> np.ndarray:
     return rms_norm(x, w.get(name + ".weight", (cfg.hidden_size,)), cfg.norm_eps)
 
 
@@ -133,7 +133,7 @@ def _each_expert(w: Weights, name: str, quantised: bool, shape: tuple[int, int],
             yield e, block[e - first]
 
 
-def experts(cfg: ModelConfig, w: Weights, index: int, x: np.ndarray) -> tuple[np.ndarray, moe.Routing]:
+def experts(cfg: ModelConfig[GptOssSettings], w: Weights, index: int, x: np.ndarray) -> tuple[np.ndarray, moe.Routing]:
     """(L, d) the MoE MLP's output for layer `index` (from 0), and which experts each token used."""
     s = settings(cfg)
     d, inner, E = cfg.hidden_size, cfg.intermediate_size, s.experts
@@ -168,7 +168,7 @@ def _finite(w: Weights, name: str, value: np.ndarray) -> None:
         raise AttnError(f"tensor '{name}' holds NaN or ∞", file=str(w.checkpoint.file_of(name)), expected="finite weights")
 
 
-def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) -> tuple[np.ndarray, moe.Routing]:
+def _layer(cfg: ModelConfig[GptOssSettings], w: Weights, index: int, h: np.ndarray, rope: Rope) -> tuple[np.ndarray, moe.Routing]:
     """(L, d) the residual stream after layer `index` (from 0): h + attention(norm h), then + MoE(norm h); and the routing."""
     p = f"layers.{index}."
     h = h + self_attention(_norm(cfg, w, p + "input_layernorm", h), _attention(cfg, w, index, rope))  # (L, d)
@@ -176,7 +176,7 @@ def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) 
     return h + mixed, routing
 
 
-def forward(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layers: int) -> tuple[np.ndarray, list[moe.Routing]]:
+def forward(cfg: ModelConfig[GptOssSettings], checkpoint: TensorSource, ids: tuple[int, ...], layers: int) -> tuple[np.ndarray, list[moe.Routing]]:
     """(L, d) the residual stream after `layers` layers, and each layer's routing."""
     assert cfg.rope is not None
     w = Weights(checkpoint, probe="embed_tokens.weight", prefixes=("model.", ""))
@@ -189,7 +189,7 @@ def forward(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], la
     return h, routings
 
 
-def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
+def layer_inputs(cfg: ModelConfig[GptOssSettings], checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
     """X = input_layernorm (RMSNorm) of the residual entering `layer` (from 1), that layer's attention weights, and the experts used before."""
     assert cfg.rope is not None
     h, routings = forward(cfg, checkpoint, ids, layer - 1)
@@ -203,7 +203,7 @@ def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...
 
 
 def notes(
-    cfg: ModelConfig, layer: int, attention: AttentionWeights, rope: Rope, dtype: str, routings: list[moe.Routing]
+    cfg: ModelConfig[GptOssSettings], layer: int, attention: AttentionWeights, rope: Rope, dtype: str, routings: list[moe.Routing]
 ) -> tuple[str, ...]:
     s = settings(cfg)
     H, G = cfg.heads, cfg.kv_heads
@@ -236,7 +236,7 @@ def notes(
     return tuple(note for note in found if note is not None)
 
 
-def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
+def shapes(cfg: ModelConfig[GptOssSettings]) -> dict[str, tuple[int | None, ...]]:
     """The tensors `model info` checks against config.json (layer 1's, from the headers)."""
     d, H, G, d_k = cfg.hidden_size, cfg.heads, cfg.kv_heads, cfg.head_dim
     return {

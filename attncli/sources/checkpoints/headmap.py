@@ -18,7 +18,7 @@ from attncli.errors import AttnError, option
 from attncli.sources import reading
 from attncli.sources.checkpoints.blocks import AttentionWeights, WeightsSeen, self_attention, weights_seen
 from attncli.sources.checkpoints.config import ModelConfig
-from attncli.sources.checkpoints.families import ARCHITECTURES, ENCODER_DECODERS, read_config
+from attncli.sources.checkpoints.families import ENCODER_DECODERS, layer_reader, read_config
 from attncli.sources.checkpoints.gguf import gguf_path, open_model
 from attncli.sources.checkpoints.layer import checkpoint_tokens
 from attncli.sources.checkpoints.safetensors import Checkpoint
@@ -70,6 +70,13 @@ def model_map(
             key="model",
             expected=f"run or explain of one layer, with {option('target')} and {option('attention')} encoder, decoder or cross",
         )
+    softmax_layers = getattr(cfg.family, "softmax_layers", None)  # a family with layers that are not softmax attention says which are
+    if softmax_layers is not None and len(softmax_layers()) != cfg.layers:
+        raise AttnError(
+            f"the map of a model whose layers are not all softmax attention ({cfg.model_type}: only layers "
+            f"{', '.join(map(str, softmax_layers()))} are) is not built yet",
+            key="model", expected=f"run or explain of one of those layers, with {option('layer')}",
+        )  # fmt: skip
     tokenized = checkpoint_tokens(folder, sentence, special_tokens=special_tokens == "auto", max_tokens=MAX_TEXT_CHARACTERS)
     ids, labels = tokenized.ids, tokenized.labels
     if not ids:
@@ -100,9 +107,9 @@ def model_map(
 
 def _forward(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], seen: WeightsSeen) -> None:
     """One pass through every layer; the last layer's attention is computed only for its weights."""
-    architecture = ARCHITECTURES[cfg.model_type]  # the same table load_layer reads
+    read_layer = layer_reader(cfg.model_type)  # the same table load_layer reads
     with weights_seen(seen):
-        last = architecture.layer_inputs(cfg, checkpoint, ids, cfg.layers)  # layers 1 … N−1, each reported
+        last = read_layer(cfg, checkpoint, ids, cfg.layers)  # layers 1 … N−1, each reported
         self_attention(last.X, last.attention)  # layer N
 
 

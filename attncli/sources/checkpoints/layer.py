@@ -20,7 +20,13 @@ from attncli.sources.arguments import shown_path
 from attncli.sources.checkpoints import bart, tokenizer_process
 from attncli.sources.checkpoints.config import ModelConfig, read_raw
 from attncli.sources.checkpoints.describe import config_cache, describe_config, describe_raw
-from attncli.sources.checkpoints.families import ARCHITECTURES, ENCODER_DECODERS, check_shapes, read_config
+from attncli.sources.checkpoints.families import (
+    ARCHITECTURES,
+    ENCODER_DECODERS,
+    check_shapes,
+    layer_reader,
+    read_config,
+)
 from attncli.sources.checkpoints.gguf import OLLAMA_PREFIX, gguf_path, open_model
 from attncli.sources.checkpoints.safetensors import FLOAT_NAMES, Checkpoint
 from attncli.sources.checkpoints.source import TensorSource
@@ -70,7 +76,7 @@ class LayerCase:
     sink: LearnedSink | None = None  # gpt-oss's learned sinks, one logit per head
     layer_kind: str | None = None  # "sliding" or "global" in a model whose layers differ (Gemma 2, gpt-oss), else None
     mla: Mla | None = None  # DeepSeek's multi-head latent attention: the latent projections instead of W_Q, W_K, W_V
-    more: tuple[Variant, ...] = ()  # any further variant of the registry the layer uses (AttentionWeights.more: ALiBi)
+    variants: tuple[Variant, ...] = ()  # any other registry variant of the layer (blocks.AttentionWeights.variants: an output gate)
     name: str = ""  # the model's name as a post shows it (model_name): GGUF's general.name, else the folder's or file's name
 
 
@@ -166,7 +172,7 @@ def load_layer(
     if gguf is None:
         checkpoint = Checkpoint(folder)
     with np.errstate(all="ignore"):  # an overflow is reported below, as what it is, not as numpy's warning
-        inputs = ARCHITECTURES[cfg.model_type].layer_inputs(cfg, checkpoint, ids, layer)
+        inputs = layer_reader(cfg.model_type)(cfg, checkpoint, ids, layer)
     if not np.isfinite(inputs.X).all():
         raise AttnError(
             f"the input of layer {layer} overflows float64: layers 1–{layer - 1} of the checkpoint give ±∞ or NaN for this sentence",
@@ -185,7 +191,7 @@ def load_layer(
         divisor=w.divisor, causal=w.causal, window=w.window, rope=w.rope,
         dtype=inputs.dtype, notes=(*notes, *not_applied_note(not_applied)),
         gguf=None if gguf is None else str(gguf), tokens_from="its tokenizer.json" if gguf is None else "the GGUF metadata",
-        qk_norm=w.qk_norm, softcap=w.softcap, sink=w.sink, layer_kind=_layer_kind(cfg, layer), mla=w.mla, more=w.more,
+        qk_norm=w.qk_norm, softcap=w.softcap, sink=w.sink, layer_kind=_layer_kind(cfg, layer), mla=w.mla, variants=w.variants,
         name=model_name(folder, None if gguf is None else model.file.value("general.name")),
     )  # fmt: skip
 
@@ -255,7 +261,7 @@ def _encoder_decoder_layer(
         dtype=inputs.dtype, notes=(*inputs.notes, *not_applied_note(source.not_applied)),
         attention=chosen,
         context_ids=ids if chosen == "cross" else None, context_labels=labels if chosen == "cross" else None, X_kv=inputs.X_kv,
-        more=w.more,
+        variants=w.variants,
         name=model_name(folder),
     )  # fmt: skip
 
@@ -325,6 +331,9 @@ def model_info(folder: Path) -> dict[str, Any]:
         info.update(describe_raw(raw))  # what its keys tell of the attention, even unread
         return info
     info.update(describe_config(cfg, raw))
+    softmax_layers = getattr(cfg.family, "softmax_layers", None)  # a family with layers that are not softmax attention says which are
+    if softmax_layers is not None:
+        info["softmax_layers"] = softmax_layers()
     words = getattr(ARCHITECTURES.get(cfg.model_type), "mechanisms", None)
     if words is not None:  # what a family module says of itself beyond the mechanisms describe.py detects in every family
         try:

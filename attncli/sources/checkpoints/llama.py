@@ -1,7 +1,14 @@
-"""Llama, Qwen2 and Mistral: RMSNorm before attention and MLP, RoPE rotate-half, grouped-query attention, SwiGLU.
+"""Llama, Qwen2 and Mistral: RMSNorm before attention and MLP, RoPE rotate-half, grouped-query attention, SwiGLU; and every
+Llama-like family that declares how it differs (a `config.LlamaLike`, its module's `LLAMA_LIKE`).
 
-Its pieces serve the families built on it (qwen3.py, olmo2.py): `_attention` reads a layer's projections,
-`_mlp` its SwiGLU, and `layer_inputs` takes the family's own attention reader.
+A declared family's module holds its declaration and what model info, model verify and GGUF need (DESCRIPTION, VERIFY,
+GGUF); families.py hands its config to `config.declared_config` and its layers to `declared_layer_inputs` here, which
+computes what the declaration says: RoPE or none per layer (NoPE), windows per layer, QK-norm over each head or the whole
+projection, norms before or after attention and MLP, the scores' divisor, the biases. qwen3.py, olmo2.py and smollm3.py are
+such declarations; Llama, Qwen2 and Mistral are this module's own (`DECLARED`).
+
+Its pieces serve the families that keep code of their own (gemma3.py, phi3.py, gpt_oss.py, …): `_attention` reads a
+layer's projections, `_mlp` its SwiGLU, and `layer_inputs` takes the family's own attention reader.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from attncli.core.variants import Rope
+from attncli.core.variants import QkNorm, Rope
 from attncli.sources.checkpoints.blocks import (
     AttentionWeights,
     LayerInputs,
@@ -33,11 +40,14 @@ from attncli.sources.checkpoints.config import (
     LLAMA_TENSORS,
     O_PROJ,
     Description,
+    LlamaLike,
+    LlamaSettings,
     ModelConfig,
+    QkNormKind,
     Verification,
     _Reader,
+    declared_config,
     every_layer,
-    llama_like,
     no_windows,
     sliding_layers,
 )
@@ -47,7 +57,7 @@ from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
 
-def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> AttentionWeights:
+def _attention(cfg: ModelConfig[Any], w: Weights, index: int, rope: Rope | None) -> AttentionWeights:
     d, H, G, d_k = cfg.hidden_size, cfg.heads, cfg.kv_heads, cfg.head_dim
     p = f"layers.{index}.self_attn."
     W_Q, b_Q = w.linear(p + "q_proj", d, H * d_k, cfg.qkv_bias)
@@ -73,7 +83,7 @@ def _linear(w: Weights, name: str, x: np.ndarray, n_out: int, bias: bool) -> np.
     return y if not bias else y + w.get(name + ".bias", (n_out,))
 
 
-Attention = Callable[[ModelConfig, Weights, int, Rope], AttentionWeights]  # a family's reader of layer `index`'s attention
+Attention = Callable[[ModelConfig[Any], Weights, int, Rope], AttentionWeights]  # a family's reader of layer `index`'s attention
 
 
 def _mlp(cfg: ModelConfig, w: Weights, index: int, x: np.ndarray) -> np.ndarray:
@@ -111,9 +121,12 @@ def weights_and_rope(cfg: ModelConfig, checkpoint: TensorSource) -> tuple[Weight
 
 
 def layer_inputs(
-    cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int, attention: Attention = _attention
+    cfg: ModelConfig[Any], checkpoint: TensorSource, ids: tuple[int, ...], layer: int, attention: Attention | None = None
 ) -> LayerInputs:
-    """X = input_layernorm (RMSNorm) of the residual entering `layer` (from 1), and that layer's attention weights."""
+    """X = input_layernorm (RMSNorm) of the residual entering `layer` (from 1), and that layer's attention weights: as the
+    family declares them (`declared_layer_inputs`), or read by the family's own `attention`."""
+    if attention is None:
+        return declared_layer_inputs(cfg, checkpoint, ids, layer)
     w, rope = weights_and_rope(cfg, checkpoint)
     h = w.rows("embed_tokens.weight", ids, cfg.hidden_size)  # (L, d)
     for index in range(layer - 1):
@@ -129,7 +142,8 @@ def notes(cfg: ModelConfig, layer: int, rope: Rope, attention: AttentionWeights,
     """The header's lines for a Llama-like layer; `first` replaces the line that says what X is."""
     H, G = cfg.heads, cfg.kv_heads
     sharing = sharing_note(H, G)
-    scaling = f", {rope.scaling.replace(' (', ' scaling (', 1)}" if rope.scaling else ""
+    turned = attention.rope or rope
+    scaling = f", {turned.scaling.replace(' (', ' scaling (', 1)}" if turned.scaling else ""
     norm = attention.qk_norm
     qk_norm = None if norm is None else (
         f"QK-norm: q and k divided by their rms over {'each head (q_norm, k_norm of ' + str(cfg.head_dim) + ' weights, shared by the heads)' if not norm.whole else 'the whole projection (q_norm, k_norm of H·d_k and G·d_k weights)'}, "
@@ -147,7 +161,7 @@ def notes(cfg: ModelConfig, layer: int, rope: Rope, attention: AttentionWeights,
         for note in (
             first or f"X = input_layernorm (RMSNorm) of the residual entering layer {layer}: token embeddings{through(layer)}",
             qk_norm,
-            f"RoPE (rotate-half) on q and k at positions 0, 1, 2, …: θ = {rope.theta:g}{scaling}",
+            rope_note(attention.rope, scaling),
             sharing,
             biases,
             f"scores divided by √d_k = √{cfg.head_dim} = {attention.divisor:g}",
@@ -160,6 +174,77 @@ def notes(cfg: ModelConfig, layer: int, rope: Rope, attention: AttentionWeights,
     return lines
 
 
+def rope_note(rope: Rope | None, scaling: str) -> str:
+    """The header's RoPE line: how q and k are turned, or that this layer has no RoPE (NoPE)."""
+    if rope is None:
+        return "no RoPE on this layer (NoPE): q and k meet as projected; the causal mask alone knows the order"
+    return f"RoPE (rotate-half) on q and k at positions 0, 1, 2, …: θ = {rope.theta:g}{scaling}"
+
+
+# -- a declared Llama-like family (config.LlamaLike) -------------------------------------------------------------------
+
+
+def declared(cfg: ModelConfig[Any]) -> LlamaSettings:
+    """The family's settings; Llama's own (RoPE everywhere, no QK-norm, pre-norms) for a config built by `llama_like` alone."""
+    if isinstance(cfg.family, LlamaSettings):
+        return cfg.family
+    return LlamaSettings(LlamaLike(cfg.model_type, cfg.model_type, {}), (True,) * cfg.layers, None)
+
+
+def declared_attention(cfg: ModelConfig[Any], w: Weights, index: int, rope: Rope) -> AttentionWeights:
+    """Layer `index`'s projections, with the RoPE, QK-norm and divisor its family declares."""
+    s = declared(cfg)
+    attention = _attention(cfg, w, index, rope if s.rope_layers[index] else None)
+    if s.declared.qk_norm is not None:
+        attention = with_qk_norm(cfg, w, index, attention, s.declared.qk_norm)
+    if s.divisor is not None:
+        attention = dataclasses.replace(attention, divisor=s.divisor)
+    return attention
+
+
+def with_qk_norm(cfg: ModelConfig[Any], w: Weights, index: int, attention: AttentionWeights, norm: QkNormKind) -> AttentionWeights:
+    """`attention` with layer `index`'s q_norm and k_norm, of the kind `norm` says (over each head, or the whole projection)."""
+    p = f"layers.{index}.self_attn."
+    H, G, d_k = cfg.heads, cfg.kv_heads, cfg.head_dim
+    q_size, k_size = (d_k, d_k) if norm.over == "head" else (H * d_k, G * d_k)
+    weights = QkNorm(w.get(p + "q_norm.weight", (q_size,)), w.get(p + "k_norm.weight", (k_size,)), eps=cfg.norm_eps, over=norm.over,
+                     offset=norm.offset)  # fmt: skip
+    return dataclasses.replace(attention, qk_norm=weights)
+
+
+def post_norm_layer(cfg: ModelConfig[Any], w: Weights, index: int, h: np.ndarray, attention: AttentionWeights) -> np.ndarray:
+    """(L, d) OLMo 2's block: h + post_attention_layernorm(attention(h)), then + post_feedforward_layernorm(mlp)."""
+    p = f"layers.{index}."
+    h = h + _norm(cfg, w, p + "post_attention_layernorm", self_attention(h, attention))  # (L, d)
+    after: np.ndarray = h + _norm(cfg, w, p + "post_feedforward_layernorm", _mlp(cfg, w, index, h))  # (L, d)
+    return after
+
+
+def _declared_layer(cfg: ModelConfig[Any], w: Weights, index: int, h: np.ndarray, rope: Rope) -> np.ndarray:
+    """(L, d) the residual after layer `index`, with norms before attention and MLP (Llama) or after them (OLMo 2)."""
+    attention = declared_attention(cfg, w, index, rope)
+    if declared(cfg).declared.norms == "post":
+        return post_norm_layer(cfg, w, index, h, attention)
+    return _layer(cfg, w, index, h, rope, lambda *_: attention)
+
+
+def declared_layer_inputs(cfg: ModelConfig[Any], checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
+    """X, the input of layer `layer`'s (from 1) attention as its family declares it, that layer's attention, and the header's notes."""
+    w, rope = weights_and_rope(cfg, checkpoint)
+    h = w.rows("embed_tokens.weight", ids, cfg.hidden_size)  # (L, d)
+    for index in range(layer - 1):
+        h = _declared_layer(cfg, w, index, h, rope)
+    index = layer - 1
+    attention = declared_attention(cfg, w, index, rope)
+    dtype = w.dtype(f"layers.{index}.self_attn.q_proj.weight")
+    if declared(cfg).declared.norms == "post":
+        first = (f"X = the residual stream entering layer {layer}, not normalised ({declared(cfg).declared.name} norms after attention "
+                 f"and MLP): token embeddings{through(layer)}")  # fmt: skip
+        return LayerInputs(X=h, attention=attention, dtype=dtype, notes=notes(cfg, layer, rope, attention, dtype, first=first))
+    X = _norm(cfg, w, f"layers.{index}.input_layernorm", h)  # (L, d)
+    return LayerInputs(X=X, attention=attention, dtype=dtype, notes=notes(cfg, layer, rope, attention, dtype))
+
+
 # transformers' defaults per model type (configuration_llama.py, _qwen2.py, _mistral.py)
 DEFAULTS: dict[str, dict[str, Any]] = {
     "llama": {"layers": 32, "hidden": 4096, "heads": 32, "kv": None, "positions": 2048, "inter": 11008},
@@ -168,15 +253,19 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def read_config(read: _Reader) -> ModelConfig:
-    """Llama (attention_bias and mlp_bias read), Qwen2 (q, k and v always biased; windows by use_sliding_window) and
-    Mistral (one window on every layer, 4096 when left out)."""
-    model_type = str(read.raw["model_type"])
-    if model_type == "llama":
-        return llama_like(read, model_type, DEFAULTS[model_type], windows=no_windows, attention_bias=True, mlp_bias=True)
-    if model_type == "qwen2":
-        return llama_like(read, model_type, DEFAULTS[model_type], windows=sliding_layers, qkv_bias=True)
-    return llama_like(read, model_type, DEFAULTS[model_type], windows=every_layer(4096))
+# Llama (attention_bias and mlp_bias read), Qwen2 (q, k and v always biased; windows by use_sliding_window) and Mistral
+# (one window on every layer, 4096 when left out)
+LLAMA_LIKE = {
+    "llama": LlamaLike("llama", "Llama", DEFAULTS["llama"], windows=no_windows, attention_bias=True, mlp_bias=True),
+    "qwen2": LlamaLike("qwen2", "Qwen2", DEFAULTS["qwen2"], windows=sliding_layers, qkv_bias=True),
+    "mistral": LlamaLike("mistral", "Mistral", DEFAULTS["mistral"], windows=every_layer(4096)),
+}
+
+
+def read_config(read: _Reader) -> ModelConfig[LlamaSettings]:
+    """Llama's, Qwen2's or Mistral's config, as their declarations say."""
+    return declared_config(LLAMA_LIKE[str(read.raw["model_type"])], read)
+
 
 
 # -- GGUF and model verify ---------------------------------------------------------------------

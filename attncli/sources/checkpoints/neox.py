@@ -59,7 +59,7 @@ TENSORS = Tensors("embed_in.weight", ("gpt_neox.", ""))  # GPTNeoXModel's names,
 DEFAULTS: dict[str, Any] = {"layers": 44, "hidden": 6144, "heads": 64, "positions": 2048, "eps": 1e-5, "act": "gelu", "inter": 24576}  # GPTNeoXConfig
 
 
-def read_config(read: _Reader) -> ModelConfig:
+def read_config(read: _Reader) -> ModelConfig[NeoxSettings]:
     """GPT-NeoX / Pythia: transformers 4's rotary_pct + rotary_emb_base, or transformers 5's rope_parameters."""
     d = DEFAULTS
     layers = read.count("num_hidden_layers", default=d["layers"], most=MOST["layers"])
@@ -100,11 +100,11 @@ def read_config(read: _Reader) -> ModelConfig:
     )
 
 
-def _parallel(cfg: ModelConfig) -> bool:
-    return cfg.family.parallel_residual if isinstance(cfg.family, NeoxSettings) else True
+def _parallel(cfg: ModelConfig[NeoxSettings]) -> bool:
+    return cfg.family.parallel_residual
 
 
-def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> AttentionWeights:
+def _attention(cfg: ModelConfig[NeoxSettings], w: Weights, index: int, rope: Rope) -> AttentionWeights:
     """Layer `index` (from 0): query_key_value's rows split per head into q, k and v, each returned as (d, H·d_k)."""
     d, H, d_k = cfg.hidden_size, cfg.heads, cfg.head_dim
     p = f"layers.{index}.attention."
@@ -122,7 +122,7 @@ def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> Attentio
     )  # fmt: skip
 
 
-def _mlp(cfg: ModelConfig, w: Weights, index: int, x: np.ndarray) -> np.ndarray:
+def _mlp(cfg: ModelConfig[NeoxSettings], w: Weights, index: int, x: np.ndarray) -> np.ndarray:
     """(L, d) dense_4h_to_h(act(dense_h_to_4h(x))), each with its bias."""
     d, inner = cfg.hidden_size, cfg.intermediate_size
     p = f"layers.{index}.mlp."
@@ -131,7 +131,7 @@ def _mlp(cfg: ModelConfig, w: Weights, index: int, x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) -> np.ndarray:
+def _layer(cfg: ModelConfig[NeoxSettings], w: Weights, index: int, h: np.ndarray, rope: Rope) -> np.ndarray:
     """(L, d) the residual stream after layer `index`: parallel (x + attn + mlp of the same x) or sequential."""
     p = f"layers.{index}."
     attention = self_attention(w.layer_norm(p + "input_layernorm", h, cfg.norm_eps), _attention(cfg, w, index, rope))  # (L, d)
@@ -143,7 +143,7 @@ def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) 
     return out
 
 
-def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
+def layer_inputs(cfg: ModelConfig[NeoxSettings], checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
     """X = input_layernorm of the residual entering `layer` (from 1), and that layer's attention weights."""
     assert cfg.rope is not None
     w = Weights(checkpoint, probe=TENSORS.probe, prefixes=TENSORS.prefixes)
@@ -205,7 +205,7 @@ GGUF = (GgufArchitecture("gptneox", "gpt_neox", GGUF_NAMES, keys=gguf_keys, qkv_
 VERIFY = Verification(r"(?:^|\.)layers\.(\d+)\.attention\.dense$", (FLOAT32_ROPE, FLOAT32_SOFTMAX))  # LayerNorm is float64
 
 
-def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
+def shapes(cfg: ModelConfig[NeoxSettings]) -> dict[str, tuple[int | None, ...]]:
     """The tensors `model info` checks against config.json (q, k and v in one projection)."""
     d, d_k = cfg.hidden_size, cfg.head_dim
     return {

@@ -103,7 +103,7 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
         W_O=_frozen(case.W_O),
         b_O=_frozen(case.b_O),
         mask=Mask(causal=case.causal, window=case.window),
-        variants=held(case.rope, case.qk_norm, case.softcap, case.sink, case.mla, *case.more),
+        variants=held(case.rope, case.qk_norm, case.softcap, case.sink, case.mla, *case.variants),
         word_marks=WORD_MARKS,
         notes=tuple(notes),
         details=tuple(details),

@@ -86,7 +86,7 @@ def _attention(cfg: ModelConfig, w: Weights, index: int, rope: Rope) -> Attentio
     else:
         q = np.stack([w.get(p + f"q_layernorm.norms.{h}.weight", (d_k,)) for h in range(cfg.heads)])  # (H, d_k)
         k = np.stack([w.get(p + f"k_layernorm.norms.{g}.weight", (d_k,)) for g in range(cfg.kv_heads)])  # (G, d_k)
-    return dataclasses.replace(attention, more=(QkLayerNorm(q, k, eps=cfg.norm_eps),))
+    return dataclasses.replace(attention, variants=(QkLayerNorm(q, k, eps=cfg.norm_eps),))
 
 
 def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) -> np.ndarray:

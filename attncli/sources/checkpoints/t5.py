@@ -150,7 +150,7 @@ class T5:
             W_Q=W_Q, W_K=W_K, W_V=W_V, b_Q=None, b_K=None, b_V=None, W_O=self.w.linear(p + "o", inner, self.d, bias=False)[0], b_O=None,
             heads=self.H, kv_heads=self.H, head_dim=self.d_k, divisor=1.0,
             causal=stack == "decoder" and kind == "SelfAttention", window=None, rope=None,
-            more=(self.buckets(stack),) if kind == "SelfAttention" else (),
+            variants=(self.buckets(stack),) if kind == "SelfAttention" else (),
         )  # fmt: skip
 
     def mlp(self, stack: str, index: int, h: np.ndarray) -> np.ndarray:

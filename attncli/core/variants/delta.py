@@ -1,0 +1,203 @@
+"""The delta rule (DeltaNet; the core of Gated DeltaNet in Qwen3-Next): attention without softmax, a state written by correction.
+
+Yang et al., "Parallelizing Linear Transformers with the Delta Rule over Sequence Length" (NeurIPS 2024), eq. 2 and the
+UT form of §3: with q̂ and k̂ L2-normalised, a state S (d_k × d_v) from 0, token by token
+    S_t = S_{t−1} + k̂_t ⊗ β(v_t − S_{t−1}ᵀ k̂_t),    out_t = S_tᵀ q̂_t / s
+Linear attention adds k ⊗ v to its state whatever the state already holds for k; the delta rule first reads what S
+recalls for k̂_t and writes only β times the error v_t − recalled: a memory that corrects itself. Unrolled, the output is
+still weights·V: out = (Q̂·K̂ᵀ / s ⊙ M)·T·V with M the causal mask and T = (I + β·tril₋₁(K̂·K̂ᵀ))⁻¹·β (tril₋₁: below the
+diagonal), so the stage table shows T and the weights A = similarities·T, and explain tells the step of the state for one
+token. Gated DeltaNet multiplies S by a decay e^g before each step; this variant is the ungated rule. The module also
+holds how it is shown (core.variants.shown): its rows and its step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from attncli.core.records import record
+from attncli.core.variants.keys import VECTOR, Read, Schema, Sizes, mapping_keys
+from attncli.core.variants.linear import KernelHead, refuse_beside_softmax, softmax_rows
+from attncli.core.variants.shown import Narrated, Say, StageRow
+from attncli.errors import AttnError
+
+
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    """(L, d) each row divided by its length (L2); a row of zeros is refused by the caller."""
+    out: np.ndarray = x / np.sqrt((x * x).sum(axis=1, keepdims=True))
+    return out
+
+
+@record
+class DeltaRule:
+    """out_t = S_tᵀ q̂_t / s with S_t = S_{t−1} + k̂_t ⊗ β(v_t − S_{t−1}ᵀ k̂_t): no softmax; a state corrected by each token."""
+
+    key: ClassVar[str] = "delta_rule"
+    stage: ClassVar[str] = "kernel"
+    json_key: ClassVar[str] = "delta_rule"
+    json_slot: ClassVar[int] = 13
+    json_absent: ClassVar[None] = None
+    replaces: ClassVar[tuple[str, ...]] = ("scores", "scaled", "masked", "exp", "weights")  # the softmax's rows, shown as this variant's
+    rows: ClassVar[tuple[StageRow, ...]]
+
+    betas: tuple[float, ...]  # the writing strength β in (0, 1], one per query head, head 1 first
+
+    def beta(self, h: int) -> float:
+        return self.betas[h - 1]
+
+    def head(self, h: int, q: np.ndarray, k: np.ndarray, V: np.ndarray, visible: np.ndarray, divisor: float, r: Any) -> KernelHead:
+        """Every stage of head h (from 1), the unrolled form; r rounds each. The keys must be the queries' own, in order, causal."""
+        L = k.shape[0]
+        if q.shape[0] != L or not np.array_equal(visible, np.tril(np.ones((L, L), dtype=bool))):
+            raise AttnError("the delta rule reads the keys in order, each query after its own key: a plain causal mask over the "
+                            "sentence's own keys", key=self.key, expected="mask: causal, no window, sinks, padding, cache or context")  # fmt: skip
+        for name, x in (("q", q), ("k", k)):
+            if not np.all((x * x).sum(axis=1) > 0):
+                raise AttnError(f"head {h}: a {name} of zeros has no direction to normalise", key=self.key, expected="q and k rows that are not all 0")
+        q_hat, k_hat = r(unit_rows(q)), r(unit_rows(k))  # (L, d_k) each
+        scores = q_hat @ k_hat.T / divisor  # (L, d_k) @ (d_k, L) -> (L, L)
+        similarities = r(np.where(visible, scores, 0.0))  # (L, L)
+        beta = self.beta(h)
+        below = np.tril(k_hat @ k_hat.T, -1)  # (L, L) k̂_t·k̂_j for j < t
+        transform = r(np.linalg.solve(np.eye(L) + beta * below, beta * np.eye(L)))  # (L, L) T = (I + β·tril₋₁(K̂K̂ᵀ))⁻¹·β
+        weights = r(similarities @ transform)  # (L, L) out = weights·V
+        return KernelHead(q_hat, k_hat, similarities, None, None, weights, softmax_rows(q @ k.T / divisor, visible), transform)
+
+    def state_before(self, h: int, k_hat: np.ndarray, V: np.ndarray, t: int) -> np.ndarray:
+        """(d_k, d_v) S_{t−1}, the state before token t (from 0), by the recurrence."""
+        S = np.zeros((k_hat.shape[1], V.shape[1]))  # (d_k, d_v)
+        for j in range(t):
+            S = S + np.outer(k_hat[j], self.beta(h) * (V[j] - S.T @ k_hat[j]))
+        return S
+
+    def narrate(self, expl: Any, say: Say) -> Narrated:
+        """The state's step for the explained token: what S recalls for k̂, the correction written, the output read by q̂."""
+        w, p = say.w, say.p
+        t, i, h = expl.head.kernel, expl.position - 1, expl.head.head
+        V, beta, divisor = expl.head.V, self.beta(h), expl.scenario.scale.divisor
+        before = self.state_before(h, t.phi_k, V, i)  # (d_k, d_v)
+        recalled = before.T @ t.phi_k[i]  # (d_v,) S_{t−1}ᵀ k̂_t
+        delta = beta * (V[i] - recalled)  # (d_v,)
+        after = before + np.outer(t.phi_k[i], delta)  # (d_k, d_v)
+        out = after.T @ t.phi_q[i] / divisor  # (d_v,)
+
+        def hat(x: str) -> str:
+            return rf"\hat{{{x}}}" if w.tex else f"{x}̂"
+
+        top = r"^{\top}" if w.tex else "ᵀ"
+        lines: list[tuple[str, ...]] = [
+            (hat("q"), say.vec(t.phi_q[i])),
+            (hat("k"), say.vec(t.phi_k[i])),
+            (w.text("recalled"), f"S{top}{hat('k')} = {say.vec(recalled)}"),
+            (w.text("written"), f"{w.num(beta, p)} {w.times} ({say.vec(V[i])} {w.minus} {w.text('recalled')}) = {say.vec(delta)}"),
+            (w.text("output"), f"(S + {hat('k')} {w.times} {w.text('written')}){top}{hat('q')} / {divisor:g} = {say.vec(out)}"),
+        ]
+        for key in say.shown_keys():
+            j = key.position - 1
+            if key.masked:
+                lines.append((w.label(key.label), w.text("later: weight 0"), ":"))
+                continue
+            lines.append((w.label(key.label), f"{w.text('similarity')} {w.num(float(t.similarities[i, j]), p)}, {w.alpha} = "
+                          f"{w.num(key.weight, p, whole=False)} ({w.text('softmax')}: {w.num(float(t.softmax[i, j]), p, whole=False)})", ":"))
+        notes = [
+            f"Before token {i + 1} the state S holds what tokens 1 to {i} wrote; it recalls for k̂ what it has stored under that "
+            f"direction, and writes only β = {beta:g} times the error v − recalled: a key seen before is corrected, not added twice. "
+            "The output reads the new state with q̂; unrolled over the tokens it is the weights α times V (shown next), and α need "
+            "not be positive nor sum to 1.",
+            "Why models do it (DeltaNet; Gated DeltaNet in Qwen3-Next, Kimi Linear): a linear-attention state of d_k × d_v numbers "
+            "instead of a growing KV cache, which overwrites what it holds for a key instead of piling every value onto it.",
+        ]
+        formula = (r"S_t = S_{t-1} + \hat{k}_t \otimes \beta(v_t - S_{t-1}^{\top}\hat{k}_t), \quad o_t = S_t^{\top}\hat{q}_t / s"
+                   if w.tex else "S_t = S_{t−1} + k̂_t ⊗ β(v_t − S_{t−1}ᵀk̂_t), o_t = S_tᵀq̂_t / s")  # fmt: skip
+        return Narrated("The delta rule instead of the softmax", formula, lines, notes)
+
+    def describe(self) -> str:
+        values = ", ".join(f"{b:g}" for b in self.betas)
+        return f"the delta rule (no softmax): S_t = S_(t−1) + k̂_t ⊗ β(v_t − S_(t−1)ᵀk̂_t), out_t = S_tᵀq̂_t / s, β = [{values}]"
+
+    def as_json(self) -> dict[str, object]:
+        return {"beta": list(self.betas)}
+
+    # -- its scenario key (core.variants.keys) ----------------------------------------------------
+
+    schema: ClassVar[Schema] = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["beta"],
+        "description": "The delta rule (DeltaNet, Yang et al. 2024): no softmax; q and k L2-normalised, a state S_t = S_{t−1} + "
+        "k̂_t ⊗ β(v_t − S_{t−1}ᵀk̂_t), out_t = S_tᵀq̂_t / scale. Needs mask: causal. Not with linear_attention, retention, "
+        "soft-capping, a bias, ALiBi, sinks or MLA.",
+        "properties": {
+            "beta": {"anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 1}, VECTOR],
+                     "description": "The writing strength β in (0, 1]: one for every head, or one per head."},
+        },
+    }  # fmt: skip
+    schema_after: ClassVar[str] = "retention"
+
+    @classmethod
+    def from_yaml(cls, read: Read, sizes: Sizes) -> DeltaRule:
+        """`delta_rule: {beta: β}`: one strength for every head or one per head, alone among the variants that change a softmax."""
+        refuse_beside_softmax(cls, read)
+        heads = sizes.heads
+        expected = f"{{beta: β}}, β in (0, 1]: one number for every head, or {heads}, one per head"
+        if read.form != "mapping" or "beta" not in read.keys_given():
+            raise read.error(read.found(), expected)
+        item = read.mapping(mapping_keys(cls.schema))["beta"]
+        if item.form == "plain" and item.kind != "bool":
+            betas = [item.number()] * heads
+        elif item.form == "list" and all(x.form == "plain" and x.kind != "bool" for x in item.items()):
+            betas = [x.number() for x in item.items()]
+            if len(betas) != heads:
+                raise item.error(f"{len(betas)} strengths for heads = {heads}", expected)
+        else:
+            raise item.error(item.found(), expected)
+        if not all(0 < beta <= 1 for beta in betas):
+            raise item.error(f"found {', '.join(f'{b:g}' for b in betas)}", expected)
+        return cls(tuple(float(beta) for beta in betas))
+
+
+def _delta(attribute: str) -> Any:
+    """A KernelHead's field, for the delta rule's heads only (they have a transform T)."""
+    return lambda h: None if h.kernel is None or h.kernel.transform is None else getattr(h.kernel, attribute)
+
+
+def _hat(letter: str) -> Any:
+    return lambda n, s, h: (rf"\hat{{{n(letter)}}} = {n(letter)} / \lVert {n(letter)} \rVert" if n.tex else f"{n(letter)} / ‖{n(letter)}‖, each row")
+
+
+def _similarities(n: Any, s: Any, h: Any) -> str:
+    divided = "" if s.scale.mode == "none" else f" / {s.scale.divisor:g}"
+    return (rf"\hat{{Q}}\hat{{K}}^{{\top}}{divided} \quad (0 \text{{ for later keys}})" if n.tex else f"Q̂·K̂ᵀ{divided}, 0 for later keys")
+
+
+def _transform(n: Any, s: Any, h: Any) -> str:
+    beta = rule.beta(h.head if h is not None else 1) if (rule := s.variant(DeltaRule)) is not None else 0.0
+    if n.tex:
+        return rf"T = (I + \beta\,\mathrm{{tril}}_{{-1}}(\hat{{K}}\hat{{K}}^{{\top}}))^{{-1}} \beta, \quad \beta = {beta:g}"
+    return f"T = (I + β·tril₋₁(K̂·K̂ᵀ))⁻¹·β, β = {beta:g}"
+
+
+def _weights(n: Any, s: Any, h: Any) -> str:
+    return rf"{n('A')} = \text{{similarities}} \cdot T" if n.tex else f"{n('A')} = similarities · T (out = A·V: the delta rule unrolled)"
+
+
+def _softmax(n: Any, s: Any, h: Any) -> str:
+    if n.tex:
+        return r"\operatorname{softmax}(\operatorname{mask}(Q K^\top / s)) \quad \text{(not used: for contrast)}"
+    return "softmax(mask(Q·Kᵀ / s)), not used: what softmax would have weighted"
+
+
+DeltaRule.rows = (
+    StageRow("q", "Q_hat", "Unit queries q̂", _hat("Q"), _delta("phi_q"), "queries", "q", after="phi_K"),
+    StageRow("k", "K_hat", "Unit keys k̂", _hat("K"), _delta("phi_k"), "keys", "k", after="Q_hat", kv=True),
+    StageRow("scores", "delta_similarities", "Similarities q̂·k̂ / s (0 for later keys)", _similarities, _delta("similarities"),
+             "queries", "keys", after="retention_softmax", main=True),
+    StageRow("delta", "delta_transform", "The delta rule's correction T", _transform, _delta("transform"), "keys", "keys",
+             after="delta_similarities"),
+    StageRow("weights", "delta_weights", "Weights: similarities · T", _weights, _delta("weights"), "queries", "keys",
+             after="delta_transform", main=True),
+    StageRow("weights", "delta_softmax", "Softmax weights of the same q, k (not used, for contrast)", _softmax, _delta("softmax"),
+             "queries", "keys", after="delta_weights"),
+)  # fmt: skip
