@@ -37,7 +37,7 @@ class DeltaRule:
     key: ClassVar[str] = "delta_rule"
     stage: ClassVar[str] = "kernel"
     json_key: ClassVar[str] = "delta_rule"
-    json_slot: ClassVar[int] = 13
+    json_slot: ClassVar[int] = 16
     json_absent: ClassVar[None] = None
     replaces: ClassVar[tuple[str, ...]] = ("scores", "scaled", "masked", "exp", "weights")  # the softmax's rows, shown as this variant's
     rows: ClassVar[tuple[StageRow, ...]]

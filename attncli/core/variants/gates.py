@@ -37,7 +37,7 @@ class OutputGate:
     key: ClassVar[str] = "output_gate"
     stage: ClassVar[str] = "output"
     json_key: ClassVar[str] = "output_gate"
-    json_slot: ClassVar[int] = 12
+    json_slot: ClassVar[int] = 15
     json_absent: ClassVar[None] = None
     rows: ClassVar[tuple[StageRow, ...]]  # its stage-table rows, below the class
 
