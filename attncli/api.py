@@ -65,6 +65,8 @@ __all__ = [
 
 
 # -- the boundary: every argument's type and value, checked before any work --------------------
+# An error names its argument as option() does, so the command line shows the flag; the arguments only a script passes
+# (limits, options, document, advance) are named as the keyword itself, there being no flag to show.
 
 
 def _found(value: object) -> str:
@@ -146,13 +148,13 @@ def _limits(value: object) -> Limits:
     if value is None:
         return Limits()
     if not isinstance(value, Limits):
-        raise AttnError(f"found {_found(value)}", key=option("limits"), expected="an attncli.sources.limits.Limits, or None")
+        raise AttnError(f"found {_found(value)}", key="limits", expected="an attncli.sources.limits.Limits, or None")
     return value
 
 
 def _options(value: object) -> Options:
     if not isinstance(value, Options):
-        raise AttnError(f"found {_found(value)}", key=option("options"), expected="attncli.formats.Options (api.render_options builds them)")
+        raise AttnError(f"found {_found(value)}", key="options", expected="attncli.formats.Options (api.render_options builds them)")
     return value
 
 
@@ -246,14 +248,14 @@ def text_of(document: Document) -> str:
     if isinstance(document, str):
         return document
     if isinstance(document, bytes | bytearray) or not isinstance(document, Iterable):
-        raise AttnError(f"found {_found(document)}", key=option("document"), expected="a rendered document: a str or an iterable of UTF-8 chunks")
+        raise AttnError(f"found {_found(document)}", key="document", expected="a rendered document: a str or an iterable of UTF-8 chunks")
     chunks = list(document)
     if not all(isinstance(c, bytes) for c in chunks):
-        raise AttnError("a chunk that is not bytes", key=option("document"), expected="a rendered document: a str or an iterable of UTF-8 chunks")
+        raise AttnError("a chunk that is not bytes", key="document", expected="a rendered document: a str or an iterable of UTF-8 chunks")
     try:
         return b"".join(chunks).decode("utf-8")
     except UnicodeDecodeError:
-        raise AttnError("chunks that are not UTF-8", key=option("document"), expected="a rendered document: UTF-8 chunks") from None
+        raise AttnError("chunks that are not UTF-8", key="document", expected="a rendered document: UTF-8 chunks") from None
 
 
 class _Shown:
@@ -455,7 +457,7 @@ def variance(
 
     samples, keys, seed = _whole(samples, "samples"), _whole(keys, "keys"), _whole(seed, "seed")
     if advance is not None and not callable(advance):
-        raise AttnError(f"found {_found(advance)}", key=option("advance"), expected="a function of the number of draws done, or None")
+        raise AttnError(f"found {_found(advance)}", key="advance", expected="a function of the number of draws done, or None")
     check_seed(seed)  # the JSON carries it
     if isinstance(dims, str | bytes) or not isinstance(dims, Iterable):
         raise AttnError(f"found {dims!r}", key=option("dims"), expected="a sequence of widths d, e.g. [1, 2, 8, 64]")

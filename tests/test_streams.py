@@ -101,8 +101,16 @@ sys.meta_path.insert(0, InterruptTheImportOfTyper())
 def test_ctrl_c_during_start_up_is_130_and_one_line(tmp_path):
     """SIGINT while the command line is still importing: status 130, `attncli: interrupted`, no KeyboardInterrupt traceback."""
     (tmp_path / "sitecustomize.py").write_text(SIGINT_WHILE_IMPORTING)
-    done = attncli("run", "cat", env={"PYTHONPATH": str(tmp_path)})
+    done = attncli("run", "cat", env={"PYTHONPATH": str(tmp_path)}, preexec_fn=_ctrl_c_as_in_a_terminal)
     assert (done.returncode, done.stderr, done.stdout) == (130, b"attncli: interrupted\n", b"")
+
+
+def _ctrl_c_as_in_a_terminal() -> None:
+    """In the child: SIGINT does what it does in a terminal, even when the tests run as a background job (which ignores SIGINT:
+    attncli then rightly leaves it ignored, as under nohup, and this test failed whenever the suite ran in the background)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_a_bug_is_one_line_and_status_70(cli, monkeypatch):

@@ -115,6 +115,8 @@ FAMILIES = [
     ("gpt_oss", 1e-5, ("RMSNorm", "rotary")),
     ("deepseek_v3", 1e-5, ("RMSNorm", "rotary", "softmax", "router")),
     ("deepseek_v2", 1e-5, ("RMSNorm", "rotary", "complex numbers", "softmax", "router")),
+    ("deepseek_v3_groups", 1e-5, ("RMSNorm", "rotary", "softmax", "router")),
+    ("deepseek_v2_groups", 1e-5, ("RMSNorm", "rotary", "complex numbers", "softmax", "router")),
     ("falcon", 1e-5, ("rotary", "bfloat16")),
     ("falcon-alibi", 1e-5, ("rotary", "bfloat16")),
     ("falcon-sequential", 1e-5, ("rotary", "bfloat16")),

@@ -326,7 +326,8 @@ def test_a_signal_during_an_atomic_write_leaves_no_temporary_file(tmp_path, sign
     target = tmp_path / "out.json"
     target.write_text("old")
     process = subprocess.Popen(
-        [sys.executable, "-c", SLOW_WRITER, str(target)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [sys.executable, "-c", SLOW_WRITER, str(target)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
     )
     assert process.stdout.readline() == b"writing\n"
     assert len(leftovers(tmp_path)) == 1  # the test can fail: there is a temporary file to leave behind
@@ -381,7 +382,8 @@ def test_ctrl_c_during_an_atomic_write_leaves_no_temporary_file(tmp_path):
     target = tmp_path / "out.json"
     target.write_text("old")
     process = subprocess.Popen(
-        [sys.executable, "-c", SLOW_WRITER, str(target)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [sys.executable, "-c", SLOW_WRITER, str(target)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
     )
     assert process.stdout.readline() == b"writing\n"
     assert len(leftovers(tmp_path)) == 1
@@ -405,3 +407,10 @@ def test_variance_refuses_a_folder_as_output_before_sampling(cli, tmp_path):
     """`variance -o DIR` is refused at once, not after the experiment."""
     result = cli("variance", "--samples", "10000000", "--dims", "4096", "--keys", "2", "-o", str(tmp_path))
     assert result.exit_code == 1 and "it is a folder" in result.stderr
+
+
+def _ctrl_c_as_in_a_terminal() -> None:
+    """In the child: SIGINT does what it does in a terminal, even when these tests run as a background job (which ignores it)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -813,7 +813,9 @@ def model_tokens(
       attncli model tokens models/gpt2 "When Mary and John went to the store"
     """
     import attncli.api as attn
+    from attncli.sources.arguments import text_argument
 
+    text = text_argument(text, "TEXT")  # the positional argument by its name: the API would name its keyword, shown as --text
     emit(attn.model_tokens(folder, text, special_tokens=special_tokens).document(Options(format, names=flag)))
 
 

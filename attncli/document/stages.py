@@ -327,15 +327,18 @@ def default(scenario: Scenario) -> tuple[str, ...]:
     """The stages plain `run` shows: all, less those that would repeat the table before them unchanged, and those whose every
     row a variant of the scenario replaces (given scores: no q or k)."""
     return tuple(stage.name for stage in STAGES if stage.shown_by_default(scenario)
-                 and not all(replaced(row, scenario) for row in ROWS if row.stage == stage.name))  # fmt: skip
+                 and not all(replaced(row, scenario) for row in ROWS if row.stage == stage.name and _applies(row, scenario)))  # fmt: skip
+
+
+def _applies(row: Row, scenario: Scenario) -> bool:
+    """The row is the textbook's, or a variant's that the scenario has (a variant's row of q, Q̂ or φ(Q), is no q of a scenario without it)."""
+    return row.key not in _VARIANTS_OF or any(isinstance(variant, _VARIANTS_OF[row.key]) for variant in variants.active(scenario))
 
 
 def main_row(stage: str, scenario: Scenario | None = None) -> Row:
     """The one matrix that stands for `stage` where only one can be written (CSV); for `scenario`, one of its own rows."""
     rows = [row for row in ROWS if row.stage == stage and row.main]
     if scenario is not None:
-        present = variants.active(scenario)
-        own = [row for row in rows if not replaced(row, scenario)
-               and (row.key not in _VARIANTS_OF or any(isinstance(variant, _VARIANTS_OF[row.key]) for variant in present))]  # fmt: skip
+        own = [row for row in rows if not replaced(row, scenario) and _applies(row, scenario)]
         rows = own or rows
     return rows[0]
