@@ -54,7 +54,7 @@ def test_bloom_s_plus_m_j_and_the_paper_s_minus_m_i_minus_j_give_the_same_weight
     the engine's logits are BLOOM's less m·(i − 1), the same for every key of a row."""
     expected = golden()
     case = load_layer(HERE / "bloom", layer=2, text=str(expected["text"]))
-    (alibi,) = case.more
+    (alibi,) = case.variants
     assert isinstance(alibi, Alibi) and alibi.slopes == (0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125)
     L = len(case.token_ids)
     for head in engine.run(layer_scenario(case)).heads:
@@ -72,8 +72,8 @@ def test_the_comparison_can_fail():
     """The slopes in the other order, or query_key_value split as [all q | all k | all v], miss by far more than the bound."""
     expected = golden()
     case = load_layer(HERE / "bloom", layer=2, text=str(expected["text"]))
-    (alibi,) = case.more
-    reversed_slopes = dataclasses.replace(case, more=(Alibi(alibi.slopes[::-1], given=True),))
+    (alibi,) = case.variants
+    reversed_slopes = dataclasses.replace(case, variants=(Alibi(alibi.slopes[::-1], given=True),))
     assert np.abs(weights_of(reversed_slopes) - expected["attentions"][1]).max() > 1e-2
     blocks = dataclasses.replace(case, W_K=case.W_V, W_V=case.W_K)
     assert np.abs(weights_of(blocks) - expected["attentions"][1]).max() > 1e-2

@@ -61,9 +61,9 @@ def test_the_comparison_can_fail():
     """ALiBi counted once (not twice, as transformers' Falcon adds it), or the multi-query rows split per head, miss by far more."""
     expected = golden("falcon-alibi")
     case = load_layer(HERE / "falcon-alibi", layer=2, text=str(expected["text"]))
-    (alibi,) = case.more
+    (alibi,) = case.variants
     assert isinstance(alibi, Alibi) and alibi.slopes == (0.25, 0.0625, 0.015625, 0.00390625)  # 2·m/√4 for m = 2^-2 … 2^-8
-    once = dataclasses.replace(case, more=(Alibi(tuple(m / 2 for m in alibi.slopes), given=True),))
+    once = dataclasses.replace(case, variants=(Alibi(tuple(m / 2 for m in alibi.slopes), given=True),))
     assert np.abs(weights_of(once) - expected["attentions"][1]).max() > 1e-2
     swapped = dataclasses.replace(case, W_Q=case.W_Q[:, ::-1])
     assert np.abs(weights_of(swapped) - expected["attentions"][1]).max() > 1e-2

@@ -51,7 +51,7 @@ def test_every_head_of_every_layer_matches_transformers(name, layer):
 def test_the_norm_is_a_layernorm_per_head_written_plainly():
     """Each head's q̂ is its q centred, divided by √(var + ε) and times that head's own weight, by a plain loop."""
     case = load_layer(HERE / "stablelm", layer=2, text="The cat sat on the mat")
-    (norm,) = case.more
+    (norm,) = case.variants
     assert isinstance(norm, QkLayerNorm) and norm.q_weight.shape == (4, 8) and norm.k_weight.shape == (2, 8)
     for head in engine.run(layer_scenario(case)).heads:
         weight = norm.q_weight[head.head - 1]
@@ -66,10 +66,10 @@ def test_the_comparison_can_fail():
     """An RMSNorm in place of the LayerNorm, or head 1's weight for every head, misses by far more than the bound."""
     expected = golden("stablelm")
     case = load_layer(HERE / "stablelm", layer=2, text=str(expected["text"]))
-    (norm,) = case.more
-    rms = dataclasses.replace(case, more=(), qk_norm=QkNorm(norm.q_weight[0], norm.k_weight[0], eps=norm.eps))
+    (norm,) = case.variants
+    rms = dataclasses.replace(case, variants=(), qk_norm=QkNorm(norm.q_weight[0], norm.k_weight[0], eps=norm.eps))
     assert np.abs(weights_of(rms) - expected["attentions"][1]).max() > 1e-3
-    shared = dataclasses.replace(case, more=(QkLayerNorm(norm.q_weight[0], norm.k_weight[0], eps=norm.eps),))
+    shared = dataclasses.replace(case, variants=(QkLayerNorm(norm.q_weight[0], norm.k_weight[0], eps=norm.eps),))
     assert np.abs(weights_of(shared) - expected["attentions"][1]).max() > 1e-3
 
 
@@ -137,7 +137,7 @@ def test_a_gguf_file_of_it_gives_the_same_weights(layer):
     attn_k_norm, as llama.cpp's converter writes them) gives transformers' weights on every head, QK LayerNorm per head."""
     expected = golden("stablelm")
     case = load_layer(HERE / "gguf" / "stablelm.gguf", layer=layer, text=str(expected["text"]))
-    (norm,) = case.more
+    (norm,) = case.variants
     assert isinstance(norm, QkLayerNorm) and norm.q_weight.shape == (4, 8) and case.rope.width(case.head_dim) == 2
     np.testing.assert_allclose(case.X, expected["attention_inputs"][layer - 1], rtol=0, atol=BOUND)
     np.testing.assert_allclose(weights_of(case), expected["attentions"][layer - 1], rtol=0, atol=BOUND)

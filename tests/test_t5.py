@@ -88,9 +88,9 @@ def test_the_comparison_can_fail():
     """The encoder's buckets made one-way, or the scores divided by √d_k as elsewhere, miss by far more than the bound."""
     expected = golden()
     case = case_of("encoder", 2)
-    (buckets,) = case.more
+    (buckets,) = case.variants
     assert isinstance(buckets, RelativeBuckets) and buckets.bidirectional and buckets.table.shape == (4, 8) and case.divisor == 1
-    one_way = dataclasses.replace(case, more=(dataclasses.replace(buckets, bidirectional=False),))
+    one_way = dataclasses.replace(case, variants=(dataclasses.replace(buckets, bidirectional=False),))
     assert np.abs(weights_of(one_way) - expected["encoder_attentions"][1]).max() > 1e-2
     scaled = dataclasses.replace(case, divisor=2.0)
     assert np.abs(weights_of(scaled) - expected["encoder_attentions"][1]).max() > 1e-2
@@ -98,10 +98,10 @@ def test_the_comparison_can_fail():
 
 def test_every_layer_of_a_stack_reads_its_first_layer_s_table():
     """The encoder's layers share one table, the decoder's another; the cross-attention has no position bias."""
-    encoder = [case_of("encoder", n).more[0].table for n in (1, 2)]
-    decoder = [case_of("decoder", n).more[0].table for n in (1, 2, 3)]
+    encoder = [case_of("encoder", n).variants[0].table for n in (1, 2)]
+    decoder = [case_of("decoder", n).variants[0].table for n in (1, 2, 3)]
     assert all(np.array_equal(t, encoder[0]) for t in encoder) and all(np.array_equal(t, decoder[0]) for t in decoder)
-    assert not np.array_equal(encoder[0], decoder[0]) and case_of("cross", 2).more == ()
+    assert not np.array_equal(encoder[0], decoder[0]) and case_of("cross", 2).variants == ()
 
 
 # T5's relative-position buckets as a worked example: two heads, 8 buckets (4 each way, 2 exact), max distance 6

@@ -122,7 +122,8 @@ _SYMBOLS = {
     "cdot": "dot.op", "times": "times", "odot": "dot.o", "varphi": "phi.alt", "phi": "phi", "gamma": "gamma", "alpha": "alpha",
     "theta": "theta", "le": "<=", "leq": "<=", "ge": ">=", "geq": ">=", "approx": "approx", "to": "->", "quad": "quad",
     "qquad": "wide", "exp": "exp", "tanh": "tanh", "cos": "cos", "sin": "sin", "log": "log", "max": "max", "min": "min",
-    ",": "thin", ";": "thick", ":": "med", " ": "space", "|": "||",
+    ",": "thin", ";": "thick", ":": "med", " ": "space", "|": "||", "lVert": "bar.double", "rVert": "bar.double", "Vert": "bar.double",
+    "beta": "beta", "sigma": "sigma",
 }  # fmt: skip
 _IGNORED = {"left", "right", "textstyle", "displaystyle", "!"}
 _CHARACTERS = {"(": "(", ")": ")", "[": "[", "]": "]", "|": "|", "+": "+", "-": "-", "=": "=", ",": ",", "<": "<", ">": ">",
@@ -267,7 +268,7 @@ class _Tex:
             return f"{name}({self.balanced(self.argument())})"
         if name == "text":
             return string(self.raw_group())
-        if name == "operatorname":
+        if name in ("operatorname", "mathrm"):  # an upright name (tril, softmax)
             return f"op({string(self.raw_group())})"
         if name == "begin":
             environment = self.raw_group()
