@@ -17,9 +17,6 @@
     (`out[...] = codes`, the least any dequantisation writes). The file holds that one layer's tensors
     only (118 to 220 MiB, written into the bench's temporary folder and removed with it); one child
     process times both alternately (CPU time of the process), one tensor at a time, as a layer reads them.
-
-With PYTHONPATH naming another attncli tree, the children run that tree's code: the same rows measure a
-before and an after in one session.
 """
 
 from __future__ import annotations

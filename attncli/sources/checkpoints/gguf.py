@@ -227,31 +227,6 @@ class GgufFile:
         return dequantize(entry.kind.name, picked, len(rows) * width).reshape(len(rows), width)
 
 
-_opened: dict[tuple[str, int, int, int, int], tuple[str | None, GgufFile]] = {}  # the last file opened: at most one
-
-
-def open_file(path: Path) -> GgufFile:
-    """The checked file, opened once per command: asked for again while unchanged, the same GgufFile (its header walked,
-    its metadata values built and its map made once) serves the tokenizer, the config and the tensors alike.
-
-    Unchanged means the same resolved path, device, inode, size and modification time, and the same SHA-256 of the
-    header (every byte before the tensor data, a few MB; the tensors themselves are read through the live map): a
-    file changed or replaced since is opened again. Only the last file is kept, so a process holds one map at most.
-    """
-    try:
-        info = path.stat()
-    except OSError:
-        return GgufFile(path)  # which says why it cannot be read
-    identity = (os.path.realpath(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-    kept = _opened.get(identity)
-    if kept is not None and kept[0] is not None and prefix_sha256(path, kept[1].header.data_start) == kept[0]:
-        return kept[1]
-    file = GgufFile(path)
-    _opened.clear()
-    _opened[identity] = (prefix_sha256(path, file.header.data_start), file)
-    return file
-
-
 def _open_reader(path: Path) -> GGUFReader:
     try:
         from gguf import GGUFReader
@@ -553,6 +528,31 @@ class GgufModel:
     arch: str
     cfg: ModelConfig
     checkpoint: GgufCheckpoint
+
+
+_opened: dict[tuple[str, int, int, int, int], tuple[str | None, GgufFile]] = {}  # the last file opened: at most one
+
+
+def open_file(path: Path) -> GgufFile:
+    """The checked file, opened once per command: asked for again while unchanged, the same GgufFile (its header walked,
+    its metadata values built and its map made once) serves the tokenizer, the config and the tensors alike.
+
+    Unchanged means the same resolved path, device, inode, size and modification time, and the same SHA-256 of the
+    header (every byte before the tensor data, a few MB; the tensors themselves are read through the live map): a
+    file changed or replaced since is opened again. Only the last file is kept, so a process holds one map at most.
+    """
+    try:
+        info = path.stat()
+    except OSError:
+        return GgufFile(path)  # which says why it cannot be read
+    identity = (os.path.realpath(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    kept = _opened.get(identity)
+    if kept is not None and kept[0] is not None and prefix_sha256(path, kept[1].header.data_start) == kept[0]:
+        return kept[1]
+    file = GgufFile(path)
+    _opened.clear()
+    _opened[identity] = (prefix_sha256(path, file.header.data_start), file)
+    return file
 
 
 def open_model(path: Path) -> GgufModel:
