@@ -110,9 +110,10 @@ def _fields(packed: np.ndarray, count: int, width: int, groups: int = 1) -> np.n
     """
     n = packed.shape[0]
     shifts = (np.arange(count, dtype=np.uint8) * width).reshape(1, 1, count, 1)
-    out = np.right_shift(packed.reshape(n, groups, 1, -1), shifts)  # (n, groups, count, k)
+    out: np.ndarray = np.right_shift(packed.reshape(n, groups, 1, -1), shifts)  # (n, groups, count, k)
     out &= (1 << width) - 1
-    return out.reshape(n, -1)
+    fields: np.ndarray = out.reshape(n, -1)
+    return fields
 
 
 def _nibbles(packed: np.ndarray, groups: int = 1) -> np.ndarray:

@@ -96,10 +96,9 @@ def _builder() -> str:
     import tokenizers
 
     from attncli import __version__
-    from attncli.sources.checkpoints import gguf_tokens
 
-    try:
-        code = hashlib.sha256(Path(gguf_tokens.__file__).read_bytes()).hexdigest()[:16]
+    try:  # read, not imported: gguf_tokens imports this module
+        code = hashlib.sha256(Path(__file__).with_name("gguf_tokens.py").read_bytes()).hexdigest()[:16]
     except OSError:
         code = "unknown"
     return f"attncli {__version__}, tokenizers {tokenizers.__version__}, gguf_tokens {code}"
