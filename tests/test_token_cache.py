@@ -194,3 +194,32 @@ def test_the_cache_folder_follows_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", "relative")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert token_cache.cache_dir() == tmp_path / "home" / ".cache" / "attncli"
+
+
+def test_too_many_cells_is_refused_before_any_tensor_is_read(cache, monkeypatch):
+    """A sentence over --max-cells is refused once its tokens are counted: no tensor of the file is dequantised, and it is opened once."""
+    from attncli.errors import AttnError
+
+    opened: list[str] = []
+    real = GgufFile.__init__
+
+    def counting(self, path):
+        opened.append(str(path))
+        real(self, path)
+
+    read = GgufFile.read
+
+    def config_only(self, name, *args):
+        assert name == "rope_freqs.weight", f"{name} was read before the refusal"  # llama3 RoPE's factors belong to the config
+        return read(self, name, *args)
+
+    def no_reading(self, *args, **kwargs):
+        raise AssertionError("a tensor was read before the refusal")
+
+    monkeypatch.setattr(GgufFile, "__init__", counting)
+    monkeypatch.setattr(GgufFile, "read", config_only)
+    for method in ("read_rows", "read_expert"):
+        monkeypatch.setattr(GgufFile, method, no_reading)
+    with pytest.raises(AttnError, match="attention cells"):
+        load_layer(FIXTURES / "llama.gguf", layer=1, text="The cat sat on the mat. " * 4, max_cells=50)
+    assert len(opened) == 1
