@@ -128,9 +128,9 @@ def test_a_changed_file_is_read_again(cache, builds, tmp_path):
     assert len(builds) == 3
 
 
-@pytest.mark.parametrize("damage", ["truncated", "not json", "altered tokenizer", "other schema", "empty", "a folder"])
+@pytest.mark.parametrize("damage", ["truncated", "not json", "altered tokenizer", "other schema", "other code", "empty", "a folder"])
 def test_a_damaged_entry_is_ignored_and_rebuilt(damage, cache, builds, tmp_path):
-    """A cache entry cut short, not JSON, altered, of another schema, empty or not a file is a miss: the tokens come from the file."""
+    """A cache entry cut short, not JSON, altered, of another schema or code, empty or not a file is a miss: the tokens come from the file."""
     path = copy("llama", tmp_path)
     want = tokens(path, "The cat sat on the mat.")
     (entry,) = token_cache.entries()
@@ -145,6 +145,8 @@ def test_a_damaged_entry_is_ignored_and_rebuilt(damage, cache, builds, tmp_path)
         entry.write_text(json.dumps(doc), encoding="utf-8")
     elif damage == "other schema":
         entry.write_text(json.dumps(json.loads(text) | {"schema": "attncli.tokenizer-cache/0"}), encoding="utf-8")
+    elif damage == "other code":
+        entry.write_text(json.dumps(json.loads(text) | {"builder": "attncli 0.0.9, tokenizers 0.20.0, code 0123"}), encoding="utf-8")
     elif damage == "empty":
         entry.write_bytes(b"")
     else:

@@ -8,8 +8,8 @@ Never trusted over the file: an entry is used only when the file still has the s
 time it had, and the SHA-256 of its header (the metadata, where the vocabulary, merges and special tokens
 are, and the tensor list: every byte before the tensor data) is the one the entry was built from. The
 header is hashed again at every use, a few MB. An entry that is unreadable, truncated or altered (it
-carries a SHA-256 of its own tokenizer), or that was written by another version of attncli's tokenizer
-code or of the tokenizers library, is ignored and rebuilt. Entries are written atomically (a temporary
+carries a SHA-256 of its own tokenizer), or that was written by another version of the code that checks
+the file and builds its tokenizer (`BUILT_BY`) or of the tokenizers library, is ignored and rebuilt. Entries are written atomically (a temporary
 file renamed over the entry), so a command stopped mid-write leaves no half entry for the next.
 """
 
@@ -91,17 +91,24 @@ def tokenizer(path: Path, build: Callable[[], Built]) -> CheckpointTokenizer:
     return built.tokenizer
 
 
+BUILT_BY = ("gguf_tokens.py", "tokens.py", "gguf.py", "gguf_header.py")  # the code that reads a file's metadata and builds its tokenizer
+
+
 def _builder() -> str:
-    """What built an entry: attncli's version, the tokenizers library's, and a hash of the code that rebuilds a GGUF tokenizer."""
+    """What built an entry: attncli's version, the tokenizers library's, and a hash of the code that checks a GGUF file and
+    rebuilds its tokenizer (read, not imported: gguf_tokens imports this module), so that a change to either is a miss."""
     import tokenizers
 
     from attncli import __version__
 
-    try:  # read, not imported: gguf_tokens imports this module
-        code = hashlib.sha256(Path(__file__).with_name("gguf_tokens.py").read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256()
+    try:
+        for name in BUILT_BY:
+            digest.update(Path(__file__).with_name(name).read_bytes())
+        code = digest.hexdigest()[:16]
     except OSError:
         code = "unknown"
-    return f"attncli {__version__}, tokenizers {tokenizers.__version__}, gguf_tokens {code}"
+    return f"attncli {__version__}, tokenizers {tokenizers.__version__}, code {code}"
 
 
 def _identity(path: Path) -> tuple[str, int, int] | None:
