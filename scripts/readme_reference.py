@@ -14,7 +14,7 @@ from pathlib import Path
 
 README = Path(__file__).resolve().parent.parent / "docs" / "reference.md"
 START, END = "<!-- reference:start -->", "<!-- reference:end -->"
-COMMANDS = [[], ["run"], ["explain"], ["export"], ["decode"], ["heads"], ["scenarios"], ["scenarios", "show"], ["scenarios", "new"], ["variance"], ["schema"], ["model"], ["model", "info"], ["model", "tokens"], ["model", "dequant"], ["model", "verify"]]
+COMMANDS = [[], ["run"], ["explain"], ["export"], ["decode"], ["heads"], ["scenarios"], ["scenarios", "show"], ["scenarios", "new"], ["variance"], ["schema"], ["model"], ["model", "info"], ["model", "tokens"], ["model", "dequant"], ["model", "cache"], ["model", "verify"]]
 
 
 def help_text(args: list[str]) -> str:

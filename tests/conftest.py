@@ -1,6 +1,8 @@
+import atexit
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,9 @@ os.environ["NO_COLOR"] = "1"
 os.environ["COLUMNS"] = "120"
 os.environ["LINES"] = "60"
 os.environ.pop("ATTNCLI_TRACEBACK", None)
+# The tokenizer cache (token_cache.py) in a folder of this session's own, never the user's ~/.cache/attncli.
+os.environ["ATTNCLI_CACHE_DIR"] = tempfile.mkdtemp(prefix="attncli-test-cache-")
+atexit.register(shutil.rmtree, os.environ["ATTNCLI_CACHE_DIR"], True)
 
 
 @pytest.fixture

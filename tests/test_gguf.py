@@ -76,6 +76,22 @@ def test_dequantisation_rounds_to_the_reference(kind):
     assert not np.array_equal(ours, reference.astype(np.float64))  # and float64 keeps what float32 drops
 
 
+@pytest.mark.parametrize("kind", sorted(DECODERS))
+def test_dequantisation_in_chunks_equals_the_reference(kind, monkeypatch):
+    """A tensor decoded a few blocks at a time straight into its result (a last chunk shorter) gives the reference's numbers, rounded as it rounds."""
+    from attncli.sources.checkpoints import gguf_quants
+
+    t = BY_NAME[kind]
+    monkeypatch.setattr(gguf_quants, "CHUNK_WEIGHTS", 3 * t.block)
+    raw = random_blocks(kind, 100, seed=len(kind) + 11)
+    ours = dequantize(kind, raw.reshape(-1), 100 * t.block)
+    reference = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType[kind]).reshape(-1)
+    assert ours.dtype == np.float64 and ours.shape == (100 * t.block,)
+    assert np.array_equal(ours.astype(np.float32), reference)
+    if kind in EXACT_IN_FLOAT32:
+        assert np.array_equal(ours, reference.astype(np.float64))
+
+
 @pytest.mark.parametrize("kind", ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "BF16"])
 def test_quantised_by_the_reference_and_read_back(kind):
     """Values quantised by gguf.quants.quantize read back as its own dequantisation (float32-rounded where it rounds)."""

@@ -841,6 +841,34 @@ def model_dequant(
     emit(dequant_document(model, tensor, block=block, fmt=format.value, to_file=output is not None), output, force=force)
 
 
+@model_app.command("cache")
+@guard
+def model_cache(
+    clear: Annotated[bool, typer.Option("--clear", help="Remove every cached tokenizer (each is built again from its file when next needed).")] = False,
+) -> None:
+    """Where attncli caches the tokenizers it builds from GGUF files, and how much it holds; --clear empties it.
+
+    A GGUF file's tokenizer is built from its metadata once and kept, checked against the file at every use (its size,
+    modification time and a hash of its header): a changed file is read again. The folder is $ATTNCLI_CACHE_DIR, else
+    $XDG_CACHE_HOME/attncli, else ~/.cache/attncli; deleting it is as good as --clear.
+
+    \b
+    Examples:
+      attncli model cache
+      attncli model cache --clear
+    """
+    from attncli.sources.checkpoints import token_cache
+
+    folder = token_cache.cache_dir() / token_cache.FOLDER
+    if clear:
+        removed, freed = token_cache.clear()
+        print_line(f"{folder}: removed {removed} cached tokenizer{'' if removed == 1 else 's'} ({freed:,} bytes)")
+        return
+    found = token_cache.entries()
+    size = sum(p.stat().st_size for p in found if p.exists())
+    print_line(f"{folder}: {len(found)} cached tokenizer{'' if len(found) == 1 else 's'} ({size:,} bytes)")
+
+
 @model_app.command("verify")
 @guard
 def model_verify(

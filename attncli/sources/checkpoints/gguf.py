@@ -49,6 +49,7 @@ from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Joined
 from attncli.sources.checkpoints.gguf_header import Header, TensorInfo, open_header
 from attncli.sources.checkpoints.gguf_header import value as field_value
 from attncli.sources.checkpoints.gguf_quants import READABLE, dequantize
+from attncli.sources.checkpoints.token_cache import prefix_sha256
 
 SUFFIX = ".gguf"
 OLLAMA_PREFIX = "ollama:"
@@ -577,8 +578,34 @@ class GgufModel:
     checkpoint: GgufCheckpoint
 
 
+_opened: dict[tuple[str, int, int, int, int], tuple[str | None, GgufFile]] = {}  # the last file opened: at most one
+
+
+def open_file(path: Path) -> GgufFile:
+    """The checked file, opened once per command: asked for again while unchanged, the same GgufFile (its header walked,
+    its metadata values built and its map made once) serves the tokenizer, the config and the tensors alike.
+
+    Unchanged means the same resolved path, device, inode, size and modification time, and the same SHA-256 of the
+    header (every byte before the tensor data, a few MB; the tensors themselves are read through the live map): a
+    file changed or replaced since is opened again. Only the last file is kept, so a process holds one map at most.
+    """
+    try:
+        info = path.stat()
+    except OSError:
+        return GgufFile(path)  # which says why it cannot be read
+    identity = (os.path.realpath(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    kept = _opened.get(identity)
+    if kept is not None and kept[0] is not None and prefix_sha256(path, kept[1].header.data_start) == kept[0]:
+        reading.note_read(path)  # an input of this command too (a script's second command), which no output may replace
+        return kept[1]
+    file = GgufFile(path)
+    _opened.clear()
+    _opened[identity] = (prefix_sha256(path, file.header.data_start), file)
+    return file
+
+
 def open_model(path: Path) -> GgufModel:
     """The checked file, its config from the metadata, and its tensors; any flaw is one AttnError."""
-    file = GgufFile(path)
+    file = open_file(path)
     arch, cfg = read_config(file)
     return GgufModel(file, arch, cfg, GgufCheckpoint(file, arch, cfg))

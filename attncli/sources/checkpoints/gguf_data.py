@@ -25,6 +25,7 @@ from attncli.sources.checkpoints.gguf import (
     check_layers,
     config_keys,
     kind_of,
+    open_file,
     read_config,
 )
 from attncli.sources.checkpoints.gguf_header import TensorInfo
@@ -74,7 +75,7 @@ ROUNDED_BY_REFERENCE = ("Q4_1", "Q5_1", "Q2_K", "Q4_K", "Q5_K")  # llama.cpp's f
 
 def gguf_info(path: Path, shown: str) -> dict[str, Any]:
     """What a GGUF file holds: architecture, config, and per kind of tensor its types and bits per weight."""
-    file = GgufFile(path)
+    file = open_file(path)
     info: dict[str, Any] = {
         "folder": shown,
         "file": str(path),
@@ -181,7 +182,7 @@ def _hex(data: np.ndarray) -> str:
 
 def dequant_data(path: Path, tensor: str, block: int) -> dict[str, Any]:
     """Everything the walk-through shows, as data (the JSON document's body)."""
-    file = GgufFile(path)
+    file = open_file(path)
     entry = file.tensors.get(tensor)
     if entry is None:
         near = sorted(n for n in file.tensors if kind_of(n) == kind_of(tensor) or n.startswith(tensor))[:5]

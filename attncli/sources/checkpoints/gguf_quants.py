@@ -61,7 +61,7 @@ TYPES = {
 BY_NAME = {t.name: t for t in TYPES.values()}
 FLOAT_TYPES = ("F32", "F16", "BF16", "F64")
 # the 16 levels an IQ4_NL code picks (ggml's kvalues_iq4nl)
-IQ4_LEVELS = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], dtype=np.int16)
+IQ4_LEVELS = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], dtype=np.int8)
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,7 +70,7 @@ class Decoded:
 
     step: np.ndarray  # (n, S) float64, per sub-block: d, or d · scale
     base: np.ndarray | None  # (n, S) float64, per sub-block: m, or −dmin · min; None when 0
-    codes: np.ndarray  # (n, E) int16: the unpacked integers, already centred where the format centres them
+    codes: np.ndarray  # (n, E) int8: the unpacked integers, already centred where the format centres them
     fields: dict[str, np.ndarray]  # what the block stores: "d", "m", "dmin" (n,) float64; "scales", "mins" (n, S) int
 
     @property
@@ -79,12 +79,22 @@ class Decoded:
 
     def values(self) -> np.ndarray:
         """(n, E) float64 weights: exact."""
-        n, E = self.codes.shape
-        step = np.repeat(self.step, self.sub_block, axis=1)  # (n, E)
-        out: np.ndarray = step * self.codes
-        if self.base is not None:
-            out += np.repeat(self.base, self.sub_block, axis=1)
+        out = np.empty(self.codes.shape)
+        self.values_into(out)
         return out
+
+    def values_into(self, out: np.ndarray) -> None:
+        """Write the (n, E) float64 weights into `out`: the codes widened, times their step, plus their base, in place.
+
+        Each sub-block's step (and base) is broadcast, never repeated per weight, and no temporary is made;
+        code · step is exact in float64, and so is the sum (see the module's docstring).
+        """
+        n, S = self.step.shape
+        out[...] = self.codes  # widening a small integer is exact
+        by_sub = out.reshape(n, S, -1)  # (n, S, E/S)
+        by_sub *= self.step[:, :, None]
+        if self.base is not None:
+            by_sub += self.base[:, :, None]
 
 
 def _half(blocks: np.ndarray, at: int) -> np.ndarray:
@@ -92,15 +102,23 @@ def _half(blocks: np.ndarray, at: int) -> np.ndarray:
     return blocks[:, at : at + 2].copy().view("<f2")[:, 0].astype(np.float64)
 
 
-def _nibbles(packed: np.ndarray) -> np.ndarray:
-    """(n, 2·k) the low nibbles of k bytes, then their high nibbles (ggml's order within a group)."""
-    return np.concatenate([packed & 0x0F, packed >> 4], axis=1).astype(np.int16)
+def _fields(packed: np.ndarray, count: int, width: int, groups: int = 1) -> np.ndarray:
+    """(n, groups·count·k) uint8 fields of `width` bits from (n, groups·k) bytes: within each group of k bytes, all
+    bytes' lowest field first, then the next field, … (ggml's order: low nibbles, then high nibbles, of a run of bytes).
+
+    One broadcast shift and one mask over the whole array, whatever the count and groups.
+    """
+    n = packed.shape[0]
+    shifts = (np.arange(count, dtype=np.uint8) * width).reshape(1, 1, count, 1)
+    out: np.ndarray = np.right_shift(packed.reshape(n, groups, 1, -1), shifts)  # (n, groups, count, k)
+    out &= (1 << width) - 1
+    fields: np.ndarray = out.reshape(n, -1)
+    return fields
 
 
-def _bits(packed: np.ndarray, count: int, width: int) -> np.ndarray:
-    """(n, count·k) fields of `width` bits of k bytes: all bytes' lowest field first, then the next field, …"""
-    mask = (1 << width) - 1
-    return np.concatenate([(packed >> (width * i)) & mask for i in range(count)], axis=1).astype(np.int16)
+def _nibbles(packed: np.ndarray, groups: int = 1) -> np.ndarray:
+    """(n, 2·k) int8: in each group of bytes their low nibbles, then their high nibbles."""
+    return _fields(packed, 2, 4, groups).view(np.int8)
 
 
 def _q4_0(b: np.ndarray) -> Decoded:
@@ -114,8 +132,8 @@ def _q4_1(b: np.ndarray) -> Decoded:
 
 
 def _high_bit(qh: np.ndarray) -> np.ndarray:
-    """(n, 32) bit j of the little-endian 32-bit word qh: the fifth bit of weight j."""
-    return (np.unpackbits(qh, axis=1, bitorder="little") << 4).astype(np.int16)
+    """(n, 32) int8: bit j of the little-endian 32-bit word qh, as 16: the fifth bit of weight j."""
+    return (np.unpackbits(qh, axis=1, bitorder="little") << 4).view(np.int8)
 
 
 def _q5_0(b: np.ndarray) -> Decoded:
@@ -130,19 +148,18 @@ def _q5_1(b: np.ndarray) -> Decoded:
 
 def _q8_0(b: np.ndarray) -> Decoded:
     d = _half(b, 0)
-    return Decoded(d[:, None], None, b[:, 2:34].view(np.int8).astype(np.int16), {"d": d})
+    return Decoded(d[:, None], None, b[:, 2:34].view(np.int8), {"d": d})
 
 
 def _iq4_nl(b: np.ndarray) -> Decoded:
     d = _half(b, 0)
-    return Decoded(d[:, None], None, IQ4_LEVELS[_nibbles(b[:, 2:18])], {"d": d})
+    return Decoded(d[:, None], None, IQ4_LEVELS[_fields(b[:, 2:18], 2, 4)], {"d": d})
 
 
 def _q2_k(b: np.ndarray) -> Decoded:
     scales = b[:, 0:16]
     d, dmin = _half(b, 80), _half(b, 82)
-    qs = b[:, 16:80]
-    codes = np.concatenate([_bits(qs[:, h * 32 : (h + 1) * 32], 4, 2) for h in range(2)], axis=1)  # (n, 256)
+    codes = _fields(b[:, 16:80], 4, 2, groups=2).view(np.int8)  # (n, 256)
     sc, mn = (scales & 0x0F).astype(np.int16), (scales >> 4).astype(np.int16)
     return Decoded(d[:, None] * sc, -(dmin[:, None] * mn), codes, {"d": d, "dmin": dmin, "scales": sc, "mins": mn})
 
@@ -151,11 +168,11 @@ def _q3_k(b: np.ndarray) -> Decoded:
     hmask, qs, packed = b[:, 0:32], b[:, 32:96], b[:, 96:108]
     d = _half(b, 108)
     low = np.concatenate([packed[:, 0:8] & 0x0F, packed[:, 0:8] >> 4], axis=1)  # (n, 16) the low 4 bits of each scale
-    high = _bits(packed[:, 8:12], 4, 2)  # (n, 16) the top 2 bits
+    high = _fields(packed[:, 8:12], 4, 2).astype(np.int16)  # (n, 16) the top 2 bits
     sc = (low.astype(np.int16) | (high << 4)) - 32
-    codes = np.concatenate([_bits(qs[:, h * 32 : (h + 1) * 32], 4, 2) for h in range(2)], axis=1)  # (n, 256) low 2 bits
-    hbit = _bits(hmask, 8, 1)  # (n, 256): the high bit; 0 means "subtract 4"
-    return Decoded(d[:, None] * sc, None, codes - 4 * (1 - hbit), {"d": d, "scales": sc})
+    codes = _fields(qs, 4, 2, groups=2)  # (n, 256) the low 2 bits
+    codes |= _fields(hmask, 8, 1) << 2  # the high bit; 0 means "subtract 4"
+    return Decoded(d[:, None] * sc, None, codes.view(np.int8) - 4, {"d": d, "scales": sc})
 
 
 def _k_scales(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -169,46 +186,43 @@ def _k_scales(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _q4_k(b: np.ndarray) -> Decoded:
     d, dmin = _half(b, 0), _half(b, 2)
     sc, mn = _k_scales(b[:, 4:16])
-    qs = b[:, 16:144]
-    codes = np.concatenate([_nibbles(qs[:, c * 32 : (c + 1) * 32]) for c in range(4)], axis=1)  # (n, 256)
+    codes = _nibbles(b[:, 16:144], groups=4)  # (n, 256)
     return Decoded(d[:, None] * sc, -(dmin[:, None] * mn), codes, {"d": d, "dmin": dmin, "scales": sc, "mins": mn})
 
 
 def _q5_k(b: np.ndarray) -> Decoded:
     d, dmin = _half(b, 0), _half(b, 2)
     sc, mn = _k_scales(b[:, 4:16])
-    qh, qs = b[:, 16:48], b[:, 48:176]
-    low = np.concatenate([_nibbles(qs[:, c * 32 : (c + 1) * 32]) for c in range(4)], axis=1)  # (n, 256)
-    codes = low | (_bits(qh, 8, 1) << 4)
-    return Decoded(d[:, None] * sc, -(dmin[:, None] * mn), codes, {"d": d, "dmin": dmin, "scales": sc, "mins": mn})
+    codes = _fields(b[:, 48:176], 2, 4, groups=4)  # (n, 256) the low four bits
+    codes |= _fields(b[:, 16:48], 8, 1) << 4
+    return Decoded(d[:, None] * sc, -(dmin[:, None] * mn), codes.view(np.int8), {"d": d, "dmin": dmin, "scales": sc, "mins": mn})
 
 
 def _q6_k(b: np.ndarray) -> Decoded:
-    ql, qh = b[:, 0:128], b[:, 128:192]
     sc = b[:, 192:208].view(np.int8).astype(np.int16)
     d = _half(b, 208)
-    low = np.concatenate([_nibbles(ql[:, h * 64 : (h + 1) * 64]) for h in range(2)], axis=1)  # (n, 256)
-    high = np.concatenate([_bits(qh[:, h * 32 : (h + 1) * 32], 4, 2) for h in range(2)], axis=1)  # (n, 256)
-    return Decoded(d[:, None] * sc, None, (low | (high << 4)) - 32, {"d": d, "scales": sc})
+    codes = _fields(b[:, 0:128], 2, 4, groups=2)  # (n, 256) the low four bits
+    codes |= _fields(b[:, 128:192], 4, 2, groups=2) << 4  # the top two
+    return Decoded(d[:, None] * sc, None, codes.view(np.int8) - 32, {"d": d, "scales": sc})
 
 
 def _tq2_0(b: np.ndarray) -> Decoded:
     d = _half(b, 64)
-    codes = np.concatenate([_bits(b[:, h * 32 : (h + 1) * 32], 4, 2) for h in range(2)], axis=1) - 1  # (n, 256): −1, 0, 1
+    codes = _fields(b[:, 0:64], 4, 2, groups=2).view(np.int8) - 1  # (n, 256): −1, 0, 1
     return Decoded(d[:, None], None, codes, {"d": d})
 
 
 def _iq4_xs(b: np.ndarray) -> Decoded:
     d = _half(b, 0)
-    high = _bits(b[:, 2:4].copy().view("<u2").astype(np.uint16), 8, 2)  # (n, 8) two bits of each scale from a 16-bit word
+    high = _fields(b[:, 2:4].copy().view("<u2").astype(np.uint16), 8, 2).astype(np.int16)  # (n, 8) two bits of each scale
     low = np.stack([b[:, 4:8] & 0x0F, b[:, 4:8] >> 4], axis=2).reshape(-1, 8).astype(np.int16)  # (n, 8) sub-block 2j, 2j+1
     sc = (low | (high << 4)) - 32
-    codes = np.concatenate([IQ4_LEVELS[_nibbles(b[:, 8 + s * 16 : 8 + (s + 1) * 16])] for s in range(8)], axis=1)  # (n, 256)
+    codes = IQ4_LEVELS[_fields(b[:, 8:136], 2, 4, groups=8)]  # (n, 256)
     return Decoded(d[:, None] * sc, None, codes, {"d": d, "scales": sc})
 
 
 # MXFP4's e2m1 levels as ggml stores them, doubled (kvalues_mxfp4): 0, 0.5, 1, … 6 and their negatives, times 2
-MXFP4_LEVELS = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], dtype=np.int16)
+MXFP4_LEVELS = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], dtype=np.int8)
 
 
 def _mxfp4(b: np.ndarray) -> Decoded:
@@ -219,7 +233,7 @@ def _mxfp4(b: np.ndarray) -> Decoded:
     """
     e = b[:, 0].astype(np.int64)
     step = np.ldexp(1.0, e - 128)  # (n,) exact powers of two
-    return Decoded(step[:, None], None, MXFP4_LEVELS[_nibbles(b[:, 1:17])], {"e": e.astype(np.float64)})
+    return Decoded(step[:, None], None, MXFP4_LEVELS[_fields(b[:, 1:17], 2, 4)], {"e": e.astype(np.float64)})
 
 
 DECODERS = {
@@ -228,7 +242,7 @@ DECODERS = {
     "MXFP4": _mxfp4,
 }  # fmt: skip
 READABLE = (*FLOAT_TYPES, *DECODERS)
-CHUNK_BLOCKS = 16_384  # blocks decoded at once: bounds the temporary codes and steps to a few MiB
+CHUNK_WEIGHTS = 1 << 18  # weights decoded at once: the codes and steps of a chunk stay in the processor's cache
 
 
 def decode(kind: str, blocks: np.ndarray) -> Decoded:
@@ -239,8 +253,8 @@ def decode(kind: str, blocks: np.ndarray) -> Decoded:
 def dequantize(kind: str, raw: np.ndarray, count: int) -> np.ndarray:
     """(count,) float64 weights from the raw bytes of `count` weights stored as `kind`, exactly.
 
-    Quantised types are decoded a chunk of blocks at a time, so the temporary arrays stay small
-    beside the float64 result.
+    Quantised types are decoded a chunk of blocks at a time straight into the result: the temporary codes
+    (a byte per weight) stay small and in cache, and each float64 weight is written by one product (and one sum).
     """
     raw = np.asarray(raw, dtype=np.uint8).reshape(-1)
     if kind == "F32":
@@ -253,8 +267,8 @@ def dequantize(kind: str, raw: np.ndarray, count: int) -> np.ndarray:
         return (raw.view("<u2").astype(np.uint32) << 16).view("<f4").astype(np.float64)
     t = BY_NAME[kind]
     blocks = raw.reshape(-1, t.bytes)  # (n, bytes)
-    out = np.empty(count, dtype=np.float64)
-    for start in range(0, blocks.shape[0], CHUNK_BLOCKS):
-        part = blocks[start : start + CHUNK_BLOCKS]
-        out[start * t.block : (start + part.shape[0]) * t.block] = decode(kind, part).values().reshape(-1)
-    return out
+    out = np.empty((blocks.shape[0], t.block), dtype=np.float64)  # (n, E)
+    step = max(1, CHUNK_WEIGHTS // t.block)
+    for start in range(0, blocks.shape[0], step):
+        decode(kind, blocks[start : start + step]).values_into(out[start : start + step])
+    return out.reshape(count)

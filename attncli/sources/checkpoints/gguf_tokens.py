@@ -22,9 +22,11 @@ leaves) is checked first and refused as one line naming the metadata key.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attncli.errors import AttnError
+from attncli.sources.checkpoints import token_cache
 from attncli.sources.checkpoints.tokens import CheckpointTokenizer
 
 if TYPE_CHECKING:
@@ -50,6 +52,18 @@ def _byte_alphabet() -> dict[int, str]:
     printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
     extra = iter(range(256, 512))
     return {b: chr(b if b in printable else next(extra)) for b in range(256)}
+
+
+def cached_tokenizer(path: Path) -> CheckpointTokenizer:
+    """The tokenizer of the GGUF file at `path`, from attncli's cache while the file is unchanged (token_cache.py),
+    else built from its metadata (the file opened once for the command: gguf.open_file) and cached."""
+    from attncli.sources.checkpoints.gguf import open_file
+
+    def build() -> token_cache.Built:
+        file = open_file(path)
+        return token_cache.Built(gguf_tokenizer(file), file.header.data_start)
+
+    return token_cache.tokenizer(path, build)
 
 
 def gguf_tokenizer(file: GgufFile) -> CheckpointTokenizer:

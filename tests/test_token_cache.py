@@ -1,0 +1,227 @@
+"""A GGUF file opened once per command, and its tokenizer built once and cached across commands (token_cache.py).
+
+Correctness only: the cached tokenizer gives the same tokens as one built from the file, a changed file is read
+again (even with its size and modification time put back), a damaged entry is ignored, and clearing works.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tokenizers")
+pytest.importorskip("gguf")
+
+from attncli.sources.checkpoints import gguf as gguf_module  # noqa: E402
+from attncli.sources.checkpoints import gguf_tokens, token_cache  # noqa: E402
+from attncli.sources.checkpoints.gguf import GgufFile, open_file  # noqa: E402
+from attncli.sources.checkpoints.layer import checkpoint_tokens, load_layer  # noqa: E402
+from attncli.sources.checkpoints.tokens import encode  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parent / "checkpoints" / "gguf"
+TEXTS = ["The cat sat on the mat.", "  two spaces, a tab\tand é ü 日本", "<s> inside text </s>", "When MARY went [SEP] there"]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    """An empty cache folder of the test's own; the process's last opened file forgotten."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("ATTNCLI_CACHE_DIR", str(folder))
+    monkeypatch.setattr(gguf_module, "_opened", {})
+    return folder
+
+
+@pytest.fixture
+def builds(monkeypatch) -> list[str]:
+    """The files whose tokenizer was built from the metadata (not loaded from the cache), in order."""
+    built: list[str] = []
+    real = gguf_tokens.gguf_tokenizer
+
+    def counting(file: GgufFile):
+        built.append(file.where)
+        return real(file)
+
+    monkeypatch.setattr(gguf_tokens, "gguf_tokenizer", counting)
+    return built
+
+
+def tokens(path: Path, text: str, special: bool = True) -> tuple:
+    t = checkpoint_tokens(path, text, special_tokens=special, max_tokens=1000)
+    return t.ids, t.labels, t.pieces, t.special_ids, t.vocabulary
+
+
+def copy(name: str, tmp_path: Path) -> Path:
+    target = tmp_path / f"{name}.gguf"
+    shutil.copyfile(FIXTURES / f"{name}.gguf", target)
+    return target
+
+
+@pytest.mark.parametrize("name", ["llama", "qwen2", "mistral", "gpt2", "bert"])
+def test_the_cached_tokenizer_gives_the_built_one_s_tokens(name, cache, builds):
+    """Every fixture's tokens, pieces, special ids and vocabulary size are the same from the cache as from the metadata."""
+    path = FIXTURES / f"{name}.gguf"
+    direct = gguf_tokens.gguf_tokenizer(GgufFile(path)).tokenizer
+    builds.clear()
+    first = [tokens(path, text, special) for text in TEXTS for special in (True, False)]
+    assert len(builds) == 1 and len(token_cache.entries()) == 1
+    again = [tokens(path, text, special) for text in TEXTS for special in (True, False)]
+    assert len(builds) == 1  # the second round was served by the cache
+    assert again == first
+    for text in TEXTS:
+        (ids, labels), _, _ = encode(direct, text, special_tokens=True)
+        assert (ids, labels) == first[TEXTS.index(text) * 2][:2]
+
+
+def test_a_command_opens_the_file_once(cache, monkeypatch):
+    """`run --model x.gguf` (tokens, then the layer) opens the file once when its tokenizer is not cached yet, and again not at all for the tokens."""
+    opened: list[str] = []
+    real = GgufFile.__init__
+
+    def counting(self, path):
+        opened.append(str(path))
+        real(self, path)
+
+    monkeypatch.setattr(GgufFile, "__init__", counting)
+    load_layer(FIXTURES / "llama.gguf", layer=2, text="The cat sat")
+    assert len(opened) == 1
+    assert len(token_cache.entries()) == 1
+
+
+def test_open_file_keeps_one_file_while_it_is_unchanged(cache, tmp_path):
+    """The same GgufFile while the file is unchanged; a new one once its header changes, even with its size and time put back."""
+    path = copy("gpt2", tmp_path)
+    first = open_file(path)
+    assert open_file(path) is first
+    _rewrite_a_token(path)
+    assert open_file(path) is not first
+
+
+def _rewrite_a_token(path: Path) -> None:
+    """Turn the file's add_bos_token from false to true in place (one byte), then put back its modification time."""
+    before = path.stat()
+    data = bytearray(path.read_bytes())
+    key = b"tokenizer.ggml.add_bos_token"
+    at = data.index(key) + len(key) + 4  # after the key, its uint32 value type (7, a bool): the value
+    assert data[at] == 0
+    data[at] = 1
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
+
+
+def test_a_changed_file_is_read_again(cache, builds, tmp_path):
+    """A file whose metadata changed (a BOS token now added) is tokenized anew, though its size and modification time are as before."""
+    path = copy("gpt2", tmp_path)
+    before = tokens(path, "the cat sat")
+    _rewrite_a_token(path)
+    after = tokens(path, "the cat sat")
+    assert len(builds) == 2
+    gguf_module._opened.clear()
+    assert after == tokens(path, "the cat sat") and len(builds) == 2  # the new entry is used
+    assert after != before
+    os.utime(path, ns=(1, 1))  # only the time: built again, the entry cannot be told from a changed file's
+    tokens(path, "the cat sat")
+    assert len(builds) == 3
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not json", "altered tokenizer", "other schema", "other code", "empty", "a folder"])
+def test_a_damaged_entry_is_ignored_and_rebuilt(damage, cache, builds, tmp_path):
+    """A cache entry cut short, not JSON, altered, of another schema or code, empty or not a file is a miss: the tokens come from the file."""
+    path = copy("llama", tmp_path)
+    want = tokens(path, "The cat sat on the mat.")
+    (entry,) = token_cache.entries()
+    text = entry.read_text(encoding="utf-8")
+    if damage == "truncated":
+        entry.write_text(text[: len(text) // 2], encoding="utf-8")
+    elif damage == "not json":
+        entry.write_bytes(b"\xff\x00 not json")
+    elif damage == "altered tokenizer":
+        doc = json.loads(text)
+        doc["tokenizer"] = doc["tokenizer"].replace('"cat"', '"dog"')
+        entry.write_text(json.dumps(doc), encoding="utf-8")
+    elif damage == "other schema":
+        entry.write_text(json.dumps(json.loads(text) | {"schema": "attncli.tokenizer-cache/0"}), encoding="utf-8")
+    elif damage == "other code":
+        entry.write_text(json.dumps(json.loads(text) | {"builder": "attncli 0.0.9, tokenizers 0.20.0, code 0123"}), encoding="utf-8")
+    elif damage == "empty":
+        entry.write_bytes(b"")
+    else:
+        entry.unlink()
+        entry.mkdir()
+    gguf_module._opened.clear()
+    assert tokens(path, "The cat sat on the mat.") == want
+    assert len(builds) == 2
+    if damage != "a folder":
+        gguf_module._opened.clear()
+        assert tokens(path, "The cat sat on the mat.") == want and len(builds) == 2  # rewritten whole
+
+
+def test_an_unwritable_cache_is_no_error(tmp_path, monkeypatch, builds):
+    """A cache folder that cannot be made (a file stands in its way) costs a rebuild per command, never an error."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setenv("ATTNCLI_CACHE_DIR", str(blocker))
+    monkeypatch.setattr(gguf_module, "_opened", {})
+    path = FIXTURES / "gpt2.gguf"
+    assert tokens(path, "the cat") == tokens(path, "the cat")
+    assert len(builds) == 2
+
+
+def test_model_cache_shows_and_clears(cli, cache, builds, tmp_path):
+    """`model cache` counts the entries, `model cache --clear` removes them (and a stopped write's temporary file), and the next command builds again."""
+    path = copy("qwen2", tmp_path)
+    tokens(path, "a cat")
+    (cache / "tokenizers" / ".tmp-left-behind.json").write_text("{")
+    shown = cli("model", "cache")
+    assert shown.exit_code == 0 and "1 cached tokenizer " in shown.output and str(cache) in shown.output
+    cleared = cli("model", "cache", "--clear")
+    assert cleared.exit_code == 0 and "removed 1 cached tokenizer " in cleared.output
+    assert list((cache / "tokenizers").iterdir()) == []
+    gguf_module._opened.clear()
+    tokens(path, "a cat")
+    assert len(builds) == 2
+
+
+def test_the_cache_folder_follows_the_environment(tmp_path, monkeypatch):
+    """ATTNCLI_CACHE_DIR first, then $XDG_CACHE_HOME/attncli (when absolute), then ~/.cache/attncli."""
+    monkeypatch.setenv("ATTNCLI_CACHE_DIR", str(tmp_path / "mine"))
+    assert token_cache.cache_dir() == tmp_path / "mine"
+    monkeypatch.delenv("ATTNCLI_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert token_cache.cache_dir() == tmp_path / "xdg" / "attncli"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert token_cache.cache_dir() == tmp_path / "home" / ".cache" / "attncli"
+
+
+def test_too_many_cells_is_refused_before_any_tensor_is_read(cache, monkeypatch):
+    """A sentence over --max-cells is refused once its tokens are counted: no tensor of the file is dequantised, and it is opened once."""
+    from attncli.errors import AttnError
+
+    opened: list[str] = []
+    real = GgufFile.__init__
+
+    def counting(self, path):
+        opened.append(str(path))
+        real(self, path)
+
+    read = GgufFile.read
+
+    def config_only(self, name, *args):
+        assert name == "rope_freqs.weight", f"{name} was read before the refusal"  # llama3 RoPE's factors belong to the config
+        return read(self, name, *args)
+
+    def no_reading(self, *args, **kwargs):
+        raise AssertionError("a tensor was read before the refusal")
+
+    monkeypatch.setattr(GgufFile, "__init__", counting)
+    monkeypatch.setattr(GgufFile, "read", config_only)
+    for method in ("read_rows", "read_expert"):
+        monkeypatch.setattr(GgufFile, method, no_reading)
+    with pytest.raises(AttnError, match="attention cells"):
+        load_layer(FIXTURES / "llama.gguf", layer=1, text="The cat sat on the mat. " * 4, max_cells=50)
+    assert len(opened) == 1
