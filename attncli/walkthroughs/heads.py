@@ -243,15 +243,8 @@ def document(
     """The attncli.heads/1 JSON document: every head's statistics, the notable heads' readings and commands."""
     return {
         "schema": SCHEMA,
-        "source": {
-            "kind": source.kind,
-            "name": source.name,
-            "sentence": source.sentence,
-            "model_type": source.model_type,
-            "special_tokens": source.special_tokens if source.kind == "model" else None,
-        },
-        "tokens": [{"position": n, "label": label} | ({"id": source.token_ids[n - 1]} if source.token_ids else {})
-                   for n, label in enumerate(heads.tokens, 1)],  # fmt: skip
+        "source": source_json(source),
+        "tokens": tokens_json(heads.tokens, source),
         "layers": heads.layers,
         "heads_per_layer": heads.heads,
         "kv_heads": heads.kv_heads,
@@ -266,6 +259,17 @@ def document(
                   "heads": [{"layer": r.layer, "head": r.head, "first_token": r.values["first_token"]}
                             for r in all_rows if r.behaviour == "first_token"]},  # fmt: skip
     }
+
+
+def source_json(source: Source) -> dict[str, Any]:
+    """Where a map came from, as every heads document (the map, the shaded sentence, the link) writes it."""
+    return {"kind": source.kind, "name": source.name, "sentence": source.sentence, "model_type": source.model_type,
+            "special_tokens": source.special_tokens if source.kind == "model" else None}  # fmt: skip
+
+
+def tokens_json(tokens: Sequence[str], source: Source) -> list[dict[str, Any]]:
+    """The sentence's tokens from 1, with their ids when the map came from a checkpoint."""
+    return [{"position": n, "label": label} | ({"id": source.token_ids[n - 1]} if source.token_ids else {}) for n, label in enumerate(tokens, 1)]
 
 
 def _call(row: HeadRow, spell: Callable[[ExplainCall], str]) -> str | None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from attncli.core.heads import HeadMap, fold
 from attncli.errors import AttnError, option
-from attncli.walkthroughs.heads import ExplainCall, Source
+from attncli.walkthroughs.heads import ExplainCall, Source, source_json, tokens_json
 
 SCHEMA = "attncli.heads-link/1"
 TOP = 10  # the heads named with their explain commands, unless --top says otherwise
@@ -101,10 +101,8 @@ def document(heads: HeadMap, keys: Sequence[int], source: Source, ranked: Sequen
     """The attncli.heads-link/1 JSON document: one row per head (layer, head, weight, rank), best first, with the explain call."""
     return {
         "schema": SCHEMA,
-        "source": {"kind": source.kind, "name": source.name, "sentence": source.sentence, "model_type": source.model_type,
-                   "special_tokens": source.special_tokens if source.kind == "model" else None},  # fmt: skip
-        "tokens": [{"position": n, "label": label} | ({"id": source.token_ids[n - 1]} if source.token_ids else {})
-                   for n, label in enumerate(heads.tokens, 1)],  # fmt: skip
+        "source": source_json(source),
+        "tokens": tokens_json(heads.tokens, source),
         "from": {"label": heads.tokens[heads.focus or 0], "position": (heads.focus or 0) + 1},
         "to": {"label": heads.tokens[keys[0]], "positions": [j + 1 for j in keys]},
         "weight": "the weight the query gives the key (summed over its positions) in each head, after the softmax: 0 … 1",

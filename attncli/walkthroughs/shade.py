@@ -13,7 +13,7 @@ import numpy as np
 
 from attncli.core.heads import HeadMap
 from attncli.errors import AttnError, option
-from attncli.walkthroughs.heads import Source, row_readings
+from attncli.walkthroughs.heads import Source, row_readings, source_json, tokens_json
 
 SCHEMA = "attncli.heads-word/1"
 
@@ -74,10 +74,8 @@ def document(shaded: Shading, source: Source) -> dict[str, Any]:
     """The attncli.heads-word/1 JSON document: the query, and per row its layer, head (null: the mean) and weights."""
     return {
         "schema": SCHEMA,
-        "source": {"kind": source.kind, "name": source.name, "sentence": source.sentence, "model_type": source.model_type,
-                   "special_tokens": source.special_tokens if source.kind == "model" else None},  # fmt: skip
-        "tokens": [{"position": n, "label": label} | ({"id": source.token_ids[n - 1]} if source.token_ids else {})
-                   for n, label in enumerate(shaded.tokens, 1)],  # fmt: skip
+        "source": source_json(source),
+        "tokens": tokens_json(shaded.tokens, source),
         "query": {"position": shaded.position, "label": shaded.tokens[shaded.position - 1]},
         "rows": [{"layer": r.layer, "head": r.head, **({"kv_head": r.kv_head} if r.kv_head is not None else {}), "weights": r.weights.tolist(),
                   "visible": r.visible.tolist(), "readings": list(r.readings)} for r in shaded.rows],  # fmt: skip
