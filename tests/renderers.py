@@ -133,7 +133,8 @@ def latex_prose_math(line: str) -> list[str]:
     Outside its math a paragraph holds text and the escapes `\_ \% \& \# \{ \}` only (which
     CommonMark reads too), never a TeX command, never `$$`; its `$` pair up.
     """
-    assert "$$" not in line and not line.startswith(("%", "\\")), line
+    # a paragraph may begin with one of those escapes (a title that is a sentence "&"), never with a command or a comment
+    assert "$$" not in line and not line.startswith("%") and not re.match(r"\\[^_%&#{}]", line), line
     outside = _INLINE_MATH.sub("", line)
     assert "$" not in outside, line
     assert re.sub(r"\\[_%&#{}]", "", outside).count("\\") == 0, line
