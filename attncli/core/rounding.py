@@ -48,13 +48,27 @@ def round_half_away(y: float) -> float:
     return float(round(y))
 
 
+BLOCK = 1 << 16  # numbers rounded at once in place: the temporaries stay small when a stage of millions is rounded
+
+
 def round_decimals(a: np.ndarray, decimals: int, out: np.ndarray | None = None) -> np.ndarray:
     """np.round(a, decimals), except that a number near a half (`near_half`) rounds away from zero on every CPU.
 
-    Written into `out` when given (which may be `a` itself); ±∞ and NaN pass through as np.round passes them.
+    Written into `out` when given (which may be `a` itself: then a block at a time, so that rounding a stage in place
+    holds no array of its size beside it); ±∞ and NaN pass through as np.round passes them.
     """
     if np.ndim(a) == 0:  # a number: the same rule, through a one-element array
-        return np.asarray(round_decimals(np.reshape(np.asarray(a, dtype=np.float64), 1), decimals)[0])
+        return np.asarray(_rounded(np.reshape(np.asarray(a, dtype=np.float64), 1), decimals, None)[0])
+    if out is a and a.flags.c_contiguous and a.size > BLOCK:
+        flat = a.reshape(-1)  # a view of the same numbers
+        for start in range(0, flat.size, BLOCK):
+            block = flat[start : start + BLOCK]
+            _rounded(block, decimals, block)
+        return a
+    return _rounded(a, decimals, out)
+
+
+def _rounded(a: np.ndarray, decimals: int, out: np.ndarray | None) -> np.ndarray:
     scale, to_units, from_units = (10.0**decimals, np.multiply, np.divide) if decimals >= 0 else (10.0**-decimals, np.divide, np.multiply)
     with np.errstate(over="ignore", invalid="ignore"):
         y = to_units(a, scale, out=out)  # (…) in units of the last decimal kept, as np.round scales: 10^|d| is exact for |d| ≤ 22
