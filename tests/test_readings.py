@@ -35,7 +35,7 @@ def test_sinks_are_one_line_and_the_readings_name_what_heads_do():
     """Five sinks and a previous-token head: one summary line for the five, and the previous-token head as the notable one."""
     rows = _rows(["sink"] * 5 + ["previous"])
     summary = walk.sinks(rows, TOKENS)
-    assert summary is not None and summary.startswith("5 of 6 heads put most of their weight on the first token `[CLS]`: sinks")
+    assert summary is not None and summary.startswith("5 of 6 heads put most of their weight on the first token '[CLS]': sinks")
     assert [(r.head, r.behaviour) for r in walk.notable(rows)] == [(6, "previous_token")]
 
 

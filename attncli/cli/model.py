@@ -66,18 +66,27 @@ def choose_scenario(
 
 def explain_command(call: ExplainCall) -> str:
     """`attncli heads`' pointer to one head: the `attncli explain` command line that shows its arithmetic."""
-    import shlex
-
-    pick = ([f"--word {shlex.quote(call.word)}"] if call.word is not None else []) + (
+    pick = ([f"--word {shell_word(call.word)}"] if call.word is not None else []) + (
         [f"--position {call.position}"] if call.position is not None else []
     )
     if call.model is not None:
         special = ["--special-tokens none"] if call.special_tokens == "none" else []
-        where = [f"--model {shlex.quote(call.model)}", f"--layer {call.layer}", f"--head {call.head}",
-                 f"--sentence {shlex.quote(call.sentence or '')}", *special]  # fmt: skip
+        where = [f"--model {shell_word(call.model)}", f"--layer {call.layer}", f"--head {call.head}",
+                 f"--sentence {shell_word(call.sentence or '')}", *special]  # fmt: skip
     else:
-        where = [f"-s {shlex.quote(call.scenario or '')}", f"--head {call.head}"]
+        where = [f"-s {shell_word(call.scenario or '')}", f"--head {call.head}"]
     return " ".join(["attncli explain", *where, *pick])
+
+
+def shell_word(text: str) -> str:
+    """`text` as one shell word a person reads at a glance: bare, in single quotes, or in double quotes when it holds a ' and
+    nothing a shell expands inside double quotes ("The animal didn't cross"; shlex would write 'didn'"'"'t')."""
+    import shlex
+
+    quoted = shlex.quote(text)
+    if "'" in text and not any(c in text for c in '"$`\\!'):
+        return f'"{text}"'
+    return quoted
 
 
 # -- attncli model info and attncli model tokens ----------------------------------------------

@@ -143,7 +143,9 @@ def _reading(values: dict[str, float], heads: HeadMap, layer: int, head: int) ->
 
 
 def _quoted(label: str) -> str:
-    return f"`{label}`"
+    """A token in a reading: quoted as explain's prose quotes it, text in every format (a Markdown code span showed its
+    backticks in HTML, Typst and the terminal)."""
+    return f"'{label}'"
 
 
 
