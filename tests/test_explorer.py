@@ -103,3 +103,15 @@ def test_a_browser_clicks_a_head_hovers_a_row_and_switches_the_theme(cli, tmp_pa
             assert after in ("light", "dark") and after != before
         finally:
             browser.close()
+
+
+def test_the_map_is_a_whole_typst_document_or_an_html_fragment_on_request(cli):
+    """heads takes --standalone and --fragment as run does: Typst with its page set compiles; HTML becomes a <div> to paste."""
+    from tests.test_typst import compiled
+
+    typst_doc = cli("heads", "multihead", "--format", "typst", "--standalone")
+    assert typst_doc.exit_code == 0, typst_doc.stderr
+    assert typst_doc.stdout.startswith("#set document(") and compiled(typst_doc.stdout).startswith(b"%PDF")
+    fragment = cli("heads", "multihead", "--format", "html", "--fragment").stdout
+    assert fragment.startswith('<div class="attncli">') and "<html" not in fragment.lower()
+    assert cli("heads", "multihead", "--format", "html").stdout.startswith("<!DOCTYPE html>")

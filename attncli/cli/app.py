@@ -543,6 +543,7 @@ def heads(
     compare_sentence: Annotated[str | None, typer.Option("--compare-sentence", metavar="TEXT", help="Compare every head with the same heads on this sentence (as many tokens as --sentence).")] = None,
     precision: PrecisionOption = None,
     format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", click_type=FORMAT_CHOICE, help="Output format: table (the grid and the statistics), json, markdown (the statistics and readings), csv, svg (the grid), html (a page with both) or typst.")] = Format.table,
+    standalone: StandaloneOption = None,
     interactive: Annotated[bool, typer.Option("--interactive", help="With --format html: a page to explore, one self-contained file: click a head for its labelled weights, hover over a query's row to shade the sentence, choose a layer and head, light or dark.")] = False,
     output: OutputOption = None,
     force: ForceOption = False,
@@ -581,7 +582,8 @@ def heads(
     # bytes that are not UTF-8 are one line here, as for run and explain (the tokenizer's child process failed on them: exit 70)
     sentence, word, compare_sentence, to = (None if text is None else text_argument(text, name)
                                             for text, name in ((sentence, "--sentence"), (word, "--word"), (compare_sentence, "--compare-sentence"), (to, "--to")))  # fmt: skip
-    options = Options(format=format, precision=precision, to_file=output is not None, names=flag, interactive=interactive)
+    options = Options(format=format, precision=precision, to_file=output is not None, names=flag, interactive=interactive,
+                      standalone=standalone)
     if compare_model is not None or compare_sentence is not None:
         from attncli.errors import AttnError, option
 

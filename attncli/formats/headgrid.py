@@ -124,9 +124,9 @@ def _svg_stylesheet() -> str:
 CODE = ".attncli code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.9em; }\n"  # the commands beside the readings
 
 
-def grid_html(grid: HeadGrid, table: HeadTable, *, precision: int = 3) -> str:
-    """A self-contained page in run's stylesheet (`htmltable.page`, light and dark): the grid (tokens on hover), the notable
-    heads with their commands, and the statistics table."""
+def grid_html(grid: HeadGrid, table: HeadTable, *, precision: int = 3, fragment: bool = False) -> str:
+    """A self-contained page in run's stylesheet (`htmltable.page`, light and dark), or a fragment to paste into a post: the grid
+    (tokens on hover), the notable heads with their commands, and the statistics table."""
     readings = "\n".join(f"<li>{escape.html(text)}" + (f"<br><code>{escape.html(command)}</code>" if command else "") + "</li>"
                          for text, command in table.readings)  # fmt: skip
     header = "".join(f'<th scope="col" title="{escape.html(c)}">{escape.html(SHORT.get(c, c))}</th>' for c in table.columns)
@@ -138,7 +138,7 @@ def grid_html(grid: HeadGrid, table: HeadTable, *, precision: int = 3) -> str:
         f"<h2>{escape.html(table.heading)}</h2>\n<ul>\n{readings or '<li>' + escape.html(table.none) + '</li>'}\n</ul>\n"
         f'<h2>Statistics</h2>\n<p class="attn-legend">{escape.html(table.legend)}</p>\n'
         f'<div class="attn-scroll"><table class="attn-matrix">\n<thead><tr>{header}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table></div>',
-        fragment=False, title=grid.title, dark=True, css=CODE,
+        fragment=fragment, title=grid.title, dark=True, css=CODE,
     )  # fmt: skip
 
 

@@ -73,7 +73,7 @@ def heads(page: HeadsPage, options: Options) -> str:
         return explorer.page(page.grid(), page.table(), precision=page.precision)
     from attncli.formats.headgrid import grid_html
 
-    return grid_html(page.grid(), page.table(), precision=page.precision)
+    return grid_html(page.grid(), page.table(), precision=page.precision, fragment=options.standalone is False)
 
 
 def shade(page: ShadePage, options: Options) -> str:
