@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import os
 import re
 from collections.abc import Callable, Iterable
 
@@ -50,7 +51,10 @@ def visible(s: str) -> str:
     return s.translate(_shown_as_code())
 
 
-_OPTION = re.compile("\x1e([a-z_]+)\x1f")  # what `option()` writes into a message
+# What `option()` writes into a message: a mark no input can forge (an unguessable nonce of this process between two
+# control characters), so a scenario name or a token holding "\x1e_\x1f" stays that text instead of becoming an option.
+_NONCE = os.urandom(8).hex()
+_OPTION = re.compile(f"\x1e{_NONCE}([a-z_]+)\x1f")
 
 
 def option(name: str) -> str:
@@ -59,7 +63,7 @@ def option(name: str) -> str:
     Below the command line nothing knows flag names: the CLI shows the mention as its flag
     (`--round-steps`), the Python API as the keyword itself.
     """
-    return f"\x1e{name}\x1f"
+    return f"\x1e{_NONCE}{name}\x1f"
 
 
 def keyword(name: str) -> str:
