@@ -83,6 +83,8 @@ def own_tags(fmt: Format) -> set[str]:
 
 @EXAMPLES
 @given(TOKENS, NAMES)
+@example(["0"], "\x1e_\x1f")  # the control characters an option mention once was: shown as text, not resolved as an option
+@example(["0"], "\x1eposition\x1f")
 def test_markdown_parses_to_the_same_tables(tokens, name):
     """Markdown: the heading is the name, the tables have the tokens as labels, every row its header's width, no raw HTML."""
     s = scenario(tokens, name)
