@@ -870,7 +870,7 @@ def test_the_readme_figure_and_examples_are_what_attncli_shows_for_real_minilm(c
     assert svg == (Path(__file__).parent.parent / "docs" / "heads-minilm.svg").read_text(encoding="utf-8")
     shaded = json.loads(cli("heads", "--model", str(folder), "--sentence", README_SENTENCE, "--word", "gave", "--layer", "1", "--head", "3",
                             "--format", "json").stdout)["rows"]  # fmt: skip
-    assert shaded[0]["readings"] == ["100% of this row goes to the previous token, `John`: what a previous-token head does."]
+    assert shaded[0]["readings"] == ["100% of this row goes to the previous token, 'John': what a previous-token head does."]
     compared = json.loads(cli("heads", "--model", str(folder), "--sentence", README_SENTENCE, "--compare-sentence",
                               "When John and Mary went to the store, Mary gave a drink to John", "--format", "json").stdout)  # fmt: skip
     assert (compared["heads"][0]["layer"], compared["heads"][0]["head"]) == (6, 12)
