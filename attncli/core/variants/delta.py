@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from attncli.core.records import record
-from attncli.core.variants.keys import VECTOR, Read, Schema, Sizes, mapping_keys
-from attncli.core.variants.linear import KernelHead, refuse_beside_softmax, softmax_rows
+from attncli.core.variants.keys import VECTOR, Read, Schema, Sizes
+from attncli.core.variants.linear import KernelHead, per_head_fraction, softmax_rows
 from attncli.core.variants.shown import Narrated, Say, StageRow
 from attncli.errors import AttnError
 
@@ -139,23 +139,7 @@ class DeltaRule:
     @classmethod
     def from_yaml(cls, read: Read, sizes: Sizes) -> DeltaRule:
         """`delta_rule: {beta: β}`: one strength for every head or one per head, alone among the variants that change a softmax."""
-        refuse_beside_softmax(cls, read)
-        heads = sizes.heads
-        expected = f"{{beta: β}}, β in (0, 1]: one number for every head, or {heads}, one per head"
-        if read.form != "mapping" or "beta" not in read.keys_given():
-            raise read.error(read.found(), expected)
-        item = read.mapping(mapping_keys(cls.schema))["beta"]
-        if item.form == "plain" and item.kind != "bool":
-            betas = [item.number()] * heads
-        elif item.form == "list" and all(x.form == "plain" and x.kind != "bool" for x in item.items()):
-            betas = [x.number() for x in item.items()]
-            if len(betas) != heads:
-                raise item.error(f"{len(betas)} strengths for heads = {heads}", expected)
-        else:
-            raise item.error(item.found(), expected)
-        if not all(0 < beta <= 1 for beta in betas):
-            raise item.error(f"found {', '.join(f'{b:g}' for b in betas)}", expected)
-        return cls(tuple(float(beta) for beta in betas))
+        return cls(per_head_fraction(cls, read, sizes, key="beta", symbol="β", what="strengths"))
 
 
 def _delta(attribute: str) -> Any:

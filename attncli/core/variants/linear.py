@@ -231,23 +231,28 @@ class Retention:
     @classmethod
     def from_yaml(cls, read: Read, sizes: Sizes) -> Retention:
         """`retention: {gamma: γ}`: one decay for every head or one per head, alone among the variants that change a softmax."""
-        refuse_beside_softmax(cls, read)
-        heads = sizes.heads
-        expected = f"{{gamma: γ}}, γ in (0, 1]: one number for every head, or {heads}, one per head"
-        if read.form != "mapping" or "gamma" not in read.keys_given():
-            raise read.error(read.found(), expected)
-        item = read.mapping(mapping_keys(cls.schema))["gamma"]
-        if item.form == "plain" and item.kind != "bool":
-            gammas = [item.number()] * heads
-        elif item.form == "list" and all(x.form == "plain" and x.kind != "bool" for x in item.items()):
-            gammas = [x.number() for x in item.items()]
-            if len(gammas) != heads:
-                raise item.error(f"{len(gammas)} decays for heads = {heads}", expected)
-        else:
-            raise item.error(item.found(), expected)
-        if not all(0 < gamma <= 1 for gamma in gammas):
-            raise item.error(f"found {', '.join(f'{g:g}' for g in gammas)}", expected)
-        return cls(tuple(float(gamma) for gamma in gammas))
+        return cls(per_head_fraction(cls, read, sizes, key="gamma", symbol="γ", what="decays"))
+
+
+def per_head_fraction(kind: Any, read: Read, sizes: Sizes, *, key: str, symbol: str, what: str) -> tuple[float, ...]:
+    """`{key: x}` of a kernel variant (retention's γ, the delta rule's β): one number in (0, 1] for every head, or one per head."""
+    refuse_beside_softmax(kind, read)
+    heads = sizes.heads
+    expected = f"{{{key}: {symbol}}}, {symbol} in (0, 1]: one number for every head, or {heads}, one per head"
+    if read.form != "mapping" or key not in read.keys_given():
+        raise read.error(read.found(), expected)
+    item = read.mapping(mapping_keys(kind.schema))[key]
+    if item.form == "plain" and item.kind != "bool":
+        values = [item.number()] * heads
+    elif item.form == "list" and all(x.form == "plain" and x.kind != "bool" for x in item.items()):
+        values = [x.number() for x in item.items()]
+        if len(values) != heads:
+            raise item.error(f"{len(values)} {what} for heads = {heads}", expected)
+    else:
+        raise item.error(item.found(), expected)
+    if not all(0 < value <= 1 for value in values):
+        raise item.error(f"found {', '.join(f'{v:g}' for v in values)}", expected)
+    return tuple(float(value) for value in values)
 
 
 def refuse_beside_softmax(kind: type, read: Read) -> None:
