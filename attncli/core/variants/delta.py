@@ -19,7 +19,7 @@ import numpy as np
 
 from attncli.core.records import record
 from attncli.core.variants.keys import VECTOR, Read, Schema, Sizes
-from attncli.core.variants.linear import KernelHead, per_head_fraction, softmax_rows
+from attncli.core.variants.linear import KernelHead, per_head_fraction, softmax_contrast, softmax_rows
 from attncli.core.variants.shown import Narrated, Say, StageRow
 from attncli.errors import AttnError
 
@@ -167,12 +167,6 @@ def _weights(n: Any, s: Any, h: Any) -> str:
     return rf"{n('A')} = \text{{similarities}} \cdot T" if n.tex else f"{n('A')} = similarities · T (out = A·V: the delta rule unrolled)"
 
 
-def _softmax(n: Any, s: Any, h: Any) -> str:
-    if n.tex:
-        return r"\operatorname{softmax}(\operatorname{mask}(Q K^\top / s)) \quad \text{(not used: for contrast)}"
-    return "softmax(mask(Q·Kᵀ / s)), not used: what softmax would have weighted"
-
-
 DeltaRule.rows = (
     StageRow("q", "Q_hat", "Unit queries q̂", _hat("Q"), _delta("phi_q"), "queries", "q", after="phi_K"),
     StageRow("k", "K_hat", "Unit keys k̂", _hat("K"), _delta("phi_k"), "keys", "k", after="Q_hat", kv=True),
@@ -182,6 +176,6 @@ DeltaRule.rows = (
              after="delta_similarities"),
     StageRow("weights", "delta_weights", "Weights: similarities · T", _weights, _delta("weights"), "queries", "keys",
              after="delta_transform", main=True),
-    StageRow("weights", "delta_softmax", "Softmax weights of the same q, k (not used, for contrast)", _softmax, _delta("softmax"),
+    StageRow("weights", "delta_softmax", "Softmax weights of the same q, k (not used, for contrast)", softmax_contrast, _delta("softmax"),
              "queries", "keys", after="delta_weights"),
 )  # fmt: skip

@@ -343,7 +343,8 @@ def _retention(n: Any, s: Any, h: Any) -> str:
     return rf"{n('A')} = \text{{similarities}} \odot D" if n.tex else f"{n('A')} = similarities ⊙ D (no softmax, no normaliser)"
 
 
-def _softmax(n: Any, s: Any, h: Any) -> str:
+def softmax_contrast(n: Any, s: Any, h: Any) -> str:
+    """The formula of the softmax weights a kernel variant shows beside its own, for contrast."""
     if n.tex:
         return r"\operatorname{softmax}(\operatorname{mask}(Q K^\top / s)) \quad \text{(not used: for contrast)}"
     return "softmax(mask(Q·Kᵀ / s)), not used: what softmax would have weighted"
@@ -357,7 +358,7 @@ LinearAttention.rows = (
     StageRow("weights", "row_sums", "Row sums Σ_j φ(q)·φ(k)", _row_sums, _row_sums_column, "queries", "one", after="similarities"),
     StageRow("weights", "linear_weights", "Weights: similarity / row sum", _linear_weights, _kernel("weights"), "queries", "keys",
              after="row_sums", main=True),
-    StageRow("weights", "softmax_contrast", "Softmax weights of the same q, k (not used, for contrast)", _softmax,
+    StageRow("weights", "softmax_contrast", "Softmax weights of the same q, k (not used, for contrast)", softmax_contrast,
              _kernel("softmax"), "queries", "keys", after="linear_weights"),
 )  # fmt: skip
 
@@ -369,7 +370,7 @@ Retention.rows = (
     StageRow("weights", "retention", "Retention scores: scores ⊙ D", _retention,
              _kernel("weights", retention=True), "queries", "keys",
              after="decay", main=True),
-    StageRow("weights", "retention_softmax", "Softmax weights of the same q, k (not used, for contrast)", _softmax,
+    StageRow("weights", "retention_softmax", "Softmax weights of the same q, k (not used, for contrast)", softmax_contrast,
              _kernel("softmax", retention=True), "queries", "keys",
              after="retention"),
 )  # fmt: skip
