@@ -214,6 +214,12 @@ class ExplainCall(NamedTuple):
 def _explain(source: Source, heads: HeadMap, layer: int, head: int, behaviour: str) -> ExplainCall:
     """The explain call at the query row where the behaviour is strongest (induction: the sentence's last token)."""
     row = heads.strongest_row(behaviour, layer, head) if behaviour in heads.rows else len(heads.tokens) - 1
+    return explain_call(source, heads, layer, head, row)
+
+
+def explain_call(source: Source, heads: HeadMap, layer: int, head: int, row: int) -> ExplainCall:
+    """The explain call of head `head` of `layer` at query `row` (from 0): by its word, with its position when the word repeats
+    or is no word."""
     word: str | None = heads.tokens[row].lstrip("␣Ġ▁")
     assert word is not None
     repeated = sum(1 for t in heads.tokens if t.lstrip("␣Ġ▁").lower() == word.lower()) > 1
@@ -294,8 +300,12 @@ def thumbnails(heads: HeadMap) -> np.ndarray:
 
 
 def title(source: Source, heads: HeadMap) -> str:
+    return f"Every head of {named(source)}: {heads.layers} layer{'s' * (heads.layers != 1)} × {heads.heads} heads, {len(heads.tokens)} tokens"
+
+
+def named(source: Source) -> str:
+    """'gpt2 checkpoint gpt2' or 'scenario cat': the folder's or file's own name (a full path would run off a figure)."""
     from pathlib import PurePath
 
-    short = PurePath(source.name).name or source.name  # the folder's own name: a full path would run off the figure
-    what = f"{source.model_type} checkpoint {short}" if source.kind == "model" else f"scenario {short}"
-    return f"Every head of {what}: {heads.layers} layer{'s' * (heads.layers != 1)} × {heads.heads} heads, {len(heads.tokens)} tokens"
+    short = PurePath(source.name).name or source.name
+    return f"{source.model_type} checkpoint {short}" if source.kind == "model" else f"scenario {short}"

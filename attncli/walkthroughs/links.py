@@ -15,7 +15,7 @@ import numpy as np
 
 from attncli.core.heads import HeadMap, fold
 from attncli.errors import AttnError, option
-from attncli.walkthroughs.heads import ExplainCall, Source, source_json, tokens_json
+from attncli.walkthroughs.heads import ExplainCall, Source, explain_call, named, source_json, tokens_json
 
 SCHEMA = "attncli.heads-link/1"
 TOP = 10  # the heads named with their explain commands, unless --top says otherwise
@@ -57,17 +57,10 @@ def links(heads: HeadMap, keys: Sequence[int], source: Source) -> list[Link]:
     weights = np.stack([rows[:, columns].sum(axis=-1) for rows in heads.focus_rows])  # (layers, H)
     order = sorted(np.ndindex(weights.shape), key=lambda at: (-weights[at], at))
     shared = heads.kv_heads != heads.heads
-    word = heads.tokens[heads.focus].lstrip("␣Ġ▁")
-    repeated = sum(1 for t in heads.tokens if fold(t) == fold(word)) > 1
-    call_word = word if word.isalnum() else None
-    call_position = heads.focus + 1 if repeated or call_word is None else None
     out = []
     for rank, (li, hi) in enumerate(order, 1):
         layer, head = heads.first_layer + li, hi + 1
-        if source.kind == "model":
-            call = ExplainCall(source.name, None, layer, head, source.sentence, source.special_tokens, call_word, call_position)
-        else:
-            call = ExplainCall(None, source.name, None, head, None, "auto", call_word, call_position)
+        call = explain_call(source, heads, layer, head, heads.focus)
         out.append(Link(layer, head, float(weights[li, hi]), rank, heads.kv_head(head) if shared else None, call))
     return out
 
@@ -89,12 +82,8 @@ def describe(heads: HeadMap, keys: Sequence[int]) -> tuple[str, str]:
 
 
 def title(source: Source, heads: HeadMap, keys: Sequence[int]) -> str:
-    from pathlib import PurePath
-
     query, key = describe(heads, keys)
-    short = PurePath(source.name).name or source.name
-    what = f"{source.model_type} checkpoint {short}" if source.kind == "model" else f"scenario {short}"
-    return f"Which heads link {query} to {key}: every head of {what}, {heads.layers} layer{'s' * (heads.layers != 1)} × {heads.heads}"
+    return f"Which heads link {query} to {key}: every head of {named(source)}, {heads.layers} layer{'s' * (heads.layers != 1)} × {heads.heads}"
 
 
 def document(heads: HeadMap, keys: Sequence[int], source: Source, ranked: Sequence[Link], spell: Callable[[ExplainCall], str]) -> dict[str, Any]:
