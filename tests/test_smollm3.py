@@ -77,3 +77,19 @@ def test_smollm3_is_a_declaration():
     module = families.ARCHITECTURES["smollm3"]
     assert module.LLAMA_LIKE.rope_layers is not None
     assert not hasattr(module, "read_config") and not hasattr(module, "layer_inputs")
+
+
+def test_layer_types_window_the_layers_even_without_use_sliding_window(tmp_path):
+    """SmolLM3Model masks the layers layer_types marks sliding with sliding_window whatever use_sliding_window says (it only
+    picks the flash-attention argument); without layer_types, use_sliding_window false leaves every layer unwindowed."""
+    import shutil
+
+    folder = tmp_path / "smollm3"
+    shutil.copytree(HERE, folder)
+    config = json.loads((HERE / "config.json").read_text()) | {"use_sliding_window": False}
+    (folder / "config.json").write_text(json.dumps(config))
+    text = str(golden()["text"])
+    expected = golden()["attentions"][1]  # the fixture's (use_sliding_window true): the same masks
+    np.testing.assert_allclose(weights_of(load_layer(folder, layer=2, text=text)), expected, rtol=0, atol=1e-6)
+    (folder / "config.json").write_text(json.dumps({k: v for k, v in config.items() if k != "layer_types"}))
+    assert load_layer(folder, layer=2, text=text).window is None

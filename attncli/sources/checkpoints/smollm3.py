@@ -2,8 +2,8 @@
 
 `no_rope_layers` lists per layer 1 (RoPE) or 0 (none); without it, every `no_rope_layer_interval`-th layer (4) has none.
 A NoPE layer's q and k meet as projected: the order of the tokens reaches its scores only through the causal mask
-(and what earlier layers wrote into the residual stream). With use_sliding_window, the layers `layer_types` marks
-sliding see the last `sliding_window` tokens (transformers' default: the NoPE layers). Everything else is Llama's
+(and what earlier layers wrote into the residual stream). With a sliding_window, the layers `layer_types` marks
+sliding see the last `sliding_window` tokens (without layer_types: the NoPE layers if use_sliding_window, else none). Everything else is Llama's
 (attention_bias and mlp_bias read, θ = 2,000,000 when config.json gives none). The module is its declaration.
 """
 
@@ -26,14 +26,17 @@ from attncli.sources.checkpoints.config import (
 
 
 def _windows(read: _Reader, layers: int) -> tuple[int | None, ...]:
-    """With use_sliding_window and a sliding_window, the window on the layers layer_types marks sliding (by default the NoPE ones)."""
+    """With a sliding_window, the window on the layers layer_types marks sliding. SmolLM3Model masks those layers by
+    layer_types alone (use_sliding_window only chooses the flash-attention argument); when config.json has no
+    layer_types, SmolLM3Config marks the NoPE layers sliding if use_sliding_window, else none."""
     size = read.raw.get("sliding_window")
-    if not read.flag("use_sliding_window", False) or size is None:
+    if size is None:
         return (None,) * layers
     window = _window(read, "sliding_window", size)
     kinds = read.raw.get("layer_types")
     if kinds is None:
-        kinds = ["full_attention" if rope else "sliding_attention" for rope in ROPE_LAYERS(read, layers)]
+        sliding = read.flag("use_sliding_window", False)
+        kinds = ["sliding_attention" if sliding and not rope else "full_attention" for rope in ROPE_LAYERS(read, layers)]
     if not isinstance(kinds, list) or len(kinds) != layers:
         raise read.fail("layer_types", f"found {_shown(kinds)}", f"a list of {layers} layer kinds")
     return tuple(window if kind == "sliding_attention" else None for kind in kinds)
@@ -45,3 +48,4 @@ DEFAULTS: dict[str, Any] = {
 }  # SmolLM3Config  # fmt: skip
 LLAMA_LIKE = LlamaLike("smollm3", "SmolLM3", DEFAULTS, windows=_windows, rope_layers=ROPE_LAYERS, attention_bias=True, mlp_bias=True)
 VERIFY = Verification(O_PROJ, (FLOAT32_RMSNORM, FLOAT32_ROPE, FLOAT32_SOFTMAX))
+
