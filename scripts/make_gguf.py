@@ -756,6 +756,63 @@ def write_converted(name: str, path: Path) -> None:
     _finish(writer)
 
 
+# Issue 30's Llama-like families whose converter class is LlamaModel's (SmolLM3Model, ApertusModel, Ministral3Model): fixture
+# -> (GGUF architecture, whether LlamaModel.permute reorders W_Q and W_K: ApertusModel sets undo_permute = False)
+LLAMA_CONVERTED = {"smollm3": ("smollm3", True), "apertus": ("apertus", False), "ministral3": ("mistral3", True)}
+
+
+def write_llama_converted(name: str, path: Path, folder: Path | None = None) -> None:
+    """A SmolLM3, Apertus or Ministral 3 folder as LlamaModel's converter writes it: TextModel's keys (YaRN as type, factor,
+    original context, beta fast and slow), vocab_size and the rope dimension count; W_Q and W_K permuted (not Apertus's);
+    llama3 scaling as rope_freqs; Apertus's xIELU numbers as the metadata lists xielu.alpha_p, alpha_n, beta, eps (no
+    tensors); Ministral 3's mscale_all_dim as yarn_log_multiplier and llama_4_scaling_beta as attention.temperature_scale.
+    No NoPE layers and no window: the converter writes neither (llama.cpp fixes SmolLM3's NoPE at every 4th layer)."""
+    import gguf
+
+    folder = folder or HF / name
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    arch, permuted = LLAMA_CONVERTED[name]
+    layers, heads, kv_heads = config["num_hidden_layers"], config["num_attention_heads"], config["num_key_value_heads"]
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    rope = config["rope_parameters"]
+    writer = gguf.GGUFWriter(path, arch)
+    writer.add_name(f"attncli tiny {name}")
+    _common(writer, config)
+    if rope.get("rope_type") == "yarn":
+        writer.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        writer.add_rope_scaling_factor(rope["factor"])
+        writer.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
+        writer.add_rope_scaling_yarn_beta_fast(rope["beta_fast"])
+        writer.add_rope_scaling_yarn_beta_slow(rope["beta_slow"])
+    writer.add_rope_freq_base(rope["rope_theta"])
+    if "head_dim" in config:
+        writer.add_key_length(head_dim)
+        writer.add_value_length(head_dim)
+    writer.add_vocab_size(config["vocab_size"])
+    writer.add_rope_dimension_count(head_dim)
+    if arch == "mistral3":
+        writer.add_rope_scaling_yarn_log_mul(rope["mscale_all_dim"])
+        writer.add_attn_temperature_scale(rope["llama_4_scaling_beta"])
+    _tokenizer(writer, tokenizer_metadata(folder))
+    if rope.get("rope_type") == "llama3":
+        writer.add_tensor("rope_freqs.weight", llama3_factors(rope, head_dim))
+    tensors = hf_tensors(folder)
+    if arch == "apertus":
+        for what, add in (("alpha_n", writer.add_xielu_alpha_n), ("alpha_p", writer.add_xielu_alpha_p), ("beta", writer.add_xielu_beta),
+                          ("eps", writer.add_xielu_eps)):  # fmt: skip
+            add([float(tensors[f"model.layers.{i}.mlp.act_fn.{what}"].reshape(-1)[0]) for i in range(layers)])
+    for hf, value in tensors.items():
+        if ".act_fn." in hf or (hf == "lm_head.weight" and config.get("tie_word_embeddings")):
+            continue
+        target = converter_name(arch, layers, hf)
+        if permuted and ".attn_q." in target:
+            value = permute(value, heads)
+        elif permuted and ".attn_k." in target:
+            value = permute(value, kv_heads)
+        writer.add_tensor(target, np.ascontiguousarray(value))
+    _finish(writer)
+
+
 def write_olmo3(path: Path, folder: Path) -> None:
     """An OLMo 3 folder with one RoPE for both layer kinds, as Olmo2Model writes it: architecture olmo2, the sliding window
     and the per-layer pattern (True: sliding) beside OLMo 2's keys. (A per-kind θ or YaRN the converter cannot store.)"""
@@ -959,6 +1016,7 @@ def main() -> None:
     for name in CONVERTED:
         write_converted(name, OUT / f"{name}.gguf")
     write_glm4_moe(OUT / "glm4_moe.gguf")
+    write_llama_converted("apertus", OUT / "apertus.gguf")
     for path in sorted(OUT.glob("*.gguf")):
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size:,} bytes")
 

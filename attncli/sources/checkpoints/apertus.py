@@ -12,6 +12,7 @@ numbers per layer (mlp.act_fn.alpha_p, alpha_n) and two stored constants (beta, 
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from attncli.core.variants import Rope
 from attncli.sources.checkpoints import llama, qwen3
 from attncli.sources.checkpoints.blocks import LayerInputs, Weights, activate, self_attention, through
 from attncli.sources.checkpoints.config import Description, ModelConfig, _Reader, llama_like, no_windows
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Joined, Metadata
 from attncli.sources.checkpoints.source import TensorSource
 
 DEFAULTS: dict[str, Any] = {"layers": 32, "hidden": 4096, "heads": 32, "kv": None, "positions": 65536, "inter": 14336, "eps": 1e-5}  # ApertusConfig
@@ -99,3 +101,30 @@ def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None
 
 VERIFY = qwen3.VERIFY  # RMSNorm (q and k norms too), RoPE, softmax in float32
 DESCRIPTION = Description(qk_norm=qwen3.DESCRIPTION.qk_norm)
+
+
+# -- GGUF: ApertusModel is LlamaModel's converter without the permutation (undo_permute = False: the rows keep Hugging
+# Face's rotate-half order, which llama.cpp turns as NeoX does); llama3 scaling becomes rope_freqs (read by llama.py);
+# each layer's four xIELU numbers leave the tensors for the metadata lists xielu.alpha_p, alpha_n, beta, eps (raw, before softplus)
+GGUF_NAMES = (
+    *llama.GGUF_NAMES,
+    *llama.GGUF_QK_NORMS,
+    (r"layers\.(\d+)\.attention_layernorm\.weight", r"blk.\1.attn_norm.weight"),
+    (r"layers\.(\d+)\.feedforward_layernorm\.weight", r"blk.\1.ffn_norm.weight"),
+)
+
+
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """Apertus's config.json keys from an apertus file: xIELU (the converter writes the xielu lists only for it)."""
+    return {**llama.gguf_keys(file, a, raw, head_dim), "hidden_act": "xielu" if file.has_key("xielu.alpha_p") else "silu"}
+
+
+def gguf_joined(file: Metadata, blk: str, rest: str) -> Joined | None:
+    """mlp.act_fn.alpha_p (1,), alpha_n (1,), beta (), eps (): layer N's entry of the metadata list xielu.<name>."""
+    found = re.fullmatch(r"mlp\.act_fn\.(alpha_p|alpha_n|beta|eps)", rest)
+    if found is None:
+        return None
+    return Joined((1,) if found.group(1).startswith("alpha") else (), ("xielu." + found.group(1),), "value", int(blk.split(".")[1]))
+
+
+GGUF = (GgufArchitecture("apertus", "apertus", GGUF_NAMES, keys=gguf_keys, joined=gguf_joined),)

@@ -296,6 +296,15 @@ ROLES = {
 }  # fmt: skip
 
 
+def metadata_number(file: GgufFile, key: str, layer: int) -> float:
+    """Layer `layer`'s number of a per-layer metadata list (`xielu.alpha_p`: a learned scalar the converter moved out of the tensors)."""
+    values = file.value(key)
+    layers = file.count(f"{file.value('general.architecture')}.block_count")
+    if not isinstance(values, list) or len(values) != layers or not all(isinstance(v, int | float) and not isinstance(v, bool) and np.isfinite(v) for v in values):
+        raise file.fail(f"found {shown_value(values)}", key=key, expected=f"a list of {layers} numbers, one per layer")
+    return float(values[layer])
+
+
 def kind_of(name: str) -> str:
     """'attn_q.weight' of 'blk.5.attn_q.weight'; 'token_embd.weight' stays."""
     return re.sub(r"^blk\.\d+\.", "", name)
@@ -385,6 +394,8 @@ class GgufCheckpoint:
             return np.ascontiguousarray(per_head.reshape(joined.shape))
         if joined.kind == "expert":
             return f.read_expert(joined.parts[0], joined.expert)
+        if joined.kind == "value":
+            return np.full(joined.shape, metadata_number(f, joined.parts[0], joined.expert))
         if joined.kind == "gate_up_bias":
             gate, up = (f.read(joined.parts[0]), f.read(joined.parts[1])) if len(joined.parts) == 2 else np.split(f.read(joined.parts[0]), 2, axis=1)
             out = np.empty(joined.shape)  # (E, 2·inner)
@@ -456,6 +467,8 @@ class GgufCheckpoint:
 
     def stored_dtype(self, name: str) -> str:
         joined = self._joined(name)
+        if joined is not None and joined.kind == "value":
+            return "F32"  # a number of the metadata, stored as float32
         return self.file.info(joined.parts[0] if joined else self._stored(name).gguf_name).kind.name
 
     def provenance(self, layer: int) -> tuple[str, ...]:
@@ -531,9 +544,6 @@ def config_keys(file: GgufFile) -> dict[str, Any] | None:
     rotary = file.count(a + "rope.dimension_count", default=head_dim)
     if rotary > head_dim or rotary % 2:
         raise file.fail(f"RoPE turns {rotary} of the {head_dim} numbers of each head", key=a + "rope.dimension_count", expected="an even number up to the head size")
-    kind = file.value(a + "rope.scaling.type")
-    if kind not in (None, "none") or "rope_factors_long.weight" in file.tensors:
-        raise file.fail(f"the RoPE scaling {kind or 'longrope'!r} is not supported in {arch} files", key=a + "rope.scaling.type", expected="no RoPE scaling")
     raw: dict[str, Any] = {
         "model_type": model_type,
         "num_hidden_layers": file.count(a + "block_count"),
@@ -543,7 +553,12 @@ def config_keys(file: GgufFile) -> dict[str, Any] | None:
         "max_position_embeddings": file.count(a + "context_length"),
         "rope_parameters": {"rope_type": "default", "rope_theta": file.number(a + "rope.freq_base", default=10_000.0), "partial_rotary_factor": rotary / head_dim},
     }
-    return raw | family.keys(file, a, raw, head_dim)
+    keys = raw | family.keys(file, a, raw, head_dim)
+    kind = file.value(a + "rope.scaling.type")
+    scaled = kind not in (None, "none") or "rope_factors_long.weight" in file.tensors
+    if scaled and keys["rope_parameters"].get("rope_type") == "default":  # a family that reads the scaling spells its own rope_parameters
+        raise file.fail(f"the RoPE scaling {kind or 'longrope'!r} is not supported in {arch} files", key=a + "rope.scaling.type", expected="no RoPE scaling")
+    return keys
 
 
 def rope_factors(file: GgufFile, head_dim: int) -> np.ndarray | None:

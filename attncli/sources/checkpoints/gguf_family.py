@@ -37,8 +37,9 @@ class Joined(NamedTuple):
 
     shape: tuple[int, ...]
     parts: tuple[str, ...]  # the GGUF tensors it is made of
-    kind: str  # "kv_b" (attn_k_b + attn_v_b), "expert" (one expert of a 3-d tensor), "gate_up", "down", "gate_up_bias"
-    expert: int = 0
+    kind: str  # "kv_b" (attn_k_b + attn_v_b), "expert" (one expert of a 3-d tensor), "gate_up", "down", "gate_up_bias",
+    # "value" (a learned scalar the converter wrote as a per-layer list in the metadata: parts names the key)
+    expert: int = 0  # the expert ("expert"), or the layer ("value")
 
 
 ConfigReader = Callable[[Metadata, str, dict[str, Any]], ModelConfig]  # (file, "arch.", the shared sizes) -> the config

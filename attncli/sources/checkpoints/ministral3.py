@@ -17,6 +17,7 @@ from attncli.errors import AttnError
 from attncli.sources.checkpoints import llama
 from attncli.sources.checkpoints.blocks import LayerInputs
 from attncli.sources.checkpoints.config import ModelConfig, _Reader, every_layer, llama_like
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata
 from attncli.sources.checkpoints.source import TensorSource
 
 VERIFY = llama.VERIFY  # Llama's float32 steps: RMSNorm, RoPE, softmax
@@ -80,3 +81,34 @@ def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None
         return []
     return [f"query temperature (Llama 4's): after RoPE each query at position p × 1 + {beta:g}·ln(1 + ⌊p / {original}⌋) "
             f"(llama_4_scaling_beta), 1 below {original:,} tokens; attncli reads sentences up to that length"]  # fmt: skip
+
+
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """Ministral 3's config.json keys from a mistral3 file. Ministral3Model (LlamaModel's converter) writes YaRN as TextModel
+    does (type, factor, original_context_length, beta_fast, beta_slow), mscale_all_dim as yarn_log_multiplier and
+    llama_4_scaling_beta as attention.temperature_scale, whose positions llama.cpp counts in original_context_length; it
+    writes no mscale (llama.cpp takes it equal to mscale_all_dim) and no window."""
+    parameters: dict[str, Any] = dict(raw["rope_parameters"])
+    kind = file.value(a + "rope.scaling.type")
+    if kind == "yarn":
+        log_mul = file.number(a + "rope.scaling.yarn_log_multiplier", default=0.0)
+        parameters |= {
+            "rope_type": "yarn", "factor": file.number(a + "rope.scaling.factor"),
+            "original_max_position_embeddings": file.count(a + "rope.scaling.original_context_length"),
+            "beta_fast": file.number(a + "rope.scaling.yarn_beta_fast", default=32.0),
+            "beta_slow": file.number(a + "rope.scaling.yarn_beta_slow", default=1.0),
+            **({"mscale": log_mul, "mscale_all_dim": log_mul} if log_mul else {}),
+        }  # fmt: skip
+        if file.has_key(a + "rope.scaling.yarn_attn_factor"):
+            parameters["attention_factor"] = file.number(a + "rope.scaling.yarn_attn_factor")
+    elif kind not in (None, "none"):
+        raise file.fail(f"the RoPE scaling {kind!r} is not supported in mistral3 files", key=a + "rope.scaling.type", expected="yarn or none")
+    beta = file.number(a + "attention.temperature_scale", default=0.0)
+    if beta:
+        parameters["llama_4_scaling_beta"] = beta
+        parameters.setdefault("original_max_position_embeddings", file.count(a + "rope.scaling.original_context_length"))
+    return {**llama.gguf_keys(file, a, raw, head_dim), "rope_parameters": parameters}
+
+
+# Ministral3Model is LlamaModel's converter: W_Q's and W_K's rows permuted to interleaved pairs, put back on reading
+GGUF = (GgufArchitecture("mistral3", "ministral3", llama.GGUF_NAMES, keys=gguf_keys, interleaved_qk=True),)

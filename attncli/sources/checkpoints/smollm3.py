@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from attncli.sources.checkpoints import llama
 from attncli.sources.checkpoints.config import (
     FLOAT32_RMSNORM,
     FLOAT32_ROPE,
@@ -23,6 +24,7 @@ from attncli.sources.checkpoints.config import (
     _window,
     every_nth_without_rope,
 )
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata
 
 
 def _windows(read: _Reader, layers: int) -> tuple[int | None, ...]:
@@ -49,3 +51,17 @@ DEFAULTS: dict[str, Any] = {
 LLAMA_LIKE = LlamaLike("smollm3", "SmolLM3", DEFAULTS, windows=_windows, rope_layers=ROPE_LAYERS, attention_bias=True, mlp_bias=True)
 VERIFY = Verification(O_PROJ, (FLOAT32_RMSNORM, FLOAT32_ROPE, FLOAT32_SOFTMAX))
 
+
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """SmolLM3's config.json keys from a smollm3 file: SmolLM3Model (LlamaModel's converter) stores no NoPE layers and no
+    window, and llama.cpp fixes them (n_no_rope_layer_step = 4: layer i from 0 has no RoPE when (i + 1) % 4 = 0; no window)."""
+    return {
+        **llama.gguf_keys(file, a, raw, head_dim),
+        "mlp_bias": "blk.0.ffn_up.bias" in file.tensors,
+        "no_rope_layer_interval": 4,
+        "use_sliding_window": False,
+    }
+
+
+# SmolLM3Model is LlamaModel's converter: W_Q's and W_K's rows permuted to interleaved pairs, put back on reading
+GGUF = (GgufArchitecture("smollm3", "smollm3", llama.GGUF_NAMES, keys=gguf_keys, interleaved_qk=True),)

@@ -1,0 +1,173 @@
+"""GGUF files of SmolLM3, Apertus and Ministral 3, as LlamaModel's converter (convert_hf_to_gguf.py) writes them.
+
+tests/checkpoints/gguf/apertus.gguf is scripts/make_gguf.py's `write_llama_converted` on the apertus fixture: rows kept
+(ApertusModel sets undo_permute = False), llama3 scaling as rope_freqs, each layer's xIELU numbers as the metadata lists
+xielu.alpha_p, alpha_n, beta, eps. It must equal its folder (1e-9) and so transformers' golden (1e-6).
+
+The smollm3 and ministral3 fixtures exercise what the converter cannot store (NoPE every 2nd layer and a window; a window),
+so each test writes the file from a copy of the fixture the converter can convert as it is (NoPE every 4th layer, which
+llama.cpp fixes for smollm3, and no window): the file equals that folder, and the live tests run transformers on it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from attncli.core import engine
+from attncli.errors import AttnError
+from attncli.sources.checkpoints.layer import load_layer, model_info
+from attncli.sources.checkpoints.scenario import layer_scenario
+from tests.test_gguf import make_gguf
+
+gguf = pytest.importorskip("gguf")
+
+HF = Path(__file__).parent / "checkpoints"
+FIXTURES = HF / "gguf"
+TEXT = "The cat sat on the mat, then the cat slept."
+# what each family's converter can store: llama.cpp's smollm3 has NoPE on every 4th layer and no window; mistral3 no window
+CONVERTIBLE: dict[str, dict[str, Any]] = {
+    "smollm3": {"no_rope_layers": None, "layer_types": None, "sliding_window": None, "no_rope_layer_interval": 4, "use_sliding_window": False},
+    "ministral3": {"sliding_window": None},
+}
+
+
+def golden(name: str) -> dict[str, np.ndarray]:
+    with np.load(HF / name / "golden.npz", allow_pickle=False) as data:
+        return {key: data[key] for key in data.files}
+
+
+def weights_of(case: Any) -> np.ndarray:
+    """(H, L, L) the engine's weights for the layer's scenario."""
+    return np.stack([head.weights for head in engine.run(layer_scenario(case)).heads])
+
+
+def convertible(tmp_path: Path, name: str) -> Path:
+    """A copy of the fixture with the config the converter can store (CONVERTIBLE: a None drops the key)."""
+    folder = tmp_path / name
+    shutil.copytree(HF / name, folder)
+    config = json.loads((HF / name / "config.json").read_text())
+    for key, value in CONVERTIBLE[name].items():
+        config.pop(key, None)
+        if value is not None:
+            config[key] = value
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def written(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """(the convertible folder, its GGUF file as the converter writes it)."""
+    folder = convertible(tmp_path, name)
+    path = tmp_path / f"{name}.gguf"
+    make_gguf.write_llama_converted(name, path, folder)
+    return folder, path
+
+
+def assert_same(folder: Path, path: Path, layers: int) -> None:
+    """Every layer of the file: its token ids, matrices, window and RoPE are the folder's, and its weights within 1e-9."""
+    for layer in range(1, layers + 1):
+        from_folder, from_file = load_layer(folder, layer=layer, text=TEXT), load_layer(path, layer=layer, text=TEXT)
+        assert from_file.token_ids == from_folder.token_ids
+        for matrix in ("W_Q", "W_K", "W_V", "W_O"):
+            assert np.array_equal(getattr(from_file, matrix), getattr(from_folder, matrix)), matrix
+        assert from_file.window == from_folder.window and (from_file.rope is None) == (from_folder.rope is None)
+        np.testing.assert_allclose(from_file.X, from_folder.X, rtol=0, atol=1e-8)
+        np.testing.assert_allclose(weights_of(from_file), weights_of(from_folder), rtol=0, atol=1e-9)
+
+
+def test_the_apertus_fixture_is_what_the_script_writes(tmp_path):
+    """The committed file is the script's output today (the writer is deterministic)."""
+    make_gguf.write_llama_converted("apertus", tmp_path / "apertus.gguf")
+    assert (tmp_path / "apertus.gguf").read_bytes() == (FIXTURES / "apertus.gguf").read_bytes()
+
+
+@pytest.mark.parametrize("layer", [1, 2])
+def test_an_apertus_file_gives_its_folder_s_attention_and_transformers_golden(layer):
+    """Every head of each layer equals the folder's (1e-9; llama3 scaling from rope_freqs, the xIELU of layer 1 from the
+    metadata) and transformers' golden (1e-6), with the same token ids."""
+    expected = golden("apertus")
+    from_folder = load_layer(HF / "apertus", layer=layer, text=TEXT)
+    from_file = load_layer(FIXTURES / "apertus.gguf", layer=layer, text=TEXT)
+    assert from_file.token_ids == from_folder.token_ids == tuple(expected["ids"].tolist())
+    assert np.array_equal(from_file.W_Q, from_folder.W_Q) and np.array_equal(from_file.W_K, from_folder.W_K)
+    np.testing.assert_allclose(weights_of(from_file), weights_of(from_folder), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(weights_of(from_file), expected["attentions"][layer - 1], rtol=0, atol=1e-6)
+    assert model_info(FIXTURES / "apertus.gguf")["model_type"] == "apertus"
+
+
+def test_apertus_xielu_numbers_come_from_the_metadata(tmp_path, monkeypatch):
+    """Layer 2's input passes layer 1's xIELU, whose numbers are the metadata's: changing alpha_p there changes layer 2;
+    a list of the wrong length is one error naming the key."""
+    changed = tmp_path / "changed.gguf"
+    original = gguf.GGUFWriter.add_xielu_alpha_p
+    monkeypatch.setattr(gguf.GGUFWriter, "add_xielu_alpha_p", lambda self, values: original(self, [v + 1.0 for v in values]))
+    make_gguf.write_llama_converted("apertus", changed)
+    base = weights_of(load_layer(FIXTURES / "apertus.gguf", layer=2, text=TEXT))
+    assert np.abs(weights_of(load_layer(changed, layer=2, text=TEXT)) - base).max() > 1e-3
+    short = tmp_path / "short.gguf"
+    monkeypatch.setattr(gguf.GGUFWriter, "add_xielu_alpha_p", lambda self, values: original(self, values[:1]))
+    make_gguf.write_llama_converted("apertus", short)
+    with pytest.raises(AttnError, match=r"xielu\.alpha_p.*a list of 2 numbers, one per layer"):
+        load_layer(short, layer=2, text=TEXT)
+
+
+def test_a_smollm3_file_has_llama_cpp_s_nope_layers(tmp_path):
+    """A smollm3 file (rows permuted, put back) equals its folder on every head of every layer: layer 4 without RoPE, as
+    llama.cpp fixes it (every 4th layer) whatever the file says, and no window."""
+    folder, path = written(tmp_path, "smollm3")
+    info = model_info(path)
+    assert info["model_type"] == "smollm3" and info["sliding_layers"] == []
+    assert [load_layer(path, layer=layer, text=TEXT).rope is None for layer in (1, 2, 3, 4)] == [False, False, False, True]
+    assert_same(folder, path, 4)
+
+
+def test_a_mistral3_file_reads_yarn_and_the_query_temperature(tmp_path):
+    """A mistral3 file equals its Ministral 3 folder on every head: YaRN from rope.scaling.*, yarn_log_multiplier as
+    mscale_all_dim, llama_4_scaling_beta from attention.temperature_scale over original_context_length positions."""
+    folder, path = written(tmp_path, "ministral3")
+    assert model_info(path)["model_type"] == "ministral3"
+    case = load_layer(path, layer=1, text=TEXT)
+    assert case.rope is not None and "yarn scaling (factor 4, original 16 positions" in " ".join(case.notes)
+    assert any("1 + 0.1·ln(1 + ⌊p / 16⌋)" in note for note in case.notes)
+    assert_same(folder, path, 2)
+    with pytest.raises(AttnError, match="llama_4_scaling_beta"):
+        load_layer(path, layer=1, text=" ".join(["cat"] * 17))
+
+
+def test_a_mistral3_file_without_yarn_is_unscaled_and_another_scaling_is_refused(tmp_path, monkeypatch):
+    """Without rope.scaling.type the file's RoPE is plain; a linear scaling (not what Ministral3Model writes) is refused."""
+    folder, path = convertible(tmp_path, "ministral3"), tmp_path / "ministral3.gguf"
+    monkeypatch.setattr(gguf.GGUFWriter, "add_rope_scaling_type", lambda self, value: None)
+    make_gguf.write_llama_converted("ministral3", path, folder)
+    assert "yarn" not in " ".join(load_layer(path, layer=1, text=TEXT).notes)
+    monkeypatch.setattr(gguf.GGUFWriter, "add_rope_scaling_type", lambda self, value: self.add_string("mistral3.rope.scaling.type", "linear"))
+    make_gguf.write_llama_converted("ministral3", path, folder)
+    with pytest.raises(AttnError, match="the RoPE scaling 'linear' is not supported in mistral3 files"):
+        load_layer(path, layer=1, text=TEXT)
+
+
+@pytest.mark.parametrize("name", sorted(CONVERTIBLE))
+def test_live_transformers_on_the_convertible_folder_equals_the_file(tmp_path, name):
+    """transformers on the folder the file was written from gives the file's weights on every head of every layer (1e-6;
+    skips without torch): the file is right, not only equal to attncli's reading of its folder."""
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except Exception as error:
+        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_checkpoints", Path(__file__).parent.parent / "scripts" / "make_checkpoints.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    folder, path = written(tmp_path, name)
+    ids = list(load_layer(path, layer=1, text=TEXT).token_ids)
+    live = script.golden_with_inputs(folder, ids)
+    for layer in range(1, live["attentions"].shape[0] + 1):
+        np.testing.assert_allclose(weights_of(load_layer(path, layer=layer, text=TEXT)), live["attentions"][layer - 1], rtol=0, atol=1e-6)
