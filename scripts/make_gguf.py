@@ -226,17 +226,67 @@ BERT_NAMES = {
 }  # fmt: skip
 
 
+def _wordpiece(writer: Any, folder: Path) -> None:
+    """A WordPiece tokenizer.json as BertModel.set_vocab writes it: "▁" starts a word, "##" dropped, special tokens by name."""
+    raw = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    vocab = raw["model"]["vocab"]
+    pieces = sorted(vocab, key=vocab.get)
+    special = {t["content"] for t in raw["added_tokens"] if t["special"]}
+    writer.add_tokenizer_model("bert")
+    writer.add_token_list([t if t.startswith("[") and t.endswith("]") else t[2:] if t.startswith("##") else "▁" + t for t in pieces])
+    writer.add_token_types([CONTROL if t in special else NORMAL for t in pieces])
+    writer.add_unk_token_id(vocab["[UNK]"])
+    writer.add_sep_token_id(vocab["[SEP]"])
+    writer.add_pad_token_id(vocab["[PAD]"])
+    writer.add_uint32("tokenizer.ggml.cls_token_id", vocab["[CLS]"])
+    writer.add_mask_token_id(vocab["[MASK]"])
+
+
+def write_modernbert(path: Path, folder: Path = HF / "modernbert") -> None:
+    """ModernBERT as ModernBertModel (BertModel's converter) writes it: `model.` stripped and gguf-py's names (Wqkv and Wi
+    kept whole), TextModel's keys (the global θ as rope.freq_base, the local one as rope.freq_base_swa, norm_eps as
+    layer_norm_rms_epsilon), non-causal, local_attention as the sliding window, global_attn_every_n_layers as its pattern
+    when config.json names it (llama.cpp: every 3rd from the first otherwise). decoder.bias, which gguf-py maps to nothing,
+    is left out. ModernBertModel.set_vocab reads BPE vocabularies only; the fixture's is WordPiece, written as BertModel
+    writes one, with ModernBertModel's add_bos, add_eos and add_sep."""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    layers, ropes = config["num_hidden_layers"], config["rope_parameters"]
+    writer = gguf.GGUFWriter(path, "modern-bert")
+    writer.add_name("attncli tiny modernbert")
+    writer.add_block_count(layers)
+    writer.add_context_length(config["max_position_embeddings"])
+    writer.add_embedding_length(config["hidden_size"])
+    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_head_count(config["num_attention_heads"])
+    writer.add_rope_freq_base(ropes["full_attention"]["rope_theta"])
+    writer.add_rope_freq_base_swa(ropes["sliding_attention"]["rope_theta"])
+    writer.add_layer_norm_rms_eps(config["norm_eps"])
+    writer.add_file_type(0)
+    writer.add_causal_attention(False)
+    writer.add_sliding_window(config["local_attention"])
+    if "global_attn_every_n_layers" in config:
+        writer.add_sliding_window_pattern(config["global_attn_every_n_layers"])
+    writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
+    writer.add_vocab_size(config["vocab_size"])
+    writer.add_add_bos_token(True)
+    writer.add_add_eos_token(True)
+    writer.add_add_sep_token(True)
+    _wordpiece(writer, folder)
+    for hf, value in hf_tensors(folder).items():
+        name = hf.removeprefix("model.")
+        if name != "decoder.bias":
+            writer.add_tensor(converter_name("modern-bert", layers, name), np.ascontiguousarray(value))
+    _finish(writer)
+
+
 def write_bert(path: Path) -> None:
     """The BERT fixture as llama.cpp's converter writes it: WordPiece tokens respelled ("▁" starts a word, "##" dropped)."""
     import gguf
 
     folder = HF / "bert"
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    raw = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
-    vocab = raw["model"]["vocab"]
-    pieces = sorted(vocab, key=vocab.get)
-    special = {t["content"] for t in raw["added_tokens"] if t["special"]}
-    tokens = [t if t.startswith("[") and t.endswith("]") else t[2:] if t.startswith("##") else "▁" + t for t in pieces]
     writer = gguf.GGUFWriter(path, "bert")
     writer.add_name("attncli tiny bert")
     writer.add_block_count(config["num_hidden_layers"])
@@ -246,14 +296,7 @@ def write_bert(path: Path) -> None:
     writer.add_head_count(config["num_attention_heads"])
     writer.add_layer_norm_eps(config["layer_norm_eps"])
     writer.add_causal_attention(False)
-    writer.add_tokenizer_model("bert")
-    writer.add_token_list(tokens)
-    writer.add_token_types([CONTROL if t in special else NORMAL for t in pieces])
-    writer.add_unk_token_id(vocab["[UNK]"])
-    writer.add_sep_token_id(vocab["[SEP]"])
-    writer.add_pad_token_id(vocab["[PAD]"])
-    writer.add_uint32("tokenizer.ggml.cls_token_id", vocab["[CLS]"])
-    writer.add_mask_token_id(vocab["[MASK]"])
+    _wordpiece(writer, folder)
     for hf, value in hf_tensors(folder).items():
         name = hf.removeprefix("bert.")
         if name.startswith("encoder.layer."):
@@ -1017,6 +1060,7 @@ def main() -> None:
         write_converted(name, OUT / f"{name}.gguf")
     write_glm4_moe(OUT / "glm4_moe.gguf")
     write_llama_converted("apertus", OUT / "apertus.gguf")
+    write_modernbert(OUT / "modernbert.gguf")
     for path in sorted(OUT.glob("*.gguf")):
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size:,} bytes")
 

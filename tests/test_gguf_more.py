@@ -1,8 +1,12 @@
-"""GGUF files of SmolLM3, Apertus and Ministral 3, as LlamaModel's converter (convert_hf_to_gguf.py) writes them.
+"""GGUF files of SmolLM3, Apertus and Ministral 3, as LlamaModel's converter (convert_hf_to_gguf.py) writes them, and ModernBERT's.
 
 tests/checkpoints/gguf/apertus.gguf is scripts/make_gguf.py's `write_llama_converted` on the apertus fixture: rows kept
 (ApertusModel sets undo_permute = False), llama3 scaling as rope_freqs, each layer's xIELU numbers as the metadata lists
 xielu.alpha_p, alpha_n, beta, eps. It must equal its folder (1e-9) and so transformers' golden (1e-6).
+
+tests/checkpoints/gguf/modernbert.gguf is `write_modernbert` on the modernbert fixture (ModernBertModel: `model.` stripped,
+Wqkv and Wi whole, the two θ as rope.freq_base and rope.freq_base_swa, local_attention as the window; its WordPiece
+vocabulary as BertModel writes one): the same two bounds.
 
 The smollm3 and ministral3 fixtures exercise what the converter cannot store (NoPE every 2nd layer and a window; a window),
 so each test writes the file from a copy of the fixture the converter can convert as it is (NoPE every 4th layer, which
@@ -80,24 +84,50 @@ def assert_same(folder: Path, path: Path, layers: int) -> None:
         np.testing.assert_allclose(weights_of(from_file), weights_of(from_folder), rtol=0, atol=1e-9)
 
 
-def test_the_apertus_fixture_is_what_the_script_writes(tmp_path):
-    """The committed file is the script's output today (the writer is deterministic)."""
-    make_gguf.write_llama_converted("apertus", tmp_path / "apertus.gguf")
-    assert (tmp_path / "apertus.gguf").read_bytes() == (FIXTURES / "apertus.gguf").read_bytes()
+WRITERS = {"apertus": lambda path: make_gguf.write_llama_converted("apertus", path), "modernbert": make_gguf.write_modernbert}
 
 
-@pytest.mark.parametrize("layer", [1, 2])
-def test_an_apertus_file_gives_its_folder_s_attention_and_transformers_golden(layer):
-    """Every head of each layer equals the folder's (1e-9; llama3 scaling from rope_freqs, the xIELU of layer 1 from the
-    metadata) and transformers' golden (1e-6), with the same token ids."""
-    expected = golden("apertus")
-    from_folder = load_layer(HF / "apertus", layer=layer, text=TEXT)
-    from_file = load_layer(FIXTURES / "apertus.gguf", layer=layer, text=TEXT)
+def test_the_fixtures_are_what_the_script_writes(tmp_path):
+    """The committed files are the script's output today (the writer is deterministic)."""
+    for name, write in WRITERS.items():
+        write(tmp_path / f"{name}.gguf")
+        assert (tmp_path / f"{name}.gguf").read_bytes() == (FIXTURES / f"{name}.gguf").read_bytes(), name
+
+
+@pytest.mark.parametrize(("name", "layer"), [("apertus", 1), ("apertus", 2), ("modernbert", 1), ("modernbert", 2), ("modernbert", 3)])
+def test_the_file_gives_its_folder_s_attention_and_transformers_golden(name, layer):
+    """Every head of each layer equals the folder's (1e-9; Apertus's llama3 scaling from rope_freqs and xIELU from the
+    metadata, ModernBERT's local layers with their θ and window) and transformers' golden (1e-6), with the same token ids."""
+    expected = golden(name)
+    from_folder = load_layer(HF / name, layer=layer, text=TEXT)
+    from_file = load_layer(FIXTURES / f"{name}.gguf", layer=layer, text=TEXT)
     assert from_file.token_ids == from_folder.token_ids == tuple(expected["ids"].tolist())
-    assert np.array_equal(from_file.W_Q, from_folder.W_Q) and np.array_equal(from_file.W_K, from_folder.W_K)
+    for matrix in ("W_Q", "W_K", "W_V", "W_O"):
+        assert np.array_equal(getattr(from_file, matrix), getattr(from_folder, matrix)), matrix
+    assert from_file.window == from_folder.window and from_file.rope is not None and from_folder.rope is not None
+    assert from_file.rope.theta == from_folder.rope.theta
     np.testing.assert_allclose(weights_of(from_file), weights_of(from_folder), rtol=0, atol=1e-9)
     np.testing.assert_allclose(weights_of(from_file), expected["attentions"][layer - 1], rtol=0, atol=1e-6)
-    assert model_info(FIXTURES / "apertus.gguf")["model_type"] == "apertus"
+    assert model_info(FIXTURES / f"{name}.gguf")["model_type"] == name
+
+
+def test_a_modern_bert_file_without_window_or_local_base_is_read_as_llama_cpp_reads_it(tmp_path, monkeypatch):
+    """Without rope.freq_base_swa the local layers turn with the global θ; without attention.sliding_window every layer is
+    global; a pattern of 2 makes every 2nd layer global from the first (llama.cpp's set_swa_pattern, dense first)."""
+    path = tmp_path / "modernbert.gguf"
+    monkeypatch.setattr(gguf.GGUFWriter, "add_rope_freq_base_swa", lambda self, value: None)
+    make_gguf.write_modernbert(path)
+    case = load_layer(path, layer=2, text=TEXT)
+    assert case.window == 2 and case.rope is not None and case.rope.theta == 160_000.0
+    folder = tmp_path / "modernbert"
+    shutil.copytree(HF / "modernbert", folder)
+    config = json.loads((HF / "modernbert" / "config.json").read_text()) | {"global_attn_every_n_layers": 2}
+    (folder / "config.json").write_text(json.dumps(config))
+    make_gguf.write_modernbert(path, folder)
+    assert model_info(path)["sliding_layers"] == [2]
+    monkeypatch.setattr(gguf.GGUFWriter, "add_sliding_window", lambda self, value: None)
+    make_gguf.write_modernbert(path)
+    assert model_info(path)["sliding_layers"] == [] and load_layer(path, layer=2, text=TEXT).window is None
 
 
 def test_apertus_xielu_numbers_come_from_the_metadata(tmp_path, monkeypatch):

@@ -45,6 +45,7 @@ from attncli.sources.checkpoints.config import (
     _shown,
     _window,
 )
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -210,3 +211,56 @@ def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
         "layers.0.attn.Wqkv.weight": (3 * d, d),
         "layers.0.mlp.Wi.weight": (2 * cfg.intermediate_size, d),
     }
+
+
+# -- GGUF: ModernBertModel (BertModel's converter) strips `model.` and renames; Wqkv stays [q | k | v] and Wi [a | g], as
+# llama.cpp's graph splits them; the rows keep their rotate-half order (llama.cpp turns modern-bert as NeoX does)
+GGUF_NAMES = (
+    (r"embeddings\.tok_embeddings\.weight", "token_embd.weight"),
+    (r"embeddings\.norm\.(weight|bias)", r"token_embd_norm.\1"),
+    (r"final_norm\.(weight|bias)", r"output_norm.\1"),
+    (r"layers\.(\d+)\.attn_norm\.(weight|bias)", r"blk.\1.attn_norm.\2"),
+    (r"layers\.(\d+)\.attn\.Wqkv\.(weight|bias)", r"blk.\1.attn_qkv.\2"),
+    (r"layers\.(\d+)\.attn\.Wo\.(weight|bias)", r"blk.\1.attn_output.\2"),
+    (r"layers\.(\d+)\.mlp_norm\.(weight|bias)", r"blk.\1.ffn_norm.\2"),
+    (r"layers\.(\d+)\.mlp\.Wi\.(weight|bias)", r"blk.\1.ffn_up.\2"),
+    (r"layers\.(\d+)\.mlp\.Wo\.(weight|bias)", r"blk.\1.ffn_down.\2"),
+)
+
+
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """ModernBERT's config.json keys from a modern-bert file, as llama.cpp reads it: local layers only with a positive
+    attention.sliding_window (local_attention, seen ± half of it), every sliding_window_pattern-th layer global from the
+    first (3 when absent; a per-layer list: true for local), the local θ from rope.freq_base_swa (else the global one);
+    norm_eps, which TextModel writes as layer_norm_rms_epsilon, though the norms are LayerNorms; GELU unless hidden_activation."""
+    layers = raw["num_hidden_layers"]
+    window = file.count(a + "attention.sliding_window", default=0, minimum=0)
+    pattern = file.value(a + "attention.sliding_window_pattern")
+    if not window:
+        local = [False] * layers
+    elif isinstance(pattern, list):
+        if len(pattern) != layers:
+            raise file.fail(f"{len(pattern)} layer kinds for {layers} layers", key=a + "attention.sliding_window_pattern")
+        local = [bool(x) for x in pattern]
+    else:
+        every = 3 if pattern is None else file.count(a + "attention.sliding_window_pattern")
+        local = [i % every != 0 for i in range(layers)]
+    theta = raw["rope_parameters"]["rope_theta"]
+    eps_key = a + ("attention.layer_norm_epsilon" if file.has_key(a + "attention.layer_norm_epsilon") else "attention.layer_norm_rms_epsilon")
+    activation = file.value(a + "hidden_activation")  # written for ModernBERT derivatives with SiLU (llama.cpp: GeGLU without it)
+    return {
+        "rope_parameters": {
+            "full_attention": {"rope_type": "default", "rope_theta": theta},
+            "sliding_attention": {"rope_type": "default", "rope_theta": file.number(a + "rope.freq_base_swa", default=theta)},
+        },
+        "layer_types": ["sliding_attention" if x else "full_attention" for x in local],
+        **({"local_attention": window} if window else {}),
+        "norm_eps": file.number(eps_key, default=1e-5),
+        "hidden_activation": activation if isinstance(activation, str) else "gelu",
+        "attention_bias": "blk.0.attn_qkv.bias" in file.tensors,
+        "mlp_bias": "blk.0.ffn_up.bias" in file.tensors,
+        "norm_bias": "token_embd_norm.bias" in file.tensors,
+    }
+
+
+GGUF = (GgufArchitecture("modern-bert", "modernbert", GGUF_NAMES, keys=gguf_keys),)
