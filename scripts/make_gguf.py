@@ -428,9 +428,9 @@ def converter_name(arch: str, blocks: int, hf: str) -> str:
     return str(target)
 
 
-def _common(writer: Any, config: dict[str, Any], *, kv_heads: int | None = None) -> None:
+def _common(writer: Any, config: dict[str, Any], *, kv_heads: int | None = None, blocks: int | None = None) -> None:
     """What the converter's TextModel.set_gguf_parameters writes for every architecture (the keys these fixtures have)."""
-    writer.add_block_count(config["num_hidden_layers"])
+    writer.add_block_count(config["num_hidden_layers"] if blocks is None else blocks)
     writer.add_context_length(config["max_position_embeddings"])
     writer.add_embedding_length(config["hidden_size"])
     writer.add_feed_forward_length(config["intermediate_size"])
@@ -915,16 +915,19 @@ def write_qwen3_moe(path: Path, folder: Path) -> None:
 def write_glm4_moe(path: Path, folder: Path = HF / "glm4_moe") -> None:
     """GLM-4.5 as Glm4MoeModel writes it (architecture glm4moe): the rotated part as rope.dimension_count, the routed experts
     merged into ffn_{gate,up,down}_exps, the correction bias as exp_probs_b, the shared experts as ffn_*_shexp, and
-    DeepSeek V3's routing keys (sigmoid gating, expert_weights_scale, expert_weights_norm, leading dense blocks)."""
+    DeepSeek V3's routing keys (sigmoid gating, expert_weights_scale, expert_weights_norm, leading dense blocks). With
+    num_nextn_predict_layers, the folder's layers past num_hidden_layers (the multi-token-prediction blocks) follow as more
+    blocks, counted in block_count, and nextn_predict_layers says how many, as the converter writes them without --no-mtp."""
     import gguf
 
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    layers, heads = config["num_hidden_layers"], config["num_attention_heads"]
+    nextn = config.get("num_nextn_predict_layers", 0)
+    layers, heads = config["num_hidden_layers"] + nextn, config["num_attention_heads"]
     head_dim = config.get("head_dim") or config["hidden_size"] // heads
     experts = config["n_routed_experts"]
     writer = gguf.GGUFWriter(path, "glm4moe")
     writer.add_name("attncli tiny glm4_moe")
-    _common(writer, config)
+    _common(writer, config, blocks=layers)
     writer.add_key_length(head_dim)
     writer.add_value_length(head_dim)
     writer.add_rope_dimension_count(int(head_dim * config["rope_parameters"].get("partial_rotary_factor", 0.5)))
@@ -937,6 +940,8 @@ def write_glm4_moe(path: Path, folder: Path = HF / "glm4_moe") -> None:
     writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
     writer.add_expert_weights_scale(config["routed_scaling_factor"])
     writer.add_expert_weights_norm(config["norm_topk_prob"])
+    if nextn:
+        writer.add_nextn_predict_layers(nextn)
     _tokenizer(writer, tokenizer_metadata(folder))
     tensors = hf_tensors(folder)
     for hf, value in tensors.items():

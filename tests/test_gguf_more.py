@@ -11,6 +11,7 @@ vocabulary as BertModel writes one): the same two bounds.
 The smollm3 and ministral3 fixtures exercise what the converter cannot store (NoPE every 2nd layer and a window; a window),
 so each test writes the file from a copy of the fixture the converter can convert as it is (NoPE every 4th layer, which
 llama.cpp fixes for smollm3, and no window): the file equals that folder, and the live tests run transformers on it.
+A GLM-4.5 file with the next-token-prediction block the converter appends is read with the model's layers only.
 """
 
 from __future__ import annotations
@@ -201,3 +202,31 @@ def test_live_transformers_on_the_convertible_folder_equals_the_file(tmp_path, n
     live = script.golden_with_inputs(folder, ids)
     for layer in range(1, live["attentions"].shape[0] + 1):
         np.testing.assert_allclose(weights_of(load_layer(path, layer=layer, text=TEXT)), live["attentions"][layer - 1], rtol=0, atol=1e-6)
+
+
+def test_a_glm4moe_file_s_next_token_prediction_block_is_not_a_layer(tmp_path):
+    """GLM-4.5's converter appends its multi-token-prediction layer (num_nextn_predict_layers) as one more block, counted in
+    block_count, and writes nextn_predict_layers: attncli counts the model's layers only, as transformers and llama.cpp do,
+    and every one of them equals the folder's."""
+    folder = tmp_path / "glm4_moe"
+    folder.mkdir()
+    shutil.copy(HF / "glm4_moe" / "tokenizer.json", folder)
+    config = json.loads((HF / "glm4_moe" / "config.json").read_text()) | {"num_nextn_predict_layers": 1}
+    (folder / "config.json").write_text(json.dumps(config))
+    layers, d = config["num_hidden_layers"], config["hidden_size"]
+    tensors = make_gguf.raw_tensors(HF / "glm4_moe")
+    last = f"model.layers.{layers - 1}."
+    tensors |= {k.replace(last, f"model.layers.{layers}."): v for k, v in tensors.items() if k.startswith(last)}
+    rng = np.random.default_rng(30)
+    for name, shape in (("eh_proj.weight", (d, 2 * d)), ("enorm.weight", (d,)), ("hnorm.weight", (d,)), ("shared_head.norm.weight", (d,))):
+        tensors[f"model.layers.{layers}.{name}"] = rng.normal(0, 0.3, shape).astype(np.float32)
+    make_gguf.save_safetensors(folder / "model.safetensors", tensors)
+    path = tmp_path / "glm4_moe.gguf"
+    make_gguf.write_glm4_moe(path, folder)
+    assert model_info(path)["layers"] == model_info(HF / "glm4_moe")["layers"] == layers
+    text = str(golden("glm4_moe")["text"])
+    for layer in range(1, layers + 1):
+        expected = golden("glm4_moe")["attentions"][layer - 1]
+        np.testing.assert_allclose(weights_of(load_layer(path, layer=layer, text=text)), expected, rtol=0, atol=1e-6)
+    with pytest.raises(AttnError):
+        load_layer(path, layer=layers + 1, text=text)

@@ -136,12 +136,21 @@ def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
 
 def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
     """GLM-4.5's config.json keys from the metadata under glm4moe.… (Glm4MoeModel.set_gguf_parameters undone); use_qk_norm from
-    the tensors. A router other than the sigmoid is refused, as deepseek.py refuses one."""
+    the tensors. A router other than the sigmoid is refused, as deepseek.py refuses one. The converter appends GLM-4.5's
+    multi-token-prediction layers (num_nextn_predict_layers, 1 in the published configs) as the last blocks and counts them
+    in block_count, with nextn_predict_layers saying how many: they are not layers of the model (transformers reads
+    num_hidden_layers of them; llama.cpp runs n_layer − nextn_predict_layers), so they are not counted here."""
     gating = file.value(a + "expert_gating_func")
     if gating != 2:
         raise file.fail(f"expert_gating_func {gating!r}", key=a + "expert_gating_func", expected="2 (sigmoid), as GLM-4.5 routes")
+    blocks = raw["num_hidden_layers"]
+    nextn = file.count(a + "nextn_predict_layers", default=0, minimum=0)
+    if nextn >= blocks:
+        raise file.fail(f"{nextn} of the {blocks} blocks are next-token-prediction layers", key=a + "nextn_predict_layers",
+                        expected=f"fewer than block_count ({blocks})")  # fmt: skip
     return {
         **llama.gguf_keys(file, a, raw, head_dim),
+        "num_hidden_layers": blocks - nextn,
         "n_routed_experts": file.count(a + "expert_count"),
         "num_experts_per_tok": file.count(a + "expert_used_count"),
         "moe_intermediate_size": file.count(a + "expert_feed_forward_length"),
