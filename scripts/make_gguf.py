@@ -954,6 +954,66 @@ def write_glm4_moe(path: Path, folder: Path = HF / "glm4_moe") -> None:
     _finish(writer)
 
 
+def write_qwen3_next(path: Path, folder: Path) -> None:
+    """Qwen3-Next as Qwen3NextModel (Qwen2MoeModel's converter) writes it: TextModel's keys, the experts' sizes, ssm.conv_kernel,
+    state_size (the key head size), group_count (key heads), time_step_rank (value heads), inner_size (all value heads'
+    width), full_attention_interval (4 unless config.json names one) and the rotated part; every norm but the Gated
+    DeltaNet's stored as 1 + w; in_proj_qkvz, per key head [q | k | v | z], regrouped into attn_qkv (all q, all k, all v)
+    and attn_gate (all z); A_log as −exp(A_log), dt_bias as ssm_dt.bias, the conv1d kernel squeezed; the experts merged.
+    gguf-py names no dense MLP for qwen3next, so the folder must have experts in every layer."""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    layers, heads = config["num_hidden_layers"], config["num_attention_heads"]
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    k_heads, k_dim, v_heads, v_dim = (config[f"linear_{key}"] for key in ("num_key_heads", "key_head_dim", "num_value_heads", "value_head_dim"))
+    experts = config["num_experts"]
+    writer = gguf.GGUFWriter(path, "qwen3next")
+    writer.add_name("attncli tiny qwen3_next")
+    _common(writer, config)
+    writer.add_rope_freq_base(config["rope_parameters"]["rope_theta"])
+    writer.add_expert_count(experts)
+    writer.add_expert_used_count(config["num_experts_per_tok"])
+    writer.add_key_length(head_dim)
+    writer.add_value_length(head_dim)
+    writer.add_expert_feed_forward_length(config["moe_intermediate_size"])
+    writer.add_expert_shared_feed_forward_length(config["shared_expert_intermediate_size"])
+    writer.add_ssm_conv_kernel(config["linear_conv_kernel_dim"])
+    writer.add_ssm_state_size(k_dim)
+    writer.add_ssm_group_count(k_heads)
+    writer.add_ssm_time_step_rank(v_heads)
+    writer.add_ssm_inner_size(v_dim * v_heads)
+    writer.add_full_attention_interval(config.get("full_attention_interval", 4))
+    writer.add_rope_dimension_count(int(head_dim * config["rope_parameters"].get("partial_rotary_factor", 0.25)))
+    _tokenizer(writer, tokenizer_metadata(folder))
+    tensors = hf_tensors(folder)
+    name = lambda n: converter_name("qwen3next", layers, n)  # noqa: E731
+    for hf, value in tensors.items():
+        if ".mlp.experts." in hf:
+            continue
+        if hf.endswith(".A_log"):
+            value = -np.exp(value)
+        elif hf.endswith(".dt_bias"):
+            hf = hf.removesuffix(".dt_bias") + ".dt_proj.bias"
+        elif "conv1d" in hf:
+            value = value.squeeze()
+        elif hf.endswith("norm.weight") and not hf.endswith("linear_attn.norm.weight"):
+            value = value + np.float32(1)
+        if hf.endswith("in_proj_qkvz.weight"):
+            grouped = value.reshape(k_heads, -1, value.shape[1])  # per key head [q | k | v | z]
+            q, k, v, z = np.split(grouped, np.cumsum([k_dim, k_dim, v_heads // k_heads * v_dim]), axis=1)
+            index = hf.split(".")[2]
+            writer.add_tensor(f"blk.{index}.attn_qkv.weight", np.concatenate([part.reshape(-1, value.shape[1]) for part in (q, k, v)]))
+            writer.add_tensor(f"blk.{index}.attn_gate.weight", np.ascontiguousarray(z.reshape(-1, value.shape[1])))
+            continue
+        writer.add_tensor(name(hf), np.ascontiguousarray(value))
+    for i in range(layers):
+        for what in DEEPSEEK_EXPERTS:
+            merged = np.stack([tensors[f"model.layers.{i}.mlp.experts.{e}.{what}_proj.weight"] for e in range(experts)])
+            writer.add_tensor(name(f"model.layers.{i}.mlp.experts.{what}_proj.weight"), merged)
+    _finish(writer)
+
+
 def write_cohere2(path: Path, folder: Path) -> None:
     """Command R7B as Cohere2Model writes it (architecture cohere2): names only (rows kept: llama.cpp turns consecutive pairs,
     as transformers' Cohere2 does), biases dropped, LayerNorm's ε, the window and logit_scale; no layer pattern (llama.cpp

@@ -12,6 +12,11 @@ The smollm3 and ministral3 fixtures exercise what the converter cannot store (No
 so each test writes the file from a copy of the fixture the converter can convert as it is (NoPE every 4th layer, which
 llama.cpp fixes for smollm3, and no window): the file equals that folder, and the live tests run transformers on it.
 A GLM-4.5 file with the next-token-prediction block the converter appends is read with the model's layers only.
+
+A qwen3next file (`write_qwen3_next`) is written from a copy of the qwen3_next fixture with experts in every layer (gguf-py
+names no dense MLP for it) and full_attention_interval 2 (the converter stores the interval, not layer_types): its gated
+attention layers equal the folder's within 1e-6 (its norms come back from float32's 1 + w, A_log from −exp(A_log)), the
+Gated DeltaNet layers before them computed from the regrouped tensors.
 """
 
 from __future__ import annotations
@@ -230,3 +235,74 @@ def test_a_glm4moe_file_s_next_token_prediction_block_is_not_a_layer(tmp_path):
         np.testing.assert_allclose(weights_of(load_layer(path, layer=layer, text=text)), expected, rtol=0, atol=1e-6)
     with pytest.raises(AttnError):
         load_layer(path, layer=layers + 1, text=text)
+
+
+def every_layer_moe_qwen3_next(tmp_path: Path) -> Path:
+    """The qwen3_next fixture with its dense layers' MLPs replaced by random experts, a router and a gated shared expert,
+    and full_attention_interval 2 (its layer_types): what the converter can convert."""
+    folder = tmp_path / "qwen3_next"
+    folder.mkdir()
+    shutil.copy(HF / "qwen3_next" / "tokenizer.json", folder)
+    config = json.loads((HF / "qwen3_next" / "config.json").read_text())
+    dense = config["mlp_only_layers"]
+    (folder / "config.json").write_text(json.dumps({**config, "mlp_only_layers": [], "full_attention_interval": 2}))
+    tensors = {k: v for k, v in make_gguf.raw_tensors(HF / "qwen3_next").items() if not any(k.startswith(f"model.layers.{i}.mlp.") for i in dense)}
+    rng = np.random.default_rng(30)
+    d, inner, shared = config["hidden_size"], config["moe_intermediate_size"], config["shared_expert_intermediate_size"]
+    for i in dense:
+        p = f"model.layers.{i}.mlp."
+        shapes = {"gate.weight": (config["num_experts"], d), "shared_expert_gate.weight": (1, d), "shared_expert.gate_proj.weight": (shared, d),
+                  "shared_expert.up_proj.weight": (shared, d), "shared_expert.down_proj.weight": (d, shared),
+                  **{f"experts.{e}.{what}_proj.weight": (d, inner) if what == "down" else (inner, d)
+                     for e in range(config["num_experts"]) for what in ("gate", "up", "down")}}  # fmt: skip
+        tensors |= {p + name: rng.normal(0, 0.3, shape).astype(np.float32) for name, shape in shapes.items()}
+    make_gguf.save_safetensors(folder / "model.safetensors", tensors)
+    return folder
+
+
+def test_a_qwen3next_file_gives_its_folder_s_gated_attention(tmp_path):
+    """Every head of both gated-attention layers equals the folder's (1e-6), with the Gated DeltaNet layers before them
+    computed from attn_qkv and attn_gate regrouped, ssm_a and the squeezed kernel; the linear layers are still refused as
+    softmax attention, naming their kind; the tensors come back as the folder's (A_log within float32's rounding)."""
+    folder = every_layer_moe_qwen3_next(tmp_path)
+    path = tmp_path / "qwen3_next.gguf"
+    make_gguf.write_qwen3_next(path, folder)
+    assert model_info(path)["model_type"] == "qwen3_next"
+    for layer in (2, 4):
+        from_folder, from_file = load_layer(folder, layer=layer, text=TEXT), load_layer(path, layer=layer, text=TEXT)
+        assert from_file.token_ids == from_folder.token_ids
+        np.testing.assert_allclose(from_file.W_Q, from_folder.W_Q, rtol=0, atol=0)
+        np.testing.assert_allclose(weights_of(from_file), weights_of(from_folder), rtol=0, atol=1e-6)
+    with pytest.raises(AttnError, match="Gated DeltaNet"):
+        load_layer(path, layer=1, text=TEXT)
+    from attncli.sources.checkpoints.gguf import open_model
+    from attncli.sources.checkpoints.safetensors import Checkpoint
+
+    file, hf = open_model(path).checkpoint, Checkpoint(folder)
+    for name in ("linear_attn.in_proj_qkvz.weight", "linear_attn.conv1d.weight", "linear_attn.in_proj_ba.weight", "linear_attn.dt_bias",
+                 "linear_attn.norm.weight", "mlp.experts.3.down_proj.weight"):  # fmt: skip
+        assert np.array_equal(file.read(f"layers.0.{name}"), hf.read(f"model.layers.0.{name}")), name
+    for name, bound in (("linear_attn.A_log", 2e-7), ("input_layernorm.weight", 1e-7)):  # −exp(A_log) and 1 + w in float32
+        np.testing.assert_allclose(file.read(f"layers.0.{name}"), hf.read(f"model.layers.0.{name}"), rtol=0, atol=bound, err_msg=name)
+
+
+def test_live_transformers_on_the_qwen3next_folder_equals_the_file(tmp_path):
+    """transformers on the folder the qwen3next file was written from gives the file's gated-attention weights (1e-6; skips
+    without torch)."""
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except Exception as error:
+        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_checkpoints", Path(__file__).parent.parent / "scripts" / "make_checkpoints.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    folder = every_layer_moe_qwen3_next(tmp_path)
+    path = tmp_path / "qwen3_next.gguf"
+    make_gguf.write_qwen3_next(path, folder)
+    live = script.golden_with_inputs(folder, list(load_layer(path, layer=2, text=TEXT).token_ids), moe=True)  # the softmax layers'
+    for at, layer in enumerate((2, 4)):
+        np.testing.assert_allclose(weights_of(load_layer(path, layer=layer, text=TEXT)), live["attentions"][at], rtol=0, atol=1e-6)

@@ -20,7 +20,7 @@ tuple of gguf_family.GgufArchitecture, collected by families.gguf_architectures(
 - `qkv_by_kind`: a fused query_key_value laid out per head (q, k, v of head 1, then of head 2, …) stored
   as all queries, then all keys, then all values; the rows are put back per head;
 - `shifted_norms`: norms stored as 1 + w (ggml multiplies by the weight, transformers by 1 + w); the 1 is
-  taken off again;
+  taken off again (not from `kept_norms`);
 - `joined`: tensors the converter split or merged (experts per expert or in one 3-d tensor, a split
   kv_b_proj), each put back as the Hugging Face tensor (GgufCheckpoint._rebuild);
 - the config: either built from the metadata by the family (`config`), or the metadata spelled as
@@ -367,7 +367,8 @@ class GgufCheckpoint:
                     heads = self.cfg.heads if ".attn_q." in gguf_name else self.cfg.kv_heads
                 transpose = family.transposed is not None and re.fullmatch(family.transposed, name) is not None
                 neox = self.cfg.heads if family.qkv_by_kind and ".attn_qkv." in gguf_name else None
-                shift = 1.0 if family.shifted_norms and gguf_name.endswith("norm.weight") else 0.0
+                kept = family.kept_norms is not None and re.fullmatch(family.kept_norms, gguf_name) is not None
+                shift = 1.0 if family.shifted_norms and gguf_name.endswith("norm.weight") and not kept else 0.0
                 return Stored(gguf_name, heads, transpose, neox, shift)
         return None
 
@@ -396,6 +397,10 @@ class GgufCheckpoint:
             return f.read_expert(joined.parts[0], joined.expert)
         if joined.kind == "value":
             return np.full(joined.shape, metadata_number(f, joined.parts[0], joined.expert))
+        if joined.kind == "computed":
+            assert joined.compute is not None
+            built: np.ndarray = joined.compute(*(f.read(part) for part in joined.parts))
+            return np.ascontiguousarray(built.reshape(joined.shape))
         if joined.kind == "gate_up_bias":
             gate, up = (f.read(joined.parts[0]), f.read(joined.parts[1])) if len(joined.parts) == 2 else np.split(f.read(joined.parts[0]), 2, axis=1)
             out = np.empty(joined.shape)  # (E, 2·inner)
@@ -544,6 +549,9 @@ def config_keys(file: GgufFile) -> dict[str, Any] | None:
     rotary = file.count(a + "rope.dimension_count", default=head_dim)
     if rotary > head_dim or rotary % 2:
         raise file.fail(f"RoPE turns {rotary} of the {head_dim} numbers of each head", key=a + "rope.dimension_count", expected="an even number up to the head size")
+    kind = file.value(a + "rope.scaling.type")
+    if (kind not in (None, "none", *family.rope_scaling)) or "rope_factors_long.weight" in file.tensors:
+        raise file.fail(f"the RoPE scaling {kind or 'longrope'!r} is not supported in {arch} files", key=a + "rope.scaling.type", expected="no RoPE scaling")
     raw: dict[str, Any] = {
         "model_type": model_type,
         "num_hidden_layers": file.count(a + "block_count"),
@@ -553,12 +561,7 @@ def config_keys(file: GgufFile) -> dict[str, Any] | None:
         "max_position_embeddings": file.count(a + "context_length"),
         "rope_parameters": {"rope_type": "default", "rope_theta": file.number(a + "rope.freq_base", default=10_000.0), "partial_rotary_factor": rotary / head_dim},
     }
-    keys = raw | family.keys(file, a, raw, head_dim)
-    kind = file.value(a + "rope.scaling.type")
-    scaled = kind not in (None, "none") or "rope_factors_long.weight" in file.tensors
-    if scaled and keys["rope_parameters"].get("rope_type") == "default":  # a family that reads the scaling spells its own rope_parameters
-        raise file.fail(f"the RoPE scaling {kind or 'longrope'!r} is not supported in {arch} files", key=a + "rope.scaling.type", expected="no RoPE scaling")
-    return keys
+    return raw | family.keys(file, a, raw, head_dim)
 
 
 def rope_factors(file: GgufFile, head_dim: int) -> np.ndarray | None:

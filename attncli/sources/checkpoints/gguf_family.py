@@ -38,8 +38,10 @@ class Joined(NamedTuple):
     shape: tuple[int, ...]
     parts: tuple[str, ...]  # the GGUF tensors it is made of
     kind: str  # "kv_b" (attn_k_b + attn_v_b), "expert" (one expert of a 3-d tensor), "gate_up", "down", "gate_up_bias",
-    # "value" (a learned scalar the converter wrote as a per-layer list in the metadata: parts names the key)
+    # "value" (a learned scalar the converter wrote as a per-layer list in the metadata: parts names the key),
+    # "computed" (`compute` of the parts as read: a regrouping or an elementwise map the converter applied, undone)
     expert: int = 0  # the expert ("expert"), or the layer ("value")
+    compute: Callable[..., Any] | None = None  # "computed": the parts' arrays -> the Hugging Face tensor
 
 
 ConfigReader = Callable[[Metadata, str, dict[str, Any]], ModelConfig]  # (file, "arch.", the shared sizes) -> the config
@@ -64,8 +66,10 @@ class GgufArchitecture(NamedTuple):
     transposed: str | None = None  # a regex of the Hugging Face names stored transposed (Conv1D's (in, out) as nn.Linear's)
     qkv_by_kind: bool = False  # the fused attn_qkv, per head in the checkpoint, stored as all queries, all keys, all values
     shifted_norms: bool = False  # norms stored as 1 + w (ggml multiplies by the weight, transformers by 1 + w)
+    kept_norms: str | None = None  # with shifted_norms, a regex of the GGUF norms stored as w all the same (Qwen3-Next's ssm_norm)
     joined: JoinedReader | None = None  # tensors the converter split or merged (experts, kv_b)
     notes: Callable[[Metadata], tuple[str, ...]] | None = None  # lines the provenance adds (a scale the file does not store)
+    rope_scaling: tuple[str, ...] = ()  # the rope.scaling.type values `keys` spells as rope_parameters (another is refused)
 
 
 def renamed(names: tuple[tuple[str, str], ...], *dropped: str) -> tuple[tuple[str, str], ...]:

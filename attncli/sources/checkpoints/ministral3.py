@@ -101,8 +101,6 @@ def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dic
         }  # fmt: skip
         if file.has_key(a + "rope.scaling.yarn_attn_factor"):
             parameters["attention_factor"] = file.number(a + "rope.scaling.yarn_attn_factor")
-    elif kind not in (None, "none"):
-        raise file.fail(f"the RoPE scaling {kind!r} is not supported in mistral3 files", key=a + "rope.scaling.type", expected="yarn or none")
     beta = file.number(a + "attention.temperature_scale", default=0.0)
     if beta:
         parameters["llama_4_scaling_beta"] = beta
@@ -111,4 +109,4 @@ def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dic
 
 
 # Ministral3Model is LlamaModel's converter: W_Q's and W_K's rows permuted to interleaved pairs, put back on reading
-GGUF = (GgufArchitecture("mistral3", "ministral3", llama.GGUF_NAMES, keys=gguf_keys, interleaved_qk=True),)
+GGUF = (GgufArchitecture("mistral3", "ministral3", llama.GGUF_NAMES, keys=gguf_keys, interleaved_qk=True, rope_scaling=("yarn",)),)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -30,7 +31,7 @@ import numpy as np
 
 from attncli.core.variants import OutputGate, QkNorm, Rope
 from attncli.errors import AttnError
-from attncli.sources.checkpoints import llama, moe
+from attncli.sources.checkpoints import deepseek, llama, moe
 from attncli.sources.checkpoints.blocks import AttentionWeights, LayerInputs, Weights, activate, rms_norm, self_attention, through
 from attncli.sources.checkpoints.config import (
     FLOAT32_QK_NORM,
@@ -47,6 +48,7 @@ from attncli.sources.checkpoints.config import (
     no_windows,
     with_family,
 )
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Joined, Metadata, outermost, renamed
 from attncli.sources.checkpoints.source import TensorSource
 
 KINDS = ("linear_attention", "full_attention")
@@ -284,3 +286,90 @@ def shapes(cfg: ModelConfig[Qwen3NextSettings]) -> dict[str, tuple[int | None, .
 FLOAT32_DELTA_RULE = "the Gated DeltaNet's delta rule and its gated RMSNorm run in float32"
 VERIFY = Verification(O_PROJ, (FLOAT32_QK_NORM, FLOAT32_ROPE, FLOAT32_SOFTMAX, FLOAT32_DELTA_RULE), eager_experts=True)
 DESCRIPTION = Description(qk_norm="per head, (1 + w) RMSNorm")
+
+
+# -- GGUF: Qwen3NextModel (Qwen2MoeModel's converter) adds 1 to every norm but the Gated DeltaNet's (ggml multiplies by the
+# weight); regroups in_proj_qkvz, per key head [q | k | v | z], into attn_qkv (all q, all k, all v) and attn_gate (all z);
+# stores A_log as ssm_a = −exp(A_log), dt_bias as ssm_dt.bias, the conv1d kernel squeezed to (C, K); merges the experts
+GGUF_NAMES = (
+    *renamed(llama.GGUF_NAMES, "post_attention_layernorm"),
+    *llama.GGUF_QK_NORMS,
+    (r"layers\.(\d+)\.post_attention_layernorm\.weight", r"blk.\1.post_attention_norm.weight"),
+    (r"layers\.(\d+)\.linear_attn\.in_proj_ba\.weight", r"blk.\1.ssm_ba.weight"),
+    (r"layers\.(\d+)\.linear_attn\.out_proj\.weight", r"blk.\1.ssm_out.weight"),
+    (r"layers\.(\d+)\.linear_attn\.norm\.weight", r"blk.\1.ssm_norm.weight"),
+    (r"layers\.(\d+)\.linear_attn\.dt_bias", r"blk.\1.ssm_dt.bias"),
+    (r"layers\.(\d+)\.mlp\.gate\.weight", r"blk.\1.ffn_gate_inp.weight"),
+    (r"layers\.(\d+)\.mlp\.shared_expert\.(gate|up|down)_proj\.weight", r"blk.\1.ffn_\2_shexp.weight"),
+    (r"layers\.(\d+)\.mlp\.shared_expert_gate\.weight", r"blk.\1.ffn_gate_inp_shexp.weight"),
+)
+
+
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """Qwen3-Next's config.json keys from a qwen3next file: the Gated DeltaNet's sizes from ssm.* (state_size the key head
+    size, group_count the key heads, time_step_rank the value heads, inner_size all value heads' width); the layer kinds
+    from full_attention_interval (llama.cpp: layer i from 0 is gated attention when (i + 1) % n = 0; 4 when absent);
+    norm_topk_prob true (llama.cpp's graph renormalises); a layer without a router is a dense one (mlp_only_layers)."""
+    layers = raw["num_hidden_layers"]
+    every = file.count(a + "full_attention_interval", default=4)
+    v_heads = file.count(a + "ssm.time_step_rank")
+    inner = file.count(a + "ssm.inner_size")
+    if inner % v_heads:
+        raise file.fail(f"{inner} value numbers for {v_heads} value heads", key=a + "ssm.inner_size", expected=f"a multiple of {v_heads}")
+    return {
+        **llama.gguf_keys(file, a, raw, head_dim),
+        "layer_types": ["full_attention" if (i + 1) % every == 0 else "linear_attention" for i in range(layers)],
+        "linear_conv_kernel_dim": file.count(a + "ssm.conv_kernel"),
+        "linear_key_head_dim": file.count(a + "ssm.state_size"),
+        "linear_num_key_heads": file.count(a + "ssm.group_count"),
+        "linear_num_value_heads": v_heads,
+        "linear_value_head_dim": inner // v_heads,
+        "num_experts": file.count(a + "expert_count"),
+        "num_experts_per_tok": file.count(a + "expert_used_count"),
+        "moe_intermediate_size": file.count(a + "expert_feed_forward_length"),
+        "shared_expert_intermediate_size": file.count(a + "expert_shared_feed_forward_length", default=0, minimum=0),
+        "norm_topk_prob": True,
+        "mlp_only_layers": [i for i in range(layers) if f"blk.{i}.ffn_gate_inp.weight" not in file.tensors],
+    }
+
+
+def _qkvz(file: Metadata, qkv: str, gate: str) -> Joined:
+    """in_proj_qkvz (N_k·(2d_kl + 2r·d_vl), d), per key head [q | k | v | z], from attn_qkv (all q | all k | all v) and attn_gate (all z)."""
+    (rows, d), (z_rows, _) = outermost(file, qkv), outermost(file, gate)
+    k_heads = file.count("qwen3next.ssm.group_count")
+    k_all = k_heads * file.count("qwen3next.ssm.state_size")
+    if rows != 2 * k_all + z_rows or z_rows % k_heads:
+        raise file.fail(f"attn_qkv of {rows} rows beside attn_gate of {z_rows}", expected=f"2·{k_all} + {z_rows} rows, as ssm.* give")
+
+    def regroup(fused: np.ndarray, z: np.ndarray) -> np.ndarray:
+        parts = (fused[:k_all], fused[k_all : 2 * k_all], fused[2 * k_all :], z)  # each (N_k·width, d), key head by key head
+        return np.concatenate([part.reshape(k_heads, -1, d) for part in parts], axis=1)  # (N_k, 2d_kl + 2r·d_vl, d)
+
+    return Joined((rows + z_rows, d), (qkv, gate), "computed", compute=regroup)
+
+
+def gguf_joined(file: Metadata, blk: str, rest: str) -> Joined | None:
+    """The Gated DeltaNet's tensors the converter rearranged (in_proj_qkvz, conv1d, A_log), and the merged experts."""
+    have = file.tensors
+    if rest == "linear_attn.in_proj_qkvz.weight" and blk + "attn_qkv.weight" in have and blk + "attn_gate.weight" in have:
+        return _qkvz(file, blk + "attn_qkv.weight", blk + "attn_gate.weight")
+    if rest == "linear_attn.conv1d.weight" and blk + "ssm_conv1d.weight" in have:
+        channels, kernel = outermost(file, blk + "ssm_conv1d.weight")  # stored (C, K), Hugging Face's (C, 1, K)
+        return Joined((channels, 1, kernel), (blk + "ssm_conv1d.weight",), "computed", compute=lambda w: w)
+    if rest == "linear_attn.A_log" and blk + "ssm_a" in have:
+        return Joined(outermost(file, blk + "ssm_a"), (blk + "ssm_a",), "computed", compute=lambda a: _log_of_negated(file, blk + "ssm_a", a))
+    if re.fullmatch(r"mlp\.experts\.\d+\.(gate|up|down)_proj\.weight", rest):
+        return deepseek.gguf_joined(file, blk, rest)
+    return None
+
+
+def _log_of_negated(file: Metadata, name: str, a: np.ndarray) -> np.ndarray:
+    """A_log = ln(−ssm_a): the converter stored −exp(A_log), float32's rounding of it (a relative 6e-8) comes back as 6e-8 in A_log."""
+    if not np.all(a < 0):
+        raise file.fail(f"{name} has a value ≥ 0", expected="−exp(A_log) < 0 for every value head, as the converter stores it")
+    logged: np.ndarray = np.log(-a)
+    return logged
+
+
+GGUF = (GgufArchitecture("qwen3next", "qwen3_next", GGUF_NAMES, keys=gguf_keys, shifted_norms=True, kept_norms=r"blk\.\d+\.ssm_norm\.weight",
+                         joined=gguf_joined),)  # fmt: skip
