@@ -18,6 +18,10 @@ The families of issue 20 (qwen3, olmo2, phi3, gpt_neox, gemma3) are written by `
 with the converter's names, GPT-NeoX's query_key_value regrouped to all q | all k | all v, and Gemma 3's
 norms stored as 1 + w.
 
+Issue 30's families are written as their converter classes write them (`write_converted`, `write_llama_converted`,
+`write_modernbert`, `write_glm4_moe`; `write_qwen3_next`, `write_cohere2`, `write_olmo3`, `write_qwen3_moe` from folders
+the tests derive where the fixture holds what the converter cannot store).
+
 `quantised.gguf` is a Llama-shaped model (d_model 256, so every matrix's rows fill whole blocks)
 whose matrices use every quantisation type attncli reads, one type per matrix, with random weights
 quantised by gguf.quants where it can quantise (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, BF16) and random
@@ -1042,9 +1046,6 @@ def write_cohere2(path: Path, folder: Path) -> None:
         if not hf.endswith(".bias"):
             writer.add_tensor(converter_name("cohere2", config["num_hidden_layers"], hf), np.ascontiguousarray(value))
     _finish(writer)
-
-
-NEW_FAMILIES = {"gemma2": write_gemma2, "gpt_oss": write_gpt_oss, "deepseek_v3": write_deepseek}
 
 
 # ---------------------------------------------------------------- every quantisation type in one model
