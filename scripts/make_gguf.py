@@ -285,6 +285,49 @@ def write_modernbert(path: Path, folder: Path = HF / "modernbert") -> None:
     _finish(writer)
 
 
+def write_t5(path: Path, folder: Path = HF / "t5") -> None:
+    """T5 as T5Model writes it: n_positions (512 when absent) as the context, d_model, d_ff, num_layers as block_count and
+    num_decoder_layers as decoder_block_count, num_heads, d_kv as key and value length, layer_norm_epsilon (as both epsilons),
+    relative_attention_num_buckets, decoder_start_token_id; one token table; gguf-py's enc.blk.N / dec.blk.N names. It stores
+    no relative_attention_max_distance (llama.cpp fixes 128) and no feed_forward_proj (llama.cpp: gated GELU with ffn_gate).
+    T5Model.set_vocab reads SentencePiece models only (tokenizer model "t5"); the fixture's byte-level BPE vocabulary is
+    written as gpt2's."""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    writer = gguf.GGUFWriter(path, "t5")
+    writer.add_name("attncli tiny t5")
+    writer.add_context_length(config.get("n_positions", 512))
+    writer.add_embedding_length(config["d_model"])
+    writer.add_feed_forward_length(config["d_ff"])
+    writer.add_block_count(config["num_layers"])
+    if "num_decoder_layers" in config:
+        writer.add_decoder_block_count(config["num_decoder_layers"])
+    writer.add_head_count(config["num_heads"])
+    writer.add_key_length(config["d_kv"])
+    writer.add_value_length(config["d_kv"])
+    writer.add_layer_norm_eps(config["layer_norm_epsilon"])
+    writer.add_relative_attn_buckets_count(config["relative_attention_num_buckets"])
+    writer.add_layer_norm_rms_eps(config["layer_norm_epsilon"])
+    writer.add_decoder_start_token_id(config["decoder_start_token_id"])
+    writer.add_file_type(0)
+    _tokenizer(writer, tokenizer_metadata(folder))
+    post = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["post_processor"]
+    template = next(p for p in post.get("processors", [post]) if p["type"] == "TemplateProcessing")
+    writer.add_add_eos_token("SpecialToken" in template["single"][-1])  # gguf-py's SpecialVocab reads "$A </s>" so
+    blocks = max(config["num_layers"], config.get("num_decoder_layers", 0))
+    shared = False
+    for hf, value in hf_tensors(folder).items():
+        if hf in ("shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight"):
+            if shared:
+                continue  # the converter keeps the first token table it meets
+            hf, shared = "shared.weight", True
+        if hf == "lm_head.weight" and config.get("tie_word_embeddings", True):
+            continue
+        writer.add_tensor(converter_name("t5", blocks, hf), np.ascontiguousarray(value))
+    _finish(writer)
+
+
 def write_bert(path: Path) -> None:
     """The BERT fixture as llama.cpp's converter writes it: WordPiece tokens respelled ("▁" starts a word, "##" dropped)."""
     import gguf

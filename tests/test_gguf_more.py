@@ -17,6 +17,9 @@ A qwen3next file (`write_qwen3_next`) is written from a copy of the qwen3_next f
 names no dense MLP for it) and full_attention_interval 2 (the converter stores the interval, not layer_types): its gated
 attention layers equal the folder's within 1e-6 (its norms come back from float32's 1 + w, A_log from −exp(A_log)), the
 Gated DeltaNet layers before them computed from the regrouped tensors.
+
+A t5 file (`write_t5`) is written from a copy of the t5 fixture with relative_attention_max_distance 128, which llama.cpp
+fixes (the converter stores none): its encoder, decoder and cross-attention layers equal the folder's within 1e-9.
 """
 
 from __future__ import annotations
@@ -306,3 +309,75 @@ def test_live_transformers_on_the_qwen3next_folder_equals_the_file(tmp_path):
     live = script.golden_with_inputs(folder, list(load_layer(path, layer=2, text=TEXT).token_ids), moe=True)  # the softmax layers'
     for at, layer in enumerate((2, 4)):
         np.testing.assert_allclose(weights_of(load_layer(path, layer=layer, text=TEXT)), live["attentions"][at], rtol=0, atol=1e-6)
+
+
+def t5_file(tmp_path: Path) -> tuple[Path, Path]:
+    """(a copy of the t5 fixture with llama.cpp's relative_attention_max_distance 128, its file as T5Model writes it)."""
+    folder = tmp_path / "t5"
+    shutil.copytree(HF / "t5", folder)
+    config = json.loads((HF / "t5" / "config.json").read_text()) | {"relative_attention_max_distance": 128}
+    (folder / "config.json").write_text(json.dumps(config))
+    path = tmp_path / "t5.gguf"
+    make_gguf.write_t5(path, folder)
+    return folder, path
+
+
+T5_BOUND = 2e-6  # tests/test_t5.py's bound of the folder against transformers
+T5_ATTENTIONS = (("encoder", 2), ("decoder", 3), ("cross", 3))  # the fixture's stacks: 2 encoder layers, 3 decoder layers
+
+
+def test_a_t5_file_gives_its_folder_s_three_attentions(tmp_path):
+    """Every layer of the encoder, the decoder's self-attention and its cross-attention: the file (enc.blk.N, dec.blk.N,
+    one token table, decoder_block_count) equals its folder (1e-9), with the same token ids, and its buckets reach 128
+    positions, as llama.cpp's."""
+    folder, path = t5_file(tmp_path)
+    expected = golden("t5")
+    text, target = str(expected["text"]), str(expected["decoder_text"])
+    info = model_info(path)
+    assert info["model_type"] == "t5"
+    for attention, layers in T5_ATTENTIONS:
+        for layer in range(1, layers + 1):
+            chosen = None if attention == "encoder" else target
+            from_folder = load_layer(folder, layer=layer, text=text, target=chosen, attention=attention)
+            from_file = load_layer(path, layer=layer, text=text, target=chosen, attention=attention)
+            assert from_file.token_ids == from_folder.token_ids
+            for matrix in ("W_Q", "W_K", "W_V", "W_O"):
+                assert np.array_equal(getattr(from_file, matrix), getattr(from_folder, matrix)), (attention, layer, matrix)
+            np.testing.assert_allclose(weights_of(from_file), weights_of(from_folder), rtol=0, atol=1e-9)
+    assert any("up to 128 positions apart" in note for note in load_layer(path, layer=1, text=text, attention="encoder").notes)
+
+
+def test_a_t5_file_s_sentencepiece_vocabulary_is_refused_in_one_line(tmp_path, monkeypatch):
+    """llama.cpp's T5 files carry a SentencePiece unigram vocabulary (tokenizer model "t5"), which attncli's GGUF tokenizer
+    does not read: one line naming the key, not a wrong tokenisation."""
+    monkeypatch.setattr(gguf.GGUFWriter, "add_tokenizer_model", lambda self, model: self.add_string("tokenizer.ggml.model", "t5"))
+    _, path = t5_file(tmp_path)
+    with pytest.raises(AttnError) as caught:
+        load_layer(path, layer=1, text="The cat", attention="encoder")
+    assert "\n" not in str(caught.value) and "the tokenizer model 't5' is not supported" in str(caught.value)
+
+
+def test_live_transformers_on_the_t5_folder_equals_the_file(tmp_path):
+    """transformers on the folder the t5 file was written from gives the file's three attentions on every layer (within the
+    folder's own bound, test_t5's 2e-6: T5's RMSNorm takes its mean square in float32; skips without torch)."""
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except Exception as error:
+        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_checkpoints", Path(__file__).parent.parent / "scripts" / "make_checkpoints.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    folder, path = t5_file(tmp_path)
+    expected = golden("t5")
+    text, target = str(expected["text"]), str(expected["decoder_text"])
+    source = load_layer(path, layer=1, text=text, attention="encoder").token_ids
+    decoder = load_layer(path, layer=1, text=text, target=target, attention="decoder").token_ids
+    live = script.golden_encoder_decoder(folder, list(source), list(decoder))
+    for attention, layers in T5_ATTENTIONS:
+        for layer in range(1, layers + 1):
+            case = load_layer(path, layer=layer, text=text, target=None if attention == "encoder" else target, attention=attention)
+            np.testing.assert_allclose(weights_of(case), live[f"{attention}_attentions"][layer - 1], rtol=0, atol=T5_BOUND, err_msg=f"{attention} {layer}")

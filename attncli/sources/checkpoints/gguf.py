@@ -580,7 +580,7 @@ def rope_factors(file: GgufFile, head_dim: int) -> np.ndarray | None:
 def check_layers(file: GgufFile, layers: int) -> None:
     """The file holds tensors of the last layer the metadata counts (`block_count` of 10,000 over 3 layers' tensors is refused)."""
     last = f"blk.{layers - 1}."
-    if not any(name.startswith(last) for name in file.tensors):
+    if not any(name.startswith(last) or f".{last}" in name for name in file.tensors):  # T5's enc.blk.N. and dec.blk.N. too
         arch = file.value("general.architecture")
         raise file.fail(f"the metadata counts {layers:,} layers, but the file holds no tensor of layer {layers:,}", key=f"{arch}.block_count",
                         expected="as many layers as the file has blocks of tensors (blk.0 …)")  # fmt: skip

@@ -157,7 +157,8 @@ def load_layer(
     else:
         cfg = read_config(folder)
     if cfg.model_type in ENCODER_DECODERS:
-        return _encoder_decoder_layer(folder, cfg, layer=layer, text=text, target=target, attention=attention, special_tokens=special_tokens, max_cells=max_cells)
+        return _encoder_decoder_layer(folder, cfg, layer=layer, text=text, target=target, attention=attention, special_tokens=special_tokens,
+                                      max_cells=max_cells, checkpoint=checkpoint if gguf is not None else None)  # fmt: skip
     _one_stack(cfg, target, attention)
     if not 1 <= layer <= cfg.layers:
         raise AttnError(
@@ -218,7 +219,8 @@ def _one_stack(cfg: ModelConfig, target: str | None, attention: str | None) -> N
 
 
 def _encoder_decoder_layer(
-    folder: Path, cfg: ModelConfig, *, layer: int, text: str, target: str | None, attention: str | None, special_tokens: bool, max_cells: int | None
+    folder: Path, cfg: ModelConfig, *, layer: int, text: str, target: str | None, attention: str | None, special_tokens: bool, max_cells: int | None,
+    checkpoint: TensorSource | None = None,
 ) -> LayerCase:
     """Layer `layer` of the encoder (the source's self-attention) or of the decoder (its causal self-attention, or its cross-attention)."""
     family = ARCHITECTURES[cfg.model_type]  # BART's or T5's module: the stacks, the decoder's input, the layer
@@ -244,7 +246,7 @@ def _encoder_decoder_layer(
                 key="target", expected=f"at most {cfg.max_positions - 1:,} tokens",
             )  # fmt: skip
     with np.errstate(all="ignore"):
-        inputs = family.layer_inputs(cfg, Checkpoint(folder), ids, layer, attention=chosen, target_ids=target_ids)
+        inputs = family.layer_inputs(cfg, checkpoint or Checkpoint(folder), ids, layer, attention=chosen, target_ids=target_ids)  # a GGUF file's, or the folder's
     if not (np.isfinite(inputs.X).all() and (inputs.X_kv is None or np.isfinite(inputs.X_kv).all())):
         raise AttnError(
             f"the input of {stack.name} layer {layer} overflows float64 for this text", file=str(folder), expected="weights whose products stay within float64"

@@ -42,6 +42,7 @@ from attncli.sources.checkpoints.config import (
     _dtype,
     _Reader,
 )
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata
 from attncli.sources.checkpoints.source import TensorSource
 
 __all__ = ["decoder_ids", "layer_inputs", "read_config", "stacks"]
@@ -283,3 +284,53 @@ def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
         "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight": (n, cfg.heads),
         "decoder.block.0.layer.1.EncDecAttention.k.weight": (inner, d),
     }
+
+
+# -- GGUF: T5Model (convert_hf_to_gguf.py) keeps one token table (shared.weight, or the first stack's) and renames, the
+# encoder's blocks as enc.blk.N, the decoder's as dec.blk.N (its EncDecAttention as cross_attn); nothing else changes
+GGUF_NAMES = (
+    (r"shared\.weight", "token_embd.weight"),
+    (r"encoder\.final_layer_norm\.weight", "enc.output_norm.weight"),
+    (r"decoder\.final_layer_norm\.weight", "dec.output_norm.weight"),
+    *((rf"{stack}\.block\.(\d+)\.{hf}", rf"{short}.blk.\1.{gguf}")
+      for stack, short in (("encoder", "enc"), ("decoder", "dec"))
+      for hf, gguf in (
+          (r"layer\.0\.SelfAttention\.(q|k|v|o)\.weight", r"attn_\2.weight"),
+          (r"layer\.0\.SelfAttention\.relative_attention_bias\.weight", "attn_rel_b.weight"),
+          (r"layer\.0\.layer_norm\.weight", "attn_norm.weight"),
+      )),
+    (r"decoder\.block\.(\d+)\.layer\.1\.EncDecAttention\.(q|k|v|o)\.weight", r"dec.blk.\1.cross_attn_\2.weight"),
+    (r"decoder\.block\.(\d+)\.layer\.1\.layer_norm\.weight", r"dec.blk.\1.cross_attn_norm.weight"),
+    *((rf"{stack}\.block\.(\d+)\.layer\.{at}\.{hf}", rf"{short}.blk.\1.{gguf}")
+      for stack, short, at in (("encoder", "enc", 1), ("decoder", "dec", 2))
+      for hf, gguf in (
+          (r"DenseReluDense\.wi_0\.weight", "ffn_gate.weight"), (r"DenseReluDense\.wi_1\.weight", "ffn_up.weight"),
+          (r"DenseReluDense\.wi\.weight", "ffn_up.weight"), (r"DenseReluDense\.wo\.weight", "ffn_down.weight"),
+          (r"layer_norm\.weight", "ffn_norm.weight"),
+      )),
+)  # fmt: skip
+GGUF_MAX_DISTANCE = 128  # llama.cpp's llama_relative_position_bucket: relative_attention_max_distance is not stored, but fixed
+
+
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """T5's config.json keys from a t5 file, as llama.cpp reads it: block_count the encoder's layers, decoder_block_count the
+    decoder's; relative_buckets_count; relative_attention_max_distance 128, which llama.cpp fixes (the converter stores none);
+    the feed-forward gated GELU (tanh, T5's gelu_new) when the blocks have ffn_gate, else ReLU, as llama.cpp's graph chooses."""
+    eps_key = a + ("attention.layer_norm_rms_epsilon" if file.has_key(a + "attention.layer_norm_rms_epsilon") else "attention.layer_norm_epsilon")
+    keys: dict[str, Any] = {
+        "d_model": raw["hidden_size"], "num_layers": raw["num_hidden_layers"], "num_heads": raw["num_attention_heads"],
+        "num_decoder_layers": file.count(a + "decoder_block_count", default=raw["num_hidden_layers"]),
+        "d_kv": head_dim, "d_ff": raw["intermediate_size"], "n_positions": raw["max_position_embeddings"],
+        "layer_norm_epsilon": file.number(eps_key, default=1e-6),
+        "relative_attention_num_buckets": file.count(a + "attention.relative_buckets_count", default=DEFAULTS["buckets"], minimum=4),
+        "relative_attention_max_distance": GGUF_MAX_DISTANCE,
+        "feed_forward_proj": "gated-gelu" if "enc.blk.0.ffn_gate.weight" in file.tensors else "relu",
+    }  # fmt: skip
+    if file.has_key(a + "decoder_start_token_id"):
+        keys["decoder_start_token_id"] = file.count(a + "decoder_start_token_id", minimum=0)
+    if file.has_key("tokenizer.ggml.eos_token_id"):
+        keys["eos_token_id"] = file.count("tokenizer.ggml.eos_token_id", minimum=0)
+    return keys
+
+
+GGUF = (GgufArchitecture("t5", "t5", GGUF_NAMES, keys=gguf_keys),)
