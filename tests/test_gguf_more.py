@@ -1,4 +1,5 @@
-"""GGUF files of SmolLM3, Apertus and Ministral 3, as LlamaModel's converter (convert_hf_to_gguf.py) writes them, and ModernBERT's.
+"""GGUF files of issue 30's families read from folders before: SmolLM3, Apertus, Ministral 3, ModernBERT, Qwen3-Next, T5, each
+as llama.cpp's converter (convert_hf_to_gguf.py, its class for the family) writes it; and GLM-4.5's MTP blocks.
 
 tests/checkpoints/gguf/apertus.gguf is scripts/make_gguf.py's `write_llama_converted` on the apertus fixture: rows kept
 (ApertusModel sets undo_permute = False), llama3 scaling as rope_freqs, each layer's xIELU numbers as the metadata lists
