@@ -285,13 +285,59 @@ def write_modernbert(path: Path, folder: Path = HF / "modernbert") -> None:
     _finish(writer)
 
 
+def _sentencepiece_unigram(writer: Any, model: Path, config: dict[str, Any]) -> None:
+    """A SentencePiece unigram spiece.model as T5Model.set_vocab writes it, with the special ids the folder's config names."""
+    from sentencepiece import SentencePieceProcessor
+    from sentencepiece import sentencepiece_model_pb2 as proto
+
+    spec = proto.ModelProto()
+    spec.ParseFromString(model.read_bytes())
+    assert spec.trainer_spec.model_type == 1  # unigram
+    processor = SentencePieceProcessor(model_file=str(model))
+    size = config.get("vocab_size", processor.vocab_size())
+    tokens, scores, types = [f"[PAD{i}]" for i in range(size)], [-10000.0] * size, [5] * size  # 5: unused
+    for i in range(processor.vocab_size()):
+        tokens[i], scores[i] = processor.IdToPiece(i), processor.GetScore(i)
+        types[i] = 2 if processor.IsUnknown(i) else CONTROL if processor.IsControl(i) else 5 if processor.IsUnused(i) else 6 if processor.IsByte(i) else NORMAL
+    writer.add_tokenizer_model("t5")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tokens)
+    writer.add_token_scores(scores)
+    writer.add_token_types(types)
+    writer.add_add_space_prefix(spec.normalizer_spec.add_dummy_prefix)
+    writer.add_remove_extra_whitespaces(spec.normalizer_spec.remove_extra_whitespaces)
+    if spec.normalizer_spec.precompiled_charsmap:
+        writer.add_precompiled_charsmap(spec.normalizer_spec.precompiled_charsmap)
+    writer.add_eos_token_id(config["eos_token_id"])
+    writer.add_unk_token_id(processor.unk_id())
+    writer.add_pad_token_id(config["pad_token_id"])
+
+
+def t5_sentencepiece_folder(out: Path) -> Path:
+    """The t5 fixture as a published T5 ships it, with a SentencePiece unigram vocabulary: tests/checkpoints/t5/sentencepiece's
+    spiece.model (sentencepiece 0.2.3's trainer on a few English lines, unigram, nmt_nfkc normalisation, pad 0, eos 1, unk 2,
+    no bos; 54 pieces) and the tokenizer.json transformers 5.24 builds from it (T5TokenizerFast.from_pretrained of a folder
+    holding only spiece.model, extra_ids=0), and relative_attention_max_distance 128, which llama.cpp fixes."""
+    import shutil
+
+    folder = out / "t5-sentencepiece"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(HF / "t5" / "model.safetensors", folder)
+    for name in ("spiece.model", "tokenizer.json"):
+        shutil.copy(HF / "t5" / "sentencepiece" / name, folder)
+    config = json.loads((HF / "t5" / "config.json").read_text(encoding="utf-8")) | {"relative_attention_max_distance": 128}
+    (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    return folder
+
+
 def write_t5(path: Path, folder: Path = HF / "t5") -> None:
     """T5 as T5Model writes it: n_positions (512 when absent) as the context, d_model, d_ff, num_layers as block_count and
     num_decoder_layers as decoder_block_count, num_heads, d_kv as key and value length, layer_norm_epsilon (as both epsilons),
     relative_attention_num_buckets, decoder_start_token_id; one token table; gguf-py's enc.blk.N / dec.blk.N names. It stores
     no relative_attention_max_distance (llama.cpp fixes 128) and no feed_forward_proj (llama.cpp: gated GELU with ffn_gate).
-    T5Model.set_vocab reads SentencePiece models only (tokenizer model "t5"); the fixture's byte-level BPE vocabulary is
-    written as gpt2's."""
+    T5Model.set_vocab reads spiece.model (tokenizer model "t5": each piece, its score and type, padded with [PAD{i}] to
+    vocab_size, add_space_prefix, remove_extra_whitespaces, the precompiled character map; needs pip install sentencepiece);
+    a folder without one (the t5 fixture: byte-level BPE) has its vocabulary written as gpt2's."""
     import gguf
 
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
@@ -311,7 +357,10 @@ def write_t5(path: Path, folder: Path = HF / "t5") -> None:
     writer.add_layer_norm_rms_eps(config["layer_norm_epsilon"])
     writer.add_decoder_start_token_id(config["decoder_start_token_id"])
     writer.add_file_type(0)
-    _tokenizer(writer, tokenizer_metadata(folder))
+    if (folder / "spiece.model").is_file():
+        _sentencepiece_unigram(writer, folder / "spiece.model", config)
+    else:
+        _tokenizer(writer, tokenizer_metadata(folder))
     post = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["post_processor"]
     template = next(p for p in post.get("processors", [post]) if p["type"] == "TemplateProcessing")
     writer.add_add_eos_token("SpecialToken" in template["single"][-1])  # gguf-py's SpecialVocab reads "$A </s>" so
@@ -1170,6 +1219,10 @@ def main() -> None:
     write_glm4_moe(OUT / "glm4_moe.gguf")
     write_llama_converted("apertus", OUT / "apertus.gguf")
     write_modernbert(OUT / "modernbert.gguf")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        write_t5(OUT / "t5-sentencepiece.gguf", t5_sentencepiece_folder(Path(scratch)))  # needs pip install sentencepiece
     for path in sorted(OUT.glob("*.gguf")):
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size:,} bytes")
 

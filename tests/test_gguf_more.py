@@ -21,6 +21,7 @@ Gated DeltaNet layers before them computed from the regrouped tensors.
 
 A t5 file (`write_t5`) is written from a copy of the t5 fixture with relative_attention_max_distance 128, which llama.cpp
 fixes (the converter stores none): its encoder, decoder and cross-attention layers equal the folder's within 1e-9.
+tests/checkpoints/gguf/t5-sentencepiece.gguf has the SentencePiece unigram vocabulary a published T5's file has.
 """
 
 from __future__ import annotations
@@ -348,14 +349,53 @@ def test_a_t5_file_gives_its_folder_s_three_attentions(tmp_path):
     assert any("up to 128 positions apart" in note for note in load_layer(path, layer=1, text=text, attention="encoder").notes)
 
 
-def test_a_t5_file_s_sentencepiece_vocabulary_is_refused_in_one_line(tmp_path, monkeypatch):
-    """llama.cpp's T5 files carry a SentencePiece unigram vocabulary (tokenizer model "t5"), which attncli's GGUF tokenizer
-    does not read: one line naming the key, not a wrong tokenisation."""
-    monkeypatch.setattr(gguf.GGUFWriter, "add_tokenizer_model", lambda self, model: self.add_string("tokenizer.ggml.model", "t5"))
-    _, path = t5_file(tmp_path)
+SENTENCES = ("The cat sat on the mat, then the cat slept.", "  Ｔｈｅ  ﬁne cat —  ½ ", "the\tcat\n\nsat", "</s> cat</s>", "ünïcödé", "a  b", "")
+
+
+def test_a_t5_file_s_sentencepiece_vocabulary_tokenizes_as_transformers(tmp_path):
+    """tests/checkpoints/gguf/t5-sentencepiece.gguf carries a SentencePiece unigram vocabulary (tokenizer model "t5": scores,
+    types, add_space_prefix, remove_extra_whitespaces, the precompiled character map) as T5Model writes it: attncli's
+    tokenizer from it gives the ids of transformers' own tokenizer.json for the same spiece.model, NFKC, runs of
+    whitespace, special tokens and unknown characters included; and every layer of the three attentions equals the folder's."""
+    from tokenizers import Tokenizer
+
+    from attncli.sources.checkpoints.gguf import open_file
+    from attncli.sources.checkpoints.gguf_tokens import gguf_tokenizer
+
+    path = FIXTURES / "t5-sentencepiece.gguf"
+    assert open_file(path).value("tokenizer.ggml.model") == "t5"
+    reference = Tokenizer.from_file(str(HF / "t5" / "sentencepiece" / "tokenizer.json"))
+    built = gguf_tokenizer(open_file(path)).tokenizer
+    for sentence in SENTENCES:
+        assert built.encode(sentence).ids == reference.encode(sentence).ids, sentence
+    folder = make_gguf.t5_sentencepiece_folder(tmp_path)
+    text, target = SENTENCES[1], "The cat"
+    for attention, layers in T5_ATTENTIONS:
+        for layer in range(1, layers + 1):
+            chosen = None if attention == "encoder" else target
+            from_folder = load_layer(folder, layer=layer, text=text, target=chosen, attention=attention)
+            from_file = load_layer(path, layer=layer, text=text, target=chosen, attention=attention)
+            assert from_file.token_ids == from_folder.token_ids and from_file.labels == from_folder.labels
+            np.testing.assert_allclose(weights_of(from_file), weights_of(from_folder), rtol=0, atol=1e-9)
+
+
+def test_the_t5_sentencepiece_fixture_is_what_the_script_writes(tmp_path):
+    """The committed file is write_t5 on t5_sentencepiece_folder today (skips without sentencepiece, which reads spiece.model)."""
+    pytest.importorskip("sentencepiece", reason="writing a T5 vocabulary reads spiece.model with sentencepiece (pip install sentencepiece)")
+    make_gguf.write_t5(tmp_path / "t5.gguf", make_gguf.t5_sentencepiece_folder(tmp_path))
+    assert (tmp_path / "t5.gguf").read_bytes() == (FIXTURES / "t5-sentencepiece.gguf").read_bytes()
+
+
+def test_a_unigram_vocabulary_without_its_scores_is_one_line(tmp_path, monkeypatch):
+    """A "t5" vocabulary whose scores do not pair with its tokens is refused in one line naming the key."""
+    pytest.importorskip("sentencepiece", reason="writing a T5 vocabulary reads spiece.model with sentencepiece (pip install sentencepiece)")
+    original = gguf.GGUFWriter.add_token_scores
+    monkeypatch.setattr(gguf.GGUFWriter, "add_token_scores", lambda self, scores: original(self, scores[:-1]))
+    path = tmp_path / "t5.gguf"
+    make_gguf.write_t5(path, make_gguf.t5_sentencepiece_folder(tmp_path))
     with pytest.raises(AttnError) as caught:
         load_layer(path, layer=1, text="The cat", attention="encoder")
-    assert "\n" not in str(caught.value) and "the tokenizer model 't5' is not supported" in str(caught.value)
+    assert "\n" not in str(caught.value) and "tokenizer.ggml.scores" in str(caught.value)
 
 
 def test_live_transformers_on_the_t5_folder_equals_the_file(tmp_path):

@@ -9,7 +9,10 @@ from the same file (its GGUF loading, transformers/integrations/gguf), so the id
   the pre-tokenizer's regular expression where the name is one transformers knows, else GPT-2's;
 - `llama` (SentencePiece BPE: Llama 2, Mistral): byte fallback, "▁" for spaces, a prefix space
   on the first word, BOS added unless the file says not;
-- `bert` (WordPiece as llama.cpp stores it: "▁" marks a word's start, continuations bare).
+- `bert` (WordPiece as llama.cpp stores it: "▁" marks a word's start, continuations bare);
+- `t5` (SentencePiece unigram: T5, Flan-T5): each token's score, the unknown token by its type, the
+  normalizer's precompiled character map, split on whitespace (`remove_extra_whitespaces`), "▁" for spaces
+  and before the first word (`add_space_prefix`), as transformers' T5 tokenizer builds it from spiece.model.
 Control tokens become special tokens (never split); user-defined ones are added whole.
 
 Bounded: everything here is linear in the vocabulary's characters. The merges a SentencePiece file leaves
@@ -32,7 +35,7 @@ from attncli.sources.checkpoints.tokens import CheckpointTokenizer
 if TYPE_CHECKING:
     from attncli.sources.checkpoints.gguf import GgufFile
 
-CONTROL, USER_DEFINED = 3, 4
+UNKNOWN, CONTROL, USER_DEFINED, BYTE = 2, 3, 4, 6
 MERGE_WORK = 64  # characters compared per character of the vocabulary, at most, to find the merges of a file without them
 
 _LLAMA3_SPLIT = (
@@ -89,8 +92,11 @@ def gguf_tokenizer(file: GgufFile) -> CheckpointTokenizer:
     elif model == "bert":
         tokenizer = _wordpiece(file, tokens, types)
         default_bos = True
+    elif model == "t5":
+        tokenizer = _unigram(file, tokens, types)
+        default_bos = False
     else:
-        raise file.fail(f"the tokenizer model {model!r} is not supported", key="tokenizer.ggml.model", expected="gpt2, llama or bert")
+        raise file.fail(f"the tokenizer model {model!r} is not supported", key="tokenizer.ggml.model", expected="gpt2, llama, bert or t5")
     try:
         _add_special(tokenizer, tokens, types, byte_level=model == "gpt2")
         _post_processor(file, tokenizer, tokens, default_bos=default_bos, bert=model == "bert")
@@ -203,6 +209,38 @@ def _sentencepiece(file: GgufFile, tokens: list[str]) -> Any:
     prefix = file.value("tokenizer.ggml.add_space_prefix")
     tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first" if prefix is not False else "never", split=False)
     tokenizer.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(content=" ", left=1)])
+    return tokenizer
+
+
+def _unigram(file: GgufFile, tokens: list[str], types: list[int]) -> Any:
+    """SentencePiece unigram as T5Model writes it (spiece.model's pieces, scores and types, its normalizer's flags and
+    precompiled character map), rebuilt as transformers' T5 tokenizer: Precompiled, WhitespaceSplit, Metaspace."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+    scores = file.value("tokenizer.ggml.scores")
+    if not isinstance(scores, list) or len(scores) != len(tokens) or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in scores):
+        raise file.fail(f"{len(scores) if isinstance(scores, list) else scores!r} scores for {len(tokens)} tokens", key="tokenizer.ggml.scores",
+                        expected="one score per token")  # fmt: skip
+    unknown = [i for i, kind in enumerate(types) if kind == UNKNOWN]
+    given = file.value("tokenizer.ggml.unknown_token_id")
+    unk = unknown[0] if unknown else given if isinstance(given, int) and not isinstance(given, bool) and 0 <= given < len(tokens) else None
+    try:
+        tokenizer = Tokenizer(models.Unigram([(t, float(x)) for t, x in zip(tokens, scores)], unk_id=unk, byte_fallback=BYTE in types))
+    except Exception as error:
+        raise _refused(file, error) from None
+    charsmap = file.value("tokenizer.ggml.precompiled_charsmap")
+    if charsmap:
+        if not isinstance(charsmap, list | bytes) or not all(isinstance(b, int) and 0 <= b < 256 for b in charsmap):
+            raise file.fail("the precompiled character map is not bytes", key="tokenizer.ggml.precompiled_charsmap", expected="spiece.model's map, as bytes")
+        try:
+            tokenizer.normalizer = normalizers.Precompiled(bytes(charsmap))
+        except Exception as error:
+            raise file.fail(f"the tokenizers library refuses the precompiled character map: {error}", key="tokenizer.ggml.precompiled_charsmap") from None
+    prefix = file.value("tokenizer.ggml.add_space_prefix") is not False
+    metaspace = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always" if prefix else "never", split=True)
+    split = file.value("tokenizer.ggml.remove_extra_whitespaces") is not False  # runs of whitespace count once
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), metaspace]) if split else metaspace
+    tokenizer.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always" if prefix else "never", split=True)
     return tokenizer
 
 
