@@ -1,6 +1,6 @@
 """Write tiny GGUF files with llama.cpp's own writer (gguf-py's GGUFWriter), laid out as llama.cpp's converter lays them out.
 
-    pip install gguf tokenizers          # no torch, no transformers
+    pip install gguf tokenizers sentencepiece   # no torch, no transformers (sentencepiece reads T5's spiece.model)
     python scripts/make_gguf.py          # tests/checkpoints/gguf/*.gguf
 
 From the tiny Hugging Face fixtures of tests/checkpoints (llama, qwen2, mistral, gpt2, bert), each
