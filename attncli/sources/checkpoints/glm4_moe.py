@@ -8,6 +8,8 @@ grouped-query; scores × d_k^−½; causal. The MLP of the first `first_k_dense_
 after them DeepSeek V3's (deepseek.py): a float32 sigmoid router whose correction bias chooses but does not weigh,
 the chosen scores renormalised (norm_topk_prob) and × routed_scaling_factor, plus the shared experts. GLM-4.5 routes
 with one group (n_group 1); more groups are refused rather than guessed.
+Code, not a declaration (config.LlamaLike): DeepSeek V3's mixture of experts is a mechanism of its own, whose choices the
+header reports layer by layer, which no field of a declaration says.
 """
 
 from __future__ import annotations
