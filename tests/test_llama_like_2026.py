@@ -179,14 +179,13 @@ def test_ernie4_5_and_seed_oss_biases_and_pairs():
     assert miss("seed_oss", 1, dataclasses.replace(seed, b_Q=None, b_K=None)) > 1e-3
 
 
-def test_ministral3_refuses_positions_its_temperature_scales():
-    """Past YaRN's 16 original positions Ministral 3 scales its queries, which attncli does not compute: refused in one line."""
-    from attncli.errors import AttnError
-
+def test_ministral3_shows_no_temperature_where_it_is_1():
+    """Below YaRN's 16 original positions Ministral 3's query temperature is exactly 1: the layer is Mistral's, and says so."""
     text = str(golden("ministral3")["text"])
-    assert any("= 1 at every position here" in note for note in load_layer(HERE / "ministral3", layer=1, text=text).notes)
-    with pytest.raises(AttnError, match="llama_4_scaling_beta"):
-        load_layer(HERE / "ministral3", layer=1, text=text + " " + text)
+    case = load_layer(HERE / "ministral3", layer=1, text=text)
+    assert any("= 1 at every position here" in note for note in case.notes) and case.variants == ()
+    longer = load_layer(HERE / "ministral3", layer=1, text=text + " " + text)  # past 16 tokens: its temperature is on
+    assert [type(v).__name__ for v in longer.variants] == ["QueryTemperature"] and longer.variants[0].original == 16
 
 
 MECHANISMS = {
@@ -268,7 +267,7 @@ def test_model_info_places_hunyuan_s_qk_norm_after_rope(tmp_path):
     assert "qk_norm" not in [m["key"] for m in model_info(folder)["mechanisms"]]
 
 
-DECLARED = ("granite", "cohere2", "glm4", "ministral", "exaone4", "olmo3", "apertus", "ernie4_5", "seed_oss")
+DECLARED = ("granite", "cohere2", "glm4", "ministral", "ministral3", "exaone4", "olmo3", "apertus", "ernie4_5", "seed_oss")
 
 
 @pytest.mark.parametrize("name", DECLARED)

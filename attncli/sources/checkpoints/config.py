@@ -570,6 +570,19 @@ class LlamaLike:
     mlp: Mlp | None = None  # the MLP of layer `index`, (cfg, w, index, x) -> (L, d); None: Llama's SwiGLU (gate_proj, up_proj, down_proj)
     own_activation: str | None = None  # a hidden_act only its `mlp` computes (Apertus's xIELU), not one of ACTIVATIONS
     eps_key: str = "rms_norm_eps"  # the key of the norms' ε (Cohere2: layer_norm_eps)
+    query_temperature: Temperatures | None = None  # per layer, the query's temperature by position (Ministral 3; Llama 4's NoPE layers)
+
+
+class Temperature(NamedTuple):
+    """A query temperature by position: the query at position p × 1 + β·ln(1 + ⌊(p + shift) / n₀⌋) (core.variants.QueryTemperature)."""
+
+    beta: float  # β
+    original: int  # n₀
+    shift: int  # Llama 4: 1
+    source: str  # the config.json key β comes from, for the notes
+
+
+Temperatures = Callable[["_Reader", int], tuple[Temperature | None, ...]]  # (read, layers) -> per layer, its temperature or None
 
 
 Mlp = Callable[[Any, Any, int, Any], Any]  # (cfg, llama.py's Weights, layer index from 0, (L, d) x) -> (L, d): a family's own MLP
@@ -612,6 +625,7 @@ class LlamaSettings(NamedTuple):
     sliding_rope: RopeConfig | None = None  # the sliding layers' own RoPE (LlamaLike.sliding_rope)
     embedding: float = 1.0  # the token embeddings' multiplier (LlamaLike.embedding_multiplier)
     residual: float = 1.0  # each block's output's multiplier (LlamaLike.residual_multiplier)
+    temperatures: tuple[Temperature | None, ...] = ()  # per layer, its query temperature (LlamaLike.query_temperature); () without
 
 
 def declared_config(declared: LlamaLike, read: _Reader) -> ModelConfig[LlamaSettings]:
@@ -641,7 +655,8 @@ def declared_config(declared: LlamaLike, read: _Reader) -> ModelConfig[LlamaSett
     sliding = None if declared.sliding_rope is None else _rope(
         read, cfg.max_positions, per_type=declared.sliding_rope, theta=declared.defaults.get("theta", 10_000.0))
     embedding, residual = (1.0 if key is None else read.number(key, 1.0) for key in (declared.embedding_multiplier, declared.residual_multiplier))
-    return with_family(cfg, LlamaSettings(declared, rope_layers, divisor, sliding, embedding, residual))
+    temperatures = () if declared.query_temperature is None else declared.query_temperature(read, cfg.layers)
+    return with_family(cfg, LlamaSettings(declared, rope_layers, divisor, sliding, embedding, residual, temperatures))
 
 
 def _names_partial(read: _Reader) -> bool:

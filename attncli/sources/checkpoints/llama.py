@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from attncli.core.variants import QkNorm, Rope
+from attncli.core.variants import QkNorm, QueryTemperature, Rope
 from attncli.sources.checkpoints.blocks import (
     AttentionWeights,
     LayerInputs,
@@ -45,6 +45,7 @@ from attncli.sources.checkpoints.config import (
     LlamaSettings,
     ModelConfig,
     QkNormKind,
+    Temperature,
     Verification,
     _Reader,
     declared_config,
@@ -236,13 +237,23 @@ def declared_norm(cfg: ModelConfig[Any], w: Weights, name: str, x: np.ndarray) -
     return layer_norm(x, w.get(name + ".weight", (cfg.hidden_size,)), np.zeros(cfg.hidden_size), cfg.norm_eps)
 
 
+def with_temperature(cfg: ModelConfig[Any], index: int, attention: AttentionWeights, length: int) -> AttentionWeights:
+    """`attention` with layer `index`'s query temperature when its family declares one that is not 1 at every one of
+    `length` positions (below n₀ it is exactly 1: the layer is then shown, and computed, without it)."""
+    s = declared(cfg)
+    t = s.temperatures[index] if s.temperatures else None
+    if t is None or not t.beta or length - 1 + t.shift < t.original:
+        return attention
+    return dataclasses.replace(attention, variants=(*attention.variants, QueryTemperature(t.beta, t.original, t.shift)))
+
+
 def _declared_layer(cfg: ModelConfig[Any], w: Weights, index: int, h: np.ndarray, rope: Rope) -> np.ndarray:
     """(L, d) the residual after layer `index`: each block between the norms its family declares (before, after, both), its
     output × the residual multiplier; or, parallel, attention and MLP of one norm both added."""
     s, p = declared(cfg), f"layers.{index}."
     n, mlp = layer_norms(s.declared), s.declared.mlp or _mlp
     x = h if n.before_attention is None else declared_norm(cfg, w, p + n.before_attention, h)  # (L, d)
-    attended = self_attention(x, declared_attention(cfg, w, index, rope))  # (L, d)
+    attended = self_attention(x, with_temperature(cfg, index, declared_attention(cfg, w, index, rope), h.shape[0]))  # (L, d)
     if n.parallel:
         both: np.ndarray = h + attended + mlp(cfg, w, index, x)  # (L, d)
         return both
@@ -267,7 +278,7 @@ def declared_layer_inputs(cfg: ModelConfig[Any], checkpoint: TensorSource, ids: 
     for index in range(layer - 1):
         h = _declared_layer(cfg, w, index, h, rope)
     index = layer - 1
-    attention = declared_attention(cfg, w, index, rope)
+    attention = with_temperature(cfg, index, declared_attention(cfg, w, index, rope), len(ids))
     dtype = w.dtype(f"layers.{index}.self_attn.q_proj.weight")
     norm = layer_norms(s.declared).before_attention
     X = h if norm is None else declared_norm(cfg, w, f"layers.{index}.{norm}", h)  # (L, d)
@@ -296,7 +307,20 @@ def declared_notes(cfg: ModelConfig[Any], layer: int, rope: Rope, attention: Att
             note = (f"scores × {s.declared.score_multiplier} = {1 / s.divisor:g} (divided by {s.divisor:g}, not by √d_k = √{cfg.head_dim})"
                     if s.declared.score_multiplier else f"scores divided by {s.divisor:g} (not by √d_k = √{cfg.head_dim})")  # fmt: skip
         lines.append(note)
+    t = s.temperatures[layer - 1] if s.temperatures else None
+    if t is not None and t.beta:  # before the storage line, as the window's
+        lines.insert(len(lines) - 1, temperature_note(t, attention))
     return tuple(lines)
+
+
+def temperature_note(t: Temperature, attention: AttentionWeights) -> str:
+    """The header's line on a layer's query temperature: its rule, and what it comes to for this sentence."""
+    shifted = f"p + {t.shift}" if t.shift else "p"
+    rule = f"1 + {t.beta:g}·ln(1 + ⌊{shifted} / {t.original}⌋) ({t.source})"
+    if not any(isinstance(v, QueryTemperature) for v in attention.variants):
+        return f"query temperature {rule} = 1 at every position here (p < {t.original - t.shift})"
+    return (f"query temperature: after RoPE the query at position p (from 0) × {rule}: 1 below position {t.original - t.shift}, "
+            f"more at each further multiple of {t.original}; each row of scores × its query's τ")  # fmt: skip
 
 
 def fused_mlp(cfg: ModelConfig[Any], w: Weights, index: int, x: np.ndarray) -> np.ndarray:
