@@ -87,6 +87,16 @@ class DeltaRule:
             S = self.step(h, S, k_hat[j], V[j], j)
         return S
 
+    def recurrent(self, h: int, q_hat: np.ndarray, k_hat: np.ndarray, V: np.ndarray, divisor: float) -> tuple[list[np.ndarray], np.ndarray]:
+        """The recurrent form of head h, token by token (decode's): the states S_t (d_k, d_v) and the outputs S_tᵀq̂_t / s (L, d_v)."""
+        S = np.zeros((k_hat.shape[1], V.shape[1]))  # (d_k, d_v)
+        states, outputs = [], []
+        for t in range(k_hat.shape[0]):
+            S = self.step(h, S, k_hat[t], V[t], t)
+            states.append(S)
+            outputs.append(S.T @ q_hat[t] / divisor)  # (d_v,)
+        return states, np.array(outputs)
+
     def decayed(self, h: int, S: np.ndarray, t: int) -> np.ndarray:
         """(d_k, d_v) Diag(α_t)·S: each key channel's row of the state × token t's (from 0) decay (KDA); S itself without one."""
         alpha = self.decay(h)
