@@ -45,7 +45,8 @@ class QueryTemperature:
 
     def apply(self, scaled: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """(L_q, L_k) each row of the scaled scores × its query's τ, written into `out` when given."""
-        return np.multiply(scaled, self.factors(scaled.shape[0])[:, None], out=out)
+        tempered: np.ndarray = np.multiply(scaled, self.factors(scaled.shape[0])[:, None], out=out)  # (L_q, L_k)
+        return tempered
 
     def describe(self) -> str:
         shifted = f"p + {self.shift}" if self.shift else "p"
