@@ -18,7 +18,6 @@ from attncli.sources.checkpoints import llama
 from attncli.sources.checkpoints.config import (
     FLOAT32_SOFTMAX,
     O_PROJ,
-    Description,
     LayerNorms,
     LlamaLike,
     ModelConfig,
@@ -64,4 +63,3 @@ GGUF = (GgufArchitecture("cohere2", "cohere2", llama.GGUF_NAMES, keys=gguf_keys)
 # RoPE's rotation itself in float32 (q.float()), not only its table: Cohere2's and ERNIE 4.5's apply_rotary_pos_emb
 FLOAT32_ROPE_TURNED = "the rotary embedding computes its inverse frequencies, angles, cos and sin in float32, and turns q and k in float32"
 VERIFY = Verification(O_PROJ, ("LayerNorm casts the hidden state to float32 and normalises it there", FLOAT32_ROPE_TURNED, FLOAT32_SOFTMAX))
-DESCRIPTION = Description(interleaved_rope=lambda raw: True)

@@ -17,7 +17,6 @@ from attncli.sources.checkpoints.config import (
     FLOAT32_SOFTMAX,
     O_PROJ,
     Biases,
-    Description,
     LlamaLike,
     Verification,
     no_windows,
@@ -41,4 +40,3 @@ def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dic
 # Ernie4_5Model only renames: W_Q and W_K keep their rows, already in interleaved pairs, which llama.cpp turns as such
 GGUF = (GgufArchitecture("ernie4_5", "ernie4_5", llama.GGUF_NAMES, keys=gguf_keys),)
 VERIFY = Verification(O_PROJ, (FLOAT32_RMSNORM, FLOAT32_ROPE_TURNED, FLOAT32_SOFTMAX))
-DESCRIPTION = Description(interleaved_rope=lambda raw: True)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from attncli.sources.checkpoints import llama
-from attncli.sources.checkpoints.config import Biases, Description, LayerNorms, LlamaLike, ModelConfig, no_windows
+from attncli.sources.checkpoints.config import Biases, LayerNorms, LlamaLike, ModelConfig, no_windows
 from attncli.sources.checkpoints.gguf_family import GgufArchitecture, renamed
 
 DEFAULTS: dict[str, Any] = {
@@ -59,4 +59,3 @@ GGUF_NAMES = (
 )
 GGUF = (GgufArchitecture("glm4", "glm4", GGUF_NAMES, keys=llama.gguf_keys),)
 VERIFY = llama.VERIFY  # Llama's float32 steps: RMSNorm, RoPE, softmax
-DESCRIPTION = Description(interleaved_rope=lambda raw: True)
