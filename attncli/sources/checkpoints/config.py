@@ -646,7 +646,7 @@ def declared_config(declared: LlamaLike, read: _Reader) -> ModelConfig[LlamaSett
     if (b := declared.biases) is not None:
         qkv, output, mlp = (switch is not None and read.flag(*switch) for switch in (b.qkv, b.output, b.mlp))
         cfg = replace(cfg, qkv_bias=qkv, output_bias=output, mlp_bias=mlp)
-    if declared.partial_rotary is not None and cfg.rope is not None and not _names_partial(read):
+    if declared.partial_rotary is not None and cfg.rope is not None and not names_partial(read):
         cfg = replace(cfg, rope=replace(cfg.rope, partial=declared.partial_rotary))
     rope_layers = (True,) * cfg.layers if declared.rope_layers is None else declared.rope_layers(read, cfg.layers)
     divisor = None if declared.divisor is None else declared.divisor(read, cfg.head_dim)
@@ -659,8 +659,9 @@ def declared_config(declared: LlamaLike, read: _Reader) -> ModelConfig[LlamaSett
     return with_family(cfg, LlamaSettings(declared, rope_layers, divisor, sliding, embedding, residual, temperatures))
 
 
-def _names_partial(read: _Reader) -> bool:
-    """Whether config.json names a partial_rotary_factor, at the top level or among the RoPE settings."""
+def names_partial(read: _Reader) -> bool:
+    """Whether config.json names a partial_rotary_factor, at the top level or among the RoPE settings (GLM-4's and GLM-4.5's
+    default of 0.5 applies only when it does not)."""
     parameters = read.raw.get("rope_parameters") or read.raw.get("rope_scaling") or {}
     return "partial_rotary_factor" in read.raw or (isinstance(parameters, dict) and "partial_rotary_factor" in parameters)
 
