@@ -303,6 +303,8 @@ def declared_notes(cfg: ModelConfig[Any], layer: int, rope: Rope, attention: Att
     for note in notes(cfg, layer, rope, attention, dtype, first=first):
         if note.startswith("RoPE (") and s.sliding_rope is not None:
             note += f" (the {kind} layers' RoPE)"
+        elif note.startswith("RoPE (") and not all(s.rope_layers) and kind == "sliding":  # Cohere2, EXAONE 4: only the sliding ones turn
+            note += " (a sliding layer)"
         elif note.startswith("scores divided") and s.divisor is not None:
             note = (f"scores × {s.declared.score_multiplier} = {1 / s.divisor:g} (divided by {s.divisor:g}, not by √d_k = √{cfg.head_dim})"
                     if s.declared.score_multiplier else f"scores divided by {s.divisor:g} (not by √d_k = √{cfg.head_dim})")  # fmt: skip
