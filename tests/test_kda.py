@@ -96,4 +96,26 @@ def test_run_shows_the_decays_and_explain_the_decayed_state_s_step(cli, tmp_path
     assert shown.exit_code == 0 and "Decay of each key channel α (Kimi Delta Attention)" in shown.stdout
     explained = cli("explain", str(path), "--word", "sat", "--head", "1")
     assert explained.exit_code == 0 and "Kimi Delta Attention instead of the softmax" in explained.stdout
-    assert "decay (KDA's αₜ) = [0.900, 0.200]" in explained.stdout
+    assert "decay α of S's rows = [0.900, 0.200]" in explained.stdout
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "latex", "csv", "html", "svg", "json"])
+def test_every_command_and_format_renders(cli, fmt):
+    """run, explain and decode of the KDA example in every format: exit 0, something written, nothing on stderr."""
+    path = str(Path(__file__).parent / "scenarios" / "kda.yaml")
+    for command in (["run", path], ["explain", path, "--word", "sat"], ["decode", path]):
+        if fmt == "csv" and command[0] == "run":
+            command += ["--stages", "weights"]
+        result = cli(*command, "--format", fmt)
+        assert result.exit_code == 0 and result.stdout and not result.stderr, (command, fmt, result.output)
+
+
+def test_the_latex_renders_with_katex(cli, katex_modules):
+    """run's decay, similarity and T tables and explain's decayed state step, in LaTeX, render with KaTeX in strict mode."""
+    from tests import renderers
+
+    path = str(Path(__file__).parent / "scenarios" / "kda.yaml")
+    texts = [cli("run", path, "--format", "latex").stdout, cli("explain", path, "--word", "sat", "--format", "latex").stdout]
+    blocks = [block for text in texts for block in renderers.latex_display_blocks(text)]
+    errors = [(i, r.error) for i, r in enumerate(renderers.katex(katex_modules, blocks)) if r.error is not None]
+    assert errors == []

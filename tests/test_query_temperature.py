@@ -154,3 +154,27 @@ def test_live_transformers_still_gives_the_goldens():
     live = script.golden_with_inputs(LONG, expected["ids"].tolist())
     for key, array in live.items():
         np.testing.assert_allclose(array, expected[key], rtol=0, atol=1e-12, err_msg=key)
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "latex", "csv", "html", "svg", "json"])
+def test_every_command_and_format_renders(cli, tmp_path, fmt):
+    """run, explain and decode of a scenario with a query temperature in every format: exit 0, output, nothing on stderr."""
+    path = tmp_path / "t.yaml"
+    path.write_text(SCENARIO)
+    for command in (["run", str(path)], ["explain", str(path), "--word", "mat"], ["decode", str(path)]):
+        if fmt == "csv" and command[0] == "run":
+            command += ["--stages", "weights"]
+        result = cli(*command, "--format", fmt)
+        assert result.exit_code == 0 and result.stdout and not result.stderr, (command, fmt, result.output)
+
+
+def test_the_latex_renders_with_katex(cli, katex_modules, tmp_path):
+    """run's tempered scores and explain's τ step, in LaTeX, render with KaTeX in strict mode."""
+    from tests import renderers
+
+    path = tmp_path / "t.yaml"
+    path.write_text(SCENARIO)
+    texts = [cli("run", str(path), "--format", "latex").stdout, cli("explain", str(path), "--word", "mat", "--format", "latex").stdout]
+    blocks = [block for text in texts for block in renderers.latex_display_blocks(text)]
+    errors = [(i, r.error) for i, r in enumerate(renderers.katex(katex_modules, blocks)) if r.error is not None]
+    assert errors == []

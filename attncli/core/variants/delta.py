@@ -126,7 +126,7 @@ class DeltaRule:
         lines: list[tuple[str, ...]] = [
             (hat("q"), say.vec(t.phi_q[i])),
             (hat("k"), say.vec(t.phi_k[i])),
-            *([] if alpha is None else [(w.text("decay (KDA's αₜ)"), f"{say.vec(alpha[i])}: S's row c × its αₜ,c before k̂ reads it")]),
+            *([] if alpha is None else [(w.text("decay α of S's rows"), say.vec(alpha[i]))]),  # KDA: S′ = Diag(α_t)·S_{t−1}
             (w.text("recalled"), f"S{top}{hat('k')} = {say.vec(recalled)}"),
             (w.text("written"), f"{w.num(beta, p)} {w.times} ({say.vec(V[i])} {w.minus} {w.text('recalled')}) = {say.vec(delta)}"),
             (w.text("output"), f"(S + {hat('k')} {w.times} {w.text('written')}){top}{hat('q')} / {divisor:g} = {say.vec(out)}"),

@@ -69,10 +69,12 @@ class QueryTemperature:
         tau = float(self.factors(row + 1)[row])
         bucket = (position + self.shift) // self.original
         shifted = f"{position} + {self.shift}" if self.shift else f"{position}"
-        lines: list[tuple[str, ...]] = [
-            ("τ", f"1 + {self.beta:g}·ln(1 + ⌊{shifted} / {self.original}⌋) = 1 + {self.beta:g}·ln({1 + bucket}) "
-                  f"{say.relation(say.shown(tau), tau, name='τ')} {w.num(tau, p)}"),
-        ]  # fmt: skip
+        relation = f"{say.relation(say.shown(tau), tau, name='τ')} {w.num(tau, p)}"
+        if w.tex:
+            rule = rf"1 + {self.beta:g} \cdot \ln\left(1 + \lfloor {shifted} / {self.original} \rfloor\right) = 1 + {self.beta:g} \cdot \ln {1 + bucket}"
+        else:
+            rule = f"1 + {self.beta:g}·ln(1 + ⌊{shifted} / {self.original}⌋) = 1 + {self.beta:g}·ln({1 + bucket})"
+        lines: list[tuple[str, ...]] = [(r"\tau" if w.tex else "τ", f"{rule} {relation}")]
         scaled = expl.head.reshaped[self.key][expl.row]  # (L_k,) this query's scores × τ
         for key in say.shown_keys():
             value = float(scaled[key.position - 1])
@@ -88,8 +90,9 @@ class QueryTemperature:
             "Why models do it (Llama 4, Ministral 3): far beyond the length they were trained on, a query meets many more keys "
             "and its softmax flattens; a τ that grows with the log of the position keeps it able to single one out.",
         ]
-        formula = (r"\tau = 1 + \beta \ln\left(1 + \lfloor (p + s) / n_0 \rfloor\right)" if w.tex
-                   else "τ = 1 + β·ln(1 + ⌊(p + s) / n₀⌋)") + (
+        at = (f"(p + {self.shift})" if self.shift else "p")  # the position as the rule divides it
+        formula = (rf"\tau = 1 + \beta \ln\left(1 + \lfloor {at} / n_0 \rfloor\right)" if w.tex
+                   else f"τ = 1 + β·ln(1 + ⌊{at} / n₀⌋)") + (
             rf", \quad \beta = {self.beta:g},\ n_0 = {self.original}" if w.tex else f", β = {self.beta:g}, n₀ = {self.original}")  # fmt: skip
         return Narrated("The query temperature", formula, lines, notes)
 
