@@ -3,7 +3,8 @@ token, against a naive token-by-token reference (tests/reference.py), and shown 
 
 No published worked example of KDA with its numbers was found (searched: the Kimi Linear paper's notes, flash-linear-
 attention's docs, third-party write-ups give the recurrence only), so there is no golden test here; the reference is the
-paper's recurrence S_t = (I − β k_t k_tᵀ)·Diag(α_t)·S_{t−1} + β k_t v_tᵀ written out with loops.
+paper's recurrence S_t = (I − β k_t k_tᵀ)·Diag(α_t)·S_{t−1} + β k_t v_tᵀ written out with loops, and the live tier runs
+transformers' own (kimi_linear's reference loop) on the worked example.
 """
 
 from __future__ import annotations
@@ -119,3 +120,24 @@ def test_the_latex_renders_with_katex(cli, katex_modules):
     blocks = [block for text in texts for block in renderers.latex_display_blocks(text)]
     errors = [(i, r.error) for i, r in enumerate(renderers.katex(katex_modules, blocks)) if r.error is not None]
     assert errors == []
+
+
+def test_live_transformers_kimi_linear_recurrence_gives_the_same_outputs():
+    """transformers' own KDA (kimi_linear's recurrent_kimi_delta_attention, its reference PyTorch loop, which runs in float32)
+    gives every head's outputs of the example within float32's rounding (measured 3.1e-8; bound 1e-6); skips without torch."""
+    try:
+        import torch
+        from transformers.models.kimi_linear.modeling_kimi_linear import recurrent_kimi_delta_attention
+    except Exception as error:
+        pytest.skip(f"torch and transformers' kimi_linear are not importable ({error}); pip install torch==2.13.0 transformers")
+    s = from_text(KDA)
+    rule = s.variant(DeltaRule)
+    assert rule is not None
+    for head in engine.run(s).heads:
+        t = head.kernel
+        assert t is not None and t.phi_q is not None and t.phi_k is not None
+        q, k, v = (torch.tensor(x, dtype=torch.float64)[None, :, None, :] for x in (t.phi_q, t.phi_k, head.V))  # (1, L, 1, d)
+        log_decay = torch.log(torch.tensor(rule.decay(head.head)))[None, :, None, :]  # (1, L, 1, d_k): its g, the log of α
+        beta = torch.full((1, s.L, 1), rule.beta(head.head), dtype=torch.float64)
+        out, _ = recurrent_kimi_delta_attention(q, k, v, log_decay, beta, None, False, use_qk_l2norm_in_kernel=False)
+        np.testing.assert_allclose(out[0, :, 0].numpy(), head.output, rtol=0, atol=1e-6)  # its 1/√d_k is the scenario's scale
