@@ -540,7 +540,8 @@ class LlamaLike:
     Llama 3 is: RMSNorm before attention and before the MLP (input_layernorm, post_attention_layernorm), q, k, v and o
     projections (q_proj … o_proj under self_attn), RoPE rotate-half on every layer, grouped-query attention, scores ÷ √d_k,
     a causal mask, SwiGLU (gate_proj, up_proj, down_proj). A declaration says only what differs; a family whose difference
-    no field says (fused projections, four norms, an MoE) keeps its own read_config and layer_inputs (phi3.py, gemma3.py).
+    no field says (a fused q/k/v projection, Gemma's (1 + w) norms, an MoE whose choices the header reports) keeps its own
+    read_config and layer_inputs (phi3.py, gemma3.py, qwen3_moe.py, glm4_moe.py).
     """
 
     model_type: str
