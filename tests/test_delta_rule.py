@@ -95,4 +95,4 @@ def test_decode_report_names_the_rule_and_checks_every_step(cli):
     assert shown.exit_code == 0, shown.stderr
     text = " ".join(shown.stdout.split())  # the report wraps its lines
     assert "with a recurrent state" in text and "the delta rule keeps S_t = S_{t−1} + k̂_t ⊗ β(v_t − S_{t−1}ᵀk̂_t)" in text
-    assert "β = 0.5" in text and text.count("the parallel run's row") == 4
+    assert "β = 0.5" in text and text.count("the parallel run's row") == 4 and "the score the softmax sees" not in text

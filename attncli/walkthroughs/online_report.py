@@ -184,7 +184,7 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
     ]
     if dec.recurrent is not None:  # attention without softmax: a state of fixed size, not a cache
         intro = [_recurrent_intro(dec)]
-    if s.scale.mode != "none" or s.has_bias:
+    if (s.scale.mode != "none" or s.has_bias) and dec.recurrent is None:  # without softmax the table has no such score
         intro.append("Each step's table gives q·k and the score the softmax sees (q·k scaled" + (", plus the bias" if s.has_bias else "")
                      + "), then the weight.")  # fmt: skip
     if made_causal:
