@@ -94,7 +94,7 @@ def test_explain_narrates_tau_and_each_tempered_score(cli, tmp_path):
 
 @pytest.mark.parametrize(
     ("change", "words"),
-    [("{beta: -1, original: 2}", "a number from 0 up"), ("{beta: 0.1}", "no original"), ("{beta: 0.1, original: 0}", "original"),
+    [("{beta: -1, original: 2}", "a number from 0 to 1e6"), ("{beta: 1e300, original: 2}", "a number from 0 to 1e6"), ("{beta: 0.1}", "no original"), ("{beta: 0.1, original: 0}", "original"),
      ("0.1", "a mapping {beta")],
 )  # fmt: skip
 def test_a_bad_temperature_is_one_error_line(change, words):

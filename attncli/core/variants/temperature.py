@@ -101,7 +101,7 @@ class QueryTemperature:
     schema: ClassVar[Schema] = {
         "type": "object",
         "properties": {
-            "beta": {"type": "number", "minimum": 0, "description": "β: how fast τ grows with the log of the position."},
+            "beta": {"type": "number", "minimum": 0, "maximum": 1e6, "description": "β: how fast τ grows with the log of the position."},
             "original": {"type": "integer", "minimum": 1, "description": "n₀: τ is 1 below this position, then steps at each multiple."},
             "shift": {"type": "integer", "minimum": 0, "description": "Added to the position before the division (Llama 4: 1; default 0)."},
             "offset": {"type": "integer", "minimum": 0, "description": "The position of the first query (default 0)."},
@@ -125,8 +125,8 @@ class QueryTemperature:
             if needed not in given:
                 raise read.error(f"no {needed}", expected)
         beta = given["beta"].number()
-        if not (math.isfinite(beta) and beta >= 0):
-            raise given["beta"].error(f"found {given['beta'].text}", "a number from 0 up")
+        if not (math.isfinite(beta) and 0 <= beta <= 1e6):  # models use 0.1; far beyond, τ alone would overflow the scores
+            raise given["beta"].error(f"found {given['beta'].text}", "a number from 0 to 1e6")
         original = given["original"].whole(1)
         shift, offset = (given[name].whole(0) if name in given else 0 for name in ("shift", "offset"))
         return cls(float(beta), original, shift, offset)
