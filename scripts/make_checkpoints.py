@@ -725,6 +725,19 @@ FAMILIES_2026: dict[str, dict[str, Any]] = {
         ),  # fmt: skip
         "tokenizer": "llama",
     },
+    # Ministral 3 beyond its original length: n₀ = 4 original positions (YaRN factor 4) under a sentence of 13 tokens, so
+    # that the query temperature 1 + 0.1·ln(1 + ⌊p / 4⌋) is 1, ln 2, ln 3 and ln 4 steps up along it; no window, three layers
+    "ministral3-long": {
+        "build": family(
+            "Ministral3Config", "Ministral3ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64, sliding_window=None,
+            rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0, "original_max_position_embeddings": 4,
+                             "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.1},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+        "seed": 441,
+    },
 }
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 
@@ -1151,7 +1164,7 @@ def main() -> None:
             make_family_fixture(name, spec, spec.get("seed", seed))
     for seed, (name, spec) in enumerate(FAMILIES_2026.items(), start=301):
         if args.only in (None, name):
-            make_family_fixture(name, spec, seed)
+            make_family_fixture(name, spec, spec.get("seed", seed))
     if args.only in (None, "deepseek_v2"):
         make_deepseek_v2_lite()
 

@@ -533,3 +533,20 @@ def mla_qkv(s) -> tuple[list[list[float]], list[list[float]], list[list[float]]]
     Q = [sum((row[h * d_n : (h + 1) * d_n] + rot(q_R[p][h * d_r : (h + 1) * d_r], p) for h in range(H)), []) for p, row in enumerate(q_C)]
     K = [sum((row[h * d_n : (h + 1) * d_n] + k_R[p] for h in range(H)), []) for p, row in enumerate(k_C)]
     return Q, K, V
+
+
+def kda(Q: list[list[float]], K: list[list[float]], V: list[list[float]], beta: float, decay: list[list[float]], divisor: float) -> list[list[float]]:
+    """Kimi Delta Attention token by token, the paper's form: q and k divided by their length, then
+    S_t = (I − β k_t k_tᵀ)·Diag(α_t)·S_{t−1} + β k_t v_tᵀ and o_t = S_tᵀ q_t / divisor, from S = 0 (d_k × d_v lists).
+    With every α 1 it is the delta rule (DeltaNet)."""
+    d_k, d_v = len(K[0]), len(V[0])
+    S = [[0.0] * d_v for _ in range(d_k)]
+    out = []
+    for t in range(len(K)):
+        k = [x / math.sqrt(sum(y * y for y in K[t])) for x in K[t]]
+        q = [x / math.sqrt(sum(y * y for y in Q[t])) for x in Q[t]]
+        decayed = [[decay[t][a] * S[a][b] for b in range(d_v)] for a in range(d_k)]  # Diag(α_t)·S
+        k_dot = [sum(k[a] * decayed[a][b] for a in range(d_k)) for b in range(d_v)]  # kᵀ·Diag(α_t)·S
+        S = [[decayed[a][b] - beta * k[a] * k_dot[b] + beta * k[a] * V[t][b] for b in range(d_v)] for a in range(d_k)]
+        out.append([sum(S[a][b] * q[a] for a in range(d_k)) / divisor for b in range(d_v)])
+    return out

@@ -57,10 +57,42 @@ def test_a_mask_that_is_not_plainly_causal_is_refused():
     assert "delta rule" in str(caught.value) and "mask: causal" in str(caught.value)
 
 
-def test_explain_tells_the_state_s_step_and_decode_and_tiling_refuse(cli):
-    """explain narrates the delta rule's step; decode and --block-size say in one line that they do not show it."""
+def test_explain_tells_the_state_s_step_and_tiling_refuses(cli):
+    """explain narrates the delta rule's step; --block-size (the online softmax, which it has not) says so in one line."""
     explained = cli("explain", str(DELTA), "--word", "sat", "--head", "1")
     assert explained.exit_code == 0 and "The delta rule instead of the softmax" in explained.stdout and "recalled" in explained.stdout
-    for args in (("decode", str(DELTA)), ("run", str(DELTA), "--block-size", "2")):
-        refused = cli(*args)
-        assert refused.exit_code != 0 and refused.stderr.count("\n") == 1 and "delta_rule" in refused.stderr
+    refused = cli("run", str(DELTA), "--block-size", "2")
+    assert refused.exit_code != 0 and refused.stderr.count("\n") == 1 and "delta_rule" in refused.stderr
+
+
+@pytest.mark.parametrize("name", ["delta-rule.yaml", "kda.yaml"])
+def test_decode_steps_the_state_and_each_step_equals_the_unrolled_row(name):
+    """decode's state after each token is one step (DeltaRule.step) from the state of the prefix before it, recomputed from
+    scratch; its output S_tᵀq̂_t / s is row t of the parallel (unrolled) run; and the plain rule's states are the recurrence's."""
+    from attncli.core.decode import decode
+
+    s = load(str(Path(__file__).parent / "scenarios" / name))
+    result = engine.run(s)
+    rule = s.variant(DeltaRule)
+    assert rule is not None
+    for head in result.heads:
+        dec = decode(result, head.head)
+        assert dec.recurrent is not None and dec.recurrent.normalisers is None
+        t = head.kernel
+        assert t is not None
+        for i in range(s.L):
+            prefix = rule.state_before(head.head, t.phi_k, head.V, i)  # (d_k, d_v) S_{i−1}, from tokens 1 … i only
+            np.testing.assert_allclose(rule.step(head.head, prefix, t.phi_k[i], head.V[i], i), dec.recurrent.states[i], rtol=0, atol=1e-15)
+        np.testing.assert_allclose(dec.recurrent.outputs, head.output, rtol=0, atol=1e-13)
+        if rule.decays is None:
+            np.testing.assert_allclose(dec.recurrent.outputs, recurrence(head.Q, head.K, head.V, rule.beta(head.head), s.scale.divisor),
+                                       rtol=0, atol=1e-14)  # fmt: skip
+
+
+def test_decode_report_names_the_rule_and_checks_every_step(cli):
+    """attncli decode of the delta rule shows its state, not a cache, and each step's output against the parallel row."""
+    shown = cli("decode", str(DELTA), "--head", "2")
+    assert shown.exit_code == 0, shown.stderr
+    text = " ".join(shown.stdout.split())  # the report wraps its lines
+    assert "with a recurrent state" in text and "the delta rule keeps S_t = S_{t−1} + k̂_t ⊗ β(v_t − S_{t−1}ᵀk̂_t)" in text
+    assert "β = 0.5" in text and text.count("the parallel run's row") == 4 and "the score the softmax sees" not in text

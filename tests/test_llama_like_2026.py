@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from attncli.core import engine
-from attncli.sources.checkpoints import families
+from attncli.sources.checkpoints import config, families
 from attncli.sources.checkpoints.layer import load_layer, model_info
 from attncli.sources.checkpoints.scenario import layer_scenario
 
@@ -179,14 +179,13 @@ def test_ernie4_5_and_seed_oss_biases_and_pairs():
     assert miss("seed_oss", 1, dataclasses.replace(seed, b_Q=None, b_K=None)) > 1e-3
 
 
-def test_ministral3_refuses_positions_its_temperature_scales():
-    """Past YaRN's 16 original positions Ministral 3 scales its queries, which attncli does not compute: refused in one line."""
-    from attncli.errors import AttnError
-
+def test_ministral3_shows_no_temperature_where_it_is_1():
+    """Below YaRN's 16 original positions Ministral 3's query temperature is exactly 1: the layer is Mistral's, and says so."""
     text = str(golden("ministral3")["text"])
-    assert any("= 1 at every position here" in note for note in load_layer(HERE / "ministral3", layer=1, text=text).notes)
-    with pytest.raises(AttnError, match="llama_4_scaling_beta"):
-        load_layer(HERE / "ministral3", layer=1, text=text + " " + text)
+    case = load_layer(HERE / "ministral3", layer=1, text=text)
+    assert any("= 1 at every position here" in note for note in case.notes) and case.variants == ()
+    longer = load_layer(HERE / "ministral3", layer=1, text=text + " " + text)  # past 16 tokens: its temperature is on
+    assert [type(v).__name__ for v in longer.variants] == ["QueryTemperature"] and longer.variants[0].original == 16
 
 
 MECHANISMS = {
@@ -266,3 +265,25 @@ def test_model_info_places_hunyuan_s_qk_norm_after_rope(tmp_path):
     assert info["supported"] is False and "after RoPE" in qk_norm and "before RoPE" not in qk_norm
     (folder / "config.json").write_text(json.dumps({**config, "use_qk_norm": False}))
     assert "qk_norm" not in [m["key"] for m in model_info(folder)["mechanisms"]]
+
+
+DECLARED = ("granite", "cohere2", "glm4", "ministral", "ministral3", "exaone4", "olmo3", "apertus", "ernie4_5", "seed_oss")
+
+
+@pytest.mark.parametrize("name", DECLARED)
+def test_families_that_differ_by_fields_are_declarations(name):
+    """A family whose difference from Llama a LlamaLike field says is its declaration: no config reader or layer code of its own."""
+    module = families.ARCHITECTURES[name]
+    assert module.LLAMA_LIKE.model_type == name
+    assert not hasattr(module, "read_config") and not hasattr(module, "layer_inputs")
+    assert isinstance(families.read_config(HERE / name).family, config.LlamaSettings)
+
+
+def test_declared_multipliers_and_norms_say_what_they_do():
+    """The header says Granite's multipliers, GLM-4's second norms and Cohere2's parallel LayerNorm, from their declarations."""
+    granite, glm4, cohere2 = (load_layer(HERE / name, layer=2, text=str(golden(name)["text"])).notes for name in ("granite", "glm4", "cohere2"))
+    assert "× embedding_multiplier 3" in granite[0] and "× residual_multiplier 0.4" in granite[0]
+    assert any(note.startswith("scores × attention_multiplier = 0.2 (divided by 5") for note in granite)
+    assert "each block's output RMS-normed again" in glm4[0]
+    assert any(note.startswith("RoPE (interleaved pairs 2i, 2i + 1)") and "the first 4 of each head's 8 coordinates turned" in note for note in glm4)
+    assert cohere2[0].startswith("X = input_layernorm (LayerNorm, no bias)") and "both of the same normed input" in cohere2[0]

@@ -37,6 +37,7 @@ mask: {window: 1, sinks: 1, padding: [3]}
 bias: [[0.5, 0, 0, 1], [0, 0.25, -1, 0], [0, 0, 0, 0], [1, 1, 1, 1]]
 alibi: true
 rope: {offset: 100}
+query_temperature: {beta: 0.5, original: 2}
 softcap: 2.0
 b_Q: [0.1, 0, -0.2, 0.3]
 b_K: [0, 0.5, 0, -0.5]

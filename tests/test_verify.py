@@ -132,6 +132,7 @@ FAMILIES = [
     ("glm4_moe", 1e-5, ("q and k norms", "rotary", "softmax", "router")),
     ("ministral", 1e-5, ("RMSNorm", "rotary", "softmax")),
     ("ministral3", 1e-5, ("RMSNorm", "rotary", "softmax")),
+    ("ministral3-long", 1e-5, ("RMSNorm", "rotary", "softmax")),  # its query temperature on: 13 tokens past n₀ = 4
     ("exaone4", 1e-5, ("q and k norms", "rotary", "softmax")),
     ("olmo3", 1e-5, ("q and k norms", "rotary", "softmax")),
     ("apertus", 1e-5, ("q and k norms", "rotary", "softmax")),

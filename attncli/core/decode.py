@@ -226,13 +226,20 @@ def _switch(result: RunResult, before: RunResult, head: int) -> int:
 
 def _recurrent(result: RunResult, head: int) -> Recurrent | None:
     """The recurrent form of a head without softmax (its plain causal mask checked); None for a softmax head."""
+    from attncli.core.variants.delta import DeltaRule
     from attncli.core.variants.linear import LinearAttention, recurrent
 
     s = result.scenario
-    other = next((v for v in s.variants if v.stage == "kernel" and not isinstance(v, LinearAttention | Retention)), None)
-    if other is not None:  # the delta rule: its state step by step is explain's, not decode's yet
+    other = next((v for v in s.variants if v.stage == "kernel" and not isinstance(v, LinearAttention | Retention | DeltaRule)), None)
+    if other is not None:  # a kernel whose state decode does not know
         raise AttnError(f"decode of {other.key} is not built yet: explain shows its state's step for one token", key=other.key,
                         expected="attncli explain (or run) of this scenario")  # fmt: skip
+    rule = s.variant(DeltaRule)
+    if rule is not None:  # its own check of the mask ran in the run: a plain causal mask over the sentence's own keys
+        t = result.head(head).kernel
+        assert t is not None and t.phi_q is not None and t.phi_k is not None
+        states, outputs = rule.recurrent(head, t.phi_q, t.phi_k, result.head(head).V, s.scale.divisor)
+        return Recurrent(tuple(_frozen(S) for S in states), None, _frozen(outputs))
     kernel = s.variant(LinearAttention) or s.variant(Retention)
     if kernel is None:
         return None

@@ -16,7 +16,7 @@ from attncli.core import online, rounding
 from attncli.core.decode import Decode, DecodeStep
 from attncli.core.engine import RunResult
 from attncli.core.online import Tiling
-from attncli.core.variants import Alibi, LearnedSink, LinearAttention, Mla, QkNorm, Retention, Rope
+from attncli.core.variants import Alibi, DeltaRule, LearnedSink, LinearAttention, Mla, QkNorm, Retention, Rope
 from attncli.document.blocks import (
     DROPPED,
     EMPTY,
@@ -184,7 +184,7 @@ def decode_report(dec: Decode, *, precision: int, full: bool, made_causal: bool 
     ]
     if dec.recurrent is not None:  # attention without softmax: a state of fixed size, not a cache
         intro = [_recurrent_intro(dec)]
-    if s.scale.mode != "none" or s.has_bias:
+    if (s.scale.mode != "none" or s.has_bias) and dec.recurrent is None:  # without softmax the table has no such score
         intro.append("Each step's table gives q·k and the score the softmax sees (q·k scaled" + (", plus the bias" if s.has_bias else "")
                      + "), then the weight.")  # fmt: skip
     if made_causal:
@@ -250,6 +250,11 @@ def _recurrent_intro(dec: Decode) -> str:
     if s.variant(LinearAttention) is not None:
         rule = ("linear attention keeps S_t = S_{t−1} + φ(k_t)ᵀ v_t (d_k × d_v numbers) and z_t = z_{t−1} + φ(k_t) (d_k numbers), "
                 "and the new token's output is φ(q_t)·S_t / φ(q_t)·z_t")  # fmt: skip
+    elif (delta := s.variant(DeltaRule)) is not None:
+        decay = "S′ = Diag(α_t)·S_{t−1}, each key channel decayed at its own rate (Kimi Delta Attention), then " if delta.decays is not None else ""
+        before = "S′" if delta.decays is not None else "S_{t−1}"
+        rule = (f"the delta rule keeps {decay}S_t = {before} + k̂_t ⊗ β(v_t − {before}ᵀk̂_t) (d_k × d_v numbers, β = {delta.beta(dec.head):g}, "
+                "q and k L2-normalised), and the new token's output is S_tᵀq̂_t / s")  # fmt: skip
     else:
         gamma = retention.gamma(dec.head) if (retention := s.variant(Retention)) is not None else 1.0
         rule = f"retention keeps S_t = γ·S_{{t−1}} + k_tᵀ v_t (d_k × d_v numbers, γ = {gamma:g}), and the new token's output is q_t·S_t"
@@ -294,7 +299,7 @@ def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> list[
             notes.append(f"Key{'s' * (len(kept) > 1)} {span(np.array(kept))} stay{'s' * (len(kept) == 1)} in the cache outside the window: "
                          f"attention sink{'s' * (len(kept) > 1)}, seen by every query.")  # fmt: skip
     show_logit = s.scale.mode != "none" or s.has_bias
-    dot = "φ(q)·φ(k)" if s.variant(LinearAttention) is not None else "q·k / s" if s.variant(Retention) is not None and s.scale.mode != "none" else "q·k"
+    dot = "φ(q)·φ(k)" if s.variant(LinearAttention) is not None else ("q̂·k̂ / s" if delta.decays is None else "q̂·Diag(γ)·k̂ / s") if (delta := s.variant(DeltaRule)) is not None else "q·k / s" if s.variant(Retention) is not None and s.scale.mode != "none" else "q·k"
     show_logit = show_logit and dec.recurrent is None  # without softmax the similarity is what the weight is made of
     header = ["key", "position", dot] + (["score"] if show_logit else []) + ["weight", "k", "v"]  # score: what the softmax sees
     rows = []

@@ -36,6 +36,7 @@ class KernelHead(NamedTuple):
     weights: np.ndarray  # (L_q, L_k) similarities / row sum (linear), similarities ⊙ D (retention): out = weights·V
     softmax: np.ndarray  # (L_q, L_k) softmax(mask(Q·Kᵀ / s)) of the same q and k: what the softmax would have weighted, for contrast
     transform: np.ndarray | None = None  # (L_k, L_k) the delta rule's T (core.variants.delta): weights = similarities·T; None otherwise
+    channel_decay: np.ndarray | None = None  # (L_k, d_k) KDA's α: token t's decay of each key channel of the delta rule's state; None without
 
 
 def feature(name: str, x: np.ndarray) -> np.ndarray:

@@ -7,38 +7,28 @@ names none); grouped-query; √d_k; causal. ApertusMLP: down(xIELU(up(x))), no g
 numbers per layer (mlp.act_fn.alpha_p, alpha_n) and two stored constants (beta, eps):
     α_p = softplus(alpha_p), α_n = beta + softplus(alpha_n)
     xIELU(x) = α_p·x² + beta·x for x > 0, else (expm1(min(x, eps)) − x)·α_n + beta·x
+The module is its declaration (`LLAMA_LIKE`) and the one mechanism no field says, its MLP (`_mlp`, declared as its `mlp`):
+llama.py computes the rest.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from attncli.core.variants import Rope
 from attncli.sources.checkpoints import llama, qwen3
-from attncli.sources.checkpoints.blocks import LayerInputs, Weights, activate, self_attention, through
-from attncli.sources.checkpoints.config import Description, ModelConfig, _Reader, llama_like, no_windows
+from attncli.sources.checkpoints.blocks import Weights, activate
+from attncli.sources.checkpoints.config import Description, LayerNorms, LlamaLike, ModelConfig, no_windows
 from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Joined, Metadata
-from attncli.sources.checkpoints.source import TensorSource
 
-DEFAULTS: dict[str, Any] = {"layers": 32, "hidden": 4096, "heads": 32, "kv": None, "positions": 65536, "inter": 14336, "eps": 1e-5}  # ApertusConfig
+DEFAULTS: dict[str, Any] = {
+    "layers": 32, "hidden": 4096, "heads": 32, "kv": None, "positions": 65536, "inter": 14336, "eps": 1e-5, "act": "xielu",
+}  # ApertusConfig  # fmt: skip
 ROPE = {"rope_type": "llama3", "rope_theta": 12000000.0, "factor": 8.0, "original_max_position_embeddings": 8192,
         "low_freq_factor": 1.0, "high_freq_factor": 4.0}  # ApertusConfig's when config.json names none  # fmt: skip
-
-
-def read_config(read: _Reader) -> ModelConfig:
-    """Llama's keys with Apertus's defaults (its llama3 RoPE when none is named); hidden_act "xielu" (its default) read here."""
-    raw = dict(read.raw)
-    if not raw.get("rope_parameters") and not raw.get("rope_scaling"):
-        raw["rope_parameters"] = ROPE
-    xielu = raw.get("hidden_act", "xielu") == "xielu"
-    cfg = llama_like(_Reader({**raw, "hidden_act": "silu"} if xielu else raw, read.where), "apertus", DEFAULTS, windows=no_windows,
-                     attention_bias=True)  # fmt: skip
-    return dataclasses.replace(cfg, activation="xielu") if xielu else cfg
 
 
 def _xielu(w: Weights, p: str, x: np.ndarray) -> np.ndarray:
@@ -59,27 +49,10 @@ def _mlp(cfg: ModelConfig, w: Weights, index: int, x: np.ndarray) -> np.ndarray:
     return llama._linear(w, p + "down_proj", hidden, cfg.hidden_size, False)  # (L, d)
 
 
-def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) -> np.ndarray:
-    """(L, d) the residual after layer `index`: h + attention(attention_layernorm h), then + mlp(feedforward_layernorm h)."""
-    p = f"layers.{index}."
-    h = h + self_attention(llama._norm(cfg, w, p + "attention_layernorm", h), qwen3._attention(cfg, w, index, rope))  # (L, d)
-    out: np.ndarray = h + _mlp(cfg, w, index, llama._norm(cfg, w, p + "feedforward_layernorm", h))  # (L, d)
-    return out
-
-
-def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
-    """X = attention_layernorm (RMSNorm) of the residual entering `layer` (from 1), and that layer's attention with its QK-norm."""
-    w, rope = llama.weights_and_rope(cfg, checkpoint)
-    h = w.rows("embed_tokens.weight", ids, cfg.hidden_size)  # (L, d)
-    for index in range(layer - 1):
-        h = _layer(cfg, w, index, h, rope)
-    index = layer - 1
-    X = llama._norm(cfg, w, f"layers.{index}.attention_layernorm", h)  # (L, d)
-    attention = qwen3._attention(cfg, w, index, rope)
-    dtype = w.dtype(f"layers.{index}.self_attn.q_proj.weight")
-    first = (f"X = attention_layernorm (RMSNorm) of the residual entering layer {layer}: token embeddings{through(layer)}"
-             + (f", each MLP down({cfg.activation}(up(x)))" if layer > 1 else ""))  # fmt: skip
-    return LayerInputs(X=X, attention=attention, dtype=dtype, notes=llama.notes(cfg, layer, rope, attention, dtype, first=first))
+NORMS = LayerNorms("attention_layernorm", None, "feedforward_layernorm", None)
+# Llama's keys with Apertus's defaults (its llama3 RoPE when none is named); Qwen3's QK-norm; its norms' names; its own MLP
+LLAMA_LIKE = LlamaLike("apertus", "Apertus", DEFAULTS, windows=no_windows, qk_norm=qwen3.QK_NORM, attention_bias=True, rope_default=ROPE,
+                       layer_norms=NORMS, mlp=_mlp, own_activation="xielu")  # fmt: skip
 
 
 def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:

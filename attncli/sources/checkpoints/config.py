@@ -540,7 +540,8 @@ class LlamaLike:
     Llama 3 is: RMSNorm before attention and before the MLP (input_layernorm, post_attention_layernorm), q, k, v and o
     projections (q_proj … o_proj under self_attn), RoPE rotate-half on every layer, grouped-query attention, scores ÷ √d_k,
     a causal mask, SwiGLU (gate_proj, up_proj, down_proj). A declaration says only what differs; a family whose difference
-    no field says (fused projections, four norms, an MoE) keeps its own read_config and layer_inputs (phi3.py, gemma3.py).
+    no field says (a fused q/k/v projection, Gemma's (1 + w) norms, an MoE whose choices the header reports) keeps its own
+    read_config and layer_inputs (phi3.py, gemma3.py, qwen3_moe.py, glm4_moe.py).
     """
 
     model_type: str
@@ -557,6 +558,63 @@ class LlamaLike:
     mlp_bias: bool = False  # config.json's mlp_bias read
     rope_per_type: str | None = None  # the layer type whose RoPE settings apply, when they are given per type
     longrope: bool = False  # longrope's per-length factors read (Phi-3)
+    # -- what issue 30's families added (each shared by two or more of them, or by a family with code of its own)
+    rope_style: str = "half"  # "interleaved": RoPE turns pairs (2i, 2i + 1) (Cohere2, GLM-4, ERNIE 4.5; rope.py's Rope.style)
+    partial_rotary: float | None = None  # the fraction of each head turned when config.json names none (GLM-4, GLM-4.5)
+    rope_default: Mapping[str, Any] | None = None  # rope_parameters when config.json names none (Apertus's llama3, Ministral 3's YaRN)
+    sliding_rope: str | None = None  # the layer type whose own RoPE settings the sliding layers take (OLMo 3; Gemma 3's local base)
+    biases: Biases | None = None  # which keys switch q/k/v, o and MLP biases, when not Llama's attention_bias (Seed-OSS, ERNIE 4.5, GLM)
+    score_multiplier: str | None = None  # the key whose number multiplies the scores in place of 1/√d_k (Granite's attention_multiplier)
+    embedding_multiplier: str | None = None  # the key whose number multiplies the token embeddings (Granite)
+    residual_multiplier: str | None = None  # the key whose number multiplies each block's output before the residual (Granite)
+    layer_norms: LayerNorms | None = None  # the norms by name, where `norms` says too little (GLM-4's four, Apertus's names, Cohere2's)
+    mlp: Mlp | None = None  # the MLP of layer `index`, (cfg, w, index, x) -> (L, d); None: Llama's SwiGLU (gate_proj, up_proj, down_proj)
+    own_activation: str | None = None  # a hidden_act only its `mlp` computes (Apertus's xIELU), not one of ACTIVATIONS
+    eps_key: str = "rms_norm_eps"  # the key of the norms' ε (Cohere2: layer_norm_eps)
+    query_temperature: Temperatures | None = None  # per layer, the query's temperature by position (Ministral 3; Llama 4's NoPE layers)
+
+
+class Temperature(NamedTuple):
+    """A query temperature by position: the query at position p × 1 + β·ln(1 + ⌊(p + shift) / n₀⌋) (core.variants.QueryTemperature)."""
+
+    beta: float  # β
+    original: int  # n₀
+    shift: int  # Llama 4: 1
+    source: str  # the config.json key β comes from, for the notes
+
+
+Temperatures = Callable[["_Reader", int], tuple[Temperature | None, ...]]  # (read, layers) -> per layer, its temperature or None
+
+
+Mlp = Callable[[Any, Any, int, Any], Any]  # (cfg, llama.py's Weights, layer index from 0, (L, d) x) -> (L, d): a family's own MLP
+
+
+class Biases(NamedTuple):
+    """Which config.json keys switch a declared family's biases on, each (key, transformers' default); None: never biased."""
+
+    qkv: tuple[str, bool] | None  # q_proj, k_proj, v_proj
+    output: tuple[str, bool] | None  # o_proj
+    mlp: tuple[str, bool] | None = None  # gate, up and down projections
+
+
+class LayerNorms(NamedTuple):
+    """A declared family's norms by weight name under layers.<i>. (None: absent), and their kind."""
+
+    before_attention: str | None = "input_layernorm"
+    after_attention: str | None = None  # on the attention's output, before it joins the residual (GLM-4, OLMo 2)
+    before_mlp: str | None = "post_attention_layernorm"  # None with `parallel`: the MLP reads before_attention's output
+    after_mlp: str | None = None
+    kind: str = "RMSNorm"  # or "LayerNorm, no bias" (Cohere's: mean removed, divided by the standard deviation, × w)
+    parallel: bool = False  # attention and MLP both read one norm of the layer input and both add to the residual (Cohere2)
+
+
+PRE_NORMS = LayerNorms()  # Llama's
+POST_NORMS = LayerNorms(None, "post_attention_layernorm", None, "post_feedforward_layernorm")  # OLMo 2's
+
+
+def layer_norms(declared: LlamaLike) -> LayerNorms:
+    """A declared family's norms: its `layer_norms`, else Llama's ("pre") or OLMo 2's ("post")."""
+    return declared.layer_norms or (POST_NORMS if declared.norms == "post" else PRE_NORMS)
 
 
 class LlamaSettings(NamedTuple):
@@ -565,17 +623,73 @@ class LlamaSettings(NamedTuple):
     declared: LlamaLike
     rope_layers: tuple[bool, ...]  # per layer, whether RoPE turns q and k
     divisor: float | None  # the scores' divisor when the family declares one; None: √d_k
+    sliding_rope: RopeConfig | None = None  # the sliding layers' own RoPE (LlamaLike.sliding_rope)
+    embedding: float = 1.0  # the token embeddings' multiplier (LlamaLike.embedding_multiplier)
+    residual: float = 1.0  # each block's output's multiplier (LlamaLike.residual_multiplier)
+    temperatures: tuple[Temperature | None, ...] = ()  # per layer, its query temperature (LlamaLike.query_temperature); () without
 
 
 def declared_config(declared: LlamaLike, read: _Reader) -> ModelConfig[LlamaSettings]:
     """A declared Llama-like family's config: the shared keys with its defaults and rules, and its per-layer settings."""
+    if declared.rope_default is not None and not read.raw.get("rope_parameters") and not read.raw.get("rope_scaling"):
+        read = _Reader({**read.raw, "rope_parameters": dict(declared.rope_default)}, read.where)
+    own = declared.own_activation is not None and read.raw.get("hidden_act", declared.defaults.get("act")) == declared.own_activation
+    if own:  # checked by the family's own MLP, not against ACTIVATIONS
+        read = _Reader({**read.raw, "hidden_act": "silu"}, read.where)
     cfg = llama_like(
         read, declared.model_type, declared.defaults, windows=declared.windows, attention_bias=declared.attention_bias,
         qkv_bias=declared.qkv_bias, mlp_bias=declared.mlp_bias, rope_per_type=declared.rope_per_type, longrope=declared.longrope,
     )  # fmt: skip
+    if own:
+        cfg = replace(cfg, activation=str(declared.own_activation))
+    if declared.eps_key != "rms_norm_eps":
+        cfg = replace(cfg, norm_eps=read.number(declared.eps_key, declared.defaults.get("eps", 1e-5)))
+    if (b := declared.biases) is not None:
+        qkv, output, mlp = (switch is not None and read.flag(*switch) for switch in (b.qkv, b.output, b.mlp))
+        cfg = replace(cfg, qkv_bias=qkv, output_bias=output, mlp_bias=mlp)
+    if declared.partial_rotary is not None and cfg.rope is not None and not names_partial(read):
+        cfg = replace(cfg, rope=replace(cfg.rope, partial=declared.partial_rotary))
     rope_layers = (True,) * cfg.layers if declared.rope_layers is None else declared.rope_layers(read, cfg.layers)
     divisor = None if declared.divisor is None else declared.divisor(read, cfg.head_dim)
-    return with_family(cfg, LlamaSettings(declared, rope_layers, divisor))
+    if declared.score_multiplier is not None:
+        divisor = 1.0 / read.number(declared.score_multiplier, 1.0)
+    sliding = None if declared.sliding_rope is None else _rope(
+        read, cfg.max_positions, per_type=declared.sliding_rope, theta=declared.defaults.get("theta", 10_000.0))
+    embedding, residual = (1.0 if key is None else read.number(key, 1.0) for key in (declared.embedding_multiplier, declared.residual_multiplier))
+    temperatures = () if declared.query_temperature is None else declared.query_temperature(read, cfg.layers)
+    return with_family(cfg, LlamaSettings(declared, rope_layers, divisor, sliding, embedding, residual, temperatures))
+
+
+def names_partial(read: _Reader) -> bool:
+    """Whether config.json names a partial_rotary_factor, at the top level or among the RoPE settings (GLM-4's and GLM-4.5's
+    default of 0.5 applies only when it does not)."""
+    parameters = read.raw.get("rope_parameters") or read.raw.get("rope_scaling") or {}
+    return "partial_rotary_factor" in read.raw or (isinstance(parameters, dict) and "partial_rotary_factor" in parameters)
+
+
+def every_nth_full(pattern_key: str | None = "sliding_window_pattern", every: int = 4, *, nullable: bool = False) -> Windows:
+    """`layer_types` with one sliding_window (4096 when left out), else every `every`-th layer (`pattern_key`'s number when
+    given) full and the others sliding (Cohere2, EXAONE 4, OLMo 3); with `nullable`, a null window: every layer full (EXAONE 4)."""
+
+    def windows(read: _Reader, layers: int) -> tuple[int | None, ...]:
+        size = read.raw.get("sliding_window", 4096)
+        if nullable and size is None:
+            return (None,) * layers
+        window = _window(read, "sliding_window", size)
+        kinds = read.raw.get("layer_types")
+        if kinds is None:
+            n = every if pattern_key is None else read.count(pattern_key, default=every, most=MOST["layers"])
+            kinds = ["full_attention" if (i + 1) % n == 0 else "sliding_attention" for i in range(layers)]
+        if not isinstance(kinds, list) or len(kinds) != layers:
+            raise read.fail("layer_types", f"found {_shown(kinds)}", f"a list of {layers} layer kinds")
+        return tuple(window if kind == "sliding_attention" else None for kind in kinds)
+
+    return windows
+
+
+def sliding_only(windows: Windows) -> RopeLayers:
+    """RoPE on the layers `windows` gives a window, none on the global ones (NoPE: Cohere2, EXAONE 4)."""
+    return lambda read, layers: tuple(window is not None for window in windows(read, layers))
 
 
 def every_nth_without_rope(key: str = "no_rope_layers", interval_key: str = "no_rope_layer_interval", interval: int = 4) -> RopeLayers:

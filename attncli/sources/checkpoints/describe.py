@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from attncli.sources.checkpoints.config import ModelConfig, whole
+from attncli.sources.checkpoints.config import LlamaSettings, ModelConfig, whole
 from attncli.sources.checkpoints.families import ARCHITECTURES, description
 from attncli.sources.checkpoints.rope import rope_spec
 
@@ -428,7 +428,7 @@ def describe_config(cfg: ModelConfig, raw: Mapping[str, Any] | None = None) -> d
     rope = None
     if cfg.rope is not None:
         spec = rope_spec(cfg.rope, cfg.head_dim)
-        style = spec.style
+        style = cfg.family.declared.rope_style if isinstance(cfg.family, LlamaSettings) else spec.style  # a declaration says its pairs
         interleaved = description(cfg.model_type).interleaved_rope
         if interleaved is not None and interleaved(raw or {}):
             style = "interleaved"  # the family turns interleaved pairs (DeepSeek's MLA rope part)

@@ -14,7 +14,8 @@ descendants), gguf_family.py the vocabulary of their GGUF readers.
 
 A Llama-like family may be a declaration instead of code: its module's `LLAMA_LIKE` (a config.LlamaLike: how it differs
 from Llama, per-layer RoPE or none, windows, QK-norm, norms, divisor, biases) stands in for `read_config` and
-`layer_inputs`, which llama.py then computes (qwen3.py, olmo2.py, smollm3.py).
+`layer_inputs`, which llama.py then computes (qwen3.py, olmo2.py, smollm3.py, and of issue 30's families granite.py,
+cohere2.py, glm4.py, ministral.py, exaone4.py, olmo3.py, apertus.py with its own MLP, ernie4_5.py, seed_oss.py).
 """
 
 from __future__ import annotations

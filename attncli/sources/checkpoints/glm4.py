@@ -6,80 +6,28 @@ projections with biases (attention_bias, true by default), o_proj without; RoPE 
 r = head_dim · partial_rotary_factor coordinates of each head (0.5 when config.json names none), in interleaved
 pairs (2i, 2i + 1) turned by ω_i = θ^(−2i/r) (its cos is the first r/2 columns repeat_interleave'd); the rest
 carry no position; grouped-query; scores × d_k^−½; causal. Glm4MLP: gate_up_proj(x) chunked in two, down(up·act(gate)).
+The module is its declaration (`LLAMA_LIKE`): llama.py computes it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from attncli.core.variants import Rope
 from attncli.sources.checkpoints import llama
-from attncli.sources.checkpoints.blocks import AttentionWeights, LayerInputs, Weights, activate, self_attention, through
-from attncli.sources.checkpoints.config import Description, ModelConfig, _Reader, llama_like, no_windows
+from attncli.sources.checkpoints.config import Biases, LayerNorms, LlamaLike, ModelConfig, no_windows
 from attncli.sources.checkpoints.gguf_family import GgufArchitecture, renamed
-from attncli.sources.checkpoints.source import TensorSource
 
 DEFAULTS: dict[str, Any] = {
     "layers": 40, "hidden": 4096, "heads": 32, "kv": 2, "positions": 131072, "inter": 13696, "head_dim": 128, "eps": 1.5625e-07,
 }  # Glm4Config  # fmt: skip
 
 
-def read_config(read: _Reader) -> ModelConfig:
-    """Llama's keys with GLM-4's defaults: q, k and v biased unless attention_bias is false (o never); partial rotary 0.5 unless given."""
-    cfg = llama_like(read, "glm4", DEFAULTS, windows=no_windows)
-    assert cfg.rope is not None
-    parameters = read.raw.get("rope_parameters") or read.raw.get("rope_scaling") or {}
-    named = "partial_rotary_factor" in read.raw or (isinstance(parameters, dict) and "partial_rotary_factor" in parameters)
-    rope = cfg.rope if named else dataclasses.replace(cfg.rope, partial=0.5)  # Glm4Config's default for its checkpoints
-    return dataclasses.replace(cfg, rope=rope, qkv_bias=read.flag("attention_bias", True), output_bias=False)
-
-
-def rope_of(cfg: ModelConfig, checkpoint: TensorSource) -> tuple[Weights, Rope]:
-    """The checkpoint's tensors and its RoPE on interleaved pairs of the rotated part."""
-    w, rope = llama.weights_and_rope(cfg, checkpoint)
-    return w, dataclasses.replace(rope, style="interleaved")
-
-
-def _mlp(cfg: ModelConfig, w: Weights, index: int, x: np.ndarray) -> np.ndarray:
-    """(L, d) down(up·act(gate)) of layer `index`, gate and up the two halves of the fused gate_up_proj."""
-    d, inner, p = cfg.hidden_size, cfg.intermediate_size, f"layers.{index}.mlp."
-    gate_up = w.product(p + "gate_up_proj.weight", x, (2 * inner, d))  # (L, 2·inner)
-    hidden = gate_up[:, inner:] * activate(cfg.activation, gate_up[:, :inner])  # (L, inner) up·act(gate)
-    out: np.ndarray = w.product(p + "down_proj.weight", hidden, (d, inner))  # (L, d)
-    return out
-
-
-def _layer(cfg: ModelConfig, w: Weights, index: int, h: np.ndarray, rope: Rope) -> np.ndarray:
-    """(L, d) the residual after layer `index`: each block between its own pre- and post-norm."""
-    p = f"layers.{index}."
-    attended = self_attention(llama._norm(cfg, w, p + "input_layernorm", h), llama._attention(cfg, w, index, rope))  # (L, d)
-    h = h + llama._norm(cfg, w, p + "post_self_attn_layernorm", attended)  # (L, d)
-    mixed = _mlp(cfg, w, index, llama._norm(cfg, w, p + "post_attention_layernorm", h))  # (L, d)
-    out: np.ndarray = h + llama._norm(cfg, w, p + "post_mlp_layernorm", mixed)  # (L, d)
-    return out
-
-
-def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
-    """X = input_layernorm (RMSNorm) of the residual entering `layer` (from 1), and that layer's attention."""
-    w, rope = rope_of(cfg, checkpoint)
-    h = w.rows("embed_tokens.weight", ids, cfg.hidden_size)  # (L, d)
-    for index in range(layer - 1):
-        h = _layer(cfg, w, index, h, rope)
-    index = layer - 1
-    X = llama._norm(cfg, w, f"layers.{index}.input_layernorm", h)  # (L, d)
-    attention: AttentionWeights = llama._attention(cfg, w, index, rope)
-    dtype = w.dtype(f"layers.{index}.self_attn.q_proj.weight")
-    first = (f"X = input_layernorm (RMSNorm) of the residual entering layer {layer}: token embeddings{through(layer)}"
-             + (", each block's output RMS-normed again before it joins the residual" if layer > 1 else ""))  # fmt: skip
-    r = rope.width(cfg.head_dim)
-    turned = (f"RoPE on interleaved pairs (2i, 2i + 1) of the first {r} of each head's {cfg.head_dim} coordinates (partial rotary), "
-              f"at positions 0, 1, 2, …: θ = {rope.theta:g}; the other {cfg.head_dim - r} carry no position")  # fmt: skip
-    notes = tuple(turned if note.startswith("RoPE (rotate-half)") else note for note in llama.notes(cfg, layer, rope, attention, dtype, first=first))
-    return LayerInputs(X=X, attention=attention, dtype=dtype, notes=notes)
+NORMS = LayerNorms("input_layernorm", "post_self_attn_layernorm", "post_attention_layernorm", "post_mlp_layernorm")
+# Llama's keys with GLM-4's defaults: q, k and v biased unless attention_bias is false (o never); half of each head turned, in
+# interleaved pairs, unless config.json names its partial_rotary_factor; four norms; the fused MLP
+LLAMA_LIKE = LlamaLike("glm4", "GLM-4", DEFAULTS, windows=no_windows, rope_style="interleaved", partial_rotary=0.5,
+                       biases=Biases(qkv=("attention_bias", True), output=None), layer_norms=NORMS, mlp=llama.fused_mlp)  # fmt: skip
 
 
 def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None) -> list[str]:
@@ -111,4 +59,3 @@ GGUF_NAMES = (
 )
 GGUF = (GgufArchitecture("glm4", "glm4", GGUF_NAMES, keys=llama.gguf_keys),)
 VERIFY = llama.VERIFY  # Llama's float32 steps: RMSNorm, RoPE, softmax
-DESCRIPTION = Description(interleaved_rope=lambda raw: True)

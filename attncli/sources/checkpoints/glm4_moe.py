@@ -8,6 +8,8 @@ grouped-query; scores × d_k^−½; causal. The MLP of the first `first_k_dense_
 after them DeepSeek V3's (deepseek.py): a float32 sigmoid router whose correction bias chooses but does not weigh,
 the chosen scores renormalised (norm_topk_prob) and × routed_scaling_factor, plus the shared experts. GLM-4.5 routes
 with one group (n_group 1); more groups are refused rather than guessed.
+Code, not a declaration (config.LlamaLike): DeepSeek V3's mixture of experts is a mechanism of its own, whose choices the
+header reports layer by layer, which no field of a declaration says.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from attncli.sources.checkpoints.config import (
     Verification,
     _Reader,
     llama_like,
+    names_partial,
     no_windows,
 )
 from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata, renamed
@@ -45,8 +48,7 @@ def read_config(read: _Reader) -> ModelConfig:
     """Llama's keys with GLM-4.5's defaults, partial rotary 0.5 unless named, o_proj unbiased; its QK-norm switch and experts."""
     cfg = llama_like(read, "glm4_moe", DEFAULTS, windows=no_windows)
     assert cfg.rope is not None
-    parameters = read.raw.get("rope_parameters") or read.raw.get("rope_scaling") or {}
-    named = "partial_rotary_factor" in read.raw or (isinstance(parameters, dict) and "partial_rotary_factor" in parameters)
+    named = names_partial(read)
     experts = _count(read, "n_routed_experts", 128)
     groups = _count(read, "n_group", 1, most=experts)
     if groups != 1:

@@ -20,12 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from attncli.core.variants import QkNorm, Rope
+from attncli.core.variants import QkNorm, QueryTemperature, Rope
 from attncli.sources.checkpoints.blocks import (
     AttentionWeights,
     LayerInputs,
     Weights,
     activate,
+    layer_norm,
     rms_norm,
     self_attention,
     sharing_note,
@@ -44,10 +45,12 @@ from attncli.sources.checkpoints.config import (
     LlamaSettings,
     ModelConfig,
     QkNormKind,
+    Temperature,
     Verification,
     _Reader,
     declared_config,
     every_layer,
+    layer_norms,
     no_windows,
     sliding_layers,
 )
@@ -161,7 +164,7 @@ def notes(cfg: ModelConfig, layer: int, rope: Rope, attention: AttentionWeights,
         for note in (
             first or f"X = input_layernorm (RMSNorm) of the residual entering layer {layer}: token embeddings{through(layer)}",
             qk_norm,
-            rope_note(attention.rope, scaling),
+            rope_note(attention.rope, scaling, cfg.head_dim),
             sharing,
             biases,
             f"scores divided by √d_k = √{cfg.head_dim} = {attention.divisor:g}",
@@ -174,11 +177,17 @@ def notes(cfg: ModelConfig, layer: int, rope: Rope, attention: AttentionWeights,
     return lines
 
 
-def rope_note(rope: Rope | None, scaling: str) -> str:
-    """The header's RoPE line: how q and k are turned, or that this layer has no RoPE (NoPE)."""
+def rope_note(rope: Rope | None, scaling: str, head_dim: int | None = None) -> str:
+    """The header's RoPE line: how q and k are turned (which pairs; how much of each head of `head_dim`), or that this layer has no
+    RoPE (NoPE)."""
     if rope is None:
         return "no RoPE on this layer (NoPE): q and k meet as projected; the causal mask alone knows the order"
-    return f"RoPE (rotate-half) on q and k at positions 0, 1, 2, …: θ = {rope.theta:g}{scaling}"
+    pairs = "interleaved pairs 2i, 2i + 1" if rope.style == "interleaved" else "rotate-half"
+    line = f"RoPE ({pairs}) on q and k at positions 0, 1, 2, …: θ = {rope.theta:g}{scaling}"
+    r = rope.width(head_dim) if head_dim is not None else None
+    if r is not None and head_dim is not None and r < head_dim:
+        line += f"; the first {r} of each head's {head_dim} coordinates turned (partial rotary), the other {head_dim - r} carry no position"
+    return line
 
 
 # -- a declared Llama-like family (config.LlamaLike) -------------------------------------------------------------------
@@ -191,10 +200,19 @@ def declared(cfg: ModelConfig[Any]) -> LlamaSettings:
     return LlamaSettings(LlamaLike(cfg.model_type, cfg.model_type, {}), (True,) * cfg.layers, None)
 
 
+def declared_rope(cfg: ModelConfig[Any], index: int, rope: Rope) -> Rope | None:
+    """Layer `index`'s RoPE as its family declares it: none (NoPE), the sliding layers' own, or `rope`; turned as declared."""
+    s = declared(cfg)
+    if not s.rope_layers[index]:
+        return None
+    turned = rope if s.sliding_rope is None or cfg.windows[index] is None else rope_spec(s.sliding_rope, cfg.head_dim)
+    return turned if s.declared.rope_style == turned.style else dataclasses.replace(turned, style=s.declared.rope_style)
+
+
 def declared_attention(cfg: ModelConfig[Any], w: Weights, index: int, rope: Rope) -> AttentionWeights:
     """Layer `index`'s projections, with the RoPE, QK-norm and divisor its family declares."""
     s = declared(cfg)
-    attention = _attention(cfg, w, index, rope if s.rope_layers[index] else None)
+    attention = _attention(cfg, w, index, declared_rope(cfg, index, rope))
     if s.declared.qk_norm is not None:
         attention = with_qk_norm(cfg, w, index, attention, s.declared.qk_norm)
     if s.divisor is not None:
@@ -212,37 +230,108 @@ def with_qk_norm(cfg: ModelConfig[Any], w: Weights, index: int, attention: Atten
     return dataclasses.replace(attention, qk_norm=weights)
 
 
-def post_norm_layer(cfg: ModelConfig[Any], w: Weights, index: int, h: np.ndarray, attention: AttentionWeights) -> np.ndarray:
-    """(L, d) OLMo 2's block: h + post_attention_layernorm(attention(h)), then + post_feedforward_layernorm(mlp)."""
-    p = f"layers.{index}."
-    h = h + _norm(cfg, w, p + "post_attention_layernorm", self_attention(h, attention))  # (L, d)
-    after: np.ndarray = h + _norm(cfg, w, p + "post_feedforward_layernorm", _mlp(cfg, w, index, h))  # (L, d)
-    return after
+def declared_norm(cfg: ModelConfig[Any], w: Weights, name: str, x: np.ndarray) -> np.ndarray:
+    """(L, d) x through the norm `name`, of the kind its family declares: RMSNorm, or Cohere's LayerNorm without bias."""
+    if layer_norms(declared(cfg).declared).kind == "RMSNorm":
+        return _norm(cfg, w, name, x)
+    return layer_norm(x, w.get(name + ".weight", (cfg.hidden_size,)), np.zeros(cfg.hidden_size), cfg.norm_eps)
+
+
+def with_temperature(cfg: ModelConfig[Any], index: int, attention: AttentionWeights, length: int) -> AttentionWeights:
+    """`attention` with layer `index`'s query temperature when its family declares one that is not 1 at every one of
+    `length` positions (below n₀ it is exactly 1: the layer is then shown, and computed, without it)."""
+    s = declared(cfg)
+    t = s.temperatures[index] if s.temperatures else None
+    if t is None or not t.beta or length - 1 + t.shift < t.original:
+        return attention
+    return dataclasses.replace(attention, variants=(*attention.variants, QueryTemperature(t.beta, t.original, t.shift)))
 
 
 def _declared_layer(cfg: ModelConfig[Any], w: Weights, index: int, h: np.ndarray, rope: Rope) -> np.ndarray:
-    """(L, d) the residual after layer `index`, with norms before attention and MLP (Llama) or after them (OLMo 2)."""
-    attention = declared_attention(cfg, w, index, rope)
-    if declared(cfg).declared.norms == "post":
-        return post_norm_layer(cfg, w, index, h, attention)
-    return _layer(cfg, w, index, h, rope, lambda *_: attention)
+    """(L, d) the residual after layer `index`: each block between the norms its family declares (before, after, both), its
+    output × the residual multiplier; or, parallel, attention and MLP of one norm both added."""
+    s, p = declared(cfg), f"layers.{index}."
+    n, mlp = layer_norms(s.declared), s.declared.mlp or _mlp
+    x = h if n.before_attention is None else declared_norm(cfg, w, p + n.before_attention, h)  # (L, d)
+    attended = self_attention(x, with_temperature(cfg, index, declared_attention(cfg, w, index, rope), h.shape[0]))  # (L, d)
+    if n.parallel:
+        both: np.ndarray = h + attended + mlp(cfg, w, index, x)  # (L, d)
+        return both
+    if n.after_attention is not None:
+        attended = declared_norm(cfg, w, p + n.after_attention, attended)
+    h = h + (attended if s.residual == 1 else attended * s.residual)  # (L, d)
+    x = h if n.before_mlp is None else declared_norm(cfg, w, p + n.before_mlp, h)  # (L, d)
+    mixed = mlp(cfg, w, index, x)  # (L, d)
+    if n.after_mlp is not None:
+        mixed = declared_norm(cfg, w, p + n.after_mlp, mixed)
+    out: np.ndarray = h + (mixed if s.residual == 1 else mixed * s.residual)  # (L, d)
+    return out
 
 
 def declared_layer_inputs(cfg: ModelConfig[Any], checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
     """X, the input of layer `layer`'s (from 1) attention as its family declares it, that layer's attention, and the header's notes."""
     w, rope = weights_and_rope(cfg, checkpoint)
+    s = declared(cfg)
     h = w.rows("embed_tokens.weight", ids, cfg.hidden_size)  # (L, d)
+    if s.embedding != 1:
+        h = h * s.embedding  # (L, d)
     for index in range(layer - 1):
         h = _declared_layer(cfg, w, index, h, rope)
     index = layer - 1
-    attention = declared_attention(cfg, w, index, rope)
+    attention = with_temperature(cfg, index, declared_attention(cfg, w, index, rope), len(ids))
     dtype = w.dtype(f"layers.{index}.self_attn.q_proj.weight")
-    if declared(cfg).declared.norms == "post":
-        first = (f"X = the residual stream entering layer {layer}, not normalised ({declared(cfg).declared.name} norms after attention "
-                 f"and MLP): token embeddings{through(layer)}")  # fmt: skip
-        return LayerInputs(X=h, attention=attention, dtype=dtype, notes=notes(cfg, layer, rope, attention, dtype, first=first))
-    X = _norm(cfg, w, f"layers.{index}.input_layernorm", h)  # (L, d)
-    return LayerInputs(X=X, attention=attention, dtype=dtype, notes=notes(cfg, layer, rope, attention, dtype))
+    norm = layer_norms(s.declared).before_attention
+    X = h if norm is None else declared_norm(cfg, w, f"layers.{index}.{norm}", h)  # (L, d)
+    return LayerInputs(X=X, attention=attention, dtype=dtype, notes=declared_notes(cfg, layer, rope, attention, dtype))
+
+
+def declared_notes(cfg: ModelConfig[Any], layer: int, rope: Rope, attention: AttentionWeights, dtype: str) -> tuple[str, ...]:
+    """The header's lines for a declared family's layer: Llama's, with what X is, which RoPE and which divisor as it declares."""
+    s = declared(cfg)
+    n, name = layer_norms(s.declared), s.declared.name
+    embeddings = "token embeddings" + (f" × {s.declared.embedding_multiplier} {s.embedding:g}" if s.declared.embedding_multiplier else "")
+    later = "" if layer == 1 else (
+        ", each layer adding its attention and its MLP, both of the same normed input" if n.parallel
+        else f", each block's output {'RMS-' if n.kind == 'RMSNorm' else ''}normed again before it joins the residual" if n.before_attention and n.after_attention
+        else f", each block's output × {s.declared.residual_multiplier} {s.residual:g}" if s.declared.residual_multiplier else ""
+    )  # fmt: skip
+    first = (f"X = the residual stream entering layer {layer}, not normalised ({name} norms after attention and MLP): {embeddings}{through(layer)}"
+             if n.before_attention is None else
+             f"X = {n.before_attention} ({n.kind}) of the residual entering layer {layer}: {embeddings}{through(layer)}{later}")  # fmt: skip
+    kind = "sliding" if cfg.windows[layer - 1] is not None else "full"
+    lines = []
+    for note in notes(cfg, layer, rope, attention, dtype, first=first):
+        if note.startswith("RoPE (") and s.sliding_rope is not None:
+            note += f" (the {kind} layers' RoPE)"
+        elif note.startswith("RoPE (") and not all(s.rope_layers) and kind == "sliding":  # Cohere2, EXAONE 4: only the sliding ones turn
+            note += " (a sliding layer)"
+        elif note.startswith("scores divided") and s.divisor is not None:
+            note = (f"scores × {s.declared.score_multiplier} = {1 / s.divisor:g} (divided by {s.divisor:g}, not by √d_k = √{cfg.head_dim})"
+                    if s.declared.score_multiplier else f"scores divided by {s.divisor:g} (not by √d_k = √{cfg.head_dim})")  # fmt: skip
+        lines.append(note)
+    t = s.temperatures[layer - 1] if s.temperatures else None
+    if t is not None and t.beta:  # before the storage line, as the window's
+        lines.insert(len(lines) - 1, temperature_note(t, attention))
+    return tuple(lines)
+
+
+def temperature_note(t: Temperature, attention: AttentionWeights) -> str:
+    """The header's line on a layer's query temperature: its rule, and what it comes to for this sentence."""
+    shifted = f"p + {t.shift}" if t.shift else "p"
+    rule = f"1 + {t.beta:g}·ln(1 + ⌊{shifted} / {t.original}⌋) ({t.source})"
+    if not any(isinstance(v, QueryTemperature) for v in attention.variants):
+        return f"query temperature {rule} = 1 at every position here (p < {t.original - t.shift})"
+    return (f"query temperature: after RoPE the query at position p (from 0) × {rule}: 1 below position {t.original - t.shift}, "
+            f"more at each further multiple of {t.original}; each row of scores × its query's τ")  # fmt: skip
+
+
+def fused_mlp(cfg: ModelConfig[Any], w: Weights, index: int, x: np.ndarray) -> np.ndarray:
+    """(L, d) down(up·act(gate)) of layer `index`, gate and up the two halves of one fused gate_up_proj (GLM-4; Phi-3's layout)."""
+    d, inner, p = cfg.hidden_size, cfg.intermediate_size, f"layers.{index}.mlp."
+    gate_up = w.product(p + "gate_up_proj.weight", x, (2 * inner, d))  # (L, 2·inner)
+    hidden = gate_up[:, inner:] * activate(cfg.activation, gate_up[:, :inner])  # (L, inner) up·act(gate)
+    out: np.ndarray = w.product(p + "down_proj.weight", hidden, (d, inner))  # (L, d)
+    return out
 
 
 # transformers' defaults per model type (configuration_llama.py, _qwen2.py, _mistral.py)

@@ -3,7 +3,7 @@
 transformers' MinistralAttention is Mistral's (no biases, RoPE rotate-half, grouped-query, √d_k, causal) whose
 `sliding_attention` layers see the last `sliding_window` keys and whose `full_attention` layers see every earlier
 key; without layer_types every layer slides when sliding_window is set (4096 unless config.json says null), none
-when it is null. Everything else is llama.py's.
+when it is null. The module is its declaration (`LLAMA_LIKE`): its window rule; llama.py computes the rest.
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from attncli.sources.checkpoints import llama
-from attncli.sources.checkpoints.config import ModelConfig, _Reader, _shown, _window, llama_like
+from attncli.sources.checkpoints.config import LlamaLike, _Reader, _shown, _window
 
-layer_inputs = llama.layer_inputs
 VERIFY = llama.VERIFY  # Llama's float32 steps: RMSNorm, RoPE, softmax
 
 DEFAULTS: dict[str, Any] = {"layers": 32, "hidden": 4096, "heads": 32, "kv": 8, "positions": 131072, "inter": 14336}  # MinistralConfig
@@ -31,6 +30,4 @@ def _windows(read: _Reader, layers: int) -> tuple[int | None, ...]:
     return tuple(window if kind == "sliding_attention" else None for kind in kinds)
 
 
-def read_config(read: _Reader) -> ModelConfig:
-    """Mistral's keys with Ministral's defaults, and its windows by layer."""
-    return llama_like(read, "ministral", DEFAULTS, windows=_windows)
+LLAMA_LIKE = LlamaLike("ministral", "Ministral", DEFAULTS, windows=_windows)

@@ -3,9 +3,9 @@
 transformers' Ministral3Attention: Mistral's q, k, v, o (no biases), RoPE rotate-half (YaRN by default: factor 16
 over 16 384 original positions), grouped-query, √d_k, causal, one sliding_window on every layer when set; after
 RoPE each query at position p is multiplied by 1 + β·ln(1 + ⌊p / n₀⌋), β = rope_parameters' llama_4_scaling_beta
-and n₀ its original_max_position_embeddings. Below n₀ that factor is exactly 1, so a sentence of at most n₀
-tokens is Mistral's computation; attncli's engine has no per-position query scale, and a longer one is refused
-rather than shown wrongly. Everything else is llama.py's.
+and n₀ its original_max_position_embeddings (core.variants.QueryTemperature). Below n₀ that factor is exactly 1, so
+a sentence of at most n₀ tokens is Mistral's computation, and is shown without it. The module is its declaration
+(`LLAMA_LIKE`): its RoPE when config.json names none, its windows, its temperature; llama.py computes it.
 """
 
 from __future__ import annotations
@@ -13,74 +13,51 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from attncli.errors import AttnError
 from attncli.sources.checkpoints import llama
-from attncli.sources.checkpoints.blocks import LayerInputs
-from attncli.sources.checkpoints.config import ModelConfig, _Reader, every_layer, llama_like
+from attncli.sources.checkpoints.config import (
+    MOST,
+    LlamaLike,
+    LlamaSettings,
+    ModelConfig,
+    Temperature,
+    _Reader,
+    _shown,
+    every_layer,
+)
 from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Metadata
-from attncli.sources.checkpoints.source import TensorSource
 
 VERIFY = llama.VERIFY  # Llama's float32 steps: RMSNorm, RoPE, softmax
 DEFAULTS: dict[str, Any] = {"layers": 34, "hidden": 4096, "heads": 32, "kv": 8, "positions": 262144, "inter": 14336, "head_dim": 128, "eps": 1e-5}  # Ministral3Config
 ROPE = {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 16.0, "original_max_position_embeddings": 16384,
         "beta_fast": 32.0, "beta_slow": 1.0, "mscale_all_dim": 1.0, "mscale": 1.0, "llama_4_scaling_beta": 0.1}  # its default  # fmt: skip
+BETA = "rope_parameters.llama_4_scaling_beta"
 
 
-def _parameters(raw: dict[str, Any]) -> dict[str, Any]:
-    given = raw.get("rope_parameters") or raw.get("rope_scaling")
-    return given if isinstance(given, dict) else ROPE
-
-
-def read_config(read: _Reader) -> ModelConfig:
-    """Mistral's keys with Ministral 3's defaults (its YaRN when config.json names no RoPE), one window on every layer when set."""
-    raw = dict(read.raw)
-    if not raw.get("rope_parameters") and not raw.get("rope_scaling"):
-        raw["rope_parameters"] = ROPE
-    cfg = llama_like(_Reader(raw, read.where), "ministral3", DEFAULTS, windows=every_layer(None))
-    beta, _ = temperature(cfg, raw)
-    if beta < 0:
-        raise read.fail("rope_parameters.llama_4_scaling_beta", f"found {beta!r}", "a number from 0 up")
-    return cfg
-
-
-def temperature(cfg: ModelConfig, raw: dict[str, Any]) -> tuple[float, int]:
-    """(β, n₀): llama_4_scaling_beta (0 when absent: no scaling) and the original length the positions are counted in."""
-    parameters = _parameters(raw)
+def _temperatures(read: _Reader, layers: int) -> tuple[Temperature | None, ...]:
+    """β (llama_4_scaling_beta; absent or 0: none) and n₀ (original_max_position_embeddings, else max_position_embeddings), every layer."""
+    given = read.raw.get("rope_parameters") or read.raw.get("rope_scaling")
+    parameters = given if isinstance(given, dict) else {}
     beta = parameters.get("llama_4_scaling_beta") or 0.0
-    original = parameters.get("original_max_position_embeddings") or cfg.max_positions
-    if isinstance(beta, bool) or not isinstance(beta, int | float) or isinstance(original, bool) or not isinstance(original, int):
-        return -1.0, cfg.max_positions
-    return float(beta), original
-
-
-def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
-    """Llama's, for a sentence short enough that every query's position factor is 1; a longer one is refused."""
-    raw = getattr(checkpoint, "config_keys", None) or _raw(checkpoint.folder)
-    beta, original = temperature(cfg, raw)
-    if beta and len(ids) > original:
-        raise AttnError(
-            f"{len(ids)} tokens: Ministral 3 multiplies the query at position p ≥ {original} by 1 + {beta:g}·ln(1 + ⌊p / {original}⌋) "
-            "(llama_4_scaling_beta), a per-position scale attncli's engine does not compute yet",
-            expected=f"a sentence of at most {original} tokens, where the factor is 1",
-        )
-    inputs = llama.layer_inputs(cfg, checkpoint, ids, layer)
-    note = f"query temperature 1 + {beta:g}·ln(1 + ⌊p / {original}⌋) (llama_4_scaling_beta) = 1 at every position here (p < {original})"
-    return LayerInputs(X=inputs.X, attention=inputs.attention, dtype=inputs.dtype, notes=(*inputs.notes[:-1], note, inputs.notes[-1]) if beta else inputs.notes)
-
-
-def _raw(folder: Path) -> dict[str, Any]:
-    from attncli.sources.checkpoints.config import read_raw
-
-    return read_raw(folder)[0]
-
-
-def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None) -> list[str]:
-    """What `model info` says of Ministral 3 beyond describe.py: the position-dependent query scale."""
-    beta, original = temperature(cfg, raw if raw is not None else _raw(folder))
+    if isinstance(beta, bool) or not isinstance(beta, int | float) or not 0 <= beta <= 1e6:
+        raise read.fail(BETA, f"found {_shown(beta)}", "a number from 0 to 1e6")
     if not beta:
+        return (None,) * layers
+    original = parameters.get("original_max_position_embeddings") or read.raw.get("max_position_embeddings", DEFAULTS["positions"])
+    if isinstance(original, bool) or not isinstance(original, int) or not 1 <= original <= MOST["positions"]:
+        raise read.fail("rope_parameters.original_max_position_embeddings", f"found {_shown(original)}", f"a whole number from 1 to {MOST['positions']:,}")
+    return (Temperature(float(beta), original, 0, "llama_4_scaling_beta"),) * layers
+
+
+LLAMA_LIKE = LlamaLike("ministral3", "Ministral 3", DEFAULTS, windows=every_layer(None), rope_default=ROPE, query_temperature=_temperatures)
+
+
+def mechanisms(cfg: ModelConfig[LlamaSettings], folder: Path, raw: dict[str, Any] | None = None) -> list[str]:
+    """What `model info` says of Ministral 3 beyond describe.py: the position-dependent query scale."""
+    t = cfg.family.temperatures[0] if cfg.family.temperatures else None
+    if t is None:
         return []
-    return [f"query temperature (Llama 4's): after RoPE each query at position p × 1 + {beta:g}·ln(1 + ⌊p / {original}⌋) "
-            f"(llama_4_scaling_beta), 1 below {original:,} tokens; attncli reads sentences up to that length"]  # fmt: skip
+    return [f"query temperature (Llama 4's): after RoPE each query at position p × 1 + {t.beta:g}·ln(1 + ⌊p / {t.original}⌋) "
+            f"(llama_4_scaling_beta), 1 below {t.original:,} tokens, then more at each further multiple"]  # fmt: skip
 
 
 def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:

@@ -12,11 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from attncli.core.variants import Rope
 from attncli.sources.checkpoints import llama
-from attncli.sources.checkpoints.blocks import AttentionWeights, Weights
 from attncli.sources.checkpoints.config import (
     FLOAT32_QK_NORM,
     FLOAT32_ROPE,
@@ -24,7 +20,6 @@ from attncli.sources.checkpoints.config import (
     O_PROJ,
     Description,
     LlamaLike,
-    ModelConfig,
     QkNormKind,
     Verification,
 )
@@ -34,19 +29,6 @@ DEFAULTS: dict[str, Any] = {"layers": 32, "hidden": 4096, "heads": 32, "kv": Non
 # Llama's keys with OLMo 2's defaults; attention_bias read; QK-norm over the whole projection; norms after attention and MLP
 QK_NORM = QkNormKind(over="whole")
 LLAMA_LIKE = LlamaLike("olmo2", "OLMo 2", DEFAULTS, qk_norm=QK_NORM, norms="post", attention_bias=True)
-
-
-# -- for the families built on OLMo 2's layer that are not declarations yet (olmo3.py's RoPE per layer kind)
-
-
-def _attention(cfg: ModelConfig[Any], w: Weights, index: int, rope: Rope | None) -> AttentionWeights:
-    """Llama's projections of layer `index` with OLMo 2's QK-norm over the whole projection."""
-    return llama.with_qk_norm(cfg, w, index, llama._attention(cfg, w, index, rope), QK_NORM)
-
-
-def _layer(cfg: ModelConfig[Any], w: Weights, index: int, h: np.ndarray, rope: Rope | None) -> np.ndarray:
-    """(L, d) the residual after layer `index`: OLMo 2's post-norm block."""
-    return llama.post_norm_layer(cfg, w, index, h, _attention(cfg, w, index, rope))
 
 
 # -- GGUF and model verify: no norm before attention or MLP; the post-norms are post_attention_norm and post_ffw_norm

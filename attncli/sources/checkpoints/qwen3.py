@@ -32,8 +32,7 @@ LLAMA_LIKE = LlamaLike("qwen3", "Qwen3", DEFAULTS, qk_norm=QK_NORM, attention_bi
 
 
 def _attention(cfg: ModelConfig[Any], w: Weights, index: int, rope: Rope | None) -> AttentionWeights:
-    """Llama's projections of layer `index` with Qwen3's QK-norm per head: for the families built on Qwen3's attention that are not
-    declarations yet (qwen3_moe.py, exaone4.py, apertus.py)."""
+    """Llama's projections of layer `index` with Qwen3's QK-norm per head: for Qwen3-MoE (qwen3_moe.py), whose MLP keeps it code."""
     return llama.with_qk_norm(cfg, w, index, llama._attention(cfg, w, index, rope), QK_NORM)
 
 

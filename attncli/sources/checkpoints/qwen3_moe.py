@@ -6,6 +6,8 @@ window on every layer when use_sliding_window. The MLP of layer i (from 0) is a 
 router logits x·Wᵀ (mlp.gate, no bias), a softmax over all experts in float32, each token's top k probabilities
 (renormalised over those k when norm_topk_prob), and the sum of the chosen experts' SwiGLU outputs
 (moe_intermediate_size each) by those weights (moe.softmax_top_k).
+Code, not a declaration (config.LlamaLike): its mixture of experts is a mechanism of its own, whose choices the header
+reports layer by layer (which experts each token used), which no field of a declaration says.
 """
 
 from __future__ import annotations
