@@ -35,6 +35,7 @@ import numpy as np
 import pytest
 
 from attncli.core import engine
+from attncli.core.variants.temperature import QueryTemperature
 from attncli.errors import AttnError
 from attncli.sources.checkpoints.layer import load_layer, model_info
 from attncli.sources.checkpoints.scenario import layer_scenario
@@ -176,8 +177,12 @@ def test_a_mistral3_file_reads_yarn_and_the_query_temperature(tmp_path):
     assert case.rope is not None and "yarn scaling (factor 4, original 16 positions" in " ".join(case.notes)
     assert any("1 + 0.1·ln(1 + ⌊p / 16⌋)" in note for note in case.notes)
     assert_same(folder, path, 2)
-    with pytest.raises(AttnError, match="llama_4_scaling_beta"):
-        load_layer(path, layer=1, text=" ".join(["cat"] * 17))
+    long = " ".join(["cat"] * 17)  # past the 16 original positions: the queries' temperature grows, read from the file
+    from_folder, from_file = load_layer(folder, layer=2, text=long), load_layer(path, layer=2, text=long)
+    assert len(from_file.token_ids) > 16
+    np.testing.assert_allclose(weights_of(from_file), weights_of(from_folder), rtol=0, atol=1e-9)
+    temperatures = [variant for variant in from_file.variants if isinstance(variant, QueryTemperature)]
+    assert [t.original for t in temperatures] == [16] and temperatures[0].beta == pytest.approx(0.1, rel=1e-7)  # β stored as float32
 
 
 def test_a_mistral3_file_without_yarn_is_unscaled_and_another_scaling_is_refused(tmp_path, monkeypatch):
