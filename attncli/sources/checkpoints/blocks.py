@@ -203,15 +203,17 @@ class AttentionWeights:
         return Mask(causal=self.causal, window=self.window)
 
 
-def self_attention(X: np.ndarray, w: AttentionWeights) -> np.ndarray:
+def self_attention(X: np.ndarray, w: AttentionWeights, X_kv: np.ndarray | None = None) -> np.ndarray:
     """(L, d) the attention block's output, before any residual: attncli's engine on this layer.
 
     The same engine, mask, RoPE and key/value-head map as the layer `run` shows, so what one
     layer prints is exactly what the next one reads. It keeps no stage unless `weights_seen`
-    asks for every layer's weights (`attncli heads`).
+    asks for every layer's weights (`attncli heads`). With `X_kv` (L, d), the keys and values project it
+    instead of X, at the same positions and under the same mask (Gemma 3n's layers that reuse an earlier layer's).
     """
+    tokens = tuple(f"token {i}" for i in range(1, X.shape[0] + 1))
     layer = Scenario(
-        name="", tokens=tuple(f"token {i}" for i in range(1, X.shape[0] + 1)), heads=w.heads,
+        name="", tokens=tokens, heads=w.heads, context=None if X_kv is None else tokens, X_kv=X_kv,
         kv_heads=None if w.kv_heads == w.heads else w.kv_heads, scale=Scale("value", w.divisor),
         X=X, W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O, mask=w.mask,
         variants=held(w.rope, w.qk_norm, w.softcap, w.sink, w.mla, *w.variants),

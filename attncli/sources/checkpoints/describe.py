@@ -338,7 +338,15 @@ def _linear_layers_cache(f: Facts) -> list[CacheLayer] | None:
     return [CacheLayer(i + 1, 0 if kind == "linear_attention" else 2 * f.kv_heads * f.head_dim, f.windows[i]) for i, kind in enumerate(kinds)]
 
 
-LAYOUTS: list[Callable[[Facts], list[CacheLayer] | None]] = [_mla_cache, _linear_layers_cache]
+def _shared_kv_cache(f: Facts) -> list[CacheLayer] | None:
+    """Layers that reuse an earlier layer's keys and values (Gemma 3n's num_kv_shared_layers, as attncli read them) cache none."""
+    sources = getattr(f.cfg.family, "sources", None) if f.cfg is not None and f.cfg.model_type == "gemma3n_text" else None
+    if sources is None or all(source == i for i, source in enumerate(sources)):
+        return None
+    return [CacheLayer(i + 1, 2 * f.kv_heads * f.head_dim if source == i else 0, f.windows[i]) for i, source in enumerate(sources)]
+
+
+LAYOUTS: list[Callable[[Facts], list[CacheLayer] | None]] = [_mla_cache, _linear_layers_cache, _shared_kv_cache]
 
 
 def cache_layers(f: Facts) -> list[CacheLayer]:
@@ -378,6 +386,7 @@ def kv_cache(f: Facts, dtype: str | None, *, dtype_from: str, max_positions: int
         "dtype_from": dtype_from,
         "bytes_per_number": size,
         "numbers_per_layer": [layer.numbers for layer in layers],
+        "shared": _shared_kv_cache(f) is not None,  # some layers reuse an earlier layer's keys and values (Gemma 3n)
         "per_layer": formula,
         "bytes_per_token": per_token,
         "windows": windows,
@@ -393,8 +402,9 @@ def describe_cache(cache: Mapping[str, Any], layers: int) -> list[str]:
     size = cache["bytes_per_number"]
     caching = [n for n in cache["numbers_per_layer"] if n]  # a layer of linear attention keeps a state of fixed size instead
     first = caching[0] if len(set(caching)) == 1 else None
+    others = "reuse an earlier layer's" if cache.get("shared") else "keep a state of fixed size"  # KV sharing, or linear attention
     over = f"{layers} layer{'s' * (layers > 1)}" if len(caching) == layers else (
-        f"the {len(caching)} of {layers} layers that keep keys and values (the others keep a state of fixed size)")  # fmt: skip
+        f"the {len(caching)} of {layers} layers that keep keys and values (the others {others})")  # fmt: skip
     lines = [
         (f"{cache['per_layer']} per layer and token" if first is not None else "numbers per layer and token differ by layer")
         + f", × {size} bytes ({cache['dtype']}, {cache['dtype_from']})"

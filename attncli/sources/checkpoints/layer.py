@@ -191,6 +191,7 @@ def load_layer(
         dtype=inputs.dtype, notes=(*notes, *not_applied_note(not_applied)),
         gguf=None if gguf is None else str(gguf), tokens_from="its tokenizer.json" if gguf is None else "the GGUF metadata",
         qk_norm=w.qk_norm, softcap=w.softcap, sink=w.sink, layer_kind=_layer_kind(cfg, layer), mla=w.mla, variants=w.variants,
+        X_kv=inputs.X_kv, context_labels=None if inputs.X_kv is None else labels,  # keys and values of another input (Gemma 3n's shared layers)
         name=model_name(folder, None if gguf is None else model.file.value("general.name")),
     )  # fmt: skip
 

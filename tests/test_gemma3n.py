@@ -1,0 +1,208 @@
+"""Gemma 3n (text): AltUp, Laurel, per-layer inputs, KV sharing, activation sparsity, q/k/v norms, scores × 1, two RoPE bases.
+
+Against transformers 5.24's goldens in tests/checkpoints/gemma3n (scripts/make_checkpoints.py, FAMILIES_2026): every layer
+and head. `*_float64` are transformers' run with its float32 steps (RMSNorm's cast, the RoPE angles, AltUp's router tanh,
+the Gaussian top-k's Φ⁻¹, the softmax) computed in float64: attncli meets them to rounding (1e-14 measured; bound 1e-12).
+The plain goldens are the model as transformers runs it: within 1e-5 (7e-6 measured at layer 6, where AltUp's float32
+router has passed through five layers).
+"""
+
+import dataclasses
+import json
+import shutil
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from attncli.core import engine
+from attncli.core.variants import ValueNorm
+from attncli.sources.checkpoints import gemma3n
+from attncli.sources.checkpoints.families import read_config
+from attncli.sources.checkpoints.layer import load_layer, model_info
+from attncli.sources.checkpoints.scenario import layer_scenario
+
+FOLDER = Path(__file__).parent / "checkpoints" / "gemma3n"
+LAYERS = 6
+
+
+def golden() -> dict[str, np.ndarray]:
+    with np.load(FOLDER / "golden.npz", allow_pickle=False) as data:
+        return {key: data[key] for key in data.files}
+
+
+def weights_of(case: Any) -> np.ndarray:
+    """(H, L, L) the engine's weights for the layer's scenario."""
+    return np.stack([head.weights for head in engine.run(layer_scenario(case)).heads])
+
+
+def edited(tmp_path: Path, **change: Any) -> Path:
+    """A copy of the fixture whose config.json has `change` applied."""
+    folder = tmp_path / "gemma3n"
+    shutil.copytree(FOLDER, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **change}))
+    return folder
+
+
+def renamed_tensors(folder: Path, prefix: str) -> None:
+    """The folder's model.safetensors with every tensor's `model.` renamed to `prefix` (the header only: the bytes stay)."""
+    path = folder / "model.safetensors"
+    data = path.read_bytes()
+    length = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8 : 8 + length])
+    header = {(prefix + name.removeprefix("model.") if name != "__metadata__" else name): value for name, value in header.items()}
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data[8 + length :])
+
+
+@pytest.mark.parametrize("layer", range(1, LAYERS + 1))
+def test_every_head_of_every_layer_matches_transformers_in_float64(layer):
+    """Each layer's block input and every head's weights equal transformers' with its float32 steps in float64, to rounding."""
+    expected = golden()
+    case = load_layer(FOLDER, layer=layer, text=str(expected["text"]))
+    assert case.token_ids == tuple(expected["ids"].tolist())
+    np.testing.assert_allclose(case.X, expected["attention_inputs_float64"][layer - 1], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(weights_of(case), expected["attentions_float64"][layer - 1], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("layer", range(1, LAYERS + 1))
+def test_every_head_of_every_layer_matches_transformers_as_it_runs(layer):
+    """Against transformers as it runs (float32 steps inside the float64 model), within 1e-5."""
+    expected = golden()
+    case = load_layer(FOLDER, layer=layer, text=str(expected["text"]))
+    np.testing.assert_allclose(case.X, expected["attention_inputs"][layer - 1], rtol=0, atol=1e-5)
+    np.testing.assert_allclose(weights_of(case), expected["attentions"][layer - 1], rtol=0, atol=1e-5)
+
+
+def test_the_fixture_exercises_each_mechanism():
+    """Two kinds of layer with their windows and θs, three layers sharing keys and values, two sparse MLPs, ids on both sides
+    of the per-layer table's end."""
+    cfg = read_config(FOLDER)
+    s = gemma3n.settings(cfg)
+    assert cfg.windows == (4, 4, None, 4, 4, None) and s.local_theta == 10_000 and cfg.rope.theta == 1_000_000
+    assert s.sources == (0, 1, 2, 1, 1, 2)  # layers 4, 5 reuse layer 2's keys and values, layer 6 layer 3's
+    assert s.sparsity[:2] == (0.95, 0.8) and not any(s.sparsity[2:])
+    assert s.inner == (32, 32, 24, 32, 32, 32) and s.streams == 4 and s.laurel_rank == 4
+    ids = golden()["ids"]
+    assert (ids < s.per_layer_vocab).any() and (ids >= s.per_layer_vocab).any()
+
+
+def test_a_shared_layer_reads_the_keys_and_values_of_the_layer_it_shares():
+    """Layer 4 projects layer 2's input by layer 2's W_K and W_V (shown as keys from another input), with its own queries."""
+    expected, text = golden(), str(golden()["text"])
+    shared, source = load_layer(FOLDER, layer=4, text=text), load_layer(FOLDER, layer=2, text=text)
+    assert source.X_kv is None and shared.X_kv is not None
+    np.testing.assert_allclose(shared.X_kv, expected["attention_inputs_float64"][1], rtol=0, atol=1e-12)
+    assert np.array_equal(shared.W_K, source.W_K) and np.array_equal(shared.W_V, source.W_V)
+    assert np.array_equal(shared.qk_norm.k_weight, source.qk_norm.k_weight) and not np.array_equal(shared.W_Q, source.W_Q)
+    assert any("reuses layer 2's" in note for note in shared.notes)
+    own_keys = dataclasses.replace(shared, X_kv=None, context_labels=None)  # keys from the layer's own input: not the model
+    assert np.abs(weights_of(own_keys) - expected["attentions_float64"][3]).max() > 1e-3
+
+
+def test_the_comparison_can_fail():
+    """√d_k as the divisor, no value norm, or Gemma 3's (1 + w) in QK-norm each break the agreement."""
+    expected = golden()
+    case = load_layer(FOLDER, layer=3, text=str(expected["text"]))
+    far = lambda changed: np.abs(weights_of(changed) - expected["attentions_float64"][2]).max()  # noqa: E731
+    assert far(case) < 1e-12
+    assert far(dataclasses.replace(case, divisor=np.sqrt(8))) > 1e-3
+    assert far(dataclasses.replace(case, qk_norm=dataclasses.replace(case.qk_norm, offset=1.0))) > 1e-3
+    run = engine.run(layer_scenario(case))
+    unnormed = engine.run(layer_scenario(dataclasses.replace(case, variants=())))
+    assert np.abs(run.output - unnormed.output).max() > 1e-3  # v_norm changes what the layer hands on
+
+
+@pytest.mark.parametrize(
+    "change", [{"activation_sparsity_pattern": [0.0] * 6}, {"altup_correct_scale": False}, {"num_kv_shared_layers": 0}]
+)
+def test_each_mechanism_changes_the_deep_layers(tmp_path, change):
+    """The config's sparsity, AltUp's output scale and KV sharing each decide the later layers."""
+    expected = golden()
+    text = str(expected["text"])
+    if change == {"num_kv_shared_layers": 0}:  # the shared layers have no k_proj of their own: refused by name, not guessed
+        with pytest.raises(Exception, match="k_proj"):
+            load_layer(edited(tmp_path, **change), layer=4, text=text)
+        return
+    case = load_layer(edited(tmp_path, **change), layer=5, text=text)
+    assert np.abs(case.X - expected["attention_inputs_float64"][4]).max() > 1e-4
+
+
+@pytest.mark.parametrize("prefix", ["model.language_model.", "language_model.model."])
+def test_a_multimodal_folder_s_text_stack_is_read(tmp_path, prefix):
+    """A gemma3n folder (text_config; tensors under the language model's prefix, transformers 5's and the older spelling)."""
+    folder = tmp_path / "multimodal"
+    shutil.copytree(FOLDER, folder)
+    text_config = json.loads((folder / "config.json").read_text())
+    config = {"model_type": "gemma3n", "architectures": ["Gemma3nForConditionalGeneration"], "text_config": text_config,
+              "vision_config": {"model_type": "gemma3n_vision"}, "audio_config": {"model_type": "gemma3n_audio"}}  # fmt: skip
+    (folder / "config.json").write_text(json.dumps(config))
+    renamed_tensors(folder, prefix)
+    expected = golden()
+    case = load_layer(folder, layer=6, text=str(expected["text"]))
+    np.testing.assert_allclose(weights_of(case), expected["attentions_float64"][5], rtol=0, atol=1e-12)
+    info = model_info(folder)
+    assert info["supported"] is True and any("text_config" in m["text"] for m in info["mechanisms"])
+
+
+def test_a_multimodal_folder_without_text_config_is_one_error(tmp_path):
+    """model_type gemma3n without a text_config mapping is refused naming the key."""
+    folder = tmp_path / "multimodal"
+    shutil.copytree(FOLDER, folder)
+    (folder / "config.json").write_text(json.dumps({"model_type": "gemma3n", "text_config": [1]}))
+    with pytest.raises(Exception, match="text_config"):
+        read_config(folder)
+
+
+def test_model_info_describes_every_mechanism():
+    """`model info` names AltUp, Laurel, the per-layer inputs, the norms, the scale, both θs, sparsity and KV sharing."""
+    info = model_info(FOLDER)
+    assert info["supported"] is True and info["sliding_layers"] == [1, 2, 4, 5]
+    said = " | ".join(m["text"] for m in info["mechanisms"])
+    for words in ("AltUp: 4 residual streams", "Laurel: a rank-4", "per-layer inputs: 4 numbers", "v_norm without weight",
+                  "scores × 1, not divided by √d_k", "θ = 10000 on the sliding layers and 1e+06", "layer 1 keeps values above the 0.95",
+                  "layer 4 reuses layer 2's keys and values", "layer 6 reuses layer 3's", "final logit soft-capping 30"):  # fmt: skip
+        assert words in said, words
+    assert "1 + w" not in said
+
+
+def test_model_info_counts_the_cache_of_the_layers_that_keep_one():
+    """The KV cache is counted over the 3 layers that make keys and values, not the 3 that reuse them."""
+    cache = model_info(FOLDER)["kv_cache"]
+    assert cache["numbers_per_layer"] == [32, 32, 32, 0, 0, 0] and cache["bytes_per_token"] == 3 * 32 * 4
+
+
+def test_a_value_norm_divides_each_value_row_by_its_rms():
+    """The variant's values are V / √(mean(V²) + ε), and the output weighs those."""
+    case = load_layer(FOLDER, layer=1, text=str(golden()["text"]))
+    head = engine.run(layer_scenario(case)).head(1)
+    expected = head.V / np.sqrt((head.V**2).mean(axis=-1, keepdims=True) + 1e-6)
+    np.testing.assert_allclose(head.value_normed, expected, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(head.output, head.weights @ expected, rtol=0, atol=1e-14)
+    assert ValueNorm(1e-6).describe().startswith("value norm")
+
+
+def test_live_transformers_still_gives_the_goldens():
+    """transformers, run now on the fixture by the fixture script's own code (both runs), gives every committed array to 1e-12
+    (skips without torch): a transformers upgrade that changes Gemma 3n shows here first."""
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except Exception as error:
+        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_checkpoints", Path(__file__).parent.parent / "scripts" / "make_checkpoints.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    expected = golden()
+    ids = expected["ids"].tolist()
+    live = script.golden_with_inputs(FOLDER, ids)
+    live.update({f"{key}_float64": value for key, value in script.golden_float64(FOLDER, ids, "gemma3n").items()})
+    assert set(live) == set(expected) - {"text", "ids"}
+    for key, array in live.items():
+        np.testing.assert_allclose(array, expected[key], rtol=0, atol=1e-12, err_msg=key)
