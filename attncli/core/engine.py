@@ -303,6 +303,7 @@ def head_inputs(
     if (cache := s.variant(KvCache)) is not None:  # a given KV cache: its rows (keys as the queries meet them: after QK-norm and RoPE) come first
         K_cached, V_cached = (r(part) for part in cache.head_rows(g, d_k, d_v))  # (c, d_k), (c, d_v)
         K, V = np.vstack([K_cached, K]), np.vstack([V_cached, V])  # (c + L, d_k), (c + L, d_v)
+        value_normed = None if value_normed is None else np.vstack([V_cached, value_normed])  # (c + L, d_v) cached as the weights meet them
         K_rope = None if K_rope is None else np.vstack([K_cached, K_rope])  # (c + L, d_k)
         unknown = np.full(K_cached.shape[0], np.nan)  # (c,) a cached key's mean square before the norm: the cache holds k̂, not k
         normed = {key: Normed(n.q, np.vstack([K_cached, n.k]), n.q_mean_square, np.concatenate([unknown, n.k_mean_square]))

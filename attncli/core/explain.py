@@ -31,7 +31,7 @@ class KeyStep(NamedTuple):
     e: np.ndarray | None  # (d_model,) the key's embedding; None when K and V are given
     k: np.ndarray  # (d_k,) as the query meets it (rotated under RoPE)
     k_raw: np.ndarray  # (d_k,) before rotation (= k without RoPE)
-    v: np.ndarray  # (d_v,)
+    v: np.ndarray  # (d_v,) as the weight meets it (normalised under a value norm)
     score: float  # q·k
     scaled: float  # score / divisor
     bias: float | None  # added to the scaled score (given bias + ALiBi); None without
@@ -41,6 +41,7 @@ class KeyStep(NamedTuple):
     exp: float  # e^(logit - shift), 0 when masked
     weight: float  # exp / exp_sum
     weighted_v: np.ndarray  # (d_v,) weight · v
+    v_raw: np.ndarray | None = None  # (d_v,) as projected, before a value norm (= v without one)
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,7 @@ def _explanation(
             exp=float(exps[j]),
             weight=float(weights[j]),
             weighted_v=r(weights[j] * h.values[j]),  # (d_v,)
+            v_raw=h.V[j],
         )
         for j in range(s.L_k)
     )

@@ -52,6 +52,9 @@ class ValueNorm:
         lines: list[tuple[str, ...]] = []
         for key in say.shown_keys():
             j = key.position - 1
+            if key.position <= expl.scenario.cached:  # a given KV cache holds the values as the weights meet them
+                lines.append((w.of(hat, w.label(key.label)), f"{say.vec(normed[j])}{w.text(' (cached: already normalised)')}"))
+                continue
             rms = math.sqrt(float((V[j] * V[j]).mean()) + self.eps)
             reader = [say.shown(float(x)) / say.shown(rms) for x in V[j]]
             lines.append((w.of(hat, w.label(key.label)),
@@ -73,14 +76,14 @@ class ValueNorm:
         "before the weights meet them. true: ε = 1e-6; or a number, ε.",
         "anyOf": [{"type": "boolean"}, {"type": "number", "minimum": 0}],
     }
-    schema_after: ClassVar[str] = "qk_norm"
+    schema_after: ClassVar[str] = "output_gate"  # nothing follows the gate: the chain after qk_norm (mla, cache, …) stays whole
     softmax_only: ClassVar[bool] = True  # attention without softmax (linear, retention) weighs V as projected
 
     @classmethod
     def from_yaml(cls, read: Read, sizes: Sizes) -> ValueNorm | None:
         """`v_norm: true` (ε = 1e-6), `false`, or ε itself."""
         expected = "true (ε = 1e-6), false, or ε, a number ≥ 0 such as 1e-6"
-        if read.form != "plain":
+        if read.form != "plain" or read.kind not in ("bool", "int", "float"):
             raise read.error(read.found(), expected)
         if read.kind == "bool":
             return cls() if read.boolean() else None
