@@ -17,6 +17,7 @@ import numpy as np
 from attncli.core.records import record
 from attncli.core.variants.keys import Read, Schema, Sizes
 from attncli.core.variants.shown import Narrated, Say, StageRow
+from attncli.errors import AttnError
 
 
 @record
@@ -83,11 +84,14 @@ class ValueNorm:
     def from_yaml(cls, read: Read, sizes: Sizes) -> ValueNorm | None:
         """`v_norm: true` (ε = 1e-6), `false`, or ε itself."""
         expected = "true (ε = 1e-6), false, or ε, a number ≥ 0 such as 1e-6"
-        if read.form != "plain" or read.kind not in ("bool", "int", "float"):
+        if read.form != "plain":
             raise read.error(read.found(), expected)
         if read.kind == "bool":
             return cls() if read.boolean() else None
-        eps = read.number()
+        try:
+            eps = read.number()  # YAML 1.1 reads 1e-6 as a word: the number is read from its text
+        except AttnError:
+            raise read.error(read.found(), expected) from None
         if not (math.isfinite(eps) and eps >= 0):
             raise read.error(f"found {read.text}", expected)
         return cls(eps)
