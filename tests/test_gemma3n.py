@@ -98,7 +98,8 @@ def test_a_shared_layer_reads_the_keys_and_values_of_the_layer_it_shares():
     np.testing.assert_allclose(shared.X_kv, expected["attention_inputs_float64"][1], rtol=0, atol=1e-12)
     assert np.array_equal(shared.W_K, source.W_K) and np.array_equal(shared.W_V, source.W_V)
     assert np.array_equal(shared.qk_norm.k_weight, source.qk_norm.k_weight) and not np.array_equal(shared.W_Q, source.W_Q)
-    assert any("reuses layer 2's" in note for note in shared.notes)
+    assert shared.kv_from == 2 and source.kv_from is None and any("reuses layer 2's" in note for note in shared.notes)
+    assert any(note.startswith("keys and values reused from layer 2") for note in layer_scenario(shared).notes)  # said in the header
     own_keys = dataclasses.replace(shared, X_kv=None, context_labels=None)  # keys from the layer's own input: not the model
     assert np.abs(weights_of(own_keys) - expected["attentions_float64"][3]).max() > 1e-3
 
@@ -155,6 +156,16 @@ def test_a_multimodal_folder_without_text_config_is_one_error(tmp_path):
     (folder / "config.json").write_text(json.dumps({"model_type": "gemma3n", "text_config": [1]}))
     with pytest.raises(Exception, match="text_config"):
         read_config(folder)
+
+
+def test_the_map_of_every_head_reads_the_shared_keys_too():
+    """`attncli heads`' one pass gives the last layer (which shares layer 3's keys and values) the weights `run` shows."""
+    from attncli.sources.checkpoints.headmap import model_map
+
+    expected = golden()
+    found = model_map(FOLDER, sentence=str(expected["text"])).map
+    run = weights_of(load_layer(FOLDER, layer=LAYERS, text=str(expected["text"])))
+    assert found.table("max_weight")[LAYERS - 1].tolist() == pytest.approx(run.max(axis=-1).mean(axis=-1).tolist(), abs=1e-12)
 
 
 def test_model_info_describes_every_mechanism():

@@ -265,6 +265,7 @@ class LayerInputs:
     dtype: str  # how the attention weights are stored
     notes: tuple[str, ...]
     X_kv: np.ndarray | None = None  # (L_k, d) a cross-attention's keys' and values' input (an encoder's output); None: X
+    kv_from: int | None = None  # the layer (from 1) whose input and weights make the keys and values (Gemma 3n's KV sharing); None: its own
 
 
 def storage_note(dtype: str) -> str:

@@ -259,7 +259,7 @@ class Pass:
         mixed = (active + self.norm(p + "post_attention_layernorm", attended) + laurel) / math.sqrt(2)  # (L, d)
         out = mixed + self.norm(p + "post_feedforward_layernorm", self.mlp(index, self.norm(p + "pre_feedforward_layernorm", mixed)))  # (L, d)
         coefs = self.linear(p + "altup.correction_coefs", self.router(index, out), s.streams) + 1.0  # (L, A)
-        corrected = predictions + coefs.T[:, :, None] * (out - active)  # (A, L, d)
+        corrected: np.ndarray = predictions + coefs.T[:, :, None] * (out - active)  # (A, L, d) stream j + (1 + c'_j)·innovation
         first = corrected[s.active]
         if s.correct_scale:
             first = first * self.w.get(p + "altup.correct_output_scale", (d,))
@@ -304,7 +304,8 @@ def layer_inputs(cfg: ModelConfig[Gemma3nSettings], checkpoint: TensorSource, id
     attention = run.attention(index)
     dtype = run.w.dtype(f"layers.{index}.self_attn.q_proj.weight")
     X_kv = None if source == index else run.kv_inputs[source]
-    return LayerInputs(X=X, attention=attention, dtype=dtype, notes=notes(cfg, layer, attention, dtype), X_kv=X_kv)
+    return LayerInputs(X=X, attention=attention, dtype=dtype, notes=notes(cfg, layer, attention, dtype), X_kv=X_kv,
+                       kv_from=None if X_kv is None else source + 1)  # fmt: skip
 
 
 def notes(cfg: ModelConfig[Gemma3nSettings], layer: int, attention: AttentionWeights, dtype: str) -> tuple[str, ...]:
