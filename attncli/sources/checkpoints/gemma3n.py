@@ -40,11 +40,15 @@ from attncli.sources.checkpoints.blocks import (
     storage_note,
 )
 from attncli.sources.checkpoints.config import (
+    FLOAT32_ROPE,
+    FLOAT32_SOFTMAX,
     MOST,
+    O_PROJ,
     Description,
     ModelConfig,
     RopeConfig,
     Tensors,
+    Verification,
     _Reader,
     _shown,
     _window,
@@ -384,4 +388,9 @@ def shapes(cfg: ModelConfig[Gemma3nSettings]) -> dict[str, tuple[int | None, ...
     }
 
 
+# the steps transformers' Gemma 3n runs in float32 inside a float64 model (scripts/make_checkpoints.py's float64_steps undoes them)
+FLOAT32_GEMMA3N_NORM = "RMSNorm casts the hidden state to float32 and normalises it there (every norm: the q, k and v norms, AltUp's router, Laurel's)"
+FLOAT32_ALTUP_ROUTER = "AltUp's router takes its tanh in float32"
+FLOAT32_SPARSITY = "the Gaussian top-k's Φ⁻¹(sparsity) is computed in float32"
+VERIFY = Verification(O_PROJ, (FLOAT32_GEMMA3N_NORM, FLOAT32_ROPE, FLOAT32_ALTUP_ROUTER, FLOAT32_SPARSITY, FLOAT32_SOFTMAX))
 DESCRIPTION = Description(qk_norm="per head (q_norm, k_norm × w), before RoPE; v_norm without weight")
