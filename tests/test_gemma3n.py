@@ -149,6 +149,24 @@ def test_a_multimodal_folder_s_text_stack_is_read(tmp_path, prefix):
     assert info["supported"] is True and any("text_config" in m["text"] for m in info["mechanisms"])
 
 
+def test_transformers_4_s_spelling_of_the_two_rope_bases_reads_the_same(tmp_path):
+    """rope_theta and rope_local_base_freq at the top (transformers 4.53's Gemma3nTextConfig) give the same layers."""
+    folder = tmp_path / "old"
+    shutil.copytree(FOLDER, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.pop("rope_parameters")
+    config.update(rope_theta=1_000_000.0, rope_local_base_freq=10_000.0, torch_dtype=config.pop("dtype"), transformers_version="4.53.0")
+    (folder / "config.json").write_text(json.dumps(config))
+    expected = golden()
+    for layer in (1, 3):
+        case = load_layer(folder, layer=layer, text=str(expected["text"]))
+        np.testing.assert_allclose(weights_of(case), expected["attentions_float64"][layer - 1], rtol=0, atol=1e-12)
+    config["rope_local_base_freq"] = 1_000_000.0  # the check can fail: the local θ decides the sliding layers
+    (folder / "config.json").write_text(json.dumps(config))
+    case = load_layer(folder, layer=1, text=str(expected["text"]))
+    assert np.abs(weights_of(case) - expected["attentions_float64"][0]).max() > 1e-4
+
+
 def test_a_multimodal_folder_without_text_config_is_one_error(tmp_path):
     """model_type gemma3n without a text_config mapping is refused naming the key."""
     folder = tmp_path / "multimodal"
