@@ -199,10 +199,8 @@ class Pass:
         return rms_norm(x, self.w.get(name + ".weight", (x.shape[-1],)), self.cfg.norm_eps)
 
     def linear(self, name: str, x: np.ndarray, n_out: int) -> np.ndarray:
-        """(…, n_out) x·Wᵀ of an nn.Linear without bias."""
-        W = self.w.get(name + ".weight", (n_out, x.shape[-1]))
-        out: np.ndarray = x @ W.T
-        return out
+        """(L, n_out) x·Wᵀ of an nn.Linear without bias, W widened to float64 a block of rows at a time (Weights.product)."""
+        return self.w.product(name + ".weight", x, (n_out, x.shape[-1]))
 
     def streams(self) -> tuple[np.ndarray, np.ndarray]:
         """(A, L, d) AltUp's streams before layer 1, and (L, layers, p) every layer's per-layer input."""
