@@ -186,6 +186,30 @@ def test_the_map_of_every_head_reads_the_shared_keys_too():
     assert found.table("max_weight")[LAYERS - 1].tolist() == pytest.approx(run.max(axis=-1).mean(axis=-1).tolist(), abs=1e-12)
 
 
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        ({"activation_sparsity_pattern": [1.0] + [0.0] * 5}, "activation_sparsity_pattern"),  # Φ⁻¹(1) = ∞
+        ({"activation_sparsity_pattern": [0.95]}, "activation_sparsity_pattern"),
+        ({"intermediate_size": [32, 32]}, "intermediate_size"),
+        ({"altup_active_idx": 1}, "altup_active_idx"),
+        ({"altup_active_idx": 4}, "altup_active_idx"),
+        ({"num_kv_shared_layers": 5}, "num_kv_shared_layers"),  # the full layers would share with none before them
+        ({"layer_types": ["sliding_attention"] * 5 + ["chunked_attention"]}, "layer_types"),
+        ({"rope_parameters": {"sliding_attention": {"rope_type": "linear", "rope_theta": 1e4, "factor": 2.0},
+                              "full_attention": {"rope_type": "default", "rope_theta": 1e6}}}, "rope_type"),
+    ],
+)  # fmt: skip
+def test_a_config_attncli_cannot_compute_is_one_line_naming_its_key(tmp_path, change, key):
+    """A Gemma 3n config outside what attncli computes exactly is refused in one line that names the key, never guessed."""
+    from attncli.errors import AttnError
+
+    with pytest.raises(AttnError) as caught:
+        read_config(edited(tmp_path, **change))
+    message = str(caught.value)
+    assert message.count("\n") == 0 and key in message, message
+
+
 def test_model_info_describes_every_mechanism():
     """`model info` names AltUp, Laurel, the per-layer inputs, the norms, the scale, both θs, sparsity and KV sharing."""
     info = model_info(FOLDER)
