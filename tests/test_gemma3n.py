@@ -84,7 +84,7 @@ def test_the_fixture_exercises_each_mechanism():
     s = gemma3n.settings(cfg)
     assert cfg.windows == (4, 4, None, 4, 4, None) and s.local_theta == 10_000 and cfg.rope.theta == 1_000_000
     assert s.sources == (0, 1, 2, 1, 1, 2)  # layers 4, 5 reuse layer 2's keys and values, layer 6 layer 3's
-    assert s.sparsity[:2] == (0.95, 0.8) and not any(s.sparsity[2:])
+    assert s.sparsity[:2] == (0.95, 0.8) and not any(s.sparsity[2:]) and s.multipliers[2:] == (None,) * 4
     assert s.inner == (32, 32, 24, 32, 32, 32) and s.streams == 4 and s.laurel_rank == 4
     ids = golden()["ids"]
     assert (ids < s.per_layer_vocab).any() and (ids >= s.per_layer_vocab).any()
@@ -216,7 +216,7 @@ def test_model_info_describes_every_mechanism():
     assert info["supported"] is True and info["sliding_layers"] == [1, 2, 4, 5]
     said = " | ".join(m["text"] for m in info["mechanisms"])
     for words in ("AltUp: 4 residual streams", "Laurel: a rank-4", "per-layer inputs: 4 numbers", "v_norm without weight",
-                  "scores × 1, not divided by √d_k", "θ = 10000 on the sliding layers and 1e+06", "layer 1 keeps values above the 0.95",
+                  "scores × 1, not divided by √d_k", "θ = 10000 on the sliding layers and 1e+06", "layer 1 keeps what lies above mean + 1.64485·std (Φ⁻¹(0.95))",
                   "layer 4 reuses layer 2's keys and values", "layer 6 reuses layer 3's", "final logit soft-capping 30"):  # fmt: skip
         assert words in said, words
     assert "1 + w" not in said
@@ -236,6 +236,64 @@ def test_a_value_norm_divides_each_value_row_by_its_rms():
     np.testing.assert_allclose(head.value_normed, expected, rtol=0, atol=1e-15)
     np.testing.assert_allclose(head.output, head.weights @ expected, rtol=0, atol=1e-14)
     assert ValueNorm(1e-6).describe().startswith("value norm")
+
+
+GGUF = Path(__file__).parent / "checkpoints" / "gguf" / "gemma3n.gguf"
+IN_TABLE = "The cat sat"  # ids 0, 266, 264, 265: all inside the fixture's per-layer table of 268 rows
+
+
+@pytest.mark.parametrize("layer", range(1, LAYERS + 1))
+def test_a_gguf_file_reads_as_the_folder_it_came_from(layer):
+    """llama.cpp's gemma3n file (scripts/make_gguf.py, as Gemma3NModel converts): every layer equals the folder's, to the float32
+    the converter stores ε and Φ⁻¹(sparsity) in, for a sentence whose ids lie inside the per-layer table."""
+    folder, file = load_layer(FOLDER, layer=layer, text=IN_TABLE), load_layer(GGUF, layer=layer, text=IN_TABLE)
+    assert file.token_ids == folder.token_ids and max(file.token_ids) < 268
+    np.testing.assert_allclose(file.X, folder.X, rtol=0, atol=5e-6)
+    np.testing.assert_allclose(weights_of(file), weights_of(folder), rtol=0, atol=5e-6)
+    assert (file.kv_from is None) == (folder.kv_from is None)
+
+
+def test_a_gguf_file_reads_the_zero_rows_its_converter_padded_the_per_layer_table_with(tmp_path):
+    """Past the original per-layer table, the file holds the converter's zero rows: read as such (said in the notes), the same
+    as a folder whose table has those zero rows, and not transformers' row 0."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))
+    from make_checkpoints import safetensors_bytes
+    from make_gguf import hf_tensors
+
+    text = str(golden()["text"])
+    tensors = hf_tensors(FOLDER)
+    table = tensors["model.embed_tokens_per_layer.weight"]
+    vocab = tensors["model.embed_tokens.weight"].shape[0]
+    tensors["model.embed_tokens_per_layer.weight"] = np.concatenate([table, np.zeros((vocab - table.shape[0], table.shape[1]), np.float32)])
+    padded = edited(tmp_path, vocab_size_per_layer_input=vocab)
+    (padded / "model.safetensors").write_bytes(safetensors_bytes(tensors))
+    file, zeros, folder = (load_layer(where, layer=3, text=text) for where in (GGUF, padded, FOLDER))
+    np.testing.assert_allclose(weights_of(file), weights_of(zeros), rtol=0, atol=5e-6)
+    assert np.abs(weights_of(file) - weights_of(folder)).max() > 1e-2
+    assert any("pads the table with zero rows" in note for note in file.notes)
+
+
+def test_a_gguf_file_s_stacked_altup_projections_are_the_folder_s():
+    """altup_proj (3, d, d), stacked by the converter, gives each altup_projections.i back exactly."""
+    from attncli.sources.checkpoints.gguf import open_model
+    from attncli.sources.checkpoints.safetensors import Checkpoint
+
+    model, folder = open_model(GGUF), Checkpoint(FOLDER)
+    for i in range(3):
+        name = f"altup_projections.{i}.weight"
+        assert model.checkpoint.shape(name) == (16, 16)
+        np.testing.assert_array_equal(model.checkpoint.read(name), folder.read("model." + name))
+
+
+def test_model_info_reads_a_gguf_file_s_gemma3n():
+    """model info on the GGUF file: supported, the multipliers the file stores, the shared layers and what the reading assumes."""
+    info = model_info(GGUF)
+    said = " | ".join(m["text"] for m in info["mechanisms"])
+    assert info["supported"] is True and info["model_type"] == "gemma3n_text"
+    assert "layer 1 keeps what lies above mean + 1.64485·std" in said and "layer 6 reuses layer 3's" in said
+    assert info["kv_cache"]["numbers_per_layer"] == [32, 32, 32, 0, 0, 0]
 
 
 def test_live_transformers_still_gives_the_goldens():

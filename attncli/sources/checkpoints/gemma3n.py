@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any, NamedTuple
@@ -55,6 +56,7 @@ from attncli.sources.checkpoints.config import (
     llama_like,
     with_family,
 )
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Joined, Metadata, layer_types, outermost
 from attncli.sources.checkpoints.rope import rope_spec
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -68,7 +70,8 @@ class Gemma3nSettings(NamedTuple):
     kinds: tuple[str, ...]  # per layer, "sliding_attention" or "full_attention"
     local_theta: float  # RoPE θ of the sliding layers (the full layers' is cfg.rope)
     inner: tuple[int, ...]  # per layer, the MLP's width (intermediate_size may be a list)
-    sparsity: tuple[float, ...]  # per layer, activation_sparsity_pattern (0: a dense MLP)
+    sparsity: tuple[float | None, ...]  # per layer, activation_sparsity_pattern (0: a dense MLP); None: only Φ⁻¹ known (a GGUF file)
+    multipliers: tuple[float | None, ...]  # per layer, Φ⁻¹(sparsity), the top-k's cutoff in standard deviations; None: a dense MLP
     streams: int  # altup_num_inputs, A
     active: int  # altup_active_idx: the stream the layer computes on
     correct_scale: bool  # altup_correct_scale: the active stream × correct_output_scale before the per-layer gate
@@ -120,8 +123,14 @@ def read_config(read: _Reader) -> ModelConfig[Gemma3nSettings]:
     if isinstance(local, dict) and local.get("rope_type", "default") != "default":
         raise read.fail("rope_parameters.sliding_attention.rope_type", f"found {_shown(local.get('rope_type'))}", "default")
     cap = read.raw.get("final_logit_softcapping", 30.0)
+    scales = read.raw.get("activation_sparsity_scale")  # a GGUF file's Φ⁻¹(sparsity) per layer, as llama.cpp's converter stores them
+    if scales is None:
+        sparsity: tuple[float | None, ...] = _sparsity(read, layers)
+        multipliers = tuple(NormalDist().inv_cdf(s) if s else None for s in sparsity)
+    else:
+        sparsity, multipliers = (None,) * layers, _multipliers(read, layers, scales)
     family = Gemma3nSettings(
-        kinds=kinds, local_theta=float(theta), inner=inner, sparsity=_sparsity(read, layers), streams=streams, active=active,
+        kinds=kinds, local_theta=float(theta), inner=inner, sparsity=sparsity, multipliers=multipliers, streams=streams, active=active,
         correct_scale=read.flag("altup_correct_scale", True), laurel_rank=read.count("laurel_rank", default=64, most=MOST["inner"]),
         per_layer=read.count("hidden_size_per_layer_input", default=256, most=MOST["hidden"]),
         per_layer_vocab=read.count("vocab_size_per_layer_input", default=262_144, most=MOST["vocabulary"]),
@@ -161,6 +170,15 @@ def _sparsity(read: _Reader, layers: int) -> tuple[float, ...]:
     if len(values) != layers or any(isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < 1 for v in values):
         raise read.fail("activation_sparsity_pattern", f"found {_shown(value)}", f"a list of {layers} fractions from 0 up to (not including) 1")
     return tuple(float(v) for v in values)
+
+
+def _multipliers(read: _Reader, layers: int, scales: object) -> tuple[float | None, ...]:
+    """A GGUF file's activation_sparsity_scale: Φ⁻¹(sparsity) per layer, −∞ (Φ⁻¹(0)) on a dense layer."""
+    if not isinstance(scales, list) or len(scales) != layers or any(
+        isinstance(s, bool) or not isinstance(s, int | float) or math.isnan(s) or s == math.inf for s in scales
+    ):
+        raise read.fail("activation_sparsity_scale", f"found {_shown(scales)}", f"a list of {layers} numbers (−inf on a dense layer)")
+    return tuple(None if s == -math.inf else float(s) for s in scales)
 
 
 def _sources(read: _Reader, kinds: tuple[str, ...], shared: int) -> tuple[int, ...]:
@@ -273,8 +291,9 @@ class Pass:
         """(L, d) down(gelu_tanh(gate)·up), the gate made sparse on a layer with activation sparsity."""
         p, inner, d = f"layers.{index}.mlp.", self.s.inner[index], self.cfg.hidden_size
         gate = self.linear(p + "gate_proj", x, inner)  # (L, inner)
-        if self.s.sparsity[index] > 0:
-            gate = gaussian_top_k(gate, self.s.sparsity[index])
+        multiplier = self.s.multipliers[index]
+        if multiplier is not None:
+            gate = gaussian_top_k(gate, multiplier)
         return self.linear(p + "down_proj", activate(self.cfg.activation, gate) * self.linear(p + "up_proj", x, inner), d)
 
 
@@ -286,9 +305,10 @@ def _rescaled(x: np.ndarray, like: np.ndarray) -> np.ndarray:
     return out
 
 
-def gaussian_top_k(gate: np.ndarray, sparsity: float) -> np.ndarray:
-    """(L, n) relu(g − (mean + std·Φ⁻¹(sparsity))) per row: keeps what lies above the normal's `sparsity` quantile of the row."""
-    cutoff = gate.mean(axis=-1, keepdims=True) + gate.std(axis=-1, keepdims=True) * NormalDist().inv_cdf(sparsity)  # (L, 1)
+def gaussian_top_k(gate: np.ndarray, multiplier: float) -> np.ndarray:
+    """(L, n) relu(g − (mean + std·multiplier)) per row (std over n, as transformers'): with multiplier Φ⁻¹(s), it keeps what lies
+    above the `s` quantile of a normal fitted to the row."""
+    cutoff = gate.mean(axis=-1, keepdims=True) + gate.std(axis=-1, keepdims=True) * multiplier  # (L, 1)
     out: np.ndarray = np.maximum(gate - cutoff, 0.0)
     return out
 
@@ -345,7 +365,7 @@ def _shared(s: Gemma3nSettings) -> int:
 def mechanisms(cfg: ModelConfig[Gemma3nSettings], folder: Path, raw: dict[str, Any] | None = None) -> list[str]:
     """What `model info` says of Gemma 3n beyond the mechanisms every family is described by (describe.py)."""
     s = settings(cfg)
-    sparse = [i + 1 for i, fraction in enumerate(s.sparsity) if fraction > 0]
+    sparse = [i + 1 for i, multiplier in enumerate(s.multipliers) if multiplier is not None]
     shared = [(i + 1, source + 1) for i, source in enumerate(s.sources) if source != i]
     said = [
         f"AltUp: {s.streams} residual streams of {cfg.hidden_size}; each layer predicts every stream from all of them, computes on "
@@ -356,7 +376,8 @@ def mechanisms(cfg: ModelConfig[Gemma3nSettings], folder: Path, raw: dict[str, A
         "scores × 1, not divided by √d_k (the q, k and v norms keep their size near 1)",
         f"RoPE θ = {s.local_theta:g} on the sliding layers and {cfg.rope.theta if cfg.rope else 0:g} on the global ones",
         "activation sparsity (Gaussian top-k of the MLP's gate): " + (
-            ", ".join(f"layer {i} keeps values above the {s.sparsity[i - 1]:g} quantile" for i in sparse) if sparse else "none"),
+            ", ".join(f"layer {i} keeps what lies above mean + {s.multipliers[i - 1]:.6g}·std" + (
+                f" (Φ⁻¹({fraction:g}))" if (fraction := s.sparsity[i - 1]) is not None else "") for i in sparse) if sparse else "none"),
         "KV sharing: " + ("; ".join(f"layer {i} reuses layer {j}'s keys and values" for i, j in shared) if shared else "none, every layer makes its own"),
     ]  # fmt: skip
     if s.final_cap is not None:
@@ -385,6 +406,97 @@ def shapes(cfg: ModelConfig[Gemma3nSettings]) -> dict[str, tuple[int | None, ...
         "layers.0.laurel.linear_left.weight": (s.laurel_rank, d),
     }
 
+
+# -- GGUF (llama.cpp's gemma3n, as its converter Gemma3NModel writes it) --------------------------------------------
+
+GGUF_NAMES = (
+    (r"embed_tokens\.weight", "token_embd.weight"),
+    (r"norm\.weight", "output_norm.weight"),
+    (r"embed_tokens_per_layer\.weight", "per_layer_token_embd.weight"),
+    (r"per_layer_model_projection\.weight", "per_layer_model_proj.weight"),
+    (r"per_layer_projection_norm\.weight", "per_layer_proj_norm.weight"),
+    (r"layers\.(\d+)\.input_layernorm\.weight", r"blk.\1.attn_norm.weight"),
+    (r"layers\.(\d+)\.post_attention_layernorm\.weight", r"blk.\1.post_attention_norm.weight"),
+    (r"layers\.(\d+)\.pre_feedforward_layernorm\.weight", r"blk.\1.ffn_norm.weight"),
+    (r"layers\.(\d+)\.post_feedforward_layernorm\.weight", r"blk.\1.post_ffw_norm.weight"),
+    (r"layers\.(\d+)\.self_attn\.q_proj\.weight", r"blk.\1.attn_q.weight"),
+    (r"layers\.(\d+)\.self_attn\.k_proj\.weight", r"blk.\1.attn_k.weight"),
+    (r"layers\.(\d+)\.self_attn\.v_proj\.weight", r"blk.\1.attn_v.weight"),
+    (r"layers\.(\d+)\.self_attn\.o_proj\.weight", r"blk.\1.attn_output.weight"),
+    (r"layers\.(\d+)\.self_attn\.q_norm\.weight", r"blk.\1.attn_q_norm.weight"),
+    (r"layers\.(\d+)\.self_attn\.k_norm\.weight", r"blk.\1.attn_k_norm.weight"),
+    (r"layers\.(\d+)\.mlp\.(gate|up|down)_proj\.weight", r"blk.\1.ffn_\2.weight"),
+    (r"layers\.(\d+)\.altup\.correct_output_scale", r"blk.\1.altup_correct_scale.weight"),  # the converter adds .weight to _scale
+    (r"layers\.(\d+)\.altup\.correction_coefs\.weight", r"blk.\1.altup_correct_coef.weight"),
+    (r"layers\.(\d+)\.altup\.prediction_coefs\.weight", r"blk.\1.altup_predict_coef.weight"),
+    (r"layers\.(\d+)\.altup\.modality_router\.weight", r"blk.\1.altup_router.weight"),
+    (r"layers\.(\d+)\.altup\.router_norm\.weight", r"blk.\1.altup_router_norm.weight"),
+    (r"layers\.(\d+)\.laurel\.linear_left\.weight", r"blk.\1.laurel_l.weight"),
+    (r"layers\.(\d+)\.laurel\.linear_right\.weight", r"blk.\1.laurel_r.weight"),
+    (r"layers\.(\d+)\.laurel\.post_laurel_norm\.weight", r"blk.\1.laurel_post_norm.weight"),
+    (r"layers\.(\d+)\.per_layer_input_gate\.weight", r"blk.\1.inp_gate.weight"),
+    (r"layers\.(\d+)\.per_layer_projection\.weight", r"blk.\1.proj.weight"),
+    (r"layers\.(\d+)\.post_per_layer_input_norm\.weight", r"blk.\1.post_norm.weight"),
+)
+_STACKED = {"altup_projections": "altup_proj.weight", "altup_unembed_projections": "altup_unembd_proj.weight"}
+
+
+def gguf_joined(file: Metadata, blk: str, rest: str) -> Joined | None:
+    """altup_projections.i (and altup_unembed_projections.i), which the converter stacks into one (A − 1, d, d) tensor."""
+    m = re.fullmatch(r"(altup_projections|altup_unembed_projections)\.(\d+)\.weight", rest)
+    if blk or m is None or _STACKED[m.group(1)] not in file.tensors:
+        return None
+    merged, index = _STACKED[m.group(1)], int(m.group(2))
+    dims = outermost(file, merged)
+    if len(dims) != 3 or index >= dims[0]:
+        return None
+    return Joined(dims[1:], (merged,), "expert", index)
+
+
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """Gemma 3n's config.json keys from the metadata (Gemma3NModel.set_gguf_parameters undone); the per-layer table's rows
+    (the converter pads it to the whole vocabulary) and Laurel's rank from the tensors' headers."""
+    layers, theta = raw["num_hidden_layers"], raw["rope_parameters"]["rope_theta"]
+    table = "per_layer_token_embd.weight"
+    if table not in file.tensors or "blk.0.laurel_l.weight" not in file.tensors:
+        raise file.fail("the file has no per_layer_token_embd or Laurel tensors", expected="a gemma3n file as llama.cpp's converter writes it")
+    scales = file.value(a + "activation_sparsity_scale")
+    return {
+        "num_key_value_heads": file.count(a + "attention.head_count_kv", default=raw["num_attention_heads"]),
+        "head_dim": head_dim,
+        "rms_norm_eps": file.number(a + "attention.layer_norm_rms_epsilon", default=1e-6),
+        "hidden_activation": "gelu_pytorch_tanh",
+        "sliding_window": file.count(a + "attention.sliding_window", default=512),
+        "layer_types": layer_types(file, a, layers, 5),
+        "rope_parameters": {
+            "full_attention": {"rope_type": "default", "rope_theta": theta},
+            "sliding_attention": {"rope_type": "default", "rope_theta": file.number(a + "rope.freq_base_swa", default=10_000.0)},
+        },
+        "altup_num_inputs": file.count(a + "altup.num_inputs", default=4),
+        "altup_active_idx": file.count(a + "altup.active_idx", default=0, minimum=0),
+        "altup_correct_scale": True,  # llama.cpp always multiplies by altup_correct_scale
+        "hidden_size_per_layer_input": file.count(a + "embedding_length_per_layer_input"),
+        "vocab_size_per_layer_input": outermost(file, table)[0],
+        "laurel_rank": outermost(file, "blk.0.laurel_l.weight")[0],
+        "num_kv_shared_layers": file.count(a + "attention.shared_kv_layers", default=0, minimum=0),
+        "final_logit_softcapping": file.number(a + "final_logit_softcapping", default=30.0),
+        "attention_bias": False,
+        **({} if scales is None else {"activation_sparsity_scale": scales}),
+    }
+
+
+def gguf_notes(file: Metadata) -> tuple[str, ...]:
+    """How the file's Gemma 3n is read where llama.cpp's converter or graph leaves transformers' model."""
+    return (
+        "per-layer embeddings: the converter pads the table with zero rows to the whole vocabulary, so a token past the original "
+        "table reads zeros here (as in llama.cpp), where transformers reads that table's row 0",
+        "activation sparsity: each layer's Φ⁻¹(sparsity) is the file's activation_sparsity_scale (float32, as the converter computed "
+        "it), with the std over n as in transformers (llama.cpp's graph divides by n − 1 and applies Φ⁻¹(0.95) to its first 10 "
+        "layers whatever the file says)",
+    )
+
+
+GGUF = (GgufArchitecture("gemma3n", "gemma3n_text", GGUF_NAMES, keys=gguf_keys, joined=gguf_joined, notes=gguf_notes),)
 
 # the steps transformers' Gemma 3n runs in float32 inside a float64 model (scripts/make_checkpoints.py's float64_steps undoes them)
 FLOAT32_GEMMA3N_NORM = "RMSNorm casts the hidden state to float32 and normalises it there (every norm: the q, k and v norms, AltUp's router, Laurel's)"
