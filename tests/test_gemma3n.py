@@ -238,6 +238,16 @@ def test_a_value_norm_divides_each_value_row_by_its_rms():
     assert ValueNorm(1e-6).describe().startswith("value norm")
 
 
+def test_decode_refuses_a_shared_layer_in_one_line_and_decodes_the_others(cli):
+    """decode of a layer that reuses another's keys and values names --layer and KV sharing (not cross-attention's --attention);
+    a layer that makes its own decodes."""
+    refused = cli("decode", "--model", str(FOLDER), "--layer", "4", "--sentence", "The cat sat on")
+    assert refused.exit_code != 0 and refused.stderr.count("\n") == 1
+    assert "--layer" in refused.stderr and "KV sharing" in refused.stderr and "--attention" not in refused.stderr
+    decoded = cli("decode", "--model", str(FOLDER), "--layer", "2", "--sentence", "The cat sat on")
+    assert decoded.exit_code == 0 and "Decoding 'gemma3n layer 2" in decoded.stdout
+
+
 GGUF = Path(__file__).parent / "checkpoints" / "gguf" / "gemma3n.gguf"
 IN_TABLE = "The cat sat"  # ids 0, 266, 264, 265: all inside the fixture's per-layer table of 268 rows
 

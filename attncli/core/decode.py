@@ -138,6 +138,13 @@ def decode(source: RunResult | Scenario, head: int, *, before: RunResult | None 
             key="model",
             expected="a decoder checkpoint (gpt2, llama, qwen2, mistral) or an encoder–decoder's decoder, or run/explain for this one",
         )
+    if scenario.cross and scenario.origin is not None and scenario.origin.attention is None:  # one stack: KV sharing (Gemma 3n)
+        raise AttnError(
+            "decode builds a layer's own KV cache step by step, but this layer makes no keys or values: it reuses an earlier "
+            "layer's (KV sharing)",
+            key="layer" if scenario.path is not None else option("layer"),
+            expected="a layer that makes its own keys and values (model info names the layers that reuse another's)",
+        )
     if scenario.cross:  # a checkpoint's cross-attention was asked for by `attention`, a scenario's by its `context`
         checkpoint = scenario.origin is not None
         raise AttnError(
