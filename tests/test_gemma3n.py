@@ -248,6 +248,15 @@ def test_decode_refuses_a_shared_layer_in_one_line_and_decodes_the_others(cli):
     assert decoded.exit_code == 0 and "Decoding 'gemma3n layer 2" in decoded.stdout
 
 
+def test_run_and_explain_say_kv_sharing_not_cross_attention(cli):
+    """A shared layer's header and explain's introduction say whose keys they are, not 'cross-attention' and 'the context'."""
+    args = ("--model", str(FOLDER), "--layer", "6", "--sentence", "The cat sat on")
+    shown = cli("run", *args).stdout
+    assert "keys (an earlier layer's, KV sharing)" in shown and "cross-attention" not in shown
+    explained = cli("explain", *args, "--word", "on").stdout
+    assert "KV sharing: this layer makes only its query" in explained and "from the context" not in explained
+
+
 GGUF = Path(__file__).parent / "checkpoints" / "gguf" / "gemma3n.gguf"
 IN_TABLE = "The cat sat"  # ids 0, 266, 264, 265: all inside the fixture's per-layer table of 268 rows
 

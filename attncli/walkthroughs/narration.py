@@ -55,7 +55,10 @@ def intro(expl: Explanation) -> list[str]:
         which = others[0] if len(others) == 1 else ", ".join(others[:-1]) + " or " + others[-1]  # the positions --position takes here
         lines.append(f"{quoted(expl.token)} also occurs at position{'s' * (len(others) > 1)} {where}; "
                      f"pick {'it' if len(others) == 1 else 'one'} with {option('position')} {which}.")  # fmt: skip
-    if s.cross:
+    if s.cross and s.origin is not None and s.origin.attention is None:  # a model of one stack: a layer reusing another's keys (KV sharing)
+        lines.append(f"KV sharing: this layer makes only its query; the {s.L_k} keys and values are an earlier layer's, projected from "
+                     "that layer's input (Z) by its W_K and W_V.")  # fmt: skip
+    elif s.cross:
         lines.append(f"Cross-attention: the query comes from this sentence, the {s.L_k} keys and values from the context.")
     if makers := variants.active(s, "heads") or variants.active(s, "scores"):  # a variant that makes each head's q, k, v (MLA), or
         lines += makers[0].introduce(expl)  # gives its scores, says which of its numbers the head uses
