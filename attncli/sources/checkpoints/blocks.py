@@ -294,3 +294,24 @@ def through(layer: int) -> str:
     if layer == 1:
         return ""
     return ", then " + ("layer 1" if layer == 2 else f"layers 1–{layer - 1}") + " (attention and MLP)"
+
+
+def compact(numbers: Sequence[int]) -> str:
+    """'1–5, 7–11', or '6, 12, …, 36 (every 6th)' for an even stride, or '2' — layers as people count them."""
+    if not numbers:
+        return "none"
+    if len(numbers) >= 4:
+        step = numbers[1] - numbers[0]
+        if step > 1 and all(b - a == step for a, b in zip(numbers, numbers[1:])):
+            return f"{numbers[0]}, {numbers[1]}, …, {numbers[-1]} (every {_ordinal(step)})"
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
