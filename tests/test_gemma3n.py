@@ -216,8 +216,9 @@ def test_model_info_describes_every_mechanism():
     assert info["supported"] is True and info["sliding_layers"] == [1, 2, 4, 5]
     said = " | ".join(m["text"] for m in info["mechanisms"])
     for words in ("AltUp: 4 residual streams", "Laurel: a rank-4", "per-layer inputs: 4 numbers", "v_norm without weight",
-                  "scores × 1, not divided by √d_k", "θ = 10000 on the sliding layers and 1e+06", "layer 1 keeps what lies above mean + 1.64485·std (Φ⁻¹(0.95))",
-                  "layer 4 reuses layer 2's keys and values", "layer 6 reuses layer 3's", "final logit soft-capping 30"):  # fmt: skip
+                  "scores × 1, not divided by √d_k", "θ = 10000 on the sliding layers and 1e+06",
+                  "layer 1 keeps what lies above mean + 1.64485·std of each token's gate (Φ⁻¹(0.95)",
+                  "layers 4, 5 reuse layer 2's keys and values", "layer 6 reuses layer 3's", "final logit soft-capping 30"):  # fmt: skip
         assert words in said, words
     assert "1 + w" not in said
 

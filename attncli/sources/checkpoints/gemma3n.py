@@ -36,6 +36,7 @@ from attncli.sources.checkpoints.blocks import (
     LayerInputs,
     Weights,
     activate,
+    compact,
     rms_norm,
     self_attention,
     storage_note,
@@ -357,6 +358,13 @@ def notes(cfg: ModelConfig[Gemma3nSettings], layer: int, attention: AttentionWei
     return tuple(found)
 
 
+def _grouped(by_layer: dict[int, Any]) -> list[tuple[Any, str]]:
+    """[(value, 'layers 1–10'), …]: the layers (from 1) of each value, in the order values first occur."""
+    values = list(dict.fromkeys(by_layer.values()))
+    return [(value, ("layer " if len(found) == 1 else "layers ") + compact(found)) for value in values
+            for found in [[n for n, v in by_layer.items() if v == value]]]  # fmt: skip
+
+
 def _shared(s: Gemma3nSettings) -> int:
     """How many of the last layers share keys and values."""
     return sum(1 for index, source in enumerate(s.sources) if source != index)
@@ -365,8 +373,8 @@ def _shared(s: Gemma3nSettings) -> int:
 def mechanisms(cfg: ModelConfig[Gemma3nSettings], folder: Path, raw: dict[str, Any] | None = None) -> list[str]:
     """What `model info` says of Gemma 3n beyond the mechanisms every family is described by (describe.py)."""
     s = settings(cfg)
-    sparse = [i + 1 for i, multiplier in enumerate(s.multipliers) if multiplier is not None]
-    shared = [(i + 1, source + 1) for i, source in enumerate(s.sources) if source != i]
+    sparse = _grouped({i + 1: (m, f) for i, (m, f) in enumerate(zip(s.multipliers, s.sparsity)) if m is not None})
+    shared = _grouped({i + 1: source + 1 for i, source in enumerate(s.sources) if source != i})
     said = [
         f"AltUp: {s.streams} residual streams of {cfg.hidden_size}; each layer predicts every stream from all of them, computes on "
         "stream 1 and corrects the others by its result (router: tanh of a projection of the normed stream)",
@@ -376,9 +384,10 @@ def mechanisms(cfg: ModelConfig[Gemma3nSettings], folder: Path, raw: dict[str, A
         "scores × 1, not divided by √d_k (the q, k and v norms keep their size near 1)",
         f"RoPE θ = {s.local_theta:g} on the sliding layers and {cfg.rope.theta if cfg.rope else 0:g} on the global ones",
         "activation sparsity (Gaussian top-k of the MLP's gate): " + (
-            ", ".join(f"layer {i} keeps what lies above mean + {s.multipliers[i - 1]:.6g}·std" + (
-                f" (Φ⁻¹({fraction:g}))" if (fraction := s.sparsity[i - 1]) is not None else "") for i in sparse) if sparse else "none"),
-        "KV sharing: " + ("; ".join(f"layer {i} reuses layer {j}'s keys and values" for i, j in shared) if shared else "none, every layer makes its own"),
+            "; ".join(f"{layers} keep{'s' * layers.startswith('layer ')} what lies above mean + {m:.6g}·std of each token's gate"
+                      + ("" if f is None else f" (Φ⁻¹({f:g}): about {1 - f:.0%} of it)") for (m, f), layers in sparse) if sparse else "none"),
+        "KV sharing: " + ("; ".join(f"{layers} reuse{'s' * layers.startswith('layer ')} layer {j}'s keys and values" for j, layers in shared)
+                          if shared else "none, every layer makes its own"),
     ]  # fmt: skip
     if s.final_cap is not None:
         said.append(f"final logit soft-capping {s.final_cap:g}·tanh(logit / {s.final_cap:g}) (the output logits, not attention's)")
