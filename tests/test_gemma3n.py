@@ -337,3 +337,23 @@ def test_live_transformers_still_gives_the_goldens():
     assert set(live) == set(expected) - {"text", "ids"}
     for key, array in live.items():
         np.testing.assert_allclose(array, expected[key], rtol=0, atol=1e-12, err_msg=key)
+
+
+def test_live_transformers_meets_the_gguf_file_inside_the_per_layer_table():
+    """transformers on the folder (float32 steps in float64), given the GGUF file's tokens of a sentence inside the per-layer
+    table, gives every layer's weights of attncli's reading of the file within the file's float32 ε and Φ⁻¹ (skips without torch)."""
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except Exception as error:
+        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_checkpoints", Path(__file__).parent.parent / "scripts" / "make_checkpoints.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    cases = [load_layer(GGUF, layer=layer, text=IN_TABLE) for layer in range(1, LAYERS + 1)]
+    live = script.golden_float64(FOLDER, list(cases[0].token_ids), "gemma3n")["attentions"]
+    for layer, case in enumerate(cases, start=1):
+        np.testing.assert_allclose(weights_of(case), live[layer - 1], rtol=0, atol=5e-6, err_msg=f"layer {layer}")
