@@ -37,13 +37,13 @@ class Joined(NamedTuple):
 
     shape: tuple[int, ...]
     parts: tuple[str, ...]  # the GGUF tensors it is made of
-    kind: str  # "kv_b" (attn_k_b + attn_v_b), "expert" (one expert of a 3-d tensor), "gate_up", "down", "gate_up_bias"
+    kind: str  # "kv_b" (attn_k_b + attn_v_b), "expert" (one matrix of a 3-d tensor: an expert, Gemma 3n's altup_proj), "gate_up", "down", "gate_up_bias"
     expert: int = 0
 
 
 ConfigReader = Callable[[Metadata, str, dict[str, Any]], ModelConfig]  # (file, "arch.", the shared sizes) -> the config
 KeysReader = Callable[[Metadata, str, dict[str, Any], int], dict[str, Any]]  # (file, "arch.", the shared keys, head size) -> more keys
-JoinedReader = Callable[[Metadata, str, str], Joined | None]  # (file, "blk.N.", the name after "layers.N.") -> what to rebuild
+JoinedReader = Callable[[Metadata, str, str], Joined | None]  # (file, "blk.N.", the name after "layers.N."; or "", a tensor of the model) -> what to rebuild
 
 
 class GgufArchitecture(NamedTuple):
