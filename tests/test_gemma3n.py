@@ -357,3 +357,27 @@ def test_live_transformers_meets_the_gguf_file_inside_the_per_layer_table():
     live = script.golden_float64(FOLDER, list(cases[0].token_ids), "gemma3n")["attentions"]
     for layer, case in enumerate(cases, start=1):
         np.testing.assert_allclose(weights_of(case), live[layer - 1], rtol=0, atol=5e-6, err_msg=f"layer {layer}")
+
+
+@pytest.mark.parametrize(
+    ("keys", "drop", "words"),
+    [
+        ({"gemma3n.activation_sparsity_scale": ([float("nan")] * 6, "ARRAY", "FLOAT32")}, (), "activation_sparsity_scale"),
+        ({"gemma3n.activation_sparsity_scale": ([1.0] * 5, "ARRAY", "FLOAT32")}, (), "activation_sparsity_scale"),
+        ({"gemma3n.feed_forward_length": ([32] * 5, "ARRAY", "UINT32")}, (), "intermediate_size"),
+        ({"gemma3n.attention.shared_kv_layers": (5, "UINT32")}, (), "num_kv_shared_layers"),
+        ({}, ("gemma3n.embedding_length_per_layer_input",), "embedding_length_per_layer_input"),
+    ],
+)  # fmt: skip
+def test_a_hostile_gguf_file_is_one_line_naming_what_is_wrong(tmp_path, keys, drop, words):
+    """A gemma3n file whose Φ⁻¹ are not numbers, whose per-layer lists are short, whose shared layers leave a kind without a
+    layer to share, or whose per-layer width is missing, is refused in one line that names it."""
+    pytest.importorskip("gguf", reason="the hostile GGUF files are written with llama.cpp's writer: pip install gguf")
+    from attncli.errors import AttnError
+    from tests import gguf_mutants
+
+    path = gguf_mutants.rewrite(tmp_path / "hostile.gguf", "gemma3n.gguf", set_keys=keys, drop=drop)
+    with pytest.raises(AttnError) as caught:
+        load_layer(path, layer=2, text=IN_TABLE)
+    message = str(caught.value)
+    assert message.count("\n") == 0 and words in message, message
