@@ -1,6 +1,6 @@
 """Write tiny GGUF files with llama.cpp's own writer (gguf-py's GGUFWriter), laid out as llama.cpp's converter lays them out.
 
-    pip install gguf tokenizers          # no torch, no transformers
+    pip install gguf tokenizers          # no transformers; torch only for gemma3n.gguf (the converter's float32 Φ⁻¹)
     python scripts/make_gguf.py          # tests/checkpoints/gguf/*.gguf
 
 From the tiny Hugging Face fixtures of tests/checkpoints (llama, qwen2, mistral, gpt2, bert), each
@@ -948,7 +948,8 @@ def write_gemma3n(path: Path, folder: Path = HF / "gemma3n") -> None:
     """Gemma 3n's text model as Gemma3NModel writes it: Gemma 3's keys without the norm shift (Gemma 3n multiplies by w),
     AltUp's active index and streams, the per-layer input width, the shared KV layers, each layer's Φ⁻¹(sparsity) in float32
     (activation_sparsity_scale: −∞ on a dense layer), the sliding pattern; altup_projections and altup_unembed_projections
-    stacked into one 3-d tensor each; both embedding tables padded with zero rows to vocab_size; `_scale` tensors + .weight."""
+    stacked into one 3-d tensor each; both embedding tables padded with zero rows to vocab_size; `_scale` tensors + .weight.
+    torch computes Φ⁻¹ of the float32 fraction in float32, as the converter does (numpy has no icdf)."""
     import gguf
     import torch
 
