@@ -738,6 +738,27 @@ FAMILIES_2026: dict[str, dict[str, Any]] = {
         "tokenizer": "llama",
         "seed": 441,
     },
+    # Gemma 3n (text): AltUp (4 streams), Laurel (rank 4), per-layer inputs (4 per layer; ids past 267 read row 0 of the
+    # per-layer table), sliding (4) / sliding / full twice with θ 10 000 / 1 000 000, the last 3 layers sharing keys and values
+    # (layers 4, 5 reuse layer 2's, layer 6 layer 3's), activation sparsity 0.95 and 0.8 on layers 1 and 2; norm scales around 1
+    # (Gemma 3n multiplies by w, not 1 + w). Its golden also holds the same run with transformers' float32 steps in float64.
+    "gemma3n": {
+        "build": family(
+            "Gemma3nTextConfig", "Gemma3nForCausalLM", hidden_size=16, intermediate_size=[32, 32, 24, 32, 32, 32], num_hidden_layers=6,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64, sliding_window=4,
+            layer_types=["sliding_attention", "sliding_attention", "full_attention"] * 2, num_kv_shared_layers=3,
+            activation_sparsity_pattern=[0.95, 0.8, 0.0, 0.0, 0.0, 0.0], hidden_size_per_layer_input=4, vocab_size_per_layer_input=268,
+            laurel_rank=4, altup_num_inputs=4, final_logit_softcapping=30.0,
+            rope_parameters={
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+            },
+            bos_token_id=0, eos_token_id=1, pad_token_id=1,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+        "seed": 421,
+        "float64_steps": "gemma3n",
+    },
 }
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 
@@ -836,6 +857,59 @@ def golden_with_inputs(folder: Path, ids: list[int], *, moe: bool = False) -> di
     return arrays
 
 
+def float64_steps(family_name: str) -> Callable[[], None]:
+    """Patch transformers' `family_name` model so that the steps it runs in float32 inside a float64 model run in float64;
+    returns the undo. Gemma 3n: RMSNorm's cast, the RoPE angles, AltUp's router tanh, the Gaussian top-k's Φ⁻¹, the softmax."""
+    import torch
+    from transformers.models.gemma3n import modeling_gemma3n as g
+
+    assert family_name == "gemma3n"
+    saved = (g.Gemma3nRMSNorm.forward, g.Gemma3nRotaryEmbedding.forward, g.Gemma3nTextAltUp.compute_router_modalities,
+             g.Gemma3nTextMLP._gaussian_topk, g.nn.functional.softmax)  # fmt: skip
+
+    def rms_norm(self: Any, x: Any) -> Any:  # as Gemma3nRMSNorm, without the cast to float32
+        normed = x * torch.pow(x.pow(2).mean(-1, keepdim=True) + self.eps, -0.5)
+        return normed * self.weight if self.with_scale else normed
+
+    def rotary(self: Any, x: Any, position_ids: Any, layer_type: Any) -> Any:  # default RoPE, angles in float64
+        theta = self.config.rope_parameters[layer_type]["rope_theta"]
+        d = getattr(self, f"{layer_type}_inv_freq").shape[0] * 2
+        inv_freq = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+        both = torch.cat([position_ids[..., None].to(torch.float64) * inv_freq] * 2, dim=-1)
+        return both.cos().to(x.dtype), both.sin().to(x.dtype)
+
+    def router(self: Any, x: Any) -> Any:  # tanh in the model's dtype
+        return torch.tanh(self.modality_router(self.router_norm(x) * self.router_input_scale))
+
+    def top_k(self: Any, inputs: Any) -> Any:  # Φ⁻¹(sparsity) in float64
+        multiplier = torch.distributions.normal.Normal(0, 1).icdf(torch.tensor(self.activation_sparsity, dtype=torch.float64))
+        cutoff = inputs.mean(-1, keepdim=True) + inputs.std(-1, keepdim=True, unbiased=False) * multiplier
+        return torch.nn.functional.relu(inputs - cutoff)
+
+    softmax = g.nn.functional.softmax
+
+    def softmax64(x: Any, dim: Any = None, dtype: Any = None) -> Any:
+        return softmax(x, dim=dim, dtype=torch.float64)
+
+    g.Gemma3nRMSNorm.forward, g.Gemma3nRotaryEmbedding.forward = rms_norm, rotary
+    g.Gemma3nTextAltUp.compute_router_modalities, g.Gemma3nTextMLP._gaussian_topk, g.nn.functional.softmax = router, top_k, softmax64
+
+    def undo() -> None:
+        (g.Gemma3nRMSNorm.forward, g.Gemma3nRotaryEmbedding.forward, g.Gemma3nTextAltUp.compute_router_modalities,
+         g.Gemma3nTextMLP._gaussian_topk, g.nn.functional.softmax) = saved  # fmt: skip
+
+    return undo
+
+
+def golden_float64(folder: Path, ids: list[int], family_name: str) -> dict[str, np.ndarray]:
+    """golden_with_inputs() with the family's float32 steps run in float64 (`float64_steps`), patched for this run only."""
+    undo = float64_steps(family_name)
+    try:
+        return golden_with_inputs(folder, ids)
+    finally:
+        undo()
+
+
 def golden_encoder_decoder(folder: Path, ids: list[int], decoder_ids: list[int]) -> dict[str, np.ndarray]:
     """An encoder–decoder's three attentions: encoder self-attention (layers, heads, L, L), the decoder's causal
     self-attention (layers, heads, T, T) and its cross-attention (layers, heads, T, L) over the encoder's output,
@@ -898,6 +972,8 @@ def make_family_fixture(name: str, spec: dict[str, Any], seed: int) -> None:
     else:
         arrays = golden_with_inputs(folder, ids, moe=spec.get("moe", False))
         shape = arrays["attentions"].shape
+        if "float64_steps" in spec:  # the same run with transformers' float32 steps computed in float64: attncli's arithmetic
+            arrays.update({f"{key}_float64": value for key, value in golden_float64(folder, ids, spec["float64_steps"]).items()})
     if "router" in spec:
         extra["experts"] = check_routing(folder, ids, spec["router"])
     np.savez_compressed(folder / "golden.npz", text=np.array(SENTENCE), ids=np.array(ids, dtype=np.int64), **extra, **arrays)

@@ -1,6 +1,6 @@
 """Write tiny GGUF files with llama.cpp's own writer (gguf-py's GGUFWriter), laid out as llama.cpp's converter lays them out.
 
-    pip install gguf tokenizers sentencepiece   # no torch, no transformers (sentencepiece reads T5's spiece.model)
+    pip install gguf tokenizers sentencepiece   # no transformers (sentencepiece reads T5's spiece.model); torch only for gemma3n.gguf (the converter's float32 Φ⁻¹)
     python scripts/make_gguf.py          # tests/checkpoints/gguf/*.gguf
 
 From the tiny Hugging Face fixtures of tests/checkpoints (llama, qwen2, mistral, gpt2, bert), each
@@ -1202,6 +1202,47 @@ def write_quantised(path: Path, *, seed: int = 0) -> None:
     _finish(writer)
 
 
+def write_gemma3n(path: Path, folder: Path = HF / "gemma3n") -> None:
+    """Gemma 3n's text model as Gemma3NModel writes it: Gemma 3's keys without the norm shift (Gemma 3n multiplies by w),
+    AltUp's active index and streams, the per-layer input width, the shared KV layers, each layer's Φ⁻¹(sparsity) in float32
+    (activation_sparsity_scale: −∞ on a dense layer), the sliding pattern; altup_projections and altup_unembed_projections
+    stacked into one 3-d tensor each; both embedding tables padded with zero rows to vocab_size; `_scale` tensors + .weight.
+    torch computes Φ⁻¹ of the float32 fraction in float32, as the converter does (numpy has no icdf)."""
+    import gguf
+    import torch
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    layers, vocab = config["num_hidden_layers"], config["vocab_size"]
+    writer = gguf.GGUFWriter(path, "gemma3n")
+    writer.add_name("attncli tiny gemma3n")
+    _common(writer, config)
+    writer.add_key_length(config["head_dim"])
+    writer.add_value_length(config["head_dim"])
+    writer.add_rope_freq_base(config["rope_parameters"]["full_attention"]["rope_theta"])
+    writer.add_final_logit_softcapping(config["final_logit_softcapping"])
+    writer.add_sliding_window(config["sliding_window"])
+    writer.add_altup_active_idx(config["altup_active_idx"])
+    writer.add_altup_num_inputs(config["altup_num_inputs"])
+    writer.add_embedding_length_per_layer_input(config["hidden_size_per_layer_input"])
+    writer.add_shared_kv_layers(config["num_kv_shared_layers"])
+    normal = torch.distributions.normal.Normal(0, 1)
+    writer.add_activation_sparsity_scale([normal.icdf(torch.tensor(s, dtype=torch.float32)).item() for s in config["activation_sparsity_pattern"]])
+    writer.add_sliding_window_pattern([kind == "sliding_attention" for kind in config["layer_types"]])
+    _tokenizer(writer, tokenizer_metadata(folder))
+    tensors = hf_tensors(folder)
+    for hf, value in tensors.items():
+        if hf == "lm_head.weight" or ".altup_projections." in hf or ".altup_unembed_projections." in hf:
+            continue
+        if hf.endswith(("embed_tokens.weight", "embed_tokens_per_layer.weight")) and value.shape[0] < vocab:
+            value = np.concatenate([value, np.zeros((vocab - value.shape[0], value.shape[1]), dtype=value.dtype)])
+        name = hf + ".weight" if hf.endswith("_scale") else hf
+        writer.add_tensor(converter_name("gemma3n", layers, name), np.ascontiguousarray(value))
+    for kind in ("altup_projections", "altup_unembed_projections"):
+        stacked = np.stack([tensors[f"model.{kind}.{i}.weight"] for i in range(config["altup_num_inputs"] - 1)])
+        writer.add_tensor(converter_name("gemma3n", layers, f"model.{kind}.weight"), stacked)
+    _finish(writer)
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     for name in ("llama", "qwen2", "mistral"):
@@ -1219,6 +1260,7 @@ def main() -> None:
     write_glm4_moe(OUT / "glm4_moe.gguf")
     write_llama_converted("apertus", OUT / "apertus.gguf")
     write_modernbert(OUT / "modernbert.gguf")
+    write_gemma3n(OUT / "gemma3n.gguf")
     import tempfile
 
     with tempfile.TemporaryDirectory() as scratch:

@@ -140,6 +140,7 @@ FAMILIES = [
     ("seed_oss", 1e-5, ("RMSNorm", "rotary", "softmax")),
     ("smollm3", 1e-5, ("RMSNorm", "rotary", "softmax")),
     ("qwen3_next", 1e-5, ("q and k norms", "rotary", "softmax", "delta rule")),
+    ("gemma3n", 1e-5, ("q, k and v norms", "rotary", "AltUp's router", "Φ⁻¹(sparsity)", "softmax")),
 ]
 
 

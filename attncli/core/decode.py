@@ -138,6 +138,13 @@ def decode(source: RunResult | Scenario, head: int, *, before: RunResult | None 
             key="model",
             expected="a decoder checkpoint (gpt2, llama, qwen2, mistral) or an encoder–decoder's decoder, or run/explain for this one",
         )
+    if scenario.cross and scenario.origin is not None and scenario.origin.attention is None:  # one stack: KV sharing (Gemma 3n)
+        raise AttnError(
+            "decode builds a layer's own KV cache step by step, but this layer makes no keys or values: it reuses an earlier "
+            "layer's (KV sharing)",
+            key="layer" if scenario.path is not None else option("layer"),
+            expected="a layer that makes its own keys and values (model info names the layers that reuse another's)",
+        )
     if scenario.cross:  # a checkpoint's cross-attention was asked for by `attention`, a scenario's by its `context`
         checkpoint = scenario.origin is not None
         raise AttnError(
@@ -191,11 +198,11 @@ def decode(source: RunResult | Scenario, head: int, *, before: RunResult | None 
                 label=scenario.query_labels[row],
                 q=h.q[row],
                 k=h.k[t - 1],
-                v=h.V[t - 1],
+                v=h.values[t - 1],
                 cache=_frozen(cache.astype(np.int64)),
                 dropped=_frozen(dropped.astype(np.int64)),
                 K=_frozen(h.k[columns]),  # (c, d_k)
-                V=_frozen(h.V[columns]),  # (c, d_v)
+                V=_frozen(h.values[columns]),  # (c, d_v)
                 visible=_frozen(visible[row, columns]),  # (c,)
                 scores=_frozen(h.scores[row, columns]),  # (c,)
                 logits=_frozen(h.logits[row, columns]),  # (c,)
@@ -256,7 +263,7 @@ def _recurrent(result: RunResult, head: int) -> Recurrent | None:
     c = s.cached  # a given cache: its c keys and values enter the state before the first step, which has no query of theirs
     q = np.concatenate([np.repeat(q[:1], c, axis=0), q]) if c else q  # (c + L, d_k) the cached rows' outputs are dropped below
     with np.errstate(all="ignore"):  # a dropped cached row may divide 0 by 0; the kept rows are the run's, checked there
-        states, outputs = recurrent(kernel, head, q, h.k, h.V)
+        states, outputs = recurrent(kernel, head, q, h.k, h.values)
     normalisers = None
     if isinstance(kernel, LinearAttention) and h.kernel is not None and h.kernel.phi_k is not None:
         normalisers = tuple(_frozen(z) for z in np.cumsum(h.kernel.phi_k, axis=0)[c:])  # (d_k,) each

@@ -76,6 +76,7 @@ class HeadResult:
     mla: MlaHead | None = None  # multi-head latent attention: the head's up-projections and its absorbed form; None without
     kernel: KernelHead | None = None  # attention without softmax (linear attention, retention): its own stages; None with the softmax
     gated: dict[str, Gated] = field(default_factory=dict)  # "output" variant key -> its factor and the output after it (a gate)
+    value_normed: np.ndarray | None = None  # (L_k, d_v) V after the "value" variant (Gemma 3n's v_norm), which the weights meet; None without
 
     @property
     def final(self) -> np.ndarray:
@@ -86,6 +87,11 @@ class HeadResult:
         """`<HeadResult 1 (key/value head 1): Q (6, 2), K (6, 2), V (6, 2), weights (6, 6), output (6, 2)>`: its stages' shapes."""
         shapes = ", ".join(f"{name} {tuple(getattr(self, name).shape)}" for name in ("Q", "K", "V", "weights", "output"))
         return f"<{type(self).__name__} {self.head} (key/value head {self.kv_head}): {shapes}>"
+
+    @property
+    def values(self) -> np.ndarray:
+        """(L_k, d_v) the values the weights meet: after a "value" variant (v_norm), else V."""
+        return self.V if self.value_normed is None else self.value_normed
 
     @property
     def logits(self) -> np.ndarray:
@@ -223,6 +229,7 @@ class HeadInputs(NamedTuple):
     Q_rope: np.ndarray | None  # (L_q, d_k) rotated, under RoPE
     K_rope: np.ndarray | None  # (L_k, d_k)
     normed: dict[str, Normed]  # "norm" variant key -> q and k after it (QK-norm); HeadResult's field of that name
+    value_normed: np.ndarray | None = None  # (L_k, d_v) V after the "value" variant (v_norm); None without
 
 
 def whole_projection(s: Scenario, role: str, X: np.ndarray | None, X_kv: np.ndarray | None, r: Rounder) -> np.ndarray:
@@ -284,6 +291,10 @@ def head_inputs(
         q = finite(r(q_hat), variant.key, f"{variant.symbol}(Q)", s, h, queries)  # (L_q, d_k)
         k = finite(r(k_hat), variant.key, f"{variant.symbol}(K)", s, h, keys)  # (L_k, d_k)
         normed[variant.key] = Normed(q, k, q_ms, k_ms)
+    value_normed = None
+    for variant in variants.active(s, "value"):  # v_norm: each value row divided by its rms (no weight)
+        with np.errstate(invalid="ignore", divide="ignore"):  # 0/0 of an all-zero row under ε = 0: refused by `finite`
+            value_normed = finite(r(variant.normalise(V if value_normed is None else value_normed)), variant.key, "V / rms(V)", s, h, keys)
     Q_rope = K_rope = None
     for variant in variants.active(s, "qk"):  # RoPE: q and k turned by position p = 0, 1, ...
         q, k = (q, k) if Q_rope is None or K_rope is None else (Q_rope, K_rope)
@@ -292,11 +303,12 @@ def head_inputs(
     if (cache := s.variant(KvCache)) is not None:  # a given KV cache: its rows (keys as the queries meet them: after QK-norm and RoPE) come first
         K_cached, V_cached = (r(part) for part in cache.head_rows(g, d_k, d_v))  # (c, d_k), (c, d_v)
         K, V = np.vstack([K_cached, K]), np.vstack([V_cached, V])  # (c + L, d_k), (c + L, d_v)
+        value_normed = None if value_normed is None else np.vstack([V_cached, value_normed])  # (c + L, d_v) cached as the weights meet them
         K_rope = None if K_rope is None else np.vstack([K_cached, K_rope])  # (c + L, d_k)
         unknown = np.full(K_cached.shape[0], np.nan)  # (c,) a cached key's mean square before the norm: the cache holds k̂, not k
         normed = {key: Normed(n.q, np.vstack([K_cached, n.k]), n.q_mean_square, np.concatenate([unknown, n.k_mean_square]))
                   for key, n in normed.items()}  # fmt: skip
-    return HeadInputs(g, W_Q, W_K, W_V, b_Q, b_K, b_V, Q, K, V, Q_rope, K_rope, normed)
+    return HeadInputs(g, W_Q, W_K, W_V, b_Q, b_K, b_V, Q, K, V, Q_rope, K_rope, normed, value_normed)
 
 
 def attention_head(
@@ -353,7 +365,8 @@ def _head(
     sink = next((variant.logit(h) for variant in variants.active(s, "denominator")), None)  # a learned sink's logit
     bias = score_bias(s, h, L_q, L_k)
     given = next((variant.matrix(h) for variant in variants.active(s, "scores")), None)  # (L_q, L_k) the scores given directly
-    attention_head(q, k, n.V, reshapes, bias, visible, s.scale.divisor, a, sink, given)  # type: ignore[arg-type]
+    values = n.V if n.value_normed is None else n.value_normed  # (L_k, d_v)
+    attention_head(q, k, values, reshapes, bias, visible, s.scale.divisor, a, sink, given)  # type: ignore[arg-type]
     t = a.kept
     mla = None
     if (latent_attention := s.variant(Mla)) is not None and latent is not None and a.rows != []:  # the absorbed form (not for a layer that keeps no rows: a checkpoint's earlier ones)
@@ -365,7 +378,7 @@ def _head(
     t["visible"] = visible if a.rows is None else visible[a.rows]  # (L_q or rows, L_k)
     stages = {name: t.get(name) for name in SOFTMAX_STAGES}  # stage -> array; None for a stage the head does not have (bias, sinks)
     reshaped = {variant.key: t[variant.key] for variant in reshapes}
-    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, *stages.values(), *reshaped.values(), *(a for x in n.normed.values() for a in x)):
+    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, n.value_normed, *stages.values(), *reshaped.values(), *(a for x in n.normed.values() for a in x)):
         if array is not None:
             array.setflags(write=False)
     gated = after_output(s, h, X, t["output"], a.decimals)

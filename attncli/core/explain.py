@@ -31,7 +31,7 @@ class KeyStep(NamedTuple):
     e: np.ndarray | None  # (d_model,) the key's embedding; None when K and V are given
     k: np.ndarray  # (d_k,) as the query meets it (rotated under RoPE)
     k_raw: np.ndarray  # (d_k,) before rotation (= k without RoPE)
-    v: np.ndarray  # (d_v,)
+    v: np.ndarray  # (d_v,) as the weight meets it (normalised under a value norm)
     score: float  # q·k
     scaled: float  # score / divisor
     bias: float | None  # added to the scaled score (given bias + ALiBi); None without
@@ -41,6 +41,7 @@ class KeyStep(NamedTuple):
     exp: float  # e^(logit - shift), 0 when masked
     weight: float  # exp / exp_sum
     weighted_v: np.ndarray  # (d_v,) weight · v
+    v_raw: np.ndarray | None = None  # (d_v,) as projected, before a value norm (= v without one)
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ def _explanation(
             e=None if keys_X is None or j < s.cached else keys_X[j - s.cached],  # a given KV cache's keys have no embedding
             k=h.k[j],
             k_raw=h.K[j],
-            v=h.V[j],
+            v=h.values[j],
             score=float(scores[j]),
             scaled=float(scaled[j]),
             bias=None if bias is None else float(bias[j]),
@@ -178,7 +179,8 @@ def _explanation(
             why=s.mask.why_hidden(i + 1, j + 1) if not visible[j] else s.mask.why_seen(i + 1, j + 1),
             exp=float(exps[j]),
             weight=float(weights[j]),
-            weighted_v=r(weights[j] * h.V[j]),  # (d_v,)
+            weighted_v=r(weights[j] * h.values[j]),  # (d_v,)
+            v_raw=h.V[j],
         )
         for j in range(s.L_k)
     )
@@ -207,4 +209,4 @@ def _online(h: HeadResult, i: int, block_size: int, round_to: int | None, sink: 
     """Row i of head h computed by the online softmax, keys in blocks of block_size."""
     from attncli.core.online import online_row  # only with --block-size
 
-    return online_row(h.logits[i], h.visible[i], h.V, block_size=block_size, round_to=round_to, sink=None if sink is None else sink.logit(h.head))
+    return online_row(h.logits[i], h.visible[i], h.values, block_size=block_size, round_to=round_to, sink=None if sink is None else sink.logit(h.head))

@@ -126,7 +126,9 @@ def _scores(n: Notation, s: Scenario, h: HeadResult | None) -> str:
 
 
 def _output(n: Notation, s: Scenario, h: HeadResult | None) -> str:
-    return f"{n('O')} = {n('A')}{n.times()}{kv_notation(n, s, h)('V')}"
+    k = kv_notation(n, s, h)
+    values = k(r"\hat{V}" if n.tex else "V\u0302") if variants.active(s, "value") else k("V")  # V̂ after a value norm (v_norm)
+    return f"{n('O')} = {n('A')}{n.times()}{values}"
 
 
 def _divisor(n: Notation, s: Scenario, h: HeadResult | None) -> str:

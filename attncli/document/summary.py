@@ -13,7 +13,9 @@ def describe(s: Scenario, *, long_notes: bool = False) -> list[str]:
         heads += f" sharing {s.G} key/value head" + ("s" if s.G > 1 else "")
     size = f"L = {s.L} tokens"
     if s.cross:
-        size = f"L_q = {s.L} queries × L_k = {s.L_k} keys (cross-attention)"
+        shared = s.origin is not None and s.origin.attention is None  # a model of one stack: an earlier layer's keys (KV sharing)
+        which = "an earlier layer's, KV sharing" if shared else "cross-attention"
+        size = f"L_q = {s.L} queries × L_k = {s.L_k} keys ({which})"
     width = "Q, K, V given" if s.direct else "V given" if s.X is None else f"d_model = {s.d_model}"  # V alone: the scores given
     d_k = f" · d_k = {s.d_k}" if s.d_k else ""  # none given beside given scores
     lines = [f"{size} · {width} · {heads}{d_k} · d_v = {s.d_v} · d_out = {s.d_out}"]

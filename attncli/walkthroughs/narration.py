@@ -55,7 +55,10 @@ def intro(expl: Explanation) -> list[str]:
         which = others[0] if len(others) == 1 else ", ".join(others[:-1]) + " or " + others[-1]  # the positions --position takes here
         lines.append(f"{quoted(expl.token)} also occurs at position{'s' * (len(others) > 1)} {where}; "
                      f"pick {'it' if len(others) == 1 else 'one'} with {option('position')} {which}.")  # fmt: skip
-    if s.cross:
+    if s.cross and s.origin is not None and s.origin.attention is None:  # a model of one stack: a layer reusing another's keys (KV sharing)
+        lines.append(f"KV sharing: this layer makes only its query; the {s.L_k} keys and values are an earlier layer's, projected from "
+                     "that layer's input (Z) by its W_K and W_V.")  # fmt: skip
+    elif s.cross:
         lines.append(f"Cross-attention: the query comes from this sentence, the {s.L_k} keys and values from the context.")
     if makers := variants.active(s, "heads") or variants.active(s, "scores"):  # a variant that makes each head's q, k, v (MLA), or
         lines += makers[0].introduce(expl)  # gives its scores, says which of its numbers the head uses
@@ -96,6 +99,7 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
         out.append(_keys_values(expl, p, w, check, full))
     out += _variant_steps(expl, "cache", say)  # an int8 KV cache: its codes times their scales, before any score uses them
     out += _variant_steps(expl, "norm", say)
+    out += _variant_steps(expl, "value", say)  # a value norm (v_norm): each value row divided by its rms
     out += _variant_steps(expl, "qk", say)
     without_softmax = _variant_steps(expl, "kernel", say)  # linear attention, retention: their step replaces the softmax's
     if not without_softmax:
@@ -348,7 +352,8 @@ def _keys_values(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: 
         lines.append(Line(w.of(e, label), _vec(w, key.e, p, full)))
         lines.append(Line(w.of("k", label), _projected(w, check, key.e, head.W_K, head.b_K, key.k_raw, p, full, symbol=kv("W_K"),
                                                        name=f"k({key.label})")))  # fmt: skip
-        lines.append(Line(w.of("v", label), _projected(w, check, key.e, head.W_V, head.b_V, key.v, p, full, symbol=kv("W_V"),
+        v = key.v if key.v_raw is None else key.v_raw  # as projected: a value norm's step follows
+        lines.append(Line(w.of("v", label), _projected(w, check, key.e, head.W_V, head.b_V, v, p, full, symbol=kv("W_V"),
                                                        name=f"v({key.label})")))  # fmt: skip
     row = "hidden state x (what enters this layer's attention)" if e == "x" else "embedding e"
     notes = [f"Each key word's {row} gives its key k = {e}·W_K{' + b_K' if head.b_K is not None else ''} and its value "

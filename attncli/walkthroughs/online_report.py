@@ -140,7 +140,7 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
         ordinary = result.head(head).output  # (L_q, d_v)
         memory = tiling.memory
         lines = [
-            ("largest difference from the ordinary output", agreement(tiling.output - ordinary, result.head(head).V)),
+            ("largest difference from the ordinary output", agreement(tiling.output - ordinary, result.head(head).values)),
             ("working memory, tiled", f"{memory.tiled:,} numbers ({memory.tiled_bytes:,} bytes): B_q·d_k + B_k·d_k + B_k·d_v + B_q·B_k + 2·B_q + B_q·d_v"),
             ("working memory, ordinary", f"{memory.ordinary:,} numbers ({memory.ordinary_bytes:,} bytes): the L_q × L_k scores and weights"),
         ]
@@ -151,9 +151,9 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
         if result.exact is not None:
             exact = result.exact.head(head)
             sink = None if (learned := s.variant(LearnedSink)) is None else learned.logit(head)
-            again = online.tiled(exact.masked, exact.V, block_size=B_k, query_block_size=B_q, d_k=s.d_k, sink=sink)
+            again = online.tiled(exact.masked, exact.values, block_size=B_k, query_block_size=B_q, d_k=s.d_k, sink=sink)
             out_notes.append(f"Rounded by hand, the tiles round at other points than the ordinary chain, hence the difference above; "
-                             f"in exact arithmetic the two differ by {agreement(again.output - exact.output, exact.V)}.")  # fmt: skip
+                             f"in exact arithmetic the two differ by {agreement(again.output - exact.output, exact.values)}.")  # fmt: skip
         sections += _section(f"{name}output = o / l", lines, Table(["query", "output"], out_rows, [False, False]), out_notes)
     csv_table = Table(["head", "query_block", "key_block", "query", "keys", "skipped", "rescale", "max", "sum"], csv_rows,
                       [True, True, True, True, False, False, True, True, True])  # fmt: skip
@@ -418,5 +418,5 @@ def tilings(result: RunResult, heads: list[int], block_size: int) -> dict[int, T
     for head in heads:
         h = result.head(head)
         sink = None if (learned := s.variant(LearnedSink)) is None else learned.logit(head)
-        out[head] = online.tiled(h.masked, h.V, block_size=block_size, d_k=s.d_k, round_to=result.round_steps, sink=sink)
+        out[head] = online.tiled(h.masked, h.values, block_size=block_size, d_k=s.d_k, round_to=result.round_steps, sink=sink)
     return out

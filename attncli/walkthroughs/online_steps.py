@@ -160,7 +160,7 @@ def _differences(values: np.ndarray, expl: Explanation, w: Writer) -> str:
     The last bits of such a difference change from one CPU to another; only a difference beyond what rounding can make
     (a hand-rounded chain's) is written, in scientific notation since fixed decimals would hide it.
     """
-    V = expl.head.V  # (L_k, d_v): the output is a weighted average of these rows
+    V = expl.head.values  # (L_k, d_v): the output is a weighted average of these rows
     scale = float(np.max(np.abs(V), initial=0.0))
     bound = rounding.roundoff_bound(scale, len(V))
     if rounding.largest(values) <= bound:

@@ -6,6 +6,7 @@ the formula it acts on and its place among the scenario JSON's keys. The engine,
 the header summary go through REGISTRY instead of naming variants. Stages, in the order the
 engine meets them:
     "norm"        on each head's q and k: normalise(x, role, index, whole) -> x  (QK-norm, QK LayerNorm)
+    "value"       on each head's values: normalise(V) -> V                       (a value norm: Gemma 3n's v_norm)
     "qk"          before the scores, on q and k: apply(x, positions) -> x       (RoPE)
     "scaled"      on the scaled scores, elementwise: apply(s, out=) -> s        (a query temperature by row, soft-capping)
     "logits"      added to the scaled scores: matrix(head, L_q, L_k)           (a given bias, ALiBi, T5's buckets)
@@ -42,9 +43,10 @@ from attncli.core.variants.shown import Narrated, Say, StageRow
 from attncli.core.variants.sinks import LearnedSink
 from attncli.core.variants.softcap import SoftCap
 from attncli.core.variants.temperature import QueryTemperature
+from attncli.core.variants.valuenorm import ValueNorm
 
 __all__ = [
-    "REGISTRY", "Alibi", "DeltaRule", "GivenScores", "KvCache", "LearnedSink", "LinearAttention", "Mask", "Mla", "Narrated", "OutputGate", "QkLayerNorm", "QkNorm", "QueryTemperature", "RelativeBuckets", "Retention", "Rope", "Say", "ScoreBias", "SoftCap", "StageRow", "Variant", "active",
+    "REGISTRY", "Alibi", "DeltaRule", "GivenScores", "KvCache", "LearnedSink", "LinearAttention", "Mask", "Mla", "Narrated", "OutputGate", "QkLayerNorm", "QkNorm", "QueryTemperature", "RelativeBuckets", "Retention", "Rope", "Say", "ScoreBias", "SoftCap", "StageRow", "ValueNorm", "Variant", "active",
     "alibi_slopes", "in_json_order", "shown_rows", "visibility",
 ]  # fmt: skip
 
@@ -80,7 +82,7 @@ class Variant(Protocol):
     #   def stacked(self, n, letter, made) -> str                ("cache") each head's K or V with the cache first
 
 
-REGISTRY: tuple[type[Variant], ...] = (QkNorm, QkLayerNorm, Rope, QueryTemperature, SoftCap, ScoreBias, Alibi, RelativeBuckets, Mask, LearnedSink, Mla, KvCache, GivenScores, LinearAttention, Retention, OutputGate, DeltaRule)  # in the order the engine meets them
+REGISTRY: tuple[type[Variant], ...] = (QkNorm, QkLayerNorm, ValueNorm, Rope, QueryTemperature, SoftCap, ScoreBias, Alibi, RelativeBuckets, Mask, LearnedSink, Mla, KvCache, GivenScores, LinearAttention, Retention, OutputGate, DeltaRule)  # in the order the engine meets them
 
 
 def shown_rows() -> list[StageRow]:

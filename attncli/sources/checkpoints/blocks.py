@@ -203,15 +203,17 @@ class AttentionWeights:
         return Mask(causal=self.causal, window=self.window)
 
 
-def self_attention(X: np.ndarray, w: AttentionWeights) -> np.ndarray:
+def self_attention(X: np.ndarray, w: AttentionWeights, X_kv: np.ndarray | None = None) -> np.ndarray:
     """(L, d) the attention block's output, before any residual: attncli's engine on this layer.
 
     The same engine, mask, RoPE and key/value-head map as the layer `run` shows, so what one
     layer prints is exactly what the next one reads. It keeps no stage unless `weights_seen`
-    asks for every layer's weights (`attncli heads`).
+    asks for every layer's weights (`attncli heads`). With `X_kv` (L, d), the keys and values project it
+    instead of X, at the same positions and under the same mask (Gemma 3n's layers that reuse an earlier layer's).
     """
+    tokens = tuple(f"token {i}" for i in range(1, X.shape[0] + 1))
     layer = Scenario(
-        name="", tokens=tuple(f"token {i}" for i in range(1, X.shape[0] + 1)), heads=w.heads,
+        name="", tokens=tokens, heads=w.heads, context=None if X_kv is None else tokens, X_kv=X_kv,
         kv_heads=None if w.kv_heads == w.heads else w.kv_heads, scale=Scale("value", w.divisor),
         X=X, W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O, mask=w.mask,
         variants=held(w.rope, w.qk_norm, w.softcap, w.sink, w.mla, *w.variants),
@@ -263,6 +265,7 @@ class LayerInputs:
     dtype: str  # how the attention weights are stored
     notes: tuple[str, ...]
     X_kv: np.ndarray | None = None  # (L_k, d) a cross-attention's keys' and values' input (an encoder's output); None: X
+    kv_from: int | None = None  # the layer (from 1) whose input and weights make the keys and values (Gemma 3n's KV sharing); None: its own
 
 
 def storage_note(dtype: str) -> str:
@@ -291,3 +294,24 @@ def through(layer: int) -> str:
     if layer == 1:
         return ""
     return ", then " + ("layer 1" if layer == 2 else f"layers 1–{layer - 1}") + " (attention and MLP)"
+
+
+def compact(numbers: Sequence[int]) -> str:
+    """'1–5, 7–11', or '6, 12, …, 36 (every 6th)' for an even stride, or '2' — layers as people count them."""
+    if not numbers:
+        return "none"
+    if len(numbers) >= 4:
+        step = numbers[1] - numbers[0]
+        if step > 1 and all(b - a == step for a, b in zip(numbers, numbers[1:])):
+            return f"{numbers[0]}, {numbers[1]}, …, {numbers[-1]} (every {_ordinal(step)})"
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"

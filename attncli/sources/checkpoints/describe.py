@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from attncli.sources.checkpoints.blocks import compact
 from attncli.sources.checkpoints.config import LlamaSettings, ModelConfig, whole
 from attncli.sources.checkpoints.families import ARCHITECTURES, description
 from attncli.sources.checkpoints.rope import rope_spec
@@ -92,27 +93,6 @@ def _raw_windows(raw: Mapping[str, Any], model_type: str, layers: int) -> tuple[
 
 
 # -- layers listed compactly ----------------------------------------------------------------------------------------------
-
-
-def compact(numbers: Sequence[int]) -> str:
-    """'1–5, 7–11', or '6, 12, …, 36 (every 6th)' for an even stride, or '2' — layers as people count them."""
-    if not numbers:
-        return "none"
-    if len(numbers) >= 4:
-        step = numbers[1] - numbers[0]
-        if step > 1 and all(b - a == step for a, b in zip(numbers, numbers[1:])):
-            return f"{numbers[0]}, {numbers[1]}, …, {numbers[-1]} (every {_ordinal(step)})"
-    runs: list[list[int]] = []
-    for n in numbers:
-        if runs and n == runs[-1][-1] + 1:
-            runs[-1].append(n)
-        else:
-            runs.append([n])
-    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
-
-
-def _ordinal(n: int) -> str:
-    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def _layers(numbers: Sequence[int]) -> str:
@@ -338,7 +318,15 @@ def _linear_layers_cache(f: Facts) -> list[CacheLayer] | None:
     return [CacheLayer(i + 1, 0 if kind == "linear_attention" else 2 * f.kv_heads * f.head_dim, f.windows[i]) for i, kind in enumerate(kinds)]
 
 
-LAYOUTS: list[Callable[[Facts], list[CacheLayer] | None]] = [_mla_cache, _linear_layers_cache]
+def _shared_kv_cache(f: Facts) -> list[CacheLayer] | None:
+    """Layers that reuse an earlier layer's keys and values (Gemma 3n's num_kv_shared_layers, as attncli read them) cache none."""
+    sources = getattr(f.cfg.family, "sources", None) if f.cfg is not None and f.cfg.model_type == "gemma3n_text" else None
+    if sources is None or all(source == i for i, source in enumerate(sources)):
+        return None
+    return [CacheLayer(i + 1, 2 * f.kv_heads * f.head_dim if source == i else 0, f.windows[i]) for i, source in enumerate(sources)]
+
+
+LAYOUTS: list[Callable[[Facts], list[CacheLayer] | None]] = [_mla_cache, _linear_layers_cache, _shared_kv_cache]
 
 
 def cache_layers(f: Facts) -> list[CacheLayer]:
@@ -378,6 +366,7 @@ def kv_cache(f: Facts, dtype: str | None, *, dtype_from: str, max_positions: int
         "dtype_from": dtype_from,
         "bytes_per_number": size,
         "numbers_per_layer": [layer.numbers for layer in layers],
+        "shared": _shared_kv_cache(f) is not None,  # some layers reuse an earlier layer's keys and values (Gemma 3n)
         "per_layer": formula,
         "bytes_per_token": per_token,
         "windows": windows,
@@ -393,8 +382,9 @@ def describe_cache(cache: Mapping[str, Any], layers: int) -> list[str]:
     size = cache["bytes_per_number"]
     caching = [n for n in cache["numbers_per_layer"] if n]  # a layer of linear attention keeps a state of fixed size instead
     first = caching[0] if len(set(caching)) == 1 else None
+    others = "reuse an earlier layer's" if cache.get("shared") else "keep a state of fixed size"  # KV sharing, or linear attention
     over = f"{layers} layer{'s' * (layers > 1)}" if len(caching) == layers else (
-        f"the {len(caching)} of {layers} layers that keep keys and values (the others keep a state of fixed size)")  # fmt: skip
+        f"the {len(caching)} of {layers} layers that keep keys and values (the others {others})")  # fmt: skip
     lines = [
         (f"{cache['per_layer']} per layer and token" if first is not None else "numbers per layer and token differ by layer")
         + f", × {size} bytes ({cache['dtype']}, {cache['dtype_from']})"

@@ -38,6 +38,7 @@ from attncli.sources.checkpoints import (
     falcon,
     gemma2,
     gemma3,
+    gemma3n,
     glm4,
     glm4_moe,
     gpt2,
@@ -92,6 +93,7 @@ ARCHITECTURES: dict[str, ModuleType] = {
     "apertus": apertus,
     "ernie4_5": ernie4_5,
     "seed_oss": seed_oss,
+    "gemma3n_text": gemma3n, "gemma3n": gemma3n,  # gemma3n: the multimodal folder, its text stack (text_config)
 }  # fmt: skip
 SUPPORTED = tuple(ARCHITECTURES)  # as imported; a family registered later is in ARCHITECTURES, which the readers consult
 ENCODER_DECODERS = ("bart", "t5")  # read a source text and a target text; the layer counts in the stack `attention` names

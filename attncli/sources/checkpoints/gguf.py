@@ -382,8 +382,10 @@ class GgufCheckpoint:
     def _joined(self, name: str) -> Joined | None:
         """What the converter split or rearranged, as the family declares it (`joined`), or None."""
         m = re.fullmatch(r"layers\.(\d+)\.(.+)", name)
-        if m is None or self.family.joined is None:
+        if self.family.joined is None:
             return None
+        if m is None:  # a tensor of the model, not of a layer (Gemma 3n's altup_projections, stacked into one): prefix ""
+            return self.family.joined(self.file, "", name)
         return self.family.joined(self.file, f"blk.{m.group(1)}.", m.group(2))
 
     def _rebuild(self, joined: Joined, expert: int | None = None) -> np.ndarray:
@@ -557,11 +559,17 @@ def config_keys(file: GgufFile) -> dict[str, Any] | None:
         "num_hidden_layers": file.count(a + "block_count"),
         "hidden_size": hidden,
         "num_attention_heads": heads,
-        "intermediate_size": file.count(a + "feed_forward_length"),
+        "intermediate_size": _feed_forward(file, a + "feed_forward_length"),
         "max_position_embeddings": file.count(a + "context_length"),
         "rope_parameters": {"rope_type": "default", "rope_theta": file.number(a + "rope.freq_base", default=10_000.0), "partial_rotary_factor": rotary / head_dim},
     }
     return raw | family.keys(file, a, raw, head_dim)
+
+
+def _feed_forward(file: GgufFile, key: str) -> Any:
+    """feed_forward_length: one width, or (Gemma 3n) a list of one per layer, which the family's read_config checks."""
+    value = file.value(key)
+    return value if isinstance(value, list) else file.count(key)
 
 
 def rope_factors(file: GgufFile, head_dim: int) -> np.ndarray | None:

@@ -37,7 +37,7 @@ class Joined(NamedTuple):
 
     shape: tuple[int, ...]
     parts: tuple[str, ...]  # the GGUF tensors it is made of
-    kind: str  # "kv_b" (attn_k_b + attn_v_b), "expert" (one expert of a 3-d tensor), "gate_up", "down", "gate_up_bias",
+    kind: str  # "kv_b" (attn_k_b + attn_v_b), "expert" (one matrix of a 3-d tensor: an expert, Gemma 3n's altup_proj), "gate_up", "down", "gate_up_bias",
     # "value" (a learned scalar the converter wrote as a per-layer list in the metadata: parts names the key),
     # "computed" (`compute` of the parts as read: a regrouping or an elementwise map the converter applied, undone)
     expert: int = 0  # the expert ("expert"), or the layer ("value")
@@ -46,7 +46,7 @@ class Joined(NamedTuple):
 
 ConfigReader = Callable[[Metadata, str, dict[str, Any]], ModelConfig]  # (file, "arch.", the shared sizes) -> the config
 KeysReader = Callable[[Metadata, str, dict[str, Any], int], dict[str, Any]]  # (file, "arch.", the shared keys, head size) -> more keys
-JoinedReader = Callable[[Metadata, str, str], Joined | None]  # (file, "blk.N.", the name after "layers.N.") -> what to rebuild
+JoinedReader = Callable[[Metadata, str, str], Joined | None]  # (file, "blk.N.", the name after "layers.N."; or "", a tensor of the model) -> what to rebuild
 
 
 class GgufArchitecture(NamedTuple):

@@ -110,7 +110,7 @@ def _forward(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], s
     read_layer = layer_reader(cfg.model_type)  # the same table load_layer reads
     with weights_seen(seen):
         last = read_layer(cfg, checkpoint, ids, cfg.layers)  # layers 1 … N−1, each reported
-        self_attention(last.X, last.attention)  # layer N
+        self_attention(last.X, last.attention, last.X_kv)  # layer N (its keys and values from another layer's input, when it shares them)
 
 
 def _visible(weights: np.ndarray, w: AttentionWeights) -> np.ndarray:

@@ -77,6 +77,7 @@ class LayerCase:
     layer_kind: str | None = None  # "sliding" or "global" in a model whose layers differ (Gemma 2, gpt-oss), else None
     mla: Mla | None = None  # DeepSeek's multi-head latent attention: the latent projections instead of W_Q, W_K, W_V
     variants: tuple[Variant, ...] = ()  # any other registry variant of the layer (blocks.AttentionWeights.variants: an output gate)
+    kv_from: int | None = None  # the layer (from 1) whose keys and values it reuses (Gemma 3n's KV sharing: X_kv is that layer's input)
     name: str = ""  # the model's name as a post shows it (model_name): GGUF's general.name, else the folder's or file's name
 
 
@@ -192,6 +193,7 @@ def load_layer(
         dtype=inputs.dtype, notes=(*notes, *not_applied_note(not_applied)),
         gguf=None if gguf is None else str(gguf), tokens_from="its tokenizer.json" if gguf is None else "the GGUF metadata",
         qk_norm=w.qk_norm, softcap=w.softcap, sink=w.sink, layer_kind=_layer_kind(cfg, layer), mla=w.mla, variants=w.variants,
+        X_kv=inputs.X_kv, context_labels=None if inputs.X_kv is None else labels, kv_from=inputs.kv_from,  # Gemma 3n's shared layers
         name=model_name(folder, None if gguf is None else model.file.value("general.name")),
     )  # fmt: skip
 

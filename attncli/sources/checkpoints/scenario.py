@@ -83,6 +83,9 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
         if case.mla is not None:  # the heads' outputs are d_v wide under multi-head latent attention
             first, last = (head - 1) * case.mla.d_v + 1, head * case.mla.d_v
         notes.append(f"head {head}'s output meets rows {first}–{last} of W_O")
+    if case.kv_from is not None:
+        notes.append(f"keys and values reused from layer {case.kv_from} (KV sharing): Z is layer {case.kv_from}'s input, projected by its "
+                     "W_K and W_V; this layer makes only its queries")  # fmt: skip
     return Scenario(
         name=name or f"{model} {_which(case)}" + (f" ({case.layer_kind})" if case.layer_kind else ""),
         description=f"{case.model_type} architecture, {case.layers} {'' if case.attention is None else _stack(case) + ' '}layers",
