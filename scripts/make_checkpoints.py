@@ -725,6 +725,23 @@ FAMILIES_2026: dict[str, dict[str, Any]] = {
         ),  # fmt: skip
         "tokenizer": "llama",
     },
+    # Llama 4 (text): RoPE (llama3-scaled, interleaved pairs) with the weightless QK-norm after it and 4-token chunks on layers
+    # 1 and 3; NoPE on layers 2 and 4 with attention temperature tuning (floor_scale 2, attn_scale 0.5, so the factor grows
+    # within the sentence); MoE on layers 2 and 4 (interleave_moe_layer_step 2: 4 experts, sigmoid top 2, a shared expert)
+    "llama4_text": {
+        "build": family(
+            "Llama4TextConfig", "Llama4ForCausalLM", hidden_size=16, intermediate_size=8, intermediate_size_mlp=32,
+            num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64,
+            num_local_experts=4, num_experts_per_tok=2, interleave_moe_layer_step=2, use_qk_norm=True,
+            no_rope_layer_interval=2, attention_chunk_size=4, attn_temperature_tuning=True, floor_scale=2, attn_scale=0.5,
+            rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "original_max_position_embeddings": 16,
+                             "low_freq_factor": 1.0, "high_freq_factor": 4.0},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+        "moe": True,
+        "seed": 401,
+    },
 }
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 
@@ -1151,7 +1168,7 @@ def main() -> None:
             make_family_fixture(name, spec, spec.get("seed", seed))
     for seed, (name, spec) in enumerate(FAMILIES_2026.items(), start=301):
         if args.only in (None, name):
-            make_family_fixture(name, spec, seed)
+            make_family_fixture(name, spec, spec.get("seed", seed))
     if args.only in (None, "deepseek_v2"):
         make_deepseek_v2_lite()
 

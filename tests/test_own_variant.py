@@ -130,7 +130,7 @@ def test_it_is_a_row_of_the_generated_schema(registered):
     schema = fields.json_schema()
     assert schema["properties"]["temperature"] == Temperature.schema
     names = list(schema["properties"])
-    assert names.index("delta_rule") + 1 == names.index("temperature") == names.index("model") - 1  # the delta rule: the last one before it
+    assert names.index("query_temperature") + 1 == names.index("temperature") == names.index("model") - 1  # the query temperature: the last one before it
     assert {"required": ["temperature"]} in schema["dependentSchemas"]["model"]["not"]["anyOf"]
     assert fields.keys() == tuple(names)
 

@@ -97,6 +97,7 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
     out += _variant_steps(expl, "cache", say)  # an int8 KV cache: its codes times their scales, before any score uses them
     out += _variant_steps(expl, "norm", say)
     out += _variant_steps(expl, "qk", say)
+    out += _variant_steps(expl, "rotated", say)  # after RoPE: QK-norm there, a query temperature
     without_softmax = _variant_steps(expl, "kernel", say)  # linear attention, retention: their step replaces the softmax's
     if not without_softmax:
         out += given_scores or [_dot_products(expl, p, w, check, full)]

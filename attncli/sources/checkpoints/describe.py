@@ -181,9 +181,12 @@ def _nope(f: Facts) -> Mechanism | None:
     if not without:
         return None
     turned = [i + 1 for i, on in enumerate(rope_layers) if on]
+    order = "the causal mask alone orders the tokens"
+    if getattr(family, "temperature", None) is not None:  # Llama 4's query temperature: the position reaches the query there too
+        order = "the causal mask and the query's temperature (a factor of its position) order the tokens"
     return Mechanism(
         "nope",
-        f"no RoPE (NoPE) on {_layers(without)}: q and k meet as projected there, the causal mask alone orders the tokens; "
+        f"no RoPE (NoPE) on {_layers(without)}: q and k meet as projected there, {order}; "
         + (f"RoPE on {_layers(turned)}" if turned else "no layer has RoPE"),
     )
 
@@ -338,7 +341,15 @@ def _linear_layers_cache(f: Facts) -> list[CacheLayer] | None:
     return [CacheLayer(i + 1, 0 if kind == "linear_attention" else 2 * f.kv_heads * f.head_dim, f.windows[i]) for i, kind in enumerate(kinds)]
 
 
-LAYOUTS: list[Callable[[Facts], list[CacheLayer] | None]] = [_mla_cache, _linear_layers_cache]
+def _chunked_cache(f: Facts) -> list[CacheLayer] | None:
+    """A family's chunked layers (Llama 4's attention_chunk_size) keep at most a chunk of tokens, as a sliding layer its window."""
+    chunks = getattr(getattr(f.cfg, "family", None), "chunks", None)
+    if chunks is None or all(chunk is None for chunk in chunks):
+        return None
+    return [CacheLayer(i + 1, 2 * f.kv_heads * f.head_dim, chunk if chunk is not None else f.windows[i]) for i, chunk in enumerate(chunks)]
+
+
+LAYOUTS: list[Callable[[Facts], list[CacheLayer] | None]] = [_mla_cache, _linear_layers_cache, _chunked_cache]
 
 
 def cache_layers(f: Facts) -> list[CacheLayer]:

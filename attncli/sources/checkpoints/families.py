@@ -43,6 +43,7 @@ from attncli.sources.checkpoints import (
     gpt_oss,
     granite,
     llama,
+    llama4,
     ministral,
     ministral3,
     modernbert,
@@ -91,6 +92,7 @@ ARCHITECTURES: dict[str, ModuleType] = {
     "apertus": apertus,
     "ernie4_5": ernie4_5,
     "seed_oss": seed_oss,
+    "llama4_text": llama4,
 }  # fmt: skip
 SUPPORTED = tuple(ARCHITECTURES)  # as imported; a family registered later is in ARCHITECTURES, which the readers consult
 ENCODER_DECODERS = ("bart", "t5")  # read a source text and a target text; the layer counts in the stack `attention` names

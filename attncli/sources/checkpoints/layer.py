@@ -77,6 +77,7 @@ class LayerCase:
     layer_kind: str | None = None  # "sliding" or "global" in a model whose layers differ (Gemma 2, gpt-oss), else None
     mla: Mla | None = None  # DeepSeek's multi-head latent attention: the latent projections instead of W_Q, W_K, W_V
     variants: tuple[Variant, ...] = ()  # any other registry variant of the layer (blocks.AttentionWeights.variants: an output gate)
+    chunk: int | None = None  # Llama 4's chunked attention: query i sees the keys of its own chunk of positions only
     name: str = ""  # the model's name as a post shows it (model_name): GGUF's general.name, else the folder's or file's name
 
 
@@ -190,8 +191,8 @@ def load_layer(
         divisor=w.divisor, causal=w.causal, window=w.window, rope=w.rope,
         dtype=inputs.dtype, notes=(*notes, *not_applied_note(not_applied)),
         gguf=None if gguf is None else str(gguf), tokens_from="its tokenizer.json" if gguf is None else "the GGUF metadata",
-        qk_norm=w.qk_norm, softcap=w.softcap, sink=w.sink, layer_kind=_layer_kind(cfg, layer), mla=w.mla, variants=w.variants,
-        name=model_name(folder, None if gguf is None else model.file.value("general.name")),
+        qk_norm=w.qk_norm, softcap=w.softcap, sink=w.sink, layer_kind="chunked" if w.chunk is not None else _layer_kind(cfg, layer), mla=w.mla,
+        variants=w.variants, chunk=w.chunk, name=model_name(folder, None if gguf is None else model.file.value("general.name")),
     )  # fmt: skip
 
 

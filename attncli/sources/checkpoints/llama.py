@@ -178,7 +178,8 @@ def rope_note(rope: Rope | None, scaling: str) -> str:
     """The header's RoPE line: how q and k are turned, or that this layer has no RoPE (NoPE)."""
     if rope is None:
         return "no RoPE on this layer (NoPE): q and k meet as projected; the causal mask alone knows the order"
-    return f"RoPE (rotate-half) on q and k at positions 0, 1, 2, …: θ = {rope.theta:g}{scaling}"
+    pairs = "rotate-half" if rope.style == "half" else "interleaved pairs (2i, 2i + 1)"
+    return f"RoPE ({pairs}) on q and k at positions 0, 1, 2, …: θ = {rope.theta:g}{scaling}"
 
 
 # -- a declared Llama-like family (config.LlamaLike) -------------------------------------------------------------------

@@ -1,0 +1,130 @@
+"""Attention temperature tuning (Llama 4's NoPE layers): each query multiplied by a factor that grows with its position.
+
+    q̃ at position p = q · (1 + s·ln(1 + ⌊(p + 1) / f⌋))        f = floor_scale, s = attn_scale
+
+Positions p count from 0, as RoPE's do. The factor is exactly 1 for the first f − 1 positions and then steps up by
+s·ln(…) at every multiple of f: a query far into a long context scores its keys more sharply, which keeps the softmax of a
+layer without RoPE from flattening as the number of keys grows (Nakanishi, "Scalable-Softmax Is Superior for Attention",
+arXiv 2501.19399). Keys and values are left as they are. It acts after RoPE and after a QK-norm there (the registry's
+"rotated" stage), as transformers' Llama4TextAttention multiplies the query last.
+
+The module also holds how the temperature is shown (core.variants.shown): its stage-table row and its step of `explain`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from attncli.core.records import record
+from attncli.core.variants.keys import Read, Schema, Sizes, mapping_keys
+from attncli.core.variants.positions import Turned
+from attncli.core.variants.shown import Narrated, Say, StageRow
+
+
+@record
+class QueryTemperature:
+    """Each query row × 1 + scale·ln(1 + ⌊(p + 1) / floor⌋), p its position from 0."""
+
+    key: ClassVar[str] = "query_temperature"
+    stage: ClassVar[str] = "rotated"
+    json_key: ClassVar[str] = "query_temperature"
+    json_slot: ClassVar[int] = 18
+    json_absent: ClassVar[None] = None
+    symbol: ClassVar[str] = "temperature"  # how an overflow message names it: temperature(Q)
+    rows: ClassVar[tuple[StageRow, ...]]  # its stage-table row, below the class
+
+    floor: int  # f: floor_scale, the positions per step
+    scale: float  # s: attn_scale, the height of each step's logarithm
+    offset: int = 0  # the position of the first query (as RoPE's offset)
+
+    def factors(self, rows: np.ndarray) -> np.ndarray:
+        """(L,) the factor of each query row: 1 + s·ln(1 + ⌊(offset + row + 1) / f⌋)."""
+        positions = np.asarray(rows, dtype=np.float64) + self.offset
+        return np.asarray(np.log1p(np.floor((positions + 1.0) / self.floor)) * self.scale + 1.0)  # (L,)
+
+    def turn(self, q: np.ndarray, k: np.ndarray, h: int, g: int, q_rows: np.ndarray, k_rows: np.ndarray, path: str | None,
+             queries: Sequence[str], keys: Sequence[str]) -> Turned:  # fmt: skip
+        """Head h's queries (L_q, d_k) times their factors; the keys unchanged (their factor 1)."""
+        factors = self.factors(q_rows)  # (L_q,)
+        return Turned(q * factors[:, None], k, factors, np.ones(k.shape[0]))
+
+    def describe(self) -> str:
+        return f"query temperature: the query at position p (from 0) × 1 + {self.scale:g}·ln(1 + ⌊(p + 1) / {self.floor}⌋)"
+
+    def as_json(self) -> dict[str, object]:
+        return {"floor": self.floor, "scale": self.scale, "offset": self.offset}
+
+    def narrate(self, expl: Any, say: Say) -> Narrated:
+        """The query's factor from its position, and the query times it."""
+        w, p = say.w, say.p
+        row = expl.position - 1
+        position = self.offset + row
+        factor = float(self.factors(np.array([row]))[0])
+        steps = math.floor((position + 1) / self.floor)
+        before = expl.head.rotated_q[row]  # (d_k,) the query before the factor: as RoPE (or a QK-norm after it) left it
+        turned = list(expl.head.turned)
+        if turned.index(self.key):  # a "rotated" variant before it (QK-norm after RoPE): its output
+            before = expl.head.turned[turned[turned.index(self.key) - 1]].q[row]
+        lines: list[tuple[str, ...]] = [
+            (w.text("factor"), f"1 + {w.num(self.scale, p)} {w.times} ln(1 + ⌊({position} + 1) / {self.floor}⌋) = "
+                               f"1 + {w.num(self.scale, p)} {w.times} ln({1 + steps}) = {w.num(factor, p)}"),
+            ("q̃" if not w.tex else r"\tilde{q}", f"{say.vec(before)} {w.times} {w.num(factor, p)} = {say.vec(expl.q)}"),
+        ]  # fmt: skip
+        notes = [
+            f"Llama 4's attention temperature: the query at position {position} (counted from 0) is multiplied by "
+            f"1 + {self.scale:g}·ln(1 + ⌊(p + 1) / {self.floor}⌋), which is 1 up to position {self.floor - 2} and steps up by "
+            f"the logarithm every {self.floor} positions. The keys are not scaled.",
+            "Why: a layer without RoPE has only the content of q and k to tell keys apart, and over a long context its softmax "
+            "spreads over ever more keys; a query that grows slowly with its position keeps its weights as sharp at 100,000 "
+            "tokens as at 1,000 (Scalable-Softmax, arXiv 2501.19399).",
+        ]
+        return Narrated("Tempering the query (attention temperature)", f"q̃ = q {w.times} factor(p)" if not w.tex else r"\tilde{q} = q \cdot f(p)",
+                        lines, notes)  # fmt: skip
+
+    # -- its scenario key (core.variants.keys) ----------------------------------------------------
+
+    schema: ClassVar[Schema] = {
+        "description": "Attention temperature tuning (Llama 4's NoPE layers): the query at position p (from 0) times "
+        "1 + scale*ln(1 + floor((p + 1) / floor)). {floor: positions per step (floor_scale), scale: attn_scale, offset: the first "
+        "query's position}.",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["floor", "scale"],
+        "properties": {
+            "floor": {"type": "integer", "minimum": 1},
+            "scale": {"type": "number"},
+            "offset": {"type": "integer", "minimum": 0},
+        },
+    }
+
+    @classmethod
+    def from_yaml(cls, read: Read, sizes: Sizes) -> QueryTemperature | None:
+        """`query_temperature: {floor, scale, offset}`."""
+        if read.form != "mapping":
+            raise read.error(read.found(), "{floor: positions per step, scale: the logarithm's factor, offset: the first query's position}")
+        items = read.mapping(mapping_keys(cls.schema))
+        for needed in ("floor", "scale"):
+            if needed not in items:
+                raise read.error(f"no {needed}", "{floor: positions per step, scale: the logarithm's factor}")
+        floor = items["floor"].whole(1, 2**31, "positions per step")
+        scale = items["scale"].number()
+        offset = items["offset"].whole(0, 2**31, "a position") if "offset" in items else sizes.cached
+        return cls(floor, scale, offset)
+
+
+def _tempered_formula(n: Any, s: Any, h: Any) -> str:
+    t = s.variant(QueryTemperature)
+    if n.tex:
+        return rf"\tilde{{Q}}_p = Q_p \cdot (1 + {t.scale:g} \ln(1 + \lfloor (p + 1) / {t.floor} \rfloor))"
+    return f"Q̃ₚ = Qₚ · (1 + {t.scale:g}·ln(1 + ⌊(p + 1) / {t.floor}⌋))"
+
+
+QueryTemperature.rows = (
+    StageRow("query_temperature", "Q_tempered", "Tempered queries", _tempered_formula,
+             lambda h: h.turned["query_temperature"].q if "query_temperature" in (h.turned or {}) else None,
+             "queries", "q", after="K_rope_norm", main=True),
+)  # fmt: skip
