@@ -742,6 +742,18 @@ FAMILIES_2026: dict[str, dict[str, Any]] = {
         "moe": True,
         "seed": 401,
     },
+    # Hunyuan dense: QK-norm after RoPE with weights (query_layernorm, key_layernorm of head_dim), RoPE's base stretched by
+    # NTK alpha (rope_type dynamic with alpha 1000, as Hunyuan-7B: θ × alpha^(d/(d − 2)), fixed), q, k, v and o biases
+    "hunyuan_v1_dense": {
+        "build": family(
+            "HunYuanDenseV1Config", "HunYuanDenseV1ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64, attention_bias=True,
+            rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0, "alpha": 1000.0, "factor": 1.0},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+        "seed": 402,
+    },
 }
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 

@@ -42,6 +42,7 @@ from attncli.sources.checkpoints import (
     gpt2,
     gpt_oss,
     granite,
+    hunyuan_dense,
     llama,
     llama4,
     ministral,
@@ -93,6 +94,7 @@ ARCHITECTURES: dict[str, ModuleType] = {
     "ernie4_5": ernie4_5,
     "seed_oss": seed_oss,
     "llama4_text": llama4,
+    "hunyuan_v1_dense": hunyuan_dense,
 }  # fmt: skip
 SUPPORTED = tuple(ARCHITECTURES)  # as imported; a family registered later is in ARCHITECTURES, which the readers consult
 ENCODER_DECODERS = ("bart", "t5")  # read a source text and a target text; the layer counts in the stack `attention` names

@@ -226,11 +226,9 @@ NOPE_TEMPERED = ("no RoPE on this layer (NoPE): q and k meet as projected; the o
 
 
 def _notes(cfg: ModelConfig[Any], index: int, attention: AttentionWeights) -> list[str]:
-    """The header's lines for what Llama 4 adds to Llama's layer: QK-norm after RoPE, the temperature, the chunk."""
+    """The header's lines for what Llama 4 adds to Llama's layer beyond llama.notes: the temperature, the chunk."""
     lines = []
     for variant in attention.variants:
-        if isinstance(variant, QkNormAfterRope):
-            lines.append(f"QK-norm after RoPE: each head's rotated q and k divided by their rms, no weight (Llama4TextL2Norm), ε = {variant.eps:g}")
         if isinstance(variant, QueryTemperature):
             lines.append(f"attention temperature (NoPE layer): the query at position p × 1 + {variant.scale:g}·ln(1 + ⌊(p + 1) / {variant.floor}⌋)")
     if attention.chunk is not None:
