@@ -755,6 +755,68 @@ FAMILIES_2026: dict[str, dict[str, Any]] = {
         "seed": 402,
     },
 }
+# Multimodal folders whose text stack is a text fixture's: the model built by transformers with a one-layer vision tower, its
+# language model given the text fixture's weights, saved by save_pretrained (Gemma 3 and Mistral 3 under
+# model.language_model.*, Llama 4 under language_model.model.*), the text fixture's tokenizer beside. Their golden is the text
+# fixture's: attncli reads the text stack and must give the same numbers.
+MULTIMODAL: dict[str, dict[str, Any]] = {
+    "gemma3-multimodal": {
+        "text": "gemma3", "config": "Gemma3Config", "model": "Gemma3ForConditionalGeneration", "mm_tokens_per_image": 4,
+        "vision": ("SiglipVisionConfig", {"hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                          "image_size": 28, "patch_size": 14}),
+    },
+    "mistral3-multimodal": {
+        "text": "mistral", "config": "Mistral3Config", "model": "Mistral3ForConditionalGeneration",
+        "vision": ("PixtralVisionConfig", {"hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                           "head_dim": 4, "image_size": 28, "patch_size": 14}),
+    },
+    "llama4-multimodal": {
+        "text": "llama4_text", "config": "Llama4Config", "model": "Llama4ForConditionalGeneration",
+        "vision": ("Llama4VisionConfig", {"hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                          "vision_output_dim": 8, "projector_input_dim": 8, "projector_output_dim": 8,
+                                          "image_size": 28, "patch_size": 14}),
+    },
+}  # fmt: skip
+
+
+def make_multimodal_fixture(name: str, spec: dict[str, Any]) -> None:
+    """A multimodal folder around a text fixture (see MULTIMODAL): its language model holds the text fixture's weights."""
+    import transformers
+
+    folder, text = OUT / name, OUT / spec["text"]
+    shutil.rmtree(folder, ignore_errors=True)
+    text_model = transformers.AutoModelForCausalLM.from_pretrained(text, dtype="auto")  # as the text fixture is stored
+    vision_class, vision_options = spec["vision"]
+    options = {key: value for key, value in spec.items() if key not in ("text", "config", "model", "vision")}
+    config = getattr(transformers, spec["config"])(
+        text_config=text_model.config.to_dict(), vision_config=getattr(transformers, vision_class)(**vision_options).to_dict(), **options
+    )
+    model = getattr(transformers, spec["model"])(config)
+    decoder = model.model.language_model if hasattr(getattr(model, "model", None), "language_model") else model.language_model.model
+    decoder.load_state_dict(text_model.model.state_dict())
+    model.to(text_model.dtype).save_pretrained(folder)
+    (folder / "generation_config.json").unlink(missing_ok=True)
+    shutil.copy(text / "tokenizer.json", folder / "tokenizer.json")
+    names = json.loads((folder / "model.safetensors.index.json").read_text())["weight_map"] if (folder / "model.safetensors.index.json").exists() else None
+    size = sum(p.stat().st_size for p in folder.iterdir())
+    print(f"{name:20} around {spec['text']}  {size / 1024:.1f} KB  {'sharded' if names else 'one file'}")
+
+
+def multimodal_text_golden(folder: Path, ids: list[int]) -> np.ndarray:
+    """(layers, heads, L, L) the attention weights of a multimodal folder's language model for text alone, loaded by transformers
+    from the folder in float64 with eager attention (the text fixture's golden, when its weights are the text fixture's)."""
+    import torch
+    import transformers
+
+    config = transformers.AutoConfig.from_pretrained(folder)
+    model_class = getattr(transformers, config.architectures[0])
+    model = model_class.from_pretrained(folder, attn_implementation="eager", dtype=torch.float64).double().eval()
+    language = model.model.language_model if hasattr(getattr(model, "model", None), "language_model") else model.language_model.model
+    with torch.no_grad():
+        out = language(input_ids=torch.tensor([ids]), output_attentions=True)
+    return np.stack([a[0].numpy() for a in out.attentions])
+
+
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 
 
@@ -1183,6 +1245,9 @@ def main() -> None:
             make_family_fixture(name, spec, spec.get("seed", seed))
     if args.only in (None, "deepseek_v2"):
         make_deepseek_v2_lite()
+    for name, spec in MULTIMODAL.items():  # after the text fixtures they wrap
+        if args.only in (None, name):
+            make_multimodal_fixture(name, spec)
 
 
 if __name__ == "__main__":
