@@ -154,7 +154,7 @@ class QkNorm:
 
     def _stage(self, head: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(q̂, k̂, mean(q²), mean(k²)) of the head, as the engine kept them at this variant's stage."""
-        return tuple(head.normed[self.key])  # type: ignore[return-value]
+        return tuple(head.normed[self.key])
 
     def _inputs(self, head: Any, role: str) -> np.ndarray:
         """(L, d_k) the rows of q or k the norm meets: as projected (before RoPE)."""
@@ -323,7 +323,7 @@ class QkNormAfterRope(QkNorm):
         return Narrated("Normalising the rotated query and keys (QK-norm after RoPE)", formula, lines, notes)
 
     def _stage(self, head: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        return tuple(head.turned[self.key])  # type: ignore[return-value]
+        return tuple(head.turned[self.key])
 
     def _inputs(self, head: Any, role: str) -> np.ndarray:
         """(L, d_k) the rows as RoPE left them."""
