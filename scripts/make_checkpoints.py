@@ -756,9 +756,9 @@ FAMILIES_2026: dict[str, dict[str, Any]] = {
     },
 }
 # Multimodal folders whose text stack is a text fixture's: the model built by transformers with a one-layer vision tower, its
-# language model given the text fixture's weights, saved by save_pretrained (Gemma 3 and Mistral 3 under
-# model.language_model.*, Llama 4 under language_model.model.*), the text fixture's tokenizer beside. Their golden is the text
-# fixture's: attncli reads the text stack and must give the same numbers.
+# language model given the text fixture's weights, saved by save_pretrained (transformers 5.24 writes all three's text stack
+# under language_model.model.*, as transformers 4 did), the text fixture's tokenizer and golden.npz beside: attncli reads the
+# text stack and must give the same numbers.
 MULTIMODAL: dict[str, dict[str, Any]] = {
     "gemma3-multimodal": {
         "text": "gemma3", "config": "Gemma3Config", "model": "Gemma3ForConditionalGeneration", "mm_tokens_per_image": 4,
@@ -797,6 +797,7 @@ def make_multimodal_fixture(name: str, spec: dict[str, Any]) -> None:
     model.to(text_model.dtype).save_pretrained(folder)
     (folder / "generation_config.json").unlink(missing_ok=True)
     shutil.copy(text / "tokenizer.json", folder / "tokenizer.json")
+    shutil.copy(text / "golden.npz", folder / "golden.npz")  # the same numbers: tests/test_multimodal.py's live test runs transformers on it
     names = json.loads((folder / "model.safetensors.index.json").read_text())["weight_map"] if (folder / "model.safetensors.index.json").exists() else None
     size = sum(p.stat().st_size for p in folder.iterdir())
     print(f"{name:20} around {spec['text']}  {size / 1024:.1f} KB  {'sharded' if names else 'one file'}")

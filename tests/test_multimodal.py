@@ -94,6 +94,20 @@ def test_a_multimodal_config_without_text_config_is_one_error(tmp_path):
     assert model_info(folder)["supported"] is False
 
 
+@pytest.mark.parametrize("name", MULTIMODAL)
+def test_model_verify_runs_the_language_model(name):
+    """model verify on a multimodal folder compares the text stack's layers with transformers' language model (skips without torch)."""
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except Exception as error:
+        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
+    from attncli.cli.verify import verify
+
+    report = verify(HERE / name, sentence=str(golden(name)["text"]))
+    assert report["within"] is True and len(report["layers"]) == golden(name)["attentions"].shape[0]
+
+
 def test_live_transformers_agrees():
     """transformers itself, run now on each multimodal folder's language model, gives the text model's golden (skips without torch)."""
     try:

@@ -33,7 +33,6 @@ from attncli.sources.checkpoints import llama, moe
 from attncli.sources.checkpoints.blocks import AttentionWeights, LayerInputs, Weights, activate, self_attention, through
 from attncli.sources.checkpoints.config import (
     FLOAT32_RMSNORM,
-    FLOAT32_SOFTMAX,
     MOST,
     O_PROJ,
     Description,
@@ -290,12 +289,11 @@ def _router(raw: Mapping[str, Any]) -> str:
             f"a shared expert on every token; {where}")  # fmt: skip
 
 
-FLOAT32_STEPS = (
+FLOAT32_STEPS = (  # Llama 4's eager attention keeps the softmax in the model's dtype: not one of them
     FLOAT32_RMSNORM,
-    "RoPE casts q and k to float32 and turns them as complex numbers there (inverse frequencies, angles and e^(iθ) in float32)",
+    "the rotary embedding casts q and k to float32 and turns them there as complex numbers (frequencies and e^(iθ) in float32 too)",
     "the QK-norm after RoPE (Llama4TextL2Norm) casts q and k to float32",
-    "the router's sigmoid runs in float32; the temperature's factors are float32",
-    FLOAT32_SOFTMAX,
+    "the router's sigmoid runs in float32, and the temperature's factors are float32",
 )
 VERIFY = Verification(O_PROJ, FLOAT32_STEPS, eager_experts=True)
 DESCRIPTION = Description(qk_norm=_qk_norm, qk_norm_kind="RMS-normalised", interleaved_rope=lambda raw: True, router=_router)
