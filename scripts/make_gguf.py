@@ -756,6 +756,38 @@ def write_converted(name: str, path: Path) -> None:
     _finish(writer)
 
 
+def write_hunyuan_dense(path: Path, folder: Path = HF / "hunyuan_v1_dense") -> None:
+    """Hunyuan dense as HunYuanModel writes it: architecture hunyuan-dense, gguf-py's names (query_layernorm as attn_q_norm),
+    nothing permuted (llama.cpp turns its pairs as NeoX does); a "dynamic" RoPE with alpha as the base it stretches to,
+    θ·alpha^(d/(d − 2)), no scaling, and 256k positions (the converter's context length for it)."""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    arch, rope = "hunyuan-dense", config["rope_parameters"]
+    head_dim = config["head_dim"]
+    writer = gguf.GGUFWriter(path, arch)
+    writer.add_name("attncli tiny hunyuan_v1_dense")
+    writer.add_block_count(config["num_hidden_layers"])
+    writer.add_context_length(256 * 1024)
+    writer.add_embedding_length(config["hidden_size"])
+    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_head_count(config["num_attention_heads"])
+    writer.add_head_count_kv(config["num_key_value_heads"])
+    writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
+    writer.add_file_type(0)
+    writer.add_key_length(head_dim)
+    writer.add_value_length(head_dim)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_rope_freq_base(rope["rope_theta"] * rope["alpha"] ** (head_dim / (head_dim - 2)))
+    writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
+    writer.add_rope_scaling_factor(1)
+    writer.add_rope_scaling_orig_ctx_len(256 * 1024)
+    _tokenizer(writer, tokenizer_metadata(folder))
+    for hf, value in hf_tensors(folder).items():
+        writer.add_tensor(converter_name(arch, config["num_hidden_layers"], hf), np.ascontiguousarray(value))
+    _finish(writer)
+
+
 def write_olmo3(path: Path, folder: Path) -> None:
     """An OLMo 3 folder with one RoPE for both layer kinds, as Olmo2Model writes it: architecture olmo2, the sliding window
     and the per-layer pattern (True: sliding) beside OLMo 2's keys. (A per-kind θ or YaRN the converter cannot store.)"""
@@ -959,6 +991,7 @@ def main() -> None:
     for name in CONVERTED:
         write_converted(name, OUT / f"{name}.gguf")
     write_glm4_moe(OUT / "glm4_moe.gguf")
+    write_hunyuan_dense(OUT / "hunyuan_v1_dense.gguf")
     for path in sorted(OUT.glob("*.gguf")):
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size:,} bytes")
 

@@ -1,4 +1,5 @@
-"""GGUF files of issue 30's families: Granite, Seed-OSS, ERNIE 4.5, EXAONE 4, GLM-4 and GLM-4.5 (committed), OLMo 3 and Qwen3-MoE.
+"""GGUF files of issue 30's families: Granite, Seed-OSS, ERNIE 4.5, EXAONE 4, GLM-4, GLM-4.5 and Hunyuan dense (committed), OLMo 3 and
+Qwen3-MoE.
 
 tests/checkpoints/gguf/<family>.gguf are written by scripts/make_gguf.py (`write_converted`) from the tiny Hugging Face
 fixtures beside them, with gguf-py's tensor names as convert_hf_to_gguf.py's map_tensor_name gives them, W_Q and W_K
@@ -39,7 +40,7 @@ def weights_of(case) -> np.ndarray:
 
 
 WRITERS = {**{name: lambda path, name=name: make_gguf.write_converted(name, path) for name in make_gguf.CONVERTED},
-           "glm4_moe": make_gguf.write_glm4_moe}  # fixture -> how scripts/make_gguf.py writes its file  # fmt: skip
+           "glm4_moe": make_gguf.write_glm4_moe, "hunyuan_v1_dense": make_gguf.write_hunyuan_dense}  # fixture -> how scripts/make_gguf.py writes its file  # fmt: skip
 CASES = [(name, layer) for name in WRITERS for layer in range(1, golden(name)["attentions"].shape[0] + 1)]
 
 

@@ -33,6 +33,7 @@ from attncli.sources.checkpoints.config import (
     no_windows,
     with_family,
 )
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -118,5 +119,13 @@ def shapes(cfg: ModelConfig[Any]) -> dict[str, tuple[int | None, ...]]:
     return {**llama.shapes(cfg), "layers.0.self_attn.query_layernorm.weight": (cfg.head_dim,)}
 
 
+# llama.cpp's hunyuan-dense (HunYuanModel): gguf-py's names, query_layernorm and key_layernorm as attn_q_norm and attn_k_norm;
+# nothing permuted (llama.cpp turns the pairs as NeoX does); alpha already in rope.freq_base, so the file's θ is the stretched one
+GGUF_NAMES = (
+    *llama.GGUF_NAMES,
+    (r"layers\.(\d+)\.self_attn\.query_layernorm\.weight", r"blk.\1.attn_q_norm.weight"),
+    (r"layers\.(\d+)\.self_attn\.key_layernorm\.weight", r"blk.\1.attn_k_norm.weight"),
+)
+GGUF = (GgufArchitecture("hunyuan-dense", "hunyuan_v1_dense", GGUF_NAMES, keys=llama.gguf_keys),)
 VERIFY = Verification(O_PROJ, (FLOAT32_QK_NORM, FLOAT32_ROPE, FLOAT32_SOFTMAX))
 DESCRIPTION = Description(qk_norm="per head (query_layernorm, key_layernorm of head_dim weights, shared by the heads), after RoPE")
