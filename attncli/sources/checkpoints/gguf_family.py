@@ -37,7 +37,8 @@ class Joined(NamedTuple):
 
     shape: tuple[int, ...]
     parts: tuple[str, ...]  # the GGUF tensors it is made of
-    kind: str  # "kv_b" (attn_k_b + attn_v_b), "expert" (one expert of a 3-d tensor), "gate_up", "down", "gate_up_bias"
+    kind: str  # "kv_b" (attn_k_b + attn_v_b), "expert" (one expert of a 3-d tensor), "gate_up" (interleaved), "gate_then_up", "down",
+    #            "gate_up_bias"
     expert: int = 0
 
 

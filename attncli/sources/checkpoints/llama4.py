@@ -45,6 +45,7 @@ from attncli.sources.checkpoints.config import (
     whole,
     with_family,
 )
+from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Joined, Metadata, outermost, renamed
 from attncli.sources.checkpoints.source import TensorSource
 
 
@@ -289,6 +290,52 @@ def _router(raw: Mapping[str, Any]) -> str:
             f"a shared expert on every token; {where}")  # fmt: skip
 
 
+# -- GGUF: llama.cpp's llama4 (Llama4Model: LlamaModel's names, nothing permuted) ------------------------------------------------
+
+GGUF_NAMES = (
+    *renamed(llama.GGUF_NAMES, "mlp"),
+    (r"layers\.(\d+)\.feed_forward\.(gate|up|down)_proj\.weight", r"blk.\1.ffn_\2.weight"),
+    (r"layers\.(\d+)\.feed_forward\.router\.weight", r"blk.\1.ffn_gate_inp.weight"),
+    (r"layers\.(\d+)\.feed_forward\.shared_expert\.(gate|up|down)_proj\.weight", r"blk.\1.ffn_\2_shexp.weight"),
+)
+
+
+def gguf_joined(file: Metadata, blk: str, rest: str) -> Joined | None:
+    """The experts as Llama4Model stores them: experts.gate_up_proj (E, d, 2·inner), gate then up, as ffn_gate_exps and
+    ffn_up_exps (E, inner, d); experts.down_proj (E, inner, d) as ffn_down_exps (E, d, inner)."""
+    if rest == "feed_forward.experts.gate_up_proj":
+        parts = (blk + "ffn_gate_exps.weight", blk + "ffn_up_exps.weight")
+        if not all(part in file.tensors for part in parts):
+            return None
+        E, inner, d = outermost(file, parts[0])
+        return Joined((E, d, 2 * inner), parts, "gate_then_up")
+    if rest == "feed_forward.experts.down_proj" and blk + "ffn_down_exps.weight" in file.tensors:
+        E, d, inner = outermost(file, blk + "ffn_down_exps.weight")
+        return Joined((E, inner, d), (blk + "ffn_down_exps.weight",), "down")
+    return None
+
+
+def gguf_keys(file: Metadata, a: str, raw: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """Llama 4's config.json keys as llama.cpp reads the file (llama-model.cpp, LLM_ARCH_LLAMA4): the experts from the metadata;
+    the chunk (8192), the NoPE step (every 4th layer), the temperature (floor 8192, scale 0.1) fixed, as llama.cpp fixes them;
+    QK-norm unless 128 experts (Maverick). A file whose sliding_window is 0 (no chunked layers) is refused."""
+    if file.has_key(a + "attention.sliding_window") and file.value(a + "attention.sliding_window") == 0:
+        raise file.fail("sliding_window 0: a llama4 file without chunked layers, whose NoPE layers llama.cpp sets otherwise",
+                        key=a + "attention.sliding_window", expected="a Llama 4 file with its chunked attention")  # fmt: skip
+    experts = file.count(a + "expert_count", default=0, minimum=0)
+    return {
+        **llama.gguf_keys(file, a, raw, head_dim),
+        "intermediate_size_mlp": raw["intermediate_size"],
+        "intermediate_size": file.count(a + "expert_feed_forward_length", default=raw["intermediate_size"]),
+        "num_local_experts": experts,
+        "num_experts_per_tok": file.count(a + "expert_used_count", default=1),
+        "interleave_moe_layer_step": file.count(a + "interleave_moe_layer_step", default=1),
+        "no_rope_layer_interval": 4, "attention_chunk_size": 8192, "attn_temperature_tuning": True, "floor_scale": 8192, "attn_scale": 0.1,
+        "use_qk_norm": experts != 128,
+    }  # fmt: skip
+
+
+GGUF = (GgufArchitecture("llama4", "llama4_text", GGUF_NAMES, keys=gguf_keys, joined=gguf_joined),)
 FLOAT32_STEPS = (  # Llama 4's eager attention keeps the softmax in the model's dtype: not one of them
     FLOAT32_RMSNORM,
     "the rotary embedding casts q and k to float32 and turns them there as complex numbers (frequencies and e^(iθ) in float32 too)",
