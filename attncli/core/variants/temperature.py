@@ -117,10 +117,15 @@ class QueryTemperature:
 
 
 def _tempered_formula(n: Any, s: Any, h: Any) -> str:
+    """Q̃ₚ = Q̂ₚ · (1 + s·ln(1 + ⌊(p + 1) / f⌋)): the queries as the stages before it left them (normed after RoPE, turned, or Q)."""
     t = s.variant(QueryTemperature)
+    keys = {variant.key: variant.stage for variant in s.variants}
+    hat, prime = "qk_norm_after_rope" in keys or ("norm" in keys.values() and "qk" not in keys.values()), "qk" in keys.values()
     if n.tex:
-        return rf"\tilde{{Q}}_p = Q_p \cdot (1 + {t.scale:g} \ln(1 + \lfloor (p + 1) / {t.floor} \rfloor))"
-    return f"Q̃ₚ = Qₚ · (1 + {t.scale:g}·ln(1 + ⌊(p + 1) / {t.floor}⌋))"
+        met = r"\hat{Q}" if hat else "Q'" if prime else "Q"
+        return rf"\tilde{{Q}}_p = {met}_p \cdot (1 + {t.scale:g} \ln(1 + \lfloor (p + 1) / {t.floor} \rfloor))"
+    met = "Q\u0302" if hat else "Q′" if prime else "Q"
+    return f"Q̃ₚ = {met}ₚ · (1 + {t.scale:g}·ln(1 + ⌊(p + 1) / {t.floor}⌋))"
 
 
 QueryTemperature.rows = (
