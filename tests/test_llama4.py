@@ -149,3 +149,29 @@ def test_live_transformers_agrees():
     live = script.golden_with_inputs(HERE, expected["ids"].tolist(), moe=True)
     for key, array in live.items():
         np.testing.assert_allclose(array, expected[key], rtol=0, atol=1e-12, err_msg=key)
+
+
+def test_llama_4_scout_s_config_is_read(tmp_path):
+    """Llama 4 Scout's config.json (multimodal, attn_temperature_tuning 4, llama3 RoPE, 48 layers of experts, NoPE every 4th) is
+    read and described as transformers reads it; without weights the folder is refused for that reason alone."""
+    text = {
+        "attention_bias": False, "attention_chunk_size": 8192, "attn_scale": 0.1, "attn_temperature_tuning": 4, "floor_scale": 8192,
+        "head_dim": 128, "hidden_act": "silu", "hidden_size": 5120, "interleave_moe_layer_step": 1, "intermediate_size": 8192,
+        "intermediate_size_mlp": 16384, "max_position_embeddings": 262144, "model_type": "llama4_text", "moe_layers": list(range(48)),
+        "no_rope_layers": [0 if (i + 1) % 4 == 0 else 1 for i in range(48)], "num_attention_heads": 40, "num_experts_per_tok": 1,
+        "num_hidden_layers": 48, "num_key_value_heads": 8, "num_local_experts": 16, "rms_norm_eps": 1e-05,
+        "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192,
+                         "rope_type": "llama3"},
+        "rope_theta": 500000.0, "torch_dtype": "bfloat16", "use_qk_norm": True, "vocab_size": 202048,
+    }  # fmt: skip
+    folder = tmp_path / "scout"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4", "text_config": text}))
+    info = model_info(folder)
+    said = {m["key"]: m["text"] for m in info["mechanisms"]}
+    assert info["model_type"] == "llama4" and info["text_model_type"] == "llama4_text" and info["layers"] == 48
+    assert said["nope"].startswith("no RoPE (NoPE) on layers 4, 8, …, 48 (every 4th)") and "temperature" in said["nope"]
+    assert "1 of 16 experts" in said["moe"] and said["moe"].endswith("on every layer")
+    assert info["supported"] is False and "safetensors" in info["reason"]
+    (folder / "config.json").write_text(json.dumps({"model_type": "llama4", "text_config": {**text, "attn_temperature_tuning": "yes"}}))
+    assert "attn_temperature_tuning" in model_info(folder)["reason"]

@@ -126,7 +126,10 @@ def read_config(read: _Reader) -> ModelConfig[Llama4Settings]:
     cfg = llama_like(read, "llama4_text", DEFAULTS, windows=no_windows, attention_bias=True)
     rope_layers = _rope_layers(read, cfg.layers)
     temperature = None
-    if read.flag("attn_temperature_tuning", True):
+    tuning = read.raw.get("attn_temperature_tuning", True)  # Llama 4 Scout's config.json says 4: transformers tests it as a truth value
+    if isinstance(tuning, float) or not isinstance(tuning, bool | int) or tuning < 0:
+        raise read.fail("attn_temperature_tuning", f"found {_shown(tuning)}", "true or false (a whole number counts as its truth value)")
+    if tuning:
         floor = read.count("floor_scale", default=8192, most=MOST["positions"])
         scale = read.raw.get("attn_scale", 0.1)
         if isinstance(scale, bool) or not isinstance(scale, int | float) or not 0 <= scale <= 1e6:
@@ -284,8 +287,11 @@ def _router(raw: Mapping[str, Any]) -> str:
     """How Llama 4's router picks, in model info's words."""
     step = whole(raw, "interleave_moe_layer_step") or 1
     listed = raw.get("moe_layers")
-    where = (f"on layers {', '.join(str(i + 1) for i in listed if isinstance(i, int))} (moe_layers)" if isinstance(listed, list)
-             else "on every layer" if step == 1 else f"on every {step}th layer (interleave_moe_layer_step), the others a dense MLP")  # fmt: skip
+    layers = whole(raw, "num_hidden_layers", most=MOST["layers"])
+    if isinstance(listed, list) and listed != list(range(layers or 0)):
+        where = f"on layers {', '.join(str(i + 1) for i in listed if isinstance(i, int))} (moe_layers), the others a dense MLP"
+    else:
+        where = "on every layer" if isinstance(listed, list) or step == 1 else f"on every {step}th layer (interleave_moe_layer_step), the others a dense MLP"
     return (f"the router's top k logits through a sigmoid as weights (not a softmax), each chosen expert reading the token × its weight, "
             f"a shared expert on every token; {where}")  # fmt: skip
 
