@@ -63,6 +63,10 @@ def test_the_stage_table_and_json_show_the_stages():
     assert {"Q_rope_norm", "K_rope_norm", "Q_tempered"} <= set(head)
     told = CliRunner().invoke(app, ["explain", SHOWN, "--word", "on"])
     assert told.exit_code == 0, told.output
+    explained = json.loads(CliRunner().invoke(app, ["explain", SHOWN, "--word", "on", "--format", "json"]).output)
+    result = engine.run(load(SHOWN))
+    np.testing.assert_array_equal(explained["query"]["q_rotated"], result.heads[0].Q_rope[4])  # what RoPE left; "q" what the keys meet
+    np.testing.assert_array_equal(explained["query"]["q"], result.heads[0].q[4])
     assert told.output.index("(RoPE)") < told.output.index("(QK-norm after RoPE)") < told.output.index("(attention temperature)")
 
 
