@@ -120,7 +120,7 @@ def test_model_info_describes_every_mechanism():
     texts = [m["text"] for m in info["mechanisms"] if m["key"] == "llama4_text"]
     assert any(text.startswith("chunked attention on layers 1, 3") for text in texts)
     assert any(text.startswith("attention temperature tuning on the NoPE layers (2, 4)") for text in texts)
-    assert info["kv_cache"]["windows"] == [4]  # a chunked layer keeps at most a chunk
+    assert info["kv_cache"]["windows"] == [4] and info["kv_cache"]["bounded_layers"] == "chunked"  # a chunked layer keeps at most a chunk
 
 
 def test_real_configs_spelling(tmp_path):

@@ -394,6 +394,7 @@ def kv_cache(f: Facts, dtype: str | None, *, dtype_from: str, max_positions: int
         "windows": windows,
         "bytes_per_token_beyond_windows": beyond if windows else per_token,
         "sliding_bound_bytes": bound if windows else None,
+        "bounded_layers": None if not windows else "chunked" if _chunked_cache(f) is not None else "sliding",  # what bounds their tokens
         "max_positions": max_positions,
         "bytes_at_max_positions": None if max_positions is None else cache_bytes(layers, max_positions, size),
     }
@@ -414,7 +415,7 @@ def describe_cache(cache: Mapping[str, Any], layers: int) -> list[str]:
     if cache["windows"]:
         window = " / ".join(f"{w:,}" for w in cache["windows"])
         lines.append(
-            f"the sliding layers keep at most {window} tokens, {_bytes(cache['sliding_bound_bytes'])} in all; beyond that, "
+            f"the {cache.get('bounded_layers', 'sliding')} layers keep at most {window} tokens, {_bytes(cache['sliding_bound_bytes'])} in all; beyond that, "
             f"each new token costs {_bytes(cache['bytes_per_token_beyond_windows'])} (the global layers only)"
         )
     if cache["bytes_at_max_positions"] is not None:
