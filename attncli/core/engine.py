@@ -1,8 +1,8 @@
 """The attention engine: softmax(mask(RoPE(Q)·RoPE(K)ᵀ / s + bias))·V with every stage kept.
 
-Pure NumPy in float64: no printing, no I/O. One head, in order: Q, K, V → QK-norm → RoPE on q and k → what
-acts after RoPE (QK-norm after it, a query temperature) → scores q·kᵀ → ÷ divisor → soft-cap → + bias + ALiBi → mask → softmax → ·V; then the heads side
-by side → ·W_O + b_O. `attention_head` holds the formula; the variants come from the registry
+Pure NumPy in float64: no printing, no I/O. One head, in order: Q, K, V → QK-norm → RoPE on q and k →
+what acts after RoPE (QK-norm there, a query temperature) → scores q·kᵀ → ÷ divisor → soft-cap → + bias
++ ALiBi → mask → softmax → ·V; then the heads side by side → ·W_O + b_O. `attention_head` holds the formula; the variants come from the registry
 (core.variants) by stage, and how each stage is rounded, checked and kept from core.arithmetic.
 Dimension names used in the shape comments:
     L_q     query tokens             L_k   key/value tokens (L_q = L_k in self-attention)
