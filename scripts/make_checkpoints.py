@@ -779,6 +779,21 @@ MULTIMODAL: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 
 
+LONG_GOLDENS = {"ministral3": f"{SENTENCE} {SENTENCE}"}  # fixture -> a text past its YaRN original length (16 positions)
+
+
+def make_long_golden(name: str, text: str) -> None:
+    """golden_long.npz beside a family fixture: its goldens for `text`, long enough that Ministral 3's query temperature is
+    above 1 (the fixture itself is not rebuilt)."""
+    from tokenizers import Tokenizer
+
+    folder = OUT / name
+    ids = Tokenizer.from_file(str(folder / "tokenizer.json")).encode(text).ids
+    arrays = golden_with_inputs(folder, ids)
+    np.savez_compressed(folder / "golden_long.npz", text=np.array(text), ids=np.array(ids, dtype=np.int64), **arrays)
+    print(f"{name:12} {len(ids):3} tokens  golden_long.npz")
+
+
 def make_multimodal_fixture(name: str, spec: dict[str, Any]) -> None:
     """A multimodal folder around a text fixture (see MULTIMODAL): its language model holds the text fixture's weights."""
     import transformers
@@ -1246,6 +1261,9 @@ def main() -> None:
             make_family_fixture(name, spec, spec.get("seed", seed))
     if args.only in (None, "deepseek_v2"):
         make_deepseek_v2_lite()
+    for name, text in LONG_GOLDENS.items():  # after the fixtures they read
+        if args.only in (None, name):
+            make_long_golden(name, text)
     for name, spec in MULTIMODAL.items():  # after the text fixtures they wrap
         if args.only in (None, name):
             make_multimodal_fixture(name, spec)

@@ -179,14 +179,22 @@ def test_ernie4_5_and_seed_oss_biases_and_pairs():
     assert miss("seed_oss", 1, dataclasses.replace(seed, b_Q=None, b_K=None)) > 1e-3
 
 
-def test_ministral3_refuses_positions_its_temperature_scales():
-    """Past YaRN's 16 original positions Ministral 3 scales its queries, which attncli does not compute: refused in one line."""
-    from attncli.errors import AttnError
+def test_ministral3_scales_queries_past_its_original_length():
+    """Past YaRN's 16 original positions Ministral 3 scales its queries by 1 + 0.1·ln(1 + ⌊p / 16⌋): a 26-token sentence equals
+    transformers' golden_long.npz (scripts/make_checkpoints.py, LONG_GOLDENS) on both layers, and misses without the factor."""
+    from attncli.core.variants import QueryTemperature
 
-    text = str(golden("ministral3")["text"])
-    assert any("= 1 at every position here" in note for note in load_layer(HERE / "ministral3", layer=1, text=text).notes)
-    with pytest.raises(AttnError, match="llama_4_scaling_beta"):
-        load_layer(HERE / "ministral3", layer=1, text=text + " " + text)
+    with np.load(HERE / "ministral3" / "golden_long.npz", allow_pickle=False) as data:
+        expected = {key: data[key] for key in data.files}
+    short = load_layer(HERE / "ministral3", layer=1, text=str(golden("ministral3")["text"]))
+    assert any(note.endswith("1 at every position here") for note in short.notes)
+    for layer in (1, 2):
+        case = load_layer(HERE / "ministral3", layer=layer, text=str(expected["text"]))
+        assert len(case.token_ids) == 26 and [type(v) for v in case.variants] == [QueryTemperature] and case.variants[0].shift == 0
+        np.testing.assert_allclose(case.X, expected["attention_inputs"][layer - 1], rtol=0, atol=1e-5)
+        np.testing.assert_allclose(weights_of(case), expected["attentions"][layer - 1], rtol=0, atol=1e-6)
+        assert np.abs(weights_of(dataclasses.replace(case, variants=())) - expected["attentions"][layer - 1]).max() > 1e-3
+    assert any(note.endswith("above 1 from position 16 on") for note in case.notes)
 
 
 MECHANISMS = {

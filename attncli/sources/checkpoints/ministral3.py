@@ -3,19 +3,19 @@
 transformers' Ministral3Attention: Mistral's q, k, v, o (no biases), RoPE rotate-half (YaRN by default: factor 16
 over 16 384 original positions), grouped-query, √d_k, causal, one sliding_window on every layer when set; after
 RoPE each query at position p is multiplied by 1 + β·ln(1 + ⌊p / n₀⌋), β = rope_parameters' llama_4_scaling_beta
-and n₀ its original_max_position_embeddings. Below n₀ that factor is exactly 1, so a sentence of at most n₀
-tokens is Mistral's computation; attncli's engine has no per-position query scale, and a longer one is refused
-rather than shown wrongly. Everything else is llama.py's.
+and n₀ its original_max_position_embeddings: the engine's query temperature (core.variants.QueryTemperature, shift 0:
+p itself, where Llama 4 counts p + 1), exactly 1 below n₀. Everything else is llama.py's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
-from attncli.errors import AttnError
+from attncli.core.variants import QueryTemperature, Rope
 from attncli.sources.checkpoints import llama
-from attncli.sources.checkpoints.blocks import LayerInputs
+from attncli.sources.checkpoints.blocks import AttentionWeights, LayerInputs, Weights
 from attncli.sources.checkpoints.config import ModelConfig, _Reader, every_layer, llama_like
 from attncli.sources.checkpoints.source import TensorSource
 
@@ -53,18 +53,21 @@ def temperature(cfg: ModelConfig, raw: dict[str, Any]) -> tuple[float, int]:
 
 
 def layer_inputs(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], layer: int) -> LayerInputs:
-    """Llama's, for a sentence short enough that every query's position factor is 1; a longer one is refused."""
+    """Llama's layer with each query, after RoPE, × its position's temperature (when llama_4_scaling_beta is set)."""
     raw = getattr(checkpoint, "config_keys", None) or _raw(checkpoint.folder)
     beta, original = temperature(cfg, raw)
-    if beta and len(ids) > original:
-        raise AttnError(
-            f"{len(ids)} tokens: Ministral 3 multiplies the query at position p ≥ {original} by 1 + {beta:g}·ln(1 + ⌊p / {original}⌋) "
-            "(llama_4_scaling_beta), a per-position scale attncli's engine does not compute yet",
-            expected=f"a sentence of at most {original} tokens, where the factor is 1",
-        )
-    inputs = llama.layer_inputs(cfg, checkpoint, ids, layer)
-    note = f"query temperature 1 + {beta:g}·ln(1 + ⌊p / {original}⌋) (llama_4_scaling_beta) = 1 at every position here (p < {original})"
-    return LayerInputs(X=inputs.X, attention=inputs.attention, dtype=inputs.dtype, notes=(*inputs.notes[:-1], note, inputs.notes[-1]) if beta else inputs.notes)
+    tempered = (QueryTemperature(original, beta, shift=0),) if beta else ()
+
+    def attention(cfg: ModelConfig[Any], w: Weights, index: int, rope: Rope | None) -> AttentionWeights:
+        plain = llama._attention(cfg, w, index, rope)
+        return dataclasses.replace(plain, variants=(*plain.variants, *tempered))
+
+    inputs = llama.layer_inputs(cfg, checkpoint, ids, layer, attention=attention)
+    if not beta:
+        return inputs
+    at = "1 at every position here" if len(ids) <= original else f"above 1 from position {original} on"
+    note = f"query temperature after RoPE: the query at position p × 1 + {beta:g}·ln(1 + ⌊p / {original}⌋) (llama_4_scaling_beta), {at}"
+    return LayerInputs(X=inputs.X, attention=inputs.attention, dtype=inputs.dtype, notes=(*inputs.notes[:-1], note, inputs.notes[-1]))
 
 
 def _raw(folder: Path) -> dict[str, Any]:
@@ -79,4 +82,4 @@ def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None
     if not beta:
         return []
     return [f"query temperature (Llama 4's): after RoPE each query at position p × 1 + {beta:g}·ln(1 + ⌊p / {original}⌋) "
-            f"(llama_4_scaling_beta), 1 below {original:,} tokens; attncli reads sentences up to that length"]  # fmt: skip
+            f"(llama_4_scaling_beta), 1 below {original:,} tokens"]  # fmt: skip
