@@ -77,9 +77,10 @@ class QueryTemperature:
         turned = list(expl.head.turned)
         if turned.index(self.key):  # a "rotated" variant before it (QK-norm after RoPE): its output
             before = expl.head.turned[turned[turned.index(self.key) - 1]].q[row]
+        ln, floor = (r"\ln", (r"\lfloor ", r" \rfloor")) if w.tex else ("ln", ("⌊", "⌋"))
         lines: list[tuple[str, ...]] = [
-            (w.text("factor"), f"1 + {w.num(self.scale, p)} {w.times} ln(1 + ⌊{self.counted(str(position))} / {self.floor}⌋) = "
-                               f"1 + {w.num(self.scale, p)} {w.times} ln({1 + steps}) = {w.num(factor, p)}"),
+            (w.text("factor"), f"1 + {w.num(self.scale, p)} {w.times} {ln}(1 + {floor[0]}{self.counted(str(position))} / {self.floor}{floor[1]}) = "
+                               f"1 + {w.num(self.scale, p)} {w.times} {ln}({1 + steps}) = {w.num(factor, p)}"),
             ("q̃" if not w.tex else r"\tilde{q}", f"{say.vec(before)} {w.times} {w.num(factor, p)} = {say.vec(expl.q)}"),
         ]  # fmt: skip
         notes = [
