@@ -140,7 +140,7 @@ def did_you_mean(
 
 def same_name(word: str) -> str:
     """A name as `closest` compares names that differ only in how they are written ("GPT-NeoX" is "gpt_neox"): for a model
-    type, where a near spelling ("mamba", "llama4") is another architecture, not a typo."""
+    type, where a near spelling ("mamba", "qwen2_vl") is another architecture, not a typo."""
     return word.casefold().replace("-", "").replace("_", "").replace(" ", "")
 
 

@@ -759,7 +759,99 @@ FAMILIES_2026: dict[str, dict[str, Any]] = {
         "seed": 421,
         "float64_steps": "gemma3n",
     },
+    # Llama 4 (text): RoPE (llama3-scaled, interleaved pairs) with the weightless QK-norm after it and 4-token chunks on layers
+    # 1 and 3; NoPE on layers 2 and 4 with attention temperature tuning (floor_scale 2, attn_scale 0.5, so the factor grows
+    # within the sentence); MoE on layers 2 and 4 (interleave_moe_layer_step 2: 4 experts, sigmoid top 2, a shared expert)
+    "llama4_text": {
+        "build": family(
+            "Llama4TextConfig", "Llama4ForCausalLM", hidden_size=16, intermediate_size=8, intermediate_size_mlp=32,
+            num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64,
+            num_local_experts=4, num_experts_per_tok=2, interleave_moe_layer_step=2, use_qk_norm=True,
+            no_rope_layer_interval=2, attention_chunk_size=4, attn_temperature_tuning=True, floor_scale=2, attn_scale=0.5,
+            rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "original_max_position_embeddings": 16,
+                             "low_freq_factor": 1.0, "high_freq_factor": 4.0},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+        "moe": True,
+        "seed": 401,
+    },
+    # Hunyuan dense: QK-norm after RoPE with weights (query_layernorm, key_layernorm of head_dim), RoPE's base stretched by
+    # NTK alpha (rope_type dynamic with alpha 1000, as Hunyuan-7B: θ × alpha^(d/(d − 2)), fixed), q, k, v and o biases
+    "hunyuan_v1_dense": {
+        "build": family(
+            "HunYuanDenseV1Config", "HunYuanDenseV1ForCausalLM", hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64, attention_bias=True,
+            rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0, "alpha": 1000.0, "factor": 1.0},
+            bos_token_id=0, eos_token_id=1, pad_token_id=1, tie_word_embeddings=False,
+        ),  # fmt: skip
+        "tokenizer": "llama",
+        "seed": 402,
+    },
 }
+# Multimodal folders whose text stack is a text fixture's: the model built by transformers with a one-layer vision tower, its
+# language model given the text fixture's weights, saved by save_pretrained (transformers 5.24 writes all three's text stack
+# under language_model.model.*, as transformers 4 did), the text fixture's tokenizer and golden.npz beside: attncli reads the
+# text stack and must give the same numbers.
+MULTIMODAL: dict[str, dict[str, Any]] = {
+    "gemma3-multimodal": {
+        "text": "gemma3", "config": "Gemma3Config", "model": "Gemma3ForConditionalGeneration", "mm_tokens_per_image": 4,
+        "vision": ("SiglipVisionConfig", {"hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                          "image_size": 28, "patch_size": 14}),
+    },
+    "mistral3-multimodal": {
+        "text": "mistral", "config": "Mistral3Config", "model": "Mistral3ForConditionalGeneration",
+        "vision": ("PixtralVisionConfig", {"hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                           "head_dim": 4, "image_size": 28, "patch_size": 14}),
+    },
+    "llama4-multimodal": {
+        "text": "llama4_text", "config": "Llama4Config", "model": "Llama4ForConditionalGeneration",
+        "vision": ("Llama4VisionConfig", {"hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                          "vision_output_dim": 8, "projector_input_dim": 8, "projector_output_dim": 8,
+                                          "image_size": 28, "patch_size": 14}),
+    },
+}  # fmt: skip
+
+
+def make_multimodal_fixture(name: str, spec: dict[str, Any]) -> None:
+    """A multimodal folder around a text fixture (see MULTIMODAL): its language model holds the text fixture's weights."""
+    import transformers
+
+    folder, text = OUT / name, OUT / spec["text"]
+    shutil.rmtree(folder, ignore_errors=True)
+    text_model = transformers.AutoModelForCausalLM.from_pretrained(text, dtype="auto")  # as the text fixture is stored
+    vision_class, vision_options = spec["vision"]
+    options = {key: value for key, value in spec.items() if key not in ("text", "config", "model", "vision")}
+    config = getattr(transformers, spec["config"])(
+        text_config=text_model.config.to_dict(), vision_config=getattr(transformers, vision_class)(**vision_options).to_dict(), **options
+    )
+    model = getattr(transformers, spec["model"])(config)
+    decoder = model.model.language_model if hasattr(getattr(model, "model", None), "language_model") else model.language_model.model
+    decoder.load_state_dict(text_model.model.state_dict())
+    model.to(text_model.dtype).save_pretrained(folder)
+    (folder / "generation_config.json").unlink(missing_ok=True)
+    shutil.copy(text / "tokenizer.json", folder / "tokenizer.json")
+    shutil.copy(text / "golden.npz", folder / "golden.npz")  # the same numbers: tests/test_multimodal.py's live test runs transformers on it
+    names = json.loads((folder / "model.safetensors.index.json").read_text())["weight_map"] if (folder / "model.safetensors.index.json").exists() else None
+    size = sum(p.stat().st_size for p in folder.iterdir())
+    print(f"{name:20} around {spec['text']}  {size / 1024:.1f} KB  {'sharded' if names else 'one file'}")
+
+
+def multimodal_text_golden(folder: Path, ids: list[int]) -> np.ndarray:
+    """(layers, heads, L, L) the attention weights of a multimodal folder's language model for text alone, loaded by transformers
+    from the folder in float64 with eager attention (the text fixture's golden, when its weights are the text fixture's)."""
+    import torch
+    import transformers
+
+    config = transformers.AutoConfig.from_pretrained(folder)
+    model_class = getattr(transformers, config.architectures[0])
+    model = model_class.from_pretrained(folder, attn_implementation="eager", dtype=torch.float64).double().eval()
+    language = model.model.language_model if hasattr(getattr(model, "model", None), "language_model") else model.language_model.model
+    with torch.no_grad():
+        out = language(input_ids=torch.tensor([ids]), output_attentions=True)
+    return np.stack([a[0].numpy() for a in out.attentions])
+
+
 TARGET_PREFIX = "The cat"  # BART's decoder input after its start token: cross-attention from these to the sentence
 
 
@@ -1243,6 +1335,9 @@ def main() -> None:
             make_family_fixture(name, spec, spec.get("seed", seed))
     if args.only in (None, "deepseek_v2"):
         make_deepseek_v2_lite()
+    for name, spec in MULTIMODAL.items():  # after the text fixtures they wrap
+        if args.only in (None, name):
+            make_multimodal_fixture(name, spec)
 
 
 if __name__ == "__main__":

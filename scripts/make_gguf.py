@@ -952,6 +952,85 @@ def write_llama_converted(name: str, path: Path, folder: Path | None = None) -> 
     _finish(writer)
 
 
+def write_hunyuan_dense(path: Path, folder: Path = HF / "hunyuan_v1_dense") -> None:
+    """Hunyuan dense as HunYuanModel writes it: architecture hunyuan-dense, gguf-py's names (query_layernorm as attn_q_norm),
+    nothing permuted (llama.cpp turns its pairs as NeoX does); a "dynamic" RoPE with alpha as the base it stretches to,
+    θ·alpha^(d/(d − 2)), no scaling, and 256k positions (the converter's context length for it)."""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    arch, rope = "hunyuan-dense", config["rope_parameters"]
+    head_dim = config["head_dim"]
+    writer = gguf.GGUFWriter(path, arch)
+    writer.add_name("attncli tiny hunyuan_v1_dense")
+    writer.add_block_count(config["num_hidden_layers"])
+    writer.add_context_length(256 * 1024)
+    writer.add_embedding_length(config["hidden_size"])
+    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_head_count(config["num_attention_heads"])
+    writer.add_head_count_kv(config["num_key_value_heads"])
+    writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
+    writer.add_file_type(0)
+    writer.add_key_length(head_dim)
+    writer.add_value_length(head_dim)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_rope_freq_base(rope["rope_theta"] * rope["alpha"] ** (head_dim / (head_dim - 2)))
+    writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
+    writer.add_rope_scaling_factor(1)
+    writer.add_rope_scaling_orig_ctx_len(256 * 1024)
+    _tokenizer(writer, tokenizer_metadata(folder))
+    for hf, value in hf_tensors(folder).items():
+        writer.add_tensor(converter_name(arch, config["num_hidden_layers"], hf), np.ascontiguousarray(value))
+    _finish(writer)
+
+
+def write_llama4(path: Path, folder: Path) -> None:
+    """A Llama 4 folder as Llama4Model writes it: architecture llama4, W_Q and W_K as they are (undo_permute False: Meta's
+    pairs are already interleaved), feed_forward_length the dense MLP's (intermediate_size_mlp), the experts' width as
+    expert_feed_forward_length, experts.gate_up_proj split and transposed into ffn_gate_exps and ffn_up_exps (E, inner, d),
+    down_proj transposed into ffn_down_exps (E, d, inner), llama3 scaling as rope_freqs. llama.cpp stores no chunk, NoPE
+    step, temperature or QK-norm switch: it fixes them (8192, every 4th layer, floor 8192 and 0.1, on unless 128 experts),
+    so the test writes this from a folder that has those values."""
+    import gguf
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    arch, rope = "llama4", config["rope_parameters"]
+    head_dim, inner = config["head_dim"], config["intermediate_size"]
+    writer = gguf.GGUFWriter(path, arch)
+    writer.add_name("attncli tiny llama4")
+    writer.add_block_count(config["num_hidden_layers"])
+    writer.add_context_length(config["max_position_embeddings"])
+    writer.add_embedding_length(config["hidden_size"])
+    writer.add_feed_forward_length(config["intermediate_size_mlp"])
+    writer.add_head_count(config["num_attention_heads"])
+    writer.add_head_count_kv(config["num_key_value_heads"])
+    writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
+    writer.add_file_type(0)
+    writer.add_key_length(head_dim)
+    writer.add_value_length(head_dim)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_rope_freq_base(rope["rope_theta"])
+    writer.add_expert_count(config["num_local_experts"])
+    writer.add_expert_used_count(config["num_experts_per_tok"])
+    writer.add_interleave_moe_layer_step(config["interleave_moe_layer_step"])
+    writer.add_expert_feed_forward_length(inner)
+    _tokenizer(writer, tokenizer_metadata(folder))
+    if rope.get("rope_type") == "llama3":
+        writer.add_tensor("rope_freqs.weight", llama3_factors(rope, head_dim))
+    blocks = config["num_hidden_layers"]
+    for hf, value in hf_tensors(folder).items():
+        if hf.endswith("experts.gate_up_proj"):  # (E, d, 2·inner) as x·W: gate then up, each stored (E, inner, d)
+            both = value.transpose(0, 2, 1)
+            for part, rows in (("gate_proj", both[:, :inner]), ("up_proj", both[:, inner:])):
+                writer.add_tensor(converter_name(arch, blocks, hf.replace("gate_up_proj", part + ".weight")), np.ascontiguousarray(rows))
+            continue
+        if hf.endswith("experts.down_proj"):  # (E, inner, d) → (E, d, inner)
+            writer.add_tensor(converter_name(arch, blocks, hf + ".weight"), np.ascontiguousarray(value.transpose(0, 2, 1)))
+            continue
+        writer.add_tensor(converter_name(arch, blocks, hf), np.ascontiguousarray(value))
+    _finish(writer)
+
+
 def write_olmo3(path: Path, folder: Path) -> None:
     """An OLMo 3 folder with one RoPE for both layer kinds, as Olmo2Model writes it: architecture olmo2, the sliding window
     and the per-layer pattern (True: sliding) beside OLMo 2's keys. (A per-kind θ or YaRN the converter cannot store.)"""
@@ -1265,6 +1344,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as scratch:
         write_t5(OUT / "t5-sentencepiece.gguf", t5_sentencepiece_folder(Path(scratch)))  # needs pip install sentencepiece
+    write_hunyuan_dense(OUT / "hunyuan_v1_dense.gguf")
     for path in sorted(OUT.glob("*.gguf")):
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size:,} bytes")
 

@@ -1,4 +1,5 @@
-"""GGUF files of issue 30's families: Granite, Seed-OSS, ERNIE 4.5, EXAONE 4, GLM-4 and GLM-4.5 (committed), OLMo 3 and Qwen3-MoE.
+"""GGUF files of issue 30's families: Granite, Seed-OSS, ERNIE 4.5, EXAONE 4, GLM-4, GLM-4.5 and Hunyuan dense (committed), OLMo 3,
+Qwen3-MoE and Llama 4 (written in the test from folders with what llama.cpp can store).
 
 tests/checkpoints/gguf/<family>.gguf are written by scripts/make_gguf.py (`write_converted`) from the tiny Hugging Face
 fixtures beside them, with gguf-py's tensor names as convert_hf_to_gguf.py's map_tensor_name gives them, W_Q and W_K
@@ -39,7 +40,7 @@ def weights_of(case) -> np.ndarray:
 
 
 WRITERS = {**{name: lambda path, name=name: make_gguf.write_converted(name, path) for name in make_gguf.CONVERTED},
-           "glm4_moe": make_gguf.write_glm4_moe}  # fixture -> how scripts/make_gguf.py writes its file  # fmt: skip
+           "glm4_moe": make_gguf.write_glm4_moe, "hunyuan_v1_dense": make_gguf.write_hunyuan_dense}  # fixture -> how scripts/make_gguf.py writes its file  # fmt: skip
 CASES = [(name, layer) for name in WRITERS for layer in range(1, golden(name)["attentions"].shape[0] + 1)]
 
 
@@ -175,3 +176,55 @@ def test_a_cohere2_file_gives_its_folder_s_attention(tmp_path):
         from_folder, from_file = load_layer(folder, layer=layer, text=text), load_layer(path, layer=layer, text=text)
         assert from_file.window == from_folder.window and (from_file.rope is None) == (from_folder.rope is None) == (layer == 4)
         np.testing.assert_allclose(weights_of(from_file), weights_of(from_folder), rtol=0, atol=1e-9)
+
+
+def llama4_as_llama_cpp_fixes_it(tmp_path: Path, rope: dict | None) -> Path:
+    """The llama4_text fixture with the values llama.cpp fixes for every llama4 file (chunks of 8192, NoPE on every 4th layer,
+    temperature floor 8192 and scale 0.1), and `rope` in place of its llama3 RoPE when given."""
+    import json
+    import shutil
+
+    folder = tmp_path / "llama4_text"
+    shutil.copytree(HF / "llama4_text", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(no_rope_layers=[1, 1, 1, 0], layer_types=["chunked_attention"] * 3 + ["full_attention"], attention_chunk_size=8192,
+                  floor_scale=8192, attn_scale=0.1, **({"rope_parameters": rope} if rope else {}))  # fmt: skip
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+@pytest.mark.parametrize(("rope", "bound"), [({"rope_type": "default", "rope_theta": 500000.0}, 1e-9), (None, 1e-7)])
+def test_a_llama4_file_gives_its_folder_s_attention(tmp_path, rope, bound):
+    """A Llama 4 GGUF (Llama4Model: nothing permuted, experts split into ffn_gate_exps and ffn_up_exps, shared expert, router)
+    equals its folder on every head of every layer: chunks, NoPE and temperature as llama.cpp fixes them, QK-norm after RoPE
+    on the RoPE layers. With llama3 scaling the file's rope_freqs are float32 divisors: 3.5e-8 from the folder's float64 ones."""
+    folder = llama4_as_llama_cpp_fixes_it(tmp_path, rope)
+    path = tmp_path / "llama4.gguf"
+    make_gguf.write_llama4(path, folder)
+    assert model_info(path)["model_type"] == "llama4_text"
+    text = str(golden("llama4_text")["text"])
+    for layer in (1, 2, 3, 4):
+        from_folder, from_file = load_layer(folder, layer=layer, text=text), load_layer(path, layer=layer, text=text)
+        assert (from_file.rope is None, from_file.chunk, [type(v) for v in from_file.variants]) == (
+            from_folder.rope is None, from_folder.chunk, [type(v) for v in from_folder.variants])
+        np.testing.assert_allclose(weights_of(from_file), weights_of(from_folder), rtol=0, atol=bound)
+    assert sum("MoE MLP" in note for note in load_layer(path, layer=4, text=text).notes) == 1  # layer 2's experts, taken out of the file
+
+
+def test_a_llama4_file_without_chunks_is_refused(tmp_path, monkeypatch):
+    """sliding_window 0 (llama.cpp's MobileLLM branch, whose RoPE layers it sets otherwise) is one error naming the key."""
+    from attncli.errors import AttnError
+
+    folder = llama4_as_llama_cpp_fixes_it(tmp_path, {"rope_type": "default", "rope_theta": 500000.0})
+    path = tmp_path / "llama4.gguf"
+    original = gguf.GGUFWriter.add_expert_feed_forward_length
+
+    def with_no_window(self, length):  # as Llama4Model writes a folder whose layer_types are all full_attention
+        original(self, length)
+        self.add_sliding_window(0)
+
+    monkeypatch.setattr(gguf.GGUFWriter, "add_expert_feed_forward_length", with_no_window)
+    make_gguf.write_llama4(path, folder)
+    with pytest.raises(AttnError) as caught:
+        load_layer(path, layer=1, text="The cat")
+    assert caught.value.key == "llama4.attention.sliding_window"

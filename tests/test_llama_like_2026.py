@@ -253,20 +253,6 @@ def test_live_transformers_still_gives_the_goldens(name):
         np.testing.assert_allclose(array, expected[key], rtol=0, atol=1e-12, err_msg=key)
 
 
-def test_model_info_places_hunyuan_s_qk_norm_after_rope(tmp_path):
-    """Hunyuan dense (not computed: its QK-norm follows RoPE, a stage the engine lacks) is described as it is, not as Qwen3's."""
-    folder = tmp_path / "hunyuan"
-    folder.mkdir()
-    config = {"model_type": "hunyuan_v1_dense", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-              "num_key_value_heads": 2, "head_dim": 16, "use_qk_norm": True}  # fmt: skip
-    (folder / "config.json").write_text(json.dumps(config))
-    info = model_info(folder)
-    qk_norm = next(m["text"] for m in info["mechanisms"] if m["key"] == "qk_norm")
-    assert info["supported"] is False and "after RoPE" in qk_norm and "before RoPE" not in qk_norm
-    (folder / "config.json").write_text(json.dumps({**config, "use_qk_norm": False}))
-    assert "qk_norm" not in [m["key"] for m in model_info(folder)["mechanisms"]]
-
-
 DECLARED = ("granite", "cohere2", "glm4", "ministral", "ministral3", "exaone4", "olmo3", "apertus", "ernie4_5", "seed_oss")
 
 

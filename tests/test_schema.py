@@ -105,7 +105,8 @@ WITH_BOGUS = {  # each variant's mapping with a key its schema does not list (an
     "mask": "{bogus: 1}", "rope": "{bogus: 1}", "qk_norm": "{bogus: 1}", "qk_layernorm": "{bogus: 1}", "relative_buckets": "{table: [[1, 2, 3, 4]], bogus: 1}", "alibi": "{bogus: 1}", "linear_attention": "{bogus: 1}",
     "retention": "{gamma: 0.5, bogus: 1}", "cache": "{tokens: [x], K: [[1, 0]], V: [[1, 0]], bogus: 1}", "mla": "{bogus: 1}",
     "scores": "{S: [[1, 0], [0, 1]], bogus: 1}",
-    "delta_rule": "{beta: 0.5, bogus: 1}", "query_temperature": "{bogus: 1}",
+    "delta_rule": "{beta: 0.5, bogus: 1}",
+    "qk_norm_after_rope": "{bogus: 1}", "query_temperature": "{bogus: 1}",
 }  # fmt: skip
 BESIDE = {"scores": "V: [[1], [0]]"}  # line 2 of the file: what the variant needs instead of the embeddings
 

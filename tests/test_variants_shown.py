@@ -24,7 +24,7 @@ SHOWN_ELSEWHERE: dict[type, str] = {}  # variants shown by code written before v
 
 # What a result holds that is no matrix of its own: `visible` is the mask the after-mask rows draw their hidden cells from;
 # QK-norm's mean squares are numbers of its explain step (mean(q²), rms(q)), not a matrix of the table.
-NOT_A_ROW = {"visible", "q_mean_square", "k_mean_square"}
+NOT_A_ROW = {"visible", "q_mean_square", "k_mean_square", "q_measure", "k_measure"}  # a norm's mean squares, a temperature's factors: narrated
 
 GIVEN_BIAS = """name: given-bias
 tokens: [the, cat, sat, down]

@@ -141,6 +141,12 @@ FAMILIES = [
     ("smollm3", 1e-5, ("RMSNorm", "rotary", "softmax")),
     ("qwen3_next", 1e-5, ("q and k norms", "rotary", "softmax", "delta rule")),
     ("gemma3n", 1e-5, ("q, k and v norms", "rotary", "AltUp's router", "Φ⁻¹(sparsity)", "softmax")),
+    ("llama4_text", 1e-5, ("RMSNorm", "rotary", "complex numbers", "QK-norm after RoPE", "router")),
+    ("hunyuan_v1_dense", 1e-5, ("q and k norms", "rotary", "softmax")),
+    # multimodal folders: their text stack's family, its bound
+    ("llama4-multimodal", 1e-5, ("RMSNorm", "rotary", "complex numbers", "QK-norm after RoPE", "router")),
+    ("gemma3-multimodal", 1e-5, ("(1 + w)", "q and k norms", "rotary", "softmax", "embedding scale")),
+    ("mistral3-multimodal", 1e-5, ("RMSNorm", "rotary", "softmax")),
 ]
 
 

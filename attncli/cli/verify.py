@@ -245,6 +245,7 @@ def _transformers_heads(
     except Exception as error:  # transformers raises many kinds for a folder it cannot load
         problem = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise AttnError(f"transformers cannot load the checkpoint: {problem}", file=str(folder)) from None
+    model = _text_stack(model)
     patterns = output_projections(cfg.model_type)
     captured: dict[tuple[str, int], np.ndarray] = {}
     hooks = []
@@ -275,6 +276,15 @@ def _transformers_heads(
         d_v = concat.shape[1] // weights.shape[0]
         heads[unit] = [(weights[h], concat[:, h * d_v : (h + 1) * d_v]) for h in range(weights.shape[0])]
     return heads
+
+
+def _text_stack(model: Any) -> Any:
+    """A multimodal model's language model without its head (the text stack attncli reads: no vision layer is hooked or run),
+    else the model itself."""
+    language = getattr(model, "language_model", None)
+    if language is None:
+        return model
+    return getattr(language, "model", None) if type(language).__name__.endswith("ForCausalLM") else language
 
 
 def _tokens_match(transformers: Any, folder: Path, sentence: str, ids: tuple[int, ...], add_special: bool) -> bool | None:

@@ -1,8 +1,8 @@
 """The attention engine: softmax(mask(RoPE(Q)·RoPE(K)ᵀ / s + bias))·V with every stage kept.
 
 Pure NumPy in float64: no printing, no I/O. One head, in order: Q, K, V → QK-norm → RoPE on q and k →
-scores q·kᵀ → ÷ divisor → soft-cap → + bias + ALiBi → mask → softmax → ·V; then the heads side
-by side → ·W_O + b_O. `attention_head` holds the formula; the variants come from the registry
+what acts after RoPE (QK-norm there, a query temperature) → scores q·kᵀ → ÷ divisor → soft-cap → + bias
++ ALiBi → mask → softmax → ·V; then the heads side by side → ·W_O + b_O. `attention_head` holds the formula; the variants come from the registry
 (core.variants) by stage, and how each stage is rounded, checked and kept from core.arithmetic.
 Dimension names used in the shape comments:
     L_q     query tokens             L_k   key/value tokens (L_q = L_k in self-attention)
@@ -29,6 +29,7 @@ from attncli.core.variants import KvCache, Mla, Rope
 from attncli.core.variants.gates import Gated
 from attncli.core.variants.linear import KernelHead
 from attncli.core.variants.mla import Latent, MlaHead
+from attncli.core.variants.positions import Turned
 from attncli.errors import AttnError
 
 
@@ -77,6 +78,7 @@ class HeadResult:
     kernel: KernelHead | None = None  # attention without softmax (linear attention, retention): its own stages; None with the softmax
     gated: dict[str, Gated] = field(default_factory=dict)  # "output" variant key -> its factor and the output after it (a gate)
     value_normed: np.ndarray | None = None  # (L_k, d_v) V after the "value" variant (Gemma 3n's v_norm), which the weights meet; None without
+    turned: dict[str, Turned] = field(default_factory=dict)  # "rotated" variant key -> q and k after it (QK-norm after RoPE, a temperature)
 
     @property
     def final(self) -> np.ndarray:
@@ -102,12 +104,22 @@ class HeadResult:
 
     @property
     def q(self) -> np.ndarray:
-        """(L_q, d_k) the queries that meet the keys: normalised under QK-norm, then rotated when RoPE is on."""
-        return self.normed_q if self.Q_rope is None else self.Q_rope
+        """(L_q, d_k) the queries that meet the keys: normalised under QK-norm, rotated when RoPE is on, then after any "rotated" variant."""
+        return list(self.turned.values())[-1].q if self.turned else self.rotated_q
 
     @property
     def k(self) -> np.ndarray:
         """(L_k, d_k) the keys the queries meet."""
+        return list(self.turned.values())[-1].k if self.turned else self.rotated_k
+
+    @property
+    def rotated_q(self) -> np.ndarray:
+        """(L_q, d_k) the queries as RoPE leaves them (as QK-norm leaves them without RoPE): what a "rotated" variant meets."""
+        return self.normed_q if self.Q_rope is None else self.Q_rope
+
+    @property
+    def rotated_k(self) -> np.ndarray:
+        """(L_k, d_k) the keys as RoPE leaves them."""
         return self.normed_k if self.K_rope is None else self.K_rope
 
     @property
@@ -229,6 +241,7 @@ class HeadInputs(NamedTuple):
     Q_rope: np.ndarray | None  # (L_q, d_k) rotated, under RoPE
     K_rope: np.ndarray | None  # (L_k, d_k)
     normed: dict[str, Normed]  # "norm" variant key -> q and k after it (QK-norm); HeadResult's field of that name
+    turned: dict[str, Turned]  # "rotated" variant key -> q and k after it (QK-norm after RoPE, a query temperature)
     value_normed: np.ndarray | None = None  # (L_k, d_v) V after the "value" variant (v_norm); None without
 
 
@@ -255,7 +268,7 @@ def head_inputs(
     Under multi-head latent attention (`latent`, its shared part), the scenario's Mla makes them from the latents instead.
     """
     if (mla := s.variant(Mla)) is not None and latent is not None and X is not None:
-        return HeadInputs(h, None, None, None, None, None, None, *mla.head_inputs(h, X, latent, s.variant(Rope), r), {})
+        return HeadInputs(h, None, None, None, None, None, None, *mla.head_inputs(h, X, latent, s.variant(Rope), r), {}, {})
     d_k, d_v, g = s.d_k, s.d_v, s.kv_head(h)
     W_Q, W_K, W_V = block(s.W_Q, h, d_k), block(s.W_K, g, d_k), block(s.W_V, g, d_v)
     b_Q, b_K, b_V = block(s.b_Q, h, d_k), block(s.b_K, g, d_k), block(s.b_V, g, d_v)
@@ -300,6 +313,14 @@ def head_inputs(
         q, k = (q, k) if Q_rope is None or K_rope is None else (Q_rope, K_rope)
         Q_rope = finite(r(variant.apply(q, np.arange(q.shape[0]))), variant.key, f"{variant.symbol}(Q)", s, h, queries)  # (L_q, d_k)
         K_rope = finite(r(variant.apply(k, np.arange(k.shape[0]))), variant.key, f"{variant.symbol}(K)", s, h, keys)  # (L_k, d_k)
+    turned: dict[str, Turned] = {}
+    q, k = (q, k) if Q_rope is None or K_rope is None else (Q_rope, K_rope)
+    for variant in variants.active(s, "rotated"):  # after RoPE: QK-norm there (Llama 4, Hunyuan), a query temperature (Llama 4's NoPE layers)
+        with np.errstate(invalid="ignore", divide="ignore"):  # 0/0 of an all-zero row under ε = 0: refused by the variant
+            made = variant.turn(q, k, h, g, np.arange(q.shape[0]), np.arange(k.shape[0]), s.path, queries, keys)
+        q = finite(r(made.q), variant.key, f"{variant.symbol}(Q)", s, h, queries)  # (L_q, d_k)
+        k = finite(r(made.k), variant.key, f"{variant.symbol}(K)", s, h, keys)  # (L_k, d_k)
+        turned[variant.key] = Turned(q, k, made.q_measure, made.k_measure)
     if (cache := s.variant(KvCache)) is not None:  # a given KV cache: its rows (keys as the queries meet them: after QK-norm and RoPE) come first
         K_cached, V_cached = (r(part) for part in cache.head_rows(g, d_k, d_v))  # (c, d_k), (c, d_v)
         K, V = np.vstack([K_cached, K]), np.vstack([V_cached, V])  # (c + L, d_k), (c + L, d_v)
@@ -308,7 +329,8 @@ def head_inputs(
         unknown = np.full(K_cached.shape[0], np.nan)  # (c,) a cached key's mean square before the norm: the cache holds k̂, not k
         normed = {key: Normed(n.q, np.vstack([K_cached, n.k]), n.q_mean_square, np.concatenate([unknown, n.k_mean_square]))
                   for key, n in normed.items()}  # fmt: skip
-    return HeadInputs(g, W_Q, W_K, W_V, b_Q, b_K, b_V, Q, K, V, Q_rope, K_rope, normed, value_normed)
+        turned = {key: Turned(t.q, np.vstack([K_cached, t.k]), t.q_measure, np.concatenate([unknown, t.k_measure])) for key, t in turned.items()}
+    return HeadInputs(g, W_Q, W_K, W_V, b_Q, b_K, b_V, Q, K, V, Q_rope, K_rope, normed, turned, value_normed)
 
 
 def attention_head(
@@ -356,6 +378,8 @@ def _head(
     q, k = (n.Q, n.K) if n.Q_rope is None else (n.Q_rope, n.K_rope)
     if n.Q_rope is None and n.normed:
         q, k = list(n.normed.values())[-1][:2]
+    if n.turned:  # after RoPE: QK-norm there, a query temperature
+        q, k = list(n.turned.values())[-1][:2]
     visible = variants.visibility(s, L_q, L_k)  # (L_q, L_k) the mask
     kernel = next(iter(variants.active(s, "kernel")), None)
     if kernel is not None:  # attention without softmax: the variant's own stages replace the softmax's
@@ -378,7 +402,7 @@ def _head(
     t["visible"] = visible if a.rows is None else visible[a.rows]  # (L_q or rows, L_k)
     stages = {name: t.get(name) for name in SOFTMAX_STAGES}  # stage -> array; None for a stage the head does not have (bias, sinks)
     reshaped = {variant.key: t[variant.key] for variant in reshapes}
-    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, n.value_normed, *stages.values(), *reshaped.values(), *(a for x in n.normed.values() for a in x)):
+    for array in (n.Q, n.K, n.V, n.Q_rope, n.K_rope, n.value_normed, *stages.values(), *reshaped.values(), *(a for x in (*n.normed.values(), *n.turned.values()) for a in x)):
         if array is not None:
             array.setflags(write=False)
     gated = after_output(s, h, X, t["output"], a.decimals)

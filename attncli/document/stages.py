@@ -120,6 +120,14 @@ def _scores(n: Notation, s: Scenario, h: HeadResult | None) -> str:
         return str(variant.formula(n))
     rope = bool(variants.active(s, "qk"))  # Q′, K′: turned by RoPE
     k = kv_notation(n, s, h)
+    after = {variant.key for variant in variants.active(s, "rotated")}  # after RoPE: QK-norm there (Q̂, K̂), a temperature (Q̃)
+    if after:
+        from attncli.core.variants.qknorm import hatted
+
+        normed = "qk_norm_after_rope" in after
+        query = (hatted(n, "Q") if normed else n("Q", prime=rope)) if "query_temperature" not in after else n(r"\tilde{Q}" if n.tex else "Q\u0303")
+        keys = hatted(k, "K", transpose=True) if normed else (k("K", prime=True, transpose=True) if rope else _normed(k, s, "K", transpose=True))
+        return f"{n('S')} = {query}{n.times()}{keys}"
     if variants.active(s, "norm") and not rope:
         return f"{n('S')} = {_normed(n, s, 'Q')}{n.times()}{_normed(k, s, 'K', transpose=True)}"
     return f"{n('S')} = {n('Q', prime=rope)}{n.times()}{k('K', prime=rope, transpose=True)}"
@@ -293,7 +301,7 @@ def _holders(name: str) -> tuple[type, ...]:
 def _held(name: str) -> Callable[[Scenario], bool]:
     """A variant stage's rule for plain `run`: shown when a variant holding one of its rows is worth showing."""
     holders = _holders(name)
-    return lambda s: any(_worth(variant) for variant in variants.active(s) if isinstance(variant, holders))
+    return lambda s: any(_worth(variant) for variant in variants.active(s) if type(variant) in holders)  # a subclass (QK-norm after RoPE) has its own rows
 
 
 STAGES, ROWS = _with_variants(_TEXTBOOK_STAGES, _TEXTBOOK_ROWS)

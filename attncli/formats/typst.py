@@ -123,7 +123,7 @@ _SYMBOLS = {
     "theta": "theta", "le": "<=", "leq": "<=", "ge": ">=", "geq": ">=", "approx": "approx", "to": "->", "quad": "quad",
     "qquad": "wide", "exp": "exp", "tanh": "tanh", "cos": "cos", "sin": "sin", "log": "log", "max": "max", "min": "min",
     ",": "thin", ";": "thick", ":": "med", " ": "space", "|": "||", "lVert": "bar.double", "rVert": "bar.double", "Vert": "bar.double",
-    "beta": "beta", "sigma": "sigma",
+    "beta": "beta", "sigma": "sigma", "ln": "ln", "lfloor": "floor.l", "rfloor": "floor.r",
 }  # fmt: skip
 _IGNORED = {"left", "right", "textstyle", "displaystyle", "!"}
 _CHARACTERS = {"(": "(", ")": ")", "[": "[", "]": "]", "|": "|", "+": "+", "-": "-", "=": "=", ",": ",", "<": "<", ">": ">",
@@ -136,7 +136,7 @@ _TEXT_COMMANDS = {"textbackslash": "\\", "textasciitilde": "~", "textasciicircum
 class _Tex:
     """A small recursive-descent reader of the TeX attncli writes for its formulas, writing Typst math.
 
-    It emits only what it knows: single letters, numbers, the symbols above, `op`/`sqrt`/`hat`/`mat` calls and string
+    It emits only what it knows: single letters, numbers, the symbols above, `op`/`sqrt`/`hat`/`tilde`/`mat` calls and string
     literals, arguments with balanced brackets; anything else raises `Untranslatable`, so whatever it returns is Typst that
     compiles (tests/test_typst.py checks that on random strings of TeX pieces).
     """
@@ -264,7 +264,7 @@ class _Tex:
         if name == "frac":
             top = self.balanced(self.argument())
             return f"({top})/({self.balanced(self.argument())})"
-        if name in ("sqrt", "hat"):
+        if name in ("sqrt", "hat", "tilde"):
             return f"{name}({self.balanced(self.argument())})"
         if name == "text":
             return string(self.raw_group())

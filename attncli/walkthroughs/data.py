@@ -102,6 +102,10 @@ def explain_json(expl: Explanation) -> dict[str, Any]:
         doc["query"]["q_normed"] = expl.head.normed_q[expl.position - 1]
         for key, step in zip(doc["keys"], expl.keys):
             key["k_normed"] = expl.head.normed_k[step.position - 1]
+    if expl.head.turned:  # after RoPE (QK-norm there, a temperature): the query and each key as RoPE left them (keys only added)
+        doc["query"]["q_rotated"] = expl.head.rotated_q[expl.position - 1]
+        for key, step in zip(doc["keys"], expl.keys):
+            key["k_rotated"] = expl.head.rotated_k[step.position - 1]
     return doc
 
 

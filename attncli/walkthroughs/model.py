@@ -54,6 +54,8 @@ def info_rows(info: dict[str, Any], usage: Usage = python_usage) -> list[tuple[s
     architectures = info.get("architectures")
     kind = str(info["model_type"]) + (f" ({', '.join(map(str, architectures))})" if isinstance(architectures, list) and architectures else "")
     rows = [("folder", str(info["folder"])), ("architecture", kind)]
+    if info.get("multimodal"):  # a multimodal folder: its text stack is what is read
+        rows.append(("multimodal", str(info["multimodal"])))
     if info.get("format") == "gguf":
         rows = [("file", str(info["file"])), ("architecture", f"{info['model_type']} (GGUF architecture {info['gguf_architecture']!r})")]
     if "layers" in info:
@@ -64,7 +66,7 @@ def info_rows(info: dict[str, Any], usage: Usage = python_usage) -> list[tuple[s
         rope = info["rope"]
         from attncli.sources.checkpoints.families import description  # on this path only, as model_info
 
-        rope_text = "none (learned positions)" if description(info["model_type"]).learned_positions else "none"
+        rope_text = "none (learned positions)" if description(info.get("text_model_type", info["model_type"])).learned_positions else "none"
         if rope is not None:
             pairs = "interleaved pairs" if rope["style"] == "interleaved" else "rotate-half"
             rope_text = f"θ = {rope['theta']:g}, {pairs}" + (f", {rope['scaling']} scaling" if rope["scaling"] else "")

@@ -8,6 +8,7 @@ engine meets them:
     "norm"        on each head's q and k: normalise(x, role, index, whole) -> x  (QK-norm, QK LayerNorm)
     "value"       on each head's values: normalise(V) -> V                       (a value norm: Gemma 3n's v_norm)
     "qk"          before the scores, on q and k: apply(x, positions) -> x       (RoPE)
+    "rotated"     after RoPE, on q and k: turn(q, k, …) -> Turned              (QK-norm after RoPE, a query temperature)
     "scaled"      on the scaled scores, elementwise: apply(s, out=) -> s        (a query temperature by row, soft-capping)
     "logits"      added to the scaled scores: matrix(head, L_q, L_k)           (a given bias, ALiBi, T5's buckets)
     "visibility"  which keys each query sees: visible(L_q, L_k) -> bool          (the mask)
@@ -36,7 +37,7 @@ from attncli.core.variants.masks import Mask
 from attncli.core.variants.mla import Mla
 from attncli.core.variants.positions import Rope
 from attncli.core.variants.qklayernorm import QkLayerNorm
-from attncli.core.variants.qknorm import QkNorm
+from attncli.core.variants.qknorm import QkNorm, QkNormAfterRope
 from attncli.core.variants.relative import RelativeBuckets
 from attncli.core.variants.scores import GivenScores
 from attncli.core.variants.shown import Narrated, Say, StageRow
@@ -46,7 +47,7 @@ from attncli.core.variants.temperature import QueryTemperature
 from attncli.core.variants.valuenorm import ValueNorm
 
 __all__ = [
-    "REGISTRY", "Alibi", "DeltaRule", "GivenScores", "KvCache", "LearnedSink", "LinearAttention", "Mask", "Mla", "Narrated", "OutputGate", "QkLayerNorm", "QkNorm", "QueryTemperature", "RelativeBuckets", "Retention", "Rope", "Say", "ScoreBias", "SoftCap", "StageRow", "ValueNorm", "Variant", "active",
+    "REGISTRY", "Alibi", "DeltaRule", "GivenScores", "KvCache", "LearnedSink", "LinearAttention", "Mask", "Mla", "Narrated", "OutputGate", "QkLayerNorm", "QkNorm", "QkNormAfterRope", "QueryTemperature", "RelativeBuckets", "Retention", "Rope", "Say", "ScoreBias", "SoftCap", "StageRow", "ValueNorm", "Variant", "active",
     "alibi_slopes", "in_json_order", "shown_rows", "visibility",
 ]  # fmt: skip
 
@@ -82,7 +83,7 @@ class Variant(Protocol):
     #   def stacked(self, n, letter, made) -> str                ("cache") each head's K or V with the cache first
 
 
-REGISTRY: tuple[type[Variant], ...] = (QkNorm, QkLayerNorm, ValueNorm, Rope, QueryTemperature, SoftCap, ScoreBias, Alibi, RelativeBuckets, Mask, LearnedSink, Mla, KvCache, GivenScores, LinearAttention, Retention, OutputGate, DeltaRule)  # in the order the engine meets them
+REGISTRY: tuple[type[Variant], ...] = (QkNorm, QkLayerNorm, ValueNorm, Rope, QkNormAfterRope, QueryTemperature, SoftCap, ScoreBias, Alibi, RelativeBuckets, Mask, LearnedSink, Mla, KvCache, GivenScores, LinearAttention, Retention, OutputGate, DeltaRule)  # in the order the engine meets them
 
 
 def shown_rows() -> list[StageRow]:

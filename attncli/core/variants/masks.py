@@ -1,4 +1,4 @@
-"""Which keys each query may see: causal, a sliding window, attention sinks, padding, or an explicit matrix.
+"""Which keys each query may see: causal, a sliding window, chunks, attention sinks, padding, or an explicit matrix.
 
 Positions are counted from 1, as people count them: query i, key j. After a given KV cache of c tokens
 (`first` = c) the queries sit at positions c + 1 … c + L_q and the keys at 1 … c + L_q: every rule counts
@@ -35,6 +35,7 @@ class Mask:
     causal: bool = False
     window: int | None = None  # query i sees key j only when |i − j| ≤ window
     sinks: int = 0  # keys 1..sinks are seen whatever the window (the causal rule still applies)
+    chunk: int | None = None  # query i sees key j only within its chunk of positions: 1…c, c+1…2c, … (Llama 4's attention_chunk_size)
     padding: tuple[int, ...] = ()  # key positions hidden from every query
     matrix: np.ndarray | None = None  # (L_q, L_k) bool, True where the query sees the key
     first: int = 0  # c: positions before the first query (keys cached before the sentence); query row r is at c + r + 1
@@ -42,7 +43,7 @@ class Mask:
     @property
     def name(self) -> str:
         """"none", "causal" or "custom": the `mask` value of the JSON contract."""
-        if self.matrix is None and self.window is None and not self.padding:
+        if self.matrix is None and self.window is None and self.chunk is None and not self.padding:
             return "causal" if self.causal else "none"
         return "custom"
 
@@ -61,6 +62,8 @@ class Mask:
             seen &= j <= i
         if self.window is not None:
             seen &= (np.abs(i - j) <= self.window) | (j <= self.sinks)
+        if self.chunk is not None:
+            seen &= (i - 1) // self.chunk == (j - 1) // self.chunk  # the same chunk of positions
         if self.padding:
             seen[:, np.array(self.padding) - 1] = False
         return seen
@@ -74,6 +77,8 @@ class Mask:
             return "padding"
         if self.causal and j > i:
             return "after the query"
+        if self.chunk is not None and (i - 1) // self.chunk != (j - 1) // self.chunk:
+            return f"in another chunk of {self.chunk}"
         return f"outside the window of {self.window}"
 
     def why_seen(self, i: int, j: int) -> str | None:
@@ -90,6 +95,8 @@ class Mask:
         parts = ["causal"] if self.causal else []
         if self.window is not None:
             parts.append(f"window {self.window}")
+        if self.chunk is not None:
+            parts.append(f"chunks of {self.chunk}")
         if self.sinks:
             parts.append(f"{self.sinks} sink" + ("s" if self.sinks > 1 else ""))
         if self.padding:
@@ -106,6 +113,8 @@ class Mask:
         if self.window is not None:
             near = f"|i − j| ≤ {self.window}"
             parts.append(f"({near} or j ≤ {self.sinks})" if self.sinks else near)
+        if self.chunk is not None:
+            parts.append(f"⌊(i − 1) / {self.chunk}⌋ = ⌊(j − 1) / {self.chunk}⌋ (the same chunk)")
         if self.padding:
             parts.append("j not padding (" + ", ".join(map(str, self.padding)) + ")")
         return "query i sees key j when " + " and ".join(parts) if parts else "every query sees every key"
@@ -117,6 +126,7 @@ class Mask:
             "sinks": self.sinks,
             "padding": list(self.padding),
             "explicit": self.matrix is not None,
+            "chunk": self.chunk,
         }
 
     def shows(self) -> bool:
@@ -169,6 +179,8 @@ class Mask:
                     "causal": {"type": "boolean"},
                     "window": {"type": "integer", "minimum": 0, "description": "query i sees key j only when |i - j| <= window"},
                     "sinks": {"type": "integer", "minimum": 0, "description": "keys 1..sinks are seen whatever the window"},
+                    "chunk": {"type": "integer", "minimum": 1, "description": "query i sees key j only in the same chunk of positions "
+                              "1..c, c+1..2c, ... (Llama 4's chunked attention)"},
                     "padding": {
                         "type": "array",
                         "items": {"type": "integer", "minimum": 1},
@@ -185,7 +197,7 @@ class Mask:
     def from_yaml(cls, read: Read, sizes: Sizes) -> Mask:
         """`mask:` none, causal, a mapping of rules or an L_q × L_k matrix of 0/1; after a KV cache of c tokens its rules count from c + 1."""
         L_q, L_k = sizes.L_q, sizes.L_k
-        expected = "`none`, `causal`, a mapping {causal, window, sinks, padding}, or an L_q × L_k matrix of 0/1"
+        expected = "`none`, `causal`, a mapping {causal, window, chunk, sinks, padding}, or an L_q × L_k matrix of 0/1"
         if read.form in ("plain", "quoted"):
             word = read.word()
             if word not in ("none", "causal"):
@@ -211,13 +223,14 @@ class Mask:
         causal = items["causal"].boolean() if "causal" in items else False
         window = items["window"].whole(0, 2**31, "a window") if "window" in items else None  # JSON carries it: no integer past 64 bits
         sinks = items["sinks"].whole(0, L_k, "a number of sink keys") if "sinks" in items else 0
+        chunk = items["chunk"].whole(1, 2**31, "a chunk length") if "chunk" in items else None
         padding: tuple[int, ...] = ()
         if "padding" in items:
             listed = items["padding"]
             if listed.form != "list":
                 raise listed.error(listed.found(), "a list of key positions, from 1")
             padding = tuple(item.whole(1, L_k, "a key position") for item in listed.items())
-        return cls(causal=causal, window=window, sinks=sinks, padding=tuple(sorted(set(padding))))
+        return cls(causal=causal, window=window, sinks=sinks, padding=tuple(sorted(set(padding))), chunk=chunk)
 
 
 def _masked_formula(n: Any, s: Any, h: Any, logits: str) -> str:

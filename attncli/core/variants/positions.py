@@ -19,7 +19,7 @@ The module also holds how RoPE is shown (core.variants.shown): its stage-table r
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -27,6 +27,16 @@ from attncli.core.records import record
 from attncli.core.variants.keys import MATRIX, Read, Schema, Sizes, frozen, mapping_keys
 from attncli.core.variants.shown import Narrated, Say, StageRow
 from attncli.errors import did_you_mean
+
+
+class Turned(NamedTuple):
+    """q and k as a "rotated" variant leaves them (one that acts after RoPE: QK-norm there, a query temperature), and what it
+    measured of each row: mean(x²) under QK-norm, the factor under a temperature (NaN for a cached key, given as it is)."""
+
+    q: np.ndarray  # (L_q, d_k)
+    k: np.ndarray  # (L_k, d_k)
+    q_measure: np.ndarray  # (L_q,)
+    k_measure: np.ndarray  # (L_k,)
 
 
 @record
@@ -163,6 +173,7 @@ class Rope:
         position = int(self.positions(np.array([row]))[0])  # RoPE counts positions from 0, the first token at the offset
         first, second = self.pairs(d_k)
         q_in = expl.head.normed_q[row]  # (d_k,) q as RoPE meets it: after QK-norm when the model has one
+        q_out = expl.head.rotated_q[row]  # (d_k,) q as RoPE leaves it (a "rotated" variant may act after it)
         lines: list[tuple[str, ...]] = []
         if self.given_cos is not None:
             cos, sin = (table[0] for table in self.table(np.array([row]), d_k))  # (r,) each
@@ -171,7 +182,7 @@ class Rope:
                     f"{w.text('pair')}\\ {i + 1} \\ ({a + 1}, {b + 1})" if w.tex else f"pair {i + 1} ({a + 1}, {b + 1})",
                     f"{w.text('cos')} {w.num(float(cos[a]), p)}, {w.text('sin')} {w.num(float(sin[a]), p)}: "
                     f"({w.num(float(q_in[a]), p)}, {w.num(float(q_in[b]), p)}) {w.text('turns to')} "
-                    f"({w.num(float(expl.q[a]), p)}, {w.num(float(expl.q[b]), p)})",
+                    f"({w.num(float(q_out[a]), p)}, {w.num(float(q_out[b]), p)})",
                 ))  # fmt: skip
         else:
             angles = self.angles(np.array([row]), d_k)[0]  # (r/2,)
@@ -183,7 +194,7 @@ class Rope:
                 lines.append((
                     f"{w.text('pair')}\\ {i + 1} \\ ({a + 1}, {b + 1}): {w.phi}" if w.tex else f"pair {i + 1} ({a + 1}, {b + 1}): φ",
                     f"{how}, ({w.num(float(q_in[a]), p)}, {w.num(float(q_in[b]), p)}) {w.text('turns to')} "
-                    f"({w.num(float(expl.q[a]), p)}, {w.num(float(expl.q[b]), p)})",
+                    f"({w.num(float(q_out[a]), p)}, {w.num(float(q_out[b]), p)})",
                 ))  # fmt: skip
         if self.attention_factor != 1.0:  # a checkpoint's YaRN: cos and sin × the factor, so each turned pair grows by it
             lines.append((
@@ -197,14 +208,14 @@ class Rope:
                 f"{say.vec(q_in[r:])}{w.text(' pass through unrotated')}" if len(rest) > 1
                 else f"{w.num(float(q_in[r]), p)}{w.text(' passes through unrotated')}", ":",
             ))  # fmt: skip
-        lines.append((w.prime("q"), w.vec(expl.q, p)))
+        lines.append((w.prime("q"), w.vec(q_out, p)))
         keys = expl.keys if len(expl.keys) <= say.long else expl.keys[:5] + expl.keys[-2:]
         for key in keys:
             at = int(self.positions(np.array([key.position - 1]))[0]) - s.cached  # a given KV cache's keys come first, from offset − c
             if key.position <= s.cached:  # given as cached: already turned
-                lines.append((w.of(w.prime("k"), w.label(key.label)), f"{w.vec(key.k, p)}{w.text(f' (cached: already turned at position {at})')}"))
+                lines.append((w.of(w.prime("k"), w.label(key.label)), f"{w.vec(expl.head.rotated_k[key.position - 1], p)}{w.text(f' (cached: already turned at position {at})')}"))
                 continue
-            lines.append((w.of(w.prime("k"), w.label(key.label)), f"{w.text('RoPE')}({w.vec(expl.head.normed_k[key.position - 1], p)}, {at}) = {w.vec(key.k, p)}"))
+            lines.append((w.of(w.prime("k"), w.label(key.label)), f"{w.text('RoPE')}({w.vec(expl.head.normed_k[key.position - 1], p)}, {at}) = {w.vec(expl.head.rotated_k[key.position - 1], p)}"))
         counted = (f"counted from 0, the first token at position {self.offset}" if self.offset else "counted from 0")
         if self.given is not None:
             what = "the given cos and sin of its row" if self.given == "table" else "the given angle of its row"

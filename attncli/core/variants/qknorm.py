@@ -23,7 +23,7 @@ import numpy as np
 
 from attncli.core.records import record
 from attncli.core.variants.keys import VECTOR, Read, Schema, Sizes, frozen, mapping_keys
-from attncli.core.variants.positions import Rope
+from attncli.core.variants.positions import Rope, Turned
 from attncli.core.variants.shown import Narrated, Say, StageRow
 from attncli.errors import AttnError, did_you_mean
 
@@ -92,16 +92,18 @@ class QkNorm:
         """The query's mean square and rms, the division and the weight; each key's k̂; and why models do it."""
         w, p = say.w, say.p
         s, head = expl.scenario, expl.head
-        normed = head.normed[self.key]
+        normed_q, normed_k, q_squares, k_squares = self._stage(head)  # q̂, k̂ and each row's mean(x²)
+        q_in = self._inputs(head, "q")[expl.position - 1]  # (d_k,) the query as the norm meets it
+        k_in = self._inputs(head, "k")  # (L_k, d_k) the keys as it meets them
         i = expl.position - 1
         form = "w" if not self.offset else "(1 + w)"
         weight_q = self.weight("q", head.head, s.d_k)
         lines: list[tuple[str, ...]] = []
-        mean_q, rms_q = float(normed.q_mean_square[i]), _rms(float(normed.q_mean_square[i]), self.eps)
+        mean_q, rms_q = float(q_squares[i]), _rms(float(q_squares[i]), self.eps)
         if self.whole:  # the mean runs over every head's numbers: said as one number
             mean_text = f"{w.num(mean_q, p)}" + (r" \quad \text{(all heads)}" if w.tex else " (over all heads)")
         else:
-            q = expl.q_raw
+            q = q_in
             squares = [say.shown(float(x)) ** 2 for x in q]
             texts = [f"{w.num(float(x), p)}^2" if w.tex else f"{w.num(float(x), p)}²" for x in q]
             reader = sum(squares, Decimal(0)) / len(squares)
@@ -111,9 +113,9 @@ class QkNorm:
         lines.append((_rms_of(w, "q"), f"{w.sqrt(w.num(mean_q, p) + ' + ' + _eps(w)) if w.tex else '√(' + w.num(mean_q, p) + ' + ε)'} {say.relation(root, rms_q, name='rms(q)')} {w.num(rms_q, p)}"))
         form_k = form.replace("w", "w_k")
         lines.append((form, say.vec(weight_q)))
-        q_hat = normed.q[i]
-        reader_hat = [say.shown(float(x)) / say.shown(rms_q) * say.shown(float(g)) for x, g in zip(expl.q_raw, weight_q)]
-        lines.append((_hat(w, "q"), f"{w.frac(say.vec(expl.q_raw), w.num(rms_q, p))} {w.times} {form} "
+        q_hat = normed_q[i]
+        reader_hat = [say.shown(float(x)) / say.shown(rms_q) * say.shown(float(g)) for x, g in zip(q_in, weight_q)]
+        lines.append((_hat(w, "q"), f"{w.frac(say.vec(q_in), w.num(rms_q, p))} {w.times} {form} "
                                     f"{say.relation(reader_hat, q_hat, name='the normalised q')} {say.vec(q_hat)}"))  # fmt: skip
         weight_k = self.weight("k", head.kv_head, s.d_k)
         lines.append((form_k, say.vec(weight_k)))
@@ -121,13 +123,13 @@ class QkNorm:
         for key in say.shown_keys():
             j = key.position - 1
             if key.position <= cached:
-                lines.append((w.of(_hat(w, "k"), w.label(key.label)), f"{say.vec(normed.k[j])}{w.text(' (cached: already normalised)')}"))
+                lines.append((w.of(_hat(w, "k"), w.label(key.label)), f"{say.vec(normed_k[j])}{w.text(' (cached: already normalised)')}"))
                 continue
-            rms_k = _rms(float(normed.k_mean_square[j]), self.eps)
-            reader_k = [say.shown(float(x)) / say.shown(rms_k) * say.shown(float(g)) for x, g in zip(key.k_raw, weight_k)]
+            rms_k = _rms(float(k_squares[j]), self.eps)
+            reader_k = [say.shown(float(x)) / say.shown(rms_k) * say.shown(float(g)) for x, g in zip(k_in[j], weight_k)]
             lines.append((w.of(_hat(w, "k"), w.label(key.label)),
-                          f"{w.frac(say.vec(key.k_raw), w.num(rms_k, p))} {w.times} {form_k} "
-                          f"{say.relation(reader_k, normed.k[j], name=f'the normalised k({key.label})')} {say.vec(normed.k[j])}"))  # fmt: skip
+                          f"{w.frac(say.vec(k_in[j]), w.num(rms_k, p))} {w.times} {form_k} "
+                          f"{say.relation(reader_k, normed_k[j], name=f'the normalised k({key.label})')} {say.vec(normed_k[j])}"))  # fmt: skip
         over = (
             f"its own d_k = {s.d_k} numbers (per head: Qwen3, Gemma 3)"
             if not self.whole
@@ -149,6 +151,14 @@ class QkNorm:
         ]
         formula = f"{_hat(w, 'q')} = {w.frac('q', _rms_of(w, 'q'))} {w.times} {form}"
         return Narrated("Normalising the query and the keys (QK-norm)", formula, lines, notes)
+
+    def _stage(self, head: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(q̂, k̂, mean(q²), mean(k²)) of the head, as the engine kept them at this variant's stage."""
+        return tuple(head.normed[self.key])
+
+    def _inputs(self, head: Any, role: str) -> np.ndarray:
+        """(L, d_k) the rows of q or k the norm meets: as projected (before RoPE)."""
+        return np.asarray(head.Q if role == "q" else head.K)
 
     # -- its scenario key (core.variants.keys) ----------------------------------------------------
 
@@ -257,4 +267,102 @@ QkNorm.rows = (
              "queries", "q", after="V", main=True),
     StageRow("qk_norm", "K_norm", "Normalised keys", _normed_formula("K"), lambda h: h.normed["qk_norm"].k if "qk_norm" in (h.normed or {}) else None,
              "keys", "k", after="Q_norm", kv=True),
+)  # fmt: skip
+
+
+@record
+class QkNormAfterRope(QkNorm):
+    """QK-norm after RoPE (Llama 4, Hunyuan dense): each head's rotated q and k divided by their rms, times a weight or none.
+
+        q̂′ = q′ / √(mean(q′²) + ε) · w        (Llama 4's L2Norm: no weight)
+
+    The same RMSNorm as QkNorm's per head, met by the turned rows instead of the projected ones: the registry's
+    "rotated" stage, after RoPE. Normalising after the turn keeps each rotated pair's length as RoPE left it relative to
+    the others, so the scores still depend on the positions through their distance only.
+    """
+
+    key: ClassVar[str] = "qk_norm_after_rope"
+    stage: ClassVar[str] = "rotated"
+    json_key: ClassVar[str] = "qk_norm_after_rope"
+    json_slot: ClassVar[int] = 17
+    rows: ClassVar[tuple[StageRow, ...]]  # its stage-table rows, below the class
+
+    weighted: bool = True  # False: no weight at all (Llama 4's L2Norm); q_weight and k_weight then hold ones
+
+    def turn(self, q: np.ndarray, k: np.ndarray, h: int, g: int, q_rows: np.ndarray, k_rows: np.ndarray, path: str | None,
+             queries: Sequence[str], keys: Sequence[str]) -> Turned:  # fmt: skip
+        """Head h's rotated q (L_q, d_k) and its key/value head g's rotated k normalised, with each row's mean(x²)."""
+        q_hat, q_ms = self.normalise(q, "q", h, None)
+        k_hat, k_ms = self.normalise(k, "k", g, None)
+        self.refuse_zero_rms(q_ms, "q", path, h, queries)
+        self.refuse_zero_rms(k_ms, "k", path, h, keys)
+        return Turned(q_hat, k_hat, q_ms, k_ms)
+
+    def describe(self) -> str:
+        form = "w" if self.weighted else "no weight"
+        return f"QK-norm after RoPE: RMSNorm of each head's rotated q and k, x / √(mean(x²) + ε) · {form}, ε = {self.eps:g}"
+
+    def as_json(self) -> dict[str, object]:
+        return {**super().as_json(), "place": "after RoPE", "weighted": self.weighted}
+
+    def narrate(self, expl: Any, say: Say) -> Narrated:
+        """QkNorm's step, on the rotated query and keys."""
+        told = super().narrate(expl, say)
+        w = say.w
+        lines = told.lines
+        if not self.weighted:  # no weight to show or multiply by
+            unweighted = [line for line in told.lines if line[0] not in ("w", "w_k")]
+            lines = [(line[0], line[1].replace(f" {w.times} w_k ", " ").replace(f" {w.times} w ", " "), *line[2:]) for line in unweighted]
+        turned = w.prime("q")
+        notes = [
+            f"Here the norm comes after RoPE (Llama 4, Hunyuan dense): it meets the rotated query {turned} and the rotated keys"
+            + (", with no weight (Llama 4's L2Norm: each row divided by its rms, nothing learned)." if not self.weighted else "."),
+            *(told.notes if self.weighted else told.notes[1:]),  # QkNorm's first note speaks of the learned weight
+        ]
+        formula = f"{_hat(w, 'q')} = {w.frac(turned, _rms_of(w, turned))}" + (f" {w.times} w" if self.weighted else "")
+        return Narrated("Normalising the rotated query and keys (QK-norm after RoPE)", formula, lines, notes)
+
+    def _stage(self, head: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return tuple(head.turned[self.key])
+
+    def _inputs(self, head: Any, role: str) -> np.ndarray:
+        """(L, d_k) the rows as RoPE left them."""
+        return np.asarray(head.rotated_q if role == "q" else head.rotated_k)
+
+    schema: ClassVar[Schema] = {
+        "description": "QK-norm after RoPE (Llama 4, Hunyuan dense): each head's rotated q and k divided by their root mean "
+        "square and times a weight. true: weights 1, eps 1e-6; or {q_weight, k_weight (d_k numbers each, shared by the heads), "
+        "eps, form: w | 1+w}.",
+        "anyOf": [
+            {"type": "boolean"},
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"q_weight": VECTOR, "k_weight": VECTOR, "eps": {"type": "number", "minimum": 0}, "form": {"enum": ["w", "1+w"]}},
+            },
+        ],
+    }
+
+
+def _after_rope_formula(letter: str) -> Any:
+    def formula(n: Any, s: Any, h: Any) -> str:
+        norm = s.variant(QkNormAfterRope)
+        weight = "w" if letter == "Q" else "w_k"
+        form = (weight if not norm.offset else f"(1 + {weight})") if norm.weighted else ""
+        if n.tex:
+            turned = n(letter + "'")
+            return rf"{hatted(n, letter)} = {turned} / \operatorname{{rms}}({turned})" + (rf" \odot {form}" if form else "")
+        turned = n(letter + "′")
+        return f"{hatted(n, letter)} = {turned} / rms({turned})" + (f" ⊙ {form}" if form else "")
+
+    return formula
+
+
+QkNormAfterRope.rows = (
+    StageRow("qk_norm_after_rope", "Q_rope_norm", "Normalised rotated queries", _after_rope_formula("Q"),
+             lambda h: h.turned["qk_norm_after_rope"].q if "qk_norm_after_rope" in (h.turned or {}) else None,
+             "queries", "q", after="K_rope", main=True),
+    StageRow("qk_norm_after_rope", "K_rope_norm", "Normalised rotated keys", _after_rope_formula("K"),
+             lambda h: h.turned["qk_norm_after_rope"].k if "qk_norm_after_rope" in (h.turned or {}) else None,
+             "keys", "k", after="Q_rope_norm", kv=True),
 )  # fmt: skip

@@ -197,10 +197,11 @@ class AttentionWeights:
     sink: LearnedSink | None = None  # gpt-oss: one logit per head in the softmax's denominator
     mla: Mla | None = None  # DeepSeek's latent projections (the rope then turns only their decoupled part)
     variants: tuple[Variant, ...] = ()  # any other registry variant of the layer (an output gate), handed to its scenario as it is
+    chunk: int | None = None  # Llama 4's chunked attention: query i sees keys of its own chunk of `chunk` positions only
 
     @property
     def mask(self) -> Mask:
-        return Mask(causal=self.causal, window=self.window)
+        return Mask(causal=self.causal, window=self.window, chunk=self.chunk)
 
 
 def self_attention(X: np.ndarray, w: AttentionWeights, X_kv: np.ndarray | None = None) -> np.ndarray:

@@ -199,7 +199,10 @@ class Tensors(NamedTuple):
     prefixes: tuple[str, ...]
 
 
-LLAMA_TENSORS = Tensors("embed_tokens.weight", ("model.", ""))  # Llama's and its descendants': a family that declares no TENSORS
+# the text stack inside a multimodal folder: model.language_model.* as transformers 5 (and 4.52 on) saves Gemma 3 and Mistral 3,
+# language_model.model.* as transformers 4 saved them and both save Llama 4; a text-only checkpoint never has those names
+MULTIMODAL_PREFIXES = ("model.language_model.", "language_model.model.")
+LLAMA_TENSORS = Tensors("embed_tokens.weight", ("model.", "", *MULTIMODAL_PREFIXES))  # Llama's and its descendants': a family that declares no TENSORS
 
 
 class Description(NamedTuple):
@@ -286,8 +289,27 @@ def _shown(value: object) -> str:
 shown_value = _shown  # a GGUF file's metadata value in a message (gguf.py), in the same words
 
 
-def read_raw(folder: Path) -> tuple[dict[str, Any], str]:
-    """config.json as a dict, with the path for messages; read through the bounded reader (a regular file, JSON within limits)."""
+# multimodal model types whose config.json holds the text model's keys under text_config, and the text model's type
+MULTIMODAL = {"llama4": "llama4_text", "gemma3": "gemma3_text", "mistral3": "mistral"}
+
+
+def text_stack(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """The config.json keys of the model's text stack: a multimodal model's text_config (its model_type, else the text model's
+    type transformers gives it), else config.json's own keys."""
+    kind = raw.get("model_type")
+    if not isinstance(kind, str) or kind not in MULTIMODAL:
+        return raw
+    text = raw.get("text_config")
+    if not isinstance(text, dict):
+        raise AttnError(f"a {kind} config.json {'has no text_config' if text is None else 'whose text_config is not a mapping'}",
+                        file=where, key="text_config", expected="the text model's keys under text_config, as transformers saves them")  # fmt: skip
+    dtype = {key: raw[key] for key in ("dtype", "torch_dtype") if key in raw and "dtype" not in text and "torch_dtype" not in text}
+    return {**dtype, **text, "model_type": text.get("model_type") or MULTIMODAL[kind]}
+
+
+def read_raw(folder: Path, *, whole: bool = False) -> tuple[dict[str, Any], str]:
+    """The keys of config.json as a dict, with the path for messages: the text stack's (`text_stack`; `whole`: config.json's
+    own even for a multimodal model); read through the bounded reader (a regular file, JSON within limits)."""
     from attncli.sources.bounded import read_json
 
     path = folder / "config.json"
@@ -303,7 +325,7 @@ def read_raw(folder: Path) -> tuple[dict[str, Any], str]:
     raw = read_json(path, where, what="the model's config as a JSON object", limits=CONFIG_LIMITS)
     if not isinstance(raw, dict):
         raise AttnError(f"config.json holds a JSON {type(raw).__name__}", file=where, expected="a JSON object")
-    return raw, where
+    return (raw if whole else text_stack(raw, where)), where
 
 
 def _activation(read: _Reader, *keys: str, default: str) -> str:

@@ -161,9 +161,12 @@ def _nope(f: Facts) -> Mechanism | None:
     if not without:
         return None
     turned = [i + 1 for i, on in enumerate(rope_layers) if on]
+    order = "the causal mask alone orders the tokens"
+    if getattr(family, "temperature", None) is not None:  # Llama 4's query temperature: the position reaches the query there too
+        order = "the causal mask and the query's temperature (a factor of its position) order the tokens"
     return Mechanism(
         "nope",
-        f"no RoPE (NoPE) on {_layers(without)}: q and k meet as projected there, the causal mask alone orders the tokens; "
+        f"no RoPE (NoPE) on {_layers(without)}: q and k meet as projected there, {order}; "
         + (f"RoPE on {_layers(turned)}" if turned else "no layer has RoPE"),
     )
 
@@ -326,7 +329,15 @@ def _shared_kv_cache(f: Facts) -> list[CacheLayer] | None:
     return [CacheLayer(i + 1, 2 * f.kv_heads * f.head_dim if source == i else 0, f.windows[i]) for i, source in enumerate(sources)]
 
 
-LAYOUTS: list[Callable[[Facts], list[CacheLayer] | None]] = [_mla_cache, _linear_layers_cache, _shared_kv_cache]
+def _chunked_cache(f: Facts) -> list[CacheLayer] | None:
+    """A family's chunked layers (Llama 4's attention_chunk_size) keep at most a chunk of tokens, as a sliding layer its window."""
+    chunks = getattr(getattr(f.cfg, "family", None), "chunks", None)
+    if chunks is None or all(chunk is None for chunk in chunks):
+        return None
+    return [CacheLayer(i + 1, 2 * f.kv_heads * f.head_dim, chunk if chunk is not None else f.windows[i]) for i, chunk in enumerate(chunks)]
+
+
+LAYOUTS: list[Callable[[Facts], list[CacheLayer] | None]] = [_mla_cache, _linear_layers_cache, _shared_kv_cache, _chunked_cache]
 
 
 def cache_layers(f: Facts) -> list[CacheLayer]:
@@ -372,6 +383,7 @@ def kv_cache(f: Facts, dtype: str | None, *, dtype_from: str, max_positions: int
         "windows": windows,
         "bytes_per_token_beyond_windows": beyond if windows else per_token,
         "sliding_bound_bytes": bound if windows else None,
+        "bounded_layers": None if not windows else "chunked" if _chunked_cache(f) is not None else "sliding",  # what bounds their tokens
         "max_positions": max_positions,
         "bytes_at_max_positions": None if max_positions is None else cache_bytes(layers, max_positions, size),
     }
@@ -393,7 +405,7 @@ def describe_cache(cache: Mapping[str, Any], layers: int) -> list[str]:
     if cache["windows"]:
         window = " / ".join(f"{w:,}" for w in cache["windows"])
         lines.append(
-            f"the sliding layers keep at most {window} tokens, {_bytes(cache['sliding_bound_bytes'])} in all; beyond that, "
+            f"the {cache.get('bounded_layers', 'sliding')} layers keep at most {window} tokens, {_bytes(cache['sliding_bound_bytes'])} in all; beyond that, "
             f"each new token costs {_bytes(cache['bytes_per_token_beyond_windows'])} (the global layers only)"
         )
     if cache["bytes_at_max_positions"] is not None:

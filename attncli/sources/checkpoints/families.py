@@ -8,7 +8,8 @@ says of it beyond describe.py; `raw`: a GGUF file's metadata as config.json keys
 `GGUF` (the GGUF architectures it reads: `gguf_family.GgufArchitecture`s), `TENSORS` (where its tensors are, a
 `config.Tensors`; Llama's when it declares none, as `shapes` is llama.py's) and `DESCRIPTION` (what `model info` says
 of it: a `config.Description`, or a dict of them by model type, which may name model types attncli describes from
-config.json but does not compute, as gemma3.py's gemma3). Adding a family is its
+config.json but does not compute). A multimodal model (llama4, gemma3, mistral3) is read as its text stack: config.py's
+`text_stack` hands the families its text_config. Adding a family is its
 module and one line here; config.py holds what the families share (`llama_like` for Llama's
 descendants), gguf_family.py the vocabulary of their GGUF readers.
 
@@ -44,7 +45,9 @@ from attncli.sources.checkpoints import (
     gpt2,
     gpt_oss,
     granite,
+    hunyuan_dense,
     llama,
+    llama4,
     ministral,
     ministral3,
     modernbert,
@@ -94,6 +97,8 @@ ARCHITECTURES: dict[str, ModuleType] = {
     "ernie4_5": ernie4_5,
     "seed_oss": seed_oss,
     "gemma3n_text": gemma3n, "gemma3n": gemma3n,  # gemma3n: the multimodal folder, its text stack (text_config)
+    "llama4_text": llama4,
+    "hunyuan_v1_dense": hunyuan_dense,
 }  # fmt: skip
 SUPPORTED = tuple(ARCHITECTURES)  # as imported; a family registered later is in ARCHITECTURES, which the readers consult
 ENCODER_DECODERS = ("bart", "t5")  # read a source text and a target text; the layer counts in the stack `attention` names

@@ -28,6 +28,7 @@ from attncli.sources.checkpoints import gemma2, llama
 from attncli.sources.checkpoints.blocks import AttentionWeights, LayerInputs, Weights, rms_norm, self_attention, through
 from attncli.sources.checkpoints.config import (
     MOST,
+    MULTIMODAL_PREFIXES,
     Description,
     ModelConfig,
     RopeConfig,
@@ -131,7 +132,7 @@ def mechanisms(cfg: ModelConfig, folder: Path, raw: dict[str, Any] | None = None
     ]
 
 
-TENSORS = Tensors("embed_tokens.weight", ("model.", "model.language_model.", ""))  # the text model alone, or inside Gemma 3's multimodal one
+TENSORS = Tensors("embed_tokens.weight", ("model.", "", *MULTIMODAL_PREFIXES))  # the text model alone, or inside Gemma 3's multimodal one
 
 
 def _raw_windows(raw: Mapping[str, Any], layers: int, size: int) -> tuple[int | None, ...] | None:
@@ -141,7 +142,7 @@ def _raw_windows(raw: Mapping[str, Any], layers: int, size: int) -> tuple[int | 
 
 
 _DESCRIBED = Description(qk_norm="per head, Gemma's (1 + w) RMSNorm", windows=_raw_windows)
-DESCRIPTION = {"gemma3_text": _DESCRIBED, "gemma3": _DESCRIBED}  # gemma3: the multimodal model's config, described, not computed
+DESCRIPTION = _DESCRIBED  # the multimodal gemma3's text stack is gemma3_text (config.text_stack)
 DEFAULTS: dict[str, Any] = {
     "layers": 26, "hidden": 2304, "heads": 8, "kv": 4, "positions": 131072, "inter": 9216, "head_dim": 256, "act": "gelu_pytorch_tanh",
 }  # transformers' Gemma3TextConfig  # fmt: skip

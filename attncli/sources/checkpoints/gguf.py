@@ -422,7 +422,10 @@ class GgufCheckpoint:
         else:
             gate, up = np.split(f.read_expert(joined.parts[0], e), 2, axis=0)
         out = np.empty(joined.shape[1:])  # (d, 2·inner)
-        out[:, 0::2], out[:, 1::2] = gate.T, up.T
+        if joined.kind == "gate_then_up":  # Llama 4's: the gate's columns, then the up's
+            out[:, : gate.shape[0]], out[:, gate.shape[0] :] = gate.T, up.T
+            return out
+        out[:, 0::2], out[:, 1::2] = gate.T, up.T  # gpt-oss's: interleaved
         return out
 
     def has(self, name: str) -> bool:
@@ -466,7 +469,7 @@ class GgufCheckpoint:
         """The tensor in one block (a quantised tensor is dequantised whole: its blocks run along rows anyway);
         3-d experts (`gate_up`, `down`) one expert at a time, so only one expert's matrix is in float64 at once."""
         joined = self._joined(name)
-        if joined is not None and joined.kind in ("gate_up", "down"):
+        if joined is not None and joined.kind in ("gate_up", "gate_then_up", "down"):
             for e in range(joined.shape[0]):
                 yield e, self._rebuild(joined, e)[None]
             return

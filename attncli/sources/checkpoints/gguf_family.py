@@ -37,7 +37,7 @@ class Joined(NamedTuple):
 
     shape: tuple[int, ...]
     parts: tuple[str, ...]  # the GGUF tensors it is made of
-    kind: str  # "kv_b" (attn_k_b + attn_v_b), "expert" (one matrix of a 3-d tensor: an expert, Gemma 3n's altup_proj), "gate_up", "down", "gate_up_bias",
+    kind: str  # "kv_b" (attn_k_b + attn_v_b), "expert" (one matrix of a 3-d tensor: an expert, Gemma 3n's altup_proj), "gate_up" (interleaved), "gate_then_up", "down", "gate_up_bias",
     # "value" (a learned scalar the converter wrote as a per-layer list in the metadata: parts names the key),
     # "computed" (`compute` of the parts as read: a regrouping or an elementwise map the converter applied, undone)
     expert: int = 0  # the expert ("expert"), or the layer ("value")

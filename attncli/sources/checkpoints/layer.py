@@ -18,7 +18,7 @@ from attncli.core.variants.mla import Mla
 from attncli.errors import AttnError, option
 from attncli.sources.arguments import shown_path
 from attncli.sources.checkpoints import bart, tokenizer_process
-from attncli.sources.checkpoints.config import ModelConfig, read_raw
+from attncli.sources.checkpoints.config import MULTIMODAL_PREFIXES, ModelConfig, read_raw, text_stack
 from attncli.sources.checkpoints.describe import config_cache, describe_config, describe_raw
 from attncli.sources.checkpoints.families import (
     ARCHITECTURES,
@@ -78,6 +78,7 @@ class LayerCase:
     mla: Mla | None = None  # DeepSeek's multi-head latent attention: the latent projections instead of W_Q, W_K, W_V
     variants: tuple[Variant, ...] = ()  # any other registry variant of the layer (blocks.AttentionWeights.variants: an output gate)
     kv_from: int | None = None  # the layer (from 1) whose keys and values it reuses (Gemma 3n's KV sharing: X_kv is that layer's input)
+    chunk: int | None = None  # Llama 4's chunked attention: query i sees the keys of its own chunk of positions only
     name: str = ""  # the model's name as a post shows it (model_name): GGUF's general.name, else the folder's or file's name
 
 
@@ -192,7 +193,8 @@ def load_layer(
         divisor=w.divisor, causal=w.causal, window=w.window, rope=w.rope,
         dtype=inputs.dtype, notes=(*notes, *not_applied_note(not_applied)),
         gguf=None if gguf is None else str(gguf), tokens_from="its tokenizer.json" if gguf is None else "the GGUF metadata",
-        qk_norm=w.qk_norm, softcap=w.softcap, sink=w.sink, layer_kind=_layer_kind(cfg, layer), mla=w.mla, variants=w.variants,
+        qk_norm=w.qk_norm, softcap=w.softcap, sink=w.sink, layer_kind="chunked" if w.chunk is not None else _layer_kind(cfg, layer), mla=w.mla,
+        variants=w.variants, chunk=w.chunk,
         X_kv=inputs.X_kv, context_labels=None if inputs.X_kv is None else labels, kv_from=inputs.kv_from,  # Gemma 3n's shared layers
         name=model_name(folder, None if gguf is None else model.file.value("general.name")),
     )  # fmt: skip
@@ -319,19 +321,24 @@ def model_info(folder: Path) -> dict[str, Any]:
         from attncli.sources.checkpoints.gguf_data import gguf_info
 
         return gguf_info(gguf, str(folder))
-    raw, _ = read_raw(folder)
+    whole, where = read_raw(folder, whole=True)
     info: dict[str, Any] = {
         "folder": shown_path(folder),
-        "model_type": raw.get("model_type"),
-        "architectures": raw.get("architectures"),
+        "model_type": whole.get("model_type"),
+        "architectures": whole.get("architectures"),
         "supported": False,
         "reason": None,
     }
     try:
+        raw = text_stack(whole, where)  # a multimodal model's text_config: its text stack is what attncli reads
+        if raw is not whole:
+            info["text_model_type"] = raw.get("model_type")
+            info["multimodal"] = (f"a multimodal model ({info['model_type']}): attncli reads its text stack ({raw.get('model_type')}, "
+                                  "from text_config); the vision tower and the projector are not read")  # fmt: skip
         cfg = read_config(folder)
     except AttnError as error:
         info["reason"] = str(error)
-        info.update(describe_raw(raw))  # what its keys tell of the attention, even unread
+        info.update(describe_raw(text_stack(whole, where) if "multimodal" in info else whole))  # what its keys tell, even unread
         return info
     info.update(describe_config(cfg, raw))
     softmax_layers = getattr(cfg.family, "softmax_layers", None)  # a family with layers that are not softmax attention says which are
@@ -347,6 +354,9 @@ def model_info(folder: Path) -> dict[str, Any]:
     try:
         checkpoint = Checkpoint(folder)
         check_shapes(cfg, checkpoint)
+        if "multimodal" in info:  # which of the two spellings of the text stack's tensors the folder holds
+            prefix = next((p for p in MULTIMODAL_PREFIXES if checkpoint.has(p + "embed_tokens.weight")), None)
+            info["multimodal"] += f"; its tensors under {prefix}*" if prefix else ""
         stored = checkpoint.stored_dtypes()
         floats = {FLOAT_NAMES[k]: n for k, n in stored.items() if k in FLOAT_NAMES}
         info["weights"] = checkpoint.described_by

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from attncli.core.variants import QkNorm, QueryTemperature, Rope
+from attncli.core.variants import QkNorm, QkNormAfterRope, QueryTemperature, Rope
 from attncli.sources.checkpoints.blocks import (
     AttentionWeights,
     LayerInputs,
@@ -40,7 +40,6 @@ from attncli.sources.checkpoints.config import (
     FLOAT32_SOFTMAX,
     LLAMA_TENSORS,
     O_PROJ,
-    Description,
     LlamaLike,
     LlamaSettings,
     ModelConfig,
@@ -159,12 +158,19 @@ def notes(cfg: ModelConfig, layer: int, rope: Rope, attention: AttentionWeights,
         if cfg.qkv_bias
         else None
     )
+    after = next((variant for variant in attention.variants if isinstance(variant, QkNormAfterRope)), None)
+    after_rope = None if after is None else (
+        "QK-norm after RoPE: each head's rotated q and k divided by their rms, "
+        + (f"times a weight of {cfg.head_dim} shared by the heads" if after.weighted else "no weight")
+        + f", ε = {after.eps:g}"
+    )  # fmt: skip
     lines = tuple(
         note
         for note in (
             first or f"X = input_layernorm (RMSNorm) of the residual entering layer {layer}: token embeddings{through(layer)}",
             qk_norm,
             rope_note(attention.rope, scaling, cfg.head_dim),
+            after_rope,
             sharing,
             biases,
             f"scores divided by √d_k = √{cfg.head_dim} = {attention.divisor:g}",
@@ -426,13 +432,6 @@ GGUF = (
     GgufArchitecture("qwen2", "qwen2", GGUF_NAMES, config=_gguf_config("qwen2", 1e-6)),
 )
 VERIFY = Verification(O_PROJ, (FLOAT32_RMSNORM, FLOAT32_ROPE, FLOAT32_SOFTMAX))
-# Llama's descendants attncli describes from config.json but does not compute (model info's words, not guessed ones)
-DESCRIPTION = {
-    "hunyuan_v1_dense": Description(  # HunYuanDenseV1Attention: query_layernorm and key_layernorm on the rotated q and k
-        qk_norm=lambda raw: "per head (query_layernorm, key_layernorm of head_dim weights), after RoPE"
-        if raw.get("use_qk_norm") is True else None,
-    ),
-}
 
 
 def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:

@@ -67,3 +67,13 @@ def softmax_top_k(logits: np.ndarray, k: int, *, normalise: bool, layer: int) ->
     if normalise:
         top = (top / top.sum(axis=-1, keepdims=True)).astype(np.float32)
     return Routing(layer, chosen, top.astype(np.float64), logits.shape[-1])
+
+
+def top_k_sigmoid(logits: np.ndarray, k: int, *, layer: int) -> Routing:
+    """(L, E) router logits → each token's k largest, each weighted by its sigmoid, not renormalised (Llama 4's Llama4Router).
+
+    Ties go to the lower expert number, as a stable sort gives them.
+    """
+    chosen = np.argsort(-logits, axis=-1, kind="stable")[:, :k]  # (L, k)
+    top = np.take_along_axis(logits, chosen, axis=-1)  # (L, k)
+    return Routing(layer, chosen, 1.0 / (1.0 + np.exp(-top)), logits.shape[-1])

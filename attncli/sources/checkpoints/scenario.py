@@ -105,7 +105,7 @@ def layer_scenario(case: LayerCase, *, head: int | None = None, name: str | None
         b_V=_frozen(case.b_V),
         W_O=_frozen(case.W_O),
         b_O=_frozen(case.b_O),
-        mask=Mask(causal=case.causal, window=case.window),
+        mask=Mask(causal=case.causal, window=case.window, chunk=case.chunk),
         variants=held(case.rope, case.qk_norm, case.softcap, case.sink, case.mla, *case.variants),
         word_marks=WORD_MARKS,
         notes=tuple(notes),
