@@ -216,11 +216,14 @@ def self_attention(X: np.ndarray, w: AttentionWeights) -> np.ndarray:
         X=X, W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O, mask=w.mask,
         variants=held(w.rope, w.qk_norm, w.softcap, w.sink, w.mla, *w.variants),
     )  # fmt: skip
-    seen = _weights_seen.get()
-    if seen is None:
+    seen, kept = _weights_seen.get(), _outputs_seen.get()
+    if seen is None and kept is None:
         return engine.run(layer, rows=()).output  # (L, d)
     result = engine.run(layer)
-    seen(np.stack([head.weights for head in result.heads]), w)  # (H, L, L)
+    if seen is not None:
+        seen(np.stack([head.weights for head in result.heads]), w)  # (H, L, L)
+    if kept is not None:
+        kept(np.stack([head.final for head in result.heads]), w)  # (H, L, d_v) what each head hands W_O
     return result.output  # (L, d)
 
 
@@ -252,6 +255,20 @@ def weights_seen(callback: WeightsSeen) -> Iterator[None]:
         yield
     finally:
         _weights_seen.reset(token)
+
+
+OutputsSeen = Callable[[np.ndarray, AttentionWeights], None]  # (H, L, d_v) each head's output, before W_O, and its layer
+_outputs_seen: ContextVar[OutputsSeen | None] = ContextVar("attncli_outputs_seen", default=None)
+
+
+@contextmanager
+def outputs_seen(callback: OutputsSeen) -> Iterator[None]:
+    """Within the block, every self_attention call hands each head's output to `callback`, layer after layer (the lens)."""
+    token = _outputs_seen.set(callback)
+    try:
+        yield
+    finally:
+        _outputs_seen.reset(token)
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,172 @@
+"""A checkpoint's whole forward pass kept for the lens: the residual stream after every layer, each head's output, the final
+norm and the unembedding (core/lens.py says what is computed and why the head contributions add up to the logits).
+
+For the Llama-like families that declare themselves (llama.py's `_declared_layer`: Llama, Qwen2, Mistral, Qwen3, OLMo 2,
+SmolLM3 …): their final norm is an RMSNorm (`norm.weight`), their unembedding `lm_head.weight` or, when the checkpoint has
+none (tie_word_embeddings; a GGUF file without `output.weight`), the embedding table. Memory: the stream (N + 1, L, d) and
+each layer's head outputs (H, L, d_v); each o_proj is read again only for the heads read, the unembedding a block of rows
+at a time, once for all the vectors read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from attncli.core.lens import TOP, HeadLens, Promoted, frozen, head_part, normed, top
+from attncli.core.scenario import Origin
+from attncli.errors import AttnError
+from attncli.sources.checkpoints import llama
+from attncli.sources.checkpoints.blocks import Weights, WeightsSeen, outputs_seen, weights_seen
+from attncli.sources.checkpoints.config import ModelConfig
+from attncli.sources.checkpoints.families import layer_reader
+from attncli.sources.checkpoints.source import TensorSource
+
+LM_HEAD = "lm_head.weight"
+
+
+def supported(cfg: ModelConfig) -> bool:
+    """Whether attncli computes this family's whole forward pass for the lens: a declared Llama-like decoder."""
+    return cfg.causal and layer_reader(cfg.model_type) is llama.layer_inputs
+
+
+def refuse(cfg: ModelConfig) -> AttnError:
+    return AttnError(
+        f"the logit lens and direct logit attribution of {cfg.model_type} are not built yet",
+        key="model",
+        expected="a Llama-like decoder (Llama, Qwen2, Mistral, Qwen3, OLMo 2, SmolLM2, SmolLM3 …)",
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Stream:
+    """One forward pass kept whole: the residual stream after each layer and each head's output, with where to read the rest."""
+
+    cfg: ModelConfig
+    weights: Weights
+    residual: np.ndarray  # (N + 1, L, d): the embeddings, then the stream after layer 1 … N
+    outputs: tuple[np.ndarray, ...]  # N × (H, L, d_v): each head's output, before W_O
+
+    @property
+    def final(self) -> np.ndarray:
+        """(L, d) the residual stream after the last layer: what the final norm reads."""
+        return self.residual[-1]
+
+    def norm_weight(self) -> np.ndarray:
+        return self.weights.get("norm.weight", (self.cfg.hidden_size,))
+
+    @property
+    def tied(self) -> bool:
+        """The unembedding is the embedding table (no lm_head in the checkpoint)."""
+        return not self.weights.checkpoint.has(LM_HEAD)
+
+    @property
+    def vocabulary(self) -> int:
+        name = "embed_tokens.weight" if self.tied else LM_HEAD
+        table = self.weights if self.tied else Weights(self.weights.checkpoint, probe=LM_HEAD, prefixes=("",))
+        return int(table.checkpoint.shape(table.prefix + name)[0])
+
+    def unembed(self, vectors: np.ndarray) -> np.ndarray:
+        """(n, V) the logits of (n, d) normed vectors: x·W_Uᵀ, W_U widened a block of rows at a time."""
+        d = self.cfg.hidden_size
+        if self.tied:
+            return np.array(self.weights.product("embed_tokens.weight", vectors, (self.vocabulary, d)))
+        head = Weights(self.weights.checkpoint, probe=LM_HEAD, prefixes=("",))
+        return np.array(head.product(LM_HEAD, vectors, (self.vocabulary, d)))
+
+    def head_part(self, layer: int, head: int, position: int) -> np.ndarray:
+        """(d,) what head `head` of `layer` (both from 1) writes into the residual stream at `position` (from 1)."""
+        cfg = self.cfg
+        W_O = self.weights.get(f"layers.{layer - 1}.self_attn.o_proj.weight", (cfg.hidden_size, cfg.heads * cfg.head_dim)).T  # (H·d_v, d)
+        return head_part(self.outputs[layer - 1][head - 1, position - 1], W_O, head, cfg.head_dim)
+
+    def read(self, wanted: Sequence[tuple[int, int, int]], k: int, lens_at: int | None = None) -> tuple[list[HeadLens], list[Promoted]]:
+        """Direct logit attribution of each (layer, head, position) (all from 1) and, at `lens_at`, the logit lens (the
+        embeddings, then after each layer): every vector projected through the unembedding in one pass over it."""
+        gamma, eps = self.norm_weight(), self.cfg.norm_eps
+        d = self.cfg.hidden_size
+        parts = [frozen(self.head_part(*at), self.final[at[2] - 1], gamma, eps) for at in wanted]  # n × (d,)
+        streams = normed(self.residual[:, lens_at - 1], gamma, eps) if lens_at is not None else np.empty((0, d))  # (N + 1, d)
+        if not parts and not len(streams):
+            return [], []
+        logits = self.unembed(np.concatenate([np.reshape(parts, (len(parts), d)), streams]))  # (n + N + 1, V)
+        scales = np.sqrt((self.final * self.final).mean(axis=-1) + eps)  # (L,) rms of the final residual: the frozen scale
+        lenses = [HeadLens(layer, head, position, top(row, k), float(scales[position - 1]), logits.shape[1], self.tied)
+                  for (layer, head, position), row in zip(wanted, logits)]  # fmt: skip
+        return lenses, [top(row, k) for row in logits[len(parts) :]]
+
+
+def stream(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], *, seen: WeightsSeen | None = None) -> Stream:
+    """Every layer of a declared Llama-like family on `ids`, keeping the residual stream and each head's output; `seen` is
+    handed each layer's (H, L, L) weights as the map's pass hands them."""
+    if not supported(cfg):
+        raise refuse(cfg)
+    w, rope = llama.weights_and_rope(cfg, checkpoint)
+    h = w.rows("embed_tokens.weight", ids, cfg.hidden_size)  # (L, d)
+    residual, outputs = [h], []
+    with contextlib.ExitStack() as hooks:
+        hooks.enter_context(outputs_seen(lambda output, _: outputs.append(output)))
+        if seen is not None:
+            hooks.enter_context(weights_seen(seen))
+        for index in range(cfg.layers):
+            h = llama._declared_layer(cfg, w, index, h, rope)  # (L, d)
+            residual.append(h)
+    return Stream(cfg, w, np.stack(residual), tuple(outputs))
+
+
+def token_texts(model: Path, ids: Sequence[int]) -> tuple[str, ...]:
+    """Each vocabulary id as the checkpoint's own tokenizer writes it out (' on', '.'): a GGUF file's here, tokenizer.json's
+    in its bounded child process."""
+    from attncli.sources.checkpoints import tokenizer_process
+    from attncli.sources.checkpoints.gguf import gguf_path
+
+    gguf = gguf_path(model)
+    if gguf is None:
+        return tokenizer_process.decode_ids(model, ids)
+    from attncli.sources.checkpoints.gguf_tokens import cached_tokenizer
+
+    tokenizer, _ = cached_tokenizer(gguf)
+    return tuple(tokenizer.decode([int(i)], skip_special_tokens=False) for i in ids)
+
+
+def named(model: Path, lenses: Sequence[HeadLens], streams: Sequence[Promoted]) -> tuple[list[HeadLens], list[Promoted]]:
+    """The lenses' tokens written out by the checkpoint's tokenizer, asked for all at once."""
+    texts = iter(token_texts(model, [i for p in [*(lens.promoted for lens in lenses), *streams] for i in p.ids]))
+
+    def spelled(p: Promoted) -> Promoted:
+        return p._replace(texts=tuple(next(texts) for _ in p.ids))
+
+    return [lens._replace(promoted=spelled(lens.promoted)) for lens in lenses], [spelled(p) for p in streams]
+
+
+def explained(origin: Origin, head: int, position: int, k: int = TOP) -> tuple[HeadLens, tuple[Promoted, ...]] | None:
+    """For explain of a checkpoint's head: its direct logit attribution at `position` (from 1) and the logit lens there
+    (the embeddings, then after each layer); None for a model whose whole pass attncli does not compute, or an
+    encoder–decoder's layer."""
+    from attncli.sources.checkpoints.families import read_config
+    from attncli.sources.checkpoints.gguf import gguf_path, open_model
+    from attncli.sources.checkpoints.layer import checkpoint_tokens
+    from attncli.sources.checkpoints.safetensors import Checkpoint
+    from attncli.sources.checkpoints.tokenizer_process import MAX_TEXT_CHARACTERS
+
+    if origin.target is not None:
+        return None
+    folder = Path(origin.folder)
+    gguf = gguf_path(folder)
+    checkpoint: TensorSource
+    if gguf is not None:
+        model = open_model(gguf)
+        cfg, checkpoint = model.cfg, model.checkpoint
+    else:
+        cfg = read_config(folder)
+    if not supported(cfg):
+        return None
+    if gguf is None:
+        checkpoint = Checkpoint(folder)
+    ids = checkpoint_tokens(folder, origin.sentence, special_tokens=origin.special_tokens == "auto", max_tokens=MAX_TEXT_CHARACTERS).ids
+    lenses, streams = named(folder, *stream(cfg, checkpoint, ids).read([(origin.layer, head, position)], k, lens_at=position))
+    return lenses[0], tuple(streams)
