@@ -164,11 +164,14 @@ def test_explain_of_a_head_ends_with_what_it_predicts(cli, golden, kept):
 
 
 def test_explain_without_the_lens_and_of_a_family_without_it_says_nothing_of_it(cli):
-    """lens=False, and a GPT-2 head (its whole pass is not computed for the lens), give explain as before."""
+    """lens=False (--no-lens), and a GPT-2 head (its whole pass is not computed for the lens), give explain as before."""
     import attncli.api as attn
 
     model = attn.load_model(LLAMA, layer=2, sentence=SENTENCE)
     assert attn.explain(model, "sat", position=12, head=3, lens=False).explanation.lens is None
+    args = ("--model", str(LLAMA), "--layer", "2", "--head", "3", "--sentence", SENTENCE, "--word", "sat", "--position", "12")
+    assert "promotes" not in json.loads(cli("explain", *args, "--no-lens", "--format", "json").stdout)
+    assert "predicts" not in cli("explain", *args, "--no-lens").stdout
     out = cli("explain", "--model", str(CHECKPOINTS / "gpt2"), "--layer", "1", "--sentence", SENTENCE, "--word", "mat").stdout
     assert "predicts" not in out and "Logit lens" not in out
 

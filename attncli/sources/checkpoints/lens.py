@@ -54,7 +54,8 @@ class Stream:
     @property
     def final(self) -> np.ndarray:
         """(L, d) the residual stream after the last layer: what the final norm reads."""
-        return self.residual[-1]
+        last: np.ndarray = self.residual[-1]
+        return last
 
     def norm_weight(self) -> np.ndarray:
         return self.weights.get("norm.weight", (self.cfg.hidden_size,))
