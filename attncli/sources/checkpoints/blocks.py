@@ -217,13 +217,11 @@ def self_attention(X: np.ndarray, w: AttentionWeights) -> np.ndarray:
         variants=held(w.rope, w.qk_norm, w.softcap, w.sink, w.mla, *w.variants),
     )  # fmt: skip
     seen, kept = _weights_seen.get(), _outputs_seen.get()
-    if seen is None and kept is None:
-        return engine.run(layer, rows=()).output  # (L, d)
-    result = engine.run(layer)
+    result = engine.run(layer, rows=() if seen is None else None)  # every stage only when the weights are asked for
     if seen is not None:
         seen(np.stack([head.weights for head in result.heads]), w)  # (H, L, L)
     if kept is not None:
-        kept(np.stack([head.final for head in result.heads]), w)  # (H, L, d_v) what each head hands W_O
+        kept(result.concat, w)  # (L, H·d_v) the heads' outputs side by side, as W_O reads them
     return result.output  # (L, d)
 
 
@@ -257,7 +255,7 @@ def weights_seen(callback: WeightsSeen) -> Iterator[None]:
         _weights_seen.reset(token)
 
 
-OutputsSeen = Callable[[np.ndarray, AttentionWeights], None]  # (H, L, d_v) each head's output, before W_O, and its layer
+OutputsSeen = Callable[[np.ndarray, AttentionWeights], None]  # (L, H·d_v) the heads' outputs, before W_O, and their layer
 _outputs_seen: ContextVar[OutputsSeen | None] = ContextVar("attncli_outputs_seen", default=None)
 
 

@@ -27,6 +27,7 @@ from attncli.sources.checkpoints.families import layer_reader
 from attncli.sources.checkpoints.source import TensorSource
 
 LM_HEAD = "lm_head.weight"
+UNEMBED_ROWS = 4096  # rows of the unembedding in float64 at once: 4096 × d (18 MiB for d = 576)
 
 
 def supported(cfg: ModelConfig) -> bool:
@@ -49,7 +50,7 @@ class Stream:
     cfg: ModelConfig
     weights: Weights
     residual: np.ndarray  # (N + 1, L, d): the embeddings, then the stream after layer 1 … N
-    outputs: tuple[np.ndarray, ...]  # N × (H, L, d_v): each head's output, before W_O
+    outputs: tuple[np.ndarray, ...]  # N × (L, H·d_v): the heads' outputs side by side, before W_O
 
     @property
     def final(self) -> np.ndarray:
@@ -72,18 +73,22 @@ class Stream:
         return int(table.checkpoint.shape(table.prefix + name)[0])
 
     def unembed(self, vectors: np.ndarray) -> np.ndarray:
-        """(n, V) the logits of (n, d) normed vectors: x·W_Uᵀ, W_U widened a block of rows at a time."""
-        d = self.cfg.hidden_size
-        if self.tied:
-            return np.array(self.weights.product("embed_tokens.weight", vectors, (self.vocabulary, d)))
-        head = Weights(self.weights.checkpoint, probe=LM_HEAD, prefixes=("",))
-        return np.array(head.product(LM_HEAD, vectors, (self.vocabulary, d)))
+        """(n, V) the logits of (n, d) normed vectors: x·W_Uᵀ, W_U read and widened UNEMBED_ROWS rows at a time (a quantised
+        table too: 49,152 × 576 is 226 MB in float64, never whole)."""
+        d, V = self.cfg.hidden_size, self.vocabulary
+        table, name = (self.weights, "embed_tokens.weight") if self.tied else (Weights(self.weights.checkpoint, probe=LM_HEAD, prefixes=("",)), LM_HEAD)
+        logits = np.empty((vectors.shape[0], V))  # (n, V)
+        for first in range(0, V, UNEMBED_ROWS):
+            rows = table.rows(name, range(first, min(V, first + UNEMBED_ROWS)), d)  # (r, d)
+            logits[:, first : first + rows.shape[0]] = vectors @ rows.T  # (n, d) @ (d, r)
+        return logits
 
     def head_part(self, layer: int, head: int, position: int) -> np.ndarray:
         """(d,) what head `head` of `layer` (both from 1) writes into the residual stream at `position` (from 1)."""
         cfg = self.cfg
         W_O = self.weights.get(f"layers.{layer - 1}.self_attn.o_proj.weight", (cfg.hidden_size, cfg.heads * cfg.head_dim)).T  # (H·d_v, d)
-        return head_part(self.outputs[layer - 1][head - 1, position - 1], W_O, head, cfg.head_dim)
+        d_v = cfg.head_dim
+        return head_part(self.outputs[layer - 1][position - 1, (head - 1) * d_v : head * d_v], W_O, head, d_v)
 
     def read(self, wanted: Sequence[tuple[int, int, int]], k: int, lens_at: int | None = None) -> tuple[list[HeadLens], list[Promoted]]:
         """Direct logit attribution of each (layer, head, position) (all from 1) and, at `lens_at`, the logit lens (the
