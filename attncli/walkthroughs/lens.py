@@ -13,8 +13,12 @@ LENS_METHOD = ("direct logit attribution: the head's output through its rows of 
 
 
 def token_text(text: str) -> str:
-    """A vocabulary token as a reading quotes it: its text in quotes, a line break or tab written as \\n or \\t."""
-    return "'" + text.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r") + "'"
+    """A vocabulary token as a reading quotes it: its text in quotes, a backslash doubled, a line break or tab written as
+    \\n or \\t and any other control character as \\xNN or \\uNNNN (a token may be one; XML, SVG and a terminal take none)."""
+    import unicodedata
+
+    named = {"\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+    return "'" + "".join(named.get(c) or (repr(c)[1:-1] if unicodedata.category(c) in ("Cc", "Cs") else c) for c in text) + "'"
 
 
 def _named(promoted: Promoted, signed: bool) -> list[str]:
