@@ -57,7 +57,7 @@ def test_the_residual_stream_and_each_heads_part_equal_transformers(golden, kept
                                            rtol=0, atol=TOLERANCE)  # fmt: skip
 
 
-def test_the_head_attributions_and_the_rest_add_up_to_the_models_logits(golden, kept, atol=TOLERANCE):
+def test_the_head_attributions_and_the_rest_add_up_to_the_models_logits(golden, kept, atol=TOLERANCE, rtol=0.0):
     """Σ over every head of its direct logit attribution, plus the rest (embedding and MLPs) read the same way, is the model's logits."""
     N, H, L, _ = golden["parts"].shape
     gamma, eps = kept.norm_weight(), kept.cfg.norm_eps
@@ -69,16 +69,16 @@ def test_the_head_attributions_and_the_rest_add_up_to_the_models_logits(golden, 
         rest_logits = kept.unembed(frozen(rest[None], final, gamma, eps))[0]
         own = kept.unembed(normed(final[None], gamma, eps))[0]  # the model's logits as attncli computes them
         np.testing.assert_allclose(heads + rest_logits, own, rtol=0, atol=EXACT)
-        np.testing.assert_allclose(heads + rest_logits, golden["logits"][position - 1], rtol=0, atol=atol)
+        np.testing.assert_allclose(heads + rest_logits, golden["logits"][position - 1], rtol=rtol, atol=atol)
 
 
-def test_the_logit_lens_is_lm_head_of_the_final_norm_of_each_hidden_state(golden, kept, atol=TOLERANCE):
+def test_the_logit_lens_is_lm_head_of_the_final_norm_of_each_hidden_state(golden, kept, atol=TOLERANCE, rtol=0.0):
     """After each layer (and of the embeddings) the lens is transformers' lm_head(norm(hidden_states[l])); after the last, the logits."""
     L = golden["ids"].size
     for position in (2, L):
         rows = kept.unembed(normed(kept.residual[:, position - 1], kept.norm_weight(), kept.cfg.norm_eps))
-        np.testing.assert_allclose(rows, golden["lens"][:, position - 1], rtol=0, atol=atol)
-        np.testing.assert_allclose(rows[-1], golden["logits"][position - 1], rtol=0, atol=atol)
+        np.testing.assert_allclose(rows, golden["lens"][:, position - 1], rtol=rtol, atol=atol)
+        np.testing.assert_allclose(rows[-1], golden["logits"][position - 1], rtol=rtol, atol=atol)
         _, lens = kept.read([], 3, lens_at=position)
         assert [p.ids for p in lens] == [top(row, 3).ids for row in golden["lens"][:, position - 1]]
 
@@ -276,3 +276,22 @@ def test_the_maps_svg_and_html_with_the_lens_parse(cli, tmp_path):
     assert "its output promotes" in "".join(ElementTree.fromstring(svg).itertext()) and "\x1e" not in svg
     html = cli(*args, "--format", "html").stdout
     assert "\\x1e" in html and "\x1e" not in html and html_elements(html)
+
+
+@pytest.mark.parametrize("name", ["llama", "qwen2", "mistral", "qwen3", "olmo2", "smollm3", "seed_oss", "ministral"])
+def test_live_every_lens_family_gives_transformers_logits(name):
+    """Each fixture of a family the lens reads (post-norms, QK-norm and NoPE layers among them): transformers run now gives
+    attncli's residual streams, heads' parts and logits, and its logits are the head attributions plus the rest (skips without torch)."""
+    _needs_torch()
+    from attncli.sources.checkpoints.layer import tokenize
+
+    folder = CHECKPOINTS / name
+    ids = tokenize(folder, SENTENCE).ids
+    live = _script("make_lens_golden").golden(folder, list(ids))
+    kept = stream(read_config(folder), Checkpoint(folder), ids)
+    np.testing.assert_allclose(kept.residual, live["stream"], rtol=TOLERANCE, atol=TOLERANCE)  # float32 steps: relative, too
+    N, H, L, _ = live["parts"].shape
+    parts = np.array([[[kept.head_part(layer, head, p) for p in range(1, L + 1)] for head in range(1, H + 1)] for layer in range(1, N + 1)])
+    np.testing.assert_allclose(parts, live["parts"], rtol=TOLERANCE, atol=TOLERANCE)
+    test_the_head_attributions_and_the_rest_add_up_to_the_models_logits(live | {"ids": np.array(ids)}, kept, rtol=TOLERANCE)
+    test_the_logit_lens_is_lm_head_of_the_final_norm_of_each_hidden_state(live | {"ids": np.array(ids)}, kept, rtol=TOLERANCE)
