@@ -3,7 +3,8 @@
 Writes tests/checkpoints/lens-llama.npz: the sentence, its ids, the model's logits (L, V), the residual stream entering
 each layer and after the last (N + 1, L, d, the last one captured from the last decoder layer's output, before the
 final norm), each head's output through its columns of o_proj (N, H, L, d: o_proj's input, cut per head, times those
-columns), and the logit lens lm_head(norm(stream)) (N + 1, L, V). tests/test_lens.py compares attncli with it, and
+columns), what each attention block adds to the residual stream (N, L, d: o_proj's output, or OLMo 2's
+post_attention_layernorm of it) and the logit lens lm_head(norm(stream)) (N + 1, L, V). tests/test_lens.py compares attncli with it, and
 runs `golden` again live when torch is there.
 
     PYTHONPATH=. python scripts/make_lens_golden.py     (torch==2.13.0 and transformers; never at test time)
@@ -34,6 +35,11 @@ def golden(folder: Path, ids: list[int], gguf_file: str | None = None) -> dict[s
     hooks = [layer.self_attn.o_proj.register_forward_pre_hook(lambda _, args: inputs.append(args[0][0].detach())) for layer in layers]
     hooks += [layer.register_forward_pre_hook(lambda _, args: streams.append(args[0][0].detach())) for layer in layers]
     hooks.append(layers[-1].register_forward_hook(lambda _, args, out: streams.append((out[0] if isinstance(out, tuple) else out)[0].detach())))
+    attentions: list[Any] = []  # each attention block's output, as the residual stream receives it (after OLMo 2's post-norm)
+    post = model.config.model_type == "olmo2"
+    for layer in layers:
+        after = layer.post_attention_layernorm if post else layer.self_attn
+        hooks.append(after.register_forward_hook(lambda _, args, out: attentions.append((out[0] if isinstance(out, tuple) else out)[0].detach())))
     with torch.no_grad():
         out = model(torch.tensor([ids]), output_hidden_states=True)
         logits = out.logits[0]  # (L, V)
@@ -50,7 +56,8 @@ def golden(folder: Path, ids: list[int], gguf_file: str | None = None) -> dict[s
         for layer, given in zip(layers, inputs):  # given: (L, H·d_v), o_proj's input
             W = layer.self_attn.o_proj.weight  # (d, H·d_v)
             parts.append(torch.stack([given[:, h * d_v : (h + 1) * d_v] @ W[:, h * d_v : (h + 1) * d_v].T for h in range(H)]))  # (H, L, d)
-    return {"logits": logits.numpy(), "stream": stream.numpy(), "parts": torch.stack(parts).numpy(), "lens": lens.numpy()}
+    return {"logits": logits.numpy(), "stream": stream.numpy(), "parts": torch.stack(parts).numpy(), "lens": lens.numpy(),
+            "received": torch.stack(attentions).numpy()}  # fmt: skip
 
 
 def main() -> None:

@@ -57,6 +57,16 @@ def test_the_residual_stream_and_each_heads_part_equal_transformers(golden, kept
                                            rtol=0, atol=TOLERANCE)  # fmt: skip
 
 
+def test_the_heads_parts_add_up_to_what_each_attention_block_adds_to_the_stream(golden, kept, atol=TOLERANCE, rtol=0.0):
+    """Σ over a layer's heads of their parts, and o_proj's bias, is what transformers' attention block adds to the residual
+    stream (o_proj's output; OLMo 2: its post_attention_layernorm, whose scale the parts freeze), at every position."""
+    N, H, L, _ = golden["parts"].shape
+    for layer in range(1, N + 1):
+        for position in range(1, L + 1):
+            together = sum(kept.head_part(layer, head, position) for head in range(1, H + 1)) + kept.bias_part(layer, position)
+            np.testing.assert_allclose(together, golden["received"][layer - 1, position - 1], rtol=rtol, atol=atol)
+
+
 def test_the_head_attributions_and_the_rest_add_up_to_the_models_logits(golden, kept, atol=TOLERANCE, rtol=0.0):
     """Σ over every head of its direct logit attribution, plus the rest (embedding and MLPs) read the same way, is the model's logits."""
     N, H, L, _ = golden["parts"].shape
@@ -292,6 +302,8 @@ def test_live_every_lens_family_gives_transformers_logits(name):
     np.testing.assert_allclose(kept.residual, live["stream"], rtol=TOLERANCE, atol=TOLERANCE)  # float32 steps: relative, too
     N, H, L, _ = live["parts"].shape
     parts = np.array([[[kept.head_part(layer, head, p) for p in range(1, L + 1)] for head in range(1, H + 1)] for layer in range(1, N + 1)])
-    np.testing.assert_allclose(parts, live["parts"], rtol=TOLERANCE, atol=TOLERANCE)
+    if name != "olmo2":  # OLMo 2's residual stream receives the heads' parts after its post-norm, not o_proj's slices
+        np.testing.assert_allclose(parts, live["parts"], rtol=TOLERANCE, atol=TOLERANCE)
+    test_the_heads_parts_add_up_to_what_each_attention_block_adds_to_the_stream(live, kept, rtol=TOLERANCE)
     test_the_head_attributions_and_the_rest_add_up_to_the_models_logits(live | {"ids": np.array(ids)}, kept, rtol=TOLERANCE)
     test_the_logit_lens_is_lm_head_of_the_final_norm_of_each_hidden_state(live | {"ids": np.array(ids)}, kept, rtol=TOLERANCE)

@@ -12,7 +12,8 @@ when the two are tied).
   the parts the layers added: the embedding, each head's output through its rows of W_O (o_h · W_O[h], what the residual
   stream receives from head h), the output biases and each MLP. RMSNorm is linear once rms(x) is fixed; with its scale
   **frozen at the real final residual's value**, rms(x_N[p]), part c contributes W_U · (c / rms(x_N[p]) ⊙ γ), and the
-  contributions of all the parts add up to the model's logits exactly. A head's attribution is what its output alone
+  contributions of all the parts add up to the model's logits exactly. (A norm after attention, OLMo 2's, is frozen the
+  same way at the whole attention output's rms, so the heads' parts add up to what it gives.) A head's attribution is what its output alone
   adds to each token's logit, not what the model would predict without it (the norm would change).
 """
 

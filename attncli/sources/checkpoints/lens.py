@@ -84,11 +84,37 @@ class Stream:
         return logits
 
     def head_part(self, layer: int, head: int, position: int) -> np.ndarray:
-        """(d,) what head `head` of `layer` (both from 1) writes into the residual stream at `position` (from 1)."""
+        """(d,) what head `head` of `layer` (both from 1) writes into the residual stream at `position` (from 1): its output
+        through its rows of W_O; with norms after attention (OLMo 2), then through post_attention_layernorm with its scale
+        frozen at the real attention output's rms, as the final norm's is (the heads' parts then add up to what the norm gives)."""
+        d_v = self.cfg.head_dim
+        W_O = self._o_proj(layer)
+        return self._received(layer, position, head_part(self.outputs[layer - 1][position - 1, (head - 1) * d_v : head * d_v], W_O, head, d_v))
+
+    def bias_part(self, layer: int, position: int) -> np.ndarray:
+        """(d,) what o_proj's bias adds to the residual stream at `position` (zeros without one), as head_part reads a head."""
+        cfg, d = self.cfg, self.cfg.hidden_size
+        bias = self.weights.get(f"layers.{layer - 1}.self_attn.o_proj.bias", (d,)) if cfg.output_bias else np.zeros(d)
+        return self._received(layer, position, bias)
+
+    def _o_proj(self, layer: int) -> np.ndarray:
         cfg = self.cfg
-        W_O = self.weights.get(f"layers.{layer - 1}.self_attn.o_proj.weight", (cfg.hidden_size, cfg.heads * cfg.head_dim)).T  # (H·d_v, d)
-        d_v = cfg.head_dim
-        return head_part(self.outputs[layer - 1][position - 1, (head - 1) * d_v : head * d_v], W_O, head, d_v)
+        W_O: np.ndarray = self.weights.get(f"layers.{layer - 1}.self_attn.o_proj.weight", (cfg.hidden_size, cfg.heads * cfg.head_dim)).T
+        return W_O  # (H·d_v, d)
+
+    def _received(self, layer: int, position: int, part: np.ndarray) -> np.ndarray:
+        """(d,) `part` of layer `layer`'s attention output as the residual stream receives it: as it is, or through OLMo 2's
+        post_attention_layernorm with its scale frozen at the whole attention output's rms at `position`."""
+        cfg = self.cfg
+        if llama.declared(cfg).declared.norms != "post":
+            return part
+        d = cfg.hidden_size
+        attention = self.outputs[layer - 1][position - 1] @ self._o_proj(layer)  # (d,) before the norm
+        if cfg.output_bias:
+            attention = attention + self.weights.get(f"layers.{layer - 1}.self_attn.o_proj.bias", (d,))
+        weight = self.weights.get(f"layers.{layer - 1}.post_attention_layernorm.weight", (d,))
+        received: np.ndarray = frozen(part[None], attention, weight, cfg.norm_eps)[0]
+        return received
 
     def read(self, wanted: Sequence[tuple[int, int, int]], k: int, lens_at: int | None = None) -> tuple[list[HeadLens], list[Promoted]]:
         """Direct logit attribution of each (layer, head, position) (all from 1) and, at `lens_at`, the logit lens (the
