@@ -307,3 +307,11 @@ def test_live_every_lens_family_gives_transformers_logits(name):
     test_the_heads_parts_add_up_to_what_each_attention_block_adds_to_the_stream(live, kept, rtol=TOLERANCE)
     test_the_head_attributions_and_the_rest_add_up_to_the_models_logits(live | {"ids": np.array(ids)}, kept, rtol=TOLERANCE)
     test_the_logit_lens_is_lm_head_of_the_final_norm_of_each_hidden_state(live | {"ids": np.array(ids)}, kept, rtol=TOLERANCE)
+
+
+def test_a_family_without_the_lens_is_one_error():
+    """stream() of a family whose whole pass attncli does not compute (GPT-2) is one AttnError naming the families that have it."""
+    from attncli.errors import AttnError
+
+    with pytest.raises(AttnError, match="the logit lens and direct logit attribution of gpt2 are not built yet"):
+        stream(read_config(CHECKPOINTS / "gpt2"), Checkpoint(CHECKPOINTS / "gpt2"), (1, 2, 3))

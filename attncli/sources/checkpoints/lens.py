@@ -39,7 +39,7 @@ def refuse(cfg: ModelConfig) -> AttnError:
     return AttnError(
         f"the logit lens and direct logit attribution of {cfg.model_type} are not built yet",
         key="model",
-        expected="a Llama-like decoder (Llama, Qwen2, Mistral, Qwen3, OLMo 2, SmolLM2, SmolLM3 …)",
+        expected="a Llama-like decoder that declares itself (Llama, SmolLM2, Qwen2, Mistral, Ministral, Qwen3, OLMo 2, SmolLM3, Seed-OSS)",
     )
 
 
