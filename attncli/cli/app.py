@@ -342,6 +342,11 @@ def explain(
     block_size: BlockOption = None,
     format: FormatOption = Format.table,
     full: Annotated[bool, typer.Option("--full", help="Show every term of every sum, every key and every matrix, however long.")] = False,
+    lens: Annotated[
+        bool,
+        typer.Option("--lens/--no-lens", help="With --model (a Llama-like decoder): what the head's output promotes (direct logit attribution) "
+                     "and the logit lens at the word; one more pass through every layer and the unembedding."),
+    ] = True,
     standalone: StandaloneOption = None,
     heading_level: HeadingOption = 1,
     output: OutputOption = None,
@@ -375,7 +380,7 @@ def explain(
         from attncli.sources.arguments import text_argument
 
         word = text_argument(word, "--word")
-    explained = api.explain(loaded, word, position=position, head=head, round_steps=round_steps, block_size=block_size)
+    explained = api.explain(loaded, word, position=position, head=head, round_steps=round_steps, block_size=block_size, lens=lens)
     options = Options(format=format, precision=precision, full=full, to_file=output is not None, standalone=standalone,
                       heading_level=heading_level, names=flag)  # fmt: skip
     emit(explained.document(options), output, force=force)

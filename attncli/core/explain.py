@@ -14,6 +14,7 @@ import numpy as np
 from attncli.core import engine
 from attncli.core.arithmetic import rounder
 from attncli.core.engine import HeadResult, RunResult
+from attncli.core.lens import HeadLens, Promoted
 from attncli.core.scenario import Scenario
 from attncli.core.variants.sinks import LearnedSink
 from attncli.errors import AttnError, did_you_mean, option
@@ -63,6 +64,8 @@ class Explanation:
     exact_online: OnlineRow | None = None  # ... without rounding, when --round-steps is used
     sink_exp: float | None = None  # e^(sink - shift), a learned sink's term of exp_sum (gpt-oss); None without
     sink_weight: float | None = None  # the weight the sink took: the keys' weights sum to 1 minus it
+    lens: HeadLens | None = None  # a checkpoint's: what this head's output promotes (direct logit attribution, core/lens.py)
+    logit_lens: tuple[Promoted, ...] = ()  # ... and the logit lens at this position: the embeddings, then after each layer
 
     @property
     def scenario(self) -> Scenario:

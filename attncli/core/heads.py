@@ -24,12 +24,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from attncli.core.lens import HeadLens
+
 if TYPE_CHECKING:
     from attncli.core.scenario import Scenario
 
 STATISTICS = ("entropy", "entropy_ratio", "max_weight", "first_token", "previous_token", "self", "mean_distance")
 PATTERNS = ("induction_score", "previous_token_score", "duplicate_token_score")
 THUMBNAIL = 32  # the largest thumbnail side kept per head for the grid
+REPEATS = 3  # the rows with an earlier copy of their token that induction on the sentence itself needs
 
 
 def row_entropy(weights: np.ndarray) -> np.ndarray:
@@ -120,6 +123,23 @@ def induction_pattern(tokens: Sequence[int]) -> np.ndarray:
     return np.tril(shifted)
 
 
+def sentence_induction(weights: np.ndarray, tokens: Sequence[int], visible: np.ndarray | None = None) -> tuple[np.ndarray, float, np.ndarray] | None:
+    """Induction on the sentence itself, over the rows whose token occurred before: (H,) the mean share of such a row's weight
+    on the tokens just after the earlier copies, what an even spread over the visible keys would give there, and (H,) the
+    row (from 0) where the share is largest. None when fewer than REPEATS rows have an earlier copy (one repeated "the"
+    says nothing of a head).
+    """
+    pattern = induction_pattern(tokens)  # (L, L)
+    rows = np.flatnonzero(pattern.any(axis=-1))
+    if rows.size < REPEATS:
+        return None
+    L = weights.shape[-1]
+    seen = np.ones((L, L), dtype=bool) if visible is None else np.broadcast_to(visible, (L, L))
+    share = (weights[:, rows] * pattern[rows]).sum(axis=-1)  # (H, R)
+    even = float(((pattern[rows] * seen[rows]).sum(axis=-1) / seen[rows].sum(axis=-1)).mean())
+    return share.mean(axis=-1), even, rows[share.argmax(axis=-1)]
+
+
 def pattern_scores(weights: np.ndarray, tokens: Sequence[int]) -> dict[str, np.ndarray]:
     """Each score of PATTERNS as an (H,) array: the share of all the weight that falls where the pattern is 1."""
     L = weights.shape[-1]
@@ -159,6 +179,9 @@ class HeadMap:
     focus: int | None = None  # a query row (from 0) whose weights are kept whole, for the shaded sentence
     focus_rows: list[np.ndarray] = field(default_factory=list)  # one (H, L) per layer: row `focus` of each head
     focus_visible: list[np.ndarray] = field(default_factory=list)  # one (L,) bool per layer: the keys that row may see
+    ids: tuple[int, ...] | None = None  # the sentence's token ids: with a repeated token, induction on the sentence itself
+    induction: list[np.ndarray] = field(default_factory=list)  # one (H,) per layer: sentence_induction's share, when ids repeat
+    lens: dict[tuple[int, int], HeadLens] = field(default_factory=dict)  # (layer, head) → what its output promotes, where read
 
     def add(self, weights: np.ndarray, visible: np.ndarray | None = None) -> None:
         """Summarise one layer's (H, L, L) weights; the weights themselves are not kept (only row `focus`, when set)."""
@@ -173,6 +196,12 @@ class HeadMap:
         seen = np.ones(weights.shape[-2:], dtype=bool) if visible is None else np.broadcast_to(visible, weights.shape[-2:])
         for name, value in uniform_baseline(seen).items():
             self.uniform.setdefault(name, []).append(value)
+        repeated = None if self.ids is None else sentence_induction(weights, self.ids, seen)
+        if repeated is not None:
+            share, even, strongest = repeated
+            self.induction.append(share)
+            self.uniform.setdefault("sentence_induction", []).append(even)
+            self.rows.setdefault("sentence_induction", []).append(strongest)
         self.thumbnails.append(thumbnail(weights))
 
     def add_patterns(self, weights: np.ndarray, tokens: Sequence[int]) -> None:

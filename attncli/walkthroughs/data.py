@@ -102,10 +102,14 @@ def explain_json(expl: Explanation) -> dict[str, Any]:
         doc["query"]["q_normed"] = expl.head.normed_q[expl.position - 1]
         for key, step in zip(doc["keys"], expl.keys):
             key["k_normed"] = expl.head.normed_k[step.position - 1]
-    if expl.head.turned:  # after RoPE (QK-norm there, a temperature): the query and each key as RoPE left them (keys only added)
+    if expl.head.turned:  # after RoPE (QK-norm there): the query and each key as RoPE left them (keys only added)
         doc["query"]["q_rotated"] = expl.head.rotated_q[expl.position - 1]
         for key, step in zip(doc["keys"], expl.keys):
             key["k_rotated"] = expl.head.rotated_k[step.position - 1]
+    if expl.lens is not None:  # a checkpoint whose whole pass attncli computes: what the head's output promotes (keys only added)
+        from attncli.walkthroughs.lens import lens_json, logit_lens_json
+
+        doc["promotes"], doc["logit_lens"] = lens_json(expl.lens), logit_lens_json(expl.logit_lens)
     return doc
 
 

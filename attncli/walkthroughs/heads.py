@@ -13,7 +13,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from attncli.core.heads import PATTERNS, STATISTICS, HeadMap
+from attncli.core.lens import HeadLens
 from attncli.errors import AttnError, did_you_mean, option
+from attncli.walkthroughs.lens import lens_json, promotes
 
 SCHEMA = "attncli.heads/1"
 FORMULAS = {
@@ -57,6 +59,9 @@ class HeadRow(NamedTuple):
     strength: float  # how strongly the reading holds (for ordering the notable heads)
     explain: ExplainCall | None  # how to explain it
     behaviour: str | None = None  # what the reading names: first_token (a sink), previous_token, self, induction_score …
+    row: int | None = None  # the query row (from 0) its explain call shows, for a notable head
+    sentence_induction: float | None = None  # induction on the sentence itself, when its tokens repeat (core.heads.sentence_induction)
+    lens: HeadLens | None = None  # direct logit attribution at that row, when the model's whole pass was kept
 
 
 def rows(heads: HeadMap, source: Source) -> list[HeadRow]:
@@ -70,9 +75,15 @@ def rows(heads: HeadMap, source: Source) -> list[HeadRow]:
         for hi in range(heads.heads):
             head = hi + 1
             values = {name: float(tables[name][li, hi]) for name in names}
-            reading, strength, behaviour = _reading(values, heads, layer, head)
+            induction = float(heads.induction[li][hi]) if heads.induction else None
+            reading, strength, behaviour = _reading(values, heads, layer, head, induction)
+            row = _row(heads, layer, head, behaviour) if reading is not None else None
             command = _explain(source, heads, layer, head, behaviour) if reading is not None else None
-            out.append(HeadRow(layer, head, heads.kv_head(head) if shared else None, values, reading, strength, command, behaviour or None))
+            lens = heads.lens.get((layer, head))
+            if reading is not None and lens is not None:
+                reading += f"; {promotes(lens, _quoted(heads.tokens[lens.position - 1]))}"
+            out.append(HeadRow(layer, head, heads.kv_head(head) if shared else None, values, reading, strength, command, behaviour or None,
+                               row, induction, lens))  # fmt: skip
     return out
 
 
@@ -109,7 +120,7 @@ def _sortable(x: float) -> float:
     return -math.inf if math.isnan(x) else x
 
 
-def _reading(values: dict[str, float], heads: HeadMap, layer: int, head: int) -> tuple[str | None, float, str]:
+def _reading(values: dict[str, float], heads: HeadMap, layer: int, head: int, sentence: float | None = None) -> tuple[str | None, float, str]:
     """'layer 3 head 5: 62% of the weight on the previous token', how strong, and which behaviour."""
     tokens = heads.tokens
     candidates: list[tuple[float, str, str]] = []
@@ -117,6 +128,9 @@ def _reading(values: dict[str, float], heads: HeadMap, layer: int, head: int) ->
     def beats(name: str, threshold: float) -> bool:
         value = values[name]
         return value >= threshold and value >= heads.uniform[name][layer - heads.first_layer] + ABOVE_UNIFORM
+
+    def beats_even(value: float, even: float) -> bool:
+        return value >= INDUCTION and value >= even + ABOVE_UNIFORM
 
     first = values["first_token"]
     if beats("first_token", SINK):
@@ -130,6 +144,9 @@ def _reading(values: dict[str, float], heads: HeadMap, layer: int, head: int) ->
     induction = values.get("induction_score")
     if induction is not None and induction >= INDUCTION:
         candidates.append((induction, "induction_score", f"induction: {induction:.0%} of the weight on the token after an earlier copy of the current one (repeated random tokens)"))  # fmt: skip
+    if sentence is not None and beats_even(sentence, heads.uniform["sentence_induction"][layer - heads.first_layer]):
+        candidates.append((sentence, "sentence_induction", f"induction on the sentence: {sentence:.0%} of the weight of a repeated token's row on the token "
+                           "after its earlier copy"))  # fmt: skip
     duplicate = values.get("duplicate_token_score")
     if duplicate is not None and duplicate >= DUPLICATE:
         candidates.append((duplicate, "duplicate_token_score", f"{duplicate:.0%} of the weight on earlier copies of the same token (repeated random tokens)"))  # fmt: skip
@@ -211,10 +228,14 @@ class ExplainCall(NamedTuple):
     position: int | None  # from 1, when the word alone does not say which token
 
 
+def _row(heads: HeadMap, layer: int, head: int, behaviour: str) -> int:
+    """The query row (from 0) where the behaviour is strongest (induction on random tokens: the sentence's last token)."""
+    return heads.strongest_row(behaviour, layer, head) if behaviour in heads.rows else len(heads.tokens) - 1
+
+
 def _explain(source: Source, heads: HeadMap, layer: int, head: int, behaviour: str) -> ExplainCall:
-    """The explain call at the query row where the behaviour is strongest (induction: the sentence's last token)."""
-    row = heads.strongest_row(behaviour, layer, head) if behaviour in heads.rows else len(heads.tokens) - 1
-    return explain_call(source, heads, layer, head, row)
+    """The explain call at the query row where the behaviour is strongest."""
+    return explain_call(source, heads, layer, head, _row(heads, layer, head, behaviour))
 
 
 def explain_call(source: Source, heads: HeadMap, layer: int, head: int, row: int) -> ExplainCall:
@@ -262,7 +283,8 @@ def document(
         else {"tokens": list(source.induction_tokens), "seed": source.seed,
               "source": "Olsson et al. 2022, In-context Learning and Induction Heads; TransformerLens head_detector (error_measure mul)"},  # fmt: skip
         "heads": [_head_json(row, spell) for row in shown],
-        "notable": [{"layer": r.layer, "head": r.head, "reading": r.reading, "explain": _call(r, spell)} for r in notable(all_rows)],
+        "notable": [{"layer": r.layer, "head": r.head, "reading": r.reading, "explain": _call(r, spell), "promotes": lens_json(r.lens)}
+                    for r in notable(all_rows)],
         "sinks": {"summary": sinks(all_rows, heads.tokens),
                   "heads": [{"layer": r.layer, "head": r.head, "first_token": r.values["first_token"]}
                             for r in all_rows if r.behaviour == "first_token"]},  # fmt: skip
@@ -291,6 +313,8 @@ def _head_json(row: HeadRow, spell: Callable[[ExplainCall], str]) -> dict[str, A
     out.update({name: None if math.isnan(x) else x for name, x in row.values.items()})
     out["reading"] = row.reading
     out["explain"] = _call(row, spell)
+    out["sentence_induction"] = row.sentence_induction
+    out["promotes"] = lens_json(row.lens)
     return out
 
 

@@ -584,6 +584,10 @@ def _projection(expl: Explanation, p: int, w: Writer, check: Arithmetic, full: b
         matrix = ("W_O", s.W_O)
     elif s.W_O is not None:
         notes.append(f"W_O ({s.W_O.shape[0]} × {s.W_O.shape[1]}) is too big to show here; {option('full')} shows it.")
+    if expl.lens is not None:  # a checkpoint's head: what its slice of y promotes, and the logit lens at this position
+        from attncli.walkthroughs.lens import predicts
+
+        notes.extend(predicts(expl.lens, f"{quoted(expl.token)} (position {expl.lens.position})", expl.logit_lens))
     return Step("The output projection", formula, lines, notes, matrix=matrix)  # type: ignore[arg-type]
 
 

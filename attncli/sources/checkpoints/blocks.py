@@ -219,11 +219,12 @@ def self_attention(X: np.ndarray, w: AttentionWeights, X_kv: np.ndarray | None =
         X=X, W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O, mask=w.mask,
         variants=held(w.rope, w.qk_norm, w.softcap, w.sink, w.mla, *w.variants),
     )  # fmt: skip
-    seen = _weights_seen.get()
-    if seen is None:
-        return engine.run(layer, rows=()).output  # (L, d)
-    result = engine.run(layer)
-    seen(np.stack([head.weights for head in result.heads]), w)  # (H, L, L)
+    seen, kept = _weights_seen.get(), _outputs_seen.get()
+    result = engine.run(layer, rows=() if seen is None else None)  # every stage only when the weights are asked for
+    if seen is not None:
+        seen(np.stack([head.weights for head in result.heads]), w)  # (H, L, L)
+    if kept is not None:
+        kept(result.concat, w)  # (L, H·d_v) the heads' outputs side by side, as W_O reads them
     return result.output  # (L, d)
 
 
@@ -255,6 +256,20 @@ def weights_seen(callback: WeightsSeen) -> Iterator[None]:
         yield
     finally:
         _weights_seen.reset(token)
+
+
+OutputsSeen = Callable[[np.ndarray, AttentionWeights], None]  # (L, H·d_v) the heads' outputs, before W_O, and their layer
+_outputs_seen: ContextVar[OutputsSeen | None] = ContextVar("attncli_outputs_seen", default=None)
+
+
+@contextmanager
+def outputs_seen(callback: OutputsSeen) -> Iterator[None]:
+    """Within the block, every self_attention call hands each head's output to `callback`, layer after layer (the lens)."""
+    token = _outputs_seen.set(callback)
+    try:
+        yield
+    finally:
+        _outputs_seen.reset(token)
 
 
 @dataclass(frozen=True, eq=False)

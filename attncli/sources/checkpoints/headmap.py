@@ -21,6 +21,7 @@ from attncli.sources.checkpoints.config import ModelConfig
 from attncli.sources.checkpoints.families import ENCODER_DECODERS, layer_reader, read_config
 from attncli.sources.checkpoints.gguf import gguf_path, open_model
 from attncli.sources.checkpoints.layer import checkpoint_tokens
+from attncli.sources.checkpoints.lens import Stream, stream, supported
 from attncli.sources.checkpoints.safetensors import Checkpoint
 from attncli.sources.checkpoints.source import TensorSource
 from attncli.sources.checkpoints.tokenizer_process import MAX_TEXT_CHARACTERS
@@ -36,6 +37,7 @@ class ModelMap(NamedTuple):
     token_ids: tuple[int, ...]
     causal: bool
     induction_tokens: tuple[int, ...] | None  # the repeated random sequence the pattern scores were computed on
+    stream: Stream | None = None  # the whole pass kept for the lens (a declared Llama-like decoder, asked with `lens`)
 
 
 def model_map(
@@ -48,11 +50,13 @@ def model_map(
     limits: Limits = Limits(),
     focus: Callable[[tuple[str, ...]], int] | None = None,
     each_layer: Callable[[np.ndarray, np.ndarray], None] | None = None,
+    lens: bool = False,
 ) -> ModelMap:
     """Every head of every layer for `sentence`; with `induction` = n, the pattern scores on n random tokens repeated twice.
 
     `focus` picks, from the sentence's tokens, a query row whose weights every layer keeps whole (the shaded sentence);
-    `each_layer` is also handed every layer's (H, L, L) weights and (L, L) visible keys, in order (a comparison).
+    `each_layer` is also handed every layer's (H, L, L) weights and (L, L) visible keys, in order (a comparison). With `lens`,
+    a family whose whole pass attncli computes (sources/checkpoints/lens.py) keeps it: the same pass, to its last MLP.
     """
     from attncli.sources.checkpoints.scenario import check_special_tokens
 
@@ -86,14 +90,18 @@ def model_map(
         raise AttnError(f"found {induction}", key=option("induction"), expected="a number of random tokens, at least 1 (they are repeated once)")
     if gguf is None:
         checkpoint = Checkpoint(folder)
-    heads = HeadMap(heads=cfg.heads, kv_heads=cfg.kv_heads, tokens=labels, focus=None if focus is None else focus(labels))
+    heads = HeadMap(heads=cfg.heads, kv_heads=cfg.kv_heads, tokens=labels, focus=None if focus is None else focus(labels), ids=ids)
     def summarise(weights: np.ndarray, w: AttentionWeights) -> None:
         visible = _visible(weights, w)
         heads.add(weights, visible)
         if each_layer is not None:
             each_layer(weights, visible)
 
-    _forward(cfg, checkpoint, ids, summarise)
+    kept = None
+    if lens and supported(cfg):
+        kept = stream(cfg, checkpoint, ids, seen=summarise)
+    else:
+        _forward(cfg, checkpoint, ids, summarise)
     repeated = None
     if induction is not None:
         special = tokenized.special_ids
@@ -102,7 +110,7 @@ def model_map(
         _check_length(cfg, len(repeated), "induction", limits)
         _forward(cfg, checkpoint, repeated, lambda weights, w: heads.add_patterns(weights, repeated))
     causal = cfg.causal
-    return ModelMap(heads, str(folder), cfg.model_type, ids, causal, repeated)
+    return ModelMap(heads, str(folder), cfg.model_type, ids, causal, repeated, kept)
 
 
 def _forward(cfg: ModelConfig, checkpoint: TensorSource, ids: tuple[int, ...], seen: WeightsSeen) -> None:

@@ -369,6 +369,7 @@ def read_config(read: _Reader) -> ModelConfig[LlamaSettings]:
 GGUF_NAMES = (
     (r"embed_tokens\.weight", "token_embd.weight"),
     (r"norm\.weight", "output_norm.weight"),
+    (r"lm_head\.weight", "output.weight"),  # absent when the unembedding is tied to the embeddings
     (r"layers\.(\d+)\.input_layernorm\.weight", r"blk.\1.attn_norm.weight"),
     (r"layers\.(\d+)\.post_attention_layernorm\.weight", r"blk.\1.ffn_norm.weight"),
     (r"layers\.(\d+)\.self_attn\.q_proj\.(weight|bias)", r"blk.\1.attn_q.\2"),

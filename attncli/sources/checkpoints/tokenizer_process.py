@@ -28,7 +28,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -77,6 +77,12 @@ def tokenize(
     return Tokenized(
         tuple(reply["ids"]), tuple(reply["labels"]), tuple(reply["pieces"]), reply["not_applied"], reply["vocabulary"], tuple(reply["special_ids"])
     )
+
+
+def decode_ids(folder: Path, ids: Sequence[int]) -> tuple[str, ...]:
+    """Each of `ids` written out by `folder`/tokenizer.json on its own (' on'), in the bounded child process."""
+    reply = _run(folder, {"decode": [int(i) for i in ids]})
+    return tuple(reply["texts"])
 
 
 def check(folder: Path) -> None:
@@ -213,7 +219,7 @@ def _answer(request: dict[str, Any]) -> dict[str, Any]:
     from attncli.sources.bounded import JsonLimits, parse_json, read_bytes
     from attncli.sources.checkpoints.tokens import settings_left_out, tokenize_text
 
-    path, shown, text = Path(request["path"]), request["shown"], request["text"]
+    path, shown = Path(request["path"]), request["shown"]
     data = read_bytes(path, shown, max_bytes=MAX_BYTES, what="the tokenizer saved with the model")
     parse_json(data, shown, what="the tokenizer saved with the model", limits=JsonLimits(max_bytes=MAX_BYTES))  # nesting and numbers
     try:
@@ -222,9 +228,16 @@ def _answer(request: dict[str, Any]) -> dict[str, Any]:
         if not (_is_panic(error) or type(error) is Exception):  # the library raises plain Exceptions; anything else is ours
             raise
         raise _library_failure(error, shown, "cannot read it") from None
+    if "decode" in request:  # ids written out one at a time (the tokens the lens names)
+        try:
+            return {"texts": [tokenizer.decode([i], skip_special_tokens=False) for i in request["decode"]]}
+        except BaseException as error:
+            if not (_is_panic(error) or type(error) is Exception):
+                raise
+            raise _library_failure(error, shown, "cannot write out a token") from None
     not_applied = settings_left_out(tokenizer)
     try:
-        encoding = tokenizer.encode(text, add_special_tokens=request["special_tokens"])
+        encoding = tokenizer.encode(request["text"], add_special_tokens=request["special_tokens"])
         special = {token_id for token_id, added in tokenizer.get_added_tokens_decoder().items() if added.special}
     except BaseException as error:
         if not (_is_panic(error) or type(error) is Exception):
@@ -232,7 +245,7 @@ def _answer(request: dict[str, Any]) -> dict[str, Any]:
         raise _library_failure(error, shown, "cannot encode the text") from None
     if len(encoding.ids) > request["max_tokens"]:
         return {"count": len(encoding.ids)}
-    ids, labels = tokenize_text(encoding, text, special)
+    ids, labels = tokenize_text(encoding, request["text"], special)
     vocabulary = tokenizer.get_vocab_size(with_added_tokens=False)
     return {"ids": list(ids), "labels": list(labels), "pieces": list(encoding.tokens), "not_applied": not_applied,
             "vocabulary": vocabulary, "special_ids": sorted(special)}  # fmt: skip
