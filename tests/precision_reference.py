@@ -1,0 +1,60 @@
+"""A deliberately naive head in bfloat16, float16 and float32, written with loops and the math module, to check core.precision against.
+
+It shares nothing with attncli.core.precision: no NumPy, no ml_dtypes. A number is rounded to a
+format by math.frexp and Python's round (ties to even) on its significand, in the format's exponent
+range (subnormals, overflow to ±∞); every float32 step rounds after each operation, as the kernels do.
+"""
+
+from __future__ import annotations
+
+import math
+
+BITS = {"bf16": (8, -125, 127), "fp16": (11, -13, 15), "fp32": (24, -125, 127)}  # significand bits, lowest and highest frexp exponent
+
+
+def rounded(x: float, fmt: str) -> float:
+    """x rounded to the nearest number of `fmt`, ties to even; ±∞ beyond its largest number."""
+    if x == 0 or math.isinf(x) or math.isnan(x):
+        return x
+    bits, lowest, highest = BITS[fmt]
+    _, e = math.frexp(x)
+    e = max(e, lowest)  # below the normal range the spacing stays that of the smallest normal numbers
+    r = math.ldexp(round(math.ldexp(x, bits - e)), e - bits)
+    largest = math.ldexp(1 - 2.0**-bits, highest + 1)
+    return math.copysign(math.inf, x) if abs(r) > largest else r
+
+
+def f32(x: float) -> float:
+    return rounded(x, "fp32")
+
+
+def dot32(a: list[float], b: list[float]) -> float:
+    """Σ a_t·b_t in float32, one term after the other."""
+    total = 0.0
+    for x, y in zip(a, b):
+        total = f32(total + f32(x * y))
+    return total
+
+
+def softmax32(row: list[float], seen: list[bool]) -> tuple[list[float], float, list[float]]:
+    """e^(x − max) (0 where hidden), their float32 sum and the float32 quotients, each step in float32."""
+    top = max(x for x, s in zip(row, seen) if s)
+    e = [f32(math.exp(f32(x - top))) if s else 0.0 for x, s in zip(row, seen)]
+    total = 0.0
+    for x in e:
+        total = f32(total + x)
+    return e, total, [f32(x / total) for x in e]
+
+
+def eager(q: list[list[float]], k: list[list[float]], v: list[list[float]], visible: list[list[bool]], divisor: float, fmt: str) -> dict[str, list]:
+    """torch's eager attention in `fmt` on a CPU: the steps core.precision's eager kernel keeps."""
+    r = lambda x: rounded(x, fmt)  # noqa: E731
+    qf, kf, vf = ([[r(x) for x in row] for row in m] for m in (q, k, v))
+    scale = f32(1.0 / divisor)
+    scores = [[r(dot32(qi, kj)) for kj in kf] for qi in qf]
+    scaled = [[r(f32(s * scale)) for s in row] for row in scores]
+    rows = [softmax32(row, seen) for row, seen in zip(scaled, visible)]
+    weights = [[r(w) for w in ws] for _, _, ws in rows]
+    output = [[r(dot32(w, [vj[c] for vj in vf])) for c in range(len(vf[0]))] for w in weights]
+    return {"q": qf, "k": kf, "v": vf, "scores": scores, "scaled": scaled, "exp": [e for e, _, _ in rows],
+            "exp_sum": [t for _, t, _ in rows], "weights": weights, "output": output}  # fmt: skip
