@@ -149,3 +149,137 @@ def test_live_torch_eager_sdpa_math_and_cpu_flash_equal_the_lab(name: str) -> No
                     out = functional.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None], attn_mask=seen, scale=scale)[0, 0]
                 step = lab_of(name, fmt, kernel, h.head).step("output")
                 assert np.max(np.abs(_numbers(out) - step.value)) <= _bound(fmt, step.value), (name, h.head, fmt, kernel)
+
+
+# The documents and the command line (walkthroughs/precision.py, api.in_dtype, --dtype and --kernel).
+
+import json  # noqa: E402
+import re  # noqa: E402
+
+from typer.testing import CliRunner  # noqa: E402
+
+from attncli.cli.app import app  # noqa: E402
+from attncli.sources.yaml_scenario import from_text  # noqa: E402
+
+ERROR = r"([+−]\d\.\d\de[+−]\d\d|0)"
+NARRATED = re.compile(rf"largest error {ERROR} at .*?, of which {ERROR} carried in and {ERROR} added here")
+HOT = """
+name: hot
+tokens: [a, b, c]
+Q: [[4, 0], [0, 4], [3, 3]]
+K: [[4, 0], [0, 4], [1, 1]]
+V: [[1, 0], [0, 1], [1, 1]]
+scale: none
+"""
+
+
+def _number(text: str) -> float:
+    return float(text.replace("−", "-"))
+
+
+def _sentences(text: str) -> list[tuple[float, float, float]]:
+    return [tuple(_number(x) for x in m) for m in NARRATED.findall(" ".join(text.split()))]  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("kernel", precision.KERNELS)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_explains_narrated_errors_add_up_and_are_each_steps_largest(fmt: str, kernel: str) -> None:
+    """Each step's sentence says error = carried in + added here (to the 3 digits shown), and the error is the step's largest on the row."""
+    text = attn.in_dtype("journey-causal", fmt, kernel=kernel, word="starts").render("markdown")
+    narrated = _sentences(text.replace("\\", ""))
+    lab = lab_of("journey-causal", fmt, kernel)
+    assert len(narrated) == len(lab.steps)
+    for (error, carried, added), step in zip(narrated, lab.steps):
+        assert abs(carried + added - error) <= 0.011 * max(abs(carried), abs(added), abs(error)), (step.key, error, carried, added)
+        row = step.error if step.key in ("k", "v", "k_scaled") or step.error.shape[0] != 6 else step.error[2]
+        assert _number(f"{float(np.max(np.abs(row))):.2e}") == abs(error), step.key
+
+
+def test_the_weights_sum_the_narration_gives_is_the_naive_references_sum() -> None:
+    """'The weights of 'with' sum to 0.99902344 in bfloat16': the sum of the naive reference's bfloat16 weights of that row, to 8 digits."""
+    text = " ".join(attn.in_dtype("journey-causal", "bf16").render("markdown").replace("\\", "").split())
+    token, total = re.search(r"The weights of '(\w+)' sum to ([\d.]+) in bfloat16, not 1", text).groups()  # type: ignore[union-attr]
+    result = attn.run("journey-causal").result
+    h, s = result.head(1), result.scenario
+    ref = reference.eager(h.q.tolist(), h.k.tolist(), h.V.tolist(), h.visible.tolist(), s.scale.divisor, "bf16")
+    row = s.tokens.index(token)
+    assert float(total) == float(f"{math.fsum(ref['weights'][row]):.8g}") != 1.0
+
+
+def test_float16_scores_beyond_11_09_are_narrated_as_an_overflow_the_shift_prevents() -> None:
+    """A score of 12 > 11.09: explain in float16 says e^(score) would give ∞ and why the maximum is subtracted; bfloat16 says it would fit."""
+    s = from_text(HOT)
+    fp16 = " ".join(attn.in_dtype(s, "fp16", word="c").render("markdown").replace("\\", "").split())
+    assert "In float16, e^(score) overflows at score > 11.09" in fp16.replace("&gt;", ">")
+    assert "the largest score here, 12.0000 ('c' → 'a'), would give ∞. That is why the maximum is subtracted first" in fp16
+    bf16 = " ".join(attn.in_dtype(s, "bf16", word="c").render("markdown").replace("\\", "").split())
+    assert "the largest score here is 12.0000, so e^(score) would fit" in bf16
+
+
+def test_the_first_error_shown_is_the_first_step_whose_error_reaches_half_a_last_digit() -> None:
+    """At 2 decimals bfloat16's first visible error is a later step than at 4, each the first whose largest error is ≥ half a unit."""
+    for decimals in (2, 4):
+        text = " ".join(attn.in_dtype("journey-causal", "bf16").render("markdown", precision=decimals).replace("\\", "").split())
+        named = re.search(rf"At {decimals} decimals the first step whose error shows is (.+?) \(", text).group(1)  # type: ignore[union-attr]
+        lab = lab_of("journey-causal", "bf16", "eager")
+        first = next(s for s in lab.steps if np.max(np.abs(s.error)) >= 0.5 * 10.0**-decimals)
+        assert named == {"q": "the queries q", "scores": "the scores", "scaled": "the scaled scores", "exp": "the exponentials",
+                         "exp_sum": "their sums", "weights": "the weights", "output": "the output", "k": "the keys k", "v": "the values v"}[first.key]  # fmt: skip
+
+
+runner = CliRunner()
+
+
+def test_run_dtype_json_adds_a_precision_key_to_each_head_and_explain_one_for_its_row() -> None:
+    """run --dtype fp16 --format json: each head has "precision" with the float16 steps; explain's JSON has it for the word's row only."""
+    ran = runner.invoke(app, ["run", "multihead", "--dtype", "fp16", "--kernel", "sdpa", "--format", "json"])
+    assert ran.exit_code == 0, ran.output
+    doc = json.loads(ran.stdout)
+    for head in doc["heads"]:
+        assert head["precision"]["format"] == "float16" and head["precision"]["kernel"] == "sdpa"
+        output = next(s for s in head["precision"]["steps"] if s["step"] == "output")
+        assert np.allclose(np.array(output["value"]) - np.array(output["exact"]), output["error"], atol=1e-12)
+    explained = runner.invoke(app, ["explain", "journey-causal", "--word", "with", "--dtype", "bf16", "--block-size", "2", "--format", "json"])
+    assert explained.exit_code == 0, explained.output
+    lab = json.loads(explained.stdout)["precision"]
+    assert (lab["kernel"], lab["block_size"]) == ("flash", 2)
+    scaled = next(s for s in lab["steps"] if s["step"] == "scaled")
+    assert len(scaled["value"]) == 1 and scaled["value"][0][4] is None  # one row; 'one' is hidden from 'with'
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "cat", "--dtype", "fp8"], "--dtype: found 'fp8'"),
+        (["run", "cat", "--dtype", "bf16", "--kernel", "fast"], "--kernel: found 'fast'"),
+        (["run", "cat", "--dtype", "bf16", "--kernel", "eager", "--block-size", "2"], "--kernel: --block-size 2 is the flash kernel's"),
+        (["run", "cat", "--dtype", "bf16", "--round-steps", "2"], "--round-steps: --round-steps rounds to decimals"),
+        (["explain", "alibi", "--word", "the", "--dtype", "fp16"], "--dtype: head 1 has more than softmax"),
+    ],
+)
+def test_wrong_dtype_options_are_one_line(args: list[str], message: str) -> None:
+    """A format or kernel that does not exist, a block size for another kernel, hand rounding beside a format, a head with a bias: one line."""
+    got = runner.invoke(app, args)
+    assert got.exit_code != 0 and message in got.stderr and len(got.stderr.strip().splitlines()) == 1, got.stderr
+
+
+def test_run_dtype_shows_every_step_with_its_format_value_and_error() -> None:
+    """The table run --dtype bf16 prints names each step, the format, and each number's error in brackets."""
+    got = runner.invoke(app, ["run", "journey-causal", "--dtype", "bf16"])
+    assert got.exit_code == 0, got.output
+    for title in ("The scores", "The scaled scores", "The exponentials", "The weights", "The output"):
+        assert title in got.stdout
+    assert "0.9531 (−1.78e−03)" in got.stdout and "masked" in got.stdout
+
+
+@pytest.mark.parametrize("command", [["run", "multihead"], ["explain", "multihead", "--word", "sat", "--head", "2"]])
+@pytest.mark.parametrize("fmt", ["markdown", "latex", "typst", "html", "csv", "svg"])
+def test_dtype_documents_draw_in_every_format(command: list[str], fmt: str) -> None:
+    """run and explain --dtype draw in every format; CSV holds one line per number, its value minus its exact value its error."""
+    got = runner.invoke(app, [*command, "--dtype", "fp16", "--format", fmt])
+    assert got.exit_code == 0, got.output
+    if fmt == "csv":
+        lines = [line.split(",") for line in got.stdout.strip().splitlines()]
+        assert lines[0][:4] == ["head", "dtype", "kernel", "step"] and len(lines) > 10
+        for line in lines[1:]:
+            assert abs(float(line[7]) - float(line[8]) - float(line[9])) <= 1e-15
