@@ -78,7 +78,7 @@ class Format(NamedTuple):
 def _finfo(dtype: Any) -> Any:
     import ml_dtypes
 
-    return ml_dtypes.finfo(dtype)
+    return ml_dtypes.finfo(dtype)  # type: ignore[no-untyped-call]
 
 
 def number_format(key: str) -> Format:
@@ -132,13 +132,13 @@ class Step(NamedTuple):
     @property
     def overflowed(self) -> np.ndarray:
         """Where the kernel holds ±∞ but the exact value is finite."""
-        return np.isinf(self.value) & np.isfinite(self.exact)
+        return np.asarray(np.isinf(self.value) & np.isfinite(self.exact))
 
     @property
     def underflowed(self) -> np.ndarray:
         """Where the kernel holds 0 but the exact value is not (a visible cell)."""
         shown = np.ones(self.value.shape, dtype=bool) if self.visible is None else self.visible
-        return shown & (self.value == 0) & (self.exact != 0)
+        return np.asarray(shown & (self.value == 0) & (self.exact != 0))
 
     def worst(self) -> tuple[int, ...]:
         """The index of the largest |error| (an overflow first)."""

@@ -94,7 +94,7 @@ def lessons(lab: Lab, rows: Sequence[int], precision: int, queries: Sequence[str
     fmt = lab.format
     said = []
     logits = lab.logits[list(rows)]  # (R, L_k) exact, −∞ where hidden
-    i, j = np.unravel_index(int(np.argmax(logits)), logits.shape)
+    i, j = (int(x) for x in np.unravel_index(int(np.argmax(logits)), logits.shape))
     top = float(logits[i, j])
     limit = f"In {fmt.name}, e^(score) overflows at score > {fmt.exp_limit:.2f} (e^{fmt.exp_limit:.2f} = {significant(fmt.largest, 5)}, its largest number)"
     if top > fmt.exp_limit:
