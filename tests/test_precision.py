@@ -283,3 +283,45 @@ def test_dtype_documents_draw_in_every_format(command: list[str], fmt: str) -> N
         assert lines[0][:4] == ["head", "dtype", "kernel", "step"] and len(lines) > 10
         for line in lines[1:]:
             assert abs(float(line[7]) - float(line[8]) - float(line[9])) <= 1e-15
+
+
+CHECKPOINTS = {"llama": "llama", "qwen2": "qwen2", "mistral": "mistral", "qwen3": "qwen3", "olmo2": "olmo2"}  # fixture -> transformers module
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "fp16"])
+@pytest.mark.parametrize("name", sorted(CHECKPOINTS))
+def test_live_transformers_eager_attention_of_a_checkpoint_equals_the_lab_bit_for_bit(name: str, fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """transformers runs each fixture in bfloat16 (its stored dtype) and float16: each layer's eager attention equals the lab's on its q, k, v, bit for bit."""
+    import importlib
+    from pathlib import Path
+
+    torch = _torch()
+    try:
+        import transformers
+    except Exception as error:  # not installed, or unable to load
+        pytest.skip(f"transformers is not importable ({error}); pip install torch==2.13.0 transformers")
+    folder = Path(__file__).parent / "checkpoints" / name
+    with np.load(folder / "golden.npz", allow_pickle=False) as golden:
+        ids = golden["ids"].tolist()
+    modeling = importlib.import_module(f"transformers.models.{CHECKPOINTS[name]}.modeling_{CHECKPOINTS[name]}")
+    original, seen = modeling.eager_attention_forward, []
+
+    def spy(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):  # type: ignore[no-untyped-def]
+        out, weights = original(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+        seen.append((query, key, value, attention_mask, scaling, out, weights))
+        return out, weights
+
+    monkeypatch.setattr(modeling, "eager_attention_forward", spy)
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[fmt]
+    model = transformers.AutoModel.from_pretrained(folder, attn_implementation="eager", dtype=dtype).eval()
+    with torch.no_grad():
+        model(input_ids=torch.tensor([ids]))
+    assert seen
+    for layer, (q, k, v, mask, scaling, out, weights) in enumerate(seen, 1):
+        H, G, L = q.shape[1], k.shape[1], q.shape[2]
+        visible = np.tril(np.ones((L, L), dtype=bool)) if mask is None else mask[0, 0, :, :L].float().numpy() == 0  # a window hides more
+        for h in range(H):
+            g = h // (H // G)
+            lab = precision.compute(_numbers(q[0, h]), _numbers(k[0, g]), _numbers(v[0, g]), visible, 1 / scaling, precision.number_format(fmt), "eager")
+            np.testing.assert_array_equal(_numbers(weights[0, h]), lab.step("weights").value, err_msg=f"layer {layer} head {h + 1}")
+            np.testing.assert_array_equal(_numbers(out[0, :, h]), lab.step("output").value, err_msg=f"layer {layer} head {h + 1}")
