@@ -161,7 +161,7 @@ from typer.testing import CliRunner  # noqa: E402
 from attncli.cli.app import app  # noqa: E402
 from attncli.sources.yaml_scenario import from_text  # noqa: E402
 
-ERROR = r"([+−]\d\.\d\de[+−]\d\d|0)"
+ERROR = r"([+-]\d\.\d\de[+-]\d\d|0)"
 NARRATED = re.compile(rf"largest error {ERROR} at .*?, of which {ERROR} carried in and {ERROR} added here")
 HOT = """
 name: hot
@@ -174,7 +174,7 @@ scale: none
 
 
 def _number(text: str) -> float:
-    return float(text.replace("−", "-"))
+    return float(text)
 
 
 def _sentences(text: str) -> list[tuple[float, float, float]]:
@@ -269,7 +269,7 @@ def test_run_dtype_shows_every_step_with_its_format_value_and_error() -> None:
     assert got.exit_code == 0, got.output
     for title in ("The scores", "The scaled scores", "The exponentials", "The weights", "The output"):
         assert title in got.stdout
-    assert "0.9531 (−1.78e−03)" in got.stdout and "masked" in got.stdout
+    assert "0.9531 (-1.78e-03)" in got.stdout and "masked" in got.stdout
 
 
 @pytest.mark.parametrize("command", [["run", "multihead"], ["explain", "multihead", "--word", "sat", "--head", "2"]])
@@ -325,3 +325,15 @@ def test_live_transformers_eager_attention_of_a_checkpoint_equals_the_lab_bit_fo
             lab = precision.compute(_numbers(q[0, h]), _numbers(k[0, g]), _numbers(v[0, g]), visible, 1 / scaling, precision.number_format(fmt), "eager")
             np.testing.assert_array_equal(_numbers(weights[0, h]), lab.step("weights").value, err_msg=f"layer {layer} head {h + 1}")
             np.testing.assert_array_equal(_numbers(out[0, :, h]), lab.step("output").value, err_msg=f"layer {layer} head {h + 1}")
+
+
+def test_the_references_dtype_example_is_the_real_output() -> None:
+    """docs/reference.md's explain --dtype excerpt is what the command prints now."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "reference.md").read_text(encoding="utf-8")
+    command = "$ attncli explain journey-causal --word starts --dtype bf16 --precision 3\n…\n"
+    start = text.index(command) + len(command)
+    excerpt = text[start : text.index("…\n```", start)]
+    got = runner.invoke(app, command[2:].split("\n")[0].split()[1:])
+    assert got.exit_code == 0 and excerpt in got.stdout

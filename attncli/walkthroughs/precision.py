@@ -50,7 +50,7 @@ def error_text(x: float) -> str:
         return "0"
     if math.isinf(x):
         return "∞" if x > 0 else "−∞"
-    return f"{x:+.2e}".replace("-", "−")
+    return f"{x:+.2e}"
 
 
 def _where(step: Step, index: tuple[int, ...], queries: Sequence[str], keys: Sequence[str]) -> str:
