@@ -531,7 +531,12 @@ class InDtype(_Shown):
                     entry["precision"] = walk.lab_json(labs[head])
                 return doc
 
-            return render(ReportPage(lambda: mentioned(walk.run_document(self.result, labs, p), options.names), lambda: [], run_data, p), options)
+            tidied = options.format is Format.csv
+
+            def run_report() -> blocks.Document:
+                return mentioned(walk.run_document(self.result, labs, p, full=options.full, tidied=tidied), options.names)
+
+            return render(ReportPage(run_report, lambda: [], run_data, p), options)
         expl, row = self.explanation, self.row
         lab = self.labs[expl.head.head]
 
@@ -540,8 +545,11 @@ class InDtype(_Shown):
             doc["precision"] = walk.lab_json(lab, [row])
             return doc
 
-        report = lambda: mentioned(walk.explain_document(self.result, lab, expl.head.head, row, p), options.names)  # noqa: E731
-        return render(ReportPage(report, lambda: [], explain_data, p), options)
+        def explain_report() -> blocks.Document:
+            made = walk.explain_document(self.result, lab, expl.head.head, row, p, full=options.full, tidied=options.format is Format.csv)
+            return mentioned(made, options.names)
+
+        return render(ReportPage(explain_report, lambda: [], explain_data, p), options)
 
     def _about(self) -> str:
         lab = next(iter(self.labs.values()))
@@ -560,8 +568,8 @@ def in_dtype(
 ) -> InDtype:
     """Every head (or, with `word` or `position`, that query of head `head`) computed in `dtype` (bf16, fp16, fp32) as `kernel` computes it.
 
-    `kernel`: "eager" (torch's eager attention; the default), "sdpa" (its math backend) or "flash" (float32 accumulators, the
-    default with `block_size`, which is the flash kernel's keys a block). Each step is kept beside the exact float64 value.
+    `kernel`: "eager" (torch's eager attention; the default), "sdpa" (its math backend), "flash" (float32 accumulators, the
+    default with `block_size`, which is the flash kernel's keys a block) or "naive" (every operation in the format, no float32). Each step is kept beside the exact float64 value.
     """
     from attncli.core import engine
     from attncli.core import precision as lab

@@ -58,3 +58,31 @@ def eager(q: list[list[float]], k: list[list[float]], v: list[list[float]], visi
     output = [[r(dot32(w, [vj[c] for vj in vf])) for c in range(len(vf[0]))] for w in weights]
     return {"q": qf, "k": kf, "v": vf, "scores": scores, "scaled": scaled, "exp": [e for e, _, _ in rows],
             "exp_sum": [t for _, t, _ in rows], "weights": weights, "output": output}  # fmt: skip
+
+
+def naive(q: list[list[float]], k: list[list[float]], v: list[list[float]], visible: list[list[bool]], divisor: float, fmt: str) -> dict[str, list]:
+    """Every product, sum, exponential and division rounded to `fmt`, the sums one term after the other: core.precision's naive kernel."""
+    r = lambda x: rounded(x, fmt)  # noqa: E731
+
+    def dot(a: list[float], b: list[float]) -> float:
+        total = 0.0
+        for x, y in zip(a, b):
+            total = r(total + r(x * y))
+        return total
+
+    qf, kf, vf = ([[r(x) for x in row] for row in m] for m in (q, k, v))
+    scale = r(1.0 / divisor)
+    scores = [[dot(qi, kj) for kj in kf] for qi in qf]
+    scaled = [[r(s * scale) for s in row] for row in scores]
+    exp, sums, weights = [], [], []
+    for row, seen in zip(scaled, visible):
+        top = max(x for x, s in zip(row, seen) if s)
+        e = [r(math.exp(r(x - top))) if s else 0.0 for x, s in zip(row, seen)]
+        total = 0.0
+        for x in e:
+            total = r(total + x)
+        exp.append(e)
+        sums.append(total)
+        weights.append([r(x / total) for x in e])
+    output = [[dot(w, [vj[c] for vj in vf]) for c in range(len(vf[0]))] for w in weights]
+    return {"q": qf, "k": kf, "v": vf, "scores": scores, "scaled": scaled, "exp": exp, "exp_sum": sums, "weights": weights, "output": output}

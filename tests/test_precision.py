@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import attncli.api as attn
 from attncli.core import precision
 from attncli.errors import AttnError
+from attncli.walkthroughs import precision as precision_walk
 from tests import precision_reference as reference
 
 FORMATS = precision.FORMATS
@@ -36,14 +37,15 @@ def heads(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     return q, k, v, visible, draw(st.sampled_from([1.0, math.sqrt(d), 3.0]))
 
 
+@pytest.mark.parametrize("kernel", ["eager", "naive"])
 @pytest.mark.parametrize("fmt", FORMATS)
 @settings(max_examples=40, deadline=None)
 @given(head=heads())
-def test_eager_steps_equal_a_naive_reference_bit_for_bit(fmt: str, head: tuple) -> None:
-    """Every step of the eager kernel equals a loop-and-math-module reference that rounds with frexp, in each format."""
+def test_eager_and_naive_steps_equal_a_loop_reference_bit_for_bit(fmt: str, kernel: str, head: tuple) -> None:
+    """Every step of the eager and the naive kernel equals a loop-and-math-module reference that rounds with frexp, in each format."""
     q, k, v, visible, divisor = head
-    lab = precision.compute(q, k, v, visible, divisor, precision.number_format(fmt), "eager")
-    expected = reference.eager(q.tolist(), k.tolist(), v.tolist(), visible.tolist(), divisor, fmt)
+    lab = precision.compute(q, k, v, visible, divisor, precision.number_format(fmt), kernel)
+    expected = getattr(reference, kernel)(q.tolist(), k.tolist(), v.tolist(), visible.tolist(), divisor, fmt)
     for key, values in expected.items():
         step = lab.step(key)
         assert step is not None
@@ -98,7 +100,7 @@ def test_an_unknown_format_or_kernel_is_one_error() -> None:
     """fp8 and a kernel called 'fast' are refused with the choices."""
     with pytest.raises(AttnError, match="bf16, fp16 or fp32"):
         precision.number_format("fp8")
-    with pytest.raises(AttnError, match="eager, sdpa or flash"):
+    with pytest.raises(AttnError, match="eager, sdpa, flash or naive"):
         precision.compute(np.ones((1, 1)), np.ones((1, 1)), np.ones((1, 1)), np.ones((1, 1), dtype=bool), 1.0, precision.FLOAT32, "fast")
 
 
@@ -337,3 +339,18 @@ def test_the_references_dtype_example_is_the_real_output() -> None:
     excerpt = text[start : text.index("…\n```", start)]
     got = runner.invoke(app, command[2:].split("\n")[0].split()[1:])
     assert got.exit_code == 0 and " ".join(excerpt.split()) in " ".join(got.stdout.split())
+
+
+def test_a_bfloat16_running_sum_stops_at_256_and_float32_accumulators_do_not() -> None:
+    """600 equal scores: the naive kernel's bfloat16 sum ends at 256 (its weights sum to 2.34) and says why; eager's float32 sum is 600."""
+    L = 600
+    q, k, v = np.zeros((1, 2)), np.zeros((L, 2)), np.ones((L, 1))
+    seen = np.ones((1, L), dtype=bool)
+    naive = precision.compute(q, k, v, seen, 1.0, precision.number_format("bf16"), "naive")
+    eager = precision.compute(q, k, v, seen, 1.0, precision.number_format("bf16"), "eager")
+    assert naive.step("exp_sum").value[0] == 256.0 and eager.step("exp_sum").value[0] == 600.0
+    assert naive.weight_sums[0] == pytest.approx(600 / 256) and eager.weight_sums[0] == pytest.approx(1.0, abs=2**-8)
+    said = " ".join(precision_walk.lessons(naive, [0], 4, ["x"], [f"k{j}" for j in range(L)]))
+    assert "for 'x' it ends at 256 where the exact sum is 600 (57.3% off" in said
+    assert "once a running sum reaches 256, adding 1 no longer changes it" in said
+    assert "sum to 2.34375 in bfloat16, not 1: they were divided by that running sum" in said

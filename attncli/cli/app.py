@@ -159,9 +159,10 @@ KernelOption = Annotated[
     str | None,
     typer.Option(
         "--kernel",
-        metavar="eager|sdpa|flash",
-        help="With --dtype, whose order of operations and roundings: torch's eager attention (default), SDPA's math backend, or "
-        "FlashAttention's float32 accumulators (the default with --block-size, its keys a block), as torch runs them on a CPU.",
+        metavar="eager|sdpa|flash|naive",
+        help="With --dtype, whose order of operations and roundings: torch's eager attention (default), SDPA's math backend, "
+        "FlashAttention's float32 accumulators (the default with --block-size, its keys a block), as torch runs them on a CPU; or naive: "
+        "every product, sum, exponential and division in the format, no float32.",
     ),
 ]
 

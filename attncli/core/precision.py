@@ -19,6 +19,10 @@ torch in tests/test_precision.py's live tier):
   float32 scores, the keys in blocks (512 unless a block size is given) with a running maximum;
   e^(s − m) rounded to the format before it multiplies V (as FlashAttention-2 does with P), the
   running sum and output in float32, and the output divided and rounded once at the end.
+* ``naive``: no float32 anywhere: each product, sum, exponential and division rounded to the format,
+  the sums one term after the other (a kernel written without float32 accumulators; torch runs none
+  like it). Beside the others it shows why attention keeps its sums in float32: a bfloat16 running
+  sum stops growing once each new term is below half its spacing (at 256, terms below 1).
 
 Each `Step` holds what the kernel holds (`value`), the exact value (`exact`: the same formula in
 float64 on the exact inputs, the maximum subtracted as the kernel subtracts it) and the step's own
@@ -40,7 +44,7 @@ import numpy as np
 from attncli.errors import AttnError, option
 
 FORMATS = ("bf16", "fp16", "fp32")
-KERNELS = ("eager", "sdpa", "flash")
+KERNELS = ("eager", "sdpa", "flash", "naive")
 TORCH_KV_BLOCK = 512  # torch's CPU flash kernel takes keys 512 at a time (kv_split_size)
 
 
@@ -98,7 +102,10 @@ FLOAT32 = Format("fp32", "float32", np.float32)
 
 
 class Step(NamedTuple):
-    """One step of the kernel: what it holds beside the exact value, and the exact value of its own operation on its own inputs."""
+    """One step of the kernel: what it holds beside the exact value, and the exact value of its own operation on its own inputs.
+
+    Made by `step()`, which works out the three errors once: error = carried + own at every cell (up to float64's rounding).
+    """
 
     key: str  # "q", "k", "v", "scores", "scaled", "exp", "exp_sum", "weights", "output"
     formula: str  # "q·kᵀ", in Unicode
@@ -107,27 +114,10 @@ class Step(NamedTuple):
     value: np.ndarray  # what the kernel holds, as float64 ((L_q, L_k), (L_q,) or (L, d))
     exact: np.ndarray  # the same step in float64 from the exact inputs
     ideal: np.ndarray  # the step's operation in float64 on the kernel's own (rounded) inputs
-    visible: np.ndarray | None = None  # (L_q, L_k) bool for tokens × tokens steps: where the mask lets a key through; None otherwise
-
-    @property
-    def error(self) -> np.ndarray:
-        """value − exact; 0 where both are the same infinity (a hidden key's −∞) and where the mask hides the cell."""
-        return self._cells(self.value - np.where(np.isinf(self.exact) & (self.exact == self.value), self.value, self.exact))
-
-    @property
-    def carried(self) -> np.ndarray:
-        """ideal − exact: the error this step's inputs brought in (the rounding of the inputs and of every earlier step)."""
-        return self._cells(self.ideal - np.where(np.isinf(self.exact) & (self.exact == self.ideal), self.ideal, self.exact))
-
-    @property
-    def own(self) -> np.ndarray:
-        """value − ideal: what this step added (its rounding, its float32 sums, an overflow)."""
-        return self._cells(self.value - np.where(np.isinf(self.ideal) & (self.ideal == self.value), self.value, self.ideal))
-
-    def _cells(self, a: np.ndarray) -> np.ndarray:
-        with np.errstate(invalid="ignore"):
-            a = np.where(np.isnan(a), 0.0, a)
-        return a if self.visible is None else np.where(self.visible, a, 0.0)
+    visible: np.ndarray | None  # (L_q, L_k) bool for tokens × tokens steps: where the mask lets a key through; None otherwise
+    error: np.ndarray  # value − exact; 0 where both are the same infinity and where the mask hides the cell
+    carried: np.ndarray  # ideal − exact: what this step's inputs brought in (the rounding of the inputs and of every earlier step)
+    own: np.ndarray  # value − ideal: what this step added (its rounding, its float32 sums, an overflow)
 
     @property
     def overflowed(self) -> np.ndarray:
@@ -147,11 +137,26 @@ class Step(NamedTuple):
         return tuple(int(i) for i in np.unravel_index(int(np.argmax(np.abs(self.error))), self.value.shape))
 
 
+def _difference(a: np.ndarray, b: np.ndarray, visible: np.ndarray | None) -> np.ndarray:
+    """a − b, 0 where both are the same infinity (a hidden key's −∞), where either is NaN, and where the mask hides the cell."""
+    with np.errstate(invalid="ignore"):
+        d = a - np.where(np.isinf(b) & (b == a), a, b)
+        d = np.where(np.isnan(d), 0.0, d)
+    return d if visible is None else np.where(visible, d, 0.0)
+
+
+def step(key: str, formula: str, held_in: str, how: str, value: np.ndarray, exact: np.ndarray, ideal: np.ndarray,
+         visible: np.ndarray | None = None) -> Step:  # fmt: skip
+    """A Step with its errors worked out: value − exact, ideal − exact (carried in), value − ideal (added here)."""
+    return Step(key, formula, held_in, how, value, exact, ideal, visible,
+                _difference(value, exact, visible), _difference(ideal, exact, visible), _difference(value, ideal, visible))  # fmt: skip
+
+
 class Lab(NamedTuple):
     """A head computed in a number format by a kernel: its steps in order, and what the exact scores say about overflow."""
 
     format: Format
-    kernel: str  # "eager", "sdpa", "flash"
+    kernel: str  # "eager", "sdpa", "flash", "naive"
     block: int | None  # keys a block (flash); None otherwise
     steps: tuple[Step, ...]
     logits: np.ndarray  # (L_q, L_k) the exact scaled scores, −∞ where hidden: what a naive e^(score) would exponentiate
@@ -208,17 +213,19 @@ def compute(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray, di
     q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
     with np.errstate(over="ignore", invalid="ignore"):
         exact_scaled = (q @ k.T) / divisor  # (L_q, L_k)
-        inputs = tuple(Step(name, name, fmt.name, f"rounded to {fmt.name}", fmt.round(a), a, a) for name, a in (("q", q), ("k", k), ("v", v)))
-        qf, kf, vf = (s.value for s in inputs)
+        inputs = tuple(step(name, name, fmt.name, f"rounded to {fmt.name}", fmt.round(a), a, a) for name, a in (("q", q), ("k", k), ("v", v)))
+        qf, kf, vf = (made.value for made in inputs)
         if kernel == "eager":
             steps = _eager(qf, kf, vf, q, k, v, visible, divisor, fmt)
         elif kernel == "sdpa":
             steps = _sdpa(qf, kf, vf, q, k, v, visible, divisor, fmt)
+        elif kernel == "naive":
+            steps = _naive(qf, kf, vf, q, k, v, visible, divisor, fmt)
         elif kernel == "flash":
             block = TORCH_KV_BLOCK if block is None else block
             steps = _flash(qf, kf, vf, q, k, v, visible, divisor, fmt, block)
         else:
-            raise AttnError(f"found {kernel!r}", key=option("kernel"), expected="eager, sdpa or flash")
+            raise AttnError(f"found {kernel!r}", key=option("kernel"), expected="eager, sdpa, flash or naive")
     return Lab(fmt, kernel, block if kernel == "flash" else None, (*inputs, *steps), np.where(visible, exact_scaled, -np.inf), visible)
 
 
@@ -246,13 +253,13 @@ def _eager(qf: np.ndarray, kf: np.ndarray, vf: np.ndarray, q: np.ndarray, k: np.
     ideal_e = np.where(visible, np.exp(np.where(visible, scaled, -np.inf) - i_top[:, None]), 0.0)
     e64, total64 = e.astype(np.float64), total.astype(np.float64)
     return [
-        Step("scores", "q·kᵀ", f, f"float32 sums of the products, rounded to {f}", scores, exact_scores, qf @ kf.T),
-        Step("scaled", "q·kᵀ · scale", f, f"times the scale {float(scale32):.6g} in float32, rounded to {f}", scaled, exact_scores / divisor,
+        step("scores", "q·kᵀ", f, f"float32 sums of the products, rounded to {f}", scores, exact_scores, qf @ kf.T),
+        step("scaled", "q·kᵀ · scale", f, f"times the scale {float(scale32):.6g} in float32, rounded to {f}", scaled, exact_scores / divisor,
              scores / divisor, visible),  # fmt: skip
-        Step("exp", "e^(x − max)", "float32", "in float32 inside softmax: the row's maximum subtracted, e^x", e64, x_e, ideal_e, visible),
-        Step("exp_sum", "Σ e^(x − max)", "float32", "float32 sum of the row, key after key", total64, x_total, e64.sum(axis=1)),
-        Step("weights", "e / Σ", f, f"divided in float32, rounded to {f}", weights, x_weights, e64 / total64[:, None], visible),
-        Step("output", "weights·V", f, f"float32 sums of the products, rounded to {f}", output, x_weights @ v, weights @ vf),
+        step("exp", "e^(x − max)", "float32", "in float32 inside softmax: the row's maximum subtracted, e^x", e64, x_e, ideal_e, visible),
+        step("exp_sum", "Σ e^(x − max)", "float32", "float32 sum of the row, key after key", total64, x_total, e64.sum(axis=1)),
+        step("weights", "e / Σ", f, f"divided in float32, rounded to {f}", weights, x_weights, e64 / total64[:, None], visible),
+        step("output", "weights·V", f, f"float32 sums of the products, rounded to {f}", output, x_weights @ v, weights @ vf),
     ]
 
 
@@ -272,13 +279,49 @@ def _sdpa(qf: np.ndarray, kf: np.ndarray, vf: np.ndarray, q: np.ndarray, k: np.n
     e64, total64 = e.astype(np.float64), total.astype(np.float64)
     how = f"from {fmt.name} to float32, times √scale = {float(root32):.6g} in float32"
     return [
-        Step("q_scaled", "q·√scale", "float32", how, q_scaled, q * root, qf * root),
-        Step("k_scaled", "k·√scale", "float32", how, k_scaled, k * root, kf * root),
-        Step("scaled", "(q·√scale)·(k·√scale)ᵀ", "float32", "float32 sums of the products", scaled, (q @ k.T) / divisor, q_scaled @ k_scaled.T, visible),
-        Step("exp", "e^(x − max)", "float32", "the row's maximum subtracted, e^x in float32", e64, x_e, ideal_e, visible),
-        Step("exp_sum", "Σ e^(x − max)", "float32", "float32 sum of the row, key after key", total64, x_total, e64.sum(axis=1)),
-        Step("weights", "e / Σ", "float32", "divided in float32 (never rounded to the format)", weights, x_weights, e64 / total64[:, None], visible),
-        Step("output", "weights·V", fmt.name, f"float32 sums of the products, rounded to {fmt.name}", output, x_weights @ v, weights @ vf),
+        step("q_scaled", "q·√scale", "float32", how, q_scaled, q * root, qf * root),
+        step("k_scaled", "k·√scale", "float32", how, k_scaled, k * root, kf * root),
+        step("scaled", "(q·√scale)·(k·√scale)ᵀ", "float32", "float32 sums of the products", scaled, (q @ k.T) / divisor, q_scaled @ k_scaled.T, visible),
+        step("exp", "e^(x − max)", "float32", "the row's maximum subtracted, e^x in float32", e64, x_e, ideal_e, visible),
+        step("exp_sum", "Σ e^(x − max)", "float32", "float32 sum of the row, key after key", total64, x_total, e64.sum(axis=1)),
+        step("weights", "e / Σ", "float32", "divided in float32 (never rounded to the format)", weights, x_weights, e64 / total64[:, None], visible),
+        step("output", "weights·V", fmt.name, f"float32 sums of the products, rounded to {fmt.name}", output, x_weights @ v, weights @ vf),
+    ]
+
+
+def sums_in(fmt: Format, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """(m, n) A·B with each product and each running sum rounded to `fmt`, one term after the other (A (m, t), B (t, n))."""
+    total = np.zeros((A.shape[0], B.shape[1]))  # (m, n)
+    for t in range(A.shape[1]):
+        total = fmt.round(total + fmt.round(A[:, t, None] * B[None, t, :]))
+    return total
+
+
+def _naive(qf: np.ndarray, kf: np.ndarray, vf: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray,
+           divisor: float, fmt: Format) -> list[Step]:  # fmt: skip
+    f = fmt.name
+    scores = sums_in(fmt, qf, kf.T)  # (L_q, L_k)
+    scale = fmt.round(1.0 / divisor)
+    scaled = fmt.round(scores * scale)  # (L_q, L_k)
+    x = np.where(visible, scaled, -np.inf)
+    top = x.max(axis=1)  # (L_q,) a maximum rounds nothing
+    e = np.where(visible, fmt.round(np.exp(fmt.round(x - top[:, None]))), 0.0)  # (L_q, L_k)
+    total = np.zeros(e.shape[0])  # (L_q,)
+    for j in range(e.shape[1]):
+        total = fmt.round(total + e[:, j])
+    weights = fmt.round(e / total[:, None])  # (L_q, L_k)
+    output = sums_in(fmt, weights, vf)  # (L_q, d_v)
+    exact_scores = q @ k.T
+    x_top, x_e, x_total, x_weights = exact_softmax(exact_scores / divisor, visible)
+    ideal_e = np.where(visible, np.exp(x - top[:, None]), 0.0)
+    return [
+        step("scores", "q·kᵀ", f, f"each product and each running sum rounded to {f}", scores, exact_scores, qf @ kf.T),
+        step("scaled", "q·kᵀ · scale", f, f"times the scale {float(scale):.6g} ({f}), rounded to {f}", scaled, exact_scores / divisor,
+             scores / divisor, visible),  # fmt: skip
+        step("exp", "e^(x − max)", f, f"the row's maximum subtracted, e^x rounded to {f}", e, x_e, ideal_e, visible),
+        step("exp_sum", "Σ e^(x − max)", f, f"a running sum in {f}, key after key, each sum rounded", total, x_total, e.sum(axis=1)),
+        step("weights", "e / Σ", f, f"divided, rounded to {f}", weights, x_weights, e / total[:, None], visible),
+        step("output", "weights·V", f, f"each product and each running sum rounded to {f}", output, x_weights @ v, weights @ vf),
     ]
 
 
@@ -319,13 +362,13 @@ def _flash(qf: np.ndarray, kf: np.ndarray, vf: np.ndarray, q: np.ndarray, k: np.
     ideal_e = np.where(visible, np.exp(np.where(visible, scaled, -np.inf) - i_top[:, None]), 0.0)  # (L_q, L_k) against the final maximum
     f = fmt.name
     return [
-        Step("scaled", "q·kᵀ · scale", "float32", f"float32 sums of the products, times the scale {float(scale32):.6g} in float32", scaled,
+        step("scaled", "q·kᵀ · scale", "float32", f"float32 sums of the products, times the scale {float(scale32):.6g} in float32", scaled,
              exact_scaled, (qf @ kf.T) / divisor, visible),  # fmt: skip
-        Step("exp", "P = e^(s − m)", f, f"e^(s − m) in float32 against the running maximum of its block, rounded to {f} before ·V", p, exact_p,
+        step("exp", "P = e^(s − m)", f, f"e^(s − m) in float32 against the running maximum of its block, rounded to {f} before ·V", p, exact_p,
              ideal_p, visible),  # fmt: skip
-        Step("exp_sum", "l = Σ e^(s − m)", "float32", "float32 running sum, rescaled by e^(m_old − m_new) at each block", total.astype(np.float64),
+        step("exp_sum", "l = Σ e^(s − m)", "float32", "float32 running sum, rescaled by e^(m_old − m_new) at each block", total.astype(np.float64),
              x_total, ideal_e.sum(axis=1)),  # fmt: skip
-        Step("output", "o / l", f, f"float32 running P·V, divided by l in float32, rounded to {f}", output, x_weights @ v,
+        step("output", "o / l", f, f"float32 running P·V, divided by l in float32, rounded to {f}", output, x_weights @ v,
              (ideal_e / ideal_e.sum(axis=1)[:, None]) @ vf),  # fmt: skip
     ]
 

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from attncli.core.engine import RunResult
-from attncli.core.precision import Lab, Step
+from attncli.core.precision import Format, Lab, Step
 from attncli.document.blocks import Block, Document, Heading, Note, Paragraph, Table, Values
-from attncli.document.numbers import fixed, plain, significant
+from attncli.document.numbers import fixed, plain, significant, vector
 
 TITLES = {
     "q": "The queries q", "k": "The keys k", "v": "The values v", "q_scaled": "The queries times √scale", "k_scaled": "The keys times √scale",
@@ -30,6 +30,8 @@ KERNELS = {
     "once to {fmt}; softmax works in float32 and rounds each weight once",
     "sdpa": "torch's scaled_dot_product_attention, math backend, on a CPU: the {fmt} inputs turned into float32, q and k each "
     "times √scale, everything in float32, only the output rounded to {fmt}",
+    "naive": "a kernel without float32: each product, sum, exponential and division rounded to {fmt}, every sum one term after the "
+    "other (torch runs none like it: its kernels keep their sums in float32)",
     "flash": "FlashAttention's float32 accumulators (torch's CPU flash kernel), {block} keys a block: float32 scores and a running "
     "maximum, e^(s − m) rounded to {fmt} before it multiplies v, the running sum and output in float32, divided once at the end",
 }
@@ -107,6 +109,9 @@ def lessons(lab: Lab, rows: Sequence[int], precision: int, queries: Sequence[str
     if exp is not None and (under := int(exp.underflowed[list(rows)].sum())):
         said.append(f"{under} exponential{'s' * (under > 1)} underflowed to 0 in {exp.held_in}: a key that far below the row's maximum "
                     "gets no weight at all.")  # fmt: skip
+    exp_sum = lab.step("exp_sum")
+    if exp_sum is not None and lab.kernel == "naive":
+        said.append(_accumulator(exp_sum, fmt, rows, queries))
     sums = lab.weight_sums
     weights = lab.step("weights")
     if sums is not None and weights is not None:
@@ -115,8 +120,8 @@ def lessons(lab: Lab, rows: Sequence[int], precision: int, queries: Sequence[str
         if part[far] == 1.0:
             said.append(f"The weights sum to exactly 1 in {weights.held_in} here.")
         else:
-            said.append(f"The weights of {queries[rows[far]]!r} sum to {significant(float(part[far]), 8)} in {weights.held_in}, not 1: each "
-                        "weight was rounded on its own.")  # fmt: skip
+            why = "they were divided by that running sum" if lab.kernel == "naive" else "each weight was rounded on its own"
+            said.append(f"The weights of {queries[rows[far]]!r} sum to {significant(float(part[far]), 8)} in {weights.held_in}, not 1: {why}.")
     else:
         said.append("This kernel never holds the weights: it multiplies v by e^(s − m) and divides the output by the sum once at the end.")
     half = 0.5 * 10.0**-precision
@@ -134,6 +139,30 @@ def lessons(lab: Lab, rows: Sequence[int], precision: int, queries: Sequence[str
     return said
 
 
+def _accumulator(step: Step, fmt: Format, rows: Sequence[int], queries: Sequence[str]) -> str:
+    """Why sums are kept in float32: how far the format's running sum of the exponentials ends from the exact sum, on the worst row."""
+    picked = list(rows)
+    relative = np.abs(step.error[picked]) / step.exact[picked]  # (R,)
+    worst = int(np.argmax(relative))
+    i = picked[worst]
+    bits = round(1 - math.log2(fmt.epsilon))  # significant bits, the leading one included: 8 in bfloat16, 11 in float16
+    return (f"The sum of the exponentials runs in {fmt.name}: for {queries[i]!r} it ends at {significant(float(step.value[i]), 6)} where the "
+            f"exact sum is {significant(float(step.exact[i]), 6)} ({significant(100 * float(relative[worst]), 3)}% off, "
+            f"{error_text(float(step.own[i]))} of it added by the sum itself). {fmt.name} keeps {bits} significant bits, so once a running sum "
+            f"reaches {significant(2 / fmt.epsilon, 8)}, adding 1 no longer changes it: that is why attention kernels keep their sums in float32.")  # fmt: skip
+
+
+MAX_ROWS = 12  # rows of a step's table shown unless --full (the first ten and the last)
+MAX_COLUMNS = 8  # columns of a step's table shown unless --full (the first seven and the last)
+
+
+def _kept(count: int, limit: int, full: bool) -> list[int | None]:
+    """The indices shown of `count`: all of them, or the first limit − 1, None (for "…") and the last."""
+    if full or count <= limit:
+        return list(range(count))
+    return [*range(limit - 2), None, count - 1]
+
+
 def _cell(value: float, error: float, precision: int, hidden: bool) -> str:
     if hidden:
         return "masked"
@@ -144,22 +173,20 @@ def _labels(step: Step, queries: Sequence[str], keys: Sequence[str]) -> list[str
     return list(keys if step.key in KEYS else queries)
 
 
-def step_table(step: Step, queries: Sequence[str], keys: Sequence[str], precision: int, rows: Sequence[int] | None = None) -> Table:
-    """A step's numbers in the format, each with its error in brackets; rows (of a tokens × tokens step) limited to `rows`."""
+def step_table(step: Step, queries: Sequence[str], keys: Sequence[str], precision: int, *, full: bool) -> Table:
+    """A step's numbers in the format, each with its error in brackets; the first and last rows and columns unless `full`."""
     labels = _labels(step, queries, keys)
-    value, error = step.value, step.error
-    picked = list(range(value.shape[0])) if rows is None or step.key in KEYS else list(rows)
+    value, error, hidden = step.value, step.error, step.visible
+    rows = _kept(value.shape[0], MAX_ROWS, full)
     if value.ndim == 1:
-        return Table(["token", step.held_in + " (error)"], [[labels[i], _cell(float(value[i]), float(error[i]), precision, False)] for i in picked],
+        return Table(["token", step.held_in + " (error)"],
+                     [[labels[i], _cell(float(value[i]), float(error[i]), precision, False)] if i is not None else ["…", ""] for i in rows],
                      [False, True])  # fmt: skip
-    columns = list(keys) if step.key in PAIRS else [str(c + 1) for c in range(value.shape[1])]
-    hidden = step.visible
-    return Table(
-        ["", *columns],
-        [[labels[i], *(_cell(float(value[i, c]), float(error[i, c]), precision, hidden is not None and not hidden[i, c]) for c in range(value.shape[1]))]
-         for i in picked],
-        [False, *([True] * len(columns))],
-    )  # fmt: skip
+    columns = _kept(value.shape[1], MAX_COLUMNS, full)
+    names = [("…" if c is None else keys[c] if step.key in PAIRS else str(c + 1)) for c in columns]
+    body = [[labels[i], *("" if c is None else _cell(float(value[i, c]), float(error[i, c]), precision, hidden is not None and not hidden[i, c])
+                          for c in columns)] if i is not None else ["…", *([""] * len(columns))] for i in rows]  # fmt: skip
+    return Table(["", *names], body, [False, *([True] * len(columns))])
 
 
 def summary_table(lab: Lab, queries: Sequence[str], keys: Sequence[str], precision: int) -> Table:
@@ -185,16 +212,19 @@ def tidy(labs: dict[int, Lab], queries: Sequence[str], keys: Sequence[str], row:
     body = []
     for h, lab in labs.items():
         L_q = lab.visible.shape[0]
-        for step in lab.steps:
-            labels = _labels(step, queries, keys)
-            for index in np.ndindex(*step.value.shape):
-                if row is not None and step.key not in KEYS and step.value.shape[0] == L_q and index[0] != row:
+        for made in lab.steps:
+            one = row is not None and made.key not in KEYS and made.value.shape[0] == L_q
+            rows = slice(row, None if row is None else row + 1) if one else slice(None)  # the query's row, or every row
+            numbers = [a[rows] for a in (made.value, made.exact, made.error, made.carried, made.own)]
+            seen = None if made.visible is None else made.visible[rows]
+            labels = _labels(made, queries, keys)
+            texts = [[plain(x, None) for x in a.ravel().tolist()] for a in numbers]  # each array's numbers, in order
+            for n, index in enumerate(np.ndindex(*numbers[0].shape)):
+                if seen is not None and not seen[index]:
                     continue
-                if step.visible is not None and not step.visible[index]:
-                    continue
-                column = keys[index[1]] if step.key in PAIRS else str(index[1] + 1) if len(index) > 1 else ""
-                body.append([str(h), lab.format.key, lab.kernel, step.key, step.held_in, labels[index[0]], column,
-                             *(plain(float(a[index]), None) for a in (step.value, step.exact, step.error, step.carried, step.own))])  # fmt: skip
+                label = labels[index[0] + (rows.start or 0)]
+                column = keys[index[1]] if made.key in PAIRS else str(index[1] + 1) if len(index) > 1 else ""
+                body.append([str(h), lab.format.key, lab.kernel, made.key, made.held_in, label, column, *(t[n] for t in texts)])
     header = ["head", "dtype", "kernel", "step", "held_in", "row", "column", "value", "exact", "error", "carried", "added"]
     return Table(header, body, [True, False, False, False, False, False, False, True, True, True, True, True])
 
@@ -204,8 +234,8 @@ def title(lab: Lab, name: str) -> str:
     return f"{name} in {lab.format.name}, kernel {lab.kernel}{block}, beside the exact values"
 
 
-def run_document(result: RunResult, labs: dict[int, Lab], precision: int) -> Document:
-    """`run --dtype`: per head, the summary table, the lesson, then each step's numbers with their errors."""
+def run_document(result: RunResult, labs: dict[int, Lab], precision: int, *, full: bool, tidied: bool) -> Document:
+    """`run --dtype`: per head, the summary table, the lesson, then each step's numbers with their errors; CSV's table when `tidied`."""
     s = result.scenario
     first = next(iter(labs.values()))
     heading = title(first, s.name or " ".join(s.tokens))
@@ -217,11 +247,11 @@ def run_document(result: RunResult, labs: dict[int, Lab], precision: int) -> Doc
         blocks.extend(Note(text) for text in lessons(lab, range(lab.visible.shape[0]), precision, s.tokens, s.key_tokens))
         for step in lab.steps:
             blocks.append(Heading(_named(step), 3))
-            blocks.append(step_table(step, s.tokens, s.key_tokens, precision))
-    return Document(heading, blocks, tidy=tidy(labs, s.tokens, s.key_tokens))
+            blocks.append(step_table(step, s.tokens, s.key_tokens, precision, full=full))
+    return Document(heading, blocks, tidy=tidy(labs, s.tokens, s.key_tokens) if tidied else None)
 
 
-def explain_document(result: RunResult, lab: Lab, head: int, row: int, precision: int) -> Document:
+def explain_document(result: RunResult, lab: Lab, head: int, row: int, precision: int, *, full: bool, tidied: bool) -> Document:
     """`explain --dtype`: query `row` (from 0) followed through the kernel's steps, each with its numbers, its error in words, and the lesson."""
     s = result.scenario
     token = s.tokens[row]
@@ -230,12 +260,12 @@ def explain_document(result: RunResult, lab: Lab, head: int, row: int, precision
     for n, step in enumerate(lab.steps, start=1):
         blocks.append(Heading(f"{n}. {_named(step)}", 2))
         blocks.append(Paragraph(sentence(_row_step(step, row, lab.visible.shape[0]), s.tokens[row : row + 1], s.key_tokens)))
-        blocks.append(_row_table(step, row, lab.visible.shape[0], s.tokens, s.key_tokens, precision))
+        blocks.append(_row_table(step, row, lab.visible.shape[0], s.tokens, s.key_tokens, precision, full=full))
     blocks.append(Heading("What it shows", 2))
     blocks.extend(Paragraph(text) for text in lessons(lab, [row], precision, s.tokens, s.key_tokens))
     if (sums := lab.weight_sums) is not None:
         blocks.append(Values([("Σ weights", significant(float(sums[row]), 8))]))
-    return Document(heading, blocks, tidy=tidy({head: lab}, s.tokens, s.key_tokens, row))
+    return Document(heading, blocks, tidy=tidy({head: lab}, s.tokens, s.key_tokens, row) if tidied else None)
 
 
 def _row_step(step: Step, row: int, L_q: int) -> Step:
@@ -243,33 +273,39 @@ def _row_step(step: Step, row: int, L_q: int) -> Step:
     if step.key in KEYS or step.value.shape[0] != L_q:
         return step
     cut = slice(row, row + 1)
-    return step._replace(value=step.value[cut], exact=step.exact[cut], ideal=step.ideal[cut], visible=None if step.visible is None else step.visible[cut])
+    return step._replace(value=step.value[cut], exact=step.exact[cut], ideal=step.ideal[cut], visible=None if step.visible is None else step.visible[cut],
+                         error=step.error[cut], carried=step.carried[cut], own=step.own[cut])  # fmt: skip
 
 
-def _row_table(step: Step, row: int, L_q: int, queries: Sequence[str], keys: Sequence[str], precision: int) -> Table:
-    """The query's numbers of the step: one row per key (tokens × tokens), per number (q, output), or per key's vector (k, v)."""
+def _row_table(step: Step, row: int, L_q: int, queries: Sequence[str], keys: Sequence[str], precision: int, *, full: bool) -> Table:
+    """The query's numbers of the step: one row per key (tokens × tokens), per number (q, output), or per key's vector (k, v).
+
+    Unless `full`, the first and last keys or numbers only.
+    """
     fmt = step.held_in
     header = ["", fmt, "exact", "error", "carried in", "added here"]
     numeric = [False, True, True, True, True, True]
+    gap = ["…", "", "", "", "", ""]
+
+    def line(label: str, at: tuple[int, ...]) -> list[str]:
+        return [label, fixed(float(step.value[at]), precision), fixed(float(step.exact[at]), precision + 2),
+                *(error_text(float(a[at])) for a in (step.error, step.carried, step.own))]  # fmt: skip
+
     if step.key in PAIRS:
         seen = np.ones(step.value.shape[1], dtype=bool) if step.visible is None else step.visible[row]
-        body = [[keys[j], *(([fixed(float(step.value[row, j]), precision), fixed(float(step.exact[row, j]), precision + 2)]
-                 + [error_text(float(a[row, j])) for a in (step.error, step.carried, step.own)]) if seen[j] else ["masked"] * 5)]
-                for j in range(step.value.shape[1])]  # fmt: skip
+        body = [gap if j is None else line(keys[j], (row, j)) if seen[j] else [keys[j], *(["masked"] * 5)]
+                for j in _kept(step.value.shape[1], MAX_ROWS, full)]  # fmt: skip
         return Table(header, body, numeric)
     if step.value.ndim == 1:
-        return Table(header, [[queries[row], fixed(float(step.value[row]), precision), fixed(float(step.exact[row]), precision + 2),
-                               *(error_text(float(a[row])) for a in (step.error, step.carried, step.own))]], numeric)  # fmt: skip
+        return Table(header, [line(queries[row], (row,))], numeric)
     if step.key in KEYS:
         largest = np.abs(step.error).argmax(axis=1)
-        return Table(["", fmt, "largest error", "carried in", "added here"],
-                     [[keys[j], "[" + ", ".join(fixed(float(x), precision) for x in step.value[j]) + "]",
-                       *(error_text(float(a[j, largest[j]])) for a in (step.error, step.carried, step.own))] for j in range(step.value.shape[0])],
-                     [False, True, True, True, True])  # fmt: skip
+        body = [gap[:5] if j is None else [keys[j], vector(step.value[j], precision, whole=False),
+                                           *(error_text(float(a[j, largest[j]])) for a in (step.error, step.carried, step.own))]
+                for j in _kept(step.value.shape[0], MAX_ROWS, full)]  # fmt: skip
+        return Table(["", fmt, "largest error", "carried in", "added here"], body, [False, True, True, True, True])
     r = row if step.value.shape[0] == L_q else 0
-    return Table(header, [[str(c + 1), fixed(float(step.value[r, c]), precision), fixed(float(step.exact[r, c]), precision + 2),
-                           *(error_text(float(a[r, c])) for a in (step.error, step.carried, step.own))] for c in range(step.value.shape[1])],
-                 numeric)  # fmt: skip
+    return Table(header, [gap if c is None else line(str(c + 1), (r, c)) for c in _kept(step.value.shape[1], MAX_ROWS, full)], numeric)
 
 
 def lab_json(lab: Lab, rows: Sequence[int] | None = None) -> dict[str, Any]:
