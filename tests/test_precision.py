@@ -287,6 +287,47 @@ def test_dtype_documents_draw_in_every_format(command: list[str], fmt: str) -> N
             assert abs(float(line[7]) - float(line[8]) - float(line[9])) <= 1e-15
 
 
+HUGE = HOT.replace("name: hot", "name: huge").replace("[[4, 0], [0, 4], [3, 3]]", "[[300, 0], [0, 4], [3, 3]]").replace(
+    "[[4, 0], [0, 4], [1, 1]]", "[[300, 0], [0, 4], [1, 1]]")  # fmt: skip
+
+
+def test_a_float16_score_that_overflows_makes_the_eager_weights_nan_and_explain_says_why() -> None:
+    """q·k = 90,000 is ∞ in float16: eager's exponentials, sum and weights are NaN (∞ − ∞), narrated so; SDPA's float32 scores keep it finite."""
+    s = from_text(HUGE)
+    eager = lab_of_scenario(s, "fp16", "eager")
+    assert np.isposinf(eager.step("scores").value[0, 0]) and np.isnan(eager.step("weights").value[0]).all()
+    assert eager.step("exp").invalid[0, 0] and np.isnan(eager.step("exp").error[0, 0])
+    text = " ".join(attn.in_dtype(s, "fp16", word="a").render("markdown").replace("\\", "").split())
+    assert "The exponentials are NaN (not a number) at 'a' → 'a', where the exact value is 1" in text
+    assert "The weights of 'a' are NaN in float16: a score overflowed to ∞ before the softmax" in text
+    sdpa = lab_of_scenario(s, "fp16", "sdpa")
+    assert np.isfinite(sdpa.step("output").value).all()
+
+
+def lab_of_scenario(s: object, fmt: str, kernel: str) -> precision.Lab:
+    result = attn.run(s).result  # type: ignore[arg-type]
+    h = result.head(1)
+    return precision.head_lab(h, h.visible, result.scenario.scale.divisor, precision.number_format(fmt), kernel)
+
+
+def test_live_torch_overflows_as_the_lab_does() -> None:
+    """torch's eager attention in float16 on q·k = 90,000 gives ∞ scores and NaN weights where the lab does; SDPA's math backend stays finite and equal."""
+    torch = _torch()
+    from torch.nn import functional
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    s = from_text(HUGE)
+    lab = lab_of_scenario(s, "fp16", "eager")
+    q, k, v = (torch.tensor(lab.step(key).value).to(torch.float16) for key in "qkv")
+    scores = q @ k.T
+    weights = torch.softmax(scores * 1.0, -1)
+    np.testing.assert_array_equal(_numbers(scores), lab.step("scores").value)
+    np.testing.assert_array_equal(_numbers(weights), lab.step("weights").value)  # NaN where NaN
+    with sdpa_kernel(SDPBackend.MATH):
+        out = functional.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None], scale=1.0)[0, 0]
+    np.testing.assert_array_equal(_numbers(out), lab_of_scenario(s, "fp16", "sdpa").step("output").value)
+
+
 CHECKPOINTS = {"llama": "llama", "qwen2": "qwen2", "mistral": "mistral", "qwen3": "qwen3", "olmo2": "olmo2"}  # fixture -> transformers module
 
 

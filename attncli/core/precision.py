@@ -130,18 +130,24 @@ class Step(NamedTuple):
         shown = np.ones(self.value.shape, dtype=bool) if self.visible is None else self.visible
         return np.asarray(shown & (self.value == 0) & (self.exact != 0))
 
+    @property
+    def invalid(self) -> np.ndarray:
+        """Where the kernel holds NaN but the exact value is a number (∞ − ∞ after an overflow)."""
+        return np.asarray(np.isnan(self.value) & ~np.isnan(self.exact))
+
     def worst(self) -> tuple[int, ...]:
-        """The index of the largest |error| (an overflow first)."""
-        if self.overflowed.any():
-            return tuple(int(i) for i in np.argwhere(self.overflowed)[0])
+        """The index of the largest |error| (an overflow first, then a NaN)."""
+        for flagged in (self.overflowed, self.invalid):
+            if flagged.any():
+                return tuple(int(i) for i in np.argwhere(flagged)[0])
         return tuple(int(i) for i in np.unravel_index(int(np.argmax(np.abs(self.error))), self.value.shape))
 
 
 def _difference(a: np.ndarray, b: np.ndarray, visible: np.ndarray | None) -> np.ndarray:
-    """a − b, 0 where both are the same infinity (a hidden key's −∞), where either is NaN, and where the mask hides the cell."""
+    """a − b, 0 where both are the same infinity (a hidden key's −∞) or both NaN, and where the mask hides the cell; NaN where a alone is."""
     with np.errstate(invalid="ignore"):
         d = a - np.where(np.isinf(b) & (b == a), a, b)
-        d = np.where(np.isnan(d), 0.0, d)
+        d = np.where(np.isnan(a) & np.isnan(b), 0.0, d)
     return d if visible is None else np.where(visible, d, 0.0)
 
 

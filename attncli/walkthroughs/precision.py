@@ -50,6 +50,8 @@ def error_text(x: float) -> str:
     """An error as people compare errors: 3 significant digits in scientific notation, a sign always, 0 as 0."""
     if x == 0:
         return "0"
+    if math.isnan(x):
+        return "NaN"
     if math.isinf(x):
         return "∞" if x > 0 else "−∞"
     return f"{x:+.2e}"
@@ -73,8 +75,8 @@ def source(step: Step) -> str:
 
 
 def _overflow(step: Step) -> str:
-    over, under = int(step.overflowed.sum()), int(step.underflowed.sum())
-    parts = [f"{over} overflowed to ±∞"] * bool(over) + [f"{under} underflowed to 0"] * bool(under)
+    over, under, nan = int(step.overflowed.sum()), int(step.underflowed.sum()), int(step.invalid.sum())
+    parts = [f"{over} overflowed to ±∞"] * bool(over) + [f"{nan} became NaN"] * bool(nan) + [f"{under} underflowed to 0"] * bool(under)
     return "; ".join(parts)
 
 
@@ -83,6 +85,9 @@ def sentence(step: Step, queries: Sequence[str], keys: Sequence[str]) -> str:
     index = step.worst()
     error, carried, own = (float(a[index]) for a in (step.error, step.carried, step.own))
     where = _where(step, index, queries, keys)
+    if step.invalid[index]:
+        return (f"{TITLES[step.key]} are NaN (not a number) at {where}, where the exact value is {significant(float(step.exact[index]), 4)}: "
+                "a number overflowed to ∞ before this step, and ∞ − ∞ or ∞ / ∞ has no value.")  # fmt: skip
     if step.overflowed[index]:
         return f"{TITLES[step.key]} overflow {step.held_in} at {where}: the exact value {significant(float(step.exact[index]), 4)} is beyond its largest number."
     text = (f"{TITLES[step.key]}: largest error {error_text(error)} at {where}, of which {error_text(carried)} carried in and "
@@ -116,8 +121,11 @@ def lessons(lab: Lab, rows: Sequence[int], precision: int, queries: Sequence[str
     weights = lab.step("weights")
     if sums is not None and weights is not None:
         part = sums[list(rows)]
-        far = int(np.argmax(np.abs(part - 1.0)))
-        if part[far] == 1.0:
+        far = int(np.argmax(np.abs(part - 1.0)))  # a NaN first
+        if np.isnan(part[far]):
+            said.append(f"The weights of {queries[rows[far]]!r} are NaN in {weights.held_in}: a score overflowed to ∞ before the softmax, "
+                        "so x − max was ∞ − ∞, which is not a number. Subtracting the maximum prevents overflow in e^x, not in the scores.")  # fmt: skip
+        elif part[far] == 1.0:
             said.append(f"The weights sum to exactly 1 in {weights.held_in} here.")
         else:
             why = "they were divided by that running sum" if lab.kernel == "naive" else "each weight was rounded on its own"
