@@ -86,3 +86,36 @@ def naive(q: list[list[float]], k: list[list[float]], v: list[list[float]], visi
         weights.append([r(x / total) for x in e])
     output = [[dot(w, [vj[c] for vj in vf]) for c in range(len(vf[0]))] for w in weights]
     return {"q": qf, "k": kf, "v": vf, "scores": scores, "scaled": scaled, "exp": exp, "exp_sum": sums, "weights": weights, "output": output}
+
+
+def flash(q: list[list[float]], k: list[list[float]], v: list[list[float]], visible: list[list[bool]], divisor: float, fmt: str,
+          block: int) -> dict[str, list]:  # fmt: skip
+    """FlashAttention's float32 accumulators, one query at a time: core.precision's flash kernel (P rounded to `fmt` before ·v)."""
+    r = lambda x: rounded(x, fmt)  # noqa: E731
+    qf, kf, vf = ([[r(x) for x in row] for row in m] for m in (q, k, v))
+    scale = f32(1.0 / divisor)
+    scaled = [[f32(dot32(qi, kj) * scale) for kj in kf] for qi in qf]
+    ps, sums, output = [], [], []
+    for row, seen in zip(scaled, visible):
+        top, total, acc, p_row = -math.inf, 0.0, [0.0] * len(vf[0]), [0.0] * len(kf)
+        for start in range(0, len(kf), block):
+            keys = [j for j in range(start, min(start + block, len(kf))) if seen[j]]
+            if not keys:
+                continue
+            new_top = max(top, *(row[j] for j in keys))
+            alpha = f32(math.exp(f32(top - new_top))) if top != -math.inf else 0.0
+            e = {j: f32(math.exp(f32(row[j] - new_top))) for j in keys}
+            block_sum = 0.0
+            for j in range(start, min(start + block, len(kf))):
+                block_sum = f32(block_sum + e.get(j, 0.0))
+            total = f32(f32(total * alpha) + block_sum)
+            for c in range(len(acc)):
+                acc[c] = f32(f32(acc[c] * alpha) + dot32([r(e.get(j, 0.0)) for j in range(start, min(start + block, len(kf)))],
+                                                         [vf[j][c] for j in range(start, min(start + block, len(kf)))]))  # fmt: skip
+            for j in keys:
+                p_row[j] = r(e[j])
+            top = new_top
+        ps.append(p_row)
+        sums.append(total)
+        output.append([r(f32(a / total)) for a in acc])
+    return {"q": qf, "k": kf, "v": vf, "scaled": scaled, "exp": ps, "exp_sum": sums, "output": output}

@@ -53,6 +53,20 @@ def test_eager_and_naive_steps_equal_a_loop_reference_bit_for_bit(fmt: str, kern
         np.testing.assert_array_equal(got, np.array(values, dtype=np.float64), err_msg=f"{fmt} {key}")
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+@settings(max_examples=30, deadline=None)
+@given(head=heads(), block=st.integers(1, 4))
+def test_flash_steps_equal_a_loop_reference_bit_for_bit(fmt: str, head: tuple, block: int) -> None:
+    """The flash kernel's scores, P, running sum and output equal a one-query-at-a-time loop reference, for blocks of 1 to 4 keys."""
+    q, k, v, visible, divisor = head
+    lab = precision.compute(q, k, v, visible, divisor, precision.number_format(fmt), "flash", block)
+    expected = reference.flash(q.tolist(), k.tolist(), v.tolist(), visible.tolist(), divisor, fmt, block)
+    for key, values in expected.items():
+        step = lab.step(key)
+        assert step is not None
+        np.testing.assert_array_equal(step.value, np.array(values, dtype=np.float64), err_msg=f"{fmt} {key}")
+
+
 @pytest.mark.parametrize("kernel", precision.KERNELS)
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_each_error_is_what_the_step_carried_in_plus_what_it_added(fmt: str, kernel: str) -> None:
@@ -395,3 +409,15 @@ def test_a_bfloat16_running_sum_stops_at_256_and_float32_accumulators_do_not() -
     assert "for 'x' it ends at 256 where the exact sum is 600 (57.3% off" in said
     assert "once a running sum reaches 256, adding 1 no longer changes it" in said
     assert "sum to 2.34375 in bfloat16, not 1: they were divided by that running sum" in said
+
+
+def test_long_step_tables_show_their_first_and_last_rows_and_columns_unless_full() -> None:
+    """20 tokens: a step's table holds 12 rows and 8 columns with '…' between; --full holds every one of the 20."""
+    tokens = [f"t{i}" for i in range(20)]
+    rows = [[float(i % 3), 1.0] for i in range(20)]
+    s = from_text(f"name: long\ntokens: {tokens}\nQ: {rows}\nK: {rows}\nV: {rows}\nmask: causal\n".replace("'", ""))
+    short, whole = attn.in_dtype(s, "bf16").render("markdown"), attn.in_dtype(s, "bf16").render("markdown", full=True)
+    assert "…" in short and "…" not in whole
+    assert "| t19 |" in short and "| t12 |" not in short and "| t12 |" in whole
+    explained = attn.in_dtype(s, "bf16", word="t19").render("markdown")
+    assert "| t10 |" not in explained and "| t10 |" in attn.in_dtype(s, "bf16", word="t19").render("markdown", full=True)
