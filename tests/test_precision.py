@@ -324,6 +324,38 @@ def lab_of_scenario(s: object, fmt: str, kernel: str) -> precision.Lab:
     return precision.head_lab(h, h.visible, result.scenario.scale.divisor, precision.number_format(fmt), kernel)
 
 
+@pytest.mark.parametrize("fmt", ["bf16", "fp16"])
+@pytest.mark.parametrize("L", [40, 300])
+def test_live_torch_on_random_heads_is_within_one_unit_of_the_formats_last_place(L: int, fmt: str) -> None:
+    """Random causal heads of 40 and 300 keys: torch's eager weights, and every kernel's output, within one unit of the format at the step's size.
+
+    Where torch's float32 exp (vectorised, a few float32 units from the correctly rounded one) or its SIMD sums cross a rounding
+    boundary of the format, the two differ by that one unit: 1 for the weights, the largest |v| for the output.
+    """
+    torch = _torch()
+    from torch.nn import functional
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    rng = np.random.default_rng(L)
+    fmt_ = precision.number_format(fmt)
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[fmt]
+    visible = np.tril(np.ones((L, L), dtype=bool))
+    seen = torch.tensor(visible)
+    q, k, v = (rng.normal(size=(L, 16)) * 2 for _ in range(3))
+    for kernel, backend in (("eager", None), ("sdpa", SDPBackend.MATH), ("flash", SDPBackend.FLASH_ATTENTION)):
+        lab = precision.compute(q, k, v, visible, 4.0, fmt_, kernel)
+        tq, tk, tv = (torch.tensor(lab.step(key).value).to(dtype) for key in "qkv")
+        if backend is None:
+            weights = torch.softmax((tq @ tk.T * 0.25).masked_fill(~seen, float("-inf")), -1)
+            assert np.max(np.abs(_numbers(weights) - lab.step("weights").value)) <= fmt_.epsilon
+            out = weights @ tv
+        else:
+            with sdpa_kernel(backend):
+                out = functional.scaled_dot_product_attention(tq[None, None], tk[None, None], tv[None, None], attn_mask=seen, scale=0.25)[0, 0]
+        largest_v = np.max(np.abs(lab.step("v").value))
+        assert np.max(np.abs(_numbers(out) - lab.step("output").value)) <= fmt_.epsilon * largest_v, kernel
+
+
 def test_live_torch_overflows_as_the_lab_does() -> None:
     """torch's eager attention in float16 on q·k = 90,000 gives ∞ scores and NaN weights where the lab does; SDPA's math backend stays finite and equal."""
     torch = _torch()
