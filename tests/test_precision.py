@@ -453,3 +453,13 @@ def test_long_step_tables_show_their_first_and_last_rows_and_columns_unless_full
     assert "| t19 |" in short and "| t12 |" not in short and "| t12 |" in whole
     explained = attn.in_dtype(s, "bf16", word="t19").render("markdown")
     assert "| t10 |" not in explained and "| t10 |" in attn.in_dtype(s, "bf16", word="t19").render("markdown", full=True)
+
+
+def test_float16_weights_below_its_smallest_number_underflow_to_0_and_are_narrated() -> None:
+    """Scores 25 and 0: e^-25 = 1.4e-11 is a float32 number but a float16 weight of 0; the step and the lesson say so."""
+    s = from_text(HOT.replace("[[4, 0], [0, 4], [3, 3]]", "[[5, 0], [0, 4], [3, 3]]").replace("[[4, 0], [0, 4], [1, 1]]", "[[5, 0], [0, 4], [1, 1]]"))
+    lab = lab_of_scenario(s, "fp16", "eager")
+    assert lab.step("weights").underflowed[0].sum() == 2 and not lab.step("exp").underflowed.any()
+    text = " ".join(attn.in_dtype(s, "fp16", word="a").render("markdown").replace("\\", "").split())
+    assert "2 underflowed to 0." in text
+    assert "2 weights underflowed to 0 in float16 (below half its smallest number, 5.96e-08): those keys get no weight at all" in text

@@ -69,6 +69,11 @@ class Format(NamedTuple):
         return float(_finfo(self.dtype).tiny)
 
     @property
+    def smallest(self) -> float:
+        """The smallest positive number of the format (a subnormal): 5.96e-08 in float16; half of it and less rounds to 0."""
+        return float(_finfo(self.dtype).smallest_subnormal)
+
+    @property
     def epsilon(self) -> float:
         """The spacing of the format's numbers at 1: 2⁻⁷ in bfloat16, 2⁻¹⁰ in float16, 2⁻²³ in float32."""
         return float(_finfo(self.dtype).eps)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from attncli.core.engine import RunResult
-from attncli.core.precision import Format, Lab, Step
+from attncli.core.precision import FLOAT32, Format, Lab, Step
 from attncli.document.blocks import Block, Document, Heading, Note, Paragraph, Table, Values
 from attncli.document.numbers import fixed, plain, significant, vector
 
@@ -110,10 +110,13 @@ def lessons(lab: Lab, rows: Sequence[int], precision: int, queries: Sequence[str
     else:
         said.append(f"{limit}; the largest score here is {fixed(top, precision)}, so e^(score) would fit, and the kernel subtracts each "
                     "row's maximum anyway, so that no score can overflow: its largest exponential is e^0 = 1.")  # fmt: skip
-    exp = lab.step("exp")
-    if exp is not None and (under := int(exp.underflowed[list(rows)].sum())):
-        said.append(f"{under} exponential{'s' * (under > 1)} underflowed to 0 in {exp.held_in}: a key that far below the row's maximum "
-                    "gets no weight at all.")  # fmt: skip
+    for key, what in (("exp", "exponential"), ("weights", "weight")):
+        made = lab.step(key)
+        if made is not None and (under := int(made.underflowed[list(rows)].sum())):
+            held = FLOAT32 if made.held_in == FLOAT32.name else fmt
+            said.append(f"{under} {what}{'s' * (under > 1)} underflowed to 0 in {held.name} (below half its smallest number, "
+                        f"{held.smallest:.3g}): {'those keys get' if under > 1 else 'that key gets'} no weight at all, "
+                        "though the exact weight is not 0.")  # fmt: skip
     exp_sum = lab.step("exp_sum")
     if exp_sum is not None and lab.kernel == "naive":
         said.append(_accumulator(exp_sum, fmt, rows, queries))
