@@ -463,3 +463,12 @@ def test_float16_weights_below_its_smallest_number_underflow_to_0_and_are_narrat
     text = " ".join(attn.in_dtype(s, "fp16", word="a").render("markdown").replace("\\", "").split())
     assert "2 underflowed to 0." in text
     assert "2 weights underflowed to 0 in float16 (below half its smallest number, 5.96e-08): those keys get no weight at all" in text
+
+
+def test_an_infinity_the_kernel_carries_on_adds_nothing_of_its_own() -> None:
+    """q = 1e39 is ∞ in bfloat16: q's own error is ∞, and the scores, ∞ from ∞ inputs, carry ∞ in and add 0 (not ∞ − ∞ = NaN)."""
+    lab = precision.compute(np.array([[1e39, 0.0]]), np.array([[1e39, 0.0], [0.0, 1.0]]), np.array([[1.0], [2.0]]), np.ones((1, 2), dtype=bool),
+                            1.0, precision.number_format("bf16"), "eager")  # fmt: skip
+    scores = lab.step("scores")
+    assert np.isposinf(lab.step("q").own[0, 0]) and np.isposinf(scores.value[0, 0])
+    assert np.isposinf(scores.carried[0, 0]) and scores.own[0, 0] == 0.0

@@ -151,7 +151,7 @@ class Step(NamedTuple):
 def _difference(a: np.ndarray, b: np.ndarray, visible: np.ndarray | None) -> np.ndarray:
     """a − b, 0 where both are the same infinity (a hidden key's −∞) or both NaN, and where the mask hides the cell; NaN where a alone is."""
     with np.errstate(invalid="ignore"):
-        d = a - np.where(np.isinf(b) & (b == a), a, b)
+        d = np.where(np.isinf(b) & (b == a), 0.0, a - b)
         d = np.where(np.isnan(a) & np.isnan(b), 0.0, d)
     return d if visible is None else np.where(visible, d, 0.0)
 
