@@ -51,6 +51,7 @@ def test_eager_and_naive_steps_equal_a_loop_reference_bit_for_bit(fmt: str, kern
         assert step is not None
         got = np.where(np.isneginf(step.value), -np.inf, step.value)
         np.testing.assert_array_equal(got, np.array(values, dtype=np.float64), err_msg=f"{fmt} {key}")
+        np.testing.assert_allclose(step.error, step.carried + step.own, rtol=0, atol=1e-12)  # the split adds up
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -65,6 +66,7 @@ def test_flash_steps_equal_a_loop_reference_bit_for_bit(fmt: str, head: tuple, b
         step = lab.step(key)
         assert step is not None
         np.testing.assert_array_equal(step.value, np.array(values, dtype=np.float64), err_msg=f"{fmt} {key}")
+        np.testing.assert_allclose(step.error, step.carried + step.own, rtol=0, atol=1e-12)  # the split adds up
 
 
 @pytest.mark.parametrize("kernel", precision.KERNELS)
