@@ -37,6 +37,8 @@ KERNELS = {
 }
 
 
+INPUTS = ("The kernel's inputs are the head's exact q, k and v (after any QK-norm and RoPE) rounded once to {fmt}; a model that runs "
+          "in {fmt} has rounded inside its projections and earlier layers too.")
 PAIRS = ("scores", "scaled", "exp", "weights")  # the steps of tokens × tokens: a row per query, a column per key
 KEYS = ("k", "v", "k_scaled")  # the steps with a row per key
 
@@ -250,7 +252,8 @@ def run_document(result: RunResult, labs: dict[int, Lab], precision: int, *, ful
     s = result.scenario
     first = next(iter(labs.values()))
     heading = title(first, s.name or " ".join(s.tokens))
-    blocks: list[Block] = [Heading(heading), Paragraph(f"As {kernel_words(first)}. Each number is the kernel's, with its error (kernel − exact) in brackets.")]
+    blocks: list[Block] = [Heading(heading), Paragraph(f"As {kernel_words(first)}. {INPUTS.format(fmt=first.format.name)} Each number is the "
+                                                       "kernel's, with its error (kernel − exact) in brackets.")]  # fmt: skip
     for h, lab in labs.items():
         if len(labs) > 1 or s.heads > 1:
             blocks.append(Heading(f"Head {h}", 2))
@@ -267,7 +270,7 @@ def explain_document(result: RunResult, lab: Lab, head: int, row: int, precision
     s = result.scenario
     token = s.tokens[row]
     heading = title(lab, f"{token!r}, head {head},")
-    blocks: list[Block] = [Heading(heading), Paragraph(f"As {kernel_words(lab)}.")]
+    blocks: list[Block] = [Heading(heading), Paragraph(f"As {kernel_words(lab)}. {INPUTS.format(fmt=lab.format.name)}")]
     for n, step in enumerate(lab.steps, start=1):
         blocks.append(Heading(f"{n}. {_named(step)}", 2))
         blocks.append(Paragraph(sentence(_row_step(step, row, lab.visible.shape[0]), s.tokens[row : row + 1], s.key_tokens)))
