@@ -272,6 +272,7 @@ def test_run_dtype_json_adds_a_precision_key_to_each_head_and_explain_one_for_it
         (["run", "cat", "--dtype", "bf16", "--kernel", "fast"], "--kernel: found 'fast'"),
         (["run", "cat", "--dtype", "bf16", "--kernel", "eager", "--block-size", "2"], "--kernel: --block-size 2 is the flash kernel's"),
         (["run", "cat", "--dtype", "bf16", "--round-steps", "2"], "--round-steps: --round-steps rounds to decimals"),
+        (["explain", "cat", "--word", "cat", "--kernel", "sdpa"], "--kernel: --kernel says how a --dtype run computes"),
         (["explain", "alibi", "--word", "the", "--dtype", "fp16"], "--dtype: head 1 has more than softmax"),
     ],
 )

@@ -166,6 +166,15 @@ KernelOption = Annotated[
     ),
 ]
 
+def _check_dtype(dtype: str | None, round_steps: int | None) -> str:
+    """The --dtype given; --kernel without it, or it beside --round-steps: one error each."""
+    if dtype is None:
+        raise AttnError("--kernel says how a --dtype run computes, and no --dtype is given", key="--kernel", expected="--dtype bf16, fp16 or fp32 beside it")
+    if round_steps is not None:
+        raise AttnError("--round-steps rounds to decimals, --dtype to a number format", key="--round-steps", expected="one of them")
+    return dtype
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -332,9 +341,7 @@ def run(
         names=flag,
     )
     if dtype is not None or kernel is not None:
-        if round_steps is not None:
-            raise AttnError("--round-steps rounds to decimals, --dtype to a number format", key="--round-steps", expected="one of them")
-        emit(api.in_dtype(loaded, dtype or "", kernel=kernel, block_size=block_size, head=head).document(options), output, force=force)
+        emit(api.in_dtype(loaded, _check_dtype(dtype, round_steps), kernel=kernel, block_size=block_size, head=head).document(options), output, force=force)
         return
     shown = api.run(loaded, round_steps=round_steps) if block_size is None else api.tiles(loaded, block_size, round_steps=round_steps)
     emit(shown.document(options), output, force=force)
@@ -409,9 +416,7 @@ def explain(
     options = Options(format=format, precision=precision, full=full, to_file=output is not None, standalone=standalone,
                       heading_level=heading_level, names=flag)  # fmt: skip
     if dtype is not None or kernel is not None:
-        if round_steps is not None:
-            raise AttnError("--round-steps rounds to decimals, --dtype to a number format", key="--round-steps", expected="one of them")
-        computed = api.in_dtype(loaded, dtype or "", kernel=kernel, block_size=block_size, word=word, position=position, head=head)
+        computed = api.in_dtype(loaded, _check_dtype(dtype, round_steps), kernel=kernel, block_size=block_size, word=word, position=position, head=head)
         emit(computed.document(options), output, force=force)
         return
     explained = api.explain(loaded, word, position=position, head=head, round_steps=round_steps, block_size=block_size)
