@@ -475,3 +475,20 @@ def test_an_infinity_the_kernel_carries_on_adds_nothing_of_its_own() -> None:
     scores = lab.step("scores")
     assert np.isposinf(lab.step("q").own[0, 0]) and np.isposinf(scores.value[0, 0])
     assert np.isposinf(scores.carried[0, 0]) and scores.own[0, 0] == 0.0
+
+
+@pytest.mark.parametrize("kernel", precision.KERNELS)
+def test_the_outputs_error_splits_into_the_inputs_rounding_and_the_kernels_arithmetic(kernel: str) -> None:
+    """explain's sentence: the output's largest error = the rounded inputs' exact attention minus the exact one + the kernel's own part."""
+    text = " ".join(attn.in_dtype("journey-causal", "fp16", kernel=kernel, word="starts").render("markdown").replace("\\", "").split())
+    found = re.search(rf"The output's largest error, {ERROR} \('starts', number (\d)\), is {ERROR} from rounding q, k and v to float16 "
+                      rf"\(the exact attention of the rounded inputs\) and {ERROR} from the kernel's own arithmetic", text)  # fmt: skip
+    assert found is not None
+    error, number, inputs, own = _number(found[1]), int(found[2]), _number(found[3]), _number(found[4])
+    assert abs(inputs + own - error) <= 0.011 * max(abs(inputs), abs(own))
+    lab = lab_of("journey-causal", "fp16", kernel)
+    q, k, v = (lab.step(key).value for key in "qkv")
+    scores = np.where(lab.visible[2], q[2] @ k.T / math.sqrt(2), -np.inf)  # 'starts' is row 3; d_k = 2
+    weights = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
+    exact = lab.step("output").exact[2, number - 1]
+    assert _number(f"{float(weights @ v[:, number - 1] - exact):+.2e}") == inputs

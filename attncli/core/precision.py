@@ -172,6 +172,13 @@ class Lab(NamedTuple):
     steps: tuple[Step, ...]
     logits: np.ndarray  # (L_q, L_k) the exact scaled scores, −∞ where hidden: what a naive e^(score) would exponentiate
     visible: np.ndarray  # (L_q, L_k) bool
+    inputs_output: np.ndarray  # (L_q, d_v) the exact output of the rounded q, k, v: the output's error splits at it into the inputs' and the kernel's
+
+    @property
+    def output_split(self) -> tuple[np.ndarray, np.ndarray]:
+        """(L_q, d_v) twice: the output's error from rounding q, k and v (inputs_output − exact) and from the kernel's own arithmetic (value − inputs_output)."""
+        output = self.steps[-1]
+        return _difference(self.inputs_output, output.exact, None), _difference(output.value, self.inputs_output, None)
 
     def step(self, key: str) -> Step | None:
         return next((s for s in self.steps if s.key == key), None)
@@ -237,7 +244,9 @@ def compute(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray, di
             steps = _flash(qf, kf, vf, q, k, v, visible, divisor, fmt, block)
         else:
             raise AttnError(f"found {kernel!r}", key=option("kernel"), expected="eager, sdpa, flash or naive")
-    return Lab(fmt, kernel, block if kernel == "flash" else None, (*inputs, *steps), np.where(visible, exact_scaled, -np.inf), visible)
+        inputs_output = exact_softmax((qf @ kf.T) / divisor, visible)[3] @ vf  # (L_q, L_k) @ (L_k, d_v) -> (L_q, d_v)
+    return Lab(fmt, kernel, block if kernel == "flash" else None, (*inputs, *steps), np.where(visible, exact_scaled, -np.inf), visible,
+               inputs_output)  # fmt: skip
 
 
 def _softmax32(x: np.ndarray, visible: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -137,6 +137,7 @@ def lessons(lab: Lab, rows: Sequence[int], precision: int, queries: Sequence[str
             said.append(f"The weights of {queries[rows[far]]!r} sum to {significant(float(part[far]), 8)} in {weights.held_in}, not 1: {why}.")
     else:
         said.append("This kernel never holds the weights: it multiplies v by e^(s − m) and divides the output by the sum once at the end.")
+    said.append(_output_split(lab, rows, queries))
     half = 0.5 * 10.0**-precision
     for step in lab.steps:
         per_query = step.key not in KEYS and step.error.shape[0] == lab.visible.shape[0]
@@ -150,6 +151,19 @@ def lessons(lab: Lab, rows: Sequence[int], precision: int, queries: Sequence[str
     else:
         said.append(f"No step's error shows at {precision} decimals: {fmt.name} agrees with the exact values to every digit shown.")
     return said
+
+
+def _output_split(lab: Lab, rows: Sequence[int], queries: Sequence[str]) -> str:
+    """Where the output's largest error (on `rows`) comes from: rounding q, k and v, or the kernel's own arithmetic."""
+    output = lab.steps[-1]
+    inputs, kernel = lab.output_split
+    picked = list(rows)
+    part = np.abs(output.error[picked])
+    r, c = (int(x) for x in np.unravel_index(int(np.argmax(np.where(np.isnan(part), np.inf, part))), part.shape))
+    i = picked[r]
+    return (f"The output's largest error, {error_text(float(output.error[i, c]))} ({queries[i]!r}, number {c + 1}), is "
+            f"{error_text(float(inputs[i, c]))} from rounding q, k and v to {lab.format.name} (the exact attention of the rounded inputs) "
+            f"and {error_text(float(kernel[i, c]))} from the kernel's own arithmetic.")
 
 
 def _accumulator(step: Step, fmt: Format, rows: Sequence[int], queries: Sequence[str]) -> str:
@@ -348,5 +362,6 @@ def lab_json(lab: Lab, rows: Sequence[int] | None = None) -> dict[str, Any]:
     return {
         "dtype": lab.format.key, "format": lab.format.name, "kernel": lab.kernel, "block_size": lab.block, "exp_limit": lab.format.exp_limit,
         "largest": lab.format.largest, "epsilon": lab.format.epsilon, "steps": steps,
+        "output_of_rounded_inputs": lab.inputs_output if rows is None else lab.inputs_output[list(rows)],
         "weight_sums": None if sums is None else (sums if rows is None else sums[list(rows)]),
     }  # fmt: skip
