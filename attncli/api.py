@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from attncli.core.engine import RunResult
     from attncli.core.explain import Explanation
     from attncli.core.heads import HeadMap
+    from attncli.core.precision import Lab
     from attncli.core.variance import VarianceRow
     from attncli.document import blocks
     from attncli.document.blocks import ExplainArticle, RunDocument, Table
@@ -494,6 +495,109 @@ def tiles(scenario: Scenario | str | Path, block_size: int, *, round_steps: int 
     loaded = _scenario(scenario)
     refuse_softmax_only(loaded, "block_size", "FlashAttention's online softmax")
     return Tiled(engine.run(loaded, round_steps=round_steps), block_size)
+
+
+@record
+class InDtype(_Shown):
+    """A scenario's heads computed in a number format by a kernel (core.precision), beside the exact run; `labs` by head, from 1.
+
+    With `row` (a query row, from 0, and `explanation`, explain's), the document follows that query; else every head's every step.
+    """
+
+    result: RunResult
+    labs: dict[int, Lab]
+    row: int | None = None
+    explanation: Explanation | None = None
+
+    def document(self, options: Options) -> Document:
+        from attncli.document.blocks import mentioned
+        from attncli.document.pages import ReportPage
+        from attncli.formats import render
+        from attncli.walkthroughs import data as json_data
+        from attncli.walkthroughs import precision as walk
+
+        s = self.result.scenario
+        p = decimals(options.precision, s.precision, None)
+        if self.row is None or self.explanation is None:
+            heads = options.heads or list(self.labs)
+            for head in heads:
+                s.head_numbers(_whole(head, "heads"))
+            labs = {h: self.labs[h] for h in heads}
+
+            def run_data() -> dict[str, Any]:
+                from attncli.document import stages
+
+                doc = json_data.run_json(self.result, stages.STAGE_NAMES, heads)
+                for entry, head in zip(doc["heads"], heads):
+                    entry["precision"] = walk.lab_json(labs[head])
+                return doc
+
+            tidied = options.format is Format.csv
+
+            def run_report() -> blocks.Document:
+                return mentioned(walk.run_document(self.result, labs, p, full=options.full, tidied=tidied), options.names)
+
+            return render(ReportPage(run_report, lambda: [], run_data, p), options)
+        expl, row = self.explanation, self.row
+        lab = self.labs[expl.head.head]
+
+        def explain_data() -> dict[str, Any]:
+            doc = json_data.explain_json(expl)
+            doc["precision"] = walk.lab_json(lab, [row])
+            return doc
+
+        def explain_report() -> blocks.Document:
+            made = walk.explain_document(self.result, lab, expl.head.head, row, p, full=options.full, tidied=options.format is Format.csv)
+            return mentioned(made, options.names)
+
+        return render(ReportPage(explain_report, lambda: [], explain_data, p), options)
+
+    def _about(self) -> str:
+        lab = next(iter(self.labs.values()))
+        return f"of {self.result.scenario.name!r} in {lab.format.name}, kernel {lab.kernel}"
+
+
+def in_dtype(
+    scenario: Scenario | str | Path,
+    dtype: str,
+    *,
+    kernel: str | None = None,
+    block_size: int | None = None,
+    word: str | None = None,
+    position: int | None = None,
+    head: int | None = None,
+) -> InDtype:
+    """Every head (or, with `word` or `position`, that query of head `head`) computed in `dtype` (bf16, fp16, fp32) as `kernel` computes it.
+
+    `kernel`: "eager" (torch's eager attention; the default), "sdpa" (its math backend), "flash" (float32 accumulators, the
+    default with `block_size`, which is the flash kernel's keys a block) or "naive" (every operation in the format, no float32). Each step is kept beside the exact float64 value.
+    """
+    from attncli.core import engine
+    from attncli.core import precision as lab
+
+    dtype = _choice(dtype, "dtype", lab.FORMATS)
+    kernel = None if kernel is None else _choice(kernel, "kernel", lab.KERNELS)
+    block_size = None if block_size is None else _whole(block_size, "block_size")
+    check_block_size(block_size)
+    if block_size is not None and kernel not in (None, "flash"):
+        raise AttnError(f"{option('block_size')} {block_size} is the flash kernel's keys a block, and the kernel is {kernel}", key=option("kernel"),
+                        expected=f"{option('kernel')} flash, or no {option('block_size')}")  # fmt: skip
+    kernel = kernel or ("flash" if block_size is not None else "eager")
+    fmt = lab.number_format(dtype)
+    loaded = _scenario(scenario)
+    explanation, row = None, None
+    if word is not None or position is not None:
+        from attncli.core.explain import explain_scenario, find_word
+
+        head = 1 if head is None else _whole(head, "head")
+        loaded.head_numbers(head)
+        where, others = find_word(loaded, _optional_text(word, "word"), None if position is None else _whole(position, "position"))
+        explanation, row = explain_scenario(loaded, position=where, head=head, others=others), where - 1
+    result = engine.run(loaded)
+    numbers = [head] if head is not None else list(range(1, loaded.heads + 1))
+    divisor = loaded.scale.divisor
+    labs = {h: lab.head_lab(result.head(h), result.head(h).visible, divisor, fmt, kernel, block_size) for h in numbers}
+    return InDtype(result, labs, row, explanation)
 
 
 def _whole_number(n: int) -> str:

@@ -146,6 +146,35 @@ BlockOption = Annotated[
     typer.Option("--block-size", min=1, metavar="B", help="FlashAttention's online softmax: take the keys B at a time, with a running maximum, sum and output."),
 ]
 
+DtypeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dtype",
+        metavar="bf16|fp16|fp32",
+        help="Compute the heads in bfloat16, float16 or float32 as a real kernel does (--kernel), each step beside the exact value with its "
+        "error and where it comes from (the inputs' rounding, the step's own, overflow, underflow).",
+    ),
+]
+KernelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--kernel",
+        metavar="eager|sdpa|flash|naive",
+        help="With --dtype, whose order of operations and roundings: torch's eager attention (default), SDPA's math backend, "
+        "FlashAttention's float32 accumulators (the default with --block-size, its keys a block), as torch runs them on a CPU; or naive: "
+        "every product, sum, exponential and division in the format, no float32.",
+    ),
+]
+
+def _check_dtype(dtype: str | None, round_steps: int | None) -> str:
+    """The --dtype given; --kernel without it, or it beside --round-steps: one error each."""
+    if dtype is None:
+        raise AttnError("--kernel says how a --dtype run computes, and no --dtype is given", key="--kernel", expected="--dtype bf16, fp16 or fp32 beside it")
+    if round_steps is not None:
+        raise AttnError("--round-steps rounds to decimals, --dtype to a number format", key="--round-steps", expected="one of them")
+    return dtype
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -268,6 +297,8 @@ def run(
         int | None,
         typer.Option("--block-size", min=1, metavar="B", help="Show FlashAttention's tiled computation instead: queries and keys B at a time, each tile's running maxima and sums, and the memory it needs."),
     ] = None,
+    dtype: DtypeOption = None,
+    kernel: KernelOption = None,
     output: OutputOption = None,
     force: ForceOption = False,
     max_cells: MaxCellsOption = None,
@@ -283,6 +314,7 @@ def run(
       attncli run cat --round-steps 3
       attncli run --model models/gpt2 --layer 5 --sentence "When Mary and John went to the store" --head 3
       attncli run journey-causal --block-size 2
+      attncli run journey-causal --dtype fp16      # each step as torch computes it in float16, beside the exact value
     """
     from attncli import api
     from attncli.cli.model import choose_scenario
@@ -308,6 +340,9 @@ def run(
         long_notes=long_notes,
         names=flag,
     )
+    if dtype is not None or kernel is not None:
+        emit(api.in_dtype(loaded, _check_dtype(dtype, round_steps), kernel=kernel, block_size=block_size, head=head).document(options), output, force=force)
+        return
     shown = api.run(loaded, round_steps=round_steps) if block_size is None else api.tiles(loaded, block_size, round_steps=round_steps)
     emit(shown.document(options), output, force=force)
 
@@ -340,6 +375,8 @@ def explain(
     precision: PrecisionOption = None,
     round_steps: RoundOption = None,
     block_size: BlockOption = None,
+    dtype: DtypeOption = None,
+    kernel: KernelOption = None,
     format: FormatOption = Format.table,
     full: Annotated[bool, typer.Option("--full", help="Show every term of every sum, every key and every matrix, however long.")] = False,
     lens: Annotated[
@@ -365,6 +402,7 @@ def explain(
       attncli explain -s my.yaml --word the --position 5 --format json
       attncli explain --model models/gpt2 --layer 5 --sentence "When Mary and John went to the store" --word Mary --head 3
       attncli explain --word cat --block-size 2    # ... and FlashAttention's online softmax, 2 keys at a time
+      attncli explain journey --word starts --dtype bf16   # ... as torch computes it in bfloat16, step by step, beside the exact value
     """
     from attncli import api
     from attncli.cli.model import choose_scenario
@@ -380,9 +418,13 @@ def explain(
         from attncli.sources.arguments import text_argument
 
         word = text_argument(word, "--word")
-    explained = api.explain(loaded, word, position=position, head=head, round_steps=round_steps, block_size=block_size, lens=lens)
     options = Options(format=format, precision=precision, full=full, to_file=output is not None, standalone=standalone,
                       heading_level=heading_level, names=flag)  # fmt: skip
+    if dtype is not None or kernel is not None:
+        computed = api.in_dtype(loaded, _check_dtype(dtype, round_steps), kernel=kernel, block_size=block_size, word=word, position=position, head=head)
+        emit(computed.document(options), output, force=force)
+        return
+    explained = api.explain(loaded, word, position=position, head=head, round_steps=round_steps, block_size=block_size, lens=lens)
     emit(explained.document(options), output, force=force)
 
 
