@@ -542,7 +542,7 @@ def heads(
     compare_model: Annotated[Path | None, typer.Option("--compare-model", metavar="DIR", help="Compare every head with the same heads of this checkpoint (same architecture) on the same sentence, or on --compare-sentence.")] = None,
     compare_sentence: Annotated[str | None, typer.Option("--compare-sentence", metavar="TEXT", help="Compare every head with the same heads on this sentence (as many tokens as --sentence).")] = None,
     precision: PrecisionOption = None,
-    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", click_type=FORMAT_CHOICE, help="Output format: table (the grid and the statistics), json, markdown (the statistics and readings), csv, svg (the grid), html (a page with both) or typst.")] = Format.table,
+    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", click_type=FORMAT_CHOICE, help="Output format: table (the grid and the statistics), json, markdown (the statistics and readings), csv, svg (the grid), png (the svg drawn), html (a page with both) or typst.")] = Format.table,
     standalone: StandaloneOption = None,
     interactive: Annotated[bool, typer.Option("--interactive", help="With --format html: a page to explore, one self-contained file: click a head for its labelled weights, hover over a query's row to shade the sentence, choose a layer and head, light or dark.")] = False,
     output: OutputOption = None,

@@ -110,7 +110,7 @@ def _json(doc: dict[str, Any]) -> Iterator[bytes]:
 # -- attncli model dequant ------------------------------------------------------------------
 
 
-def dequant_document(model: Path, tensor: str, *, block: int, fmt: str, to_file: bool) -> str | Iterator[bytes]:
+def dequant_document(model: Path, tensor: str, *, block: int, fmt: str, to_file: bool) -> str | Iterator[bytes] | bytes:
     """One block of a GGUF tensor becoming numbers: an attncli.gguf-dequant/1 JSON document, or the walk-through in any other format."""
     from attncli.formats import render_document
     from attncli.sources.checkpoints.gguf import gguf_path
@@ -123,4 +123,8 @@ def dequant_document(model: Path, tensor: str, *, block: int, fmt: str, to_file:
     doc = dequant_data(path, tensor, block)
     if fmt == "json":
         return _json(doc)
+    if fmt == "png":  # the SVG's text, drawn
+        from attncli.formats.pngout import rasterised
+
+        return rasterised(render_document(dequant_report(doc), "svg", to_file=to_file))
     return render_document(dequant_report(doc), fmt, to_file=to_file)
