@@ -36,7 +36,7 @@ def test_a_command_with_backticks_is_a_markdown_code_span_that_shows_it_whole(cl
     shown = [e.text for e in renderers.html_elements(renderers.markdown_html(result.stdout)) if e.tag == "code"]
     terminal = [line.strip() for line in cli("heads", "--model", GPT2, "--sentence", BACKTICKED, "--word", "cat", "--to", "The", "--top", "2").stdout.splitlines()
                 if line.strip().startswith("attncli explain")]  # fmt: skip
-    assert len(shown) == 2 and shown == terminal and all("`cat`" in command for command in shown)
+    assert len(shown) == 2 and shown == terminal and all("\\`cat\\`" in command for command in shown)
 
 
 @pytest.mark.parametrize("text", ["plain", "a`b", "``x``", "`lead", "trail`", " both ", "```"])
@@ -92,3 +92,27 @@ def test_each_page_of_the_map_is_a_whole_typst_document_with_standalone(cli, hos
     assert result.exit_code == 0, result.stderr
     assert result.stdout.startswith("#set document(") and compiled(result.stdout).startswith(b"%PDF")
     assert "#set page" not in cli("heads", hostile, *extra, "--format", "typst").stdout
+
+
+@pytest.mark.parametrize("text", ["The animal didn't cross", BACKTICKED, 'say "hi", it\'s \\ ok', "it's!", "plain", "two words", "$HOME"])
+def test_an_explain_command_quotes_a_sentence_so_that_a_shell_reads_it_back(text):
+    """shell_word: double quotes (with backslashes before " $ ` \\) for a sentence with an apostrophe, never 'didn'"'"'t' unless a
+    ! forces it; bash reads each word back as the text itself."""
+    import shutil
+    import subprocess
+
+    from attncli.cli.model import shell_word
+
+    word = shell_word(text)
+    if "'" in text and "!" not in text:
+        assert word.startswith('"') and "'\"'\"'" not in word
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash to read the command back")
+    assert subprocess.run([bash, "-c", f"printf %s {word}"], capture_output=True, text=True, check=True).stdout == text
+
+
+def test_the_map_s_explain_command_for_a_sentence_with_backticks_reads_at_a_glance(cli):
+    """The sentence 'The `cat` didn't $HOME' is one double-quoted word in the command, with backslashes where the shell needs them."""
+    result = cli("heads", "--model", GPT2, "--sentence", BACKTICKED, "--word", "cat", "--to", "The", "--top", "1")
+    assert '--sentence "The \\`cat\\` didn\'t \\$HOME" --word cat' in result.stdout

@@ -79,14 +79,15 @@ def explain_command(call: ExplainCall) -> str:
 
 
 def shell_word(text: str) -> str:
-    """`text` as one shell word a person reads at a glance: bare, in single quotes, or in double quotes when it holds a ' and
-    nothing a shell expands inside double quotes ("The animal didn't cross"; shlex would write 'didn'"'"'t')."""
+    """`text` as one shell word a person reads at a glance: bare, in single quotes, or in double quotes when it holds a '
+    ("The animal didn't cross"; shlex would write 'didn'"'"'t'), with a backslash before each " $ ` and \\ the shell would
+    read inside them; with a ! (history expansion in an interactive bash, which no backslash stops) as shlex writes it."""
+    import re
     import shlex
 
-    quoted = shlex.quote(text)
-    if "'" in text and not any(c in text for c in '"$`\\!'):
-        return f'"{text}"'
-    return quoted
+    if "'" in text and "!" not in text:
+        return '"' + re.sub(r'(["$`\\])', r"\\\1", text) + '"'
+    return shlex.quote(text)
 
 
 # -- attncli model info and attncli model tokens ----------------------------------------------
