@@ -116,3 +116,24 @@ def test_the_map_s_explain_command_for_a_sentence_with_backticks_reads_at_a_glan
     """The sentence 'The `cat` didn't $HOME' is one double-quoted word in the command, with backslashes where the shell needs them."""
     result = cli("heads", "--model", GPT2, "--sentence", BACKTICKED, "--word", "cat", "--to", "The", "--top", "1")
     assert '--sentence "The \\`cat\\` didn\'t \\$HOME" --word cat' in result.stdout
+
+
+def test_variance_is_a_whole_document_with_standalone_or_a_fragment(cli):
+    """variance takes --standalone/--fragment as run does (it was 'No such option'): Typst with its page set compiles, HTML a <div>."""
+    from tests.test_typst import compiled
+
+    small = ("variance", "--samples", "200", "--dims", "1,8")
+    typst_doc = cli(*small, "--format", "typst", "--standalone")
+    assert typst_doc.exit_code == 0, typst_doc.stderr
+    assert typst_doc.stdout.startswith("#set document(") and compiled(typst_doc.stdout).startswith(b"%PDF")
+    assert "#set page" not in cli(*small, "--format", "typst").stdout
+    fragment = cli(*small, "--format", "html", "--fragment").stdout
+    assert fragment.startswith('<div class="attncli">') and "<html" not in fragment.lower()
+    assert "\\documentclass" in cli(*small, "--format", "latex", "--standalone").stdout
+
+
+def test_variance_as_a_latex_article_compiles_with_pdflatex(cli, latex_tools, tmp_path):
+    """variance --format latex --standalone is an article pdflatex compiles, with its table's columns and samples in the text."""
+    article = cli("variance", "--samples", "200", "--dims", "1,8", "--format", "latex", "--standalone").stdout
+    text = renderers.pdf_text(renderers.pdflatex(article, tmp_path))
+    assert "200 samples per d" in text and "var scaled" in text and "8.02 (8)" in text

@@ -614,6 +614,7 @@ def variance(
     keys: Annotated[int, typer.Option(min=2, max=4096, metavar="L", help="Keys each query is compared with for the largest softmax weight.")] = 16,
     seed: Annotated[int, typer.Option(min=0, metavar="S", help="Random seed: the same seed gives the same numbers.")] = 0,
     format: FormatOption = Format.table,
+    standalone: StandaloneOption = None,
     output: OutputOption = None,
     force: ForceOption = False,
 ) -> None:
@@ -636,7 +637,7 @@ def variance(
     total = samples * len(widths)
     with _progress(total, label="Sampling", show=sys.stderr.isatty() and samples * keys * sum(widths) > 50_000_000) as advance:
         varied = api.variance(widths, samples=samples, keys=keys, seed=seed, advance=advance)
-    emit(varied.document(Options(format, to_file=output is not None, names=flag)), output, force=force)
+    emit(varied.document(Options(format, to_file=output is not None, standalone=standalone, names=flag)), output, force=force)
 
 
 def _note(line: str) -> None:
