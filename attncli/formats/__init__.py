@@ -106,6 +106,8 @@ def _checked(options: Options) -> Options:
         parse(",".join(options.stages))  # a stage that does not exist is one error, not a page without it
     if options.interactive and options.format is not Format.html:
         raise AttnError(f"found {options.format.value}: the page to explore is HTML", key=option("interactive"), expected=f"{option('format')} html")
+    if options.interactive and options.standalone is False:  # its script and styles are the page's own: no fragment to paste
+        raise AttnError("found a fragment: the page to explore is one whole page", key=option("interactive"), expected=f"a page (the default), or a fragment without {option('interactive')}")
     return options
 
 
