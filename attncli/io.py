@@ -88,6 +88,13 @@ def _refuse_binary_on_terminal(document: Content, fd: int) -> None:
                         expected=f"{option('output')} FILE.png, or a pipe or redirection (> FILE.png)")  # fmt: skip
 
 
+def check_binary_target(path: Path | None) -> None:
+    """Refuse at once a binary document bound for a terminal's stdout, as write_stdout would after the work (see check_target)."""
+    fd = _descriptor_of(sys.stdout) if path is None and sys.stdout is not None else None
+    if fd is not None:
+        _refuse_binary_on_terminal(b"", fd)
+
+
 def _descriptor_of(stream: object) -> int | None:
     """The file descriptor under a standard stream, or None when it has none (a test's in-memory stream)."""
     try:

@@ -116,11 +116,14 @@ def test_a_png_is_written_atomically_to_its_file_and_export_names_it_png(cli, tm
 
 
 def test_a_png_is_refused_on_a_terminal_with_one_line():
-    """Binary output to a terminal (stdout, or -o /dev/stdout) is one clear line and nothing on the screen; a pipe gets the PNG."""
-    for extra in ((), ("-o", "/dev/stdout")):
+    """Binary output to a terminal (stdout, or -o /dev/stdout) is one clear line and nothing on the screen; a pipe gets the PNG.
+
+    heads says so before its forward pass: a sentence too long for the model, which the pass would refuse, is not reached."""
+    too_long = ("heads", "--model", GPT2, "--sentence", " ".join(["cat"] * 40))
+    for command in (("run", "cat"), ("run", "cat", "-o", "/dev/stdout"), too_long):
         leader, follower = pty.openpty()
         try:
-            done = subprocess.run([sys.executable, "-m", "attncli", "run", "cat", "--format", "png", *extra], stdout=follower,
+            done = subprocess.run([sys.executable, "-m", "attncli", *command, "--format", "png"], stdout=follower,
                                   stderr=subprocess.PIPE, timeout=120)  # fmt: skip
             os.set_blocking(leader, False)
             shown = b""  # what reached the terminal: nothing

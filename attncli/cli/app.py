@@ -21,7 +21,7 @@ from typer._types import TyperChoice  # the Choice Typer makes of an Enum (typer
 from attncli import __version__
 from attncli.errors import AttnError, ExitStatus, did_you_mean, visible
 from attncli.formats import Format, Options
-from attncli.io import check_target, emit, print_error, print_internal_error, print_line, silence_stdout
+from attncli.io import check_binary_target, check_target, emit, print_error, print_internal_error, print_line, silence_stdout
 from attncli.sources import builtin
 
 if TYPE_CHECKING:
@@ -579,6 +579,8 @@ def heads(
     from attncli.sources.arguments import text_argument
 
     check_target(output)  # before the forward pass
+    if format is Format.png:
+        check_binary_target(output)  # a terminal refuses a PNG: say so before the forward pass
     # bytes that are not UTF-8 are one line here, as for run and explain (the tokenizer's child process failed on them: exit 70)
     sentence, word, compare_sentence, to = (None if text is None else text_argument(text, name)
                                             for text, name in ((sentence, "--sentence"), (word, "--word"), (compare_sentence, "--compare-sentence"), (to, "--to")))  # fmt: skip
