@@ -262,7 +262,10 @@ def chromium_screenshot(svg: str, size: tuple[int, int], *, scale: int, fonts: P
         pytest.skip("no Chromium to draw the SVG with (apt-get install chromium; scripts/install-test-tools.sh does)")
     config = folder / "fonts.conf"
     config.write_text(f'<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n<fontconfig><dir>{fonts}</dir>'
-                      f"<cachedir>{folder / 'fontcache'}</cachedir></fontconfig>\n", encoding="utf-8")  # fmt: skip
+                      f"<cachedir>{folder / 'fontcache'}</cachedir>"
+                      "<alias><family>monospace</family><prefer><family>DejaVu Sans Mono</family></prefer></alias>"
+                      "<alias><family>sans-serif</family><prefer><family>DejaVu Sans</family></prefer></alias>"
+                      "</fontconfig>\n", encoding="utf-8")  # fmt: skip  # the generic families as resvg is told them
     args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
     width, height = size
     with sync_api.sync_playwright() as p:

@@ -20,13 +20,15 @@ from tests import renderers
 ROOT = Path(__file__).resolve().parent.parent
 GPT2 = str(ROOT / "tests/checkpoints/gpt2")
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
-# One command per kind of figure: a head's heatmap (run), a query's row (explain), the map, the shaded sentence, a report.
+# One command per kind of figure: a head's heatmap (run), a query's row (explain), the map, the shaded sentence, a report's
+# figures and a report's text.
 FIGURES = {
     "run": ("run", "cat"),
     "explain": ("explain", "cat", "--word", "sat"),
     "heads": ("heads", "--model", GPT2, "--sentence", "The cat sat on the mat"),
     "shade": ("heads", "--model", GPT2, "--sentence", "The cat sat on the mat", "--word", "sat", "--layer", "2"),
     "report": ("decode", "journey-causal"),
+    "text": ("model", "info", GPT2),  # a report without figures: its text as the terminal's lines, in DejaVu Sans Mono
 }
 
 resvg_py = pytest.importorskip("resvg_py", reason="the PNG tests need resvg: pip install 'attncli[png]' (the test extra installs it)")
