@@ -1,12 +1,13 @@
 """PNG figures, for the newsletters and platforms that take no SVG: the very SVG `svg.py` writes, rasterised by resvg.
 
 Not a second drawing: each function takes the SVG of its page (a run's heatmaps, an explanation's row, a
-report's figures or text, the head map, the shaded sentence) and hands it to resvg (the `resvg-py` wheel, `pip install "attncli[png]"`),
-so the PNG shows what the SVG shows, pixel for pixel up to anti-aliasing. It is drawn at twice the SVG's
-size, for high-density screens (a post shows it at the SVG's width). Its text is set in the DejaVu Sans
-(and, where the SVG asks for a monospace font, DejaVu Sans Mono) shipped in `fonts/` and nothing else (no system font is read), so a PNG is the same on every machine; a
-character DejaVu Sans lacks (CJK, emoji) shows as its empty box: use SVG for those. The SVG's dark-mode
-colours (a CSS media query) are not applied: a PNG is light.
+report's figures or text, the head map, the shaded sentence) and hands it to resvg (the `resvg-py` wheel,
+`pip install "attncli[png]"`), so the PNG shows what the SVG shows, pixel for pixel up to anti-aliasing. It
+is drawn at twice the SVG's size, for high-density screens (a post shows it at the SVG's width). Its text is
+set in the DejaVu Sans (and, where the SVG asks for a monospace font, DejaVu Sans Mono) shipped in `fonts/`
+and nothing else (no system font is read), so a PNG is the same on every machine; a character DejaVu Sans
+lacks (CJK, emoji) shows as an empty box: use SVG for those. The SVG's dark-mode colours (a CSS media
+query) are not applied: a PNG is light.
 """
 
 from __future__ import annotations
