@@ -73,6 +73,36 @@ def test_text_is_drawn_with_the_bundled_fonts_and_no_system_font(cli):
     assert (bare[title][..., :3].sum(axis=2) < 200).sum() == 0
 
 
+def test_the_bundled_fonts_characters_are_those_fontconfig_reads_from_them():
+    """pngout's cmap reader gives each bundled font's code points exactly as fontconfig's fc-query lists them."""
+    import shutil
+
+    if shutil.which("fc-query") is None:
+        pytest.skip("fontconfig's fc-query is not installed (Debian: fontconfig)")
+    for name in pngout.FONT_FILES:
+        listed = subprocess.run(["fc-query", "--format", "%{charset}", str(pngout.FONTS / name)], capture_output=True, text=True, check=True)
+        expected = {c for part in listed.stdout.split() for c in range(int(part.split("-")[0], 16), int(part.split("-")[-1], 16) + 1)}
+        assert pngout.cmap_code_points((pngout.FONTS / name).read_bytes()) == expected, name
+    assert {ord(c) for c in "×Σ√←…␣·–’"} <= pngout.bundled_characters() and ord("猫") not in pngout.bundled_characters()
+
+
+def test_a_character_the_bundled_fonts_lack_is_drawn_from_the_machine_s_fonts(cli, tmp_path):
+    """A token 猫 (no DejaVu glyph) takes the machine's font that has it, not an empty box; Latin-only figures never read them."""
+    import shutil
+
+    fc_list = shutil.which("fc-list")
+    if fc_list is None or not subprocess.run([fc_list, ":charset=732b"], capture_output=True, text=True).stdout.strip():
+        pytest.skip("no font here draws 猫 (Debian: fonts-droid-fallback; scripts/install-test-tools.sh installs it)")
+    made = cli("scenarios", "new", "a b c", "--d-model", "2", "--seed", "1").stdout
+    assert 'sentence: "a b c"' in made
+    (tmp_path / "cjk.yaml").write_text(made.replace('sentence: "a b c"', 'tokens: ["猫", "b", "c"]'), encoding="utf-8")
+    svg = drawn(cli, ("run", str(tmp_path / "cjk.yaml")), "svg").decode("utf-8")
+    boxed = pixels(resvg_py.svg_to_bytes(svg_string=svg, zoom=2, skip_system_fonts=True, sans_serif_family="DejaVu Sans",
+                                         font_files=[str(pngout.FONTS / name) for name in pngout.FONT_FILES]))  # fmt: skip
+    ours = pixels(drawn(cli, ("run", str(tmp_path / "cjk.yaml")), "png"))
+    assert ours.shape == boxed.shape and (np.abs(ours.astype(int) - boxed.astype(int)).max(axis=2) > 64).sum() > 50
+
+
 def test_the_api_returns_the_png_bytes_and_render_refuses_binary():
     """result.png() is the command's PNG; render('png') is one AttnError pointing at png() (render returns text)."""
     ran = attn.run("cat")

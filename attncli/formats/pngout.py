@@ -5,15 +5,19 @@ report's figures or text, the head map, the shaded sentence) and hands it to res
 `pip install "attncli[png]"`), so the PNG shows what the SVG shows, pixel for pixel up to anti-aliasing. It
 is drawn at twice the SVG's size, for high-density screens (a post shows it at the SVG's width). Its text is
 set in the DejaVu Sans (and, where the SVG asks for a monospace font, DejaVu Sans Mono) shipped in `fonts/`
-and nothing else (no system font is read), so a PNG is the same on every machine; a character DejaVu Sans
-lacks (CJK, emoji) shows as an empty box: use SVG for those. The SVG's dark-mode colours (a CSS media
-query) are not applied: a PNG is light.
+and no system font, so a PNG is the same on every machine. Only a figure with a character those fonts lack
+(CJK, emoji: their cmap tables say which) lets resvg read the machine's fonts too, for those characters:
+such a PNG depends on the fonts installed, and where none has the character it shows an empty box (SVG
+leaves the reader's fonts to draw it). The SVG's dark-mode colours (a CSS media query) are not applied:
+a PNG is light.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import struct
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -66,7 +70,8 @@ def shade(page: ShadePage, options: Options) -> bytes:
 
 
 def rasterised(svg_text: str) -> bytes:
-    """`svg_text` (one of attncli's SVG figures) drawn by resvg at ZOOM× its size, with the bundled fonts only."""
+    """`svg_text` (one of attncli's SVG figures) drawn by resvg at ZOOM× its size, with the bundled fonts (and the machine's
+    for the characters they lack, if any)."""
     width, height = svg_size(svg_text)
     pixels = width * ZOOM * height * ZOOM
     if pixels > MAX_PIXELS:
@@ -78,9 +83,11 @@ def rasterised(svg_text: str) -> bytes:
         import resvg_py
     except ImportError:
         raise AttnError("PNG needs the resvg rasteriser, which is not installed", key=option("format"), expected=f"{INSTALL}, or svg") from None
+    drawn = bundled_characters()
+    missing = any(ord(c) not in drawn for c in set(svg_text) if c > "~")  # the markup is ASCII, which the fonts draw
     try:
         png: bytes = resvg_py.svg_to_bytes(
-            svg_string=svg_text, zoom=ZOOM, skip_system_fonts=True, font_files=[str(FONTS / name) for name in FONT_FILES],
+            svg_string=svg_text, zoom=ZOOM, skip_system_fonts=not missing, font_files=[str(FONTS / name) for name in FONT_FILES],
             font_family="DejaVu Sans", sans_serif_family="DejaVu Sans", monospace_family="DejaVu Sans Mono",
         )  # fmt: skip
     except (ValueError, RuntimeError) as error:  # resvg refused the figure: one line, not a traceback
@@ -94,3 +101,24 @@ def svg_size(svg_text: str) -> tuple[int, int]:
     if root is None:
         raise ValueError("an attncli SVG states its width and height on its <svg> element")
     return math.ceil(float(root[1])), math.ceil(float(root[2]))
+
+
+@functools.cache
+def bundled_characters() -> frozenset[int]:
+    """The code points the bundled fonts draw, from their cmap tables."""
+    return frozenset().union(*(cmap_code_points((FONTS / name).read_bytes()) for name in FONT_FILES))
+
+
+def cmap_code_points(font: bytes) -> set[int]:
+    """The code points a TrueType font maps to a glyph other than .notdef, read from its full-Unicode cmap subtable
+    (format 12: groups of consecutive code points and glyphs), which each bundled font has."""
+    tables = {font[at : at + 4]: struct.unpack_from(">I", font, at + 8)[0] for at in range(12, 12 + 16 * struct.unpack_from(">H", font, 4)[0], 16)}
+    cmap = tables[b"cmap"]
+    subtables = [struct.unpack_from(">HHI", font, cmap + 4 + 8 * n) for n in range(struct.unpack_from(">H", font, cmap + 2)[0])]
+    at = next(cmap + offset for platform, encoding, offset in subtables
+              if (platform, encoding) == (3, 10) and struct.unpack_from(">H", font, cmap + offset)[0] == 12)  # fmt: skip
+    points: set[int] = set()
+    for n in range(struct.unpack_from(">I", font, at + 12)[0]):
+        start, end, glyph = struct.unpack_from(">III", font, at + 16 + 12 * n)  # start … end map to glyph, glyph + 1, …
+        points.update(c for c in range(start, end + 1) if glyph + c - start)
+    return points
