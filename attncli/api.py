@@ -268,7 +268,16 @@ class _Shown:
 
     def render(self, format: Format | str = Format.markdown, **options: Any) -> str:
         """The result as text in `format` (any `attncli.formats.Format`: table, json, markdown, latex, typst …), as the command prints it."""
-        return text_of(self.document(render_options(format, **options)))
+        chosen = render_options(format, **options)
+        if chosen.format is Format.png:
+            raise AttnError("a PNG is binary, not text", key=option("format"), expected="result.png() for its bytes, or svg")
+        return text_of(self.document(chosen))
+
+    def png(self, **options: Any) -> bytes:
+        """The result's figure as the bytes of a PNG file: its SVG drawn by resvg (`pip install "attncli[png]"`), as `--format png`."""
+        document = self.document(render_options(Format.png, **options))
+        assert isinstance(document, bytes)
+        return document
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Each result's `document(options)` checks that `options` are Options before drawing (a dict was an AttributeError)."""

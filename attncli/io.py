@@ -35,14 +35,16 @@ from types import FrameType
 
 from attncli.errors import AttnError, keyword, option, shorten, visible
 
+Content = str | bytes | Iterable[bytes]  # text, a binary file (PNG), or UTF-8 chunks (formats.Document)
+
 
 def emit(
-    document: str | Iterable[bytes],
+    document: Content,
     output: Path | None = None,
     *,
     force: bool = False,
 ) -> None:
-    """Write a finished document (text, or UTF-8 chunks) to stdout, or to `output` (see the module's docstring).
+    """Write a finished document (text, a binary file, or UTF-8 chunks) to stdout, or to `output` (see the module's docstring).
 
     `output` may be no input of the command (the files it opened, reading.files_read). `force` replaces a read-only file.
     """
@@ -52,15 +54,17 @@ def emit(
         write_stdout(document)
 
 
-def write_stdout(document: str | Iterable[bytes]) -> None:
+def write_stdout(document: Content) -> None:
     """The document on stdout; a full disk or a closed stdout is an AttnError, a reader gone is BrokenPipeError."""
     stream = sys.stdout
     if stream is None:  # started with stdout closed (`>&-`)
         raise AttnError("stdout is closed, so there is nowhere to print the result", expected=f"an open stdout, or {option('output')} FILE")
     binary = getattr(stream, "buffer", None)
+    fd = _descriptor_of(stream)
+    if fd is not None:
+        _refuse_binary_on_terminal(document, fd)
     try:
         stream.flush()
-        fd = _descriptor_of(stream)
         if fd is not None:  # straight to the descriptor, every byte or an error: Python's buffered writer drops the rest of a short write silently (`ulimit -f`)
             _write_all(fd, _chunks(document))
             return
@@ -75,6 +79,20 @@ def write_stdout(document: str | Iterable[bytes]) -> None:
     except OSError as error:
         silence_stdout()  # what is still buffered would fail again when Python exits
         raise AttnError(f"cannot write to stdout: {_reason(error)}; the output is incomplete") from None
+
+
+def _refuse_binary_on_terminal(document: Content, fd: int) -> None:
+    """A binary document (a PNG) written to a terminal is one AttnError: its bytes would garble the screen."""
+    if isinstance(document, bytes) and os.isatty(fd):
+        raise AttnError("a PNG is binary and is not printed on a terminal", key=option("format"),
+                        expected=f"{option('output')} FILE.png, or a pipe or redirection (> FILE.png)")  # fmt: skip
+
+
+def check_binary_target(path: Path | None) -> None:
+    """Refuse at once a binary document bound for a terminal's stdout, as write_stdout would after the work (see check_target)."""
+    fd = _descriptor_of(sys.stdout) if path is None and sys.stdout is not None else None
+    if fd is not None:
+        _refuse_binary_on_terminal(b"", fd)
 
 
 def _descriptor_of(stream: object) -> int | None:
@@ -96,16 +114,18 @@ def silence_stdout() -> None:
         pass
 
 
-def _chunks(document: str | Iterable[bytes]) -> Iterator[bytes]:
+def _chunks(document: Content) -> Iterator[bytes]:
     if isinstance(document, str):
         yield document.encode("utf-8")
+    elif isinstance(document, bytes):
+        yield document
     else:
         yield from document
 
 
 def write_file(
     path: Path,
-    document: str | Iterable[bytes],
+    document: Content,
     *,
     force: bool = False,
     key: str = option("output"),
@@ -214,7 +234,7 @@ def _check_replaceable(path: Path, target: Path, info: os.stat_result, *, force:
 # -- writing ---------------------------------------------------------------------------------
 
 
-def _replace(path: Path, target: Path, info: os.stat_result | None, document: str | Iterable[bytes], key: str) -> None:
+def _replace(path: Path, target: Path, info: os.stat_result | None, document: Content, key: str) -> None:
     """Write a temporary file beside `target`, flush it to disk, then rename it over `target`."""
     import tempfile
 
@@ -280,7 +300,7 @@ def _sync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def _write_into(path: Path, target: Path, info: os.stat_result, document: str | Iterable[bytes], key: str) -> None:
+def _write_into(path: Path, target: Path, info: os.stat_result, document: Content, key: str) -> None:
     """Write into a FIFO, a character device or a socket as they are: nothing is replaced."""
     try:
         if stat.S_ISSOCK(info.st_mode):
@@ -293,6 +313,7 @@ def _write_into(path: Path, target: Path, info: os.stat_result, document: str | 
             return
         fd = os.open(target, os.O_WRONLY | os.O_CLOEXEC | os.O_NOCTTY)  # a FIFO waits here for its reader
         try:
+            _refuse_binary_on_terminal(document, fd)  # -o /dev/tty
             _write_all(fd, _chunks(document))
         finally:
             os.close(fd)
@@ -300,7 +321,7 @@ def _write_into(path: Path, target: Path, info: os.stat_result, document: str | 
         raise _write_error(path, error, key, kept=False, into=True) from None
 
 
-def _write_descriptor(descriptor: int, path: Path, document: str | Iterable[bytes], key: str) -> None:
+def _write_descriptor(descriptor: int, path: Path, document: Content, key: str) -> None:
     """Write into an open descriptor of this process (`-o /dev/stderr`)."""
     try:
         os.fstat(descriptor)
@@ -309,6 +330,7 @@ def _write_descriptor(descriptor: int, path: Path, document: str | Iterable[byte
     if descriptor == 1 and sys.stdout is not None:
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.flush()
+    _refuse_binary_on_terminal(document, descriptor)  # -o /dev/stdout on a terminal
     try:
         _write_all(descriptor, _chunks(document))
     except OSError as error:

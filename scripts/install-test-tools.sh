@@ -4,6 +4,7 @@
 #   Ubuntu packages (tests/test_publish.py);
 # - KaTeX and MathJax 3 from npm into .test-tools/node of this checkout, or the folder
 #   $ATTNCLI_NODE_TOOLS names (tests/renderers.py reads the same variable); node and npm must be present.
+# - a CJK font (fonts-droid-fallback) and Chromium, from Debian packages (tests/test_png.py, the browser tests).
 # Without a tool the tests that need it skip and say which tool is missing and that this script installs it.
 # Measured on Debian 12: TeX Live about 75 s (apt-get update included), about 65 MB downloaded, 210 MB
 # installed; KaTeX and MathJax about 20 s and 60 MB.
@@ -72,7 +73,27 @@ install_chromium() {
   $sudo apt-get update -q && $sudo apt-get install -y -q --no-install-recommends chromium
 }
 
+install_cjk_font() {
+  # A font that draws what DejaVu Sans lacks (CJK): tests/test_png.py checks that a PNG takes such characters from the
+  # machine's fonts; Debian's fonts-droid-fallback, 1.8 MB.
+  if command -v fc-list >/dev/null && [ -n "$(fc-list :charset=732b)" ]; then
+    echo "install-test-tools: a CJK font is already installed"
+    return 0
+  fi
+  if ! command -v apt-get >/dev/null; then
+    echo "install-test-tools: no apt-get here; install a CJK font yourself for the PNG fallback test" >&2
+    return 1
+  fi
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    sudo="sudo"
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -q && $sudo apt-get install -y -q --no-install-recommends fonts-droid-fallback
+}
+
 install_tex || status=1
 install_node_packages || status=1
 install_chromium || status=1
+install_cjk_font || status=1
 exit "$status"

@@ -243,3 +243,36 @@ def html_elements(document: str) -> list[Element]:
 
 
 VOID = {"meta", "br", "hr", "img", "link", "input", "col", "wbr", "source"}
+
+
+# -- Chromium: an independent rasteriser of SVG -----------------------------------------------------
+
+
+def chromium_screenshot(svg: str, size: tuple[int, int], *, scale: int, fonts: Path, folder: Path) -> bytes:
+    """The SVG inline in a blank page, drawn by headless Chromium at `scale` device pixels per CSS pixel: PNG bytes.
+
+    Chromium sees only the fonts in `fonts` (a fontconfig file of its own), the ones attncli's PNG is drawn with, so the
+    two drawings differ only by their rasterisers. Skips (pytest) without Playwright or Chromium.
+    """
+    import pytest
+
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright drives the browser: pip install playwright (.ci/run does)")
+    browser_path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser_path is None:
+        pytest.skip("no Chromium to draw the SVG with (apt-get install chromium; scripts/install-test-tools.sh does)")
+    config = folder / "fonts.conf"
+    config.write_text(f'<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n<fontconfig><dir>{fonts}</dir>'
+                      f"<cachedir>{folder / 'fontcache'}</cachedir>"
+                      "<alias><family>monospace</family><prefer><family>DejaVu Sans Mono</family></prefer></alias>"
+                      "<alias><family>sans-serif</family><prefer><family>DejaVu Sans</family></prefer></alias>"
+                      "</fontconfig>\n", encoding="utf-8")  # fmt: skip  # the generic families as resvg is told them
+    args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    width, height = size
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=browser_path, args=args, env={**os.environ, "FONTCONFIG_FILE": str(config)})
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height}, device_scale_factor=scale)
+            page.set_content(f'<!DOCTYPE html><html><body style="margin:0">{svg}</body></html>')
+            return page.screenshot()
+        finally:
+            browser.close()

@@ -64,6 +64,15 @@ def test_interactive_is_html_only(cli):
     assert result.exit_code == 1 and "--interactive: found svg: the page to explore is HTML" in result.stderr
 
 
+def test_interactive_is_a_whole_page_never_a_fragment(cli):
+    """--interactive --fragment is one line (the page came out whole, the --fragment ignored); --standalone is the page."""
+    result = cli("heads", "multihead", "--format", "html", "--interactive", "--fragment")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.strip() == ("attncli: error: --interactive: found a fragment: the page to explore is one whole page "
+                                     "(expected a page (the default), or a fragment without --interactive)")  # fmt: skip
+    assert cli("heads", "multihead", "--format", "html", "--interactive", "--standalone").stdout.startswith("<!DOCTYPE html>")
+
+
 def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 

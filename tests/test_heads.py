@@ -408,7 +408,7 @@ def test_the_explain_command_of_a_model_head_runs(cli):
         (("cat", "--induction", "4"), "--induction: the induction score needs a model"),
         (("--model", GPT2, "--sentence", SENTENCE, "--sort", "nope"), "--sort: found 'nope'"),
         (("--model", GPT2, "--sentence", SENTENCE, "--sort", "induction_score"), "--sort: found 'induction_score' (computed with --induction N)"),
-        (("--model", GPT2, "--sentence", SENTENCE, "--format", "latex"), "--format: heads prints table, json, markdown, csv, html, svg or typst, not latex"),
+        (("--model", GPT2, "--sentence", SENTENCE, "--format", "latex"), "--format: heads prints table, json, markdown, csv, html, svg, typst or png, not latex"),
         (("--model", GPT2, "--sentence", SENTENCE, "--induction", "20"), "--induction: the repeated random sequence is 40 tokens long"),
         (("--model", GPT2), "--sentence: a model needs a sentence"),
     ],

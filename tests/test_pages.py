@@ -28,14 +28,14 @@ def test_each_format_module_draws_run_explain_and_report(fmt: Format) -> None:
 
 def test_the_map_is_drawn_by_the_formats_that_say_so() -> None:
     drawing = {kind: [f.value for f in Format if hasattr(f.module(), kind)] for kind in KINDS}
-    assert drawing["heads"] == drawing["shade"] == ["table", "json", "markdown", "csv", "html", "svg", "typst"]
+    assert drawing["heads"] == drawing["shade"] == ["table", "json", "markdown", "csv", "html", "svg", "typst", "png"]
 
 
 def test_a_kind_a_format_cannot_draw_is_one_error_naming_those_that_can() -> None:
     page = attn.heads("multihead").page(Options(Format.latex))
     with pytest.raises(AttnError) as error:
         render(page, Options(Format.latex))
-    assert "heads prints table, json, markdown, csv, html, svg or typst, not latex" in str(error.value)
+    assert "heads prints table, json, markdown, csv, html, svg, typst or png, not latex" in str(error.value)
 
 
 def test_render_asks_the_module_of_the_format_and_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,7 +21,7 @@ from typer._types import TyperChoice  # the Choice Typer makes of an Enum (typer
 from attncli import __version__
 from attncli.errors import AttnError, ExitStatus, did_you_mean, visible
 from attncli.formats import Format, Options
-from attncli.io import check_target, emit, print_error, print_internal_error, print_line, silence_stdout
+from attncli.io import check_binary_target, check_target, emit, print_error, print_internal_error, print_line, silence_stdout
 from attncli.sources import builtin
 
 if TYPE_CHECKING:
@@ -589,7 +589,7 @@ def heads(
     compare_model: Annotated[Path | None, typer.Option("--compare-model", metavar="DIR", help="Compare every head with the same heads of this checkpoint (same architecture) on the same sentence, or on --compare-sentence.")] = None,
     compare_sentence: Annotated[str | None, typer.Option("--compare-sentence", metavar="TEXT", help="Compare every head with the same heads on this sentence (as many tokens as --sentence).")] = None,
     precision: PrecisionOption = None,
-    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", click_type=FORMAT_CHOICE, help="Output format: table (the grid and the statistics), json, markdown (the statistics and readings), csv, svg (the grid), html (a page with both) or typst.")] = Format.table,
+    format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", click_type=FORMAT_CHOICE, help="Output format: table (the grid and the statistics), json, markdown (the statistics and readings), csv, svg (the grid), png (the svg drawn), html (a page with both) or typst.")] = Format.table,
     standalone: StandaloneOption = None,
     interactive: Annotated[bool, typer.Option("--interactive", help="With --format html: a page to explore, one self-contained file: click a head for its labelled weights, hover over a query's row to shade the sentence, choose a layer and head, light or dark.")] = False,
     output: OutputOption = None,
@@ -626,6 +626,8 @@ def heads(
     from attncli.sources.arguments import text_argument
 
     check_target(output)  # before the forward pass
+    if format is Format.png:
+        check_binary_target(output)  # a terminal refuses a PNG: say so before the forward pass
     # bytes that are not UTF-8 are one line here, as for run and explain (the tokenizer's child process failed on them: exit 70)
     sentence, word, compare_sentence, to = (None if text is None else text_argument(text, name)
                                             for text, name in ((sentence, "--sentence"), (word, "--word"), (compare_sentence, "--compare-sentence"), (to, "--to")))  # fmt: skip
@@ -661,6 +663,7 @@ def variance(
     keys: Annotated[int, typer.Option(min=2, max=4096, metavar="L", help="Keys each query is compared with for the largest softmax weight.")] = 16,
     seed: Annotated[int, typer.Option(min=0, metavar="S", help="Random seed: the same seed gives the same numbers.")] = 0,
     format: FormatOption = Format.table,
+    standalone: StandaloneOption = None,
     output: OutputOption = None,
     force: ForceOption = False,
 ) -> None:
@@ -683,7 +686,7 @@ def variance(
     total = samples * len(widths)
     with _progress(total, label="Sampling", show=sys.stderr.isatty() and samples * keys * sum(widths) > 50_000_000) as advance:
         varied = api.variance(widths, samples=samples, keys=keys, seed=seed, advance=advance)
-    emit(varied.document(Options(format, to_file=output is not None, names=flag)), output, force=force)
+    emit(varied.document(Options(format, to_file=output is not None, standalone=standalone, names=flag)), output, force=force)
 
 
 def _note(line: str) -> None:

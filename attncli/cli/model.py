@@ -79,14 +79,15 @@ def explain_command(call: ExplainCall) -> str:
 
 
 def shell_word(text: str) -> str:
-    """`text` as one shell word a person reads at a glance: bare, in single quotes, or in double quotes when it holds a ' and
-    nothing a shell expands inside double quotes ("The animal didn't cross"; shlex would write 'didn'"'"'t')."""
+    """`text` as one shell word a person reads at a glance: bare, in single quotes, or in double quotes when it holds a '
+    ("The animal didn't cross"; shlex would write 'didn'"'"'t'), with a backslash before each " $ ` and \\ the shell would
+    read inside them; with a ! (history expansion in an interactive bash, which no backslash stops) as shlex writes it."""
+    import re
     import shlex
 
-    quoted = shlex.quote(text)
-    if "'" in text and not any(c in text for c in '"$`\\!'):
-        return f'"{text}"'
-    return quoted
+    if "'" in text and "!" not in text:
+        return '"' + re.sub(r'(["$`\\])', r"\\\1", text) + '"'
+    return shlex.quote(text)
 
 
 # -- attncli model info and attncli model tokens ----------------------------------------------
@@ -110,7 +111,7 @@ def _json(doc: dict[str, Any]) -> Iterator[bytes]:
 # -- attncli model dequant ------------------------------------------------------------------
 
 
-def dequant_document(model: Path, tensor: str, *, block: int, fmt: str, to_file: bool) -> str | Iterator[bytes]:
+def dequant_document(model: Path, tensor: str, *, block: int, fmt: str, to_file: bool) -> str | Iterator[bytes] | bytes:
     """One block of a GGUF tensor becoming numbers: an attncli.gguf-dequant/1 JSON document, or the walk-through in any other format."""
     from attncli.formats import render_document
     from attncli.sources.checkpoints.gguf import gguf_path
@@ -123,4 +124,8 @@ def dequant_document(model: Path, tensor: str, *, block: int, fmt: str, to_file:
     doc = dequant_data(path, tensor, block)
     if fmt == "json":
         return _json(doc)
+    if fmt == "png":  # the SVG's text, drawn
+        from attncli.formats.pngout import rasterised
+
+        return rasterised(render_document(dequant_report(doc), "svg", to_file=to_file))
     return render_document(dequant_report(doc), fmt, to_file=to_file)

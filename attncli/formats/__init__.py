@@ -3,7 +3,7 @@
 What a command shows is a page (`attncli.document.pages`: run, explain, report, heads, shade);
 `render(page, options)` hands it to the format's module, which has a function per kind of page it
 draws (`markdown.run`, `svg.heads` …). A finished document is text, or (JSON, which can run to
-hundreds of megabytes) an iterator of UTF-8 byte chunks. Each format's module is imported only
+hundreds of megabytes) an iterator of UTF-8 byte chunks, or (PNG) the bytes of a binary file. Each format's module is imported only
 when that format is asked for. A new format is its module and its line in `Format`.
 """
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from attncli.document import blocks
     from attncli.document.pages import Page
 
-Document = str | Iterator[bytes]  # text, or UTF-8 chunks
+Document = str | Iterator[bytes] | bytes  # text, or UTF-8 chunks, or a binary file (PNG)
 
 
 class Format(str, enum.Enum):
@@ -33,6 +33,7 @@ class Format(str, enum.Enum):
     html = "html"
     svg = "svg"
     typst = "typst"
+    png = "png"
 
     @property
     def extension(self) -> str:
@@ -44,7 +45,7 @@ class Format(str, enum.Enum):
         return importlib.import_module(f"attncli.formats.{_MODULES.get(self.value, self.value)}")
 
 
-_MODULES = {"table": "terminal", "json": "jsonout", "csv": "csvout"}  # where a format's module is not named as the format
+_MODULES = {"table": "terminal", "json": "jsonout", "csv": "csvout", "png": "pngout"}  # where a format's module is not named as the format
 
 
 class Options(NamedTuple):
@@ -105,6 +106,8 @@ def _checked(options: Options) -> Options:
         parse(",".join(options.stages))  # a stage that does not exist is one error, not a page without it
     if options.interactive and options.format is not Format.html:
         raise AttnError(f"found {options.format.value}: the page to explore is HTML", key=option("interactive"), expected=f"{option('format')} html")
+    if options.interactive and options.standalone is False:  # its script and styles are the page's own: no fragment to paste
+        raise AttnError("found a fragment: the page to explore is one whole page", key=option("interactive"), expected=f"a page (the default), or a fragment without {option('interactive')}")
     return options
 
 

@@ -79,4 +79,4 @@ def heads(page: HeadsPage, options: Options) -> str:
 def shade(page: ShadePage, options: Options) -> str:
     from attncli.formats import shade as drawn
 
-    return drawn.html(page.shaded(), precision=page.precision)
+    return drawn.html(page.shaded(), precision=page.precision, fragment=options.standalone is False)

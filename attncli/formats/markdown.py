@@ -53,6 +53,14 @@ def _cell(text: str) -> str:
     return text or " "  # input text arrives escaped by `attncli.document.escape.markdown`
 
 
+def code_span(text: str) -> str:
+    """`text` (one line) as a code span that shows it as written, backticks included: fenced by one backtick more than its
+    longest run of them, with a space inside the fences where it starts or ends with one (CommonMark strips one each side)."""
+    fence = "`" * (1 + max((len(run) for run in re.findall("`+", text)), default=0))
+    pad = " " if text[:1] == "`" or text[-1:] == "`" or (text[:1] == text[-1:] == " " and text.strip()) else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def heading(level: int, text: str) -> list[str]:
     """A heading at `level` (1-6), followed by a blank line; nothing at level 0."""
     return [f"{'#' * min(level, 6)} {text}", ""] if level > 0 else []
@@ -256,7 +264,7 @@ def heads(page: HeadsPage, options: Options) -> str:
     lines = heading(top, md(page.grid().title)) + heading(section, md(stats.heading))
     # the call as text: a file named with a control character or a line break would put an ESC in the post or split the code span
     calls = [escape.visible(command) if command else "" for _, command in stats.readings]
-    readings = [f"- {md(text)}" + (f" `{call}`" if call and "`" not in call else "") for (text, _), call in zip(stats.readings, calls)]
+    readings = [f"- {md(text)}" + (f" {code_span(call)}" if call else "") for (text, _), call in zip(stats.readings, calls)]
     lines += [*readings, ""] if readings else [md(stats.none), ""]
     lines += heading(section, "Statistics") + [md(stats.legend), ""]
     rows = [[statistic(value, page.precision, stats.general) for value in row] for row in stats.rows]  # attncli's numbers: nothing to escape
@@ -273,7 +281,8 @@ def shade(page: ShadePage, options: Options) -> str:
     if readings:
         lines += heading(section, "What the rows show") + readings + [""]
     query = shaded.tokens[shaded.query]
-    lines += [f"The weight {md(query)} (position {shaded.query + 1}) gives each token; – marks a token it cannot see.", ""]
+    quoted = md(f"'{query}'")  # quoted as the readings quote a token
+    lines += [f"The weight {quoted} (position {shaded.query + 1}) gives each token; – marks a token it cannot see.", ""]
     rows = [[md(row.name), *(fixed(w, page.precision) if seen else "–" for w, seen in zip(row.weights, row.visible))] for row in shaded.rows]
     lines += table(["", *map(md, shaded.tokens)], rows)
     return "\n".join(lines) + "\n"

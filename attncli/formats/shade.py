@@ -70,7 +70,7 @@ def lines(shaded: Shaded, *, width: int, colour: bool, ramp: palette.Ramp, preci
         out += [Padding(Text(text), (0, 0, 0, 2)) for text in row.readings]  # wrapped lines keep the indent
     query = escape.visible(shaded.tokens[shaded.query])
     hidden = any(not seen for row in shaded.rows for seen in row.visible)
-    out += [Text(""), Text(f"Under each token the weight `{query}` gives it" + ("; – marks a token the mask hides." if hidden else "."))]
+    out += [Text(""), Text(f"Under each token the weight '{query}' gives it" + ("; – marks a token the mask hides." if hidden else "."))]  # quoted as the readings quote a token: a Markdown code span's backticks would show
     return out
 
 
@@ -127,9 +127,9 @@ def _stylesheet() -> str:
     return "@media (prefers-color-scheme: dark){" + " ".join(rules) + "}"
 
 
-def html(shaded: Shaded, *, precision: int = 2) -> str:
-    """A self-contained page in run's stylesheet (`htmltable.page`: no scripts, light and dark): the figure, each row's
-    readings, and the weights as a table."""
+def html(shaded: Shaded, *, precision: int = 2, fragment: bool = False) -> str:
+    """A self-contained page in run's stylesheet (`htmltable.page`: no scripts, light and dark), or a fragment to paste into a
+    post: the figure, each row's readings, and the weights as a table."""
     readings = "\n".join(f"<li>{escape.html(row.name)}: {escape.html(text)}</li>" for row in shaded.rows for text in row.readings)
     header = "".join(f'<th scope="col">{escape.html(t)}</th>' for t in shaded.tokens)
     body = "\n".join(
@@ -144,7 +144,7 @@ def html(shaded: Shaded, *, precision: int = 2) -> str:
         + (f"<h2>What the rows show</h2>\n<ul>\n{readings}\n</ul>\n" if readings else "")
         + f'<h2>The weights</h2>\n<div class="attn-scroll"><table class="attn-matrix">\n<thead><tr><td class="attn-corner"></td>{header}</tr></thead>\n'
         f"<tbody>\n{body}\n</tbody>\n</table></div>",
-        fragment=False, title=shaded.title, dark=True,
+        fragment=fragment, title=shaded.title, dark=True,
     )  # fmt: skip
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from attncli.core.heads import HeadMap
 from attncli.errors import AttnError, option
 from attncli.walkthroughs.heads import Source, row_readings, source_json, tokens_json
+from attncli.walkthroughs.narration import quoted
 
 SCHEMA = "attncli.heads-word/1"
 
@@ -66,7 +67,7 @@ def shading(heads: HeadMap, *, layer: int | None, head: int | None) -> Shading:
     what = (f"layer {layer}, " if layer is not None else "every layer, ") + (
         f"head {head}" if head is not None else "each head and their mean" if layer is not None else f"the mean of its {heads.heads} heads"
     )
-    title = f"What {query} (position {heads.focus + 1}) attends to: {what}"
+    title = f"What {quoted(query)} (position {heads.focus + 1}) attends to: {what}"  # a token in prose, quoted as the readings quote it
     return Shading(title, heads.tokens, heads.focus + 1, tuple(rows))
 
 
