@@ -62,7 +62,7 @@ CASES = [
     ("precision-too-big.yaml", 3, "precision: 20 is out of range (expected a whole number from 0 to 15 (float64 carries no more))"),
     ("scale-zero.yaml", 3, "scale: 0 is not positive"),
     ("scale-word.yaml", 3, "scale: found 'sqrt'; did you mean 'sqrt_dk'? (expected `sqrt_dk`, `none` or a positive number"),
-    ("mask-unknown.yaml", 3, "mask: found 'triangular' (expected `none`, `causal`, a mapping {causal, window, sinks, padding}, or an L_q × L_k matrix of 0/1)"),
+    ("mask-unknown.yaml", 3, "mask: found 'triangular' (expected `none`, `causal`, a mapping {causal, window, chunk, sinks, padding}, or an L_q × L_k matrix of 0/1)"),
     ("python-tag.yaml", 2, "the YAML tag '!!python/object/apply:os.system' is not allowed"),
     ("duplicate-key.yaml", 4, "the key 'mask' appears twice (lines 3 and 4)"),
     ("vector-lengths.yaml", 4, "the vector of 'b' has 3 numbers but that of 'a' has 2"),

@@ -123,7 +123,8 @@ _SYMBOLS = {
     "theta": "theta", "le": "<=", "leq": "<=", "ge": ">=", "geq": ">=", "approx": "approx", "to": "->", "quad": "quad",
     "qquad": "wide", "exp": "exp", "tanh": "tanh", "cos": "cos", "sin": "sin", "log": "log", "max": "max", "min": "min",
     ",": "thin", ";": "thick", ":": "med", " ": "space", "|": "||", "lVert": "bar.double", "rVert": "bar.double", "Vert": "bar.double",
-    "beta": "beta", "sigma": "sigma", "ln": "ln", "lfloor": "floor.l", "rfloor": "floor.r",
+    "beta": "beta", "sigma": "sigma", "ln": "ln", "lfloor": "floor.l", "rfloor": "floor.r", "tau": "tau", "in": "in",
+    "leftarrow": "arrow.l",
 }  # fmt: skip
 _IGNORED = {"left", "right", "textstyle", "displaystyle", "!"}
 _CHARACTERS = {"(": "(", ")": ")", "[": "[", "]": "]", "|": "|", "+": "+", "-": "-", "=": "=", ",": ",", "<": "<", ">": ">",
