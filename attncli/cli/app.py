@@ -292,7 +292,7 @@ def run(
         ctx.fail("Missing argument 'SCENARIO' (or --model DIR --layer N --sentence TEXT).")
     loaded = choose_scenario(
         scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=_limits(max_cells, max_values),
-        target=target, attention=attention,
+        target=target, attention=attention, head_only=block_size is None,
     )  # fmt: skip
     options = Options(
         format=format,
@@ -308,7 +308,10 @@ def run(
         long_notes=long_notes,
         names=flag,
     )
-    shown = api.run(loaded, round_steps=round_steps) if block_size is None else api.tiles(loaded, block_size, round_steps=round_steps)
+    if block_size is None:  # --head: the other heads are computed for the output alone, their tokens × tokens stages not kept
+        shown: api.Ran | api.Tiled = api.run(loaded, round_steps=round_steps, heads=None if head is None else [head])
+    else:
+        shown = api.tiles(loaded, block_size, round_steps=round_steps)
     emit(shown.document(options), output, force=force)
 
 
