@@ -188,7 +188,8 @@ def main() -> None:
         if not only or only & {"21", "22"}:
             from gguf_rows import real_gguf_rows  # the real SmolLM2 GGUF file (benchmarks/gguf_rows.py)
 
-            rows += measured("21,22", lambda f, p: real_gguf_rows(f, p, compare, row, memory_row, IMPORT_FLOOR_TOKENS), Path(folder), pairs)
+            which = {"21", "22"} & only if only else {"21", "22"}
+            rows += measured("21,22", lambda f, p: real_gguf_rows(f, p, compare, row, memory_row, IMPORT_FLOOR_TOKENS, which), Path(folder), pairs)
         if not only or "23" in only:
             from gguf_rows import dequant_rows  # an 8B-class layer's quantised tensors (benchmarks/gguf_rows.py)
 

@@ -39,9 +39,9 @@ def choose_scenario(
 
     `head_only`: the command holds only `head`'s tokens × tokens stages, and a checkpoint's limits count that head's cells.
     """
-    from attncli.sources.yaml_scenario import load
-
     if model is None:
+        from attncli.sources.yaml_scenario import load  # not for a checkpoint's layer: it needs neither YAML nor the reader
+
         for key, given in (("--layer", layer), ("--sentence", sentence), ("--target", target), ("--attention", attention)):
             if given is not None:
                 raise AttnError(f"{key} needs --model", key=key, expected="--model DIR beside it, or a scenario file instead")
