@@ -207,3 +207,19 @@ def test_halves_agrees_with_near_half(digits, decimals, nudge):
 
     y = (digits + 0.5) * (1 + nudge) / 10**decimals * 10**decimals
     assert bool(halves(np.array([y, -y]))[0]) == near_half(y) and bool(halves(np.array([-y]))[0]) == near_half(-y)
+
+
+def test_numbers_a_hair_from_a_half_are_rounded_with_the_block():
+    """Random floats within 2⁻¹⁰ of a half but not on one (one in 500) round by rint as printf rounds them, none by hand; their text is fixed's."""
+    rng = np.random.default_rng(8)
+    data = rng.standard_normal((200, 200))
+    data[0, :50] = (np.arange(50) + 0.5) / 10**4 * (1 + 1e-9)  # near halves, not halves by the rule (off by 1e-9 of their size)
+    by_hand = []
+
+    def write(x, precision):
+        by_hand.append(x)
+        return fixed(x, precision)
+
+    texts = [text.decode() for text in fixedtext.rows(fixedtext.cells(data, 4, write))]
+    assert texts == ["".join(fixed(float(x), 4) for x in row) for row in data]
+    assert by_hand == []

@@ -4,9 +4,9 @@ Markdown and LaTeX print millions of numbers at 1,024 tokens; Python formats abo
 million floats a second, NumPy's integer arithmetic a hundred million. `cells` writes each
 number's digits into a byte array (zero bytes fill the unused places) and `rows` drops
 the zeros, a row at a time. A number on a decimal half (core.rounding's rule: a half rounds away
-from zero whatever its last bits) is rounded here, with the rest; one within a hair of a half but
-not on it, or too large for fixed notation, is written by the caller's `write`, one at a time, and
-so are ±∞ and NaN (once each).
+from zero whatever its last bits) is rounded here, with the rest; one so large that x·10^p's
+rounding could hide which side of a half it lies on, or too large for fixed notation, is written
+by the caller's `write`, one at a time, and so are ±∞ and NaN (once each).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy.typing as npt
 from attncli.core.rounding import TIE_MOST, halves
 
 _LIMIT = 2.0**49  # from here x·10^p has too few bits after the point to judge a rounding; numbers.HUGE is beyond it
+_EXACT = 2.0**41  # below this, two ulps of x·10^p are within core.rounding's tie tolerance (2^-10 from 2^20 on)
 _ZERO, _MINUS, _POINT = ord("0"), ord("-"), ord(".")
 
 
@@ -50,7 +51,10 @@ def cells(data: npt.NDArray[np.float64], precision: int, write: Callable[[float,
             candidates = x[near] * 10.0**precision  # (n,) the same products as y's
             on_half = halves(candidates)
             rounded[near] = np.where(on_half, np.copysign(np.floor(np.abs(candidates)) + 1.0, candidates), rounded[near])
-            by_hand[near] = ~on_half  # within a hair of a half but not one: printf's exact rounding, by hand
+            # Within a hair of a half but not one: y = x·10^p is x·10^p correctly rounded, off by at most an ulp of y, and the
+            # rule's tolerance (at least size·2^-30, or 2^-10) is wider than two ulps below _EXACT: rint(y) rounds as printf
+            # rounds x itself. Beyond it, by hand.
+            by_hand[near] = ~on_half & ~(size[near] < _EXACT)
     if by_hand.any():
         rounded[by_hand] = 0.0
     negative = rounded < 0  # a number that rounds to zero (-0.0 here) loses its sign, as in numbers.fixed
