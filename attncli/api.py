@@ -357,6 +357,7 @@ class Ran(_Shown):
 
         number = _whole(number, "number")
         self.scenario.head_numbers(number)  # one clear error for a head that does not exist
+        _held(self.result, number)
         found = self.result.head(number)
         return Head(**{f.name: getattr(found, f.name) for f in dataclasses.fields(found)}, ran=self)
 
@@ -486,12 +487,21 @@ def variance(
     return Varied(rows, keys, seed)
 
 
-def run(scenario: Scenario | str | Path, *, round_steps: int | None = None) -> Ran:
-    """Every stage of attention; with round_steps, each intermediate rounded as by hand (the exact run kept beside it)."""
+def run(scenario: Scenario | str | Path, *, round_steps: int | None = None, heads: Sequence[int] | None = None) -> Ran:
+    """Every stage of attention; with round_steps, each intermediate rounded as by hand (the exact run kept beside it).
+
+    With `heads` (from 1), only those heads keep their tokens × tokens stages (scores … weights); the others are computed
+    for their outputs alone (the concatenation and the output are whole), so a long sentence holds one head's cells, not H.
+    """
     from attncli.core import engine
 
     round_steps = _round_steps(round_steps)
-    return Ran(engine.run(_scenario(scenario), round_steps=round_steps))
+    loaded = _scenario(scenario)
+    if heads is not None:
+        if isinstance(heads, str | bytes) or not isinstance(heads, Iterable):
+            raise AttnError(f"found {_found(heads)}", key=option("heads"), expected="a sequence of heads from 1, e.g. [1], or None for all")
+        heads = [n for h in heads for n in loaded.head_numbers(_whole(h, "heads"))]
+    return Ran(engine.run(loaded, round_steps=round_steps, heads=heads))
 
 
 def tiles(scenario: Scenario | str | Path, block_size: int, *, round_steps: int | None = None) -> Tiled:
@@ -1144,6 +1154,14 @@ def render_run(result: RunResult, options: Options) -> Document:
     return render(run_page(result, _options(options)), options)
 
 
+def _held(result: RunResult, head: int) -> None:
+    """An AttnError for a head whose tokens × tokens stages the run did not keep (run(…, heads=[…]) without it)."""
+    if not result.holds(head):
+        kept = ", ".join(map(str, result.kept or ()))
+        raise AttnError(f"head {head}'s stages were not kept: the run kept head{'s' * (len(result.kept or ()) > 1)} {kept}", key=option("heads"),
+                        expected=f"run(…, heads=[…, {head}]), or heads=None for every head")  # fmt: skip
+
+
 def run_page(result: RunResult, options: Options) -> RunPage:
     """`run`'s page: the shown stages (`options.stages`, the format's default otherwise) of the shown heads."""
     from attncli.core.engine import RunResult
@@ -1156,6 +1174,7 @@ def run_page(result: RunResult, options: Options) -> RunPage:
     heads = options.heads or list(range(1, result.scenario.heads + 1))
     for head in heads:  # a head the scenario lacks is one error, not an IndexError (0 and -1 drew the last head)
         result.scenario.head_numbers(_whole(head, "heads"))
+        _held(result, head)
 
     def document() -> RunDocument:
         from attncli.walkthroughs.run import run_document

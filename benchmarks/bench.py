@@ -39,15 +39,22 @@ PY = sys.executable
 HERE = Path(__file__).parent
 
 
-def scenario_yaml(L: int, d_model: int, d_k: int, *, seed: int) -> str:
-    """A random causal one-head scenario as YAML text."""
+def scenario_yaml(L: int, d_model: int, d_k: int, *, seed: int, written: bool = False) -> str:
+    """A random causal one-head scenario as YAML text; `written`: as a person writes one (2-decimal embeddings, 3-decimal weights)."""
     rng = np.random.default_rng(seed)
 
-    def rows(matrix: np.ndarray) -> str:
-        return "\n".join("  - [" + ", ".join(repr(float(x)) for x in row) + "]" for row in matrix)
+    def rows(matrix: np.ndarray, decimals: int | None = None) -> str:
+        text = repr if decimals is None else f"{{:.{decimals}f}}".format
+        return "\n".join("  - [" + ", ".join(text(float(x)) for x in row) + "]" for row in matrix)
 
     X = rng.standard_normal((L, d_model))
     weights = {name: rng.standard_normal((d_model, d_k)) / np.sqrt(d_model) for name in ("W_Q", "W_K", "W_V")}
+    if written:
+        parts = ["name: written", "tokens: [" + ", ".join(f"t{i}" for i in range(1, L + 1)) + "]", "mask: causal", "scale: sqrt_dk",
+                 "embeddings:", rows(X, 2)]  # fmt: skip
+        for name, matrix in weights.items():
+            parts += [f"{name}:", rows(matrix, 3)]
+        return "\n".join(parts) + "\n"
     parts = ["name: big", "tokens: [" + ", ".join(f"t{i}" for i in range(1, L + 1)) + "]", "mask: causal", "scale: sqrt_dk",
              "embeddings:", rows(X)]  # fmt: skip
     for name, matrix in weights.items():
@@ -188,7 +195,8 @@ def main() -> None:
         if not only or only & {"21", "22"}:
             from gguf_rows import real_gguf_rows  # the real SmolLM2 GGUF file (benchmarks/gguf_rows.py)
 
-            rows += measured("21,22", lambda f, p: real_gguf_rows(f, p, compare, row, memory_row, IMPORT_FLOOR_TOKENS), Path(folder), pairs)
+            which = {"21", "22"} & only if only else {"21", "22"}
+            rows += measured("21,22", lambda f, p: real_gguf_rows(f, p, compare, row, memory_row, IMPORT_FLOOR_TOKENS, which), Path(folder), pairs)
         if not only or "23" in only:
             from gguf_rows import dequant_rows  # an 8B-class layer's quantised tensors (benchmarks/gguf_rows.py)
 
@@ -330,11 +338,13 @@ def memory_row(r: dict, target: str, name: str = "   ... peak memory (MiB)") -> 
     return Row(name, *mem, target, r["mem_ratio"], r["mem_spread"], r["mem_ratios"])
 
 
-def scenario_file(folder: Path, L: int, *, heads: int = 1, d_model: int = 64, d_k: int = 64, seed: int = 1, heads_last: bool = False) -> Path:
+def scenario_file(
+    folder: Path, L: int, *, heads: int = 1, d_model: int = 64, d_k: int = 64, seed: int = 1, heads_last: bool = False, written: bool = False
+) -> Path:
     """A random causal scenario written once per run of the benchmark (see scenario_yaml)."""
-    path = folder / f"L{L}-H{heads}-d{d_model}{'-late' if heads_last else ''}.yaml"
+    path = folder / f"L{L}-H{heads}-d{d_model}{'-late' if heads_last else ''}{'-written' if written else ''}.yaml"
     if not path.exists():
-        text = scenario_yaml(L, d_model, d_k, seed=seed)
+        text = scenario_yaml(L, d_model, d_k, seed=seed, written=written)
         if heads > 1:
             text = text + f"heads: {heads}\n" if heads_last else text.replace("mask: causal", f"heads: {heads}\nmask: causal")
         path.write_text(text)
@@ -391,6 +401,21 @@ def other_formats(folder: Path, pairs: int) -> list[Row]:
     for number, fmt in enumerate(("markdown", "latex", "csv", "typst")):
         r = compare([*ATTNCLI, "run", str(big), "--format", fmt], json, pairs)
         rows += [row(f"{'8.' if not number else '  '} run L=1024 --format {fmt} vs --format json", r, "<= 1.3x"), memory_row(r, "<= 1.2x")]
+    return rows
+
+
+def written_formats(folder: Path, pairs: int) -> list[Row]:
+    """24. Markdown, LaTeX and CSV of 1,024 tokens against JSON, on a scenario as people write one (2-decimal embeddings, 3-decimal weights).
+
+    Its file is a third the size of row 8's full-precision one: reading it costs less, so the writing weighs more in each ratio.
+    """
+    written = scenario_file(folder, 1024, seed=7, written=True)
+    json = [*ATTNCLI, "run", str(written), "--format", "json"]
+    rows = []
+    for number, fmt in enumerate(("markdown", "latex", "csv")):
+        r = compare([*ATTNCLI, "run", str(written), "--format", fmt], json, pairs)
+        label = f"{'24.' if not number else '   '} run L=1024, 2-/3-decimal inputs, --format {fmt} vs --format json"
+        rows += [row(label, r, "<= 1.3x"), memory_row(r, "<= 1.2x")]
     return rows
 
 
@@ -459,7 +484,7 @@ def new_outputs(folder: Path, pairs: int) -> list[Row]:
 
 COMPARISONS = [
     ("1,2", startup), ("3", json_vs_naive), ("4", tall_tables), ("6", many_heads), ("7", json_vs_floor),
-    ("8", other_formats), ("9,10,11", explain_rows), ("12", rounding), ("13", refusal), ("16,17,18,19", new_outputs),
+    ("8", other_formats), ("9,10,11", explain_rows), ("12", rounding), ("13", refusal), ("16,17,18,19", new_outputs), ("24", written_formats),
 ]  # fmt: skip
 
 

@@ -1,14 +1,18 @@
 """The floor of bench row 22: layer 1 of a llama-architecture GGUF file (Q8_0 embeddings, Q4_1 matrices, as the
 real SmolLM2-135M file stores them) in a minimal NumPy float64 script, given the token ids.
 
-    python benchmarks/floor_gguf.py FILE.gguf ID [ID …]
+    python benchmarks/floor_gguf.py FILE.gguf [--head H] ID [ID …]
+    python benchmarks/floor_gguf.py FILE.gguf [--head H] --tokenizer tokenizer.json SENTENCE
 
 Walks the header (the metadata values skipped but the few numbers it needs, the tensor list read), maps the
 file, dequantises the tokens' embedding rows and layer 1's norm and four attention matrices, and computes
 RMSNorm, Q, K, V, RoPE (on llama.cpp's interleaved pairs, as the file stores the rows), the causal softmax of
 every head and the output projection, then writes what `attncli run --format json` writes (each head's
-weight blocks and every stage, the concatenation, W_O, the output) as JSON with orjson. Handles only what
-the benchmark gives it: no validation, no tokenizer, no other type.
+weight blocks and every stage, the concatenation, W_O, the output) as JSON with orjson, an array at a time. With `--head H`, as
+`run --head H`: head H's blocks and stages only, every other head computed for its output alone (the
+concatenation and the output need it). With `--tokenizer`, the sentence is turned into its ids first by
+the `tokenizers` library from that tokenizer.json (what a script given a sentence cannot skip). Handles
+only what the benchmark gives it: no validation, no other type.
 """
 
 import struct
@@ -83,7 +87,16 @@ def rows(raw: np.ndarray, kind: int, width: int) -> np.ndarray:
 
 
 def main() -> None:
-    path, ids = sys.argv[1], [int(i) for i in sys.argv[2:]]
+    path, rest = sys.argv[1], sys.argv[2:]
+    shown = None
+    if rest[0] == "--head":
+        shown, rest = int(rest[1]), rest[2:]
+    if rest[0] == "--tokenizer":
+        from tokenizers import Tokenizer
+
+        ids = Tokenizer.from_file(rest[1]).encode(rest[2]).ids
+    else:
+        ids = [int(i) for i in rest]
     data = np.memmap(path, dtype=np.uint8, mode="r")
     values, tensors, start = header(memoryview(data))
 
@@ -126,12 +139,32 @@ def main() -> None:
         weights = exp / total
         out = weights @ V
         outputs.append(out)
+        if shown is not None and h + 1 != shown:
+            continue
         heads.append({"head": h + 1, "W_Q": wq, "Q": Q, "W_K": wk, "K": K, "W_V": wv, "V": V, "Q_rope": Qr, "K_rope": Kr,
-                      "scores": scores, "scaled": scaled, "masked": np.where(causal, scaled, None).tolist(), "shift": shift[:, 0],
+                      "scores": scores, "scaled": scaled, "masked": masked, "shift": shift[:, 0],
                       "exp": exp, "exp_sum": total[:, 0], "weights": weights, "output": out})  # fmt: skip
     concat = np.hstack(outputs)
     doc = {"embeddings": X, "heads": heads, "concat": concat, "W_O": np.ascontiguousarray(W["output"].T), "output": concat @ W["output"].T}
-    sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY))
+    write(doc, sys.stdout.buffer)
+
+
+def write(value: object, out) -> None:
+    """`value` as JSON, one array at a time (orjson writes ±∞ as null, as attncli does): no whole document's text is held."""
+    if isinstance(value, dict):
+        out.write(b"{")
+        for n, (key, item) in enumerate(value.items()):
+            out.write(b"," * (n > 0) + orjson.dumps(key) + b":")
+            write(item, out)
+        out.write(b"}")
+    elif isinstance(value, list):
+        out.write(b"[")
+        for n, item in enumerate(value):
+            out.write(b"," * (n > 0))
+            write(item, out)
+        out.write(b"]")
+    else:
+        out.write(orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY))
 
 
 if __name__ == "__main__":

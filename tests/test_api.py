@@ -51,6 +51,21 @@ def test_results_hold_the_engines_arrays():
         by_name.head(9)
 
 
+def test_a_run_of_some_heads_shows_them_and_refuses_the_others():
+    """run(heads=[2]) renders head 2 as the full run does and refuses head 1, whose stages it did not keep, in one AttnError."""
+    lean, full = attn.run("multihead", heads=[2]), attn.run("multihead")
+    for fmt in ("markdown", "json"):
+        assert lean.render(fmt, heads=[2]) == full.render(fmt, heads=[2])
+    with pytest.raises(AttnError, match="head 1's stages were not kept"):
+        lean.head(1)
+    with pytest.raises(AttnError, match="head 1's stages were not kept"):
+        lean.render("markdown")
+    with pytest.raises(AttnError, match="head 3 does not exist"):
+        attn.run("multihead", heads=[3])
+    with pytest.raises(AttnError, match="heads"):
+        attn.run("multihead", heads="2")  # type: ignore[arg-type]
+
+
 def test_a_checkpoint_through_the_api():
     """`load_model` gives the layer the command shows; its weights are transformers' golden ones."""
     golden = np.load(HERE / "gpt2" / "golden.npz")

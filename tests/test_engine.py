@@ -4,10 +4,12 @@ import json
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attncli.core import arithmetic, engine
+from attncli.errors import AttnError
 from attncli.sources.yaml_scenario import from_text
 from tests.reference import attention
 from tests.strategies import divisor_of, scenarios
@@ -138,3 +140,26 @@ def test_huge_finite_numbers_are_written_in_scientific_notation():
 
     assert fixed(1e100, 4) == "1.0000e+100" and smart(-2e20, 2) == "-2.00e+20"
     assert fixed(123456789012.5, 1) == "123456789012.5" and smart(1e14, 3) == "100000000000000"
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenarios(), st.data(), st.sampled_from([None, 2]))
+def test_heads_kept_are_bit_for_bit_and_the_others_hold_no_row(doc, data, round_steps):
+    """run(heads=[h]): head h's stages, the concatenation and the output are every bit of the full run's; the other heads keep no row."""
+    s = from_text(json.dumps(doc))
+    h = data.draw(st.integers(1, s.heads))
+    try:
+        full = engine.run(s, round_steps=round_steps)
+    except AttnError as error:  # hand rounding that empties a row's sum: the same error, whichever heads are kept
+        with pytest.raises(AttnError) as lean_error:
+            engine.run(s, round_steps=round_steps, heads=[h])
+        assert str(lean_error.value) == str(error)
+        return
+    lean = engine.run(s, round_steps=round_steps, heads=[h])
+    for field in ("scores", "scaled", "masked", "exp", "weights", "shift", "exp_sum", "output", "Q", "K", "V"):
+        np.testing.assert_array_equal(getattr(lean.head(h), field), getattr(full.head(h), field), err_msg=field)
+    np.testing.assert_array_equal(lean.concat, full.concat)
+    np.testing.assert_array_equal(lean.output, full.output)
+    assert lean.kept == (h,) and lean.holds(h) and full.holds(h) and full.kept is None
+    for other in set(range(1, s.heads + 1)) - {h}:
+        assert not lean.holds(other) and lean.head(other).weights.shape == (0, s.L)

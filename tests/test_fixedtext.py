@@ -177,3 +177,49 @@ def test_a_label_is_what_escape_latex_writes(text):
 
     texmatrix._label.cache_clear()
     assert texmatrix._label(text) == (r"\Sigma" if text == "Σ" else escape.latex(text))
+
+
+def test_decimal_halves_are_written_with_the_block_not_one_at_a_time():
+    """Products of 2- and 3-decimal inputs lie on decimal halves (0.25 · 1.95 = 0.4875): cells rounds them away from zero itself, as fixed does, and writes only ±∞, NaN and near-halves by hand."""
+    rng = np.random.default_rng(4)
+    data = (rng.integers(-300, 300, (40, 30)) / 100) @ (rng.integers(-900, 900, (30, 20)) / 1000)  # (40, 20) 5-decimal products
+    data[0, :4] = [0.25 * 1.95, -0.25 * 1.95, 2.5e-4, -np.inf]
+    by_hand = []
+
+    def write(x, precision):
+        by_hand.append(x)
+        return fixed(x, precision)
+
+    for precision in (2, 3, 4):
+        by_hand.clear()
+        out = fixedtext.cells(data, precision, write)
+        texts = [text.decode() for text in fixedtext.rows(out)]
+        assert texts == ["".join(fixed(float(x), precision) for x in row) for row in data]
+        assert by_hand == [-np.inf]  # not the dozens of halves among 800 products
+    assert fixed(0.25 * 1.95, 3) == "0.488" and fixed(-0.25 * 1.95, 3) == "-0.488"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-10**9, 10**9), st.integers(0, 6), st.sampled_from([0.0, 1e-13, -1e-13, 1e-9, 2.0**-11]))
+def test_halves_agrees_with_near_half(digits, decimals, nudge):
+    """rounding.halves, vectorised, says what near_half says of each number: on, a hair off and well off a half."""
+    from attncli.core.rounding import halves, near_half
+
+    y = (digits + 0.5) * (1 + nudge) / 10**decimals * 10**decimals
+    assert bool(halves(np.array([y, -y]))[0]) == near_half(y) and bool(halves(np.array([-y]))[0]) == near_half(-y)
+
+
+def test_numbers_a_hair_from_a_half_are_rounded_with_the_block():
+    """Random floats within 2⁻¹⁰ of a half but not on one (one in 500) round by rint as printf rounds them, none by hand; their text is fixed's."""
+    rng = np.random.default_rng(8)
+    data = rng.standard_normal((200, 200))
+    data[0, :50] = (np.arange(50) + 0.5) / 10**4 * (1 + 1e-9)  # near halves, not halves by the rule (off by 1e-9 of their size)
+    by_hand = []
+
+    def write(x, precision):
+        by_hand.append(x)
+        return fixed(x, precision)
+
+    texts = [text.decode() for text in fixedtext.rows(fixedtext.cells(data, 4, write))]
+    assert texts == ["".join(fixed(float(x), 4) for x in row) for row in data]
+    assert by_hand == []

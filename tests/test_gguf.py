@@ -92,6 +92,16 @@ def test_dequantisation_in_chunks_equals_the_reference(kind, monkeypatch):
         assert np.array_equal(ours, reference.astype(np.float64))
 
 
+@pytest.mark.parametrize("kind", sorted(DECODERS))
+def test_a_chunks_arrays_stay_under_mallocs_mmap_threshold(kind):
+    """A chunk's codes and steps are at most 64 KiB each: arrays past malloc's 128 KiB threshold were new mappings, page-faulted for every chunk."""
+    from attncli.sources.checkpoints import gguf_quants
+
+    t = BY_NAME[kind]
+    decoded = gguf_quants.decode(kind, random_blocks(kind, gguf_quants.CHUNK_WEIGHTS // t.block, seed=5))
+    assert max(a.nbytes for a in (decoded.codes, decoded.step, decoded.base) if a is not None) <= 64 * 1024
+
+
 @pytest.mark.parametrize("kind", ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "BF16"])
 def test_quantised_by_the_reference_and_read_back(kind):
     """Values quantised by gguf.quants.quantize read back as its own dequantisation (float32-rounded where it rounds)."""

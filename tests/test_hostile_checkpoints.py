@@ -351,6 +351,19 @@ def test_the_cell_limit_is_checked_before_the_earlier_layers_run(monkeypatch):
         scenario.load_scenario(HERE / "gpt2", layer=3, sentence=SENTENCE, limits=Limits(max_cells=100))
 
 
+def test_run_head_counts_one_heads_cells(cli):
+    """run --model --head counts the cells of the head it holds: 7 tokens × 4 heads (196) pass 100 only when one head (49) is shown."""
+    command = ["run", "--model", str(HERE / "gpt2"), "--layer", "1", "--sentence", SENTENCE, "--max-cells", "100", "--format", "json"]
+    refused = cli(*command)
+    assert refused.exit_code == 1 and "7 tokens × 7 × 4 heads = 196 attention cells" in refused.stderr
+    shown = cli(*command, "--head", "3")
+    assert shown.exit_code == 0, shown.stderr
+    tiled = cli(*command, "--head", "3", "--block-size", "2")  # the tiling report still holds every head
+    assert tiled.exit_code == 1 and "196 attention cells" in tiled.stderr
+    one = cli(*command[:-4], "--max-cells", "10", "--head", "1")
+    assert one.exit_code == 1 and "7 tokens × 7 × 1 head = 49 attention cells, more than the limit of 10" in one.stderr
+
+
 def test_the_earlier_layers_mlp_counts_against_the_cell_limit(monkeypatch):
     """Layers before the chosen one hold L × intermediate numbers in their MLP: counted too, before computing."""
     from attncli.errors import AttnError

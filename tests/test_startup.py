@@ -75,3 +75,27 @@ def test_run_into_a_pipe_leaves_the_shading_and_tex_for_later(args, loaded):
     """`attncli run cat | …` imports no heatmap (nothing is shaded in a pipe) and compiles no TeX prose pattern; --heatmap and LaTeX do."""
     done = subprocess.run([sys.executable, "-c", LAZY, *args], capture_output=True, text=True, timeout=60)
     assert next(line for line in done.stderr.splitlines() if line.startswith("LOADED=")) == "LOADED=" + loaded
+
+
+MODEL_PROBE = """
+import runpy, sys
+sys.argv = ["attncli", *sys.argv[1:]]
+try:
+    runpy.run_module("attncli", run_name="__main__")
+except SystemExit:
+    pass
+wanted = ("yaml", "attncli.sources.yaml_scenario", "attncli.core.explain", "attncli.core.decode", "attncli.core.online", "attncli.core.engine")
+sys.stderr.write("LOADED=" + ",".join(m for m in wanted if m in sys.modules) + "\\n")
+"""
+
+
+@pytest.mark.parametrize(("args", "loaded"), [
+    (["run", "--model", "tests/checkpoints/gpt2", "--layer", "1", "--sentence", "hi", "--format", "json"], "attncli.core.engine"),
+    (["run", "cat", "--format", "json"], "yaml,attncli.sources.yaml_scenario,attncli.core.engine"),
+])  # fmt: skip
+def test_a_checkpoints_run_imports_no_yaml_nor_the_other_walkthroughs(args, loaded):
+    """`run --model … --format json` reads no YAML and writes run's JSON without importing explain, decode or the online softmax."""
+    from pathlib import Path
+
+    done = subprocess.run([sys.executable, "-c", MODEL_PROBE, *args], capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent.parent)
+    assert next(line for line in done.stderr.splitlines() if line.startswith("LOADED=")) == "LOADED=" + loaded, done.stderr

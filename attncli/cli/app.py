@@ -324,7 +324,7 @@ def run(
         ctx.fail("Missing argument 'SCENARIO' (or --model DIR --layer N --sentence TEXT).")
     loaded = choose_scenario(
         scenario, model=model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=_limits(max_cells, max_values),
-        target=target, attention=attention,
+        target=target, attention=attention, head_only=block_size is None,
     )  # fmt: skip
     options = Options(
         format=format,
@@ -343,7 +343,10 @@ def run(
     if dtype is not None or kernel is not None:
         emit(api.in_dtype(loaded, _check_dtype(dtype, round_steps), kernel=kernel, block_size=block_size, head=head).document(options), output, force=force)
         return
-    shown = api.run(loaded, round_steps=round_steps) if block_size is None else api.tiles(loaded, block_size, round_steps=round_steps)
+    if block_size is None:  # --head: the other heads are computed for the output alone, their tokens × tokens stages not kept
+        shown: api.Ran | api.Tiled = api.run(loaded, round_steps=round_steps, heads=None if head is None else [head])
+    else:
+        shown = api.tiles(loaded, block_size, round_steps=round_steps)
     emit(shown.document(options), output, force=force)
 
 

@@ -33,11 +33,15 @@ def choose_scenario(
     default: str | None = None,
     target: str | None = None,
     attention: str | None = None,
+    head_only: bool = False,
 ) -> Scenario:
-    """A scenario file or built-in name, or a checkpoint's layer (`--model DIR --layer N --sentence TEXT`): exactly one."""
-    from attncli.sources.yaml_scenario import load
+    """A scenario file or built-in name, or a checkpoint's layer (`--model DIR --layer N --sentence TEXT`): exactly one.
 
+    `head_only`: the command holds only `head`'s tokens × tokens stages, and a checkpoint's limits count that head's cells.
+    """
     if model is None:
+        from attncli.sources.yaml_scenario import load  # not for a checkpoint's layer: it needs neither YAML nor the reader
+
         for key, given in (("--layer", layer), ("--sentence", sentence), ("--target", target), ("--attention", attention)):
             if given is not None:
                 raise AttnError(f"{key} needs --model", key=key, expected="--model DIR beside it, or a scenario file instead")
@@ -57,7 +61,8 @@ def choose_scenario(
     from attncli.sources.checkpoints.scenario import load_scenario
 
     try:
-        return load_scenario(model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=limits, target=target, attention=attention)
+        return load_scenario(model, layer=layer, sentence=sentence, special_tokens=special_tokens, head=head, limits=limits, target=target, attention=attention,
+                             head_only=head_only)  # fmt: skip
     except AttnError as error:
         if error.file is None and error.key in _CLI_KEYS:
             error.key = _CLI_KEYS[error.key]

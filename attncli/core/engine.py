@@ -151,10 +151,15 @@ class RunResult:
     exact: RunResult | None = None  # the same run without rounding, when round_steps is set
     rows: tuple[int, ...] | None = None  # query rows (from 0) each head's tokens × tokens stages hold; None: all
     mla: Latent | None = None  # multi-head latent attention: the latents and the rotary key all heads share; None without
+    kept: tuple[int, ...] | None = None  # the heads (from 1) whose tokens × tokens stages are held; the others' hold no row; None: all
 
     def head(self, number: int) -> HeadResult:
         """Head `number`, counted from 1."""
         return self.heads[number - 1]
+
+    def holds(self, number: int) -> bool:
+        """Whether head `number`'s tokens × tokens stages are held (run(…, heads=…) computed the others for their outputs only)."""
+        return self.kept is None or number in self.kept
 
     def __repr__(self) -> str:
         """`<RunResult of 'cat': 6 tokens, 1 head>`, and the hand rounding if any: what it holds, not its numbers."""
@@ -164,26 +169,32 @@ class RunResult:
 
 
 
-def run(scenario: Scenario, *, round_steps: int | None = None, rows: Sequence[int] | None = None) -> RunResult:
+def run(
+    scenario: Scenario, *, round_steps: int | None = None, rows: Sequence[int] | None = None, heads: Sequence[int] | None = None
+) -> RunResult:
     """Compute every stage; with round_steps, round each intermediate before the next step uses it.
 
     With `rows` (query rows, from 0), each head's tokens × tokens stages keep only those rows
     (the same numbers, computed in place in one buffer: explain's lean path); outputs stay whole.
+    With `heads` (from 1), only those heads keep their tokens × tokens stages: every other head is
+    computed in one buffer, in place, for its output (the concatenation needs it) and keeps no row
+    of them, so a layer holds the cells of the heads shown, not of all H. Every number is the same.
     A stage whose numbers leave float64's range (±1.8e308) is an AttnError naming the stage,
     the head and the row, never an inf or NaN in the result (nor a numpy warning).
     """
     kept = None if rows is None else tuple(rows)
+    held = None if heads is None else tuple(sorted(set(heads)))
     with np.errstate(all="ignore"):  # overflow is caught by `finite` after each stage, with a clear message
-        exact = _run(scenario, None, kept)
+        exact = _run(scenario, None, kept, held)
         if round_steps is None:
             return exact
-        rounded = _run(scenario, round_steps, kept)
+        rounded = _run(scenario, round_steps, kept, held)
     return dataclasses.replace(rounded, round_steps=round_steps, exact=exact)
 
 
 
 
-def _run(scenario: Scenario, decimals: int | None, rows: tuple[int, ...] | None) -> RunResult:
+def _run(scenario: Scenario, decimals: int | None, rows: tuple[int, ...] | None, held: tuple[int, ...] | None = None) -> RunResult:
     r = rounder(decimals)
     X = None if scenario.X is None else r(np.asarray(scenario.X, dtype=np.float64))  # (L_q, d_model)
     X_kv = None if scenario.X_kv is None else r(np.asarray(scenario.X_kv, dtype=np.float64))  # (L_k, d_model)
@@ -195,8 +206,9 @@ def _run(scenario: Scenario, decimals: int | None, rows: tuple[int, ...] | None)
     except AttnError as error:  # a latent's RMSNorm that would divide 0 by 0 knows its key, not the file
         raise error.located(file=scenario.path) from None
     heads = tuple(
-        _head(scenario, X, X_kv, h, Arithmetic(scenario, h, decimals, rows), kv_cache, wholes, latent) for h in range(1, scenario.heads + 1)
-    )
+        _head(scenario, X, X_kv, h, Arithmetic(scenario, h, decimals, rows if held is None or h in held else ()), kv_cache, wholes, latent)
+        for h in range(1, scenario.heads + 1)
+    )  # a head not held: its stages in one buffer, in place, no row kept (its output whole)
     concat = np.hstack([head.final for head in heads])  # (L_q, H*d_v) each head's output, after its gate if any
     output = concat
     if scenario.W_O is not None:
@@ -205,7 +217,7 @@ def _run(scenario: Scenario, decimals: int | None, rows: tuple[int, ...] | None)
     if scenario.b_O is not None:
         output = r(output + scenario.b_O)  # (L_q, d_out)
         finite(output, "output", "concat·W_O + b_O", scenario, None, scenario.tokens)
-    return RunResult(scenario=scenario, X=X, X_kv=X_kv, heads=heads, concat=concat, output=output, rows=rows, mla=latent)
+    return RunResult(scenario=scenario, X=X, X_kv=X_kv, heads=heads, concat=concat, output=output, rows=rows, mla=latent, kept=held)
 
 
 def block(matrix: np.ndarray | None, h: int, width: int) -> np.ndarray | None:

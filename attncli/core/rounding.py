@@ -48,6 +48,13 @@ def round_half_away(y: float) -> float:
     return float(round(y))
 
 
+def halves(y: np.ndarray) -> np.ndarray:
+    """Which numbers of y (in units of the last decimal, finite) are halves by `near_half`'s rule, elementwise: the same test, vectorised."""
+    size = np.abs(y)
+    found: np.ndarray = np.abs(size - np.floor(size) - 0.5) <= np.minimum(TIE_MOST, np.maximum(size, 1.0) * TIE)
+    return found
+
+
 BLOCK = 1 << 16  # numbers rounded at once in place: the temporaries stay small when a stage of millions is rounded
 
 
@@ -77,9 +84,7 @@ def _rounded(a: np.ndarray, decimals: int, out: np.ndarray | None) -> np.ndarray
         near = gap >= 0.5 - TIE_MOST  # (…) a quick filter: only these can be halves
         if near.any():
             candidates = y[near]  # (n,)
-            size = np.abs(candidates)
-            halves = np.abs(size - np.floor(size) - 0.5) <= np.minimum(TIE_MOST, np.maximum(size, 1.0) * TIE)
-            rounded[near] = np.where(halves, np.copysign(np.floor(size) + 1.0, candidates), rounded[near])
+            rounded[near] = np.where(halves(candidates), np.copysign(np.floor(np.abs(candidates)) + 1.0, candidates), rounded[near])
         result: np.ndarray = from_units(rounded, scale, out=y)
     return result
 

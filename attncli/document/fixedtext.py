@@ -3,9 +3,10 @@
 Markdown and LaTeX print millions of numbers at 1,024 tokens; Python formats about five
 million floats a second, NumPy's integer arithmetic a hundred million. `cells` writes each
 number's digits into a byte array (zero bytes fill the unused places) and `rows` drops
-the zeros, a row at a time. Numbers that may lie on a decimal half (core.rounding's rule: a half
-rounds away from zero whatever its last bits), or too large for fixed notation, are written by the
-caller's `write`, one at a time, and so are ±∞ and NaN (once each).
+the zeros, a row at a time. A number on a decimal half (core.rounding's rule: a half rounds away
+from zero whatever its last bits) is rounded here, with the rest; one so large that x·10^p's
+rounding could hide which side of a half it lies on, or too large for fixed notation, is written
+by the caller's `write`, one at a time, and so are ±∞ and NaN (once each).
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from attncli.core.rounding import TIE_MOST
+from attncli.core.rounding import TIE_MOST, halves
 
 _LIMIT = 2.0**49  # from here x·10^p has too few bits after the point to judge a rounding; numbers.HUGE is beyond it
+_EXACT = 2.0**41  # below this, two ulps of x·10^p are within core.rounding's tie tolerance (2^-10 from 2^20 on)
 _ZERO, _MINUS, _POINT = ord("0"), ord("-"), ord(".")
 
 
@@ -40,11 +42,19 @@ def cells(data: npt.NDArray[np.float64], precision: int, write: Callable[[float,
         y = x * 10.0**precision  # (R, C) correctly rounded: 10^p is exact for p <= 22
         rounded = np.rint(y)  # half to even, as printf rounds an exact half
         size = np.abs(y)
-        # NaN, ±∞, |x| >= 1e15 (numbers.HUGE), and numbers that may lie on a decimal half (core.rounding):
-        # ~(size < _LIMIT) | (|y − rounded| >= 0.5 − TIE_MOST), in place (see _in_place)
+        # NaN, ±∞, |x| >= 1e15 (numbers.HUGE), and numbers near a decimal half that are not one by core.rounding's rule:
+        # ~(size < _LIMIT) | (|y − rounded| >= 0.5 − TIE_MOST, not a half), in place (see _in_place)
         by_hand = ~(size < _LIMIT)
         gap = np.abs(np.subtract(y, rounded, out=y), out=y)
-        by_hand |= gap >= 0.5 - TIE_MOST
+        near = (gap >= 0.5 - TIE_MOST) & ~by_hand
+        if near.any():  # a half rounds away from zero, as numbers.fixed rounds it (written here, not by hand: hand-written inputs make many)
+            candidates = x[near] * 10.0**precision  # (n,) the same products as y's
+            on_half = halves(candidates)
+            rounded[near] = np.where(on_half, np.copysign(np.floor(np.abs(candidates)) + 1.0, candidates), rounded[near])
+            # Within a hair of a half but not one: y = x·10^p is x·10^p correctly rounded, off by at most an ulp of y, and the
+            # rule's tolerance (at least size·2^-30, or 2^-10) is wider than two ulps below _EXACT: rint(y) rounds as printf
+            # rounds x itself. Beyond it, by hand.
+            by_hand[near] = ~on_half & ~(size[near] < _EXACT)
     if by_hand.any():
         rounded[by_hand] = 0.0
     negative = rounded < 0  # a number that rounds to zero (-0.0 here) loses its sign, as in numbers.fixed

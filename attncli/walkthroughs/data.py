@@ -7,17 +7,19 @@ are; `attncli.formats.jsonout` writes them out in full float64 precision.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from attncli.core import variants
-from attncli.core.decode import Decode
 from attncli.core.engine import HeadResult, RunResult
-from attncli.core.explain import Explanation
-from attncli.core.online import OnlineRow, Tiling
 from attncli.core.scenario import Scenario
-from attncli.core.variance import VarianceRow
+
+if TYPE_CHECKING:  # run's JSON imports none of explain, decode, the online softmax or the variance experiment
+    from attncli.core.decode import Decode
+    from attncli.core.explain import Explanation
+    from attncli.core.online import OnlineRow, Tiling
+    from attncli.core.variance import VarianceRow
 from attncli.document import stages
 from attncli.document.blocks import Table
 from attncli.document.escape import csv_cell

@@ -242,7 +242,7 @@ DECODERS = {
     "MXFP4": _mxfp4,
 }  # fmt: skip
 READABLE = (*FLOAT_TYPES, *DECODERS)
-CHUNK_WEIGHTS = 1 << 18  # weights decoded at once: the codes and steps of a chunk stay in the processor's cache
+CHUNK_WEIGHTS = 1 << 16  # weights decoded at once: every temporary of a chunk (64 KiB of codes) stays under malloc's mmap threshold
 
 
 def decode(kind: str, blocks: np.ndarray) -> Decoded:

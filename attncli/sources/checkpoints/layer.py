@@ -141,13 +141,16 @@ def load_layer(
     target: str | None = None,
     attention: str | None = None,
     first: int | None = None,
+    held: int | None = None,
 ) -> LayerCase:
     """Run `text` through layers 1 … layer−1 of the checkpoint in float64 and return layer `layer`'s attention inputs.
 
     With `first`, only the text's first tokens (decode's run before a longrope switch: api.longrope_prefix).
 
     With `max_cells`, a text whose heads × L × L attention cells pass it is refused as soon as its
-    tokens are counted, before any layer is computed (each earlier layer holds as many cells).
+    tokens are counted, before any layer is computed. `held` is how many heads' cells the command holds
+    (`run --head 3` one: the engine computes the others in one buffer for their outputs); None: every head.
+    An earlier layer computes each head in one buffer and keeps none of its cells.
     An encoder–decoder (BART) also takes the `target` text the decoder has produced so far, and
     `attention` says which of its three attentions layer `layer` means (bart.chosen_attention).
     """
@@ -167,7 +170,8 @@ def load_layer(
             f"layer {layer} is out of range: the model has {cfg.layers} layers", key="layer", expected=f"1 to {cfg.layers}"
         )
     widest = cfg.intermediate_size if layer > 1 else 0  # the earlier layers' MLPs hold L × intermediate numbers
-    tokenized = _bounded_tokens(folder, cfg, text, "sentence", special_tokens, max_cells, heads=cfg.heads, widest=widest, layer=layer, what="the sentence")
+    heads = cfg.heads if held is None else min(held, cfg.heads)
+    tokenized = _bounded_tokens(folder, cfg, text, "sentence", special_tokens, max_cells, heads=heads, widest=widest, layer=layer, what="the sentence")
     ids, labels, not_applied = tokenized.ids, tokenized.labels, tokenized.not_applied
     if first is not None:
         ids, labels = ids[:first], labels[:first]
@@ -308,7 +312,7 @@ def too_many_cells(tokens: int, heads: int, max_cells: int) -> AttnError:
     """The error for a sentence whose heads × L × L attention cells pass `max_cells`."""
     cells = heads * tokens**2
     return AttnError(
-        f"{tokens:,} tokens × {tokens:,} × {heads} heads = {cells:,} attention cells, more than the limit of {max_cells:,}",
+        f"{tokens:,} tokens × {tokens:,} × {heads} head{'s' * (heads != 1)} = {cells:,} attention cells, more than the limit of {max_cells:,}",
         key="sentence",
         expected=f"a shorter sentence, or raise the limit with {option('max_cells')}",
     )

@@ -45,18 +45,20 @@ def load_scenario(
     target: str | None = None,
     attention: str | None = None,
     first: int | None = None,
+    head_only: bool = False,
 ) -> Scenario:
     """The scenario of layer `layer` (from 1) of the checkpoint in `folder`, for `sentence`.
 
     `shown` is the folder as the person wrote it (a scenario's `model: ~/models/gpt2`), which the
     header and JSON name instead of the path it expands to: a published post shows no home folder.
     An encoder–decoder also takes the decoder's `target` text and which `attention` to show; `first` keeps only the
-    sentence's first tokens (decode's run before a longrope switch).
+    sentence's first tokens (decode's run before a longrope switch). With `head_only`, the command holds only `head`'s
+    tokens × tokens stages (`run --head`: api.run(…, heads=[head])), and the limits count that head's cells alone.
     """
     check_special_tokens(special_tokens)
     case = load_layer(
         folder, layer=layer, text=sentence, special_tokens=special_tokens == "auto", max_cells=limits.max_cells, target=target, attention=attention,
-        first=first,
+        first=first, held=1 if head_only and head is not None else None,
     )
     scenario = layer_scenario(case, head=head, name=name, shown=shown)
     origin = Origin(str(folder), layer, sentence, special_tokens, target, case.attention, shown=shown or case.folder)
