@@ -323,3 +323,19 @@ def test_a_declared_family_with_more_after_its_last_layer_has_no_lens(name):
     knows only an RMSNorm and the unembedding after the last one, is not offered for them until each is checked."""
     here = Path(__file__).parent / "checkpoints"
     assert not supported(read_config(here / name)) and all(supported(read_config(here / family)) for family in ("llama", "qwen3"))
+
+
+def test_a_piece_of_a_character_is_written_as_the_vocabulary_spells_it():
+    """A byte-level id that alone is half a character (decoding to U+FFFD) is named by its vocabulary entry, never as U+FFFD,
+    so that two such tokens the lens promotes never read alike; a whole token is written out as the tokenizer writes it."""
+    from tokenizers import Tokenizer
+
+    from attncli.sources.checkpoints.lens import token_texts
+
+    folder = Path(__file__).parent / "checkpoints" / "llama"
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    pieces = [i for i in range(tokenizer.get_vocab_size()) if "\ufffd" in tokenizer.decode([i])][:3]
+    whole = tokenizer.encode("cat", add_special_tokens=False).ids[0]
+    texts = token_texts(folder, [*pieces, whole])
+    assert len(pieces) == 3 and texts[:3] == tuple(tokenizer.id_to_token(i) for i in pieces) and len(set(texts[:3])) == 3
+    assert texts[3] == tokenizer.decode([whole]) and "\ufffd" not in "".join(texts)

@@ -169,7 +169,7 @@ def token_texts(model: Path, ids: Sequence[int]) -> tuple[str, ...]:
     from attncli.sources.checkpoints.gguf_tokens import cached_tokenizer
 
     tokenizer, _ = cached_tokenizer(gguf)
-    return tuple(tokenizer.decode([int(i)], skip_special_tokens=False) for i in ids)
+    return tuple(tokenizer_process.written_out(tokenizer, int(i)) for i in ids)
 
 
 def named(model: Path, lenses: Sequence[HeadLens], streams: Sequence[Promoted]) -> tuple[list[HeadLens], list[Promoted]]:

@@ -79,6 +79,16 @@ def tokenize(
     )
 
 
+def written_out(tokenizer: Any, token_id: int) -> str:
+    """One vocabulary id as the tokenizer writes it out (' on'); a piece of a character (one byte of '—', which alone
+    decodes to U+FFFD) as the vocabulary spells it instead ('<0xE2>', 'âĢ'), so that no two such pieces read alike."""
+    text = str(tokenizer.decode([token_id], skip_special_tokens=False))
+    if "\ufffd" in text:
+        spelled = tokenizer.id_to_token(token_id)
+        return str(spelled) if spelled is not None else text
+    return text
+
+
 def decode_ids(folder: Path, ids: Sequence[int]) -> tuple[str, ...]:
     """Each of `ids` written out by `folder`/tokenizer.json on its own (' on'), in the bounded child process."""
     reply = _run(folder, {"decode": [int(i) for i in ids]})
@@ -230,7 +240,7 @@ def _answer(request: dict[str, Any]) -> dict[str, Any]:
         raise _library_failure(error, shown, "cannot read it") from None
     if "decode" in request:  # ids written out one at a time (the tokens the lens names)
         try:
-            return {"texts": [tokenizer.decode([i], skip_special_tokens=False) for i in request["decode"]]}
+            return {"texts": [written_out(tokenizer, i) for i in request["decode"]]}
         except BaseException as error:
             if not (_is_panic(error) or type(error) is Exception):
                 raise
