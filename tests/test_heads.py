@@ -1050,3 +1050,16 @@ def test_the_terminal_table_shows_whole_numbers_at_any_width(cli, monkeypatch, c
     if "Most changed heads:" in lines:  # each reading indented, its wrapped lines too (a hanging indent, never column 0)
         readings = lines[lines.index("Most changed heads:") + 1 :]
         assert readings and all(line.startswith("  ") for line in readings if line.strip())
+
+
+def test_no_head_stands_out_says_the_rule_the_readings_follow(cli):
+    """A map with no reading but a head whose column reaches a bare threshold (self 0.466 ≥ 40%) names the even-spread condition too."""
+    from attncli.walkthroughs import heads as walk
+
+    data = json.loads(cli("heads", "--model", GPT2, "--sentence", "The cat sat on the mat", "--format", "json").stdout)
+    assert data["notable"] == [] and data["sinks"]["heads"] == []
+    reached = [h for h in data["heads"] if h["first_token"] >= walk.SINK or h["previous_token"] >= walk.PREVIOUS or h["self"] >= walk.SELF]
+    assert reached, "the sentence no longer has a head that reaches a bare threshold: pick another"
+    text = cli("heads", "--model", GPT2, "--sentence", "The cat sat on the mat").stdout
+    said = " ".join(text[text.index("No head stands out") :].split())
+    assert "20 points more there than if each row spread its weight evenly over the keys it sees" in said

@@ -111,3 +111,11 @@ def test_the_grid_holds_each_heads_weight():
     assert cells.shape == (1, 2, 1, 1)
     assert {(r.head, r.weight) for r in ranked} == {(h + 1, float(cells[0, h, 0, 0])) for h in range(2)}
     assert np.isclose(cells.sum(), sum(r.weight for r in ranked))
+
+
+def test_the_title_counts_heads_as_the_map_title_does(at_root):
+    """The link grid's title says '3 layers × 4 heads', not a bare '× 4'."""
+    from attncli.walkthroughs import links
+
+    mapped = attn.heads(model=GPT2, sentence=SENTENCE, word="cat", position=9, to="sat")
+    assert links.title(mapped.source, mapped.map, [2]).endswith("3 layers × 4 heads")

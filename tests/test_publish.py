@@ -709,3 +709,14 @@ def test_greek_letters_print_as_themselves_in_every_tex_engine(latex_tools, kate
 def test_curly_quotes_beside_straight_ones_do_not_join_into_double_quotes(latex_tools, katex_modules, mathjax_modules, tmp_path):
     """’ and ‘ are the fonts' ' and `: beside one, T1 printed the pair as ” (found by the random tokens above)."""
     check_tex_engines(["_'’", "’'", "’’", "‘‘", "`‘", "!‘"], tmp_path, katex_modules, mathjax_modules)
+
+
+@pytest.mark.parametrize("token", ["[", ",", "(", ")", ".", "cat"])
+def test_a_quoted_token_opens_and_closes_its_quotes_in_pdflatex(latex_tools, tmp_path, token):
+    """The narration's '[' prints ‘[’ in pdflatex (the closing quote before a comma is no second opening one), as 'cat' prints ‘cat’."""
+    from attncli.formats import latex
+
+    body = latex.prose(f"52% of this row goes to '{token}', the first token: a sink; '{token}'. Then '{token}' itself.")
+    source = T1_ARTICLE + "\\begin{document}\n" + body + "\n\\end{document}\n"
+    printed = " ".join(renderers.pdf_text(renderers.pdflatex(source, tmp_path)).split())
+    assert f"goes to ‘{token}’, the first token: a sink; ‘{token}’. Then ‘{token}’ itself." in printed

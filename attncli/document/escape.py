@@ -281,6 +281,7 @@ def _prose(text: str, *, names: bool, in_power: bool = False) -> str:
         math.append(piece)
 
     previous = ""
+    quoted = False  # a quote opened by ‘ and not yet closed
     i = 0
     while i < len(text):
         c = text[i]
@@ -295,7 +296,9 @@ def _prose(text: str, *, names: bool, in_power: bool = False) -> str:
             continue
         if names and c == "'" and (opening_at(text, i) or closing_at(text, i)):
             flush()
-            out.append("‘" if opening_at(text, i) else "’")
+            opening = opening_at(text, i) is not None and not (quoted and closing_at(text, i))  # the ' of '[', closes the one before
+            out.append("‘" if opening else "’")
+            quoted = opening
             i, previous = i + 1, ""
             continue
         if (names and c == "^" and (found := power_at(text, i))

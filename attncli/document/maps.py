@@ -54,7 +54,10 @@ class HeadTable(NamedTuple):
     legend: str  # what the short column names mean
     heading: str = "Notable heads"  # above the readings
     general: bool = False  # numbers to `precision` significant digits (differences near 0), not decimals
-    none: str = "No head stands out (none puts half its weight on the first token, 40% on the previous token or on itself)."
+    none: str = (  # the rule of walkthroughs.heads._reading, on the same means over the query rows as the table's columns
+        "No head stands out (none puts half its weight on the first token, or 40% on the previous token or on itself, "
+        "and 20 points more there than if each row spread its weight evenly over the keys it sees)."
+    )
 
 
 class ShadedRow(NamedTuple):

@@ -83,7 +83,7 @@ def describe(heads: HeadMap, keys: Sequence[int]) -> tuple[str, str]:
 
 def title(source: Source, heads: HeadMap, keys: Sequence[int]) -> str:
     query, key = describe(heads, keys)
-    return f"Which heads link {query} to {key}: every head of {named(source)}, {heads.layers} layer{'s' * (heads.layers != 1)} × {heads.heads}"
+    return f"Which heads link {query} to {key}: every head of {named(source)}, {heads.layers} layer{'s' * (heads.layers != 1)} × {heads.heads} head{'s' * (heads.heads != 1)}"
 
 
 def document(heads: HeadMap, keys: Sequence[int], source: Source, ranked: Sequence[Link], spell: Callable[[ExplainCall], str]) -> dict[str, Any]:
