@@ -318,8 +318,10 @@ def head_inputs(
         normed[variant.key] = Normed(q, k, q_ms, k_ms)
     value_normed = None
     for variant in variants.active(s, "value"):  # v_norm: each value row divided by its rms (no weight)
-        with np.errstate(invalid="ignore", divide="ignore"):  # 0/0 of an all-zero row under ε = 0: refused by `finite`
-            value_normed = finite(r(variant.normalise(V if value_normed is None else value_normed)), variant.key, "V / rms(V)", s, h, keys)
+        values = V if value_normed is None else value_normed  # (L_k, d_v)
+        variant.refuse_zero_rms(values, s.path, h, keys)
+        with np.errstate(invalid="ignore", divide="ignore", under="ignore"):  # a mean(v²) that underflows to 0: refused by `finite`
+            value_normed = finite(r(variant.normalise(values)), variant.key, "V / rms(V)", s, h, keys)
     Q_rope = K_rope = None
     for variant in variants.active(s, "qk"):  # RoPE: q and k turned by position p = 0, 1, ...
         q, k = (q, k) if Q_rope is None or K_rope is None else (Q_rope, K_rope)

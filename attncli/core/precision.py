@@ -1,7 +1,7 @@
 """One head computed as bfloat16, float16 or float32 arithmetic computes it, each step beside its exact float64 value.
 
 The engine stays exact; this is a second computation beside it. It starts where an attention kernel
-starts: the head's q, k and V as the engine made them (after any QK-norm and RoPE), rounded to the
+starts: the head's q, k and V as the engine made them (after any QK-norm, RoPE and value norm), rounded to the
 format, as a model running in that format holds them. Every rounding is a cast with ml_dtypes
 (bfloat16) or NumPy (float16, float32): round to nearest, ties to even, as the hardware does, and a
 float32 operation is NumPy's float32 operation, rounded once. Where each result is rounded, and in
@@ -394,15 +394,15 @@ def _flash(qf: np.ndarray, kf: np.ndarray, vf: np.ndarray, q: np.ndarray, k: np.
 
 
 def head_lab(head: Any, visible: np.ndarray, divisor: float, fmt: Format, kernel: str, block: int | None = None) -> Lab:
-    """`compute` on a HeadResult's q, k and V (after its QK-norm and RoPE), or an AttnError for a head the kernels here do not compute.
+    """`compute` on a HeadResult's q, k and values (after its QK-norm, RoPE and value norm), or an AttnError for a head the kernels here do not compute.
 
     The kernels compute softmax(mask(q·kᵀ / divisor))·V; a head with anything else on its scores (a bias, ALiBi,
-    soft-capping, a learned sink, given scores, a kernel other than softmax) is refused in one line.
+    soft-capping, a query temperature, a learned sink, given scores, a kernel other than softmax) is refused in one line.
     """
     if head.kernel is not None or head.reshaped or head.bias is not None or head.sink_exp is not None or head.q.shape[1] == 0:
         raise AttnError(
-            f"head {head.head} has more than softmax(mask(q·kᵀ / divisor))·V (a bias, ALiBi, soft-capping, a sink, given scores or no softmax)",
+            f"head {head.head} has more than softmax(mask(q·kᵀ / divisor))·V (a bias, ALiBi, soft-capping, a query temperature, a sink, given scores or no softmax)",
             key=option("dtype"),
             expected="a scenario whose heads add nothing to the scaled scores (RoPE, QK-norm, grouped-query heads and masks are fine)",
         )
-    return compute(head.q, head.k, head.V, visible, divisor, fmt, kernel, block)
+    return compute(head.q, head.k, head.values, visible, divisor, fmt, kernel, block)  # the values the weights meet (after v_norm)

@@ -37,7 +37,7 @@ KERNELS = {
 }
 
 
-INPUTS = ("The kernel's inputs are the head's exact q, k and v (after any QK-norm and RoPE) rounded once to {fmt}; a model that runs "
+INPUTS = ("The kernel's inputs are the head's exact q, k and v (after any QK-norm, RoPE and value norm) rounded once to {fmt}; a model that runs "
           "in {fmt} has rounded inside its projections and earlier layers too.")
 PAIRS = ("scores", "scaled", "exp", "weights")  # the steps of tokens × tokens: a row per query, a column per key
 KEYS = ("k", "v", "k_scaled")  # the steps with a row per key

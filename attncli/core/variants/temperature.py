@@ -102,9 +102,9 @@ class QueryTemperature:
         "type": "object",
         "properties": {
             "beta": {"type": "number", "minimum": 0, "maximum": 1e6, "description": "β: how fast τ grows with the log of the position."},
-            "original": {"type": "integer", "minimum": 1, "description": "n₀: τ is 1 below this position, then steps at each multiple."},
-            "shift": {"type": "integer", "minimum": 0, "description": "Added to the position before the division (Llama 4: 1; default 0)."},
-            "offset": {"type": "integer", "minimum": 0, "description": "The position of the first query (default 0)."},
+            "original": {"type": "integer", "minimum": 1, "maximum": 2**31, "description": "n₀: τ is 1 below this position, then steps at each multiple."},
+            "shift": {"type": "integer", "minimum": 0, "maximum": 2**31, "description": "Added to the position before the division (Llama 4: 1; default 0)."},
+            "offset": {"type": "integer", "minimum": 0, "maximum": 2**31, "description": "The position of the first query (default 0)."},
         },
         "required": ["beta", "original"],
         "additionalProperties": False,
@@ -127,8 +127,8 @@ class QueryTemperature:
         beta = given["beta"].number()
         if not (math.isfinite(beta) and 0 <= beta <= 1e6):  # models use 0.1; far beyond, τ alone would overflow the scores
             raise given["beta"].error(f"found {given['beta'].text}", "a number from 0 to 1e6")
-        original = given["original"].whole(1)
-        shift, offset = (given[name].whole(0) if name in given else 0 for name in ("shift", "offset"))
+        original = given["original"].whole(1, 2**31, "a length")  # positions past 2³¹ would wrap NumPy's int64 sums
+        shift, offset = (given[name].whole(0, 2**31, "a position") if name in given else 0 for name in ("shift", "offset"))
         return cls(float(beta), original, shift, offset)
 
 

@@ -39,6 +39,18 @@ class ValueNorm:
         normed: np.ndarray = V / np.sqrt(mean_square + self.eps)  # (L_k, d_v)
         return normed
 
+    def refuse_zero_rms(self, V: np.ndarray, path: str | None, h: int, rows: Any) -> None:
+        """An AttnError when ε = 0 meets a value row (L_k, d_v) whose numbers are all 0: its norm would be 0 / 0."""
+        zero = ~V.any(axis=-1)  # (L_k,) rows of zeros only
+        if self.eps == 0 and zero.any():
+            i = int(np.flatnonzero(zero)[0])
+            raise AttnError(
+                f"head {h}, row {i + 1} ({rows[i]!r}): v is all zeros and ε = 0, so its RMSNorm would divide 0 by 0",
+                file=path,
+                key=self.key,
+                expected="ε > 0 (such as 1e-6), as every model uses",
+            )
+
     def describe(self) -> str:
         return f"value norm (Gemma 3n's v_norm): each head's v / √(mean(v²) + ε), no weight, ε = {self.eps:g}"
 
