@@ -78,7 +78,7 @@ class HeadResult:
     kernel: KernelHead | None = None  # attention without softmax (linear attention, retention): its own stages; None with the softmax
     gated: dict[str, Gated] = field(default_factory=dict)  # "output" variant key -> its factor and the output after it (a gate)
     value_normed: np.ndarray | None = None  # (L_k, d_v) V after the "value" variant (Gemma 3n's v_norm), which the weights meet; None without
-    turned: dict[str, Turned] = field(default_factory=dict)  # "rotated" variant key -> q and k after it (QK-norm after RoPE, a temperature)
+    turned: dict[str, Turned] = field(default_factory=dict)  # "rotated" variant key -> q and k after it (QK-norm after RoPE)
 
     @property
     def final(self) -> np.ndarray:
@@ -253,7 +253,7 @@ class HeadInputs(NamedTuple):
     Q_rope: np.ndarray | None  # (L_q, d_k) rotated, under RoPE
     K_rope: np.ndarray | None  # (L_k, d_k)
     normed: dict[str, Normed]  # "norm" variant key -> q and k after it (QK-norm); HeadResult's field of that name
-    turned: dict[str, Turned]  # "rotated" variant key -> q and k after it (QK-norm after RoPE, a query temperature)
+    turned: dict[str, Turned]  # "rotated" variant key -> q and k after it (QK-norm after RoPE)
     value_normed: np.ndarray | None = None  # (L_k, d_v) V after the "value" variant (v_norm); None without
 
 
@@ -392,7 +392,7 @@ def _head(
     q, k = (n.Q, n.K) if n.Q_rope is None else (n.Q_rope, n.K_rope)
     if n.Q_rope is None and n.normed:
         q, k = list(n.normed.values())[-1][:2]
-    if n.turned:  # after RoPE: QK-norm there, a query temperature
+    if n.turned:  # after RoPE: QK-norm there
         q, k = list(n.turned.values())[-1][:2]
     visible = variants.visibility(s, L_q, L_k)  # (L_q, L_k) the mask
     kernel = next(iter(variants.active(s, "kernel")), None)

@@ -101,7 +101,7 @@ def steps(expl: Explanation, p: int, w: Writer = Writer(), *, full: bool = False
     out += _variant_steps(expl, "norm", say)
     out += _variant_steps(expl, "value", say)  # a value norm (v_norm): each value row divided by its rms
     out += _variant_steps(expl, "qk", say)
-    out += _variant_steps(expl, "rotated", say)  # after RoPE: QK-norm there, a query temperature
+    out += _variant_steps(expl, "rotated", say)  # after RoPE: QK-norm there
     without_softmax = _variant_steps(expl, "kernel", say)  # linear attention, retention: their step replaces the softmax's
     if not without_softmax:
         out += given_scores or [_dot_products(expl, p, w, check, full)]

@@ -8,7 +8,7 @@ engine meets them:
     "norm"        on each head's q and k: normalise(x, role, index, whole) -> x  (QK-norm, QK LayerNorm)
     "value"       on each head's values: normalise(V) -> V                       (a value norm: Gemma 3n's v_norm)
     "qk"          before the scores, on q and k: apply(x, positions) -> x       (RoPE)
-    "rotated"     after RoPE, on q and k: turn(q, k, …) -> Turned              (QK-norm after RoPE, a query temperature)
+    "rotated"     after RoPE, on q and k: turn(q, k, …) -> Turned              (QK-norm after RoPE)
     "scaled"      on the scaled scores, elementwise: apply(s, out=) -> s        (a query temperature by row, soft-capping)
     "logits"      added to the scaled scores: matrix(head, L_q, L_k)           (a given bias, ALiBi, T5's buckets)
     "visibility"  which keys each query sees: visible(L_q, L_k) -> bool          (the mask)

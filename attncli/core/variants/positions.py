@@ -30,7 +30,7 @@ from attncli.errors import did_you_mean
 
 
 class Turned(NamedTuple):
-    """q and k as a "rotated" variant leaves them (one that acts after RoPE: QK-norm there, a query temperature), and what it
+    """q and k as a "rotated" variant leaves them (one that acts after RoPE: QK-norm there), and what it
     measured of each row: mean(x²) under QK-norm, the factor under a temperature (NaN for a cached key, given as it is)."""
 
     q: np.ndarray  # (L_q, d_k)
