@@ -23,6 +23,7 @@ from attncli.sources.checkpoints import gemma3n
 from attncli.sources.checkpoints.families import read_config
 from attncli.sources.checkpoints.layer import load_layer, model_info
 from attncli.sources.checkpoints.scenario import layer_scenario
+from tests.live import fixture_script
 
 FOLDER = Path(__file__).parent / "checkpoints" / "gemma3n"
 LAYERS = 6
@@ -319,17 +320,7 @@ def test_model_info_reads_a_gguf_file_s_gemma3n():
 def test_live_transformers_still_gives_the_goldens():
     """transformers, run now on the fixture by the fixture script's own code (both runs), gives every committed array to 1e-12
     (skips without torch): a transformers upgrade that changes Gemma 3n shows here first."""
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-    except Exception as error:
-        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_checkpoints", Path(__file__).parent.parent / "scripts" / "make_checkpoints.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = fixture_script()
     expected = golden()
     ids = expected["ids"].tolist()
     live = script.golden_with_inputs(FOLDER, ids)
@@ -342,17 +333,7 @@ def test_live_transformers_still_gives_the_goldens():
 def test_live_transformers_meets_the_gguf_file_inside_the_per_layer_table():
     """transformers on the folder (float32 steps in float64), given the GGUF file's tokens of a sentence inside the per-layer
     table, gives every layer's weights of attncli's reading of the file within the file's float32 ε and Φ⁻¹ (skips without torch)."""
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-    except Exception as error:
-        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_checkpoints", Path(__file__).parent.parent / "scripts" / "make_checkpoints.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = fixture_script()
     cases = [load_layer(GGUF, layer=layer, text=IN_TABLE) for layer in range(1, LAYERS + 1)]
     live = script.golden_float64(FOLDER, list(cases[0].token_ids), "gemma3n")["attentions"]
     for layer, case in enumerate(cases, start=1):

@@ -39,6 +39,7 @@ from attncli.core.variants.temperature import QueryTemperature
 from attncli.errors import AttnError
 from attncli.sources.checkpoints.layer import load_layer, model_info
 from attncli.sources.checkpoints.scenario import layer_scenario
+from tests.live import fixture_script
 from tests.test_gguf import make_gguf
 
 gguf = pytest.importorskip("gguf")
@@ -201,17 +202,7 @@ def test_a_mistral3_file_without_yarn_is_unscaled_and_another_scaling_is_refused
 def test_live_transformers_on_the_convertible_folder_equals_the_file(tmp_path, name):
     """transformers on the folder the file was written from gives the file's weights on every head of every layer (1e-6;
     skips without torch): the file is right, not only equal to attncli's reading of its folder."""
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-    except Exception as error:
-        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_checkpoints", Path(__file__).parent.parent / "scripts" / "make_checkpoints.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = fixture_script()
     folder, path = written(tmp_path, name)
     ids = list(load_layer(path, layer=1, text=TEXT).token_ids)
     live = script.golden_with_inputs(folder, ids)
@@ -299,17 +290,7 @@ def test_a_qwen3next_file_gives_its_folder_s_gated_attention(tmp_path):
 def test_live_transformers_on_the_qwen3next_folder_equals_the_file(tmp_path):
     """transformers on the folder the qwen3next file was written from gives the file's gated-attention weights (1e-6; skips
     without torch)."""
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-    except Exception as error:
-        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_checkpoints", Path(__file__).parent.parent / "scripts" / "make_checkpoints.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = fixture_script()
     folder = every_layer_moe_qwen3_next(tmp_path)
     path = tmp_path / "qwen3_next.gguf"
     make_gguf.write_qwen3_next(path, folder)
@@ -406,17 +387,7 @@ def test_a_unigram_vocabulary_without_its_scores_is_one_line(tmp_path, monkeypat
 def test_live_transformers_on_the_t5_folder_equals_the_file(tmp_path):
     """transformers on the folder the t5 file was written from gives the file's three attentions on every layer (within the
     folder's own bound, test_t5's 2e-6: T5's RMSNorm takes its mean square in float32; skips without torch)."""
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-    except Exception as error:
-        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_checkpoints", Path(__file__).parent.parent / "scripts" / "make_checkpoints.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = fixture_script()
     folder, path = t5_file(tmp_path)
     expected = golden("t5")
     text, target = str(expected["text"]), str(expected["decoder_text"])

@@ -21,6 +21,7 @@ from attncli.core.variants import QkNorm, QkNormAfterRope
 from attncli.sources.checkpoints import families
 from attncli.sources.checkpoints.layer import load_layer, model_info
 from attncli.sources.checkpoints.scenario import layer_scenario
+from tests.live import fixture_script
 
 HERE = Path(__file__).parent / "checkpoints" / "hunyuan_v1_dense"
 
@@ -98,17 +99,7 @@ def test_use_qk_norm_false_is_still_normed_as_transformers_does(tmp_path):
 
 def test_live_transformers_agrees():
     """transformers itself, run now on the fixture, gives the stored goldens (skips without torch and transformers)."""
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-    except Exception as error:
-        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_checkpoints", Path(__file__).parent.parent / "scripts" / "make_checkpoints.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = fixture_script()
     expected = golden()
     live = script.golden_with_inputs(HERE, expected["ids"].tolist())
     for key, array in live.items():

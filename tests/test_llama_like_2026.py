@@ -21,6 +21,7 @@ from attncli.core import engine
 from attncli.sources.checkpoints import config, families
 from attncli.sources.checkpoints.layer import load_layer, model_info
 from attncli.sources.checkpoints.scenario import layer_scenario
+from tests.live import fixture_script
 
 HERE = Path(__file__).parent / "checkpoints"
 FAMILIES = {
@@ -235,17 +236,7 @@ def test_model_verify_is_declared(name):
 def test_live_transformers_still_gives_the_goldens(name):
     """transformers, run now on the fixture by the fixture script's own code, gives every committed golden array to
     1e-12 (skips without torch): a transformers upgrade that changes a family shows here first."""
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-    except Exception as error:
-        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_checkpoints", Path(__file__).parent.parent / "scripts" / "make_checkpoints.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = fixture_script()
     expected = golden(name)
     live = script.golden_with_inputs(HERE / name, expected["ids"].tolist(), moe=script.FAMILIES_2026[name].get("moe", False))
     assert set(live) <= set(expected)

@@ -20,6 +20,7 @@ from attncli.errors import AttnError
 from attncli.sources.checkpoints import families
 from attncli.sources.checkpoints.layer import load_layer, model_info
 from attncli.sources.checkpoints.scenario import layer_scenario
+from tests.live import fixture_script
 
 HERE = Path(__file__).parent / "checkpoints"
 MULTIMODAL = {"llama4-multimodal": ("llama4_text", "llama4"), "gemma3-multimodal": ("gemma3_text", "gemma3"),
@@ -110,17 +111,7 @@ def test_model_verify_runs_the_language_model(name):
 
 def test_live_transformers_agrees():
     """transformers itself, run now on each multimodal folder's language model, gives the text model's golden (skips without torch)."""
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-    except Exception as error:
-        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_checkpoints", Path(__file__).parent.parent / "scripts" / "make_checkpoints.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = fixture_script()
     for name in MULTIMODAL:
         expected = golden(name)
         live = script.multimodal_text_golden(HERE / name, expected["ids"].tolist())

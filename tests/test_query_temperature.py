@@ -28,6 +28,7 @@ from attncli.sources.checkpoints.layer import load_layer, model_info
 from attncli.sources.checkpoints.scenario import layer_scenario
 from attncli.sources.yaml_scenario import from_text
 from tests import reference
+from tests.live import fixture_script
 
 LONG = Path(__file__).parent / "checkpoints" / "ministral3-long"
 SCENARIO = """name: query-temperature
@@ -139,17 +140,7 @@ def test_model_info_says_the_temperature_is_computed():
 def test_live_transformers_still_gives_the_goldens():
     """transformers, run now on the fixture by the fixture script's own code, gives every committed golden array to 1e-12
     (skips without torch)."""
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-    except Exception as error:
-        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_checkpoints", Path(__file__).parent.parent / "scripts" / "make_checkpoints.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = fixture_script()
     expected = golden()
     live = script.golden_with_inputs(LONG, expected["ids"].tolist())
     for key, array in live.items():

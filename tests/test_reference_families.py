@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from tests import reference as ref
+from tests.live import fixture_script
 
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
 FLOAT32 = 1e-6
@@ -298,17 +299,7 @@ def test_fixture_tokenizer_gives_the_golden_ids(family):
 def test_live_transformers_still_gives_the_goldens(family):
     """transformers, run now on the fixture by the fixture script's own code, gives every committed golden array to
     1e-12 (skips without torch): a transformers upgrade that changes a family shows here first."""
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-    except Exception as error:
-        pytest.skip(f"torch and transformers are not importable ({error}); pip install torch==2.13.0 transformers")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_checkpoints", Path(__file__).parent.parent / "scripts" / "make_checkpoints.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = fixture_script()
     golden = np.load(CHECKPOINTS / family / "golden.npz")
     if family == "bart":
         live = script.golden_encoder_decoder(CHECKPOINTS / family, golden["ids"].tolist(), golden["decoder_ids"].tolist())
