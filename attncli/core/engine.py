@@ -1,7 +1,7 @@
 """The attention engine: softmax(mask(RoPE(Q)·RoPE(K)ᵀ / s + bias))·V with every stage kept.
 
 Pure NumPy in float64: no printing, no I/O. One head, in order: Q, K, V → QK-norm → RoPE on q and k →
-what acts after RoPE (QK-norm there, a query temperature) → scores q·kᵀ → ÷ divisor → soft-cap → + bias
+what acts after RoPE (QK-norm there) → scores q·kᵀ → ÷ divisor → × a query temperature → soft-cap → + bias
 + ALiBi → mask → softmax → ·V; then the heads side by side → ·W_O + b_O. `attention_head` holds the formula; the variants come from the registry
 (core.variants) by stage, and how each stage is rounded, checked and kept from core.arithmetic.
 Dimension names used in the shape comments:
