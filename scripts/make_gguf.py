@@ -524,12 +524,16 @@ def converter_name(arch: str, blocks: int, hf: str) -> str:
     return str(target)
 
 
-def _common(writer: Any, config: dict[str, Any], *, kv_heads: int | None = None, blocks: int | None = None) -> None:
-    """What the converter's TextModel.set_gguf_parameters writes for every architecture (the keys these fixtures have)."""
+def _common(
+    writer: Any, config: dict[str, Any], *, kv_heads: int | None = None, blocks: int | None = None, context: int | None = None,
+    inner: int | None = None,
+) -> None:
+    """What the converter's TextModel.set_gguf_parameters writes for every architecture (the keys these fixtures have);
+    `context` and `inner` where a converter writes its own (Hunyuan's 256k positions, Llama 4's dense MLP width)."""
     writer.add_block_count(config["num_hidden_layers"] if blocks is None else blocks)
-    writer.add_context_length(config["max_position_embeddings"])
+    writer.add_context_length(config["max_position_embeddings"] if context is None else context)
     writer.add_embedding_length(config["hidden_size"])
-    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_feed_forward_length(config["intermediate_size"] if inner is None else inner)
     writer.add_head_count(config["num_attention_heads"])
     writer.add_head_count_kv(config["num_key_value_heads"] if kv_heads is None else kv_heads)
     writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
@@ -963,14 +967,7 @@ def write_hunyuan_dense(path: Path, folder: Path = HF / "hunyuan_v1_dense") -> N
     head_dim = config["head_dim"]
     writer = gguf.GGUFWriter(path, arch)
     writer.add_name("attncli tiny hunyuan_v1_dense")
-    writer.add_block_count(config["num_hidden_layers"])
-    writer.add_context_length(256 * 1024)
-    writer.add_embedding_length(config["hidden_size"])
-    writer.add_feed_forward_length(config["intermediate_size"])
-    writer.add_head_count(config["num_attention_heads"])
-    writer.add_head_count_kv(config["num_key_value_heads"])
-    writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
-    writer.add_file_type(0)
+    _common(writer, config, context=256 * 1024)
     writer.add_key_length(head_dim)
     writer.add_value_length(head_dim)
     writer.add_rope_dimension_count(head_dim)
@@ -998,14 +995,7 @@ def write_llama4(path: Path, folder: Path) -> None:
     head_dim, inner = config["head_dim"], config["intermediate_size"]
     writer = gguf.GGUFWriter(path, arch)
     writer.add_name("attncli tiny llama4")
-    writer.add_block_count(config["num_hidden_layers"])
-    writer.add_context_length(config["max_position_embeddings"])
-    writer.add_embedding_length(config["hidden_size"])
-    writer.add_feed_forward_length(config["intermediate_size_mlp"])
-    writer.add_head_count(config["num_attention_heads"])
-    writer.add_head_count_kv(config["num_key_value_heads"])
-    writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
-    writer.add_file_type(0)
+    _common(writer, config, inner=config["intermediate_size_mlp"])
     writer.add_key_length(head_dim)
     writer.add_value_length(head_dim)
     writer.add_rope_dimension_count(head_dim)
