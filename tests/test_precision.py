@@ -492,3 +492,14 @@ def test_the_outputs_error_splits_into_the_inputs_rounding_and_the_kernels_arith
     weights = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
     exact = lab.step("output").exact[2, number - 1]
     assert _number(f"{float(weights @ v[:, number - 1] - exact):+.2e}") == inputs
+
+
+def test_explains_keys_and_values_of_a_wide_head_show_their_first_and_last_numbers_unless_full() -> None:
+    """A key of 20 numbers in explain's k and v tables reads [a, b, c, d, …, y, z] (20 numbers), as long vectors do elsewhere; --full writes all 20."""
+    tokens = ["a", "b", "c"]
+    rows = [[round(0.05 * (i + j), 2) for j in range(20)] for i in range(3)]
+    s = from_text(f"name: wide\ntokens: {tokens}\nQ: {rows}\nK: {rows}\nV: {rows}\nmask: causal\n".replace("'", ""))
+    short = attn.in_dtype(s, "bf16", word="c").render("markdown")
+    whole = attn.in_dtype(s, "bf16", word="c").render("markdown", full=True)
+    assert short.count("(20 numbers)") == 6 and "0.2500, …, 1.0000, 1.0469\\] (20 numbers)" in short  # three keys, twice (k and v)
+    assert "(20 numbers)" not in whole and "0.5000, 0.5508, 0.6016" in whole

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from attncli.core.rounding import TIE_MOST, near_half, round_half_away
 
@@ -127,6 +127,21 @@ def vector(values: Iterable[float], precision: int, *, whole: bool = True) -> st
     """[1, -1] or [0.244, 0.244]."""
     write = smart if whole else fixed
     return "[" + ", ".join(write(float(v), precision) for v in values) + "]"
+
+
+SHORT_VECTOR = 12  # a longer vector shows its first 4 and last 2 numbers, as the narration's (walkthroughs.lengths: 2·LONG_TERMS)
+
+
+def short_vector(values: Any, precision: int, *, whole: bool = True, full: bool = False) -> str:
+    """[a, b, c, d, …, y, z] (384 numbers) for a long vector, unless full; a short one whole. The terminal's rule."""
+    import numpy as np
+
+    values = np.ravel(values)
+    if full or len(values) <= SHORT_VECTOR:
+        return vector(values, precision, whole=whole)
+    write = smart if whole else fixed
+    cells = [write(float(v), precision) for v in values[:4]] + ["…"] + [write(float(v), precision) for v in values[-2:]]
+    return "[" + ", ".join(cells) + f"] ({len(values)} numbers)"
 
 
 def significant(x: float, digits: int) -> str:

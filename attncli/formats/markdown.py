@@ -27,7 +27,7 @@ from attncli.document.blocks import (
     step_lines,
 )
 from attncli.document.blocks import Matrix as MatrixView
-from attncli.document.numbers import exact_decimals, fixed, smart, vector
+from attncli.document.numbers import exact_decimals, fixed, short_vector, smart, vector
 
 if TYPE_CHECKING:
     from attncli.document.pages import ExplainPage, HeadsPage, ReportPage, RunPage, ShadePage
@@ -122,21 +122,6 @@ def matrix_table(view: MatrixView, precision: int) -> Iterator[bytes]:
         numbers = fixedtext.rows(fixedtext.cells(block, precision, fixed, b" | "))
         labels = view.rows[start : start + step]
         yield b"".join([b"| **" + md(label).encode() + b"**" + row + end for label, row in zip(labels, numbers)])
-
-
-SHORT_VECTOR = 12  # a longer vector shows its first 4 and last 2 numbers, as the narration's (walkthroughs.lengths: 2·LONG_TERMS)
-
-
-def short_vector(values: Any, precision: int, *, whole: bool = True, full: bool = False) -> str:
-    """[a, b, c, d, …, y, z] (384 numbers) for a long vector, unless full; a short one whole. The terminal's rule."""
-    import numpy as np
-
-    values = np.ravel(values)
-    if full or len(values) <= SHORT_VECTOR:
-        return vector(values, precision, whole=whole)
-    write = smart if whole else fixed
-    cells = [write(float(v), precision) for v in values[:4]] + ["…"] + [write(float(v), precision) for v in values[-2:]]
-    return "[" + ", ".join(cells) + f"] ({len(values)} numbers)"
 
 
 def explain_markdown(page: ExplainArticle, *, precision: int, heading_level: int = 1, full: bool = False) -> str:

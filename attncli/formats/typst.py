@@ -40,9 +40,8 @@ from attncli.document.blocks import (
 )
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.escape import Name, notation, visible
-from attncli.document.numbers import exact_decimals, fixed, smart, vector
+from attncli.document.numbers import exact_decimals, fixed, short_vector, smart, vector
 from attncli.formats import palette
-from attncli.formats.markdown import short_vector
 
 if TYPE_CHECKING:
     from attncli.document.pages import ExplainPage, HeadsPage, ReportPage, RunPage, ShadePage

@@ -18,7 +18,7 @@ import numpy as np
 from attncli.core.engine import RunResult
 from attncli.core.precision import FLOAT32, Format, Lab, Step
 from attncli.document.blocks import Block, Document, Heading, Note, Paragraph, Table, Values
-from attncli.document.numbers import fixed, plain, significant, vector
+from attncli.document.numbers import fixed, plain, short_vector, significant
 
 TITLES = {
     "q": "The queries q", "k": "The keys k", "v": "The values v", "q_scaled": "The queries times √scale", "k_scaled": "The keys times √scale",
@@ -328,10 +328,10 @@ def _row_table(step: Step, row: int, L_q: int, queries: Sequence[str], keys: Seq
         return Table(header, [line(queries[row], (row,))], numeric)
     if step.key in KEYS:
         largest = np.abs(step.error).argmax(axis=1)
-        body = [gap[:5] if j is None else [keys[j], vector(step.value[j], precision, whole=False),
+        body = [gap[:5] if j is None else [keys[j], short_vector(step.value[j], precision, whole=False, full=full),
                                            *(error_text(float(a[j, largest[j]])) for a in (step.error, step.carried, step.own))]
                 for j in _kept(step.value.shape[0], MAX_ROWS, full)]  # fmt: skip
-        return Table(["", fmt, "largest error", "carried in", "added here"], body, [False, True, True, True, True])
+        return Table(["", fmt, "largest error", "carried in", "added here"], body, [False, False, True, True, True])
     r = row if step.value.shape[0] == L_q else 0
     return Table(header, [gap if c is None else line(str(c + 1), (r, c)) for c in _kept(step.value.shape[1], MAX_ROWS, full)], numeric)
 
