@@ -18,6 +18,18 @@ os.environ["ATTNCLI_CACHE_DIR"] = tempfile.mkdtemp(prefix="attncli-test-cache-")
 atexit.register(shutil.rmtree, os.environ["ATTNCLI_CACHE_DIR"], True)
 
 
+# Tests that run a TeX engine (pdflatex, KaTeX, MathJax) join the heavy tier: .ci/run runs them with `-m slow`, after
+# installing the tools; the README's test line stays within its CPU budget (they took 38 s of it on 2 cores).
+COMPILER_FIXTURES = {"katex_modules", "mathjax_modules", "latex_tools"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses a TeX engine's fixture `slow`, before `-m` selects the tier."""
+    for item in items:
+        if COMPILER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 @pytest.fixture
 def cli():
     """Invoke the attncli app in-process with Typer's CliRunner; returns the Result."""
