@@ -14,7 +14,8 @@ Mistral is written with architecture "llama", as the converter writes it; llama.
 stores no sliding window for llama or qwen2, so neither file has one.
 
 The families of issue 20 (qwen3, olmo2, phi3, gpt_neox, gemma3) are written by `write_family` as
-<name>.gguf (F32) and <name>-q8_0.gguf (Q8_0 where a matrix's rows fill whole blocks, F16 elsewhere),
+<name>.gguf (F32) and <name>-q8_0.gguf (Q8_0 where a matrix's rows fill whole blocks, F16 elsewhere; qwen3 also as
+qwen3-f16.gguf, every matrix F16, the source a quantiser starts from),
 with the converter's names, GPT-NeoX's query_key_value regrouped to all q | all k | all v, and Gemma 3's
 norms stored as 1 + w.
 
@@ -454,6 +455,8 @@ def write_family(name: str, path: Path, *, quantised: str | None = None) -> None
 
     With `quantised` (Q8_0), each matrix whose rows fill whole blocks is stored so, the other matrices
     as F16 and the norms as F32, as llama.cpp's quantiser leaves a tensor whose rows do not fit its blocks.
+    With "F16", every matrix is F16 and the norms F32, as the converter's `--outtype f16` writes the file a
+    quantiser then starts from.
     """
     import gguf
 
@@ -483,7 +486,7 @@ def write_family(name: str, path: Path, *, quantised: str | None = None) -> None
         writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
         if arch in ("phi3", "gemma3") and config.get("sliding_window"):
             writer.add_sliding_window(config["sliding_window"])
-    writer.add_file_type(7 if quantised else 0)
+    writer.add_file_type({None: 0, "F16": 1, "Q8_0": 7}[quantised])  # llama_ftype: ALL_F32, MOSTLY_F16, MOSTLY_Q8_0
     _tokenizer(writer, tokenizer_metadata(folder))
     for hf, value in hf_tensors(folder).items():
         rest = hf.removeprefix("model.").removeprefix("gpt_neox.")
@@ -500,7 +503,9 @@ def write_family(name: str, path: Path, *, quantised: str | None = None) -> None
             continue
         if arch == "gptneox" and ".attn_qkv." in target:
             value = neox_fused(value, heads)
-        if quantised and value.ndim == 2:
+        if quantised == "F16" and value.ndim == 2:
+            value = value.astype(np.float16)  # convert_hf_to_gguf.py --outtype f16: every matrix F16, the norms F32
+        elif quantised and value.ndim == 2:
             qtype = gguf.GGMLQuantizationType[quantised]
             if value.shape[1] % gguf.GGML_QUANT_SIZES[qtype][0] == 0:
                 writer.add_tensor(target, gguf.quants.quantize(value, qtype), raw_dtype=qtype)
@@ -1322,6 +1327,7 @@ def main() -> None:
     for name in FAMILIES:
         write_family(name, OUT / f"{name}.gguf")
         write_family(name, OUT / f"{name}-q8_0.gguf", quantised="Q8_0")
+    write_family("qwen3", OUT / "qwen3-f16.gguf", quantised="F16")  # the float16 source of qwen3-q8_0.gguf, for the map's comparison
     for name, write in NEW_FAMILIES.items():
         write(OUT / f"{name}.gguf")
     for name in CONVERTED:

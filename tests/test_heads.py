@@ -982,6 +982,34 @@ def test_compare_finds_coarser_quantisation_moves_every_head_more(cli, tmp_path)
         assert q8[key]["js_divergence"] < q4[key]["js_divergence"], key
 
 
+def test_a_q8_0_files_heads_against_its_float16_source_are_what_each_run_gives_and_more_than_float16_moved(cli):
+    """qwen3-q8_0.gguf against qwen3-f16.gguf (the converter's float16 file a quantiser starts from): each head's largest change
+    is the largest difference of the two files' own weights in `run`: none in layer 1, which reads no Q8_0 matrix, and in
+    layer 2 more than float16 storage moved each head from the float32 weights."""
+    gguf = CHECKPOINTS / "gguf"
+
+    def compared(first: str, second: str) -> dict[tuple[int, int], dict]:
+        doc = json.loads(cli("heads", "--model", str(gguf / first), "--sentence", SENTENCE, "--compare-model", str(gguf / second),
+                             "--format", "json").stdout)  # fmt: skip
+        assert doc["same_tokens"] is True and (doc["layers"], doc["heads_per_layer"]) == (2, 4)
+        return {(h["layer"], h["head"]): h for h in doc["heads"]}
+
+    def weights(name: str, layer: int) -> list[np.ndarray]:
+        run = json.loads(cli("run", "--model", str(gguf / name), "--layer", str(layer), "--sentence", SENTENCE, "--format", "json").stdout)
+        return [np.nan_to_num(np.array(h["weights"], dtype=float)) for h in run["heads"]]
+
+    quantised, stored = compared("qwen3-q8_0.gguf", "qwen3-f16.gguf"), compared("qwen3-f16.gguf", "qwen3.gguf")
+    for layer in (1, 2):
+        for h, (a, b) in enumerate(zip(weights("qwen3-q8_0.gguf", layer), weights("qwen3-f16.gguf", layer)), 1):
+            assert quantised[(layer, h)]["max_abs_diff"] == pytest.approx(np.abs(a - b).max(), rel=1e-9, abs=1e-15)
+            if layer == 1:  # its attention reads only the embeddings, W_Q, W_K and W_V, all F16 in both files (rows of 16 fill no Q8_0 block)
+                assert quantised[(1, h)]["max_abs_diff"] == 0 < stored[(1, h)]["max_abs_diff"]
+            else:  # after layer 1's Q8_0 attn_output and ffn_down
+                assert 0 < stored[(2, h)]["max_abs_diff"] < quantised[(2, h)]["max_abs_diff"] < 0.05, h
+    text = cli("heads", "--model", str(gguf / "qwen3-q8_0.gguf"), "--sentence", SENTENCE, "--compare-model", str(gguf / "qwen3-f16.gguf")).stdout
+    assert "of ln 2)" in text and "(0% of ln 2)" not in text  # a share too small for whole percents is said as such
+
+
 def test_gqa_heads_say_which_key_value_head_they_share_and_those_heads_share_their_keys(cli):
     """Llama fixture (4 query, 2 key/value heads): heads 1–2 read key/value head 1 and 3–4 head 2 in the map, its readings and the shaded rows;
     `run` shows that heads said to share a key/value head have the very same keys, and the others not."""

@@ -62,11 +62,19 @@ def sorted_rows(all_rows: list[DiffRow], sort: str | None, top: int | None) -> l
     return ordered[:top] if top is not None else ordered
 
 
+def _share_of_ln2(js: float) -> str:
+    """The divergence as a share of its largest value, ln 2: 37%, 0.42%, 0.019%, or "less than 0.01%" (a quantised model's heads), never "0%"."""
+    percent = 100 * js / math.log(2)
+    if percent >= 1 or percent == 0:
+        return f"{percent:.0f}%"
+    return f"{percent:.2g}%" if percent >= 0.01 else "less than 0.01%"
+
+
 def most_changed(all_rows: list[DiffRow]) -> list[str]:
     """The heads whose rows changed most (Jensen–Shannon), in words; none when nothing changed."""
     changed = [r for r in sorted(all_rows, key=lambda r: -r.values["js_divergence"]) if r.values["max_abs_diff"] > 0][:MOST_CHANGED]
     return [
-        f"layer {r.layer} head {r.head}: Jensen–Shannon {r.values['js_divergence']:.3g} nats ({r.values['js_divergence'] / math.log(2):.0%} "
+        f"layer {r.layer} head {r.head}: Jensen–Shannon {r.values['js_divergence']:.3g} nats ({_share_of_ln2(r.values['js_divergence'])} "
         f"of ln 2), largest change {r.values['max_abs_diff']:.3g}"
         for r in changed
     ]
