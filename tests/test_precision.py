@@ -445,6 +445,7 @@ def test_a_bfloat16_running_sum_stops_at_256_and_float32_accumulators_do_not() -
     said = " ".join(precision_walk.lessons(naive, [0], 4, ["x"], [f"k{j}" for j in range(L)]))
     assert "for 'x' it ends at 256 where the exact sum is 600 (57.3% off" in said
     assert "once a running sum reaches 256, adding 1 no longer changes it" in said
+    assert "At 256, neighbouring bfloat16 numbers are 2 apart: each exponential below 1 added there" in said
     assert "sum to 2.34375 in bfloat16, not 1: they were divided by that running sum" in said
 
 

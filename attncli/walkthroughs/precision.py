@@ -173,9 +173,13 @@ def _accumulator(step: Step, fmt: Format, rows: Sequence[int], queries: Sequence
     worst = int(np.argmax(relative))
     i = picked[worst]
     bits = round(1 - math.log2(fmt.epsilon))  # significant bits, the leading one included: 8 in bfloat16, 11 in float16
-    return (f"The sum of the exponentials runs in {fmt.name}: for {queries[i]!r} it ends at {significant(float(step.value[i]), 6)} where the "
+    end = float(step.value[i])
+    gap = fmt.epsilon * 2.0 ** math.floor(math.log2(end)) if math.isfinite(end) and end > 0 else None  # the format's spacing at the sum
+    there = ("" if gap is None else f" At {significant(end, 6)}, neighbouring {fmt.name} numbers are {significant(gap, 6)} apart: each "
+             f"exponential below {significant(gap / 2, 6)} added there (each is at most 1) rounded back to the same sum.")  # fmt: skip
+    return (f"The sum of the exponentials runs in {fmt.name}: for {queries[i]!r} it ends at {significant(end, 6)} where the "
             f"exact sum is {significant(float(step.exact[i]), 6)} ({significant(100 * float(relative[worst]), 3)}% off, "
-            f"{error_text(float(step.own[i]))} of it added by the sum itself). {fmt.name} keeps {bits} significant bits, so once a running sum "
+            f"{error_text(float(step.own[i]))} of it added by the sum itself).{there} {fmt.name} keeps {bits} significant bits, so once a running sum "
             f"reaches {significant(2 / fmt.epsilon, 8)}, adding 1 no longer changes it: that is why attention kernels keep their sums in float32.")  # fmt: skip
 
 
