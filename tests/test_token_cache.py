@@ -177,9 +177,9 @@ def test_model_cache_shows_and_clears(cli, cache, builds, tmp_path):
     tokens(path, "a cat")
     (cache / "tokenizers" / ".tmp-left-behind.json").write_text("{")
     shown = cli("model", "cache")
-    assert shown.exit_code == 0 and "1 cached tokenizer " in shown.output and str(cache) in shown.output
+    assert shown.exit_code == 0 and "1 cached tokenizer and the tokens of 1 sentence (" in shown.output and str(cache) in shown.output
     cleared = cli("model", "cache", "--clear")
-    assert cleared.exit_code == 0 and "removed 1 cached tokenizer " in cleared.output
+    assert cleared.exit_code == 0 and "removed 1 cached tokenizer and the tokens of 1 sentence (" in cleared.output
     assert list((cache / "tokenizers").iterdir()) == []
     gguf_module._opened.clear()
     tokens(path, "a cat")
@@ -225,3 +225,43 @@ def test_too_many_cells_is_refused_before_any_tensor_is_read(cache, monkeypatch)
     with pytest.raises(AttnError, match="attention cells"):
         load_layer(FIXTURES / "llama.gguf", layer=1, text="The cat sat on the mat. " * 4, max_cells=50)
     assert len(opened) == 1
+
+
+def test_a_sentence_tokenized_before_needs_no_tokenizer_and_gives_the_same_tokens(cache, builds, monkeypatch):
+    """The second run of a text (a new process: the open file forgotten) reads its tokens from the cache without building
+    or loading the tokenizer; another text, or the other special-tokens setting, loads it."""
+    path = FIXTURES / "llama.gguf"  # a BOS token, which special_tokens=False leaves out
+    first = tokens(path, "The cat sat on the mat.")
+    loads: list[Path] = []
+    real = token_cache._load
+    monkeypatch.setattr(token_cache, "_load", lambda entry, *rest: loads.append(entry) or real(entry, *rest))
+    monkeypatch.setattr(gguf_module, "_opened", {})
+    assert tokens(path, "The cat sat on the mat.") == first and loads == [] and len(builds) == 1
+    assert tokens(path, "The cat sat on the mat.", special=False) != first and len(loads) == 1
+    tokens(path, "The dog sat.")
+    assert len(loads) == 2 and len(token_cache.sentence_entries()) == 3
+
+
+def test_a_damaged_or_foreign_sentence_entry_is_tokenized_again(cache, builds):
+    """A remembered sentence that is not JSON, holds another text or holds tokens of the wrong shape is a miss: the tokens come from the tokenizer, the same."""
+    path = FIXTURES / "llama.gguf"
+    text = "When MARY went there"
+    expected = tokens(path, text)
+    (entry,) = token_cache.sentence_entries()
+    doc = json.loads(entry.read_text(encoding="utf-8"))
+    for damaged in ("{", json.dumps(doc | {"text": "another"}), json.dumps(doc | {"tokens": doc["tokens"] | {"labels": ["x"]}}),
+                    json.dumps(doc | {"tokens": doc["tokens"] | {"ids": [-1] * len(expected[0])}})):  # fmt: skip
+        entry.write_text(damaged, encoding="utf-8")
+        assert tokens(path, text) == expected
+        assert json.loads(entry.read_text(encoding="utf-8")) == doc  # written again, whole
+
+
+def test_only_the_last_sentences_are_kept(cache, builds, monkeypatch):
+    """Past MOST_SENTENCES the oldest written are removed."""
+    monkeypatch.setattr(token_cache, "MOST_SENTENCES", 3)
+    path = FIXTURES / "gpt2.gguf"
+    for n in range(5):
+        tokens(path, f"sentence number {n}")
+        os.utime(token_cache._sentence_path(token_cache.tokenizer_id(path), f"sentence number {n}", True), ns=(n * 10**9, n * 10**9))
+    kept = {json.loads(p.read_text(encoding="utf-8"))["text"] for p in token_cache.sentence_entries()}
+    assert kept == {"sentence number 2", "sentence number 3", "sentence number 4"}

@@ -112,17 +112,26 @@ def checkpoint_tokens(
     gguf = gguf_path(model)
     if gguf is None:
         return tokenizer_process.tokenize(model, text, special_tokens=special_tokens, max_tokens=max_tokens, too_many=too_many)
+    from attncli.sources.checkpoints import token_cache
     from attncli.sources.checkpoints.gguf_tokens import cached_tokenizer
 
     if len(text) > tokenizer_process.MAX_TEXT_CHARACTERS:
         raise AttnError(f"the text is {len(text):,} characters long, more than the {tokenizer_process.MAX_TEXT_CHARACTERS:,} attncli tokenizes", key="sentence", expected="a shorter text")
-    tokenizer, not_applied = cached_tokenizer(gguf)
-    (ids, labels), pieces, special_ids = encode(tokenizer, text, special_tokens=special_tokens)
-    if len(ids) > max_tokens:
+    known = token_cache.tokenizer_id(gguf)  # the cached tokenizer, still the file's: it may have tokenized this text before
+    found = None if known is None else token_cache.remembered(known, text, special_tokens)
+    tokens = None if found is None else Tokenized.from_json(found)
+    if tokens is None:
+        tokenizer, not_applied = cached_tokenizer(gguf)
+        (ids, labels), pieces, special_ids = encode(tokenizer, text, special_tokens=special_tokens)
+        tokens = Tokenized(ids, labels, pieces, not_applied, tokenizer.get_vocab_size(with_added_tokens=False), special_ids)
+        known = known or token_cache.tokenizer_id(gguf)  # cached_tokenizer has just cached it, unless the cache cannot be written
+        if known is not None:
+            token_cache.remember(known, text, special_tokens, tokens.as_json())
+    if len(tokens.ids) > max_tokens:
         if too_many is not None:
-            raise too_many(len(ids))
-        raise AttnError(f"the text gives {len(ids):,} tokens, more than {max_tokens:,}", key="sentence", expected="a shorter text")
-    return Tokenized(ids, labels, pieces, not_applied, tokenizer.get_vocab_size(with_added_tokens=False), special_ids)
+            raise too_many(len(tokens.ids))
+        raise AttnError(f"the text gives {len(tokens.ids):,} tokens, more than {max_tokens:,}", key="sentence", expected="a shorter text")
+    return tokens
 
 
 def tokenize(folder: Path, text: str, *, special_tokens: bool = True) -> Tokens:

@@ -11,11 +11,18 @@ header is hashed again at every use, a few MB. An entry that is unreadable, trun
 carries a SHA-256 of its own tokenizer), or that was written by another version of the code that checks
 the file and builds its tokenizer (`BUILT_BY`) or of the tokenizers library, is ignored and rebuilt. Entries are written atomically (a temporary
 file renamed over the entry), so a command stopped mid-write leaves no half entry for the next.
+
+A sentence's tokens are kept too (`tokenizers/sentences/*.json`, named by a hash of the tokenizer's SHA-256, the special-tokens
+setting and the text, and holding all three): a command that runs a sentence this file's tokenizer has already tokenized
+skips building the tokenizer (the library reads a 49,152-token vocabulary and its merges in about 0.1 s). They are used
+only while the tokenizer's entry itself passes every check above, so a changed file forgets them with it; the
+`MOST_SENTENCES` written last are kept.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -30,6 +37,10 @@ SCHEMA = "attncli.tokenizer-cache/1"
 ENV = "ATTNCLI_CACHE_DIR"
 FOLDER = "tokenizers"
 MOST_BYTES = 1 << 30  # an entry larger than any real vocabulary's tokenizer is not read
+SENTENCES = "sentences"  # the tokens of sentences, in a folder inside FOLDER
+SENTENCE_SCHEMA = "attncli.sentence-tokens/1"
+MOST_SENTENCES = 512  # sentences remembered; past it the oldest written are removed
+MOST_SENTENCE_BYTES = 64 << 20  # a remembered sentence larger than the longest text's tokens is not read
 _HASH_BLOCK = 1 << 22
 
 
@@ -58,19 +69,32 @@ def entries() -> list[Path]:
         return []
 
 
-def clear() -> tuple[int, int]:
-    """Remove every cached tokenizer (and any temporary file a stopped command left); (entries removed, bytes freed)."""
-    folder = cache_dir() / FOLDER
-    removed = freed = 0
+def sentence_entries() -> list[Path]:
+    """The remembered sentences' files."""
+    try:
+        return [p for p in (cache_dir() / FOLDER / SENTENCES).iterdir() if p.suffix == ".json" and not p.name.startswith(".") and p.is_file()]
+    except OSError:
+        return []
+
+
+def clear() -> tuple[int, int, int]:
+    """Remove every cached tokenizer and remembered sentence (and any temporary file a stopped command left);
+    (tokenizers removed, sentences removed, bytes freed)."""
+    counts = [0, 0]
+    freed = 0
+    for kind, folder in enumerate((cache_dir() / FOLDER, cache_dir() / FOLDER / SENTENCES)):
+        with contextlib.suppress(OSError):
+            for path in folder.iterdir():
+                temporary = path.name.startswith(".tmp")
+                if path.is_file() and (path.suffix == ".json" or temporary):
+                    with contextlib.suppress(OSError):
+                        size = path.stat().st_size
+                        path.unlink()
+                        counts[kind] += not temporary
+                        freed += size
     with contextlib.suppress(OSError):
-        for path in folder.iterdir():
-            temporary = path.name.startswith(".tmp")
-            if path.is_file() and (path.suffix == ".json" or temporary):
-                with contextlib.suppress(OSError):
-                    size = path.stat().st_size
-                    path.unlink()
-                    removed, freed = removed + (not temporary), freed + size
-    return removed, freed
+        (cache_dir() / FOLDER / SENTENCES).rmdir()  # once empty
+    return counts[0], counts[1], freed
 
 
 def tokenizer(path: Path, build: Callable[[], Built]) -> CheckpointTokenizer:
@@ -94,6 +118,7 @@ def tokenizer(path: Path, build: Callable[[], Built]) -> CheckpointTokenizer:
 BUILT_BY = ("gguf_tokens.py", "tokens.py", "gguf.py", "gguf_header.py")  # the code that reads a file's metadata and builds its tokenizer
 
 
+@functools.cache
 def _builder() -> str:
     """What built an entry: attncli's version, the tokenizers library's, and a hash of the code that checks a GGUF file and
     rebuilds its tokenizer (read, not imported: gguf_tokens imports this module), so that a change to either is a miss."""
@@ -145,8 +170,68 @@ def prefix_sha256(path: Path, n: int) -> str | None:
     return digest.hexdigest()
 
 
+def tokenizer_id(path: Path) -> str | None:
+    """The SHA-256 of the cached tokenizer of the GGUF file at `path` while its entry passes every check against the file
+    (without building the tokenizer); None when there is no such entry."""
+    identity = _identity(path)
+    if identity is None:
+        return None
+    doc = _checked(_entry_path(identity[0]), identity)
+    return None if doc is None else str(doc["tokenizer_sha256"])
+
+
+def _sentence_path(tokenizer: str, text: str, special_tokens: bool) -> Path:
+    key = json.dumps([tokenizer, special_tokens, text], ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return cache_dir() / FOLDER / SENTENCES / (hashlib.sha256(key).hexdigest()[:32] + ".json")
+
+
+def remembered(tokenizer: str, text: str, special_tokens: bool) -> dict[str, Any] | None:
+    """The tokens remembered for `text` from the tokenizer whose SHA-256 is `tokenizer` (a `tokenizer_id`), as `remember`
+    was given them; None (a miss) for anything else, never an error."""
+    path = _sentence_path(tokenizer, text, special_tokens)
+    try:
+        if path.stat().st_size > MOST_SENTENCE_BYTES:
+            return None
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict) or doc.get("schema") != SENTENCE_SCHEMA or doc.get("builder") != _builder():
+        return None
+    if doc.get("tokenizer") != tokenizer or doc.get("special_tokens") is not special_tokens or doc.get("text") != text:
+        return None
+    tokens = doc.get("tokens")
+    return tokens if isinstance(tokens, dict) else None
+
+
+def remember(tokenizer: str, text: str, special_tokens: bool, tokens: dict[str, Any]) -> None:
+    """Keep `tokens` (JSON values) for `text`, atomically, and drop the oldest sentences past MOST_SENTENCES; a cache that
+    cannot be written is no error."""
+    doc = {"schema": SENTENCE_SCHEMA, "builder": _builder(), "tokenizer": tokenizer, "special_tokens": special_tokens, "text": text, "tokens": tokens}
+    _write(_sentence_path(tokenizer, text, special_tokens), doc)
+    kept = sentence_entries()
+    if len(kept) > MOST_SENTENCES:
+        with contextlib.suppress(OSError):
+            kept.sort(key=lambda p: p.stat().st_mtime_ns)
+        for old in kept[: len(kept) - MOST_SENTENCES]:
+            with contextlib.suppress(OSError):
+                old.unlink()
+
+
 def _load(entry: Path, identity: tuple[str, int, int], tokenizer_class: Any) -> CheckpointTokenizer | None:
     """The entry's tokenizer when every check passes; None (a miss) for anything else, never an error."""
+    doc = _checked(entry, identity)
+    if doc is None:
+        return None
+    not_applied = doc.get("not_applied")
+    try:
+        built = tokenizer_class.from_str(doc["tokenizer"])
+    except Exception:  # the tokenizers library's own error for a file it cannot read
+        return None
+    return CheckpointTokenizer(built, not_applied if isinstance(not_applied, str) else None)
+
+
+def _checked(entry: Path, identity: tuple[str, int, int]) -> dict[str, Any] | None:
+    """The entry's document when every check against the file passes (all but building its tokenizer); None otherwise."""
     try:
         if entry.stat().st_size > MOST_BYTES:
             return None
@@ -170,12 +255,7 @@ def _load(entry: Path, identity: tuple[str, int, int], tokenizer_class: Any) -> 
         return None
     if prefix_sha256(Path(resolved), header_bytes) != doc.get("header_sha256"):
         return None
-    not_applied = doc.get("not_applied")
-    try:
-        built = tokenizer_class.from_str(text)
-    except Exception:  # the tokenizers library's own error for a file it cannot read
-        return None
-    return CheckpointTokenizer(built, not_applied if isinstance(not_applied, str) else None)
+    return doc
 
 
 def _store(entry: Path, identity: tuple[str, int, int], built: Built) -> None:
@@ -197,6 +277,11 @@ def _store(entry: Path, identity: tuple[str, int, int], built: Built) -> None:
         "tokenizer_sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
         "tokenizer": text,
     }
+    _write(entry, doc)
+
+
+def _write(entry: Path, doc: dict[str, Any]) -> None:
+    """`doc` as JSON at `entry`, atomically (a temporary file renamed over it); nothing when the folder cannot be written."""
     try:
         entry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, temporary = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-", suffix=".json")

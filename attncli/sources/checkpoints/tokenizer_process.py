@@ -54,6 +54,29 @@ class Tokenized(NamedTuple):
     vocabulary: int = 0  # tokens in the model's vocabulary, added tokens left out
     special_ids: tuple[int, ...] = ()  # the ids of the special tokens ([CLS], <s>, …)
 
+    def as_json(self) -> dict[str, Any]:
+        """The tokens as JSON values, for the token cache; `from_json` reads them back."""
+        return {"ids": list(self.ids), "labels": list(self.labels), "pieces": list(self.pieces), "not_applied": self.not_applied,
+                "vocabulary": self.vocabulary, "special_ids": list(self.special_ids)}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Tokenized | None:
+        """`as_json`'s values back as Tokenized, or None when any is not what it wrote (a damaged cache entry)."""
+        ids, labels, pieces, special = doc.get("ids"), doc.get("labels"), doc.get("pieces"), doc.get("special_ids")
+        not_applied, vocabulary = doc.get("not_applied"), doc.get("vocabulary")
+
+        def whole(xs: object) -> bool:
+            return isinstance(xs, list) and all(type(x) is int and x >= 0 for x in xs)
+
+        def texts(xs: object) -> bool:
+            return isinstance(xs, list) and isinstance(ids, list) and len(xs) == len(ids) and all(isinstance(x, str) for x in xs)
+
+        if not (whole(ids) and whole(special) and texts(labels) and texts(pieces) and type(vocabulary) is int):
+            return None
+        if not_applied is not None and not isinstance(not_applied, str):
+            return None
+        return cls(tuple(ids), tuple(labels), tuple(pieces), not_applied, vocabulary, tuple(special))  # type: ignore[arg-type]
+
 
 def tokenize(
     folder: Path, text: str, *, special_tokens: bool, max_tokens: int, too_many: Callable[[int], AttnError] | None = None
