@@ -293,5 +293,5 @@ def _write(entry: Path, doc: dict[str, Any]) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
             raise
-    except OSError:
+    except (OSError, ValueError):  # ValueError: text UTF-8 cannot hold (a lone surrogate from an undecodable argument)
         return
