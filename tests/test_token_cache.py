@@ -177,10 +177,10 @@ def test_model_cache_shows_and_clears(cli, cache, builds, tmp_path):
     tokens(path, "a cat")
     (cache / "tokenizers" / ".tmp-left-behind.json").write_text("{")
     shown = cli("model", "cache")
-    assert shown.exit_code == 0 and "1 cached tokenizer and the tokens of 1 sentence (" in shown.output and str(cache) in shown.output
+    assert shown.exit_code == 0 and "1 cached tokenizer, the tokens of 1 sentence and 1 file header (" in shown.output and str(cache) in shown.output
     cleared = cli("model", "cache", "--clear")
-    assert cleared.exit_code == 0 and "removed 1 cached tokenizer and the tokens of 1 sentence (" in cleared.output
-    assert list((cache / "tokenizers").iterdir()) == []
+    assert cleared.exit_code == 0 and "removed 1 cached tokenizer, the tokens of 1 sentence and 1 file header (" in cleared.output
+    assert list((cache / "tokenizers").iterdir()) == [] and not (cache / "headers").exists()
     gguf_module._opened.clear()
     tokens(path, "a cat")
     assert len(builds) == 2
@@ -265,3 +265,37 @@ def test_only_the_last_sentences_are_kept(cache, builds, monkeypatch):
         os.utime(token_cache._sentence_path(token_cache.tokenizer_id(path), f"sentence number {n}", True), ns=(n * 10**9, n * 10**9))
     kept = {json.loads(p.read_text(encoding="utf-8"))["text"] for p in token_cache.sentence_entries()}
     assert kept == {"sentence number 2", "sentence number 3", "sentence number 4"}
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2", "bert", "quantised", "qwen3-q8_0"])
+def test_a_files_walked_header_is_kept_and_is_the_walk(name, cache, monkeypatch):
+    """The second open of a file reads its header's walk from the cache, equal to walking it, without walking it."""
+    from attncli.sources.checkpoints import gguf_header
+
+    path = FIXTURES / f"{name}.gguf"
+    walked = gguf_header.read_header(path)
+    walks: list[object] = []
+    real = gguf_header._walk
+    monkeypatch.setattr(gguf_header, "_walk", lambda w: walks.append(w) or real(w))
+    assert gguf_header.read_header(path) == walked and walks == [] and len(token_cache.header_entries()) == 1
+
+
+def test_a_changed_or_damaged_header_entry_is_walked_again(cache, tmp_path, monkeypatch):
+    """A file whose header bytes changed (size and time put back), or a kept walk that is damaged, is walked again."""
+    from attncli.sources.checkpoints import gguf_header
+
+    path = copy("gpt2", tmp_path)
+    gguf_header.read_header(path)
+    walks: list[object] = []
+    real = gguf_header._walk
+    monkeypatch.setattr(gguf_header, "_walk", lambda w: walks.append(w) or real(w))
+    _rewrite_a_token(path)
+    changed = gguf_header.read_header(path)
+    assert len(walks) == 1 and gguf_header.read_header(path) == changed and len(walks) == 1
+    (entry,) = token_cache.header_entries()
+    doc = json.loads(entry.read_text(encoding="utf-8"))
+    for damaged in ("[", json.dumps(doc | {"header": doc["header"] | {"tensors": [["x", [1], 99, 0, 4]]}}),
+                    json.dumps(doc | {"header": doc["header"] | {"fields": {"a": ["b", None, 1, 0]}}})):  # fmt: skip
+        entry.write_text(damaged, encoding="utf-8")
+        assert gguf_header.read_header(path) == changed
+    assert len(walks) == 4

@@ -899,14 +899,15 @@ def model_dequant(
 @model_app.command("cache")
 @guard
 def model_cache(
-    clear: Annotated[bool, typer.Option("--clear", help="Remove every cached tokenizer and sentence (each is built again from its file when next needed).")] = False,
+    clear: Annotated[bool, typer.Option("--clear", help="Remove everything cached (each is read again from its file when next needed).")] = False,
 ) -> None:
-    """Where attncli caches the tokenizers it builds from GGUF files, and how much it holds; --clear empties it.
+    """Where attncli caches what it reads from GGUF files (tokenizers, sentences' tokens, headers), and how much; --clear empties it.
 
     A GGUF file's tokenizer is built from its metadata once and kept, checked against the file at every use (its size,
-    modification time and a hash of its header): a changed file is read again. The tokens of the last 512 sentences
-    tokenized are kept beside them, so that running a sentence again needs no tokenizer. The folder is $ATTNCLI_CACHE_DIR, else
-    $XDG_CACHE_HOME/attncli, else ~/.cache/attncli; deleting it is as good as --clear.
+    modification time and a hash of its header): a changed file is read again. Kept and checked the same way: the tokens
+    of the last 512 sentences tokenized, so that running a sentence again needs no tokenizer, and each file's walked
+    header. The folder is $ATTNCLI_CACHE_DIR, else $XDG_CACHE_HOME/attncli, else ~/.cache/attncli; deleting it is as good
+    as --clear.
 
     \b
     Examples:
@@ -915,17 +916,19 @@ def model_cache(
     """
     from attncli.sources.checkpoints import token_cache
 
-    folder = token_cache.cache_dir() / token_cache.FOLDER
-    def counted(tokenizers: int, sentences: int) -> str:
-        return f"{tokenizers} cached tokenizer{'' if tokenizers == 1 else 's'} and the tokens of {sentences} sentence{'' if sentences == 1 else 's'}"
+    folder = token_cache.cache_dir()
+
+    def counted(tokenizers: int, sentences: int, headers: int) -> str:
+        return (f"{tokenizers} cached tokenizer{'' if tokenizers == 1 else 's'}, the tokens of {sentences} sentence{'' if sentences == 1 else 's'} "
+                f"and {headers} file header{'' if headers == 1 else 's'}")  # fmt: skip
 
     if clear:
-        removed, forgotten, freed = token_cache.clear()
-        print_line(f"{folder}: removed {counted(removed, forgotten)} ({freed:,} bytes)")
+        *removed, freed = token_cache.clear()
+        print_line(f"{folder}: removed {counted(*removed)} ({freed:,} bytes)")
         return
-    found, sentences = token_cache.entries(), token_cache.sentence_entries()
-    size = sum(p.stat().st_size for p in [*found, *sentences] if p.exists())
-    print_line(f"{folder}: {counted(len(found), len(sentences))} ({size:,} bytes)")
+    found, sentences, headers = token_cache.entries(), token_cache.sentence_entries(), token_cache.header_entries()
+    size = sum(p.stat().st_size for p in [*found, *sentences, *headers] if p.exists())
+    print_line(f"{folder}: {counted(len(found), len(sentences), len(headers))} ({size:,} bytes)")
 
 
 @model_app.command("verify")

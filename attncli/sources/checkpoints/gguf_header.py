@@ -14,7 +14,8 @@ mapped read-only, checks every count and length against the bytes left in the fi
 is allocated, caps the number of metadata items, and checks that each tensor's data lies inside the
 file. It builds no value: it notes where each one lies (`Field`), and `value` builds one only when
 attncli asks for it, so reading a file's metadata costs what attncli reads of it (a step over the
-rest). It needs no import beyond the standard library and NumPy.
+rest). It needs no import beyond the standard library and NumPy. A file seen before is not walked again:
+token_cache keeps its walk, used while the file's header bytes and this code are the same.
 """
 
 from __future__ import annotations
@@ -217,7 +218,43 @@ def open_header(path: Path) -> tuple[Header, Buffer]:
     except (OSError, ValueError) as error:
         reason = getattr(error, "strerror", None) or error
         raise AttnError(f"cannot read the file: {reason}", file=where) from None
-    return _walk(_Walk(data, size, where)), data
+    from attncli.sources.checkpoints import token_cache
+
+    kept = token_cache.walked_header(path, data) if size else None  # the walk of a file seen before, while its header bytes are the same
+    header = None if kept is None else _from_json(kept, size)
+    if header is None:
+        header = _walk(_Walk(data, size, where))
+        if size:
+            token_cache.keep_header(path, data, _as_json(header))
+    return header, data
+
+
+def _as_json(header: Header) -> dict[str, Any]:
+    """The walk as JSON values, for the cache; `_from_json` reads them back."""
+    return {
+        "version": header.version, "alignment": header.alignment, "data_start": header.data_start,
+        "fields": {key: [f.kind, f.item, f.count, f.at] for key, f in header.fields.items()},
+        "tensors": [[t.name, list(t.dims), t.kind.number, t.begin, t.nbytes] for t in header.tensors.values()],
+    }  # fmt: skip
+
+
+def _from_json(doc: dict[str, Any], size: int) -> Header | None:
+    """`_as_json`'s values back as the Header of a file of `size` bytes, or None when any is not what it wrote."""
+
+    def whole(*xs: object) -> bool:
+        return all(type(x) is int and x >= 0 for x in xs)
+
+    try:
+        fields = {key: Field(kind, item, count, at) for key, (kind, item, count, at) in doc["fields"].items()
+                  if isinstance(key, str) and whole(kind, count, at) and (item is None or whole(item))}  # fmt: skip
+        tensors = {name: TensorInfo(name, tuple(dims), TYPES[number], begin, nbytes) for name, dims, number, begin, nbytes in doc["tensors"]
+                   if isinstance(name, str) and whole(*dims, begin, nbytes) and begin + nbytes <= size}  # fmt: skip
+        header = Header(doc["version"], fields, tensors, doc["alignment"], doc["data_start"], size)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    if len(fields) != len(doc["fields"]) or len(tensors) != len(doc["tensors"]) or not whole(header.version, header.alignment, header.data_start):
+        return None
+    return header
 
 
 def read_header(path: Path) -> Header:

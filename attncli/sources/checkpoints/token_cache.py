@@ -17,6 +17,11 @@ setting and the text, and holding all three): a command that runs a sentence thi
 skips building the tokenizer (the library reads a 49,152-token vocabulary and its merges in about 0.1 s). They are used
 only while the tokenizer's entry itself passes every check above, so a changed file forgets them with it; the
 `MOST_SENTENCES` written last are kept.
+
+A GGUF file's walked header is kept as well (`headers/*.json`: where each metadata value lies and each tensor's type, shape
+and bytes, as gguf_header's walk found them), checked the same way: the file's identity, the SHA-256 of its header bytes and
+a hash of the walk's own code. Stepping over a 49,152-token vocabulary and its merges, string by string, is most of the
+walk (about 0.05 s of a command's CPU).
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ SENTENCE_SCHEMA = "attncli.sentence-tokens/1"
 MOST_SENTENCES = 512  # sentences remembered; past it the oldest written are removed
 MOST_SENTENCE_BYTES = 64 << 20  # a remembered sentence larger than the longest text's tokens is not read
 _HASH_BLOCK = 1 << 22
+HEADERS = "headers"  # walked GGUF headers, a folder beside FOLDER
+HEADER_SCHEMA = "attncli.gguf-header/1"
+WALKED_BY = ("gguf_header.py", "gguf_quants.py")  # the code that walks and checks a header
+MOST_HEADER_BYTES = 64 << 20  # a walked header larger than any real file's (tens of thousands of tensors) is not read
 
 
 class Built(NamedTuple):
@@ -71,18 +80,27 @@ def entries() -> list[Path]:
 
 def sentence_entries() -> list[Path]:
     """The remembered sentences' files."""
+    return _files(cache_dir() / FOLDER / SENTENCES)
+
+
+def header_entries() -> list[Path]:
+    """The walked headers' files."""
+    return _files(cache_dir() / HEADERS)
+
+
+def _files(folder: Path) -> list[Path]:
     try:
-        return [p for p in (cache_dir() / FOLDER / SENTENCES).iterdir() if p.suffix == ".json" and not p.name.startswith(".") and p.is_file()]
+        return [p for p in folder.iterdir() if p.suffix == ".json" and not p.name.startswith(".") and p.is_file()]
     except OSError:
         return []
 
 
-def clear() -> tuple[int, int, int]:
-    """Remove every cached tokenizer and remembered sentence (and any temporary file a stopped command left);
-    (tokenizers removed, sentences removed, bytes freed)."""
-    counts = [0, 0]
+def clear() -> tuple[int, int, int, int]:
+    """Remove every cached tokenizer, remembered sentence and walked header (and any temporary file a stopped command left);
+    (tokenizers, sentences and headers removed, bytes freed)."""
+    counts = [0, 0, 0]
     freed = 0
-    for kind, folder in enumerate((cache_dir() / FOLDER, cache_dir() / FOLDER / SENTENCES)):
+    for kind, folder in enumerate((cache_dir() / FOLDER, cache_dir() / FOLDER / SENTENCES, cache_dir() / HEADERS)):
         with contextlib.suppress(OSError):
             for path in folder.iterdir():
                 temporary = path.name.startswith(".tmp")
@@ -92,9 +110,10 @@ def clear() -> tuple[int, int, int]:
                         path.unlink()
                         counts[kind] += not temporary
                         freed += size
-    with contextlib.suppress(OSError):
-        (cache_dir() / FOLDER / SENTENCES).rmdir()  # once empty
-    return counts[0], counts[1], freed
+    for folder in (cache_dir() / FOLDER / SENTENCES, cache_dir() / HEADERS):
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # once empty
+    return counts[0], counts[1], counts[2], freed
 
 
 def tokenizer(path: Path, build: Callable[[], Built]) -> CheckpointTokenizer:
@@ -118,22 +137,69 @@ def tokenizer(path: Path, build: Callable[[], Built]) -> CheckpointTokenizer:
 BUILT_BY = ("gguf_tokens.py", "tokens.py", "gguf.py", "gguf_header.py")  # the code that reads a file's metadata and builds its tokenizer
 
 
+def walked_header(path: Path, data: Any) -> dict[str, Any] | None:
+    """The walk `keep_header` kept for the GGUF file at `path` (mapped as `data`) while the file still has its identity and
+    header bytes and the walk's code is the same; None (a miss) for anything else, never an error."""
+    identity = _identity(path)
+    if identity is None:
+        return None
+    entry = _header_path(identity[0])
+    try:
+        if entry.stat().st_size > MOST_HEADER_BYTES:
+            return None
+        doc = json.loads(entry.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    walker = _code(WALKED_BY)
+    if walker is None or not isinstance(doc, dict) or doc.get("schema") != HEADER_SCHEMA or doc.get("walker") != walker:
+        return None
+    resolved, size, mtime_ns = identity
+    if doc.get("file") != resolved or doc.get("size") != size or doc.get("mtime_ns") != mtime_ns:
+        return None
+    header = doc.get("header")
+    if not isinstance(header, dict) or not isinstance(header.get("data_start"), int) or not 0 < header["data_start"] <= size:
+        return None
+    if hashlib.sha256(data[: header["data_start"]]).hexdigest() != doc.get("header_sha256"):
+        return None
+    return header
+
+
+def keep_header(path: Path, data: Any, header: dict[str, Any]) -> None:
+    """Keep the walk `header` (JSON values, with its data_start) of the GGUF file at `path`, mapped as `data`; atomically, no error when it cannot be."""
+    identity, walker = _identity(path), _code(WALKED_BY)
+    if identity is None or walker is None:
+        return
+    resolved, size, mtime_ns = identity
+    doc = {"schema": HEADER_SCHEMA, "walker": walker, "file": resolved, "size": size, "mtime_ns": mtime_ns,
+           "header_sha256": hashlib.sha256(data[: header["data_start"]]).hexdigest(), "header": header}  # fmt: skip
+    _write(_header_path(resolved), doc)
+
+
+def _header_path(resolved: str) -> Path:
+    return cache_dir() / HEADERS / (hashlib.sha256(resolved.encode("utf-8", "surrogatepass")).hexdigest()[:32] + ".json")
+
+
+@functools.cache
+def _code(names: tuple[str, ...]) -> str | None:
+    """attncli's version and a hash of these modules of this folder (read, not imported); None when one cannot be read."""
+    from attncli import __version__
+
+    digest = hashlib.sha256()
+    try:
+        for name in names:
+            digest.update(Path(__file__).with_name(name).read_bytes())
+    except OSError:
+        return None
+    return f"attncli {__version__}, code {digest.hexdigest()[:16]}"
+
+
 @functools.cache
 def _builder() -> str:
     """What built an entry: attncli's version, the tokenizers library's, and a hash of the code that checks a GGUF file and
     rebuilds its tokenizer (read, not imported: gguf_tokens imports this module), so that a change to either is a miss."""
     import tokenizers
 
-    from attncli import __version__
-
-    digest = hashlib.sha256()
-    try:
-        for name in BUILT_BY:
-            digest.update(Path(__file__).with_name(name).read_bytes())
-        code = digest.hexdigest()[:16]
-    except OSError:
-        code = "unknown"
-    return f"attncli {__version__}, tokenizers {tokenizers.__version__}, code {code}"
+    return f"{_code(BUILT_BY) or 'code unknown'}, tokenizers {tokenizers.__version__}"
 
 
 def _identity(path: Path) -> tuple[str, int, int] | None:
