@@ -246,7 +246,7 @@ def _from_json(doc: dict[str, Any], size: int) -> Header | None:
 
     try:
         fields = {key: Field(kind, item, count, at) for key, (kind, item, count, at) in doc["fields"].items()
-                  if isinstance(key, str) and whole(kind, count, at) and (item is None or whole(item))}  # fmt: skip
+                  if isinstance(key, str) and whole(kind, count, at) and at <= size and (item is None or whole(item))}  # fmt: skip
         tensors = {name: TensorInfo(name, tuple(dims), TYPES[number], begin, nbytes) for name, dims, number, begin, nbytes in doc["tensors"]
                    if isinstance(name, str) and whole(*dims, begin, nbytes) and begin + nbytes <= size}  # fmt: skip
         header = Header(doc["version"], fields, tensors, doc["alignment"], doc["data_start"], size)
