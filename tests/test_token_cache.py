@@ -299,3 +299,29 @@ def test_a_changed_or_damaged_header_entry_is_walked_again(cache, tmp_path, monk
         entry.write_text(damaged, encoding="utf-8")
         assert gguf_header.read_header(path) == changed
     assert len(walks) == 4
+
+
+def test_a_folders_tokens_of_a_text_seen_before_need_no_tokenizer_process(cache, tmp_path, monkeypatch):
+    """A checkpoint folder's tokens of a text come from the cache once its tokenizer.json gave them (no child process), the
+    same; a changed tokenizer.json (size and time put back) runs the child again."""
+    from attncli.sources.checkpoints import tokenizer_process
+
+    folder = tmp_path / "llama"
+    shutil.copytree(FIXTURES.parent / "llama", folder)
+    first = tokens(folder, "The cat sat on the mat.")
+    asked: list[object] = []
+    real = tokenizer_process._ask_child
+    monkeypatch.setattr(tokenizer_process, "_ask_child", lambda *a: asked.append(a) or real(*a))
+    monkeypatch.setattr(tokenizer_process, "_answers", {})  # a new process
+    assert tokens(folder, "The cat sat on the mat.") == first and asked == []
+    with pytest.raises(Exception, match="more than 3"):
+        checkpoint_tokens(folder, "The cat sat on the mat.", special_tokens=True, max_tokens=3)  # the limit holds on remembered tokens
+    path = folder / "tokenizer.json"
+    before = path.stat()
+    text = path.read_text(encoding="utf-8")
+    changed = text.replace('"version": ', '"version":\t', 1)  # the same tokenizer in other bytes: named by its bytes, it is another
+    assert changed != text and len(changed) == len(text)
+    path.write_text(changed, encoding="utf-8")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    tokens(folder, "The cat sat on the mat.")
+    assert len(asked) == 1

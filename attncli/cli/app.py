@@ -901,12 +901,12 @@ def model_dequant(
 def model_cache(
     clear: Annotated[bool, typer.Option("--clear", help="Remove everything cached (each is read again from its file when next needed).")] = False,
 ) -> None:
-    """Where attncli caches what it reads from GGUF files (tokenizers, sentences' tokens, headers), and how much; --clear empties it.
+    """Where attncli caches what it reads from checkpoints (GGUF tokenizers and headers, sentences' tokens), and how much; --clear empties it.
 
     A GGUF file's tokenizer is built from its metadata once and kept, checked against the file at every use (its size,
-    modification time and a hash of its header): a changed file is read again. Kept and checked the same way: the tokens
-    of the last 512 sentences tokenized, so that running a sentence again needs no tokenizer, and each file's walked
-    header. The folder is $ATTNCLI_CACHE_DIR, else $XDG_CACHE_HOME/attncli, else ~/.cache/attncli; deleting it is as good
+    modification time and a hash of its header): a changed file is read again. Kept and checked the same way: each GGUF
+    file's walked header, and the tokens of the last 512 sentences tokenized (by a GGUF file, or by a folder's
+    tokenizer.json, named by a hash of its bytes), so that running a sentence again needs no tokenizer. The folder is $ATTNCLI_CACHE_DIR, else $XDG_CACHE_HOME/attncli, else ~/.cache/attncli; deleting it is as good
     as --clear.
 
     \b

@@ -18,6 +18,9 @@ skips building the tokenizer (the library reads a 49,152-token vocabulary and it
 only while the tokenizer's entry itself passes every check above, so a changed file forgets them with it; the
 `MOST_SENTENCES` written last are kept.
 
+A folder's tokenizer.json runs in a child process (tokenizer_process.py), which costs more than building a GGUF file's
+tokenizer; the tokens it gave are remembered the same way, named by the SHA-256 of the tokenizer.json's bytes.
+
 A GGUF file's walked header is kept as well (`headers/*.json`: where each metadata value lies and each tensor's type, shape
 and bytes, as gguf_header's walk found them), checked the same way: the file's identity, the SHA-256 of its header bytes and
 a hash of the walk's own code. Stepping over a 49,152-token vocabulary and its merges, string by string, is most of the
@@ -134,7 +137,7 @@ def tokenizer(path: Path, build: Callable[[], Built]) -> CheckpointTokenizer:
     return built.tokenizer
 
 
-BUILT_BY = ("gguf_tokens.py", "tokens.py", "gguf.py", "gguf_header.py")  # the code that reads a file's metadata and builds its tokenizer
+BUILT_BY = ("gguf_tokens.py", "tokens.py", "gguf.py", "gguf_header.py", "tokenizer_process.py")  # the code that builds and runs a tokenizer
 
 
 def walked_header(path: Path, data: Any) -> dict[str, Any] | None:
@@ -244,6 +247,21 @@ def tokenizer_id(path: Path) -> str | None:
         return None
     doc = _checked(_entry_path(identity[0]), identity)
     return None if doc is None else str(doc["tokenizer_sha256"])
+
+
+def tokenizer_file_id(path: Path) -> str | None:
+    """A folder's tokenizer.json named by its bytes (their SHA-256, hashed at every use), for `remembered` and `remember`;
+    None when it cannot be read or is larger than a tokenizer is."""
+    digest = hashlib.sha256(b"tokenizer.json ")
+    try:
+        if path.stat().st_size > MOST_BYTES:
+            return None
+        with path.open("rb") as stream:
+            while chunk := stream.read(_HASH_BLOCK):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()
 
 
 def _sentence_path(tokenizer: str, text: str, special_tokens: bool) -> Path:

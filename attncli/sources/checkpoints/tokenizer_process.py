@@ -91,15 +91,30 @@ def tokenize(
             key="sentence",
             expected="a shorter text",
         )
-    reply = _run(folder, {"text": text, "special_tokens": special_tokens, "max_tokens": max_tokens})
-    if "count" in reply:
-        count = int(reply["count"])
+    from attncli.sources.checkpoints import token_cache
+
+    path = tokenizer_path(folder)
+    known = None if _library_missing() else token_cache.tokenizer_file_id(path)  # the tokens of a text this very file gave before
+    found = None if known is None else token_cache.remembered(known, text, special_tokens)
+    tokens = None if found is None else Tokenized.from_json(found)
+    if tokens is not None:
+        reading.note_read(path)  # read on this command's behalf, as the child would: no output may replace it
+    else:
+        reply = _run(folder, {"text": text, "special_tokens": special_tokens, "max_tokens": max_tokens})
+        if "count" in reply:
+            count = int(reply["count"])
+            if too_many is not None:
+                raise too_many(count)
+            raise AttnError(f"the text gives {count:,} tokens, more than {max_tokens:,}", key="sentence", expected="a shorter text")
+        tokens = Tokenized(tuple(reply["ids"]), tuple(reply["labels"]), tuple(reply["pieces"]), reply["not_applied"], reply["vocabulary"],
+                           tuple(reply["special_ids"]))  # fmt: skip
+        if known is not None and known == token_cache.tokenizer_file_id(path):  # the file the child read is the one named
+            token_cache.remember(known, text, special_tokens, tokens.as_json())
+    if len(tokens.ids) > max_tokens:
         if too_many is not None:
-            raise too_many(count)
-        raise AttnError(f"the text gives {count:,} tokens, more than {max_tokens:,}", key="sentence", expected="a shorter text")
-    return Tokenized(
-        tuple(reply["ids"]), tuple(reply["labels"]), tuple(reply["pieces"]), reply["not_applied"], reply["vocabulary"], tuple(reply["special_ids"])
-    )
+            raise too_many(len(tokens.ids))
+        raise AttnError(f"the text gives {len(tokens.ids):,} tokens, more than {max_tokens:,}", key="sentence", expected="a shorter text")
+    return tokens
 
 
 def written_out(tokenizer: Any, token_id: int) -> str:
