@@ -24,7 +24,7 @@ tokenizer; the tokens it gave are remembered the same way, named by the SHA-256 
 A GGUF file's walked header is kept as well (`headers/*.json`: where each metadata value lies and each tensor's type, shape
 and bytes, as gguf_header's walk found them), checked the same way: the file's identity, the SHA-256 of its header bytes and
 a hash of the walk's own code. Stepping over a 49,152-token vocabulary and its merges, string by string, is most of the
-walk (about 25 ms of a command's CPU on SmolLM2, five times that on a 262k vocabulary).
+walk (about 25 ms of a command's CPU on SmolLM2, and more in proportion to a larger vocabulary).
 """
 
 from __future__ import annotations
