@@ -906,8 +906,8 @@ def model_cache(
     A GGUF file's tokenizer is built from its metadata once and kept, checked against the file at every use (its size,
     modification time and a hash of its header): a changed file is read again. Kept and checked the same way: each GGUF
     file's walked header, and the tokens of the last 512 sentences tokenized (by a GGUF file, or by a folder's
-    tokenizer.json, named by a hash of its bytes), so that running a sentence again needs no tokenizer. The folder is $ATTNCLI_CACHE_DIR, else $XDG_CACHE_HOME/attncli, else ~/.cache/attncli; deleting it is as good
-    as --clear.
+    tokenizer.json, named by a hash of its bytes), so that running a sentence again needs no tokenizer. The folder is
+    $ATTNCLI_CACHE_DIR, else $XDG_CACHE_HOME/attncli, else ~/.cache/attncli; deleting it is as good as --clear.
 
     \b
     Examples:
