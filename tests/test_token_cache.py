@@ -325,3 +325,11 @@ def test_a_folders_tokens_of_a_text_seen_before_need_no_tokenizer_process(cache,
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     tokens(folder, "The cat sat on the mat.")
     assert len(asked) == 1
+
+
+def test_a_tokenizer_json_that_is_no_regular_file_is_not_read_for_the_cache(cache, tmp_path):
+    """A FIFO where tokenizer.json should be is never opened to hash it (it would block): no name, and a FIFO cache entry is no entry."""
+    fifo = tmp_path / "tokenizer.json"
+    os.mkfifo(fifo)
+    assert token_cache.tokenizer_file_id(fifo) is None
+    assert token_cache._read(fifo, 1 << 20) is None

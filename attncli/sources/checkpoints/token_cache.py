@@ -34,6 +34,7 @@ import functools
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -247,7 +248,8 @@ def tokenizer_file_id(path: Path) -> str | None:
     None when it cannot be read or is larger than a tokenizer is."""
     digest = hashlib.sha256(b"tokenizer.json ")
     try:
-        if path.stat().st_size > MOST_BYTES:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MOST_BYTES:  # a FIFO or a device would block or never end
             return None
         with path.open("rb") as stream:
             while chunk := stream.read(_HASH_BLOCK):
@@ -349,7 +351,8 @@ def _store(entry: Path, identity: tuple[str, int, int], built: Built) -> None:
 def _read(entry: Path, most: int) -> dict[str, Any] | None:
     """The JSON object at `entry` when it can be read and is at most `most` bytes; None (a miss) otherwise, never an error."""
     try:
-        if entry.stat().st_size > most:
+        info = entry.stat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > most:  # a FIFO or a device would block or never end
             return None
         doc = json.loads(entry.read_bytes())
     except (OSError, ValueError, RecursionError):
