@@ -638,3 +638,15 @@ def open_model(path: Path) -> GgufModel:
     file = open_file(path)
     arch, cfg = read_config(file)
     return GgufModel(file, arch, cfg, GgufCheckpoint(file, arch, cfg))
+
+
+def model_config(model: Path) -> tuple[ModelConfig, GgufModel | None]:
+    """What `--model` names, read as far as its config: a GGUF file opened (its config from the metadata, its tensors
+    ready: the GgufModel) or a checkpoint folder's config.json (None: the caller opens its tensors when it needs them)."""
+    from attncli.sources.checkpoints.families import read_config as folder_config
+
+    gguf = gguf_path(model)
+    if gguf is None:
+        return folder_config(model), None
+    opened = open_model(gguf)
+    return opened.cfg, opened

@@ -18,8 +18,8 @@ from attncli.errors import AttnError, option
 from attncli.sources import reading
 from attncli.sources.checkpoints.blocks import AttentionWeights, WeightsSeen, self_attention, weights_seen
 from attncli.sources.checkpoints.config import ModelConfig
-from attncli.sources.checkpoints.families import ENCODER_DECODERS, layer_reader, read_config
-from attncli.sources.checkpoints.gguf import gguf_path, open_model
+from attncli.sources.checkpoints.families import ENCODER_DECODERS, layer_reader
+from attncli.sources.checkpoints.gguf import model_config
 from attncli.sources.checkpoints.layer import checkpoint_tokens
 from attncli.sources.checkpoints.lens import Stream, stream, supported
 from attncli.sources.checkpoints.safetensors import Checkpoint
@@ -61,13 +61,7 @@ def model_map(
     from attncli.sources.checkpoints.scenario import check_special_tokens
 
     check_special_tokens(special_tokens)
-    gguf = gguf_path(folder)
-    checkpoint: TensorSource
-    if gguf is not None:  # a GGUF file: its metadata is the config, its tensors answer to Hugging Face's names
-        model = open_model(gguf)
-        cfg, checkpoint = model.cfg, model.checkpoint
-    else:
-        cfg = read_config(folder)
+    cfg, model = model_config(folder)  # a GGUF file: its metadata is the config, its tensors answer to Hugging Face's names
     if cfg.model_type in ENCODER_DECODERS:
         raise AttnError(
             f"the map of an encoder–decoder ({cfg.model_type}: its encoder, its decoder and the cross-attention between them) is not built yet",
@@ -88,8 +82,7 @@ def model_map(
     _check_length(cfg, len(ids), "sentence", limits)
     if induction is not None and induction < 1:
         raise AttnError(f"found {induction}", key=option("induction"), expected="a number of random tokens, at least 1 (they are repeated once)")
-    if gguf is None:
-        checkpoint = Checkpoint(folder)
+    checkpoint: TensorSource = Checkpoint(folder) if model is None else model.checkpoint
     heads = HeadMap(heads=cfg.heads, kv_heads=cfg.kv_heads, tokens=labels, focus=None if focus is None else focus(labels), ids=ids)
     def summarise(weights: np.ndarray, w: AttentionWeights) -> None:
         visible = _visible(weights, w)

@@ -27,7 +27,7 @@ from attncli.sources.checkpoints.families import (
     layer_reader,
     read_config,
 )
-from attncli.sources.checkpoints.gguf import OLLAMA_PREFIX, gguf_path, open_model
+from attncli.sources.checkpoints.gguf import OLLAMA_PREFIX, gguf_path, model_config
 from attncli.sources.checkpoints.safetensors import FLOAT_NAMES, Checkpoint
 from attncli.sources.checkpoints.source import TensorSource
 from attncli.sources.checkpoints.tokenizer_process import Tokenized
@@ -163,16 +163,10 @@ def load_layer(
     An encoder–decoder (BART) also takes the `target` text the decoder has produced so far, and
     `attention` says which of its three attentions layer `layer` means (bart.chosen_attention).
     """
-    gguf = gguf_path(folder)
-    checkpoint: TensorSource
-    if gguf is not None:
-        model = open_model(gguf)
-        cfg, checkpoint = model.cfg, model.checkpoint
-    else:
-        cfg = read_config(folder)
+    cfg, model = model_config(folder)
     if cfg.model_type in ENCODER_DECODERS:
         return _encoder_decoder_layer(folder, cfg, layer=layer, text=text, target=target, attention=attention, special_tokens=special_tokens,
-                                      max_cells=max_cells, checkpoint=checkpoint if gguf is not None else None)  # fmt: skip
+                                      max_cells=max_cells, checkpoint=None if model is None else model.checkpoint)  # fmt: skip
     _one_stack(cfg, target, attention)
     if not 1 <= layer <= cfg.layers:
         raise AttnError(
@@ -184,8 +178,7 @@ def load_layer(
     ids, labels, not_applied = tokenized.ids, tokenized.labels, tokenized.not_applied
     if first is not None:
         ids, labels = ids[:first], labels[:first]
-    if gguf is None:
-        checkpoint = Checkpoint(folder)
+    checkpoint: TensorSource = Checkpoint(folder) if model is None else model.checkpoint
     with np.errstate(all="ignore"):  # an overflow is reported below, as what it is, not as numpy's warning
         inputs = layer_reader(cfg.model_type)(cfg, checkpoint, ids, layer)
     if not np.isfinite(inputs.X).all():
@@ -196,7 +189,7 @@ def load_layer(
         )
     w = inputs.attention
     notes = inputs.notes
-    if gguf is not None:  # say which matrix was stored how, in place of the one storage line
+    if model is not None:  # a GGUF file: say which matrix was stored how, in place of the one storage line
         notes = (*(n for n in notes if not n.startswith("weights stored as")), *model.checkpoint.provenance(layer))
     return LayerCase(
         folder=shown_path(folder), model_type=cfg.model_type, layer=layer, layers=cfg.layers,
@@ -205,11 +198,11 @@ def load_layer(
         W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V, b_Q=w.b_Q, b_K=w.b_K, b_V=w.b_V, W_O=w.W_O, b_O=w.b_O,
         divisor=w.divisor, causal=w.causal, window=w.window, rope=w.rope,
         dtype=inputs.dtype, notes=(*notes, *not_applied_note(not_applied)),
-        gguf=None if gguf is None else str(gguf), tokens_from="its tokenizer.json" if gguf is None else "the GGUF metadata",
+        gguf=None if model is None else model.file.where, tokens_from="its tokenizer.json" if model is None else "the GGUF metadata",
         qk_norm=w.qk_norm, softcap=w.softcap, sink=w.sink, layer_kind="chunked" if w.chunk is not None else _layer_kind(cfg, layer), mla=w.mla,
         variants=w.variants, chunk=w.chunk,
         X_kv=inputs.X_kv, context_labels=None if inputs.X_kv is None else labels, kv_from=inputs.kv_from,  # Gemma 3n's shared layers
-        name=model_name(folder, None if gguf is None else model.file.value("general.name")),
+        name=model_name(folder, None if model is None else model.file.value("general.name")),
     )  # fmt: skip
 
 

@@ -186,8 +186,7 @@ def explained(origin: Origin, head: int, position: int, k: int = TOP) -> tuple[H
     """For explain of a checkpoint's head: its direct logit attribution at `position` (from 1) and the logit lens there
     (the embeddings, then after each layer); None for a model whose whole pass attncli does not compute, or an
     encoder–decoder's layer."""
-    from attncli.sources.checkpoints.families import read_config
-    from attncli.sources.checkpoints.gguf import gguf_path, open_model
+    from attncli.sources.checkpoints.gguf import model_config
     from attncli.sources.checkpoints.layer import checkpoint_tokens
     from attncli.sources.checkpoints.safetensors import Checkpoint
     from attncli.sources.checkpoints.tokenizer_process import MAX_TEXT_CHARACTERS
@@ -195,17 +194,10 @@ def explained(origin: Origin, head: int, position: int, k: int = TOP) -> tuple[H
     if origin.target is not None:
         return None
     folder = Path(origin.folder)
-    gguf = gguf_path(folder)
-    checkpoint: TensorSource
-    if gguf is not None:
-        model = open_model(gguf)
-        cfg, checkpoint = model.cfg, model.checkpoint
-    else:
-        cfg = read_config(folder)
+    cfg, model = model_config(folder)
     if not supported(cfg):
         return None
-    if gguf is None:
-        checkpoint = Checkpoint(folder)
+    checkpoint: TensorSource = Checkpoint(folder) if model is None else model.checkpoint
     ids = checkpoint_tokens(folder, origin.sentence, special_tokens=origin.special_tokens == "auto", max_tokens=MAX_TEXT_CHARACTERS).ids
     lenses, streams = named(folder, *stream(cfg, checkpoint, ids).read([(origin.layer, head, position)], k, lens_at=position))
     return lenses[0], tuple(streams)
