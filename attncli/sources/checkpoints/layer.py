@@ -115,11 +115,9 @@ def checkpoint_tokens(
     from attncli.sources.checkpoints import token_cache
     from attncli.sources.checkpoints.gguf_tokens import cached_tokenizer
 
-    if len(text) > tokenizer_process.MAX_TEXT_CHARACTERS:
-        raise AttnError(f"the text is {len(text):,} characters long, more than the {tokenizer_process.MAX_TEXT_CHARACTERS:,} attncli tokenizes", key="sentence", expected="a shorter text")
+    tokenizer_process.check_text(text)
     known = token_cache.tokenizer_id(gguf)  # the cached tokenizer, still the file's: it may have tokenized this text before
-    found = None if known is None else token_cache.remembered(known, text, special_tokens)
-    tokens = None if found is None else Tokenized.from_json(found)
+    tokens = tokenizer_process.remembered(known, text, special_tokens)
     if tokens is None:
         tokenizer, not_applied = cached_tokenizer(gguf)
         (ids, labels), pieces, special_ids = encode(tokenizer, text, special_tokens=special_tokens)
@@ -128,9 +126,7 @@ def checkpoint_tokens(
         if known is not None:
             token_cache.remember(known, text, special_tokens, tokens.as_json())
     if len(tokens.ids) > max_tokens:
-        if too_many is not None:
-            raise too_many(len(tokens.ids))
-        raise AttnError(f"the text gives {len(tokens.ids):,} tokens, more than {max_tokens:,}", key="sentence", expected="a shorter text")
+        raise tokenizer_process.too_many_tokens(len(tokens.ids), max_tokens, too_many)
     return tokens
 
 

@@ -85,36 +85,48 @@ def tokenize(
 
     More than `max_tokens` tokens is `too_many(count)` (an AttnError) raised, or, without it, a plain one.
     """
-    if len(text) > MAX_TEXT_CHARACTERS:
-        raise AttnError(
-            f"the text is {len(text):,} characters long, more than the {MAX_TEXT_CHARACTERS:,} attncli tokenizes",
-            key="sentence",
-            expected="a shorter text",
-        )
     from attncli.sources.checkpoints import token_cache
 
+    check_text(text)
     path = tokenizer_path(folder)
     known = None if _library_missing() else token_cache.tokenizer_file_id(path)  # the tokens of a text this very file gave before
-    found = None if known is None else token_cache.remembered(known, text, special_tokens)
-    tokens = None if found is None else Tokenized.from_json(found)
+    tokens = remembered(known, text, special_tokens)
     if tokens is not None:
         reading.note_read(path)  # read on this command's behalf, as the child would: no output may replace it
     else:
         reply = _run(folder, {"text": text, "special_tokens": special_tokens, "max_tokens": max_tokens})
         if "count" in reply:
-            count = int(reply["count"])
-            if too_many is not None:
-                raise too_many(count)
-            raise AttnError(f"the text gives {count:,} tokens, more than {max_tokens:,}", key="sentence", expected="a shorter text")
+            raise too_many_tokens(int(reply["count"]), max_tokens, too_many)
         tokens = Tokenized(tuple(reply["ids"]), tuple(reply["labels"]), tuple(reply["pieces"]), reply["not_applied"], reply["vocabulary"],
                            tuple(reply["special_ids"]))  # fmt: skip
         if known is not None and known == token_cache.tokenizer_file_id(path):  # the file the child read is the one named
             token_cache.remember(known, text, special_tokens, tokens.as_json())
     if len(tokens.ids) > max_tokens:
-        if too_many is not None:
-            raise too_many(len(tokens.ids))
-        raise AttnError(f"the text gives {len(tokens.ids):,} tokens, more than {max_tokens:,}", key="sentence", expected="a shorter text")
+        raise too_many_tokens(len(tokens.ids), max_tokens, too_many)
     return tokens
+
+
+def check_text(text: str) -> None:
+    """Refuse a text longer than attncli tokenizes, before any tokenizer is asked."""
+    if len(text) > MAX_TEXT_CHARACTERS:
+        raise AttnError(f"the text is {len(text):,} characters long, more than the {MAX_TEXT_CHARACTERS:,} attncli tokenizes", key="sentence",
+                        expected="a shorter text")  # fmt: skip
+
+
+def too_many_tokens(count: int, max_tokens: int, too_many: Callable[[int], AttnError] | None) -> AttnError:
+    """The error for a text of `count` tokens, more than `max_tokens`: the caller's `too_many(count)`, else a plain one."""
+    if too_many is not None:
+        return too_many(count)
+    return AttnError(f"the text gives {count:,} tokens, more than {max_tokens:,}", key="sentence", expected="a shorter text")
+
+
+def remembered(tokenizer: str | None, text: str, special_tokens: bool) -> Tokenized | None:
+    """The tokens the tokenizer named `tokenizer` (token_cache: a GGUF file's, or a tokenizer.json's) gave `text` before, from
+    the token cache; None when there are none (or no name)."""
+    from attncli.sources.checkpoints import token_cache
+
+    found = None if tokenizer is None else token_cache.remembered(tokenizer, text, special_tokens)
+    return None if found is None else Tokenized.from_json(found)
 
 
 def written_out(tokenizer: Any, token_id: int) -> str:
