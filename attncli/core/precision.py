@@ -269,8 +269,7 @@ def _eager(qf: np.ndarray, kf: np.ndarray, vf: np.ndarray, q: np.ndarray, k: np.
     output = fmt.round(sums32(weights, vf))  # (L_q, d_v)
     exact_scores = q @ k.T
     x_top, x_e, x_total, x_weights = exact_softmax(exact_scores / divisor, visible)
-    i_top = np.where(visible, scaled, -np.inf).max(axis=1)  # the kernel's own maximum, exact already (a maximum rounds nothing)
-    ideal_e = np.where(visible, np.exp(np.where(visible, scaled, -np.inf) - i_top[:, None]), 0.0)
+    ideal_e = exact_softmax(scaled, visible)[1]  # against the kernel's own maximum, exact already (a maximum rounds nothing)
     e64, total64 = e.astype(np.float64), total.astype(np.float64)
     return [
         step("scores", "q·kᵀ", f, f"float32 sums of the products, rounded to {f}", scores, exact_scores, qf @ kf.T),
@@ -294,8 +293,7 @@ def _sdpa(qf: np.ndarray, kf: np.ndarray, vf: np.ndarray, q: np.ndarray, k: np.n
     weights = w32.astype(np.float64)  # float32: the math backend never rounds them to the format
     output = fmt.round(sums32(weights, vf))  # (L_q, d_v)
     x_top, x_e, x_total, x_weights = exact_softmax((q @ k.T) / divisor, visible)
-    i_top = np.where(visible, scaled, -np.inf).max(axis=1)
-    ideal_e = np.where(visible, np.exp(np.where(visible, scaled, -np.inf) - i_top[:, None]), 0.0)
+    ideal_e = exact_softmax(scaled, visible)[1]  # e^(x − max) of the kernel's own scores, exactly
     e64, total64 = e.astype(np.float64), total.astype(np.float64)
     how = f"from {fmt.name} to float32, times √scale = {float(root32):.6g} in float32"
     return [
@@ -378,8 +376,7 @@ def _flash(qf: np.ndarray, kf: np.ndarray, vf: np.ndarray, q: np.ndarray, k: np.
         exact_p[:, cols] = np.where(seen, np.exp(x_s - np.where(np.isfinite(x_top), x_top, 0.0)[:, None]), 0.0)
     output = fmt.round(acc / total[:, None])  # (L_q, d_v)
     x_final, x_e, x_total, x_weights = exact_softmax(exact_scaled, visible)
-    i_top = np.where(visible, scaled, -np.inf).max(axis=1)
-    ideal_e = np.where(visible, np.exp(np.where(visible, scaled, -np.inf) - i_top[:, None]), 0.0)  # (L_q, L_k) against the final maximum
+    ideal_e = exact_softmax(scaled, visible)[1]  # (L_q, L_k) against the final maximum
     f = fmt.name
     return [
         step("scaled", "q·kᵀ · scale", "float32", f"float32 sums of the products, times the scale {float(scale32):.6g} in float32", scaled,
