@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attncli.formats import texmatrix
-from tests.test_fixedtext import WORDS, reference_blocks
+from tests.test_fixedtext import WORDS, math_read, reference_blocks
 
 
 def _data(seed: int, n_rows: int, n_cols: int, scale: float, specials: bool) -> np.ndarray:
@@ -42,4 +42,4 @@ def test_widest_numbers_under_the_labels_with_every_kind_of_non_finite_number(n_
     """The header's widest numbers, found the short way (a mask's -∞ only) or the long way (+∞ and NaN too), as written one at a time."""
     data = _data(seed, n_rows, n_cols, 1e3, specials)
     kwargs = dict(precision=2, rows=[f"t{i}" for i in range(n_rows)], cols=[f"t{i}" for i in range(n_cols)], max_cols=max_cols)
-    assert texmatrix.matrix_blocks("S", data, **kwargs) == reference_blocks("S", data, **kwargs)
+    assert list(map(math_read, texmatrix.matrix_blocks("S", data, **kwargs))) == list(map(math_read, reference_blocks("S", data, **kwargs)))

@@ -2,8 +2,8 @@
 
 Markdown and LaTeX print millions of numbers at 1,024 tokens; Python formats about five
 million floats a second, NumPy's integer arithmetic a hundred million. `cells` writes each
-number's digits into a byte array (zero bytes fill the unused places) and `rows` drops
-the zeros, a row at a time. A number on a decimal half (core.rounding's rule: a half rounds away
+number's digits into a byte array (zero bytes fill the unused places, or a `fill` byte such as a
+space where the format does not print it) and `rows` drops the zeros, a row at a time. A number on a decimal half (core.rounding's rule: a half rounds away
 from zero whatever its last bits) is rounded here, with the rest; one so large that x·10^p's
 rounding could hide which side of a half it lies on, or too large for fixed notation, is written
 by the caller's `write`, one at a time, and so are ±∞ and NaN (once each).
@@ -31,10 +31,13 @@ _ZERO, _MINUS, _POINT = ord("0"), ord("-"), ord(".")
 # steps write into arrays already made.
 
 
-def cells(data: npt.NDArray[np.float64], precision: int, write: Callable[[float, int], str], lead: bytes = b"") -> npt.NDArray[np.uint8]:
+def cells(
+    data: npt.NDArray[np.float64], precision: int, write: Callable[[float, int], str], lead: bytes = b"", fill: int = 0
+) -> npt.NDArray[np.uint8]:
     """Each number of `data` (rows, cols) as `write(x, precision)` gives it, after `lead`, in (rows, cols, width) bytes.
 
-    The number is right-aligned in its place; zero bytes, which no text contains, fill the rest.
+    The number is right-aligned in its place; `fill` fills the rest: zero bytes, which no text contains (`rows` drops them),
+    or a byte the format does not print where it stands (a space in TeX math), so that the cells are the text as they are.
     `write` must agree with `numbers.fixed` on finite numbers; it writes the others itself.
     """
     x = np.asarray(data, dtype=np.float64)  # (R, C)
@@ -75,11 +78,11 @@ def cells(data: npt.NDArray[np.float64], precision: int, write: Callable[[float,
     sign = 1 if negative.any() else 0  # a place for "-" only where some number has one: all alike, a row has no zero byte to drop
     width = len(lead) + max([digits + point + sign, *map(len, texts.values()), *(len(text) for text, _ in special)])
 
-    out = np.zeros((*x.shape, width), dtype=np.uint8)  # (R, C, W)
+    out = np.full((*x.shape, width), fill, dtype=np.uint8)  # (R, C, W)
     for i, byte in enumerate(lead):
         out[..., i] = byte
 
-    minus = negative.view(np.uint8) * np.uint8(_MINUS)  # (R, C) the sign, until it is placed
+    minus = negative.view(np.uint8) * np.uint8((_MINUS - fill) % 256)  # (R, C) the sign, until it is placed, less `fill` (mod 256)
     rest, spare = whole, np.empty_like(whole)  # two buffers, taking turns (see _in_place)
     low = rest.astype(np.uint8)  # the number mod 256: its last digit is that of the number
     for k in range(digits + sign):  # the k-th digit from the right (the point goes left of the last decimal), then room for a sign
@@ -89,20 +92,20 @@ def cells(data: npt.NDArray[np.float64], precision: int, write: Callable[[float,
         digit += np.uint8(_ZERO)
         if k > precision:  # left of the units: a digit while the number lasts, then its sign, then nothing
             going = rest > 0
-            digit = np.where(going, digit, minus)
-            minus *= going  # placed: no sign further left
+            digit = np.where(going, digit, minus + np.uint8(fill) if fill else minus)
+            minus *= going  # placed: no sign further left, `fill` there
         out[..., width - 1 - k - (point if k >= precision else 0)] = digit
         rest, spare, low = shorter, rest, shorter_low
     if point:
         out[..., width - 1 - precision] = _POINT
     whole_cells = out.view(f"V{width}")[..., 0]  # (R, C): each cell's bytes as one item, copied by one memcpy
     for written, kind in special:  # ±∞ and NaN: their own text, right-aligned, over the zero written for them
-        cell = np.zeros(width, dtype=np.uint8)
+        cell = np.full(width, fill, dtype=np.uint8)
         cell[: len(lead)] = np.frombuffer(lead, dtype=np.uint8)
         cell[width - len(written) :] = np.frombuffer(written, dtype=np.uint8)
         whole_cells[kind] = cell.view(f"V{width}")[0]  # a masked causal matrix is half ∞: byte planes by a mask took 5x longer
     for (r, c), text in texts.items():
-        out[r, c, len(lead) :] = 0
+        out[r, c, len(lead) :] = fill
         out[r, c, width - len(text) :] = np.frombuffer(text, dtype=np.uint8)
     return out
 

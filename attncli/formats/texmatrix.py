@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from attncli.document import escape
-from attncli.document.numbers import HUGE, fixed
+from attncli.document.numbers import fixed
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,21 +28,12 @@ if TYPE_CHECKING:
 
     from attncli.document.blocks import Matrix as MatrixView
 
-# Rough widths in em of what a number is made of, to pick a column's widest number.
-_WIDTHS = {"-": 0.78, ".": 0.28, r"\infty": 1.0}
-
 
 def number(x: float, precision: int) -> str:
     r"""x with `precision` decimals in TeX; masked cells are `-\infty`."""
     if math.isinf(x):
         return r"-\infty" if x < 0 else r"\infty"
     return fixed(x, precision)
-
-
-def _width(tex: str) -> float:
-    infinities = tex.count(r"\infty")
-    rest = tex.replace(r"\infty", "")
-    return infinities * _WIDTHS[r"\infty"] + sum(_WIDTHS.get(c, 0.5) for c in rest)
 
 
 def labelled_matrix(
@@ -78,12 +69,12 @@ _TEX_WIDTHS = {"-": 0.7778, ".": 0.2778, "+": 0.7778, "e": 0.4661, r"\infty": 1.
 @functools.cache
 def _byte_widths() -> npt.NDArray[np.int64]:
     """(256,) what each byte of a number's text adds to its width, in 1/10,000 em (so that sums are exact): 0.5em each, the
-    signs, the point and the e as _TEX_WIDTHS has them, nothing for a zero byte (padding); \\infty's backslash carries the
+    signs, the point and the e as _TEX_WIDTHS has them, nothing for a zero byte or a space (padding); \\infty's backslash carries the
     rest of the symbol's 1em beyond its other five characters' 0.5em each."""
     import numpy as np
 
     table = np.full(256, 5000, dtype=np.int64)
-    table[0] = 0
+    table[0] = table[ord(" ")] = 0
     for character in "-.+e":
         table[ord(character)] = round(_TEX_WIDTHS[character] * 10_000)
     table[ord("\\")] = round(_TEX_WIDTHS[r"\infty"] * 10_000) - 5 * 5000
@@ -125,12 +116,14 @@ def _first_row(labels: npt.NDArray[np.uint8], cells: npt.NDArray[np.uint8]) -> t
                    text(b"em {"), cells, text(b"}"))  # fmt: skip
 
 
-def _table(texts: list[str]) -> npt.NDArray[np.uint8]:
-    """Texts as the rows of a byte table, each padded with zero bytes (which `escape.latex` never writes)."""
+def _table(texts: list[str], fill: bytes = b"") -> npt.NDArray[np.uint8]:
+    """Texts as the rows of a byte table, each padded with zero bytes (which `escape.latex` never writes), or with `fill`."""
     import numpy as np
 
     encoded = [text.encode() for text in texts]
     width = max(map(len, encoded), default=0) or 1
+    if fill:
+        encoded = [text.ljust(width, fill) for text in encoded]
     return np.array(encoded, dtype=f"S{width}").view(np.uint8).reshape(len(encoded), width)
 
 
@@ -153,8 +146,10 @@ class _Labels:
 
         self.rows = None if rows is None else [_label(text) for text in rows]
         self.cols = None if cols is None else [_label(text) for text in cols]
-        self.phantoms = None if self.rows is None else _table([rf"\vphantom{{{head}}}" for head in self.rows])  # (R, P)
-        self.phantom_widths = None if self.phantoms is None else np.count_nonzero(self.phantoms, axis=1)  # (R,)
+        self.phantoms = self.phantom_widths = None
+        if self.rows is not None:  # (R, P) padded with spaces, which TeX math does not print: a band is its cells as they are
+            phantoms = [rf"\vphantom{{{head}}}" for head in self.rows]
+            self.phantoms, self.phantom_widths = _table(phantoms, b" "), np.array([len(text.encode()) for text in phantoms])  # (R,)
         self.under = self.over = np.zeros((0, 0), dtype=np.uint8)
         if self.cols is not None:  # the widest numbers' widths under the labels (the labels' over the first row: `_first_row`)
             self.under = _table([rf"}}}}{{{head}}}}}" for head in self.cols])  # (C', B)
@@ -164,9 +159,10 @@ class _Labels:
 class _Band:
     r"""Some rows of a matrix (and of its extra columns) written at once, then cut into display blocks of columns.
 
-    Every number is written into one NumPy byte table (`fixedtext.cells`), each after " & ";
-    the rows of a run of equally wide blocks are laid out, each block's first number followed
-    by its row's `\vphantom`, each row by " \\ ", and the empty places dropped in one pass.
+    Every number is written into one NumPy byte table (`fixedtext.cells`), each after " & ",
+    right-aligned among spaces (TeX math does not print them, and a table without empty places
+    to drop is written as it is); the rows of a run of equally wide blocks are laid out, each
+    block's first number followed by its row's `\vphantom`, each row by " \\ ".
     """
 
     def __init__(self, data: npt.NDArray[np.float64], extra: Sequence[npt.NDArray[np.float64]], precision: int, labels: _Labels, r0: int) -> None:
@@ -175,8 +171,9 @@ class _Band:
         from attncli.document import fixedtext
 
         self.values = np.column_stack([data, *extra]) if extra else np.asarray(data, dtype=np.float64)  # (R, C')
-        self.cells = fixedtext.cells(self.values, precision, number, b" & ")  # (R, C', W)
+        self.cells = fixedtext.cells(self.values, precision, number, b" & ", ord(" "))  # (R, C', W)
         self.n_rows, self.width = int(self.values.shape[0]), int(self.values.shape[1])
+        self.precision = precision
         self.labels = labels
         rows = labels.rows
         self.phantoms = None
@@ -198,46 +195,33 @@ class _Band:
             self.first, self.first_at = _first_row(labels.over, self.cells[0, :, 3:])
 
     def _widest(self) -> npt.NDArray[np.uint8]:
-        """Each column's widest number, (C', W): its largest, its smallest or its first non-finite one, as `_width` measures them."""
+        """Each column's widest number, (C', W) padded with zero bytes: its largest, its smallest or its first non-finite one.
+
+        Their texts are `fixedtext.cells` of those values, as the band's own cells write them, measured exactly (`_tex_units`).
+        """
         import numpy as np
 
-        values, cells = self.values, self.cells  # (R, C'), (R, C', W)
+        from attncli.document import fixedtext
+
+        values = self.values  # (R, C')
         columns = np.arange(self.width)
-        by_column = np.ascontiguousarray(values.T)  # (C', R): NumPy finds maxima along a row several times faster
         with np.errstate(invalid="ignore", over="ignore"):  # +∞ and −∞ sum to NaN: a warning on stderr otherwise
-            every = bool(np.isfinite(by_column.sum()))  # a finite sum: no ±∞ or NaN anywhere (a sum that overflows takes the long way)
-        finite = None if every else np.isfinite(by_column)
-        if finite is None:  # (2, C') the rows of the largest and the smallest number (no column has a non-finite one)
-            picks = np.stack([by_column.argmax(axis=1), by_column.argmin(axis=1)])
-        else:  # (3, C') the largest, the smallest and the first non-finite number
-            # a masked matrix's only non-finite numbers are -∞, which its argmax passes over as it is (one copy less)
-            only_minus = not bool(np.isnan(by_column).any()) and not bool((by_column == np.inf).any())
-            largest = by_column.argmax(axis=1) if only_minus else np.where(finite, by_column, -np.inf).argmax(axis=1)
-            picks = np.stack([largest, np.where(finite, by_column, np.inf).argmin(axis=1), (~finite).argmax(axis=1)])
-        size, m = cells.shape[2], len(picks)
-        at = (picks * self.width + columns).ravel()  # (m·C',) in the band's cells, one row after another
-        flat = np.take(cells.reshape(-1, size), at, axis=0)  # (m·C', W)
-        flat[:, :3] = 0  # the " & " before each
-        candidates = flat.reshape(m, self.width, size)
-        # texts alike in length, sign, exponent, infinity and NaN are alike character by character (all digits weigh the
-        # same), so `_width` of one text of each kind gives every width exactly
-        start = (flat != 0).argmax(axis=1)  # where each (right-aligned) text begins
-        shown = np.take(values.ravel(), at)  # (m·C',)
-        signed = flat[np.arange(len(flat)), start] == ord("-")
-        kind = (size - start) * 16 + signed * 8 + np.isinf(shown) * 4 + np.isnan(shown) * 2 + (np.abs(shown) >= HUGE)  # ±∞ is HUGE too
-        example = np.full(int(kind.max()) + 1, -1)
-        example[kind[::-1]] = np.arange(len(kind))[::-1]  # a text of each kind (its first)
-        width_of = np.zeros(len(example))
-        for k in np.flatnonzero(example >= 0).tolist():
-            width_of[k] = _width(flat[example[k]].tobytes().translate(None, b"\0").decode())
-        widths = width_of[kind].reshape(m, -1)
-        if finite is not None:
-            widths[0:2, ~finite.any(axis=1)] = -np.inf
-            widths[2, finite.all(axis=1)] = -np.inf
+            every = bool(np.isfinite(values.sum()))  # a finite sum: no ±∞ or NaN anywhere (a sum that overflows takes the long way)
+        if every:  # (2, C') each column's largest and smallest number, reduced along the rows as they lie in memory
+            picks = np.stack([values.max(axis=0), values.min(axis=0)])
+        else:  # (3, C') the largest and the smallest finite number, and the first non-finite one
+            finite = np.isfinite(values)
+            first = values[(~finite).argmax(axis=0), columns]
+            picks = np.stack([np.where(finite, values, -np.inf).max(axis=0), np.where(finite, values, np.inf).min(axis=0), first])
+        texts = fixedtext.cells(picks, self.precision, number)  # (m, C', W)
+        widths = _tex_units(texts.reshape(-1, texts.shape[2])).reshape(len(picks), self.width)  # (m, C') in 1/10,000 em
+        if not every:
+            widths[0:2, ~finite.any(axis=0)] = -1  # a column with no finite number
+            widths[2, finite.all(axis=0)] = -1  # or none that is not
         best = np.zeros(self.width, dtype=np.intp)  # max() keeps the first of equally wide candidates
-        for k in range(1, m):
+        for k in range(1, len(picks)):
             best[widths[k] > widths[best, columns]] = k
-        chosen: npt.NDArray[np.uint8] = candidates[best, columns]  # (C', W)
+        chosen: npt.NDArray[np.uint8] = texts[best, columns]  # (C', W)
         return chosen
 
     def matrices(self, c0: int, width: int, count: int, *, extra: int = 0, before: Sequence[bytes] = (), after: bytes = b"") -> list[bytes]:
@@ -277,14 +261,13 @@ class _Band:
         else:
             start.insert(0, self.left.encode())
         at_header = 4 if labels.cols is not None else -1  # where the header's cells go in `start`
-        phantom_top = self.phantoms[0].tobytes().translate(None, b"\0") if self.headed and self.phantoms is not None and width else b""
+        phantom_top = self.phantoms[0].tobytes() if self.headed and self.phantoms is not None and width else b""
         ends = []
         for k in range(count):  # every part is joined once, into the block
             first, last = c0 + k * width, c0 + (k + 1) * width
             if at_header >= 0:
                 start[at_header] = self.header[self.header_at[first] + 3 : self.header_at[last]]
-            raw = out[k].tobytes()  # with no empty place (numbers and labels alike in width) there is nothing to drop
-            body = memoryview(raw if b"\0" not in raw else raw.translate(None, b"\0"))[:-4]
+            body = memoryview(out[k].tobytes())[:-4]  # the last row's " \\ " cut off
             body_parts: list[bytes | memoryview] = [body]
             if self.headed:
                 at = self.first_at
