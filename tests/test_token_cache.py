@@ -6,9 +6,12 @@ again (even with its size and modification time put back), a damaged entry is ig
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,8 +126,9 @@ def test_a_changed_file_is_read_again(cache, builds, tmp_path):
     gguf_module._opened.clear()
     assert after == tokens(path, "the cat sat") and len(builds) == 2  # the new entry is used
     assert after != before
-    os.utime(path, ns=(1, 1))  # only the time: built again, the entry cannot be told from a changed file's
-    tokens(path, "the cat sat")
+    os.utime(path, ns=(1, 1))  # only the time: the same header bytes, so a sentence tokenized before needs no tokenizer,
+    assert tokens(path, "the cat sat") == after and len(builds) == 2
+    tokens(path, "the dog sat")  # but the tokenizer's entry cannot be told from a changed file's: built again for a new one
     assert len(builds) == 3
 
 
@@ -152,10 +156,14 @@ def test_a_damaged_entry_is_ignored_and_rebuilt(damage, cache, builds, tmp_path)
     else:
         entry.unlink()
         entry.mkdir()
+    for sentence in token_cache.sentence_entries():  # the sentence's tokens forgotten: the tokenizer's entry is what is read
+        sentence.unlink()
     gguf_module._opened.clear()
     assert tokens(path, "The cat sat on the mat.") == want
     assert len(builds) == 2
     if damage != "a folder":
+        for sentence in token_cache.sentence_entries():
+            sentence.unlink()
         gguf_module._opened.clear()
         assert tokens(path, "The cat sat on the mat.") == want and len(builds) == 2  # rewritten whole
 
@@ -262,7 +270,7 @@ def test_only_the_last_sentences_are_kept(cache, builds, monkeypatch):
     path = FIXTURES / "gpt2.gguf"
     for n in range(5):
         tokens(path, f"sentence number {n}")
-        os.utime(token_cache._sentence_path(token_cache.tokenizer_id(path), f"sentence number {n}", True), ns=(n * 10**9, n * 10**9))
+        os.utime(token_cache._sentence_path(gguf_module.open_file(path).header.sha256, f"sentence number {n}", True), ns=(n * 10**9, n * 10**9))
     kept = {json.loads(p.read_text(encoding="utf-8"))["text"] for p in token_cache.sentence_entries()}
     assert kept == {"sentence number 2", "sentence number 3", "sentence number 4"}
 
@@ -278,6 +286,27 @@ def test_a_files_walked_header_is_kept_and_is_the_walk(name, cache, monkeypatch)
     real = gguf_header._walk
     monkeypatch.setattr(gguf_header, "_walk", lambda w: walks.append(w) or real(w))
     assert gguf_header.read_header(path) == walked and walks == [] and len(token_cache.header_entries()) == 1
+    assert walked.sha256 == hashlib.sha256(path.read_bytes()[: walked.data_start]).hexdigest()  # the bytes the sentences are named by
+
+
+def test_a_sentence_seen_before_imports_no_tokenizers_library(cache, tmp_path):
+    """A GGUF file's sentence tokenized before is read back in a new process without the tokenizers library imported (a
+    twentieth of a short command), its version read from its distribution's folder: the one the library gives itself."""
+    import tokenizers
+
+    path = copy("llama", tmp_path)
+    script = (
+        "import json, pathlib, sys\n"
+        "from attncli.sources.checkpoints import token_cache\n"
+        "from attncli.sources.checkpoints.layer import checkpoint_tokens\n"
+        "t = checkpoint_tokens(pathlib.Path(sys.argv[1]), 'The cat sat.', special_tokens=True, max_tokens=100)\n"
+        "print(json.dumps([list(t.ids), 'tokenizers' in sys.modules, token_cache._library_version()]))\n"
+    )
+    env = dict(os.environ, ATTNCLI_CACHE_DIR=str(cache))
+    first, second = (json.loads(subprocess.run([sys.executable, "-c", script, str(path)], env=env, capture_output=True, text=True, check=True).stdout)
+                     for _ in range(2))  # fmt: skip
+    assert first == [second[0], True, tokenizers.__version__]  # the first process built the tokenizer
+    assert second == [first[0], False, tokenizers.__version__]
 
 
 def test_a_changed_or_damaged_header_entry_is_walked_again(cache, tmp_path, monkeypatch):

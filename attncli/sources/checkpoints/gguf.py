@@ -629,7 +629,7 @@ def open_file(path: Path) -> GgufFile:
         return kept[1]
     file = GgufFile(path)
     _opened.clear()
-    _opened[identity] = (prefix_sha256(path, file.header.data_start), file)
+    _opened[identity] = (file.header.sha256, file)
     return file
 
 

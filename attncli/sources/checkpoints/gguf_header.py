@@ -20,6 +20,7 @@ token_cache keeps its walk, used while the file's header bytes and this code are
 
 from __future__ import annotations
 
+import hashlib
 import mmap
 import os
 import struct
@@ -87,6 +88,7 @@ class Header:
     alignment: int
     data_start: int
     size: int
+    sha256: str  # of the header's bytes (everything before data_start: the metadata, the tokenizer's among it, and the tensor list)
 
 
 class _Walk:
@@ -221,11 +223,11 @@ def open_header(path: Path) -> tuple[Header, Buffer]:
     from attncli.sources.checkpoints import token_cache
 
     kept = token_cache.walked_header(path, data) if size else None  # the walk of a file seen before, while its header bytes are the same
-    header = None if kept is None else _from_json(kept, size)
+    header = None if kept is None else _from_json(kept[0], size, kept[1])
     if header is None:
         header = _walk(_Walk(data, size, where))
         if size:
-            token_cache.keep_header(path, data, _as_json(header))
+            token_cache.keep_header(path, _as_json(header), header.sha256)
     return header, data
 
 
@@ -238,8 +240,9 @@ def _as_json(header: Header) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _from_json(doc: dict[str, Any], size: int) -> Header | None:
-    """`_as_json`'s values back as the Header of a file of `size` bytes, or None when any is not what it wrote."""
+def _from_json(doc: dict[str, Any], size: int, sha256: str) -> Header | None:
+    """`_as_json`'s values back as the Header of a file of `size` bytes whose header bytes have that SHA-256, or None when any
+    is not what it wrote."""
 
     def whole(*xs: object) -> bool:
         return all(type(x) is int and x >= 0 for x in xs)
@@ -249,7 +252,7 @@ def _from_json(doc: dict[str, Any], size: int) -> Header | None:
                   if isinstance(key, str) and whole(kind, count, at) and at <= size and (item is None or whole(item))}  # fmt: skip
         tensors = {name: TensorInfo(name, tuple(dims), TYPES[number], begin, nbytes) for name, dims, number, begin, nbytes in doc["tensors"]
                    if isinstance(name, str) and whole(*dims, begin, nbytes) and begin + nbytes <= size}  # fmt: skip
-        header = Header(doc["version"], fields, tensors, doc["alignment"], doc["data_start"], size)
+        header = Header(doc["version"], fields, tensors, doc["alignment"], doc["data_start"], size, sha256)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
     if len(fields) != len(doc["fields"]) or len(tensors) != len(doc["tensors"]) or not whole(header.version, header.alignment, header.data_start):
@@ -346,7 +349,7 @@ def _walk(w: _Walk) -> Header:
     tensors: dict[str, TensorInfo] = {}
     for name, dims, number, offset in infos:
         tensors[name] = _tensor(w, name, dims, number, offset, data_start, data_bytes, alignment, tensors)
-    return Header(version, fields, tensors, alignment, data_start, w.size)
+    return Header(version, fields, tensors, alignment, data_start, w.size, hashlib.sha256(w.data[:data_start]).hexdigest())
 
 
 def _tensor(

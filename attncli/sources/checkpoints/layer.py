@@ -113,17 +113,19 @@ def checkpoint_tokens(
     if gguf is None:
         return tokenizer_process.tokenize(model, text, special_tokens=special_tokens, max_tokens=max_tokens, too_many=too_many)
     from attncli.sources.checkpoints import token_cache
+    from attncli.sources.checkpoints.gguf import open_file
     from attncli.sources.checkpoints.gguf_tokens import cached_tokenizer
 
     tokenizer_process.check_text(text)
-    known = token_cache.tokenizer_id(gguf)  # the cached tokenizer, still the file's: it may have tokenized this text before
+    # the header holds the vocabulary, the merges and the special tokens: a file with the same header bytes has the same
+    # tokenizer, which may have tokenized this text before (the file is opened once per command: the layer reads it next)
+    known = open_file(gguf).header.sha256
     tokens = tokenizer_process.remembered(known, text, special_tokens)
     if tokens is None:
         tokenizer, not_applied = cached_tokenizer(gguf)
         (ids, labels), pieces, special_ids = encode(tokenizer, text, special_tokens=special_tokens)
         tokens = Tokenized(ids, labels, pieces, not_applied, tokenizer.get_vocab_size(with_added_tokens=False), special_ids)
-        known = known or token_cache.tokenizer_id(gguf)  # cached_tokenizer has just cached it, unless the cache cannot be written
-        if known is not None:
+        if open_file(gguf).header.sha256 == known:  # the header tokenized is the one named (unchanged meanwhile)
             token_cache.remember(known, text, special_tokens, tokens.as_json())
     if len(tokens.ids) > max_tokens:
         raise tokenizer_process.too_many_tokens(len(tokens.ids), max_tokens, too_many)

@@ -12,11 +12,12 @@ carries a SHA-256 of its own tokenizer), or that was written by another version 
 the file and builds its tokenizer (`BUILT_BY`) or of the tokenizers library, is ignored and rebuilt. Entries are written atomically (a temporary
 file renamed over the entry), so a command stopped mid-write leaves no half entry for the next.
 
-A sentence's tokens are kept too (`tokenizers/sentences/*.json`, named by a hash of the tokenizer's SHA-256, the special-tokens
-setting and the text, and holding all three): a command that runs a sentence this file's tokenizer has already tokenized
-skips building the tokenizer (the library reads a 49,152-token vocabulary and its merges in about 0.1 s). They are used
-only while the tokenizer's entry itself passes every check above, so a changed file forgets them with it; the
-`MOST_SENTENCES` written last are kept.
+A sentence's tokens are kept too (`tokenizers/sentences/*.json`, named by a hash of what the tokenizer is built from, the
+special-tokens setting and the text, and holding all three): a command that runs a sentence this file's tokenizer has
+already tokenized skips building the tokenizer (the library reads a 49,152-token vocabulary and its merges in about
+0.1 s). What a GGUF file's tokenizer is built from is its header, named by the SHA-256 of its bytes (the header walk
+hashes them at every use, below), so a changed file forgets its sentences with it; the entries are checked against the
+same code and library versions as a tokenizer's. The `MOST_SENTENCES` written last are kept.
 
 A folder's tokenizer.json runs in a child process (tokenizer_process.py), which costs more than building a GGUF file's
 tokenizer; the tokens it gave are remembered the same way, named by the SHA-256 of the tokenizer.json's bytes.
@@ -141,9 +142,9 @@ def tokenizer(path: Path, build: Callable[[], Built]) -> CheckpointTokenizer:
 BUILT_BY = ("gguf_tokens.py", "tokens.py", "gguf.py", "gguf_header.py", "tokenizer_process.py")  # the code that builds and runs a tokenizer
 
 
-def walked_header(path: Path, data: Any) -> dict[str, Any] | None:
+def walked_header(path: Path, data: Any) -> tuple[dict[str, Any], str] | None:
     """The walk `keep_header` kept for the GGUF file at `path` (mapped as `data`) while the file still has its identity and
-    header bytes and the walk's code is the same; None (a miss) for anything else, never an error."""
+    header bytes and the walk's code is the same, and the SHA-256 of those bytes; None (a miss) for anything else, never an error."""
     identity = _identity(path)
     if identity is None:
         return None
@@ -156,19 +157,18 @@ def walked_header(path: Path, data: Any) -> dict[str, Any] | None:
     header = doc.get("header")
     if not isinstance(header, dict) or not isinstance(header.get("data_start"), int) or not 0 < header["data_start"] <= size:
         return None
-    if hashlib.sha256(data[: header["data_start"]]).hexdigest() != doc.get("header_sha256"):
-        return None
-    return header
+    digest = hashlib.sha256(data[: header["data_start"]]).hexdigest()
+    return (header, digest) if digest == doc.get("header_sha256") else None
 
 
-def keep_header(path: Path, data: Any, header: dict[str, Any]) -> None:
-    """Keep the walk `header` (JSON values, with its data_start) of the GGUF file at `path`, mapped as `data`; atomically, no error when it cannot be."""
+def keep_header(path: Path, header: dict[str, Any], sha256: str) -> None:
+    """Keep the walk `header` (JSON values, with its data_start) of the GGUF file at `path`, whose header bytes have that
+    SHA-256; atomically, no error when it cannot be."""
     identity, walker = _identity(path), _code(WALKED_BY)
     if identity is None or walker is None:
         return
     resolved, size, mtime_ns = identity
-    doc = {"schema": HEADER_SCHEMA, "walker": walker, "file": resolved, "size": size, "mtime_ns": mtime_ns,
-           "header_sha256": hashlib.sha256(data[: header["data_start"]]).hexdigest(), "header": header}  # fmt: skip
+    doc = {"schema": HEADER_SCHEMA, "walker": walker, "file": resolved, "size": size, "mtime_ns": mtime_ns, "header_sha256": sha256, "header": header}
     _write(_header_path(resolved), doc)
 
 
@@ -194,9 +194,24 @@ def _code(names: tuple[str, ...]) -> str | None:
 def _builder() -> str:
     """What built an entry: attncli's version, the tokenizers library's, and a hash of the code that checks a GGUF file and
     rebuilds its tokenizer (read, not imported: gguf_tokens imports this module), so that a change to either is a miss."""
+    return f"{_code(BUILT_BY) or 'code unknown'}, tokenizers {_library_version()}"
+
+
+def _library_version() -> str:
+    """The installed tokenizers library's version, from the name of its one distribution folder beside it (found without
+    importing the library, which costs a short command a twentieth of its time); else as the library says when imported."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("tokenizers")
+    if spec is not None and spec.origin is not None:
+        site = os.path.dirname(os.path.dirname(spec.origin))
+        with contextlib.suppress(OSError):
+            found = [name for name in os.listdir(site) if name.startswith("tokenizers-") and name.endswith(".dist-info")]
+            if len(found) == 1:
+                return found[0].removeprefix("tokenizers-").removesuffix(".dist-info")
     import tokenizers
 
-    return f"{_code(BUILT_BY) or 'code unknown'}, tokenizers {tokenizers.__version__}"
+    return str(tokenizers.__version__)
 
 
 def _identity(path: Path) -> tuple[str, int, int] | None:
@@ -233,16 +248,6 @@ def prefix_sha256(path: Path, n: int) -> str | None:
     return digest.hexdigest()
 
 
-def tokenizer_id(path: Path) -> str | None:
-    """The SHA-256 of the cached tokenizer of the GGUF file at `path` while its entry passes every check against the file
-    (without building the tokenizer); None when there is no such entry."""
-    identity = _identity(path)
-    if identity is None:
-        return None
-    doc = _checked(_entry_path(identity[0]), identity)
-    return None if doc is None else str(doc["tokenizer_sha256"])
-
-
 def tokenizer_file_id(path: Path) -> str | None:
     """A folder's tokenizer.json named by its bytes (their SHA-256, hashed at every use), for `remembered` and `remember`;
     None when it cannot be read or is larger than a tokenizer is."""
@@ -265,8 +270,9 @@ def _sentence_path(tokenizer: str, text: str, special_tokens: bool) -> Path:
 
 
 def remembered(tokenizer: str, text: str, special_tokens: bool) -> dict[str, Any] | None:
-    """The tokens remembered for `text` from the tokenizer whose SHA-256 is `tokenizer` (a `tokenizer_id`), as `remember`
-    was given them; None (a miss) for anything else, never an error."""
+    """The tokens remembered for `text` from the tokenizer named `tokenizer` (the SHA-256 of what it is built from: a GGUF
+    file's header bytes, a folder's tokenizer.json bytes), as `remember` was given them; None (a miss) for anything else,
+    never an error."""
     doc = _read(_sentence_path(tokenizer, text, special_tokens), MOST_SENTENCE_BYTES)
     if doc is None or doc.get("schema") != SENTENCE_SCHEMA or doc.get("builder") != _builder():
         return None
