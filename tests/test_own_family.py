@@ -222,8 +222,10 @@ def test_every_family_declares_what_verify_and_gguf_need():
     for model_type in families.ARCHITECTURES:
         assert isinstance(families.verification(model_type), Verification), model_type
         assert verify.output_projections(model_type), model_type
-    for arch, entry in families.gguf_architectures().items():
-        assert entry.arch == arch
+    declared = families.gguf_architectures()
+    assert {arch: entry.model_type for arch, entry in declared.items()} == families.GGUF_MODEL_TYPES  # each file imports its family alone
+    for arch, entry in declared.items():
+        assert entry.arch == arch and families.gguf_architecture(arch) == entry
         assert entry in getattr(families.ARCHITECTURES[entry.model_type], "GGUF", ()), arch
         assert (entry.config is None) != (entry.keys is None), arch  # one way to its config
 

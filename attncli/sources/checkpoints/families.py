@@ -10,7 +10,8 @@ says of it beyond describe.py; `raw`: a GGUF file's metadata as config.json keys
 of it: a `config.Description`, or a dict of them by model type, which may name model types attncli describes from
 config.json but does not compute). A multimodal model (llama4, gemma3, mistral3) is read as its text stack: config.py's
 `text_stack` hands the families its text_config. Adding a family is its
-module and one line here; config.py holds what the families share (`llama_like` for Llama's
+module and one line here (two when it reads GGUF files: its architecture in GGUF_MODEL_TYPES, so that a file imports
+its family alone); config.py holds what the families share (`llama_like` for Llama's
 descendants), gguf_family.py the vocabulary of their GGUF readers.
 
 A Llama-like family may be a declaration instead of code: its module's `LLAMA_LIKE` (a config.LlamaLike: how it differs
@@ -21,48 +22,13 @@ cohere2.py, glm4.py, ministral.py, exaone4.py, olmo3.py, apertus.py with its own
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from attncli.errors import AttnError, did_you_mean, same_name
-from attncli.sources.checkpoints import (
-    apertus,
-    bart,
-    bert,
-    bloom,
-    cohere2,
-    deepseek,
-    ernie4_5,
-    exaone4,
-    falcon,
-    gemma2,
-    gemma3,
-    gemma3n,
-    glm4,
-    glm4_moe,
-    gpt2,
-    gpt_oss,
-    granite,
-    hunyuan_dense,
-    llama,
-    llama4,
-    ministral,
-    ministral3,
-    modernbert,
-    neox,
-    olmo2,
-    olmo3,
-    phi3,
-    qwen3,
-    qwen3_moe,
-    qwen3_next,
-    seed_oss,
-    smollm3,
-    stablelm,
-    t5,
-)
 from attncli.sources.checkpoints.blocks import LayerInputs
 from attncli.sources.checkpoints.config import (
     LLAMA_TENSORS,
@@ -78,27 +44,67 @@ from attncli.sources.checkpoints.config import (
 from attncli.sources.checkpoints.gguf_family import GgufArchitecture
 from attncli.sources.checkpoints.source import TensorSource
 
-ARCHITECTURES: dict[str, ModuleType] = {
-    "gpt2": gpt2, "bert": bert, "llama": llama, "qwen2": llama, "mistral": llama, "bart": bart, "qwen3": qwen3, "olmo2": olmo2,
-    "gemma3_text": gemma3, "gpt_neox": neox, "phi3": phi3, "gemma2": gemma2, "gpt_oss": gpt_oss, "deepseek_v3": deepseek,
-    "deepseek_v2": deepseek, "falcon": falcon, "bloom": bloom,
-    "stablelm": stablelm, "t5": t5, "modernbert": modernbert, "smollm3": smollm3, "qwen3_next": qwen3_next,
+
+class Families(MutableMapping[str, ModuleType]):
+    """model_type -> its family's module, imported the first time it is asked for: a command reads one family, where
+    importing all of them cost a short command a twentieth of its time. A family may be registered as its module itself."""
+
+    def __init__(self, modules: dict[str, str]) -> None:
+        self._entries: dict[str, str | ModuleType] = dict(modules)  # a module's name in this package, or the module
+
+    def __getitem__(self, model_type: str) -> ModuleType:
+        entry = self._entries[model_type]
+        if isinstance(entry, str):
+            entry = self._entries[model_type] = importlib.import_module(f"{__package__}.{entry}")
+        return entry
+
+    def __setitem__(self, model_type: str, module: ModuleType) -> None:
+        self._entries[model_type] = module
+
+    def __delitem__(self, model_type: str) -> None:
+        del self._entries[model_type]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, model_type: object) -> bool:
+        return isinstance(model_type, str) and model_type in self._entries  # without importing it
+
+
+ARCHITECTURES = Families({
+    "gpt2": "gpt2", "bert": "bert", "llama": "llama", "qwen2": "llama", "mistral": "llama", "bart": "bart", "qwen3": "qwen3",
+    "olmo2": "olmo2", "gemma3_text": "gemma3", "gpt_neox": "neox", "phi3": "phi3", "gemma2": "gemma2", "gpt_oss": "gpt_oss",
+    "deepseek_v3": "deepseek", "deepseek_v2": "deepseek", "falcon": "falcon", "bloom": "bloom",
+    "stablelm": "stablelm", "t5": "t5", "modernbert": "modernbert", "smollm3": "smollm3", "qwen3_next": "qwen3_next",
     # issue 30's Llama-like families, one line each
-    "qwen3_moe": qwen3_moe,
-    "granite": granite,
-    "cohere2": cohere2,
-    "glm4": glm4,
-    "glm4_moe": glm4_moe,
-    "ministral": ministral,
-    "ministral3": ministral3,
-    "exaone4": exaone4,
-    "olmo3": olmo3,
-    "apertus": apertus,
-    "ernie4_5": ernie4_5,
-    "seed_oss": seed_oss,
-    "gemma3n_text": gemma3n, "gemma3n": gemma3n,  # gemma3n: the multimodal folder, its text stack (text_config)
-    "llama4_text": llama4,
-    "hunyuan_v1_dense": hunyuan_dense,
+    "qwen3_moe": "qwen3_moe",
+    "granite": "granite",
+    "cohere2": "cohere2",
+    "glm4": "glm4",
+    "glm4_moe": "glm4_moe",
+    "ministral": "ministral",
+    "ministral3": "ministral3",
+    "exaone4": "exaone4",
+    "olmo3": "olmo3",
+    "apertus": "apertus",
+    "ernie4_5": "ernie4_5",
+    "seed_oss": "seed_oss",
+    "gemma3n_text": "gemma3n", "gemma3n": "gemma3n",  # gemma3n: the multimodal folder, its text stack (text_config)
+    "llama4_text": "llama4",
+    "hunyuan_v1_dense": "hunyuan_dense",
+})  # fmt: skip
+# the GGUF architecture names the families read, and the model type whose module declares how (its GGUF): a GGUF file
+# imports its own family alone. tests/test_own_family.py holds this table equal to the modules' declarations.
+GGUF_MODEL_TYPES = {
+    "gpt2": "gpt2", "bert": "bert", "llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "olmo2": "olmo2", "gemma3": "gemma3_text",
+    "gptneox": "gpt_neox", "phi3": "phi3", "gemma2": "gemma2", "gpt-oss": "gpt_oss", "deepseek2": "deepseek_v3", "falcon": "falcon",
+    "bloom": "bloom", "stablelm": "stablelm", "t5": "t5", "modern-bert": "modernbert", "smollm3": "smollm3", "qwen3next": "qwen3_next",
+    "qwen3moe": "qwen3_moe", "granite": "granite", "cohere2": "cohere2", "glm4": "glm4", "glm4moe": "glm4_moe", "mistral3": "ministral3",
+    "exaone4": "exaone4", "apertus": "apertus", "ernie4_5": "ernie4_5", "seed_oss": "seed_oss", "gemma3n": "gemma3n_text",
+    "llama4": "llama4_text", "hunyuan-dense": "hunyuan_v1_dense",
 }  # fmt: skip
 SUPPORTED = tuple(ARCHITECTURES)  # as imported; a family registered later is in ARCHITECTURES, which the readers consult
 ENCODER_DECODERS = ("bart", "t5")  # read a source text and a target text; the layer counts in the stack `attention` names
@@ -129,6 +135,8 @@ LayerReader = Callable[[ModelConfig[Any], TensorSource, tuple[int, ...], int], L
 
 def layer_reader(model_type: str) -> LayerReader:
     """How a supported model type's layer inputs are read: its module's `layer_inputs`, else llama.py's for its declaration."""
+    from attncli.sources.checkpoints import llama
+
     reader: LayerReader = getattr(ARCHITECTURES[model_type], "layer_inputs", llama.layer_inputs)
     return reader
 
@@ -145,6 +153,17 @@ def gguf_architectures() -> dict[str, GgufArchitecture]:
     return {entry.arch: entry for module in modules for entry in getattr(module, "GGUF", ())}
 
 
+def gguf_architecture(arch: str) -> GgufArchitecture | None:
+    """What the family that reads GGUF architecture `arch` declares, its module alone imported (GGUF_MODEL_TYPES); None when
+    no family reads it."""
+    model_type = GGUF_MODEL_TYPES.get(arch)
+    declared: tuple[GgufArchitecture, ...] = getattr(ARCHITECTURES[model_type], "GGUF", ()) if model_type is not None and model_type in ARCHITECTURES else ()
+    for entry in declared:
+        if entry.arch == arch:
+            return entry
+    return gguf_architectures().get(arch)  # a family registered since (its module put in ARCHITECTURES), among them all
+
+
 def tensors(model_type: str) -> Tensors:
     """Where a supported model type's tensors are (`TENSORS`; Llama's `model.` layout when its family declares none)."""
     declared: Tensors = getattr(ARCHITECTURES[model_type], "TENSORS", LLAMA_TENSORS)
@@ -153,6 +172,8 @@ def tensors(model_type: str) -> Tensors:
 
 def shapes(cfg: ModelConfig) -> dict[str, tuple[int | None, ...]]:
     """The tensors `model info` checks against the config, by name under the prefix (`shapes`; Llama's when its family has none)."""
+    from attncli.sources.checkpoints import llama
+
     declared = getattr(ARCHITECTURES[cfg.model_type], "shapes", llama.shapes)
     found: dict[str, tuple[int | None, ...]] = declared(cfg)
     return found

@@ -44,7 +44,7 @@ import numpy as np
 from attncli.errors import AttnError, did_you_mean, option, same_name
 from attncli.sources import reading
 from attncli.sources.checkpoints.config import LEAST_NUMBER, MOST, ModelConfig, positive_number, shown_value
-from attncli.sources.checkpoints.families import config_from_raw, gguf_architectures
+from attncli.sources.checkpoints.families import config_from_raw, gguf_architecture, gguf_architectures
 from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Joined
 from attncli.sources.checkpoints.gguf_header import Header, TensorInfo, open_header
 from attncli.sources.checkpoints.gguf_header import value as field_value
@@ -353,7 +353,7 @@ class GgufCheckpoint:
         self.cfg = cfg
         self.folder = file.path.parent
         self.described_by = file.path.name
-        self.family: GgufArchitecture = gguf_architectures()[arch]
+        self.family: GgufArchitecture = _family(arch)
         self.rope_factors = rope_factors(file, cfg.head_dim) if cfg.rope is not None else None
         self.config_keys = config_keys(file)  # what a family module reads of config.json, when its config is read from them
 
@@ -508,16 +508,17 @@ def architecture(file: GgufFile) -> tuple[str, str]:
     arch = file.value("general.architecture")
     if not isinstance(arch, str):
         raise file.fail(f"found {arch!r}", key="general.architecture", expected="the model's architecture name")
-    known = gguf_architectures()
-    if arch not in known:
+    family = gguf_architecture(arch)
+    if family is None:
+        known = gguf_architectures()
         raise file.fail(f"the architecture {arch!r} is not supported{did_you_mean(arch, known, fold=same_name, shortenings=False, cutoff=1.0)}", key="general.architecture", expected="one of " + ", ".join(known))
-    return arch, known[arch].model_type
+    return arch, family.model_type
 
 
 def read_config(file: GgufFile) -> tuple[str, ModelConfig]:
     """The GGUF architecture and a ModelConfig from the metadata under `{arch}.…`."""
     arch, _ = architecture(file)
-    family = gguf_architectures()[arch]
+    family = _family(arch)
     if family.config is None:
         return arch, _family_config(file, arch)
     a = arch + "."
@@ -528,6 +529,12 @@ def read_config(file: GgufFile) -> tuple[str, ModelConfig]:
     inter = file.count(a + "feed_forward_length")
     common: dict[str, Any] = {"layers": layers, "hidden_size": hidden, "heads": heads, "intermediate_size": inter, "max_positions": positions, "dtype": None}
     return arch, family.config(file, a, common)
+
+
+def _family(arch: str) -> GgufArchitecture:
+    family = gguf_architecture(arch)
+    assert family is not None  # `architecture` refused any other
+    return family
 
 
 def _family_config(file: GgufFile, arch: str) -> ModelConfig:
@@ -542,7 +549,7 @@ def config_keys(file: GgufFile) -> dict[str, Any] | None:
     """The metadata as config.json's keys (the converter's set_gguf_parameters undone), or None for a family that builds its
     config from the metadata itself: the keys every such file has, then the family's own (`keys`)."""
     arch, model_type = architecture(file)
-    family = gguf_architectures()[arch]
+    family = _family(arch)
     if family.keys is None:
         return None
     a = arch + "."
