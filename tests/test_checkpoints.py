@@ -338,6 +338,22 @@ def test_without_the_tokenizers_library_the_error_names_the_extra(monkeypatch):
         tokenize(HERE / "gpt2", "The cat")
 
 
+def test_without_the_tokenizers_library_a_gguf_sentence_seen_before_names_the_extra(monkeypatch, tmp_path):
+    """A GGUF file's sentence remembered while the library was installed: without it, the same one line, no traceback."""
+    from attncli.sources.checkpoints import gguf, token_cache
+
+    monkeypatch.setenv("ATTNCLI_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(gguf, "_opened", {})
+    token_cache._builder.cache_clear()
+    path = HERE / "gguf" / "llama.gguf"
+    assert tokenize(path, "The cat").ids and token_cache.sentence_entries()
+    monkeypatch.setitem(sys.modules, "tokenizers", None)
+    token_cache._builder.cache_clear()
+    with pytest.raises(AttnError, match=r'pip install "attncli\[models\]"'):
+        tokenize(path, "The cat")
+    token_cache._builder.cache_clear()
+
+
 def test_importing_the_checkpoint_code_does_not_import_tokenizers():
     """`tokenizers` is imported only when a sentence is tokenized."""
     probe = "import sys, attncli.sources.checkpoints.layer; print('tokenizers' in sys.modules)"

@@ -2,8 +2,9 @@
 
 Markdown and LaTeX print millions of numbers at 1,024 tokens; Python formats about five
 million floats a second, NumPy's integer arithmetic a hundred million. `cells` writes each
-number's digits into a byte array (zero bytes fill the unused places, or a `fill` byte such as a
-space where the format does not print it) and `rows` drops the zeros, a row at a time. A number on a decimal half (core.rounding's rule: a half rounds away
+number's digits into a byte array (zero bytes fill the unused places, or a `fill` byte such
+as a space where the format does not print it) and `rows` drops the zeros, a row at a time.
+A number on a decimal half (core.rounding's rule: a half rounds away
 from zero whatever its last bits) is rounded here, with the rest; one so large that x·10^p's
 rounding could hide which side of a half it lies on, or too large for fixed notation, is written
 by the caller's `write`, one at a time, and so are ±∞ and NaN (once each).

@@ -199,7 +199,8 @@ def _builder() -> str:
 
 def _library_version() -> str:
     """The installed tokenizers library's version, from the name of its one distribution folder beside it (found without
-    importing the library, which costs a short command a twentieth of its time); else as the library says when imported."""
+    importing the library, which costs a short command a twentieth of its time); else as the library says when imported;
+    "missing" without it (no entry matches: the tokenizer is built, and says what to install)."""
     import importlib.util
 
     spec = importlib.util.find_spec("tokenizers")
@@ -209,8 +210,10 @@ def _library_version() -> str:
             found = [name for name in os.listdir(site) if name.startswith("tokenizers-") and name.endswith(".dist-info")]
             if len(found) == 1:
                 return found[0].removeprefix("tokenizers-").removesuffix(".dist-info")
-    import tokenizers
-
+    try:
+        import tokenizers
+    except ImportError:
+        return "missing"
     return str(tokenizers.__version__)
 
 
