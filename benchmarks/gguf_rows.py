@@ -11,7 +11,8 @@
 22. `run --model` of that file, layer 1, 10 tokens, JSON, against floor_gguf.py: the same arithmetic in
     a minimal NumPy float64 script (walk the header, dequantise the embeddings' rows and layer 1's
     Q4_1 matrices, RMSNorm, the projections, RoPE, softmax, the output; write the JSON), given the
-    token ids; then at 512 and 2,048 tokens with --head 1 (one head's stages shown and held, the other
+    token ids, and tokenizing the sentence itself as any script given one must (the `tokenizers` library
+    reading the file's tokenizer.json); then at 512 and 2,048 tokens with --head 1 (one head's stages shown and held, the other
     heads computed for the output; the floor likewise).
 23. Dequantising one 8B-class layer (Llama 3 8B's seven matrices, 218,103,808 weights) stored as
     Q4_K, Q6_K and Q8_0, against its float64 floor: every weight written once as float64 from one byte
@@ -166,12 +167,12 @@ def real_gguf_rows(folder: Path, pairs: int, compare, row, memory_row, import_fl
     r = compare(run, [PY, str(HERE / "floor_gguf.py"), str(path), *token_ids], pairs)
     rows += [row("22. run --model SmolLM2-135M GGUF --layer 1, 10 tokens, json vs floor script", r, "<= 1.3x"), memory_row(r, "<= 1.5x")]
     tokenizer = _tokenizer_json(cache, folder)
+    _same_ids(tokenizer, sentence, token_ids)
+    r = compare(run, [PY, str(HERE / "floor_gguf.py"), str(path), "--tokenizer", str(tokenizer), sentence], pairs)
+    rows += [row("    ... 10 tokens, the floor tokenizing the sentence", r, "<= 1.3x"), memory_row(r, "<= 1.5x")]
     for count in (512, 2048):  # a long sentence, one head shown (all 9 at 2,048 tokens pass the default --max-cells)
         sentence, token_ids = _sentence_of(path, count)
-        from tokenizers import Tokenizer
-
-        if [str(i) for i in Tokenizer.from_file(str(tokenizer)).encode(sentence).ids] != token_ids:
-            raise SystemExit("the floor's tokenizer.json gives other ids than attncli")
+        _same_ids(tokenizer, sentence, token_ids)
         run = [*ATTNCLI, "run", "--model", str(path), "--layer", "1", "--head", "1", "--sentence", sentence, "--format", "json"]
         floor = [PY, str(HERE / "floor_gguf.py"), str(path), "--head", "1"]
         r = compare(run, [*floor, *token_ids], pairs)
@@ -179,6 +180,14 @@ def real_gguf_rows(folder: Path, pairs: int, compare, row, memory_row, import_fl
         r = compare(run, [*floor, "--tokenizer", str(tokenizer), sentence], pairs)
         rows += [row(f"    ... {count:,} tokens, --head 1, the floor tokenizing the sentence", r, "<= 1.3x"), memory_row(r, "<= 1.5x")]
     return rows
+
+
+def _same_ids(tokenizer: Path, sentence: str, token_ids: list[str]) -> None:
+    """The floor's tokenizer.json gives the sentence the ids attncli gives it, or the row would compare different work."""
+    from tokenizers import Tokenizer
+
+    if [str(i) for i in Tokenizer.from_file(str(tokenizer)).encode(sentence).ids] != token_ids:
+        raise SystemExit("the floor's tokenizer.json gives other ids than attncli")
 
 
 def _tokenizer_json(cache: Path, folder: Path) -> Path:
