@@ -344,14 +344,15 @@ def test_without_the_tokenizers_library_a_gguf_sentence_seen_before_names_the_ex
 
     monkeypatch.setenv("ATTNCLI_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(gguf, "_opened", {})
-    token_cache._builder.cache_clear()
     path = HERE / "gguf" / "llama.gguf"
     assert tokenize(path, "The cat").ids and token_cache.sentence_entries()
     monkeypatch.setitem(sys.modules, "tokenizers", None)
-    token_cache._builder.cache_clear()
-    with pytest.raises(AttnError, match=r'pip install "attncli\[models\]"'):
-        tokenize(path, "The cat")
-    token_cache._builder.cache_clear()
+    token_cache._builder.cache_clear()  # what built an entry, asked again without the library
+    try:
+        with pytest.raises(AttnError, match=r'pip install "attncli\[models\]"'):
+            tokenize(path, "The cat")
+    finally:
+        token_cache._builder.cache_clear()  # the other tests' library, once it is back
 
 
 def test_importing_the_checkpoint_code_does_not_import_tokenizers():
