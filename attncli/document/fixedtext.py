@@ -79,9 +79,10 @@ def cells(
     sign = 1 if negative.any() else 0  # a place for "-" only where some number has one: all alike, a row has no zero byte to drop
     width = len(lead) + max([digits + point + sign, *map(len, texts.values()), *(len(text) for text, _ in special)])
 
-    out = np.full((*x.shape, width), fill, dtype=np.uint8)  # (R, C, W)
+    out = np.empty((*x.shape, width), dtype=np.uint8)  # (R, C, W): every byte is written below (a full array cost a pass)
     for i, byte in enumerate(lead):
         out[..., i] = byte
+    out[..., len(lead) : width - (digits + point + sign)] = fill  # room only a wider text by hand, ±∞ or NaN needs
 
     minus = negative.view(np.uint8) * np.uint8((_MINUS - fill) % 256)  # (R, C) the sign, until it is placed, less `fill` (mod 256)
     rest, spare = whole, np.empty_like(whole)  # two buffers, taking turns (see _in_place)
