@@ -1091,3 +1091,47 @@ def test_no_head_stands_out_says_the_rule_the_readings_follow(cli):
     text = cli("heads", "--model", GPT2, "--sentence", "The cat sat on the mat").stdout
     said = " ".join(text[text.index("No head stands out") :].split())
     assert "20 points more there than if each row spread its weight evenly over the keys it sees" in said
+
+
+
+UNIFORM = "name: uniform\ntokens: [a, b, c, d, e, f, g, h]\nmask: causal\nembeddings: [" + ", ".join(["[1, 0]"] * 8) + "]\n" + "".join(
+    f"{w}: [[1, 0], [0, 1]]\n" for w in ("W_Q", "W_K", "W_V"))  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "html", "svg", "typst"])
+def test_a_weight_on_a_decimal_half_reads_as_in_every_table(cli, tmp_path, fmt):
+    """Equal scores over 8 keys give each the weight 1/8 = 0.125 exactly: at 2 decimals the shaded sentence shows 0.13 in every
+    format, as run's tables (numbers.fixed) round a half, away from zero, where Python's formatting gave 0.12 in four of them."""
+    scenario = tmp_path / "uniform.yaml"
+    scenario.write_text(UNIFORM, encoding="utf-8")
+    shaded = cli("heads", str(scenario), "--word", "h", "--precision", "2", "--format", fmt).stdout
+    assert "0.13" in shaded and "0.12" not in shaded, fmt
+
+
+def test_the_maps_statistics_round_a_decimal_half_as_every_table():
+    """A statistic on a decimal half (1/16 at 3 decimals) reads as numbers.fixed writes it, in every format of the map."""
+    from attncli.formats.headgrid import statistic
+
+    assert (statistic(0.0625, 3), statistic(-0.0625, 3), statistic(-0.0001, 3), statistic(7, 3)) == ("0.063", "-0.063", "0.000", "7")
+
+
+def _placed(levels: list[int], top: int, section: int) -> bool:
+    """The first heading is the title at `top` (no title at 0), every other a section at `section`, and there is a section."""
+    return (levels[:1] == [top] if top else True) and section in levels and set(levels[1 if top else 0 :]) == {section}
+
+
+@pytest.mark.parametrize("word", [None, "h"])
+def test_heading_level_places_the_map_and_the_shaded_sentence_in_a_post(cli, tmp_path, word):
+    """--heading-level N puts the title at level N (0: no title) and the sections one below, in Markdown, HTML and Typst, as for
+    run and explain (the shaded sentence in Markdown has a section only when it has readings: its table follows the title)."""
+    scenario = tmp_path / "uniform.yaml"
+    scenario.write_text(UNIFORM, encoding="utf-8")
+    args = ("heads", str(scenario), *(("--word", word) if word else ()))
+    for level, section in ((0, 2), (1, 2), (3, 4)):
+        markdown = cli(*args, "--format", "markdown", "--heading-level", str(level)).stdout
+        levels = [len(line) - len(line.lstrip("#")) for line in markdown.splitlines() if line.startswith("#")]
+        assert _placed(levels + ([] if word is None else [section]), level, section), (level, levels)
+        html = cli(*args, "--format", "html", "--fragment", "--heading-level", str(level)).stdout
+        assert _placed([int(n) for n in re.findall(r"<h([1-6])>", html)], level, section), (level, html)
+        typst = cli(*args, "--format", "typst", "--heading-level", str(level)).stdout
+        assert _placed([len(line) - len(line.lstrip("=")) for line in typst.splitlines() if re.match(r"=+ ", line)], level, section), level

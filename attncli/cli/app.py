@@ -594,6 +594,7 @@ def heads(
     precision: PrecisionOption = None,
     format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", click_type=FORMAT_CHOICE, help="Output format: table (the grid and the statistics), json, markdown (the statistics and readings), csv, svg (the grid), png (the svg drawn), html (a page with both) or typst.")] = Format.table,
     standalone: StandaloneOption = None,
+    heading_level: HeadingOption = 1,
     interactive: Annotated[bool, typer.Option("--interactive", help="With --format html: a page to explore, one self-contained file: click a head for its labelled weights, hover over a query's row to shade the sentence, choose a layer and head, light or dark.")] = False,
     output: OutputOption = None,
     force: ForceOption = False,
@@ -635,7 +636,7 @@ def heads(
     sentence, word, compare_sentence, to = (None if text is None else text_argument(text, name)
                                             for text, name in ((sentence, "--sentence"), (word, "--word"), (compare_sentence, "--compare-sentence"), (to, "--to")))  # fmt: skip
     options = Options(format=format, precision=precision, to_file=output is not None, names=flag, interactive=interactive,
-                      standalone=standalone)
+                      standalone=standalone, heading_level=heading_level)
     if compare_model is not None or compare_sentence is not None:
         from attncli.errors import AttnError, option
 

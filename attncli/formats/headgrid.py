@@ -17,8 +17,9 @@ import numpy as np
 
 from attncli.document import escape
 from attncli.document.maps import SHORT, HeadGrid, HeadTable
+from attncli.document.numbers import fixed
 from attncli.formats import palette
-from attncli.formats.htmltable import page
+from attncli.formats.htmltable import headings, page
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -124,19 +125,23 @@ def _svg_stylesheet() -> str:
 CODE = ".attncli code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.9em; }\n"  # the commands beside the readings
 
 
-def grid_html(grid: HeadGrid, table: HeadTable, *, precision: int = 3, fragment: bool = False) -> str:
+def grid_html(grid: HeadGrid, table: HeadTable, *, precision: int = 3, fragment: bool = False, level: int = 1) -> str:
     """A self-contained page in run's stylesheet (`htmltable.page`, light and dark), or a fragment to paste into a post: the grid
-    (tokens on hover), the notable heads with their commands, and the statistics table."""
+    (tokens on hover), the notable heads with their commands, and the statistics table; its title a heading at `level` (0: none),
+    its sections one below."""
     readings = "\n".join(f"<li>{escape.html(text)}" + (f"<br><code>{escape.html(command)}</code>" if command else "") + "</li>"
                          for text, command in table.readings)  # fmt: skip
     header = "".join(f'<th scope="col" title="{escape.html(c)}">{escape.html(SHORT.get(c, c))}</th>' for c in table.columns)
     body = "\n".join("<tr>" + "".join(f"<td>{escape.html(statistic(v, precision, table.general))}</td>" for v in row) + "</tr>" for row in table.rows)
+    top, section = headings(level)
     return page(
-        f"<h1>{escape.html(grid.title)}</h1>\n"
-        f'<div class="attn-scroll">\n{grid_svg(grid, tooltips=True, standalone=False)}</div>\n'
+        top(grid.title)
+        + f'<div class="attn-scroll">\n{grid_svg(grid, tooltips=True, standalone=False)}</div>\n'
         f'<p class="attn-legend">{escape.html(grid.hover)}</p>\n'
-        f"<h2>{escape.html(table.heading)}</h2>\n<ul>\n{readings or '<li>' + escape.html(table.none) + '</li>'}\n</ul>\n"
-        f'<h2>Statistics</h2>\n<p class="attn-legend">{escape.html(table.legend)}</p>\n'
+        + section(table.heading)
+        + f"<ul>\n{readings or '<li>' + escape.html(table.none) + '</li>'}\n</ul>\n"
+        + section("Statistics")
+        + f'<p class="attn-legend">{escape.html(table.legend)}</p>\n'
         f'<div class="attn-scroll"><table class="attn-matrix">\n<thead><tr>{header}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table></div>',
         fragment=fragment, title=grid.title, dark=True, css=CODE,
     )  # fmt: skip
@@ -267,7 +272,7 @@ def statistic(value: int | float | None, precision: int, general: bool = False) 
         return "–"
     if isinstance(value, int):
         return str(value)
-    return f"{value:.{precision}g}" if general else f"{value:.{precision}f}"
+    return f"{value:.{precision}g}" if general else fixed(value, precision)  # fixed: a decimal half rounds as in every table
 
 
 # -- CSV ------------------------------------------------------------------------------------------

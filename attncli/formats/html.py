@@ -73,10 +73,10 @@ def heads(page: HeadsPage, options: Options) -> str:
         return explorer.page(page.grid(), page.table(), precision=page.precision)
     from attncli.formats.headgrid import grid_html
 
-    return grid_html(page.grid(), page.table(), precision=page.precision, fragment=options.standalone is False)
+    return grid_html(page.grid(), page.table(), precision=page.precision, fragment=options.standalone is False, level=options.heading_level)
 
 
 def shade(page: ShadePage, options: Options) -> str:
     from attncli.formats import shade as drawn
 
-    return drawn.html(page.shaded(), precision=page.precision, fragment=options.standalone is False)
+    return drawn.html(page.shaded(), precision=page.precision, fragment=options.standalone is False, level=options.heading_level)

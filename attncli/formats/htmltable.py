@@ -9,7 +9,7 @@ repeats the light colours in `style` attributes, so it stays readable where a si
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from attncli.document import escape
@@ -277,6 +277,18 @@ def steps_parts(steps: Steps, level: int) -> list[Heading | Paragraph | Code]:
             parts.append(Code(tuple(body)))
         parts += [Paragraph(note) for note in step.notes]
     return parts
+
+
+def headings(level: int) -> tuple[Callable[[str], str], Callable[[str], str]]:
+    """A page's top heading at `level` (nothing at 0) and its sections' one below (<h2> without a top), each a line of HTML."""
+
+    def top(text: str) -> str:
+        return part_html(Heading(text, level)) + "\n" if level > 0 else ""
+
+    def section(text: str) -> str:
+        return part_html(Heading(text, max(level, 1) + 1)) + "\n"
+
+    return top, section
 
 
 def part_html(part: Heading | Paragraph | Code | str) -> str:

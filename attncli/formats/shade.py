@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 
 from attncli.document import escape
 from attncli.document.maps import Shaded
+from attncli.document.numbers import fixed
 from attncli.formats import palette
-from attncli.formats.htmltable import page
+from attncli.formats.htmltable import headings, page
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -39,7 +40,6 @@ def lines(shaded: Shaded, *, width: int, colour: bool, ramp: palette.Ramp, preci
 
     labels = [escape.visible(t) for t in shaded.tokens]
     name_w = max(len(r.name) for r in shaded.rows) + 2
-    number = f"{{:.{precision}f}}"
     cells = [max(len(label), precision + 2) for label in labels]  # each token's column: the label or "0.00", whichever is wider
     chunks, start, used = [], 0, name_w
     for n, w in enumerate(cells):  # tokens per line: as many as fit the width after the names
@@ -65,7 +65,7 @@ def lines(shaded: Shaded, *, width: int, colour: bool, ramp: palette.Ramp, preci
                     tokens.append(label, style=style)
                 else:
                     tokens.append(label, style="underline" if colour and n == shaded.query else "")
-                numbers.append((number.format(row.weights[n]) if seen else "–").rjust(cells[n]), style="dim" if colour else "")
+                numbers.append((fixed(row.weights[n], precision) if seen else "–").rjust(cells[n]), style="dim" if colour else "")
             out += [tokens, numbers]
         out += [Padding(Text(text), (0, 0, 0, 2)) for text in row.readings]  # wrapped lines keep the indent
     query = escape.visible(shaded.tokens[shaded.query])
@@ -105,7 +105,7 @@ def svg(shaded: Shaded, *, precision: int = 2, standalone: bool = True) -> str:
             level = _level(row.weights[n])
             fill, ink = (light.shades[level], palette.ink(light.shades[level])) if seen else (light.masked, light.text)
             shade_class, ink_class = (f"l{level}", f"t{level}") if seen else ("m", "fg")
-            value = f"{row.weights[n]:.{precision}f}" if seen else "hidden"
+            value = fixed(row.weights[n], precision) if seen else "hidden"
             underline = ' text-decoration="underline"' if n == shaded.query else ""
             out.append(
                 f'<g><title>{escape.xml(f"{n + 1} {label}: {value}")}</title>'
@@ -127,22 +127,25 @@ def _stylesheet() -> str:
     return "@media (prefers-color-scheme: dark){" + " ".join(rules) + "}"
 
 
-def html(shaded: Shaded, *, precision: int = 2, fragment: bool = False) -> str:
+def html(shaded: Shaded, *, precision: int = 2, fragment: bool = False, level: int = 1) -> str:
     """A self-contained page in run's stylesheet (`htmltable.page`: no scripts, light and dark), or a fragment to paste into a
-    post: the figure, each row's readings, and the weights as a table."""
+    post: the figure, each row's readings, and the weights as a table; its title a heading at `level` (0: none), its sections
+    one below."""
     readings = "\n".join(f"<li>{escape.html(row.name)}: {escape.html(text)}</li>" for row in shaded.rows for text in row.readings)
     header = "".join(f'<th scope="col">{escape.html(t)}</th>' for t in shaded.tokens)
     body = "\n".join(
         f'<tr><th scope="row">{escape.html(row.name)}</th>'
-        + "".join(f"<td>{row.weights[n]:.{precision}f}</td>" if row.visible[n] else "<td>–</td>" for n in range(len(shaded.tokens)))
+        + "".join(f"<td>{fixed(row.weights[n], precision)}</td>" if row.visible[n] else "<td>–</td>" for n in range(len(shaded.tokens)))
         + "</tr>"
         for row in shaded.rows
     )
+    top, section = headings(level)
     return page(
-        f"<h1>{escape.html(shaded.title)}</h1>\n"
-        f'<div class="attn-scroll">\n{svg(shaded, precision=precision, standalone=False)}</div>\n'
-        + (f"<h2>What the rows show</h2>\n<ul>\n{readings}\n</ul>\n" if readings else "")
-        + f'<h2>The weights</h2>\n<div class="attn-scroll"><table class="attn-matrix">\n<thead><tr><td class="attn-corner"></td>{header}</tr></thead>\n'
+        top(shaded.title)
+        + f'<div class="attn-scroll">\n{svg(shaded, precision=precision, standalone=False)}</div>\n'
+        + (section("What the rows show") + f"<ul>\n{readings}\n</ul>\n" if readings else "")
+        + section("The weights")
+        + f'<div class="attn-scroll"><table class="attn-matrix">\n<thead><tr><td class="attn-corner"></td>{header}</tr></thead>\n'
         f"<tbody>\n{body}\n</tbody>\n</table></div>",
         fragment=fragment, title=shaded.title, dark=True,
     )  # fmt: skip
