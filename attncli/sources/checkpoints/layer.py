@@ -112,24 +112,22 @@ def checkpoint_tokens(
     gguf = gguf_path(model)
     if gguf is None:
         return tokenizer_process.tokenize(model, text, special_tokens=special_tokens, max_tokens=max_tokens, too_many=too_many)
-    from attncli.sources.checkpoints import token_cache
     from attncli.sources.checkpoints.gguf import open_file
     from attncli.sources.checkpoints.gguf_tokens import cached_tokenizer
 
     tokenizer_process.check_text(text)
-    # the header holds the vocabulary, the merges and the special tokens: a file with the same header bytes has the same
-    # tokenizer, which may have tokenized this text before (the file is opened once per command: the layer reads it next)
-    known = open_file(gguf).header.sha256
-    tokens = tokenizer_process.remembered(known, text, special_tokens)
-    if tokens is None:
+
+    def name() -> str:
+        # the header holds the vocabulary, the merges and the special tokens: a file with the same header bytes has the same
+        # tokenizer, which may have tokenized this text before (the file is opened once per command: the layer reads it next)
+        return open_file(gguf).header.sha256
+
+    def tokenized() -> Tokenized:
         tokenizer, not_applied = cached_tokenizer(gguf)
         (ids, labels), pieces, special_ids = encode(tokenizer, text, special_tokens=special_tokens)
-        tokens = Tokenized(ids, labels, pieces, not_applied, tokenizer.get_vocab_size(with_added_tokens=False), special_ids)
-        if open_file(gguf).header.sha256 == known:  # the header tokenized is the one named (unchanged meanwhile)
-            token_cache.remember(known, text, special_tokens, tokens.as_json())
-    if len(tokens.ids) > max_tokens:
-        raise tokenizer_process.too_many_tokens(len(tokens.ids), max_tokens, too_many)
-    return tokens
+        return Tokenized(ids, labels, pieces, not_applied, tokenizer.get_vocab_size(with_added_tokens=False), special_ids)
+
+    return tokenizer_process.through_cache(name, text, special_tokens, max_tokens, too_many, tokenized)
 
 
 def tokenize(folder: Path, text: str, *, special_tokens: bool = True) -> Tokens:

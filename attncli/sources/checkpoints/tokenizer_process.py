@@ -89,17 +89,35 @@ def tokenize(
 
     check_text(text)
     path = tokenizer_path(folder)
-    known = None if _library_missing() else token_cache.tokenizer_file_id(path)  # the tokens of a text this very file gave before
-    tokens = remembered(known, text, special_tokens)
-    if tokens is not None:
-        reading.note_read(path)  # read on this command's behalf, as the child would: no output may replace it
-    else:
+
+    def name() -> str | None:  # the file by its bytes: the tokens of a text this very file gave before are remembered
+        found = None if _library_missing() else token_cache.tokenizer_file_id(path)
+        if found is not None:
+            reading.note_read(path)  # read on this command's behalf, as the child reads it: no output may replace it
+        return found
+
+    def tokenized() -> Tokenized:
         reply = _run(folder, {"text": text, "special_tokens": special_tokens, "max_tokens": max_tokens})
         if "count" in reply:
             raise too_many_tokens(int(reply["count"]), max_tokens, too_many)
-        tokens = Tokenized(tuple(reply["ids"]), tuple(reply["labels"]), tuple(reply["pieces"]), reply["not_applied"], reply["vocabulary"],
-                           tuple(reply["special_ids"]))  # fmt: skip
-        if known is not None and known == token_cache.tokenizer_file_id(path):  # the file the child read is the one named
+        return Tokenized(tuple(reply["ids"]), tuple(reply["labels"]), tuple(reply["pieces"]), reply["not_applied"], reply["vocabulary"],
+                         tuple(reply["special_ids"]))  # fmt: skip
+
+    return through_cache(name, text, special_tokens, max_tokens, too_many, tokenized)
+
+
+def through_cache(name: Callable[[], str | None], text: str, special_tokens: bool, max_tokens: int,
+                  too_many: Callable[[int], AttnError] | None, tokenize: Callable[[], Tokenized]) -> Tokenized:  # fmt: skip
+    """The tokens of `text` by the tokenizer `name()` names (token_cache: a GGUF file's header, a tokenizer.json's bytes; None:
+    unnamed): remembered in the token cache, else `tokenize()`, remembered when the name is the same after it (the file it
+    read unchanged meanwhile). More than `max_tokens` tokens is `too_many_tokens`."""
+    from attncli.sources.checkpoints import token_cache
+
+    known = name()
+    tokens = remembered(known, text, special_tokens)
+    if tokens is None:
+        tokens = tokenize()
+        if known is not None and name() == known:
             token_cache.remember(known, text, special_tokens, tokens.as_json())
     if len(tokens.ids) > max_tokens:
         raise too_many_tokens(len(tokens.ids), max_tokens, too_many)
