@@ -160,22 +160,21 @@ def real_gguf_rows(folder: Path, pairs: int, compare, row, memory_row, import_fl
         os.environ["ATTNCLI_CACHE_DIR"] = str(cache)
     if "22" not in only:
         return rows
-    ids = json.loads(subprocess.run(tokens, capture_output=True, text=True, check=True).stdout)
-    token_ids = [str(t["id"]) for t in ids["tokens"]][:10]
     sentence = _first_tokens(path, text, 10)
+    ids = token_ids(path, sentence)
     run = [*ATTNCLI, "run", "--model", str(path), "--layer", "1", "--sentence", sentence, "--format", "json"]
-    r = compare(run, [PY, str(HERE / "floor_gguf.py"), str(path), *token_ids], pairs)
+    r = compare(run, [PY, str(HERE / "floor_gguf.py"), str(path), *ids], pairs)
     rows += [row("22. run --model SmolLM2-135M GGUF --layer 1, 10 tokens, json vs floor script", r, "<= 1.3x"), memory_row(r, "<= 1.5x")]
     tokenizer = _tokenizer_json(cache, folder)
-    _same_ids(tokenizer, sentence, token_ids)
+    _same_ids(tokenizer, sentence, ids)
     r = compare(run, [PY, str(HERE / "floor_gguf.py"), str(path), "--tokenizer", str(tokenizer), sentence], pairs)
     rows += [row("    ... 10 tokens, the floor tokenizing the sentence", r, "<= 1.3x"), memory_row(r, "<= 1.5x")]
     for count in (512, 2048):  # a long sentence, one head shown (all 9 at 2,048 tokens pass the default --max-cells)
-        sentence, token_ids = _sentence_of(path, count)
-        _same_ids(tokenizer, sentence, token_ids)
+        sentence, ids = sentence_of(path, count)
+        _same_ids(tokenizer, sentence, ids)
         run = [*ATTNCLI, "run", "--model", str(path), "--layer", "1", "--head", "1", "--sentence", sentence, "--format", "json"]
         floor = [PY, str(HERE / "floor_gguf.py"), str(path), "--head", "1"]
-        r = compare(run, [*floor, *token_ids], pairs)
+        r = compare(run, [*floor, *ids], pairs)
         rows += [row(f"    ... {count:,} tokens, --head 1, the floor given the ids", r, "<= 1.3x"), memory_row(r, "<= 1.5x")]
         r = compare(run, [*floor, "--tokenizer", str(tokenizer), sentence], pairs)
         rows += [row(f"    ... {count:,} tokens, --head 1, the floor tokenizing the sentence", r, "<= 1.3x"), memory_row(r, "<= 1.5x")]
@@ -198,18 +197,23 @@ def _tokenizer_json(cache: Path, folder: Path) -> Path:
     return path
 
 
-def _sentence_of(path: Path, count: int) -> tuple[str, list[str]]:
-    """A sentence of exactly `count` tokens by the file's tokenizer (BOS and all), and its token ids."""
+def sentence_of(model: Path, count: int) -> tuple[str, list[str]]:
+    """A sentence of exactly `count` tokens by the model's own tokenizer (a GGUF file's or a folder's, special tokens and
+    all), and its token ids."""
     words = ["the", "cat", "sat", "on", "the", "mat", "and"]
     n = count
     for _ in range(20):
-        text = " ".join(words[i % len(words)] for i in range(n))
-        done = subprocess.run([*ATTNCLI, "model", "tokens", str(path), text, "--format", "json"], capture_output=True, text=True, check=True)
-        ids = [str(t["id"]) for t in json.loads(done.stdout)["tokens"]]
+        ids = token_ids(model, text := " ".join(words[i % len(words)] for i in range(n)))
         if len(ids) == count:
             return text, ids
         n -= len(ids) - count
     raise SystemExit(f"no sentence of exactly {count} tokens")
+
+
+def token_ids(model: Path, text: str) -> list[str]:
+    """The ids attncli's `model tokens` gives `text`, as command-line arguments."""
+    done = subprocess.run([*ATTNCLI, "model", "tokens", str(model), text, "--format", "json"], capture_output=True, text=True, check=True)
+    return [str(t["id"]) for t in json.loads(done.stdout)["tokens"]]
 
 
 def _with_cache(cache: Path) -> list[str]:
@@ -222,8 +226,7 @@ def _first_tokens(path: Path, text: str, count: int) -> str:
     words = text.split(" ")
     for n in range(len(words), 0, -1):
         shorter = " ".join(words[:n])
-        done = subprocess.run([*ATTNCLI, "model", "tokens", str(path), shorter, "--format", "json"], capture_output=True, text=True, check=True)
-        if len(json.loads(done.stdout)["tokens"]) <= count:
+        if len(token_ids(path, shorter)) <= count:
             return shorter
     return words[0]
 

