@@ -443,22 +443,41 @@ CPU_SECONDS = 30
 ADDRESS_SPACE = 3 << 30  # bytes of address space: a bomb that allocated would end the child, not the machine
 
 
+# Linux keeps a process's peak RSS across fork and exec: a child forked from this test process (hundreds of MB once other
+# tests have run) reports this process's peak as its own. A small launcher forks the command itself and writes its
+# status, CPU seconds and peak RSS to the pipe it is given (argument 1).
+_LAUNCHER = (
+    "import os, subprocess, sys\n"
+    "with subprocess.Popen(sys.argv[2:]) as child:\n"
+    "    _, status, usage = os.wait4(child.pid, 0)\n"
+    "os.write(int(sys.argv[1]), f'{os.waitstatus_to_exitcode(status)} {usage.ru_utime + usage.ru_stime} {usage.ru_maxrss}'.encode())\n"
+)
+
+
 def bounded(*args: str, cpu: int = CPU_SECONDS) -> tuple[int, str, str, float, int]:
     """`attncli ARGS` in a child limited to `cpu` seconds and ADDRESS_SPACE: (status, stdout, stderr, CPU seconds, peak RSS in bytes)."""
 
-    def limit() -> None:
+    def limit() -> None:  # the launcher's limits, which the command inherits
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
         resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "COLUMNS": "120"}
-    with open(os.devnull, "rb") as stdin, subprocess.Popen(
-        [sys.executable, "-m", "attncli", *args], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limit, env=env
-    ) as child:
-        out, err = child.stdout.read(), child.stderr.read()  # type: ignore[union-attr]
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
-    return child.returncode, out.decode(), err.decode(), usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
+    report, write_end = os.pipe()
+    try:
+        with open(os.devnull, "rb") as stdin, subprocess.Popen(
+            [sys.executable, "-c", _LAUNCHER, str(write_end), sys.executable, "-m", "attncli", *args], stdin=stdin,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limit, pass_fds=(write_end,), env=env,
+        ) as launcher:  # fmt: skip
+            os.close(write_end)
+            write_end = -1
+            out, err = launcher.communicate()
+        code, seconds, peak = os.read(report, 200).split()
+    finally:
+        os.close(report)
+        if write_end >= 0:
+            os.close(write_end)
+    return int(code), out.decode(), err.decode(), float(seconds), int(peak) * 1024
 
 
 @pytest.fixture(scope="module")
