@@ -1,5 +1,6 @@
 """The Python API: the commands are thin shells over it, so it gives the same bytes; its results show as tables in Jupyter."""
 
+import dataclasses
 import json
 import os
 import shutil
@@ -105,6 +106,8 @@ def test_a_loaded_scenario_shows_a_card_and_stays_a_scenario():
     assert "Embeddings" in markdown and "Scores" not in markdown and "Weights" not in markdown
     assert "RoPE" in markdown and "<table" in loaded._repr_html_()
     assert repr(loaded) == "<Scenario 'llama-style': 4 tokens, d_model 8, 4 heads sharing 2 key/value heads (d_k 2, d_v 2)>"
+    one_kv = dataclasses.replace(loaded, kv_heads=1, W_K=loaded.W_K[:, :2], W_V=loaded.W_V[:, :2])  # multi-query: one key/value head
+    assert repr(one_kv) == "<Scenario 'llama-style': 4 tokens, d_model 8, 4 heads sharing 1 key/value head (d_k 2, d_v 2)>"
     direct = attn.load(Path(__file__).parent / "scenarios" / "linear-attention-leetgpu-1.yaml")  # Q, K and V given: those are its inputs
     assert "Q, K and V given" in repr(direct) and "## Queries: `Q (given)`" in direct._repr_markdown_()
     model = attn.load_model(HERE / "gpt2", layer=1, sentence="hi there")

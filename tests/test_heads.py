@@ -385,6 +385,29 @@ def test_a_scenario_maps_its_one_layer_and_names_the_explain_command():
     assert CliRunner().invoke(app, args).exit_code == 0
 
 
+def test_one_head_is_counted_as_one(cli):
+    """A one-head scenario's map, shaded sentence and sink line say "1 head", "its one head", not "1 heads"."""
+    from types import SimpleNamespace
+
+    from attncli.walkthroughs.heads import sinks
+
+    assert cli("heads", "cat", "--format", "markdown").stdout.startswith("# Every head of scenario cat: 1 layer × 1 head, 6 tokens\n")
+    shaded = cli("heads", "cat", "--word", "cat", "--format", "markdown").stdout
+    assert shaded.startswith("# What 'cat' (position 2) attends to: every layer, its one head\n")
+
+    def row(layer: int, head: int, share: float) -> SimpleNamespace:
+        return SimpleNamespace(layer=layer, head=head, behaviour="first_token", strength=share, values={"first_token": share})
+
+    one = sinks([row(1, 1, 0.6)], ["The"])  # type: ignore[list-item]
+    assert one is not None and one.startswith("Layer 1 head 1, its one head, puts most of its weight on the first token 'The' (60%): a sink,")
+    other = SimpleNamespace(layer=1, head=2, behaviour="previous_token", strength=0.5, values={"first_token": 0.1})
+    of_two = sinks([row(1, 1, 0.6), other], ["The"])  # type: ignore[list-item]
+    assert of_two is not None and of_two.startswith("Layer 1 head 1, 1 of 2 heads, puts most of its weight")
+    both = sinks([row(1, 1, 0.6), row(2, 1, 0.7)], ["The"])  # type: ignore[list-item]
+    assert both is not None and both.startswith("2 of 2 heads put most of their weight on the first token 'The': sinks,")
+    assert "strongest: layer 2 head 1 (70%), layer 1 head 1 (60%)." in both
+
+
 def test_the_explain_command_of_a_model_head_runs(cli):
     """A reading built for a checkpoint head gives a command explain accepts, on the row where the behaviour is strongest."""
     import shlex

@@ -96,7 +96,7 @@ class Scenario:
         """`<Scenario 'cat': 6 tokens, d_model 2, 1 head (d_k 2, d_v 2)>`: what it is, not its numbers (a model's layer holds millions)."""
         keys = f", {self.L_k} keys" if self.L_k != self.L else ""
         width = f", d_model {self.d_model}" if self.d_model is not None else ", Q, K and V given"
-        heads = f"{self.heads} head{'s' * (self.heads > 1)}" + (f" sharing {self.G} key/value heads" if self.heads != self.G else "")
+        heads = f"{self.heads} head{'s' * (self.heads > 1)}" + (f" sharing {self.G} key/value head{'s' * (self.G > 1)}" if self.heads != self.G else "")
         return f"<Scenario {self.name!r}: {self.L} tokens{keys}{width}, {heads} (d_k {self.d_k}, d_v {self.d_v})>"
 
     def __post_init__(self) -> None:

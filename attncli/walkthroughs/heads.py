@@ -111,8 +111,13 @@ def sinks(all_rows: list[HeadRow], tokens: Sequence[str]) -> str | None:
     sunk = sorted((r for r in all_rows if r.behaviour == "first_token"), key=lambda r: -r.strength)
     if not sunk:
         return None
+    first = _quoted(tokens[0])
+    if len(sunk) == 1:
+        r, of = sunk[0], "its one head" if len(all_rows) == 1 else f"1 of {len(all_rows)} heads"
+        return (f"Layer {r.layer} head {r.head}, {of}, puts most of its weight on the first token {first} "
+                f"({r.values['first_token']:.0%}): a sink, not meaning (the softmax must put a row's weight somewhere).")  # fmt: skip
     strongest = ", ".join(f"layer {r.layer} head {r.head} ({r.values['first_token']:.0%})" for r in sunk[:3])
-    return (f"{len(sunk)} of {len(all_rows)} heads put most of their weight on the first token {_quoted(tokens[0])}: sinks, not "
+    return (f"{len(sunk)} of {len(all_rows)} heads put most of their weight on the first token {first}: sinks, not "
             f"meaning (the softmax must put a row's weight somewhere); the strongest: {strongest}.")  # fmt: skip
 
 
@@ -324,7 +329,7 @@ def thumbnails(heads: HeadMap) -> np.ndarray:
 
 
 def title(source: Source, heads: HeadMap) -> str:
-    return f"Every head of {named(source)}: {heads.layers} layer{'s' * (heads.layers != 1)} × {heads.heads} heads, {len(heads.tokens)} tokens"
+    return f"Every head of {named(source)}: {heads.layers} layer{'s' * (heads.layers != 1)} × {heads.heads} head{'s' * (heads.heads != 1)}, {len(heads.tokens)} tokens"
 
 
 def named(source: Source) -> str:

@@ -65,7 +65,7 @@ def shading(heads: HeadMap, *, layer: int | None, head: int | None) -> Shading:
             rows.append(ShadedRow(n, None, weights.mean(axis=0), visible, ()))
     query = heads.tokens[heads.focus]
     what = (f"layer {layer}, " if layer is not None else "every layer, ") + (
-        f"head {head}" if head is not None else "each head and their mean" if layer is not None else f"the mean of its {heads.heads} heads"
+        f"head {head}" if head is not None else "each head and their mean" if layer is not None else f"the mean of its {heads.heads} heads" if heads.heads > 1 else "its one head"
     )
     title = f"What {quoted(query)} (position {heads.focus + 1}) attends to: {what}"  # a token in prose, quoted as the readings quote it
     return Shading(title, heads.tokens, heads.focus + 1, tuple(rows))
