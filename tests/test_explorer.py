@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 import attncli.api as attn
+from attncli.document.numbers import HALF_TOLERANCES, fixed, fixed_many
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT2 = str(ROOT / "tests/checkpoints/gpt2")
@@ -73,6 +75,30 @@ def test_interactive_is_a_whole_page_never_a_fragment(cli):
     assert cli("heads", "multihead", "--format", "html", "--interactive", "--standalone").stdout.startswith("<!DOCTYPE html>")
 
 
+def test_the_page_rounds_a_weight_as_every_table_does():
+    """The script's formatter (explorer.js, run by node) gives numbers.fixed's text for decimal halves, the floats a few ulps
+    either side of them (0.285 is 0.28499… in binary: toFixed alone would show 0.28, the tables 0.29) and random weights."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node runs the page's script here (apt-get install nodejs; scripts/install-test-tools.sh does)")
+    rng = np.random.default_rng(7)
+    cases: list[tuple[float, int]] = []
+    for precision in range(0, 8):
+        halves = (rng.integers(0, 10**precision, 40) + 0.5) / 10**precision
+        for half in [*halves.tolist(), 0.125, 0.285, 0.5, 0.0005, 1.5]:
+            cases += [(float(x), precision) for x in (half, *np.nextafter(half, [0.0, 2.0]), half * (1 + 3e-16), half * (1 - 3e-16))]
+        cases += [(float(x), precision) for x in rng.random(60)]
+        cases += [(-0.0004, precision), (-0.285, precision), (0.0, precision), (1.0, precision)]
+    script = (ROOT / "attncli/formats/explorer.js").read_text(encoding="utf-8")
+    formatter = script[: script.index("(function () {")]
+    program = formatter + (f"const cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));\n"
+                           f"console.log(JSON.stringify(cases.map(([x, p]) => attncliFixed(x, p, {HALF_TOLERANCES['tie']!r}, {HALF_TOLERANCES['tie_most']!r}))));")  # fmt: skip
+    done = subprocess.run([node, "-e", program], input=json.dumps(cases), capture_output=True, text=True, timeout=60, check=True)
+    shown = json.loads(done.stdout)
+    wrong = [(x, p, s, fixed(x, p)) for (x, p), s in zip(cases, shown, strict=True) if s != fixed(x, p)]
+    assert wrong == []
+
+
 def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -87,6 +113,9 @@ def test_a_browser_clicks_a_head_hovers_a_row_and_switches_the_theme(cli, tmp_pa
     sentence = "The cat sat on the mat"
     path = _page(tmp_path, cli, sentence)
     weights = attn.run(attn.load_model(GPT2, layer=2, sentence=sentence)).head(3).weights  # (L, L)
+    parsed = _Links()
+    parsed.feed(path.read_text(encoding="utf-8"))
+    precision = json.loads(parsed.data)["precision"]
     args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=browser_path, args=args)
@@ -98,11 +127,11 @@ def test_a_browser_clicks_a_head_hovers_a_row_and_switches_the_theme(cli, tmp_pa
             rows = page.locator("#matrix tr")
             headers = rows.nth(0).locator("th").all_inner_texts()[1:]
             assert [h.replace("␣", " ").strip() for h in headers] == sentence.split()
-            cells = [[float(c) for c in row.locator("td").all_inner_texts()] for row in rows.all()[1:]]
-            np.testing.assert_allclose(cells, weights, atol=5e-4)
+            cells = [row.locator("td").all_inner_texts() for row in rows.all()[1:]]
+            assert cells == [fixed_many(row, precision) for row in weights]  # the digits every table shows
             rows.nth(4).locator("th").hover()  # query row 4, 'on'
-            shaded = [float(s) for s in page.locator("#sentence span").evaluate_all("spans => spans.map(s => s.dataset.weight)")]
-            np.testing.assert_allclose(shaded, weights[3], atol=5e-4)
+            shaded = page.locator("#sentence span").evaluate_all("spans => spans.map(s => s.dataset.weight)")
+            assert shaded == fixed_many(weights[3], precision)
             assert page.locator("#sentence span.query").inner_text().strip() in ("on", "␣on")
             page.select_option("#layer", "3")
             assert page.inner_text("#matrix caption").startswith("Layer 3, head 3")

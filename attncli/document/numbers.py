@@ -17,13 +17,14 @@ from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from attncli.core.rounding import TIE_MOST, near_half, round_half_away
+from attncli.core.rounding import TIE, TIE_MOST, near_half, round_half_away
 
 if TYPE_CHECKING:
     import numpy as np
 
 MINUS_INFINITY = "−∞"
 HUGE = 1e15  # from here on numbers are written in scientific notation
+HALF_TOLERANCES = {"tie": TIE, "tie_most": TIE_MOST}  # `fixed`'s test for a decimal half, for a script that rounds as it does (explorer.js)
 
 
 def fixed(x: float, precision: int) -> str:

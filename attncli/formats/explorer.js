@@ -1,5 +1,19 @@
+// numbers.fixed's rule (attncli/document/numbers.py), so the page shows the digits every table shows: a number within
+// round-off of a decimal half (core.rounding's tolerances, given in the data) rounds away from zero, on every CPU; toFixed
+// alone rounds the binary value, which puts 0.285 (0.28499…) at 0.28 here and 0.29 there.
+function attncliFixed(x, precision, tie, tieMost) {
+  const y = Math.abs(x) * Number("1e" + precision), whole = Math.floor(y);
+  let text = x.toFixed(precision);
+  if (Math.abs(y - whole - 0.5) <= Math.min(tieMost, Math.max(y, 1) * tie)) {
+    const digits = String(whole + 1).padStart(precision + 1, "0");
+    text = (x < 0 ? "-" : "") + (precision ? digits.slice(0, -precision) + "." + digits.slice(-precision) : digits);
+  }
+  return /^-[0.]*$/.test(text) ? text.slice(1) : text;
+}
+
 (function () {
   const data = JSON.parse(document.getElementById("attncli-data").textContent);
+  const fixed = (w) => attncliFixed(w, data.precision, data.tie, data.tie_most);
   const cell = () => getComputedStyle(document.documentElement).getPropertyValue("--cell").trim();
   const shade = (w) => `rgba(${cell()}, ${Math.max(0, Math.min(1, w)).toFixed(3)})`;
   const ink = (w) => (w > 0.55 ? "#ffffff" : "");
@@ -40,8 +54,8 @@
     const box = document.getElementById("sentence"); box.replaceChildren();
     data.tokens.forEach((token, j) => {
       const w = weights ? weights[j] : 0;
-      const span = el("span", { title: weights ? `${token}: ${w.toFixed(data.precision)}` : token }, token);
-      span.dataset.weight = weights ? w.toFixed(data.precision) : "";
+      const span = el("span", { title: weights ? `${token}: ${fixed(w)}` : token }, token);
+      span.dataset.weight = weights ? fixed(w) : "";
       if (weights) { span.style.background = shade(w); span.style.color = ink(w); }
       if (j === query) span.className = "query";
       box.appendChild(span);
@@ -61,7 +75,7 @@
     table.appendChild(top);
     m.forEach((row, i) => {
       const tr = el("tr"); tr.appendChild(el("th", { scope: "row" }, labels[i]));
-      row.forEach((w) => { const td = el("td", {}, w.toFixed(data.precision)); td.style.background = shade(w); td.style.color = ink(w); tr.appendChild(td); });
+      row.forEach((w) => { const td = el("td", {}, fixed(w)); td.style.background = shade(w); td.style.color = ink(w); tr.appendChild(td); });
       tr.addEventListener("mouseenter", () => { if (data.exact) sentence(row, i); });
       table.appendChild(tr);
     });

@@ -8,6 +8,8 @@ The data travel as JSON inside the page (every `<` written as \\u003c, so no tok
 script), and the script writes tokens with textContent only: a token is text, never markup.
 For sentences of up to 32 tokens each head's matrix is its weights exactly; beyond, each cell is
 the largest weight of its block of tokens (the thumbnails'), and the page says so.
+Each weight travels whole, and the script rounds it by numbers.fixed's rule (explorer.js holds
+it, its tolerances come in the data), so the page shows the digits the tables show.
 """
 
 from __future__ import annotations
@@ -15,10 +17,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import numpy as np
-
 from attncli.document import escape
 from attncli.document.maps import HeadGrid, HeadTable
+from attncli.document.numbers import HALF_TOLERANCES
 
 
 def page(grid: HeadGrid, table: HeadTable, *, precision: int) -> str:
@@ -33,7 +34,8 @@ def page(grid: HeadGrid, table: HeadTable, *, precision: int) -> str:
         "heads": heads,
         "exact": exact,
         "precision": precision,
-        "weights": np.round(grid.thumbnails, 6).tolist(),  # (layers, H, s, s)
+        **HALF_TOLERANCES,  # how near a decimal half a weight is that half: the script rounds as numbers.fixed does
+        "weights": grid.thumbnails.tolist(),  # (layers, H, s, s) whole: the script rounds them once, as the tables do
         "tips": [list(row) for row in grid.tips],
         "readings": [{"text": text, "command": command} for text, command in table.readings],
     }
