@@ -1165,8 +1165,7 @@ def _held(result: RunResult, head: int) -> None:
 def run_page(result: RunResult, options: Options) -> RunPage:
     """`run`'s page: the shown stages (`options.stages`, the format's default otherwise) of the shown heads."""
     from attncli.core.engine import RunResult
-    from attncli.document import stages, views
-    from attncli.document.blocks import mentioned
+    from attncli.document import stages
     from attncli.document.pages import RunPage
 
     _result(result, RunResult, "result")
@@ -1176,16 +1175,22 @@ def run_page(result: RunResult, options: Options) -> RunPage:
         result.scenario.head_numbers(_whole(head, "heads"))
         _held(result, head)
 
-    def document() -> RunDocument:
+    def document() -> RunDocument:  # the views and blocks are imported by the pages that draw them: JSON needs neither
+        from attncli.document import views
+        from attncli.document.blocks import mentioned
         from attncli.walkthroughs.run import run_document
 
         shown = views.views(result, options.stages or stages.default(result.scenario), heads)
         return mentioned(run_document(result, shown, show_path=options.show_path, long_notes=options.long_notes), options.names)
 
     def figures() -> list[MatrixView]:
+        from attncli.document import views
+
         return views.views(result, options.stages or ("weights",), heads)
 
     def matrix() -> MatrixView:
+        from attncli.document import views
+
         stage = _one_stage(options.stages)
         view = views.view_of(result, stages.main_row(stage, result.scenario).key, heads[0])
         if view is None:

@@ -84,17 +84,23 @@ try:
     runpy.run_module("attncli", run_name="__main__")
 except SystemExit:
     pass
-wanted = ("yaml", "attncli.sources.yaml_scenario", "attncli.core.explain", "attncli.core.decode", "attncli.core.online", "attncli.core.engine")
+wanted = ("yaml", "attncli.sources.yaml_scenario", "attncli.core.explain", "attncli.core.decode", "attncli.core.online", "attncli.core.engine",
+          "attncli.document.blocks", "attncli.document.views", "attncli.sources.checkpoints.describe", "attncli.sources.checkpoints.safetensors")
 sys.stderr.write("LOADED=" + ",".join(m for m in wanted if m in sys.modules) + "\\n")
 """
 
 
 @pytest.mark.parametrize(("args", "loaded"), [
-    (["run", "--model", "tests/checkpoints/gpt2", "--layer", "1", "--sentence", "hi", "--format", "json"], "attncli.core.engine"),
+    (["run", "--model", "tests/checkpoints/gpt2", "--layer", "1", "--sentence", "hi", "--format", "json"],
+     "attncli.core.engine,attncli.sources.checkpoints.safetensors"),
+    (["run", "--model", "tests/checkpoints/gguf/qwen3-f16.gguf", "--layer", "1", "--sentence", "hi", "--format", "json"], "attncli.core.engine"),
     (["run", "cat", "--format", "json"], "yaml,attncli.sources.yaml_scenario,attncli.core.engine"),
+    (["run", "--model", "tests/checkpoints/gpt2", "--layer", "1", "--sentence", "hi"],
+     "attncli.core.engine,attncli.document.blocks,attncli.document.views,attncli.sources.checkpoints.safetensors"),
 ])  # fmt: skip
 def test_a_checkpoints_run_imports_no_yaml_nor_the_other_walkthroughs(args, loaded):
-    """`run --model … --format json` reads no YAML and writes run's JSON without importing explain, decode or the online softmax."""
+    """`run --model … --format json` reads no YAML and writes run's JSON without importing explain, decode, the online softmax,
+    the tables' blocks or model info's descriptions; a GGUF file's run reads no safetensors (the tables import their blocks)."""
     from pathlib import Path
 
     done = subprocess.run([sys.executable, "-c", MODEL_PROBE, *args], capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent.parent)

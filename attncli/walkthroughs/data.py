@@ -15,13 +15,13 @@ from attncli.core import variants
 from attncli.core.engine import HeadResult, RunResult
 from attncli.core.scenario import Scenario
 
-if TYPE_CHECKING:  # run's JSON imports none of explain, decode, the online softmax or the variance experiment
+if TYPE_CHECKING:  # run's JSON imports none of explain, decode, the online softmax, the variance experiment or the blocks
     from attncli.core.decode import Decode
     from attncli.core.explain import Explanation
     from attncli.core.online import OnlineRow, Tiling
     from attncli.core.variance import VarianceRow
+    from attncli.document.blocks import Table
 from attncli.document import stages
-from attncli.document.blocks import Table
 from attncli.document.escape import csv_cell
 from attncli.document.numbers import plain
 
@@ -159,6 +159,8 @@ def _online(expl: Explanation) -> dict[str, Any]:
 
 def explain_table(expl: Explanation, *, precision: int | None) -> Table:
     """One row per key, for CSV: its score, scaled score, exponential, weight, value and weighted value (and, with block_size, its block's running state)."""
+    from attncli.document.blocks import Table
+
     number = plain
     d_v = len(expl.output)
     biased = expl.scenario.has_bias

@@ -49,6 +49,7 @@ from attncli.sources.checkpoints.gguf_family import GgufArchitecture, Joined
 from attncli.sources.checkpoints.gguf_header import Header, TensorInfo, open_header
 from attncli.sources.checkpoints.gguf_header import value as field_value
 from attncli.sources.checkpoints.gguf_quants import READABLE, dequantize
+from attncli.sources.checkpoints.source import TensorSource
 from attncli.sources.checkpoints.token_cache import prefix_sha256
 
 SUFFIX = ".gguf"
@@ -657,3 +658,12 @@ def model_config(model: Path) -> tuple[ModelConfig, GgufModel | None]:
         return folder_config(model), None
     opened = open_model(gguf)
     return opened.cfg, opened
+
+
+def tensors_of(model: Path, opened: GgufModel | None) -> TensorSource:
+    """The tensors of what `--model` names: the GGUF file's (`opened`, as model_config gives it) or the folder's safetensors."""
+    if opened is not None:
+        return opened.checkpoint
+    from attncli.sources.checkpoints.safetensors import Checkpoint  # a GGUF file's command never reads safetensors
+
+    return Checkpoint(model)

@@ -19,10 +19,9 @@ from attncli.sources import reading
 from attncli.sources.checkpoints.blocks import AttentionWeights, WeightsSeen, self_attention, weights_seen
 from attncli.sources.checkpoints.config import ModelConfig
 from attncli.sources.checkpoints.families import ENCODER_DECODERS, layer_reader
-from attncli.sources.checkpoints.gguf import model_config
+from attncli.sources.checkpoints.gguf import model_config, tensors_of
 from attncli.sources.checkpoints.layer import checkpoint_tokens
 from attncli.sources.checkpoints.lens import Stream, stream, supported
-from attncli.sources.checkpoints.safetensors import Checkpoint
 from attncli.sources.checkpoints.source import TensorSource
 from attncli.sources.checkpoints.tokenizer_process import MAX_TEXT_CHARACTERS
 from attncli.sources.limits import Limits
@@ -82,7 +81,7 @@ def model_map(
     _check_length(cfg, len(ids), "sentence", limits)
     if induction is not None and induction < 1:
         raise AttnError(f"found {induction}", key=option("induction"), expected="a number of random tokens, at least 1 (they are repeated once)")
-    checkpoint: TensorSource = Checkpoint(folder) if model is None else model.checkpoint
+    checkpoint = tensors_of(folder, model)
     heads = HeadMap(heads=cfg.heads, kv_heads=cfg.kv_heads, tokens=labels, focus=None if focus is None else focus(labels), ids=ids)
     def summarise(weights: np.ndarray, w: AttentionWeights) -> None:
         visible = _visible(weights, w)

@@ -19,7 +19,6 @@ from attncli.errors import AttnError, option
 from attncli.sources.arguments import shown_path
 from attncli.sources.checkpoints import bart, tokenizer_process
 from attncli.sources.checkpoints.config import MULTIMODAL_PREFIXES, ModelConfig, read_raw, text_stack
-from attncli.sources.checkpoints.describe import config_cache, describe_config, describe_raw
 from attncli.sources.checkpoints.families import (
     ARCHITECTURES,
     ENCODER_DECODERS,
@@ -27,9 +26,7 @@ from attncli.sources.checkpoints.families import (
     layer_reader,
     read_config,
 )
-from attncli.sources.checkpoints.gguf import OLLAMA_PREFIX, gguf_path, model_config
-from attncli.sources.checkpoints.safetensors import FLOAT_NAMES, Checkpoint
-from attncli.sources.checkpoints.source import TensorSource
+from attncli.sources.checkpoints.gguf import OLLAMA_PREFIX, GgufModel, gguf_path, model_config, tensors_of
 from attncli.sources.checkpoints.tokenizer_process import Tokenized
 from attncli.sources.checkpoints.tokens import Tokens, encode, not_applied_note
 
@@ -162,7 +159,7 @@ def load_layer(
     cfg, model = model_config(folder)
     if cfg.model_type in ENCODER_DECODERS:
         return _encoder_decoder_layer(folder, cfg, layer=layer, text=text, target=target, attention=attention, special_tokens=special_tokens,
-                                      max_cells=max_cells, checkpoint=None if model is None else model.checkpoint)  # fmt: skip
+                                      max_cells=max_cells, model=model)  # fmt: skip
     _one_stack(cfg, target, attention)
     if not 1 <= layer <= cfg.layers:
         raise AttnError(
@@ -174,7 +171,7 @@ def load_layer(
     ids, labels, not_applied = tokenized.ids, tokenized.labels, tokenized.not_applied
     if first is not None:
         ids, labels = ids[:first], labels[:first]
-    checkpoint: TensorSource = Checkpoint(folder) if model is None else model.checkpoint
+    checkpoint = tensors_of(folder, model)
     with np.errstate(all="ignore"):  # an overflow is reported below, as what it is, not as numpy's warning
         inputs = layer_reader(cfg.model_type)(cfg, checkpoint, ids, layer)
     if not np.isfinite(inputs.X).all():
@@ -226,7 +223,7 @@ def _one_stack(cfg: ModelConfig, target: str | None, attention: str | None) -> N
 
 def _encoder_decoder_layer(
     folder: Path, cfg: ModelConfig, *, layer: int, text: str, target: str | None, attention: str | None, special_tokens: bool, max_cells: int | None,
-    checkpoint: TensorSource | None = None,
+    model: GgufModel | None = None,
 ) -> LayerCase:
     """Layer `layer` of the encoder (the source's self-attention) or of the decoder (its causal self-attention, or its cross-attention)."""
     family = ARCHITECTURES[cfg.model_type]  # BART's or T5's module: the stacks, the decoder's input, the layer
@@ -252,7 +249,7 @@ def _encoder_decoder_layer(
                 key="target", expected=f"at most {cfg.max_positions - 1:,} tokens",
             )  # fmt: skip
     with np.errstate(all="ignore"):
-        inputs = family.layer_inputs(cfg, checkpoint or Checkpoint(folder), ids, layer, attention=chosen, target_ids=target_ids)  # a GGUF file's, or the folder's
+        inputs = family.layer_inputs(cfg, tensors_of(folder, model), ids, layer, attention=chosen, target_ids=target_ids)
     if not (np.isfinite(inputs.X).all() and (inputs.X_kv is None or np.isfinite(inputs.X_kv).all())):
         raise AttnError(
             f"the input of {stack.name} layer {layer} overflows float64 for this text", file=str(folder), expected="weights whose products stay within float64"
@@ -318,6 +315,9 @@ def too_many_cells(tokens: int, heads: int, max_cells: int) -> AttnError:
 
 def model_info(folder: Path) -> dict[str, Any]:
     """What a checkpoint folder or GGUF file holds and whether attncli can read it (with the reason when not)."""
+    from attncli.sources.checkpoints.describe import config_cache, describe_config, describe_raw
+    from attncli.sources.checkpoints.safetensors import FLOAT_NAMES, Checkpoint
+
     gguf = gguf_path(folder)
     if gguf is not None:
         from attncli.sources.checkpoints.gguf_data import gguf_info

@@ -186,9 +186,8 @@ def explained(origin: Origin, head: int, position: int, k: int = TOP) -> tuple[H
     """For explain of a checkpoint's head: its direct logit attribution at `position` (from 1) and the logit lens there
     (the embeddings, then after each layer); None for a model whose whole pass attncli does not compute, or an
     encoder–decoder's layer."""
-    from attncli.sources.checkpoints.gguf import model_config
+    from attncli.sources.checkpoints.gguf import model_config, tensors_of
     from attncli.sources.checkpoints.layer import checkpoint_tokens
-    from attncli.sources.checkpoints.safetensors import Checkpoint
     from attncli.sources.checkpoints.tokenizer_process import MAX_TEXT_CHARACTERS
 
     if origin.target is not None:
@@ -197,7 +196,7 @@ def explained(origin: Origin, head: int, position: int, k: int = TOP) -> tuple[H
     cfg, model = model_config(folder)
     if not supported(cfg):
         return None
-    checkpoint: TensorSource = Checkpoint(folder) if model is None else model.checkpoint
+    checkpoint = tensors_of(folder, model)
     ids = checkpoint_tokens(folder, origin.sentence, special_tokens=origin.special_tokens == "auto", max_tokens=MAX_TEXT_CHARACTERS).ids
     lenses, streams = named(folder, *stream(cfg, checkpoint, ids).read([(origin.layer, head, position)], k, lens_at=position))
     return lenses[0], tuple(streams)

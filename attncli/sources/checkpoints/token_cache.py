@@ -36,7 +36,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -371,6 +370,8 @@ def _read(entry: Path, most: int) -> dict[str, Any] | None:
 
 def _write(entry: Path, doc: dict[str, Any]) -> None:
     """`doc` as JSON at `entry`, atomically (a temporary file renamed over it); nothing when the folder cannot be written."""
+    import tempfile  # only on a miss: a remembered sentence never writes
+
     try:
         entry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, temporary = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-", suffix=".json")
