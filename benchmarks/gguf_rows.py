@@ -165,6 +165,7 @@ def real_gguf_rows(folder: Path, pairs: int, compare, row, memory_row, import_fl
     run = [*ATTNCLI, "run", "--model", str(path), "--layer", "1", "--sentence", sentence, "--format", "json"]
     r = compare(run, [PY, str(HERE / "floor_gguf.py"), str(path), *ids], pairs)
     rows += [row("22. run --model SmolLM2-135M GGUF --layer 1, 10 tokens, json vs floor script", r, "<= 1.3x"), memory_row(r, "<= 1.5x")]
+    rows += startup_rows(run, pairs, compare, row)
     tokenizer = _tokenizer_json(cache, folder)
     _same_ids(tokenizer, sentence, ids)
     r = compare(run, [PY, str(HERE / "floor_gguf.py"), str(path), "--tokenizer", str(tokenizer), sentence], pairs)
@@ -179,6 +180,28 @@ def real_gguf_rows(folder: Path, pairs: int, compare, row, memory_row, import_fl
         r = compare(run, [*floor, "--tokenizer", str(tokenizer), sentence], pairs)
         rows += [row(f"    ... {count:,} tokens, --head 1, the floor tokenizing the sentence", r, "<= 1.3x"), memory_row(r, "<= 1.5x")]
     return rows
+
+
+FLOOR_IMPORTS = [PY, "-c", "import json, math, pathlib, struct, numpy, orjson"]  # what floor_gguf.py and floor_bert.py import
+
+
+def startup_rows(command: list[str], pairs: int, compare, row) -> list:
+    """Where a short run's time goes before any work: importing every module `command` imports (in a process that does
+    nothing else) against importing the floor's, and, of the difference, Typer's share (attncli's command line)."""
+    rows = [row("    ... startup: importing what the command imports vs what the floor imports", compare(imports_of(command), FLOOR_IMPORTS, pairs), "-")]
+    typer = [*FLOOR_IMPORTS[:2], FLOOR_IMPORTS[2] + ", typer"]
+    return [*rows, row("    ... of which Typer: the floor's imports and typer vs the floor's", compare(typer, FLOOR_IMPORTS, pairs), "-")]
+
+
+def imports_of(command: list[str]) -> list[str]:
+    """A command that imports, and does nothing else, every module `command` (python -m attncli …) imports, in its order."""
+    listing = ("import runpy, sys\nsys.argv = ['attncli', *sys.argv[1:]]\n"
+               "try:\n    runpy.run_module('attncli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+               "sys.stderr.write('\\n=== ' + ' '.join(sys.modules))")  # fmt: skip
+    done = subprocess.run([PY, "-c", listing, *command[3:]], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+    modules = done.stderr.rsplit("\n=== ", 1)[1].split()
+    script = f"import importlib\nfor name in {modules!r}:\n    try:\n        importlib.import_module(name)\n    except Exception:\n        pass"
+    return [PY, "-c", script]
 
 
 def _same_ids(tokenizer: Path, sentence: str, token_ids: list[str]) -> None:
