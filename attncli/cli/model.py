@@ -86,10 +86,17 @@ def explain_command(call: ExplainCall) -> str:
 def shell_word(text: str) -> str:
     """`text` as one shell word a person reads at a glance: bare, in single quotes, or in double quotes when it holds a '
     ("The animal didn't cross"; shlex would write 'didn'"'"'t'), with a backslash before each " $ ` and \\ the shell would
-    read inside them; with a ! (history expansion in an interactive bash, which no backslash stops) as shlex writes it."""
+    read inside them; with a ! (history expansion in an interactive bash, which no backslash stops) as shlex writes it.
+    A text with a control or invisible character (a tab, ESC, U+202E) is written in ANSI-C quotes, $'The\\tcat', with the
+    escapes every output shows it by (errors.visible), which bash and zsh read back as the text itself: in plain quotes
+    the escape, printed as text, would be pasted as a backslash and letters."""
     import re
     import shlex
 
+    from attncli.errors import visible
+
+    if visible(text) != text:
+        return "$'" + "".join("\\" + c if c in "\\'" else visible(c) for c in text) + "'"
     if "'" in text and "!" not in text:
         return '"' + re.sub(r'(["$`\\])', r"\\\1", text) + '"'
     return shlex.quote(text)
