@@ -834,7 +834,7 @@ class Mapped(_Shown):
             tips = [[r.reading or _tip(r) for r in every[li * H : (li + 1) * H]] for li in range(self.map.layers)]
             return HeadGrid(walk.title(self.source, self.map), walk.thumbnails(self.map), self.map.first_layer, self.map.tokens, tips)
 
-        return HeadsPage(table, grid, lambda: walk.document(self.map, self.source, shown, every, spell), _precision(options, 3))
+        return HeadsPage(table, grid, lambda: walk.document(self.map, self.source, shown, every, spell), _precision(options, 3), explorable=True)
 
 
     def links(self) -> list[Link]:

@@ -99,6 +99,21 @@ def test_the_page_rounds_a_weight_as_every_table_does():
     assert wrong == []
 
 
+@pytest.mark.parametrize("extra", [["--word", "sat"], ["--word", "sat", "--to", "cat"], ["--compare-sentence", "A cat sat"]])
+def test_interactive_is_the_map_only(cli, extra):
+    """A shaded sentence, a link between two words or a comparison has no page to explore: one line, not a page of 1 × 1
+    matrices headed "block 1", nor --interactive ignored."""
+    result = cli("heads", "--model", GPT2, "--sentence", "The cat sat", *extra, "--format", "html", "--interactive")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("attncli: error: --interactive: found a ") and "the page to explore is the map" in result.stderr
+
+
+@pytest.mark.parametrize(("level", "headings"), [(1, ["h1", "h2"]), (3, ["h3", "h4"]), (0, ["h2"])])
+def test_the_page_to_explore_places_its_headings_by_heading_level(cli, level, headings):
+    page = cli("heads", "multihead", "--format", "html", "--interactive", "--heading-level", str(level)).stdout
+    assert re.findall(r"<(h[1-6])\b", page) == headings
+
+
 def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -103,7 +103,6 @@ def test_an_explain_command_quotes_a_sentence_so_that_a_shell_reads_it_back(text
     import subprocess
 
     from attncli.cli.model import shell_word
-
     from attncli.errors import visible
 
     word = shell_word(text)

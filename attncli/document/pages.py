@@ -82,10 +82,11 @@ class HeadsPage:
     """`attncli heads`: every layer × head of a map or of a comparison, as a grid of thumbnails and a table of statistics."""
 
     kind = "heads"
-    __slots__ = ("table", "grid", "data", "precision")
+    __slots__ = ("table", "grid", "data", "precision", "explorable")
 
-    def __init__(self, table: Callable[[], HeadTable], grid: Callable[[], HeadGrid], data: Data, precision: int) -> None:
+    def __init__(self, table: Callable[[], HeadTable], grid: Callable[[], HeadGrid], data: Data, precision: int, *, explorable: bool = False) -> None:
         self.table, self.grid, self.data, self.precision = table, grid, data, precision
+        self.explorable = explorable  # the map of every head's weights, which the page to explore shows (not a link's or a comparison's)
 
 
 class ShadePage:

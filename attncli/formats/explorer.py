@@ -22,8 +22,11 @@ from attncli.document.maps import HeadGrid, HeadTable
 from attncli.document.numbers import HALF_TOLERANCES
 
 
-def page(grid: HeadGrid, table: HeadTable, *, precision: int) -> str:
-    """The whole page: the explorer's data, its style and its script."""
+def page(grid: HeadGrid, table: HeadTable, *, precision: int, level: int = 1) -> str:
+    """The whole page: the explorer's data, its style and its script; its title a heading at `level` (none at 0)."""
+    from attncli.formats.htmltable import headings
+
+    top, section = headings(level)
     layers, heads, side = grid.thumbnails.shape[0], grid.thumbnails.shape[1], grid.thumbnails.shape[2]
     exact = side == len(grid.tokens)
     data: dict[str, Any] = {
@@ -42,7 +45,8 @@ def page(grid: HeadGrid, table: HeadTable, *, precision: int) -> str:
     blob = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     note = ("" if exact else f"<p class=\"note\">The sentence has {len(grid.tokens)} tokens: each cell is the largest weight of its "
             f"block of tokens, as in the thumbnails.</p>")  # fmt: skip
-    return TEMPLATE.format(title=escape.html(grid.title), note=note, data=blob, style=_resource("explorer.css"), script=_resource("explorer.js"))
+    return TEMPLATE.format(title=escape.html(grid.title), top=top(grid.title), readings=section("Readings"), note=note, data=blob,
+                           style=_resource("explorer.css"), script=_resource("explorer.js"))  # fmt: skip
 
 
 def _resource(name: str) -> str:
@@ -62,15 +66,13 @@ TEMPLATE = """<!DOCTYPE html>
 <style>{style}</style>
 </head>
 <body>
-<h1>{title}</h1>
-{note}<p class="hint">Click a head (or choose its layer and head) to see its weights; hover over a row of the matrix to shade the
+{top}{note}<p class="hint">Click a head (or choose its layer and head) to see its weights; hover over a row of the matrix to shade the
 sentence by what that query token attends to.</p>
 <div id="controls"><label>layer <select id="layer"></select></label> <label>head <select id="head"></select></label>
 <button id="theme" type="button">light / dark</button></div>
 <div id="grid" role="grid"></div>
 <div id="panel"><div id="matrix-box"></div><div><p id="tip"></p><p id="sentence"></p></div></div>
-<h2>Readings</h2>
-<ul id="readings"></ul>
+{readings}<ul id="readings"></ul>
 <script type="application/json" id="attncli-data">{data}</script>
 <script>{script}</script>
 </body>

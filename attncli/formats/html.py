@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from attncli.errors import AttnError, option
 from attncli.formats.htmltable import Code, Heading, Paragraph, document_html, html_document, steps_parts
 
 if TYPE_CHECKING:
@@ -70,7 +71,9 @@ def heads(page: HeadsPage, options: Options) -> str:
     if options.interactive:
         from attncli.formats import explorer
 
-        return explorer.page(page.grid(), page.table(), precision=page.precision)
+        if not page.explorable:
+            raise _not_explorable("a link between two words or a comparison")
+        return explorer.page(page.grid(), page.table(), precision=page.precision, level=options.heading_level)
     from attncli.formats.headgrid import grid_html
 
     return grid_html(page.grid(), page.table(), precision=page.precision, fragment=options.standalone is False, level=options.heading_level)
@@ -79,4 +82,12 @@ def heads(page: HeadsPage, options: Options) -> str:
 def shade(page: ShadePage, options: Options) -> str:
     from attncli.formats import shade as drawn
 
+    if options.interactive:
+        raise _not_explorable("a shaded sentence")
     return drawn.html(page.shaded(), precision=page.precision, fragment=options.standalone is False, level=options.heading_level)
+
+
+def _not_explorable(what: str) -> AttnError:
+    """--interactive on a page the explorer does not draw: it explores the map's weights, head by head."""
+    return AttnError(f"found {what}: the page to explore is the map of every head's weights", key=option("interactive"),
+                     expected=f"the map (heads without {option('word')}, {option('to')} or a comparison), or HTML without {option('interactive')}")
