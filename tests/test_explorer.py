@@ -60,6 +60,25 @@ def test_the_page_needs_no_network_and_carries_tokens_as_text(cli, tmp_path):
     assert np.array(data["weights"]).shape == (3, 4, len(data["tokens"]), len(data["tokens"])) and data["exact"]
 
 
+def test_a_token_s_control_characters_are_written_as_every_format_writes_them(cli, tmp_path):
+    """A token holding ESC, BEL or U+202E (which would reverse what follows it) travels as `\\x1b`, `\\x07`, `\\u202e`,
+    as the tables write it: two different tokens never look the same on the page."""
+    from attncli.document.escape import visible
+
+    scenario = tmp_path / "rlo.yaml"
+    tokens = ["x\u202e", "x", "bell\x07", "\x1b[31mred"]
+    scenario.write_text("name: rlo\ntokens: [" + ", ".join(json.dumps(token) for token in tokens) + "]\nembeddings:\n"
+                        + "".join(f"  {json.dumps(token)}: [{i}, 1]\n" for i, token in enumerate(tokens))
+                        + "W_Q: [[1, 0], [0, 1]]\nW_K: [[1, 0], [0, 1]]\nW_V: [[1, 0], [0, 1]]\n", encoding="utf-8")  # fmt: skip
+    result = cli("heads", str(scenario), "--format", "html", "--interactive")
+    assert result.exit_code == 0, result.stderr
+    parsed = _Links()
+    parsed.feed(result.stdout)
+    data = json.loads(parsed.data)
+    assert data["tokens"] == [visible(token) for token in tokens] == ["x\\u202e", "x", "bell\\x07", "\\x1b[31mred"]
+    assert not any(c in result.stdout for c in "\u202e\x07\x1b")
+
+
 def test_interactive_is_html_only(cli):
     """--interactive with another format is one line naming the option."""
     result = cli("heads", "multihead", "--format", "svg", "--interactive")

@@ -5,7 +5,8 @@ matrix labelled with the tokens; hovering a query token's row shades the sentenc
 attends to, as CircuitsVis' token view does; light and dark (the reader's setting, or the button).
 The style and the script are explorer.css and explorer.js beside this module.
 The data travel as JSON inside the page (every `<` written as \\u003c, so no token can close the
-script), and the script writes tokens with textContent only: a token is text, never markup.
+script), and the script writes tokens with textContent only: a token is text, never markup; its control
+and invisible characters come written as every format writes them (escape.visible: `\\x1b`, `\\u202e`).
 For sentences of up to 32 tokens each head's matrix is its weights exactly; beyond, each cell is
 the largest weight of its block of tokens (the thumbnails'), and the page says so.
 Each weight travels whole, and the script rounds it by numbers.fixed's rule (explorer.js holds
@@ -30,8 +31,8 @@ def page(grid: HeadGrid, table: HeadTable, *, precision: int, level: int = 1) ->
     layers, heads, side = grid.thumbnails.shape[0], grid.thumbnails.shape[1], grid.thumbnails.shape[2]
     exact = side == len(grid.tokens)
     data: dict[str, Any] = {
-        "title": grid.title,
-        "tokens": list(grid.tokens),
+        "title": escape.visible(grid.title),  # a token's ESC or U+202E written as every format writes it: `\x1b`, `\u202e`
+        "tokens": [escape.visible(token) for token in grid.tokens],
         "first_layer": grid.first_layer,
         "layers": layers,
         "heads": heads,
@@ -39,8 +40,8 @@ def page(grid: HeadGrid, table: HeadTable, *, precision: int, level: int = 1) ->
         "precision": precision,
         **HALF_TOLERANCES,  # how near a decimal half a weight is that half: the script rounds as numbers.fixed does
         "weights": grid.thumbnails.tolist(),  # (layers, H, s, s) whole: the script rounds them once, as the tables do
-        "tips": [list(row) for row in grid.tips],
-        "readings": [{"text": text, "command": command} for text, command in table.readings],
+        "tips": [[escape.visible(tip) for tip in row] for row in grid.tips],
+        "readings": [{"text": escape.visible(text), "command": escape.visible(command)} for text, command in table.readings],
     }
     blob = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     note = ("" if exact else f"<p class=\"note\">The sentence has {len(grid.tokens)} tokens: each cell is the largest weight of its "
