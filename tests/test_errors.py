@@ -70,7 +70,7 @@ CASES = [
     ("per-head-count.yaml", 5, "W_Q: 3 per-head matrices for heads = 2"),
     ("undefined-alias.yaml", 2, "the alias *row refers to no anchor before it"),
     ("billion-laughs.yaml", 9, "the document expands through anchors and aliases to more than 2,000,000 values"),
-    ("too-many-tokens.yaml", 1, "sentence: 5,000 tokens × 5,000 × 1 head(s) = 25,000,000 attention cells, more than the limit"),
+    ("too-many-tokens.yaml", 1, "sentence: 5,000 tokens × 5,000 × 1 head = 25,000,000 attention cells, more than the limit"),
     # mistakes newcomers make, named for what they are, on the line that holds them
     ("tab-indent.yaml", 3, "a tab character indents line 3: YAML indents with spaces"),
     ("missing-colon.yaml", 4, "the ':' after the key is missing in 'b [0, 1]'"),

@@ -385,13 +385,16 @@ def test_a_scenario_maps_its_one_layer_and_names_the_explain_command():
     assert CliRunner().invoke(app, args).exit_code == 0
 
 
-def test_one_head_is_counted_as_one(cli):
-    """A one-head scenario's map, shaded sentence and sink line say "1 head", "its one head", not "1 heads"."""
+def test_one_head_is_counted_as_one(cli, tmp_path):
+    """A one-head scenario's map, shaded sentence and sink line say "1 head", "its one head", not "1 heads"; one token is "1 token"."""
     from types import SimpleNamespace
 
     from attncli.walkthroughs.heads import sinks
 
     assert cli("heads", "cat", "--format", "markdown").stdout.startswith("# Every head of scenario cat: 1 layer × 1 head, 6 tokens\n")
+    one = tmp_path / "one.yaml"
+    one.write_text("name: one\nsentence: cat\nembeddings:\n  cat: [1, 0]\nW_Q: [[1, 0], [0, 1]]\nW_K: [[1, 0], [0, 1]]\nW_V: [[1, 0], [0, 1]]\n")
+    assert cli("heads", str(one), "--format", "markdown").stdout.startswith("# Every head of scenario one.yaml: 1 layer × 1 head, 1 token\n")
     shaded = cli("heads", "cat", "--word", "cat", "--format", "markdown").stdout
     assert shaded.startswith("# What 'cat' (position 2) attends to: every layer, its one head\n")
 

@@ -233,7 +233,7 @@ def test_too_many_tokens_are_refused_before_the_rest_is_parsed():
     with pytest.raises(AttnError) as caught:
         guarded_parse("tokens: [a, b, c, d]\n" + LATER_SYNTAX_ERROR, max_cells=10)
     assert caught.value.line == 1 and caught.value.text(flag) == (
-        "tokens: 4 tokens × 4 × 1 head(s) = 16 attention cells, more than the limit of 10 "
+        "tokens: 4 tokens × 4 × 1 head = 16 attention cells, more than the limit of 10 "
         "(expected a smaller scenario, or raise the limit with --max-cells)"
     )
     assert str(caught.value).endswith("raise the limit with max_cells)")  # the Python API names its keyword

@@ -125,7 +125,7 @@ def new_scenario(
         )
     if heads * len(tokens) ** 2 > limits.max_cells:
         raise AttnError(
-            f"{heads} head(s) × {len(tokens):,}² tokens is {heads * len(tokens) ** 2:,} attention cells, more than the {limits.max_cells:,} `run` computes",
+            f"{heads} head{'s' * (heads != 1)} × {len(tokens):,}² tokens is {heads * len(tokens) ** 2:,} attention cells, more than the {limits.max_cells:,} `run` computes",
             key="SENTENCE",
             expected="a shorter sentence or fewer heads",
         )
@@ -135,13 +135,13 @@ def new_scenario(
         values = np.round(rng.standard_normal((n, m)) * scale, 2) + 0.0  # (n, m), no -0.0
         return ["  - [" + ", ".join(f"{x:.2f}" for x in row) + "]" for row in values]
 
-    shape = f"d_model = {d_model}, {heads} head(s)" + (f" of width {d_k}" if d_k * heads != d_model else "")
+    shape = f"d_model = {d_model}, {heads} head{'s' * (heads != 1)}" + (f" of width {d_k}" if d_k * heads != d_model else "")
     if mla:
         shape += f", multi-head latent attention (latent d_c = {d_c}, decoupled RoPE part d_r = {d_r})"
     lines = [
         f"name: {yaml_quoted(sentence[:40])}",
         f"description: random weights (seed {seed}{f', sharpness {sharpness:g}' if sharpness != 1 else ''}), {shape}"
-        + (f", {G} key/value head(s)" if heads != G else ""),
+        + (f", {G} key/value head{'s' * (G != 1)}" if heads != G else ""),
         f"sentence: {yaml_quoted(sentence)}",
         f"heads: {heads}",
     ]

@@ -270,7 +270,7 @@ def size_guard(text: str, limits: Limits) -> Callable[[str, Value], None]:
         if cells > limits.max_cells and where:
             token_key, token_value = where[0]
             raise AttnError(
-                f"{queries:,} tokens × {keys:,} × {seen['heads']} head(s) = {cells:,} attention cells, "
+                f"{queries:,} token{'s' * (queries != 1)} × {keys:,} × {seen['heads']} head{'s' * (seen['heads'] != 1)} = {cells:,} attention cells, "
                 f"more than the limit of {limits.max_cells:,}",
                 line=token_value.line,
                 key=token_key,

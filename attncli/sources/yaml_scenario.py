@@ -256,7 +256,7 @@ class _Validator:
         cells = heads * L_q * L_k
         if cells > self.limits.max_cells:
             raise self._error(
-                f"{L_q:,} tokens × {L_k:,} × {heads} head(s) = {cells:,} attention cells, "
+                f"{L_q:,} token{'s' * (L_q != 1)} × {L_k:,} × {heads} head{'s' * (heads != 1)} = {cells:,} attention cells, "
                 f"more than the limit of {self.limits.max_cells:,}",
                 "tokens" if "tokens" in self.tree.items else "sentence",
                 f"a smaller scenario, or raise the limit with {option('max_cells')}",
@@ -492,7 +492,7 @@ class _Validator:
         d_k = Q.shape[1] // heads
         if K.shape[1] != kv_heads * d_k:
             raise self._error(
-                f"K has {K.shape[1]} columns but Q has {Q.shape[1]} for {heads} head(s)",
+                f"K has {K.shape[1]} columns but Q has {Q.shape[1]} for {heads} head{'s' * (heads != 1)}",
                 "K",
                 f"{kv_heads * d_k} columns: each query is compared with each key",
             )

@@ -281,7 +281,7 @@ class _Builder:
         if self.count > self.limits.max_values:
             raise AttnError(
                 "the document expands" + (" through anchors and aliases" if self.aliased else "")
-                + f" to more than {self.limits.max_values:,} values",
+                + f" to more than {self.limits.max_values:,} value{'s' * (self.limits.max_values != 1)}",
                 line=line,
                 key=self._path(),
                 expected=f"a teaching-sized scenario; raise the limit with {option('max_values')} if it is meant",

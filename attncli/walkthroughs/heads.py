@@ -329,7 +329,7 @@ def thumbnails(heads: HeadMap) -> np.ndarray:
 
 
 def title(source: Source, heads: HeadMap) -> str:
-    return f"Every head of {named(source)}: {heads.layers} layer{'s' * (heads.layers != 1)} × {heads.heads} head{'s' * (heads.heads != 1)}, {len(heads.tokens)} tokens"
+    return f"Every head of {named(source)}: {heads.layers} layer{'s' * (heads.layers != 1)} × {heads.heads} head{'s' * (heads.heads != 1)}, {len(heads.tokens)} token{'s' * (len(heads.tokens) != 1)}"
 
 
 def named(source: Source) -> str:
