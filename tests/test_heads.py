@@ -436,6 +436,8 @@ def test_the_explain_command_of_a_model_head_runs(cli):
         (("--model", GPT2, "--sentence", SENTENCE, "--sort", "induction_score"), "--sort: found 'induction_score' (computed with --induction N)"),
         (("--model", GPT2, "--sentence", SENTENCE, "--format", "latex"), "--format: heads prints table, json, markdown, csv, html, svg, typst or png, not latex"),
         (("--model", GPT2, "--sentence", SENTENCE, "--induction", "20"), "--induction: the repeated random sequence is 40 tokens long"),
+        (("--model", GPT2, "--sentence", SENTENCE, "--induction", "1000000000"),
+         "--induction: found 1,000,000,000: the vocabulary has 289 tokens besides the special ones, each drawn once"),
         (("--model", GPT2), "--sentence: a model needs a sentence"),
     ],
 )

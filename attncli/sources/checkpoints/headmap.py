@@ -79,8 +79,16 @@ def model_map(
     if not ids:
         raise AttnError("the sentence gives no tokens", key=option("sentence"), expected="some text")
     _check_length(cfg, len(ids), "sentence", limits)
-    if induction is not None and induction < 1:
-        raise AttnError(f"found {induction}", key=option("induction"), expected="a number of random tokens, at least 1 (they are repeated once)")
+    special = tokenized.special_ids
+    prefix = ids[:1] if special_tokens == "auto" and len(ids) > 1 and ids[0] in special else ()
+    if induction is not None:  # refused before any layer is computed
+        if induction < 1:
+            raise AttnError(f"found {induction}", key=option("induction"), expected="a number of random tokens, at least 1 (they are repeated once)")
+        drawable = tokenized.vocabulary - len({i for i in special if 0 <= i < tokenized.vocabulary})
+        if induction > drawable:
+            raise AttnError(f"found {induction:,}: the vocabulary has {drawable:,} tokens besides the special ones, each drawn once",
+                            key=option("induction"), expected=f"at most {drawable:,} random tokens")  # fmt: skip
+        _check_length(cfg, len(prefix) + 2 * induction, "induction", limits)
     checkpoint = tensors_of(folder, model)
     heads = HeadMap(heads=cfg.heads, kv_heads=cfg.kv_heads, tokens=labels, focus=None if focus is None else focus(labels), ids=ids)
     def summarise(weights: np.ndarray, w: AttentionWeights) -> None:
@@ -96,10 +104,7 @@ def model_map(
         _forward(cfg, checkpoint, ids, summarise)
     repeated = None
     if induction is not None:
-        special = tokenized.special_ids
-        prefix = ids[:1] if special_tokens == "auto" and len(ids) > 1 and ids[0] in special else ()
         repeated = prefix + repeated_random_tokens(tokenized.vocabulary, induction, seed=seed, avoid=special)
-        _check_length(cfg, len(repeated), "induction", limits)
         _forward(cfg, checkpoint, repeated, lambda weights, w: heads.add_patterns(weights, repeated))
     causal = cfg.causal
     return ModelMap(heads, str(folder), cfg.model_type, ids, causal, repeated, kept)
