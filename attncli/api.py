@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from attncli.core.engine import HeadResult  # subclassed below: every path that imports the API loads numpy anyway (measured)
 from attncli.core.records import record
 from attncli.core.scenario import Scenario
-from attncli.document.numbers import checked_precision, decimals
+from attncli.document.numbers import checked_precision, decimals, fixed, percent
 from attncli.errors import AttnError, did_you_mean, named, option
 from attncli.formats import Document, Format, Options
 
@@ -862,14 +862,14 @@ class Mapped(_Shown):
             return HeadTable(
                 columns=("rank", "layer", "head", *(("kv_head",) if shared else ()), "weight"),
                 rows=[(r.rank, r.layer, r.head, *((r.kv_head,) if shared else ()), r.weight) for r in named],
-                readings=[(f"layer {r.layer} head {r.head}: {r.weight:.0%} of {query}'s weight goes to {key}", spell(r.explain)) for r in named],
+                readings=[(f"layer {r.layer} head {r.head}: {percent(r.weight)} of {query}'s weight goes to {key}", spell(r.explain)) for r in named],
                 legend=f"weight: what the query {query} gives the key {key} in each head, after the softmax (summed over the key's positions)",
                 heading=f"The heads that link {query} to {key}, strongest first",
             )
 
         def grid() -> HeadGrid:
             H = self.map.heads
-            tips = [[f"L{r.layer} H{r.head}: {r.weight:.3f} to {key} (rank {r.rank})" for r in sorted(ranked, key=lambda r: (r.layer, r.head))[li * H : (li + 1) * H]]
+            tips = [[f"L{r.layer} H{r.head}: {fixed(r.weight, 3)} to {key} (rank {r.rank})" for r in sorted(ranked, key=lambda r: (r.layer, r.head))[li * H : (li + 1) * H]]
                     for li in range(self.map.layers)]  # fmt: skip
             return HeadGrid(walk_links.title(self.source, self.map, keys), walk_links.grid(self.map, ranked), self.map.first_layer, self.map.tokens,
                             tips, subtitle=f"shade: the weight {query} gives {key}, 0 to 1, one cell per head",
@@ -968,8 +968,8 @@ class ComparedHeads(_Shown):
 
 def _tip(row: HeadRow) -> str:
     v = row.values
-    return (f"layer {row.layer} head {row.head}: first token {v['first_token']:.0%}, previous {v['previous_token']:.0%}, "
-            f"self {v['self']:.0%}, entropy {v['entropy']:.2f} nats")  # fmt: skip
+    return (f"layer {row.layer} head {row.head}: first token {percent(v['first_token'])}, previous {percent(v['previous_token'])}, "
+            f"self {percent(v['self'])}, entropy {fixed(v['entropy'], 2)} nats")  # fmt: skip
 
 
 def heads(

@@ -385,6 +385,19 @@ def test_a_scenario_maps_its_one_layer_and_names_the_explain_command():
     assert CliRunner().invoke(app, args).exit_code == 0
 
 
+def test_percentages_and_tips_round_a_half_as_the_tables_do():
+    """Readings and tooltips write 0.125 as 13% and 0.13, as every table writes 0.125 at two decimals; Python's own formatting
+    rounds the binary value (12%, 0.12), and 0.845, stored as 0.84499…, would be 84% on one CPU and 85% on another."""
+    from types import SimpleNamespace
+
+    from attncli.api import _tip
+    from attncli.document.numbers import percent
+
+    assert [percent(x) for x in (0.125, 0.845, 0.004, 0.005, 1.0, 0.0)] == ["13%", "85%", "0%", "1%", "100%", "0%"]
+    row = SimpleNamespace(layer=2, head=3, values={"first_token": 0.125, "previous_token": 0.845, "self": 0.0, "entropy": 0.125})
+    assert _tip(row) == "layer 2 head 3: first token 13%, previous 85%, self 0%, entropy 0.13 nats"  # type: ignore[arg-type]
+
+
 def test_one_head_is_counted_as_one(cli, tmp_path):
     """A one-head scenario's map, shaded sentence and sink line say "1 head", "its one head", not "1 heads"; one token is "1 token"."""
     from types import SimpleNamespace

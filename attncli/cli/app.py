@@ -53,6 +53,10 @@ PrecisionOption = Annotated[
     int | None,
     typer.Option(min=0, max=15, metavar="N", help="Decimals shown in tables and narration [default: the scenario's `precision`, else 4]. JSON always carries full precision."),
 ]
+HeadsPrecisionOption = Annotated[  # the map's own defaults: it shows statistics and weights, not a scenario's arithmetic
+    int | None,
+    typer.Option("--precision", min=0, max=15, metavar="N", help="Decimals shown in the tables [default: 3; 2 with --word]; the readings and tooltips say percentages and two decimals. JSON always carries full precision."),
+]
 HeadOption = Annotated[int | None, typer.Option(min=1, metavar="N", help="Show only this head, counted from 1.")]
 RoundOption = Annotated[
     int | None,
@@ -591,7 +595,7 @@ def heads(
     to_position: Annotated[int | None, typer.Option("--to-position", min=1, metavar="N", help="With --word: the key by its position, counted from 1 (with --to: which occurrence).")] = None,
     compare_model: Annotated[Path | None, typer.Option("--compare-model", metavar="DIR", help="Compare every head with the same heads of this checkpoint (same architecture) on the same sentence, or on --compare-sentence.")] = None,
     compare_sentence: Annotated[str | None, typer.Option("--compare-sentence", metavar="TEXT", help="Compare every head with the same heads on this sentence (as many tokens as --sentence).")] = None,
-    precision: PrecisionOption = None,
+    precision: HeadsPrecisionOption = None,
     format: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", click_type=FORMAT_CHOICE, help="Output format: table (the grid and the statistics), json, markdown (the statistics and readings), csv, svg (the grid), png (the svg drawn), html (a page with both) or typst.")] = Format.table,
     standalone: StandaloneOption = None,
     heading_level: HeadingOption = 1,

@@ -48,6 +48,11 @@ def _halves_away(x: float, precision: int) -> str | None:
     return ("-" if whole < 0 else "") + text
 
 
+def percent(x: float) -> str:
+    """x as a whole percentage ("84%"), a half rounded away from zero as `fixed` rounds it (0.125 is 13%, as 0.125 is 0.13)."""
+    return fixed(100.0 * x, 0) + "%"
+
+
 def fixed_many(values: Sequence[float] | np.ndarray, precision: int) -> list[str]:
     """`fixed` of each value, formatted in one pass: −∞ for -inf, no "-0.000"."""
     import numpy as np

@@ -98,7 +98,7 @@ def _thumbnail(grid: HeadGrid, li: int, h: int, x: float, y: float, tooltips: bo
         L = len(grid.tokens)
         for r in range(s):
             top = np.argsort(-cells[r], kind="stable")[:3]
-            keys = ", ".join(f"{_span(grid.tokens, int(c), s, L)} {cells[r, c]:.2f}" for c in top if cells[r, c] > 0)
+            keys = ", ".join(f"{_span(grid.tokens, int(c), s, L)} {fixed(cells[r, c], 2)}" for c in top if cells[r, c] > 0)
             parts.append(f'<rect y="{r}" width="{s}" height="1" fill="transparent"><title>{escape.xml(_span(grid.tokens, r, s, L))} → {escape.xml(keys)}</title></rect>')
     parts.append(f'</g><rect class="frame" width="{THUMB}" height="{THUMB}" fill="none" stroke="{palette.LIGHT.text}" stroke-width="0.5"/></g>')
     return "".join(parts)

@@ -14,6 +14,7 @@ import numpy as np
 
 from attncli.core.heads import PATTERNS, STATISTICS, HeadMap
 from attncli.core.lens import HeadLens
+from attncli.document.numbers import percent
 from attncli.errors import AttnError, did_you_mean, option
 from attncli.walkthroughs.lens import lens_json, promotes
 
@@ -115,8 +116,8 @@ def sinks(all_rows: list[HeadRow], tokens: Sequence[str]) -> str | None:
     if len(sunk) == 1:
         r, of = sunk[0], "its one head" if len(all_rows) == 1 else f"1 of {len(all_rows)} heads"
         return (f"Layer {r.layer} head {r.head}, {of}, puts most of its weight on the first token {first} "
-                f"({r.values['first_token']:.0%}): a sink, not meaning (the softmax must put a row's weight somewhere).")  # fmt: skip
-    strongest = ", ".join(f"layer {r.layer} head {r.head} ({r.values['first_token']:.0%})" for r in sunk[:3])
+                f"({percent(r.values['first_token'])}): a sink, not meaning (the softmax must put a row's weight somewhere).")  # fmt: skip
+    strongest = ", ".join(f"layer {r.layer} head {r.head} ({percent(r.values['first_token'])})" for r in sunk[:3])
     return (f"{len(sunk)} of {len(all_rows)} heads put most of their weight on the first token {first}: sinks, not "
             f"meaning (the softmax must put a row's weight somewhere); the strongest: {strongest}.")  # fmt: skip
 
@@ -139,22 +140,22 @@ def _reading(values: dict[str, float], heads: HeadMap, layer: int, head: int, se
 
     first = values["first_token"]
     if beats("first_token", SINK):
-        candidates.append((first, "first_token", f"{first:.0%} of the weight on the first token {_quoted(tokens[0])}: a sink, not meaning"))
+        candidates.append((first, "first_token", f"{percent(first)} of the weight on the first token {_quoted(tokens[0])}: a sink, not meaning"))
     previous = values["previous_token"]
     if beats("previous_token", PREVIOUS):
-        candidates.append((previous, "previous_token", f"{previous:.0%} of the weight on the previous token"))
+        candidates.append((previous, "previous_token", f"{percent(previous)} of the weight on the previous token"))
     itself = values["self"]
     if beats("self", SELF):
-        candidates.append((itself, "self", f"{itself:.0%} of the weight on the token itself"))
+        candidates.append((itself, "self", f"{percent(itself)} of the weight on the token itself"))
     induction = values.get("induction_score")
     if induction is not None and induction >= INDUCTION:
-        candidates.append((induction, "induction_score", f"induction: {induction:.0%} of the weight on the token after an earlier copy of the current one (repeated random tokens)"))  # fmt: skip
+        candidates.append((induction, "induction_score", f"induction: {percent(induction)} of the weight on the token after an earlier copy of the current one (repeated random tokens)"))  # fmt: skip
     if sentence is not None and beats_even(sentence, heads.uniform["sentence_induction"][layer - heads.first_layer]):
-        candidates.append((sentence, "sentence_induction", f"induction on the sentence: {sentence:.0%} of the weight of a repeated token's row on the token "
+        candidates.append((sentence, "sentence_induction", f"induction on the sentence: {percent(sentence)} of the weight of a repeated token's row on the token "
                            "after its earlier copy"))  # fmt: skip
     duplicate = values.get("duplicate_token_score")
     if duplicate is not None and duplicate >= DUPLICATE:
-        candidates.append((duplicate, "duplicate_token_score", f"{duplicate:.0%} of the weight on earlier copies of the same token (repeated random tokens)"))  # fmt: skip
+        candidates.append((duplicate, "duplicate_token_score", f"{percent(duplicate)} of the weight on earlier copies of the same token (repeated random tokens)"))  # fmt: skip
     if not candidates:
         return None, 0.0, ""
     meaningful = [c for c in candidates if c[1] != "first_token"]  # a head that also sinks is read by what else it does
@@ -195,22 +196,22 @@ def row_readings(
     out = []
     first = weights[0]
     if i == 1 and beats(first, min(SINK, PREVIOUS)):  # key 1 is both the first and the previous token: one row cannot tell them apart
-        out.append(f"{first:.0%} of this row goes to {q(labels[0])}, the first token and the previous one: "
+        out.append(f"{percent(first)} of this row goes to {q(labels[0])}, the first token and the previous one: "
                    "from one row, a sink and a previous-token head look the same.")  # fmt: skip
     else:
         if i > 0 and beats(first, SINK):
-            out.append(f"{first:.0%} of this row goes to {q(labels[0])}, the first token: a sink, not meaning "
+            out.append(f"{percent(first)} of this row goes to {q(labels[0])}, the first token: a sink, not meaning "
                        "(the softmax must give the whole row's weight somewhere, and many heads put what they do not use on the first token).")  # fmt: skip
         if i > 1 and beats(weights[i - 1], PREVIOUS):
-            out.append(f"{weights[i - 1]:.0%} of this row goes to the previous token, {q(labels[i - 1])}: what a previous-token head does.")
+            out.append(f"{percent(weights[i - 1])} of this row goes to the previous token, {q(labels[i - 1])}: what a previous-token head does.")
     if beats(weights[i], SELF):
-        out.append(f"{weights[i]:.0%} of this row goes to {q(labels[i])} itself: the head attends to the token itself.")
+        out.append(f"{percent(weights[i])} of this row goes to {q(labels[i])} itself: the head attends to the token itself.")
     targets = [j for j in range(1, i + 1) if tokens[j - 1] == tokens[i] and j - 1 < i and visible[j]]  # keys just after an earlier copy
     share = sum(weights[j] for j in targets)
     if targets and beats(share, INDUCTION, len(targets)):
         after = _list_and([q(labels[j]) + ("" if labels[j].endswith(f"({j + 1})") else f" (position {j + 1})") for j in targets])
         copies = _list_and([str(j) for j in targets])
-        out.append(f"{share:.0%} of this row goes to {after}, the token{'s' * (len(targets) > 1)} just after an earlier "
+        out.append(f"{percent(share)} of this row goes to {after}, the token{'s' * (len(targets) > 1)} just after an earlier "
                    f"{q(tokens[i])} (position{'s' * (len(targets) > 1)} {copies}): what an induction head does, "
                    "predicting that what followed the token last time follows it again.")  # fmt: skip
     return out

@@ -9,6 +9,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from attncli.core.rounding import round_decimals
+
 
 class Routing(NamedTuple):
     """Which experts each token of one layer used, and with what weight."""
@@ -37,7 +39,7 @@ def routing_note(routing: Routing) -> str:
     """'layer 1's MoE MLP (2 of 4 experts per token, router weights): token 1 → 3 (0.62), 1 (0.38); …; tokens per expert: 1 ×5, …'."""
     L, k = routing.experts.shape
     per_token = [
-        f"token {i + 1} → " + ", ".join(f"{int(e) + 1} ({w:.2f})" for e, w in zip(routing.experts[i], routing.weights[i]))
+        f"token {i + 1} → " + ", ".join(f"{int(e) + 1} ({w:.2f})" for e, w in zip(routing.experts[i], round_decimals(routing.weights[i], 2)))  # halves away, as the tables
         for i in range(min(L, TOKENS_LISTED))
     ]
     if L > TOKENS_LISTED:
