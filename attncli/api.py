@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from attncli.core.engine import HeadResult  # subclassed below: every path that imports the API loads numpy anyway (measured)
 from attncli.core.records import record
 from attncli.core.scenario import Scenario
-from attncli.document.numbers import checked_precision, decimals, fixed, percent
+from attncli.document.numbers import checked_precision, decimals, fixed, percent, significant
 from attncli.errors import AttnError, did_you_mean, named, option
 from attncli.formats import Document, Format, Options
 
@@ -954,8 +954,8 @@ class ComparedHeads(_Shown):
 
         def grid() -> HeadGrid:
             H = self.comparison.heads
-            tips = [[f"layer {r.layer} head {r.head}: Jensen–Shannon {r.values['js_divergence']:.3g} nats, largest change "
-                     f"{r.values['max_abs_diff']:.3g}" for r in every[li * H : (li + 1) * H]] for li in range(self.comparison.layers)]  # fmt: skip
+            tips = [[f"layer {r.layer} head {r.head}: Jensen–Shannon {significant(r.values['js_divergence'], 3)} nats, largest change "
+                     f"{significant(r.values['max_abs_diff'], 3)}" for r in every[li * H : (li + 1) * H]] for li in range(self.comparison.layers)]  # fmt: skip
             return HeadGrid(walk.title(self.first, self.second), walk.thumbnails(self.comparison), 1, self.comparison.tokens, tips,
                             subtitle=maps.COMPARE_SUBTITLE,
                             hover="Hover over a thumbnail's row: its query tokens and the keys whose weight changed most.")  # fmt: skip

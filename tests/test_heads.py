@@ -398,6 +398,18 @@ def test_percentages_and_tips_round_a_half_as_the_tables_do():
     assert _tip(row) == "layer 2 head 3: first token 13%, previous 85%, self 0%, entropy 0.13 nats"  # type: ignore[arg-type]
 
 
+def test_a_comparison_s_words_round_a_half_as_the_tables_do():
+    """The share of ln 2 and the divergences in a comparison's readings use numbers.fixed's rule (0.125 of a unit rounds up)."""
+    import math
+    from types import SimpleNamespace
+
+    from attncli.walkthroughs.compare import _share_of_ln2, most_changed
+
+    assert _share_of_ln2(0.125 * math.log(2)) == "13%" and _share_of_ln2(0.00125 * math.log(2)) == "0.13%"
+    row = SimpleNamespace(layer=1, head=2, values={"js_divergence": 0.01235, "max_abs_diff": 0.1235})  # 0.1235 is 0.12349… in binary
+    assert most_changed([row]) == ["layer 1 head 2: Jensen–Shannon 0.0124 nats (2% of ln 2), largest change 0.124"]  # type: ignore[list-item]
+
+
 def test_one_head_is_counted_as_one(cli, tmp_path):
     """A one-head scenario's map, shaded sentence and sink line say "1 head", "its one head", not "1 heads"; one token is "1 token"."""
     from types import SimpleNamespace

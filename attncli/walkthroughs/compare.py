@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from attncli.core.compare import MEASURES, Comparison
+from attncli.document.numbers import fixed, significant
 from attncli.errors import AttnError, did_you_mean, option
 
 SCHEMA = "attncli.heads-compare/1"
@@ -66,16 +67,16 @@ def _share_of_ln2(js: float) -> str:
     """The divergence as a share of its largest value, ln 2: 37%, 0.42%, 0.019%, or "less than 0.01%" (a quantised model's heads), never "0%"."""
     percent = 100 * js / math.log(2)
     if percent >= 1 or percent == 0:
-        return f"{percent:.0f}%"
-    return f"{percent:.2g}%" if percent >= 0.01 else "less than 0.01%"
+        return f"{fixed(percent, 0)}%"
+    return f"{significant(percent, 2)}%" if percent >= 0.01 else "less than 0.01%"
 
 
 def most_changed(all_rows: list[DiffRow]) -> list[str]:
     """The heads whose rows changed most (Jensen–Shannon), in words; none when nothing changed."""
     changed = [r for r in sorted(all_rows, key=lambda r: -r.values["js_divergence"]) if r.values["max_abs_diff"] > 0][:MOST_CHANGED]
     return [
-        f"layer {r.layer} head {r.head}: Jensen–Shannon {r.values['js_divergence']:.3g} nats ({_share_of_ln2(r.values['js_divergence'])} "
-        f"of ln 2), largest change {r.values['max_abs_diff']:.3g}"
+        f"layer {r.layer} head {r.head}: Jensen–Shannon {significant(r.values['js_divergence'], 3)} nats ({_share_of_ln2(r.values['js_divergence'])} "
+        f"of ln 2), largest change {significant(r.values['max_abs_diff'], 3)}"
         for r in changed
     ]
 

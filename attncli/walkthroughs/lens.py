@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from attncli.core.lens import HeadLens, Promoted
+from attncli.document.numbers import significant
 
 LENS_METHOD = ("direct logit attribution: the head's output through its rows of W_O, the final norm with its scale frozen at the "
                "real final residual's rms (so every part's attributions add up to the logits) and the unembedding")  # fmt: skip
@@ -42,7 +43,7 @@ def predicts(lens: HeadLens, query: str, stream: Sequence[Promoted]) -> list[str
     adds = _list_and([f"{logit:+.2f} to the logit of {token_text(text)}" for text, logit in zip(p.texts, p.logits)])
     notes = [
         f"Direct logit attribution: head {lens.head}'s output times its rows of W_O is what the residual stream receives from "
-        f"this head at {query}. Through the final norm (its scale frozen at the real final residual's rms, {lens.scale:.4g}, so "
+        f"this head at {query}. Through the final norm (its scale frozen at the real final residual's rms, {significant(lens.scale, 4)}, so "
         f"the parts of the residual add up to the model's logits) and the unembedding ({unembedding}), it adds {adds}, the most "
         f"of the {lens.vocabulary:,} tokens: and so it predicts {token_text(p.texts[0])}."
     ]
