@@ -101,6 +101,21 @@ def test_a_link_that_cannot_be_asked_is_one_line(cli, at_root, args, fragment):
     assert fragment in result.stderr, result.stderr
 
 
+@pytest.mark.parametrize(("scenario", "args", "message"), [
+    ("journey-causal", ["--word", "journey", "--to", "step"],
+     "--to: the mask hides 'step' (position 6) from 'journey' (position 2) in every layer: no head can link them "
+     "(expected a key the query sees: positions 1–2)"),
+    ("sliding-window", ["--word", "lazy", "--to", "brown"],
+     "--to: the mask hides 'brown' (position 3) from 'lazy' (position 8) in every layer: no head can link them "
+     "(expected a key the query sees: positions 1, 6, 7, 8)"),
+])  # fmt: skip
+def test_a_key_the_mask_hides_is_not_ranked_as_a_link(cli, scenario, args, message):
+    """A key after a causal query, or outside its window, gets no weight in any head: one line saying why, not a ranking of 0%."""
+    result = cli("heads", scenario, *args)
+    assert result.exit_code == 1 and result.stdout == "" and result.stderr == f"attncli: error: {message}\n"
+    assert cli("heads", "sliding-window", "--word", "lazy", "--to", "the").exit_code == 0  # one of its two copies is seen
+
+
 def test_the_grid_holds_each_heads_weight():
     """The grid's one-cell thumbnails are the ranked weights, at each head's place."""
     from attncli.walkthroughs import links
