@@ -621,3 +621,12 @@ def test_the_json_limits_are_exact(tmp_path):
         parse_json(b"[123456]", "x", what="y", limits=limits)
     with pytest.raises(AttnError, match="beyond float64"):
         parse_json(b"[1e999]", "x", what="y", limits=JsonLimits())
+
+
+@pytest.mark.parametrize("args", [["run", "--model", "/dev/null", "--layer", "1", "--sentence", "hi"], ["heads", "--model", "/dev/null", "--sentence", "hi"],
+                                  ["model", "tokens", "/dev/null", "hi"], ["model", "info", "/dev/null"]])  # fmt: skip
+def test_a_device_given_as_the_model_is_named_for_what_it_is(cli, args):
+    """--model /dev/null (a device, like a FIFO or a socket) is never read, and not called 'a folder that does not exist'."""
+    result = cli(*args)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("attncli: error: /dev/null: neither a checkpoint folder nor a GGUF file: a device, a pipe or a socket")

@@ -318,6 +318,9 @@ def read_raw(folder: Path, *, whole: bool = False) -> tuple[dict[str, Any], str]
         raise AttnError(
             "a file that is neither a checkpoint folder nor a GGUF file", file=str(folder), expected="a Hugging Face checkpoint folder or a .gguf file"
         )
+    if folder.exists() and not folder.is_dir():  # /dev/null, a FIFO, a socket: never read
+        raise AttnError("neither a checkpoint folder nor a GGUF file: a device, a pipe or a socket", file=str(folder),
+                        expected="a Hugging Face checkpoint folder or a .gguf file")  # fmt: skip
     if not folder.is_dir():
         raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a folder with config.json")
     if not os.path.lexists(path):
