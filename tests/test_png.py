@@ -86,6 +86,21 @@ def test_the_bundled_fonts_characters_are_those_fontconfig_reads_from_them():
     assert {ord(c) for c in "×Σ√←…␣·–’"} <= pngout.bundled_characters() and ord("猫") not in pngout.bundled_characters()
 
 
+@pytest.mark.parametrize(("text", "bold"), [("W" * 12, False), ("M" * 12, True), ("iiiiiiiiiiii", False), ("0.1250 −∞ WASHINGTON", False)])
+def test_figures_measure_text_as_the_png_draws_it(text, bold):
+    """fontmetrics.text_width is where resvg ends the text it draws in the bundled DejaVu Sans (within a pixel at 20 px), so
+    a token of capitals fits its box; the 0.6 em every character used to count put 12 W's at 144 px, drawn 237 px wide."""
+    from attncli.formats.fontmetrics import text_width
+
+    width = text_width(text, 20, bold=bold)
+    weight = ' font-weight="bold"' if bold else ""
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{int(width) + 40}" height="40"><rect width="100%" height="100%" fill="#fff"/>'
+           f'<text x="10" y="28" font-family="DejaVu Sans" font-size="20"{weight}>{text}</text></svg>')  # fmt: skip
+    ink = np.flatnonzero((pixels(pngout.rasterised(svg))[..., :3].sum(axis=2) < 600).any(axis=0)) / 2  # columns with ink, in SVG px
+    assert 10 + width - 5 <= ink.max() <= 10 + width + 1  # short of the width by the last glyph's right side bearing (a quarter em at most)
+    assert text_width("W", 2048) == 2025 and text_width("i", 2048) == 569  # DejaVu Sans's own advances, in its 2,048 units per em
+
+
 def test_a_character_the_bundled_fonts_lack_is_drawn_from_the_machine_s_fonts(cli, tmp_path):
     """A token 猫 (no DejaVu glyph) takes the machine's font that has it, not an empty box; Latin-only figures never read them."""
     import shutil
@@ -129,7 +144,7 @@ def test_a_figure_too_big_for_a_png_is_refused_before_it_is_drawn(cli, monkeypat
     monkeypatch.setattr(pngout, "MAX_PIXELS", 100_000)
     result = cli("run", "cat", "--format", "png")
     assert result.exit_code == 1
-    assert "--format: the figure would be 864 × 516 pixels, more than a PNG of 100,000 may have" in result.stderr
+    assert "--format: the figure would be 850 × 518 pixels, more than a PNG of 100,000 may have" in result.stderr
 
 
 def test_a_png_is_written_atomically_to_its_file_and_export_names_it_png(cli, tmp_path):

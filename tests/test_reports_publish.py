@@ -200,8 +200,8 @@ def test_tiling_figure_marks_where_the_running_maximum_grew(cli):
 @pytest.mark.parametrize("name", ["tiling", "decode", "gpt2-tiling"])
 def test_a_figure_is_as_wide_as_its_grid_not_its_caption(cli, name):
     """The title and caption wrap to the figure's width: every line fits, and the figure is no wider than its grid and legend need."""
+    from attncli.formats.fontmetrics import text_width
     from attncli.formats.gridfigure import CAPTION_SIZE
-    from attncli.formats.svgheatmap import text_width
 
     args, _, _ = REPORTS[name]
     root = ET.fromstring(cli(*args, "--format", "svg").stdout)

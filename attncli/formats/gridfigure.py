@@ -17,6 +17,7 @@ from attncli.document import escape
 from attncli.document.blocks import DROPPED, EMPTY, HIDDEN, Grid
 from attncli.document.numbers import fixed
 from attncli.formats import palette
+from attncli.formats.fontmetrics import text_width
 from attncli.formats.svgheatmap import (
     CELL_HEIGHT,
     FONTS,
@@ -26,7 +27,6 @@ from attncli.formats.svgheatmap import (
     NUMBER_SIZE,
     label_text,
     short_label,
-    text_width,
 )
 
 SIDE_SIZE = 11  # px, the side columns' numbers
@@ -39,25 +39,25 @@ MIN_TEXT_WIDTH = 320.0  # px: a small figure's caption wraps to this, not to the
 MAX_FIGURE = 96  # rows and columns of cells drawn at most: a 1,024-token tiling would be a million cells (150 MB of SVG)
 
 
-def wrap(text: str, size: float, measure: float) -> list[str]:
+def wrap(text: str, size: float, measure: float, *, bold: bool = False) -> list[str]:
     """`text` broken at spaces into lines no wider than `measure` px at `size` px, as few lines as that takes, of even
     lengths (no last line of one word); a single longer word keeps its own line."""
-    lines = _fill(text, size, measure)
-    narrow = text_width(text, size) / len(lines)
+    lines = _fill(text, size, measure, bold)
+    narrow = text_width(text, size, bold=bold) / len(lines)
     while narrow < measure and len(lines) > 1:  # the narrowest measure that needs no more lines
-        even = _fill(text, size, narrow)
+        even = _fill(text, size, narrow, bold)
         if len(even) == len(lines):
             return even
         narrow += 8
     return lines
 
 
-def _fill(text: str, size: float, measure: float) -> list[str]:
+def _fill(text: str, size: float, measure: float, bold: bool) -> list[str]:
     lines: list[str] = []
     line = ""
     for word in text.split(" "):
         candidate = f"{line} {word}" if line else word
-        if line and text_width(candidate, size) > measure:
+        if line and text_width(candidate, size, bold=bold) > measure:
             lines.append(line)
             line = word
         else:
@@ -141,8 +141,8 @@ def _figure(grid: Grid, precision: int) -> tuple[str, float, float]:
                 side_x + sum(side_widths) + 0.71 * (side_w + LABEL_SIZE) + 12)  # fmt: skip
     # the title and caption wrap to the figure's width (never narrower than MIN_TEXT_WIDTH), rather than widening it
     measure = max(width - 24, MIN_TEXT_WIDTH)
-    title_lines, caption_lines = wrap(grid.title, TITLE_SIZE, measure), wrap(grid.caption, CAPTION_SIZE, measure)
-    width = max(width, 24 + max(text_width(line, size) for lines, size in ((title_lines, TITLE_SIZE), (caption_lines, CAPTION_SIZE))
+    title_lines, caption_lines = wrap(grid.title, TITLE_SIZE, measure, bold=True), wrap(grid.caption, CAPTION_SIZE, measure)
+    width = max(width, 24 + max(text_width(line, size, bold=bold) for lines, size, bold in ((title_lines, TITLE_SIZE, True), (caption_lines, CAPTION_SIZE, False))
                                 for line in lines))  # fmt: skip
     heading = [_text(12, 20 + LINE_STEP * i, escape.xml(line), size=TITLE_SIZE, extra=' font-weight="600"') for i, line in enumerate(title_lines)]
     caption_y = 38 + LINE_STEP * (len(title_lines) - 1)

@@ -42,10 +42,10 @@ TERMINAL_MIN_COLS = 4  # narrower heads than this wrap into further bands instea
 
 def grid_svg(grid: HeadGrid, *, tooltips: bool = False, standalone: bool = True) -> str:
     """All heads as one SVG; `tooltips` adds each thumbnail row's tokens as a hover text (larger: for the HTML page)."""
-    from attncli.formats.svgheatmap import text_width
+    from attncli.formats.fontmetrics import text_width
 
     layers, H = grid.thumbnails.shape[:2]
-    width = round(max(LABEL_W + H * (THUMB + GAP) + 8, text_width(grid.title, 14) + 16, text_width(grid.subtitle, 11) + 16))
+    width = round(max(LABEL_W + H * (THUMB + GAP) + 8, text_width(grid.title, 14, bold=True) + 16, text_width(grid.subtitle, 11) + 16))
     height = HEADER_H + layers * (THUMB + GAP) + 8
     head = '<?xml version="1.0" encoding="UTF-8"?>\n' if standalone else ""
     out = [

@@ -17,11 +17,10 @@ from __future__ import annotations
 import functools
 import math
 import re
-import struct
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attncli.errors import AttnError, option
+from attncli.formats.fontmetrics import FONTS
 
 if TYPE_CHECKING:
     from attncli.document.pages import ExplainPage, HeadsPage, ReportPage, RunPage, ShadePage
@@ -29,7 +28,6 @@ if TYPE_CHECKING:
 
 ZOOM = 2  # PNG pixels per SVG pixel, each way
 MAX_PIXELS = 64_000_000  # 256 MB of RGBA while drawing: a bigger figure is refused before resvg allocates it
-FONTS = Path(__file__).parent / "fonts"
 FONT_FILES = ("DejaVuSans.ttf", "DejaVuSans-Bold.ttf", "DejaVuSans-Oblique.ttf", "DejaVuSansMono.ttf")
 INSTALL = 'pip install "attncli[png]"'
 
@@ -110,15 +108,7 @@ def bundled_characters() -> frozenset[int]:
 
 
 def cmap_code_points(font: bytes) -> set[int]:
-    """The code points a TrueType font maps to a glyph other than .notdef, read from its full-Unicode cmap subtable
-    (format 12: groups of consecutive code points and glyphs), which each bundled font has."""
-    tables = {font[at : at + 4]: struct.unpack_from(">I", font, at + 8)[0] for at in range(12, 12 + 16 * struct.unpack_from(">H", font, 4)[0], 16)}
-    cmap = tables[b"cmap"]
-    subtables = [struct.unpack_from(">HHI", font, cmap + 4 + 8 * n) for n in range(struct.unpack_from(">H", font, cmap + 2)[0])]
-    at = next(cmap + offset for platform, encoding, offset in subtables
-              if (platform, encoding) == (3, 10) and struct.unpack_from(">H", font, cmap + offset)[0] == 12)  # fmt: skip
-    points: set[int] = set()
-    for n in range(struct.unpack_from(">I", font, at + 12)[0]):
-        start, end, glyph = struct.unpack_from(">III", font, at + 16 + 12 * n)  # start … end map to glyph, glyph + 1, …
-        points.update(c for c in range(start, end + 1) if glyph + c - start)
-    return points
+    """The code points a TrueType font maps to a glyph other than .notdef (fontmetrics.cmap reads its cmap table)."""
+    from attncli.formats.fontmetrics import cmap
+
+    return set(cmap(font))

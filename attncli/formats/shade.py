@@ -79,11 +79,11 @@ def lines(shaded: Shaded, *, width: int, colour: bool, ramp: palette.Ramp, preci
 
 def svg(shaded: Shaded, *, precision: int = 2, standalone: bool = True) -> str:
     """The rows as one figure: each token a box on its shade with the token in it and its weight beneath."""
-    from attncli.formats.svgheatmap import text_width
+    from attncli.formats.fontmetrics import text_width
 
     labels = [escape.visible(t) for t in shaded.tokens]
     widths = [max(text_width(label, TOKEN_SIZE), text_width("0." + "0" * precision, NUMBER_SIZE)) + 2 * PAD for label in labels]
-    width = round(max(LABEL_W + sum(widths) + 2 * len(widths) + 8, text_width(shaded.title, 14) + 16))
+    width = round(max(LABEL_W + sum(widths) + 2 * len(widths) + 8, text_width(shaded.title, 14, bold=True) + 16))
     height = 40 + ROW_H * len(shaded.rows) + 8
     light = palette.LIGHT
     head = '<?xml version="1.0" encoding="UTF-8"?>\n' if standalone else ""

@@ -9,14 +9,13 @@ Whatever the tokens, the document is well-formed XML (text goes through `escape.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from attncli.document import escape
 from attncli.document.numbers import fixed
 from attncli.formats import palette
+from attncli.formats.fontmetrics import text_width
 
 if TYPE_CHECKING:
     from attncli.document.blocks import Matrix as MatrixView
@@ -192,17 +191,6 @@ def label_text(shown: str, label: str) -> str:
     return tip + escape.xml(shown)
 
 
-_ZERO_WIDTH = re.compile(r"[\u200b-\u200d\u2060\ufeff]")
-
-
-def text_width(text: str, size: float) -> float:
-    """Roughly how wide text is in px at `size` px in a sans-serif font: wide (East Asian) characters 1 em, others 0.6 em."""
-    width = 0.0
-    for c in _ZERO_WIDTH.sub("", text):
-        if unicodedata.combining(c):
-            continue
-        width += 1.0 if unicodedata.east_asian_width(c) in "WF" else 0.6
-    return width * size
 
 
 LINE_HEIGHT = 18
