@@ -832,7 +832,8 @@ class Mapped(_Shown):
         def grid() -> HeadGrid:
             H = self.map.heads
             tips = [[r.reading or _tip(r) for r in every[li * H : (li + 1) * H]] for li in range(self.map.layers)]
-            return HeadGrid(walk.title(self.source, self.map), walk.thumbnails(self.map), self.map.first_layer, self.map.tokens, tips)
+            return HeadGrid(walk.title(self.source, self.map), walk.thumbnails(self.map), self.map.first_layer, self.map.tokens, tips,
+                            seen=walk.seen(self.map))  # fmt: skip
 
         return HeadsPage(table, grid, lambda: walk.document(self.map, self.source, shown, every, spell), _precision(options, 3), explorable=True)
 

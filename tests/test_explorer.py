@@ -57,7 +57,9 @@ def test_the_page_needs_no_network_and_carries_tokens_as_text(cli, tmp_path):
     assert parsed.urls == [] and not re.search(r"https?://", page)
     data = json.loads(parsed.data)
     assert "".join(data["tokens"]).replace("␣", " ") == HOSTILE
-    assert np.array(data["weights"]).shape == (3, 4, len(data["tokens"]), len(data["tokens"])) and data["exact"]
+    L = len(data["tokens"])
+    assert np.array(data["weights"]).shape == (3, 4, L, L) and data["exact"]
+    assert (np.array(data["seen"]) == np.tril(np.ones((L, L), dtype=int))).all()  # GPT-2's causal mask, in every layer
 
 
 def test_a_token_s_control_characters_are_written_as_every_format_writes_them(cli, tmp_path):
@@ -162,10 +164,11 @@ def test_a_browser_clicks_a_head_hovers_a_row_and_switches_the_theme(cli, tmp_pa
             headers = rows.nth(0).locator("th").all_inner_texts()[1:]
             assert [h.replace("␣", " ").strip() for h in headers] == sentence.split()
             cells = [row.locator("td").all_inner_texts() for row in rows.all()[1:]]
-            assert cells == [fixed_many(row, precision) for row in weights]  # the digits every table shows
+            causal = [[text if j <= i else "–" for j, text in enumerate(fixed_many(row, precision))] for i, row in enumerate(weights)]
+            assert cells == causal  # the digits every table shows, and its – where GPT-2's mask hides a later key
             rows.nth(4).locator("th").hover()  # query row 4, 'on'
             shaded = page.locator("#sentence span").evaluate_all("spans => spans.map(s => s.dataset.weight)")
-            assert shaded == fixed_many(weights[3], precision)
+            assert shaded == causal[3]
             assert page.locator("#sentence span.query").inner_text().strip() in ("on", "␣on")
             page.select_option("#layer", "3")
             assert page.inner_text("#matrix caption").startswith("Layer 3, head 3")

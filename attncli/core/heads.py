@@ -173,6 +173,7 @@ class HeadMap:
     first_layer: int = 1  # the number of the first layer summarised (a scenario's one layer: 1)
     stats: dict[str, list[np.ndarray]] = field(default_factory=dict)  # name → one (H,) array per layer
     thumbnails: list[np.ndarray] = field(default_factory=list)  # one (H, s, s) per layer
+    seen: list[np.ndarray] = field(default_factory=list)  # one (s, s) bool per layer: a thumbnail cell some query of it may see
     rows: dict[str, list[np.ndarray]] = field(default_factory=dict)  # name → one (H,) array per layer: strongest_rows
     uniform: dict[str, list[float]] = field(default_factory=dict)  # name → one value per layer: uniform_baseline
     patterns: dict[str, list[np.ndarray]] | None = None  # name → one (H,) array per layer, when asked for
@@ -203,6 +204,7 @@ class HeadMap:
             self.uniform.setdefault("sentence_induction", []).append(even)
             self.rows.setdefault("sentence_induction", []).append(strongest)
         self.thumbnails.append(thumbnail(weights))
+        self.seen.append(thumbnail(seen[None].astype(np.float64))[0] > 0)  # a block is seen when any of its cells is
 
     def add_patterns(self, weights: np.ndarray, tokens: Sequence[int]) -> None:
         """The next layer's pattern scores, on a token sequence of their own (the repeated random one)."""

@@ -43,6 +43,7 @@ class HeadGrid(NamedTuple):
     tips: Sequence[Sequence[str]]  # [layer][head] one line about the head (its statistics, its reading)
     subtitle: str = SUBTITLE  # what the shade means
     hover: str = "Hover over a thumbnail's row: its query tokens and the keys that take most of its weight."  # the HTML page's hint
+    seen: np.ndarray | None = None  # (layers, s, s) bool: the cells the mask lets a query see (the page to explore writes – elsewhere)
 
 
 class HeadTable(NamedTuple):

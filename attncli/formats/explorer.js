@@ -50,13 +50,14 @@ function attncliFixed(x, precision, tie, tieMost) {
     }
   }
 
-  function sentence(weights, query) {
+  function sentence(weights, query, seen) {
     const box = document.getElementById("sentence"); box.replaceChildren();
     data.tokens.forEach((token, j) => {
-      const w = weights ? weights[j] : 0;
-      const span = el("span", { title: weights ? `${token}: ${fixed(w)}` : token }, token);
-      span.dataset.weight = weights ? fixed(w) : "";
-      if (weights) { span.style.background = shade(w); span.style.color = ink(w); }
+      const w = weights ? weights[j] : 0, hidden = weights && seen && !seen[j];
+      const shown = hidden ? "–" : fixed(w);
+      const span = el("span", { title: weights ? `${token}: ${hidden ? "hidden by the mask" : shown}` : token }, token);
+      span.dataset.weight = weights ? shown : "";
+      if (weights && !hidden) { span.style.background = shade(w); span.style.color = ink(w); }
       if (j === query) span.className = "query";
       box.appendChild(span);
     });
@@ -73,10 +74,16 @@ function attncliFixed(x, precision, tie, tieMost) {
     const top = el("tr"); top.appendChild(el("th", {}, ""));
     labels.forEach((t) => top.appendChild(el("th", { scope: "col" }, t)));
     table.appendChild(top);
+    const seen = data.seen ? data.seen[layer - data.first_layer] : null;  // a cell the mask hides is "–", as in every table
     m.forEach((row, i) => {
       const tr = el("tr"); tr.appendChild(el("th", { scope: "row" }, labels[i]));
-      row.forEach((w) => { const td = el("td", {}, fixed(w)); td.style.background = shade(w); td.style.color = ink(w); tr.appendChild(td); });
-      tr.addEventListener("mouseenter", () => { if (data.exact) sentence(row, i); });
+      row.forEach((w, j) => {
+        const hidden = seen && !seen[i][j];
+        const td = el("td", hidden ? { className: "masked", title: "hidden by the mask" } : {}, hidden ? "–" : fixed(w));
+        if (!hidden) { td.style.background = shade(w); td.style.color = ink(w); }
+        tr.appendChild(td);
+      });
+      tr.addEventListener("mouseenter", () => { if (data.exact) sentence(row, i, seen && seen[i]); });
       table.appendChild(tr);
     });
     document.getElementById("matrix-box").replaceChildren(table);

@@ -40,6 +40,7 @@ def page(grid: HeadGrid, table: HeadTable, *, precision: int, level: int = 1) ->
         "precision": precision,
         **HALF_TOLERANCES,  # how near a decimal half a weight is that half: the script rounds as numbers.fixed does
         "weights": grid.thumbnails.tolist(),  # (layers, H, s, s) whole: the script rounds them once, as the tables do
+        "seen": None if grid.seen is None else grid.seen.astype(int).tolist(),  # (layers, s, s) 1 where the mask lets the query see
         "tips": [[escape.visible(tip) for tip in row] for row in grid.tips],
         "readings": [{"text": escape.visible(text), "command": escape.visible(command)} for text, command in table.readings],
     }

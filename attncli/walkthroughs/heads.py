@@ -329,6 +329,11 @@ def thumbnails(heads: HeadMap) -> np.ndarray:
     return np.stack(heads.thumbnails)
 
 
+def seen(heads: HeadMap) -> np.ndarray:
+    """(layers, s, s) bool: which of the thumbnails' cells the mask lets a query see, layer by layer."""
+    return np.stack(heads.seen)
+
+
 def title(source: Source, heads: HeadMap) -> str:
     return f"Every head of {named(source)}: {heads.layers} layer{'s' * (heads.layers != 1)} × {heads.heads} head{'s' * (heads.heads != 1)}, {len(heads.tokens)} token{'s' * (len(heads.tokens) != 1)}"
 
