@@ -133,6 +133,9 @@ def test_interactive_is_the_map_only(cli, extra):
 def test_the_page_to_explore_places_its_headings_by_heading_level(cli, level, headings):
     page = cli("heads", "multihead", "--format", "html", "--interactive", "--heading-level", str(level)).stdout
     assert re.findall(r"<(h[1-6])\b", page) == headings
+    parsed = _Links()
+    parsed.feed(page)
+    assert json.loads(parsed.data)["readings"][0]["text"].startswith("No head stands out (")  # under Readings, as the static page says
 
 
 def _chromium() -> str | None:

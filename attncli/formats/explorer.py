@@ -42,7 +42,8 @@ def page(grid: HeadGrid, table: HeadTable, *, precision: int, level: int = 1) ->
         "weights": grid.thumbnails.tolist(),  # (layers, H, s, s) whole: the script rounds them once, as the tables do
         "seen": None if grid.seen is None else grid.seen.astype(int).tolist(),  # (layers, s, s) 1 where the mask lets the query see
         "tips": [[escape.visible(tip) for tip in row] for row in grid.tips],
-        "readings": [{"text": escape.visible(text), "command": escape.visible(command)} for text, command in table.readings],
+        "readings": [{"text": escape.visible(text), "command": escape.visible(command)} for text, command in table.readings]
+        or [{"text": escape.visible(table.none), "command": ""}],  # no head stands out: the rule it was judged by, as the static page says
     }
     blob = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     note = ("" if exact else f"<p class=\"note\">The sentence has {len(grid.tokens)} tokens: each cell is the largest weight of its "
