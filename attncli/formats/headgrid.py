@@ -206,10 +206,9 @@ def table_renderables(table: HeadTable, *, precision: int = 3) -> list[Renderabl
     if table.readings:
         out.append(Text(f"{table.heading}:"))
         for text, command in table.readings:
+            out.append(_Hanging(escape.visible(text), 2))  # the reading wraps to the terminal
             if command:
-                out.append(Block(["  " + escape.visible(text), "    " + escape.visible(command)]))  # never wrapped: a command is copied whole
-            else:
-                out.append(_Hanging(escape.visible(text), 2))
+                out.append(Block(["    " + escape.visible(command)]))  # never wrapped: a command is copied whole
     else:
         out.append(Text(table.none))
     return out
