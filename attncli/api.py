@@ -1380,7 +1380,8 @@ def model_tokens(path: str | Path, text: str, *, special_tokens: str = "auto") -
     check_special_tokens(special_tokens)
     folder = _path(path, "path")
     if not folder.is_dir() and not folder.is_file() and not str(folder).startswith("ollama:"):
-        what = "neither a checkpoint folder nor a GGUF file: a device, a pipe or a socket" if folder.exists() else "the checkpoint folder does not exist"
-        raise AttnError(what, file=str(folder), expected="a folder with tokenizer.json, or a GGUF file")
+        from attncli.sources.checkpoints.config import not_a_folder
+
+        raise not_a_folder(folder, "a folder with tokenizer.json, or a GGUF file")
     tokenized = checkpoint_tokens(folder, text, special_tokens=special_tokens == "auto", max_tokens=MAX_TOKENS_SHOWN)
     return ModelTokens(shown_path(folder), text, token_rows(tokenized.ids, tokenized.labels, tokenized.pieces), tokenized.not_applied)

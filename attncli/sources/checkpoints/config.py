@@ -307,6 +307,14 @@ def text_stack(raw: dict[str, Any], where: str) -> dict[str, Any]:
     return {**dtype, **text, "model_type": text.get("model_type") or MULTIMODAL[kind]}
 
 
+def not_a_folder(folder: Path, expected: str) -> AttnError:
+    """The error for a --model that is no folder and no regular file: missing, or a device, a pipe or a socket (never read)."""
+    if folder.exists():  # /dev/null, a FIFO
+        return AttnError("neither a checkpoint folder nor a GGUF file: a device, a pipe or a socket", file=str(folder),
+                         expected="a Hugging Face checkpoint folder or a .gguf file")  # fmt: skip
+    return AttnError("the checkpoint folder does not exist", file=str(folder), expected=expected)
+
+
 def read_raw(folder: Path, *, whole: bool = False) -> tuple[dict[str, Any], str]:
     """The keys of config.json as a dict, with the path for messages: the text stack's (`text_stack`; `whole`: config.json's
     own even for a multimodal model); read through the bounded reader (a regular file, JSON within limits)."""
@@ -318,11 +326,8 @@ def read_raw(folder: Path, *, whole: bool = False) -> tuple[dict[str, Any], str]
         raise AttnError(
             "a file that is neither a checkpoint folder nor a GGUF file", file=str(folder), expected="a Hugging Face checkpoint folder or a .gguf file"
         )
-    if folder.exists() and not folder.is_dir():  # /dev/null, a FIFO, a socket: never read
-        raise AttnError("neither a checkpoint folder nor a GGUF file: a device, a pipe or a socket", file=str(folder),
-                        expected="a Hugging Face checkpoint folder or a .gguf file")  # fmt: skip
     if not folder.is_dir():
-        raise AttnError("the checkpoint folder does not exist", file=str(folder), expected="a folder with config.json")
+        raise not_a_folder(folder, "a folder with config.json")
     if not os.path.lexists(path):
         raise AttnError("no config.json in the checkpoint folder", file=str(folder), expected="a Hugging Face checkpoint folder")
     raw = read_json(path, where, what="the model's config as a JSON object", limits=CONFIG_LIMITS)
