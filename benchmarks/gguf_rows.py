@@ -13,7 +13,9 @@
     Q4_1 matrices, RMSNorm, the projections, RoPE, softmax, the output; write the JSON), given the
     token ids, and tokenizing the sentence itself as any script given one must (the `tokenizers` library
     reading the file's tokenizer.json); then at 512 and 2,048 tokens with --head 1 (one head's stages
-    shown and held, the other heads computed for the output; the floor likewise).
+    shown and held, the other heads computed for the output; the floor likewise). Beside the 10-token
+    row, its start-up: importing every module the command imports, in a process that does nothing else,
+    against importing the floor's; and of that, Typer's share (the floor's imports and typer against them).
 23. Dequantising one 8B-class layer (Llama 3 8B's seven matrices, 218,103,808 weights) stored as
     Q4_K, Q6_K and Q8_0, against its float64 floor: every weight written once as float64 from one byte
     (`out[...] = codes`, the least any dequantisation writes). The file holds that one layer's tensors

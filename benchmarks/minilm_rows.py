@@ -8,8 +8,9 @@
     floor_bert.py: the same arithmetic in a minimal NumPy float64 script (the safetensors file mapped, the embeddings,
     layers 1-5 whole, layer 6's heads stage by stage, the same JSON written with orjson), given the token ids and, in a
     second row, tokenizing the sentence itself with the `tokenizers` library. At 8 tokens ("The cat sat on the mat"
-    and BERT's [CLS] and [SEP]) and at 512 tokens (the model's positions) with --head 1, as row 22 does. The bench
-    first checks that the floor's numbers are attncli's (to 1e-9), so that the two do the same work.
+    and BERT's [CLS] and [SEP]) and at 512 tokens (the model's positions) with --head 1, as row 22 does, with the
+    start-up beside the 8-token row as row 22 measures it. The bench first checks that the floor's numbers are
+    attncli's (to 1e-9), so that the two do the same work.
 """
 
 from __future__ import annotations
