@@ -30,7 +30,19 @@ _BIDI = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
 
 
 def _code(c: str) -> str:
-    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+    code = ord(c)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, in a file name from the command line (Python's surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    return _NAMED.get(c) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(s: str) -> str:
+    """s with each lone surrogate written as `visible` writes it (`\\xff` for a file name's undecodable byte): text that
+    UTF-8, and so JSON, can hold; every other character kept as it is."""
+    return _SURROGATE.sub(lambda found: _code(found.group()), s)
 
 
 @functools.cache

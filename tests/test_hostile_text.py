@@ -7,6 +7,7 @@ import csv
 import functools
 import io
 import json
+import os
 import re
 import xml.etree.ElementTree as ElementTree
 
@@ -217,3 +218,21 @@ def in_order(labels: tuple[str, ...], text: str) -> bool:
             return False
         at = found + len(renderers.fold(label))
     return True
+
+
+@pytest.mark.parametrize("command", [["run"], ["explain", "--word", "a"], ["decode"]])
+def test_a_file_name_that_is_not_utf8_is_shown_as_its_byte_in_every_format(cli, tmp_path, command):
+    """A scenario file named b'\\xff.yaml' (a byte that is not UTF-8, which Python holds as a lone surrogate): its JSON is
+    valid UTF-8 with the name written `\\xff`, as every other format and an error show it; it was an internal error, exit 70,
+    after half of the JSON."""
+    import json
+
+    name = os.fsdecode(b"\xff")
+    path = tmp_path / f"{name}.yaml"
+    path.write_text("tokens: [a, b]\nembeddings: [[1, 0], [0, 1]]\n", encoding="utf-8")
+    done = cli(*command[:1], str(path), *command[1:], "--format", "json")
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(done.stdout)["scenario"]["name"] == "\\xff"
+    assert "\\\\xff" in cli("run", str(path), "--format", "markdown").stdout.splitlines()[0]  # Markdown doubles the backslash
+    missing = cli("run", str(tmp_path / f"{name}-missing.yaml"))
+    assert missing.exit_code == 1 and f"{tmp_path}/\\xff-missing.yaml: no such file" in missing.stderr

@@ -26,7 +26,7 @@ def encode(value: Any, depth: int = 0) -> Iterator[bytes]:
     if isinstance(value, dict):
         yield b"{\n"
         for i, (key, item) in enumerate(value.items()):
-            yield pad + b"  " + orjson.dumps(key) + b": "
+            yield pad + b"  " + _dumps(key) + b": "
             yield from encode(item, depth + 1)
             yield b",\n" if i < len(value) - 1 else b"\n"
         yield pad + b"}"
@@ -61,7 +61,23 @@ def _matrix_rows(matrix: np.ndarray, separator: bytes) -> Iterator[bytes]:
 def _dumps(value: Any) -> bytes:
     if isinstance(value, np.ndarray):
         value = np.ascontiguousarray(value)
-    return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY)
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY)
+    except orjson.JSONEncodeError:  # a lone surrogate, which UTF-8 cannot hold: a file name's byte that is not UTF-8
+        return orjson.dumps(_utf8(value), option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def _utf8(value: Any) -> Any:
+    """`value` with every string's lone surrogates written as text (`\\xff`, errors.without_surrogates), at any depth."""
+    from attncli.errors import without_surrogates
+
+    if isinstance(value, str):
+        return without_surrogates(value)
+    if isinstance(value, dict):
+        return {_utf8(k): _utf8(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_utf8(v) for v in value]
+    return value
 
 
 def document(doc: dict[str, Any]) -> Iterator[bytes]:
