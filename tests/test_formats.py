@@ -286,6 +286,20 @@ def test_export_folder_writes_one_file_per_scenario_byte_identically(cli, tmp_pa
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first
 
 
+def test_export_of_a_folder_reads_its_regular_files_only(cli, tmp_path):
+    """A FIFO named x.yaml in the folder is left alone: exporting the folder waited for a writer forever."""
+    import os
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.yaml").write_text("tokens: [a, b]\nembeddings: [[1, 0], [0, 1]]\n", encoding="utf-8")
+    os.mkfifo(folder / "fifo.yaml")
+    out = tmp_path / "out"
+    out.mkdir()
+    result = cli("export", str(folder), "--format", "markdown", "--out-dir", str(out))
+    assert result.exit_code == 0 and [p.name for p in out.iterdir()] == ["a.md"] and "Exported 1 of 1 scenario " in result.stderr
+
+
 @pytest.mark.parametrize(("fmt", "ext"), [("latex", "tex"), ("csv", "csv"), ("html", "html"), ("svg", "svg"), ("json", "json")])
 def test_export_is_byte_identical_in_every_format(cli, tmp_path, fmt, ext):
     """No timestamps, no random ids: two exports of the same input are the same bytes."""

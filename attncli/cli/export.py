@@ -32,11 +32,12 @@ class Report:
 
 
 def sources(inputs: list[str]) -> Iterator[str]:
-    """Each input as it is, a folder as its *.yaml and *.yml files in name order."""
+    """Each input as it is, a folder as its *.yaml and *.yml files in name order (regular files: a FIFO named x.yaml would wait
+    for a writer forever, a device would be read; named on its own, a pipe is read, as `run <(…)` reads one)."""
     for name in inputs:
         path = Path(name)
         if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and not p.is_dir())
+            found = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
             if not found:
                 raise AttnError("the folder holds no .yaml or .yml files", file=name, expected="a folder of scenario files")
             yield from map(str, found)
