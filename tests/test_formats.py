@@ -337,6 +337,28 @@ def test_export_explain_skips_scenarios_without_the_word(cli, tmp_path):
     assert "# Attention for “cat”" in (tmp_path / "cat.md").read_text()
 
 
+def test_export_that_writes_nothing_has_status_1(cli, tmp_path):
+    """Every scenario skipped (no such word), or skipped and failed: nothing written is status 1, as the help says (it was 0 and 3)."""
+    skipped = cli("export", "cat", "--explain", "zzz", "--format", "markdown", "--out-dir", str(tmp_path))
+    assert skipped.exit_code == 1 and "(1 skipped)" in skipped.stderr and list(tmp_path.iterdir()) == []
+    (tmp_path / "cat.md").write_text("old")
+    (tmp_path / "cat.md").chmod(0o444)
+    both = cli("export", "cat", "journey", "--explain", "the", "--format", "markdown", "--out-dir", str(tmp_path))
+    assert both.exit_code == 1 and "(1 skipped, 1 failed)" in both.stderr
+
+
+def test_export_replaces_a_read_only_file_with_force_as_its_error_says(cli, tmp_path):
+    """The read-only file's error says 'pass --force', and export takes --force (it was a usage error); the mode is kept."""
+    (tmp_path / "cat.md").write_text("old")
+    (tmp_path / "cat.md").chmod(0o444)
+    refused = cli("export", "cat", "--format", "markdown", "--out-dir", str(tmp_path))
+    assert refused.exit_code == 1 and "cat: --out-dir: cannot write" in refused.stderr and "pass --force to replace it" in refused.stderr
+    assert (tmp_path / "cat.md").read_text() == "old"
+    forced = cli("export", "cat", "--format", "markdown", "--out-dir", str(tmp_path), "--force")
+    assert forced.exit_code == 0 and (tmp_path / "cat.md").read_text().startswith("# ")
+    assert (tmp_path / "cat.md").stat().st_mode & 0o777 == 0o444
+
+
 def test_export_refuses_a_missing_out_dir(cli, tmp_path):
     """The output folder must exist: a clear error, nothing written."""
     result = cli("export", "cat", "--format", "json", "--out-dir", str(tmp_path / "missing"))

@@ -464,12 +464,14 @@ def export(
     long_notes: LongNotesOption = False,
     max_cells: MaxCellsOption = None,
     max_values: MaxValuesOption = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace files in OUT_DIR even if they are read-only.")] = False,
 ) -> None:
     """Render many scenarios to files at once: regenerate a blog post's tables after changing a number.
 
     Writes OUT_DIR/<scenario-file-stem>.<ext> (.md, .tex, .csv, .html, .svg, .json, .txt) for
     each scenario, atomically. The same inputs give byte-identical files. A scenario that fails
-    is reported and the others are still written; the exit status is then 3 (1 if none was written).
+    is reported and the others are still written; the exit status is then 3, and 1 if none was written (also when
+    every scenario was skipped for lacking the --explain word).
 
     \b
     Examples:
@@ -503,10 +505,13 @@ def export(
             advance=lambda: advance(1),
             block_size=block_size,
             decode=decode,
+            force=force,
         )
     sys.stderr.write(report.summary(folder, format.value) + "\n")
+    if not report.written and (report.failed or report.skipped):  # nothing written: a failure, whatever the reasons
+        raise typer.Exit(ExitStatus.ERROR)
     if report.failed:
-        raise typer.Exit(ExitStatus.PARTIAL if report.written or report.skipped else ExitStatus.ERROR)
+        raise typer.Exit(ExitStatus.PARTIAL)
 
 
 @app.command()

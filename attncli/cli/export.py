@@ -59,11 +59,12 @@ def export(
     advance: Callable[[], None] = lambda: None,
     block_size: int | None = None,
     decode: bool = False,
+    force: bool = False,
 ) -> Report:
     """Render every scenario of `names` (see `sources`) into `out_dir`; `advance()` after each.
 
     As `run` by default; `explain_word` as `explain` (with `block_size`, its online softmax too);
-    `block_size` alone as `run --block-size` (the tiling report); `decode` as `decode`.
+    `block_size` alone as `run --block-size` (the tiling report); `decode` as `decode`. `force` replaces read-only files.
     """
     if decode and (explain_word is not None or block_size is not None):
         other = option("explain") if explain_word is not None else option("block_size")
@@ -94,7 +95,7 @@ def export(
                 report.skipped.append((source, f"it has no token {explain_word!r}"))
                 note(f"attncli: skipped {source}: it has no token {explain_word!r}")
             else:
-                write_atomic(target, document)
+                write_atomic(target, document, force=force, key=option("out_dir"))
                 written_from[target] = source
                 report.written.append(target)
         except AttnError as error:
