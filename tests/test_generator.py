@@ -182,7 +182,8 @@ def test_cli_new_mechanisms_are_shown(cli, tmp_path):
     ("options", "message"),
     [
         (["--rotary-fraction", "0.3"], "--rotary-fraction"),
-        (["--rotary-fraction", "0.25"], "is 1 coordinates"),
+        (["--rotary-fraction", "0.25"], "0.25 of d_k = 4 is 1 coordinate (expected"),
+        (["--rope-offset", "2147483649"], "--rope-offset: found 2,147,483,649 (expected a position from 0 to 2,147,483,648)"),
         (["--softcap", "0"], "--softcap"),
         (["--softcap", "nan"], "--softcap"),
     ],

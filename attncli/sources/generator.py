@@ -12,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from attncli.core.variants import Mask
+from attncli.core.variants.positions import MOST_OFFSET
 from attncli.errors import AttnError, option, visible
 from attncli.sources.limits import Limits
 from attncli.sources.words import split_sentence
@@ -89,12 +90,14 @@ def new_scenario(
     if rotary_fraction is not None:
         r = d_k * rotary_fraction
         if not 0 < rotary_fraction <= 1 or r != int(r) or int(r) % 2:  # NaN fails this too
-            raise AttnError(f"{rotary_fraction:g} of d_k = {d_k} is {r:g} coordinates", key=option("rotary_fraction"),
+            raise AttnError(f"{rotary_fraction:g} of d_k = {d_k} is {r:g} coordinate{'s' * (r != 1)}", key=option("rotary_fraction"),
                             expected=f"a fraction from 0 to 1 that leaves an even number of coordinates to turn, such as {2 / d_k:g}")  # fmt: skip
     if softcap is not None and not 0 < softcap < float("inf"):
         raise AttnError(f"found {softcap:g}", key=option("softcap"), expected="a positive number, the cap of cap·tanh(s / cap) (Gemma 2 uses 50)")
     if window is not None and window > 2**31:  # JSON carries the window: orjson writes no integer past 64 bits
         raise AttnError(f"found {window:,}", key=option("window"), expected=f"a window from 0 to {2**31:,} (one of the sentence's length or more sees every key)")
+    if rope_offset is not None and rope_offset > MOST_OFFSET:  # the file would be written only for run to refuse it
+        raise AttnError(f"found {rope_offset:,}", key=option("rope_offset"), expected=f"a position from 0 to {MOST_OFFSET:,}")
     if sink_tokens is not None and window is None:
         raise AttnError(f"{option('sink_tokens')} keeps the first keys seen beyond a window, but there is no window", key=option("sink_tokens"), expected=f"{option('window')} N as well")
     if sink_tokens is not None and sink_tokens > len(tokens):

@@ -28,6 +28,8 @@ from attncli.core.variants.keys import MATRIX, Read, Schema, Sizes, frozen, mapp
 from attncli.core.variants.shown import Narrated, Say, StageRow
 from attncli.errors import did_you_mean
 
+MOST_OFFSET = 2**31  # the first token's position at most (rope.offset): JSON carries it, and orjson writes no integer past 64 bits
+
 
 class Turned(NamedTuple):
     """q and k as a "rotated" variant leaves them (one that acts after RoPE: QK-norm there), and what it
@@ -323,7 +325,7 @@ class Rope:
             rotary_dim = items["rotary_dim"].whole(2, d_k, "an even number of coordinates")
             if rotary_dim % 2:
                 raise items["rotary_dim"].error(f"rotary_dim {rotary_dim} is odd", f"an even number from 2 to d_k = {d_k}")
-        offset = items["offset"].whole(0, 2**31, "a position") if "offset" in items else 0
+        offset = items["offset"].whole(0, MOST_OFFSET, "a position") if "offset" in items else 0
         angles = cos = sin = None
         if "angles" in items:
             angles = _given_rows(items["angles"], L)
