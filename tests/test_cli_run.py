@@ -234,3 +234,14 @@ def test_the_stages_help_names_real_stages(cli, monkeypatch):
     assert examples and all(name in names for name in examples)
     error = cli("run", "cat", "--stages", "nonsense").stderr
     assert error.rstrip().endswith("(expected a comma list of: " + ", ".join(names) + ")")
+
+
+def test_counts_of_one_are_singular(cli, tmp_path):
+    """'L = 1 token', 'rounded to 1 decimal', 'Hand-rounded (1 decimal)', 'blocks of 1 query × 1 key', '1 tile': never '1 tokens'."""
+    one = tmp_path / "one.yaml"
+    one.write_text("tokens: [solo]\nembeddings: [[1, 0]]\n", encoding="utf-8")
+    assert "L = 1 token · d_model = 2" in cli("run", str(one)).stdout
+    rounded = cli("run", "cat", "--round-steps", "1", "--format", "markdown").stdout
+    assert "rounded to 1 decimal before the next step" in rounded and "Hand-rounded (1 decimal) vs exact output" in rounded
+    tiled = cli("run", str(one), "--block-size", "1", "--format", "markdown").stdout
+    assert "blocks of 1 query × 1 key" in tiled and "1 tile\n" in tiled and " 1 tiles" not in tiled

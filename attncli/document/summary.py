@@ -11,11 +11,11 @@ def describe(s: Scenario, *, long_notes: bool = False) -> list[str]:
     heads = f"{s.heads} head" + ("s" if s.heads > 1 else "")
     if s.heads != s.G:
         heads += f" sharing {s.G} key/value head" + ("s" if s.G > 1 else "")
-    size = f"L = {s.L} tokens"
+    size = f"L = {s.L} token{'s' * (s.L != 1)}"
     if s.cross:
         shared = s.origin is not None and s.origin.attention is None  # a model of one stack: an earlier layer's keys (KV sharing)
         which = "an earlier layer's, KV sharing" if shared else "cross-attention"
-        size = f"L_q = {s.L} queries × L_k = {s.L_k} keys ({which})"
+        size = f"L_q = {s.L} quer{'ies' if s.L != 1 else 'y'} × L_k = {s.L_k} key{'s' * (s.L_k != 1)} ({which})"
     width = "Q, K, V given" if s.direct else "V given" if s.X is None else f"d_model = {s.d_model}"  # V alone: the scores given
     d_k = f" · d_k = {s.d_k}" if s.d_k else ""  # none given beside given scores
     lines = [f"{size} · {width} · {heads}{d_k} · d_v = {s.d_v} · d_out = {s.d_out}"]
@@ -36,3 +36,13 @@ def told(description: str, sentence: str) -> str:
     if rest[:1].isalnum():  # the sentence ended inside a word of the description
         return description
     return rest.lstrip(" .,;:—–-")
+
+
+def rounded_every_step(decimals: int) -> str:
+    """The note over a hand-rounded run (--round-steps), in every format."""
+    return f"Every intermediate is rounded to {decimals} decimal{'s' * (decimals != 1)} before the next step, as by hand."
+
+
+def hand_rounded_title(decimals: int) -> str:
+    """The heading of the table that sets a hand-rounded output beside the exact one, in every format."""
+    return f"Hand-rounded ({decimals} decimal{'s' * (decimals != 1)}) vs exact output"

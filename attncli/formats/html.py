@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from attncli.document.summary import rounded_every_step
 from attncli.errors import AttnError, option
 from attncli.formats.htmltable import Code, Heading, Paragraph, document_html, html_document, steps_parts
 
@@ -34,7 +35,7 @@ def run(page: RunPage, options: Options) -> str:
         parts.append(Paragraph(s.description))
     parts += [Paragraph(line) for line in s.settings]
     if s.round_steps is not None:
-        parts.append(Paragraph(f"Every intermediate is rounded to {s.round_steps} decimals before the next step, as by hand."))
+        parts.append(Paragraph(rounded_every_step(s.round_steps)))
     parts += document.matrices
     return html_document(
         parts,

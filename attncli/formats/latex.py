@@ -37,6 +37,7 @@ from attncli.document.blocks import (
 )
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.numbers import exact_decimals
+from attncli.document.summary import rounded_every_step
 from attncli.formats import texmatrix
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ def run_latex(page: RunDocument, *, precision: int, standalone: bool = False) ->
         yield prose("; ".join(s.settings) + ".")
         if s.round_steps is not None:
             yield ""
-            yield prose(f"Every intermediate is rounded to {s.round_steps} decimals before the next step, as by hand.")
+            yield prose(rounded_every_step(s.round_steps))
         for view in views:
             yield from view_lines(view, precision=precision, standalone=standalone)
         if (c := page.comparison) is not None:

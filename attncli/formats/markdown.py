@@ -28,6 +28,7 @@ from attncli.document.blocks import (
 )
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.numbers import exact_decimals, fixed, short_vector, smart, vector
+from attncli.document.summary import hand_rounded_title, rounded_every_step
 
 if TYPE_CHECKING:
     from attncli.document.pages import ExplainPage, HeadsPage, ReportPage, RunPage, ShadePage
@@ -80,7 +81,7 @@ def run_markdown(page: RunDocument, *, precision: int, heading_level: int = 1) -
         yield ("\n" + "#" * section + f" {prefix}{md(view.title)}: `{view.formula}` ({view.shape})\n\n").encode()
         yield from matrix_table(view, precision)
     if (c := page.comparison) is not None:
-        lines = ["", "#" * section + f" Hand-rounded ({c.decimals} decimals) vs exact output", ""]
+        lines = ["", "#" * section + " " + hand_rounded_title(c.decimals), ""]
         rows = [
             [md(label), vector(r, precision, whole=False), vector(e, exact_decimals(precision), whole=False), vector(r - e, exact_decimals(precision), whole=False)]
             for label, r, e in zip(c.labels, c.rounded, c.exact)
@@ -96,7 +97,7 @@ def _run_header(s: Summary, top: int) -> list[str]:
         lines += [md(s.description), ""]
     lines.append(md("; ".join(s.settings) + "."))
     if s.round_steps is not None:
-        lines += ["", f"Every intermediate is rounded to {s.round_steps} decimals before the next step, as by hand."]
+        lines += ["", rounded_every_step(s.round_steps)]
     return lines
 
 

@@ -11,6 +11,7 @@ from attncli.document.blocks import Comparison, Hints, RunDocument, Summary
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.escape import visible
 from attncli.document.numbers import exact_decimals, fixed, fixed_many
+from attncli.document.summary import hand_rounded_title, rounded_every_step
 from attncli.formats import grid
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def summary(s: Summary) -> Text:
         text.append(visible(s.more) + "\n", style="dim italic")
     text.rstrip()
     if s.round_steps is not None:
-        text.append(f"\nEvery intermediate is rounded to {s.round_steps} decimals before the next step, as by hand.", style="yellow")
+        text.append("\n" + rounded_every_step(s.round_steps), style="yellow")
     return text
 
 
@@ -278,7 +279,7 @@ def rounding_table(
             continue
         body.append([row_labels[k], *(_vector(vectors[k][i], keep) for i in range(3))])
         k += 1
-    title = Text(f"Hand-rounded ({comparison.decimals} decimals) vs exact output", style="bold")
+    title = Text(hand_rounded_title(comparison.decimals), style="bold")
     parts: list[RenderableType] = [title, grid.Block([grid.Grid(header, body, styles=["bold"])])]
     notes = []
     if keep < d:

@@ -41,6 +41,7 @@ from attncli.document.blocks import (
 from attncli.document.blocks import Matrix as MatrixView
 from attncli.document.escape import Name, notation, visible
 from attncli.document.numbers import exact_decimals, fixed, short_vector, smart, vector
+from attncli.document.summary import hand_rounded_title, rounded_every_step
 from attncli.formats import palette
 
 if TYPE_CHECKING:
@@ -504,7 +505,7 @@ def run_typst(page: RunDocument, *, precision: int, heading_level: int = 1, stan
         lines += [words(s.description), ""]
     lines += [prose("; ".join(s.settings) + "."), ""]
     if s.round_steps is not None:
-        lines += [words(f"Every intermediate is rounded to {s.round_steps} decimals before the next step, as by hand."), ""]
+        lines += [words(rounded_every_step(s.round_steps)), ""]
     yield "\n".join(lines).encode()
     for view in page.matrices:
         prefix = f"Head {view.head} · " if s.heads > 1 and view.head is not None else ""
@@ -515,7 +516,7 @@ def run_typst(page: RunDocument, *, precision: int, heading_level: int = 1, stan
         yield from matrix_tables(view, precision, shaded=view.square and (heatmap or view.key == "weights"))
     if (c := page.comparison) is not None:
         exact = exact_decimals(precision)
-        lines = ["", *heading(section, words(f"Hand-rounded ({c.decimals} decimals) vs exact output"))]
+        lines = ["", *heading(section, words(hand_rounded_title(c.decimals)))]
         rows = [[_label(label), _number(vector(r, precision, whole=False)), _number(vector(e, exact, whole=False)),
                  _number(vector(r - e, exact, whole=False))] for label, r, e in zip(c.labels, c.rounded, c.exact)]  # fmt: skip
         lines += table(["[]", *map(_label, ["hand-rounded", "exact", "difference"])], rows, ["left", "left", "left", "left"])

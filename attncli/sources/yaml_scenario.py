@@ -433,7 +433,7 @@ class _Validator:
         for word, length in lengths.items():
             if length != first_len:
                 raise AttnError(
-                    f"the vector of {word!r} has {length} numbers but that of {first_word!r} has {first_len}",
+                    f"the vector of {word!r} has {length} number{'s' * (length != 1)} but that of {first_word!r} has {first_len}",
                     line=value.items[word].line,
                     key=f"{key}.{word}",
                     expected="every embedding of the same length d_model",
@@ -570,7 +570,7 @@ class _Validator:
             return None
         vector = to_vector(value, key)
         if vector.shape[0] != length:
-            raise self._error(f"{key} has {vector.shape[0]} numbers", key, f"{length} = {what}", value)
+            raise self._error(f"{key} has {vector.shape[0]} number{'s' * (vector.shape[0] != 1)}", key, f"{length} = {what}", value)
         return vector
 
     def _check_rows_see_a_key(self, mask: Mask, L_q: int, L_k: int, tokens: list[str]) -> None:
@@ -739,7 +739,7 @@ def to_matrix(value: Value, path: str) -> np.ndarray:
         rows.append(to_vector(row, f"{path}[{i}]"))
         if rows[-1].shape != rows[0].shape:
             raise AttnError(
-                f"row {i} has {rows[-1].shape[0]} numbers but row 1 has {rows[0].shape[0]} (ragged rows)",
+                f"row {i} has {rows[-1].shape[0]} number{'s' * (rows[-1].shape[0] != 1)} but row 1 has {rows[0].shape[0]} (ragged rows)",
                 line=row.line,
                 key=f"{path}[{i}]",
                 expected="every row of the same length",

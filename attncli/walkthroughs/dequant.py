@@ -29,6 +29,15 @@ _WIDENS = {  # why a block's numbers are exact in float64, by what the block sto
 }
 
 
+def _weights(n: int) -> str:
+    return f"{n} weight{'s' * (n != 1)}"
+
+
+def _columns(first: int, last: int) -> str:
+    """'columns 33–64', or 'column 7' for a block of one weight (F32, F16, BF16)."""
+    return f"columns {first}–{last}" if last != first else f"column {first}"
+
+
 def dequant_report(doc: dict[str, Any]) -> Document:
     """The walk-through as a document, for every format but JSON."""
     kind = doc["type"]
@@ -36,8 +45,8 @@ def dequant_report(doc: dict[str, Any]) -> Document:
     title = f"Dequantising block {doc['block']} of {doc['tensor']}{role}: {kind}"
     intro = [
         f"{doc['tensor']} has shape {doc['shape']} (stored innermost first as {doc['dims_stored']}), in {doc['blocks']:,} blocks "
-        f"of {doc['weights_per_block']} weights; block {doc['block']} holds row {doc['row']}, columns {doc['columns'][0]}–{doc['columns'][1]}.",
-        f"{kind}: {doc['bytes']} bytes per {doc['weights_per_block']} weights = {doc['bits_per_weight']:g} bits per weight; "
+        f"of {_weights(doc['weights_per_block'])}; block {doc['block']} holds row {doc['row']}, {_columns(*doc['columns'])}.",
+        f"{kind}: {doc['bytes']} bytes per {_weights(doc['weights_per_block']).removeprefix('1 ')} = {doc['bits_per_weight']:g} bits per weight; "
         f"the block starts at byte {doc['file_offset']:,} of the file.",
         f"Formula: {doc['formula']}. Every number below is exact in float64 ({_WIDENS.get(kind, 'fp16 widens exactly')}).",
     ]
@@ -68,7 +77,11 @@ def dequant_report(doc: dict[str, Any]) -> Document:
         for w in doc["weights"]
     ]  # fmt: skip
     notes = [doc["reference_rounding"]] if "reference_rounding" in doc else []
-    sections += _section("Each weight: value = step · code + base", table=Table(header, rows, [True, True, False, True, True, True, True]), notes=notes)
+    if all(w["code"] is None for w in doc["weights"]):  # F32, F16, BF16: each weight is its own number, with no code to scale
+        table = Table(["weight", "column", "packed in", "value"], [[r[0], r[1], r[2], r[6]] for r in rows], [True, True, False, True])
+        sections += _section("Each weight", table=table, notes=notes)
+    else:
+        sections += _section("Each weight: value = step · code + base", table=Table(header, rows, [True, True, False, True, True, True, True]), notes=notes)
     csv = Table(
         ["tensor", "type", "block", "weight", "column", "code", "step", "base", "value"],
         [[doc["tensor"], kind, str(doc["block"]), *r[:2], *r[3:]] for r in rows],

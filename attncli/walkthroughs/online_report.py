@@ -136,7 +136,7 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
         rows, notes = _shortened(rows, MAX_TILES, "tiles", full=full, width=6)
         table = Table(["tile", "queries", "keys", "m", "l", "rescale"], rows,
                       [False, False, False, False, False, False])  # fmt: skip
-        sections += _section(f"{name}{len(tiling.tiles)} tiles", table=table, notes=notes)
+        sections += _section(f"{name}{len(tiling.tiles)} tile{'s' * (len(tiling.tiles) != 1)}", table=table, notes=notes)
         ordinary = result.head(head).output  # (L_q, d_v)
         memory = tiling.memory
         lines = [
@@ -157,7 +157,7 @@ def tiling_report(result: RunResult, tilings: dict[int, Tiling], *, precision: i
         sections += _section(f"{name}output = o / l", lines, Table(["query", "output"], out_rows, [False, False]), out_notes)
     csv_table = Table(["head", "query_block", "key_block", "query", "keys", "skipped", "rescale", "max", "sum"], csv_rows,
                       [True, True, True, True, False, False, True, True, True])  # fmt: skip
-    return _document(f"FlashAttention tiling of {quoted(s.name)}: blocks of {B_q} queries × {B_k} keys", intro, sections, csv_table)
+    return _document(f"FlashAttention tiling of {quoted(s.name)}: blocks of {B_q} quer{'ies' if B_q != 1 else 'y'} × {B_k} key{'s' * (B_k != 1)}", intro, sections, csv_table)
 
 
 def _smallest_block(L_q: int, L_k: int, heads: int) -> int:
@@ -281,7 +281,7 @@ def _state_lines(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> tuple[
 def _step_section(dec: Decode, step: DecodeStep, p: int, *, full: bool) -> list[Block]:
     s = dec.scenario
     lines = [("q", vec(step.q, p, full=full)), ("k", vec(step.k, p, full=full)), ("v", vec(step.v, p, full=full)),
-             ("cache", f"key{'s' * (len(step.cache) > 1)} {span(step.cache)} ({len(step.cache)} of {step.position} tokens so far)")]  # fmt: skip
+             ("cache", f"key{'s' * (len(step.cache) > 1)} {span(step.cache)} ({len(step.cache)} of {step.position} token{'s' * (step.position != 1)} so far)")]  # fmt: skip
     notes = []
     if dec.switched == step.position:
         notes.append(f"The sequence now has {step.position} tokens, more than the {step.position - 1} the model was trained on "
@@ -396,7 +396,7 @@ def tiling_grid(result: RunResult, head: int, tiling: Tiling, *, precision: int)
     side = [(f"m after {span(np.arange(b * B_k + 1, min((b + 1) * B_k, s.L_k) + 1))}",
              ["−∞" if not np.isfinite(x) else fixed(float(x), p) for x in running[:, b]]) for b in blocks]  # fmt: skip
     head_name = f"head {head}: " if s.heads > 1 else ""
-    caption = (f"{head_name}the scores the softmax sees, in tiles of {B_q} queries × {B_k} keys; each row's maximum outlined, "
+    caption = (f"{head_name}the scores the softmax sees, in tiles of {B_q} quer{'ies' if B_q != 1 else 'y'} × {B_k} key{'s' * (B_k != 1)}; each row's maximum outlined, "
                "and right of it the running maximum m after each block of keys (marked where it grew)")  # fmt: skip
     side_marked = [(n, int(r)) for n, b in enumerate(blocks) for r in np.flatnonzero(grew[:, b])]
     return Grid(f"FlashAttention tiling of {quoted(s.name)}", caption, list(s.query_labels), list(s.key_labels), data, state, False,
