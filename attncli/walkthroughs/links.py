@@ -55,10 +55,12 @@ def links(heads: HeadMap, keys: Sequence[int], source: Source) -> list[Link]:
         raise ValueError("the map was computed without a focus row")
     columns = np.asarray(keys, dtype=int)
     if heads.focus_visible and not any(seen[columns].any() for seen in heads.focus_visible):
+        from attncli.walkthroughs.online_report import span
+
         query, key = describe(heads, keys)
         sees = np.flatnonzero(np.any(heads.focus_visible, axis=0)) + 1  # positions from 1
         raise AttnError(f"the mask hides {key} from {query} in every layer: no head can link them", key=option("to"),
-                        expected=f"a key the query sees: {_positions(sees)}")  # fmt: skip
+                        expected=f"a key the query sees: position{'s' * (len(sees) > 1)} {span(sees)}")  # fmt: skip
     weights = np.stack([rows[:, columns].sum(axis=-1) for rows in heads.focus_rows])  # (layers, H)
     order = sorted(np.ndindex(weights.shape), key=lambda at: (-weights[at], at))
     shared = heads.kv_heads != heads.heads
@@ -105,15 +107,6 @@ def document(heads: HeadMap, keys: Sequence[int], source: Source, ranked: Sequen
         "heads": [{"layer": r.layer, "head": r.head, **({"kv_head": r.kv_head} if r.kv_head is not None else {}),
                    "weight": r.weight, "rank": r.rank, "explain": spell(r.explain)} for r in ranked],  # fmt: skip
     }
-
-
-def _positions(positions: np.ndarray) -> str:
-    """'positions 1–2', 'position 1', or 'positions 1, 3, 4' (from 1)."""
-    if len(positions) == 1:
-        return f"position {positions[0]}"
-    if positions[-1] - positions[0] + 1 == len(positions):
-        return f"positions {positions[0]}–{positions[-1]}"
-    return "positions " + ", ".join(map(str, positions))
 
 
 def _quoted(label: str) -> str:
