@@ -17,7 +17,7 @@ import numpy as np
 
 from attncli.document import escape
 from attncli.document.maps import SHORT, HeadGrid, HeadTable
-from attncli.document.numbers import fixed
+from attncli.document.numbers import fixed, significant
 from attncli.formats import palette
 from attncli.formats.htmltable import headings, page
 
@@ -271,7 +271,7 @@ def statistic(value: int | float | None, precision: int, general: bool = False) 
         return "–"
     if isinstance(value, int):
         return str(value)
-    return f"{value:.{precision}g}" if general else fixed(value, precision)  # fixed: a decimal half rounds as in every table
+    return significant(value, precision) if general else fixed(value, precision)  # a decimal half rounds as in every table
 
 
 # -- CSV ------------------------------------------------------------------------------------------

@@ -191,8 +191,6 @@ def label_text(shown: str, label: str) -> str:
     return tip + escape.xml(shown)
 
 
-
-
 LINE_HEIGHT = 18
 CHAR_WIDTH = 7.8  # a 13 px monospace character
 
