@@ -422,6 +422,8 @@ def test_one_head_is_counted_as_one(cli, tmp_path):
     assert cli("heads", str(one), "--format", "markdown").stdout.startswith("# Every head of scenario one.yaml: 1 layer × 1 head, 1 token\n")
     shaded = cli("heads", "cat", "--word", "cat", "--format", "markdown").stdout
     assert shaded.startswith("# What 'cat' (position 2) attends to: every layer, its one head\n")
+    layered = cli("heads", "cat", "--word", "cat", "--layer", "1", "--format", "markdown").stdout  # no mean row is drawn beside it
+    assert layered.startswith("# What 'cat' (position 2) attends to: layer 1, its one head\n")
 
     def row(layer: int, head: int, share: float) -> SimpleNamespace:
         return SimpleNamespace(layer=layer, head=head, behaviour="first_token", strength=share, values={"first_token": share})

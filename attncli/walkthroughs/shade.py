@@ -64,9 +64,13 @@ def shading(heads: HeadMap, *, layer: int | None, head: int | None) -> Shading:
         if (head is None and heads.heads > 1) or not chosen:
             rows.append(ShadedRow(n, None, weights.mean(axis=0), visible, ()))
     query = heads.tokens[heads.focus]
-    what = (f"layer {layer}, " if layer is not None else "every layer, ") + (
-        f"head {head}" if head is not None else "each head and their mean" if layer is not None else f"the mean of its {heads.heads} heads" if heads.heads > 1 else "its one head"
-    )
+    if head is not None:
+        whose = f"head {head}"
+    elif heads.heads == 1:  # its rows are that head's own: no mean is drawn
+        whose = "its one head"
+    else:
+        whose = "each head and their mean" if layer is not None else f"the mean of its {heads.heads} heads"
+    what = (f"layer {layer}, " if layer is not None else "every layer, ") + whose
     title = f"What {quoted(query)} (position {heads.focus + 1}) attends to: {what}"  # a token in prose, quoted as the readings quote it
     return Shading(title, heads.tokens, heads.focus + 1, tuple(rows))
 
