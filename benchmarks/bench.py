@@ -156,13 +156,9 @@ def compare(ours: list[str], baseline: list[str], pairs: int, *, status: int = 0
 
 def light_imports(args: list[str]) -> bool:
     """True when `attncli ARGS` imports neither numpy nor yaml."""
-    check = (
-        "import sys, runpy; sys.argv = ['attncli', *sys.argv[1:]]\n"
-        "try:\n    runpy.run_module('attncli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-        "sys.stderr.write(repr(sorted({'numpy', 'yaml'} & set(sys.modules))))"
-    )
-    done = subprocess.run([PY, "-c", check, *args], capture_output=True, text=True)
-    return done.stderr.strip().endswith("[]")
+    from gguf_rows import modules_imported  # benchmarks/gguf_rows.py, which lists them for the start-up rows too
+
+    return not {"numpy", "yaml"} & set(modules_imported(args))
 
 
 def main() -> None:

@@ -197,13 +197,18 @@ def startup_rows(command: list[str], pairs: int, compare, row) -> list:
 
 def imports_of(command: list[str]) -> list[str]:
     """A command that imports, and does nothing else, every module `command` (python -m attncli …) imports, in its order."""
+    modules = modules_imported(command[3:])
+    script = f"import importlib\nfor name in {modules!r}:\n    try:\n        importlib.import_module(name)\n    except Exception:\n        pass"
+    return [PY, "-c", script]
+
+
+def modules_imported(args: list[str]) -> list[str]:
+    """Every module `attncli ARGS` has imported when it ends, in the order it imported them (its output thrown away)."""
     listing = ("import runpy, sys\nsys.argv = ['attncli', *sys.argv[1:]]\n"
                "try:\n    runpy.run_module('attncli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
                "sys.stderr.write('\\n=== ' + ' '.join(sys.modules))")  # fmt: skip
-    done = subprocess.run([PY, "-c", listing, *command[3:]], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
-    modules = done.stderr.rsplit("\n=== ", 1)[1].split()
-    script = f"import importlib\nfor name in {modules!r}:\n    try:\n        importlib.import_module(name)\n    except Exception:\n        pass"
-    return [PY, "-c", script]
+    done = subprocess.run([PY, "-c", listing, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+    return done.stderr.rsplit("\n=== ", 1)[1].split()
 
 
 def _same_ids(tokenizer: Path, sentence: str, token_ids: list[str]) -> None:
